@@ -1,0 +1,232 @@
+"""`tether serve | worker | migrate | runs …`"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import orjson
+
+from tether.database import database_url
+from tether.loader import DEFAULT_APP, load_app
+from tether.runtime import errors as rt_errors
+from tether.runtime.operations import Operations
+from tether.runtime.service import running
+from tether.runtime.worker import WorkerSettings
+from tether.settings import Settings
+from tether.storage import migrate, pool
+from tether.storage.rows import ExecutionRow
+
+logger = logging.getLogger("tether")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tether", description="Durable work for AI agents.")
+    p.add_argument("--log-level", default="INFO")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="HTTP endpoint and workers in one process")
+    serve.add_argument("app", nargs="?", default=DEFAULT_APP, help="module:attr or file.py:attr")
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.add_argument("--workers", type=int, help="concurrent runs in this process")
+    serve.add_argument("--no-workers", action="store_true", help="serve HTTP only")
+
+    worker = sub.add_parser("worker", help="workers only")
+    worker.add_argument("app", nargs="?", default=DEFAULT_APP)
+    worker.add_argument("--workers", type=int, help="concurrent runs in this process")
+
+    sub.add_parser("migrate", help="apply database migrations")
+
+    runs = sub.add_parser("runs", help="inspect and steer runs")
+    runs.add_argument("--app", default=DEFAULT_APP)
+    runs.add_argument("--json", action="store_true", help="machine-readable output")
+    rsub = runs.add_subparsers(dest="action", required=True)
+    ls = rsub.add_parser("list")
+    ls.add_argument("--workflow")
+    ls.add_argument("--status", action="append")
+    ls.add_argument("--limit", type=int, default=20)
+    ls.add_argument("--cursor")
+    show = rsub.add_parser("show")
+    show.add_argument("id")
+    show.add_argument("--history", action="store_true")
+    start = rsub.add_parser("start")
+    start.add_argument("workflow")
+    start.add_argument("input", nargs="?", default="null", help="JSON")
+    start.add_argument("--idempotency-key")
+    sig = rsub.add_parser("signal")
+    sig.add_argument("id")
+    sig.add_argument("name")
+    sig.add_argument("payload", nargs="?", default="null", help="JSON")
+    ans = rsub.add_parser("answer")
+    ans.add_argument("id")
+    ans.add_argument("key")
+    ans.add_argument("response", help="JSON")
+    for name in ("cancel", "terminate", "retry"):
+        cmd = rsub.add_parser(name)
+        cmd.add_argument("id")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    settings = Settings.from_env(
+        host=getattr(args, "host", None),
+        port=getattr(args, "port", None),
+        workers=getattr(args, "workers", None),
+    )
+    try:
+        if args.command == "serve":
+            return _serve(args, settings)
+        if args.command == "worker":
+            return _worker(args, settings)
+        if args.command == "migrate":
+            return _with_db(settings, _migrate)
+        return _with_db(settings, lambda dsn: _runs(args, dsn))
+    except ValueError as exc:
+        print(f"tether: {exc}", file=sys.stderr)
+        return 2
+
+
+def _with_db(settings: Settings, fn: Callable[[str], Awaitable[int]]) -> int:
+    with database_url(settings) as dsn:
+        return asyncio.run(fn(dsn))
+
+
+def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    import uvicorn
+
+    from tether.app import create_app
+
+    app = load_app(args.app)
+    with database_url(settings) as dsn:
+        web = create_app(app, settings, dsn, run_workers=not args.no_workers)
+        config = uvicorn.Config(
+            web, host=settings.host, port=settings.port, log_level="info", lifespan="on"
+        )
+        server = uvicorn.Server(config)
+        server.run()
+    return 0
+
+
+def _worker(args: argparse.Namespace, settings: Settings) -> int:
+    app = load_app(args.app)
+
+    async def run(dsn: str) -> int:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        ws = WorkerSettings(
+            concurrency=settings.workers,
+            lease_s=settings.lease_s,
+            poll_s=settings.poll_s,
+            shutdown_grace_s=settings.shutdown_grace_s,
+        )
+        async with running(
+            dsn, app, worker_settings=ws, janitor_interval_s=settings.janitor_interval_s,
+            pool_size=settings.pool_size,
+        ) as rt:
+            logger.info("worker %s running %d workflows", rt.workers[0].owner, len(app.workflows))
+            await stop.wait()
+        return 0
+
+    return _with_db(settings, run)
+
+
+async def _migrate(dsn: str) -> int:
+    conn = await pool.connect(dsn)
+    try:
+        applied = await migrate.migrate(conn)
+    finally:
+        await conn.close()
+    print(f"applied {applied}" if applied else "up to date")
+    return 0
+
+
+def _row_dict(row: ExecutionRow) -> dict[str, Any]:
+    return {
+        "id": row.id, "workflow": row.workflow, "business_id": row.business_id,
+        "status": row.status, "version": row.version, "details": row.details,
+        "waits": row.waits, "output": row.output, "error": row.error,
+        "successor_id": row.successor_id, "created_at": row.created_at.isoformat(),
+        "ended_at": row.ended_at.isoformat() if row.ended_at else None,
+    }
+
+
+def _emit(args: argparse.Namespace, value: Any) -> None:
+    if args.json:
+        sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return
+    if isinstance(value, dict) and "items" in value:
+        for item in value["items"]:
+            print(f"{item['id']}  {item['workflow']:<24} {item['status']:<16} {item['created_at']}")
+        if value.get("next_cursor"):
+            print(f"more: --cursor '{value['next_cursor']}'")
+        return
+    for key, item in value.items() if isinstance(value, dict) else []:
+        print(f"{key}: {orjson.dumps(item).decode() if not isinstance(item, str) else item}")
+
+
+def _json_arg(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"not JSON: {text!r}") from exc
+
+
+async def _runs(args: argparse.Namespace, dsn: str) -> int:
+    app = load_app(args.app)
+    db = await pool.create_pool(dsn, min_size=1, max_size=2)
+    ops = Operations(db, app)
+    try:
+        return await _run_action(args, ops)
+    except rt_errors.TetherError as exc:
+        print(f"tether: {type(exc).__name__}: {exc.message}", file=sys.stderr)
+        return 1
+    finally:
+        await db.close()
+
+
+async def _run_action(args: argparse.Namespace, ops: Operations) -> int:
+    action = args.action
+    if action == "list":
+        page = await ops.list(workflow=args.workflow, statuses=args.status, limit=args.limit,
+                              cursor=args.cursor)
+        _emit(args, {"items": [_row_dict(r) for r in page.items], "next_cursor": page.next_cursor})
+    elif action == "show":
+        view = await ops.get(args.id)
+        out = _row_dict(view.current)
+        if view.current.id != args.id:
+            out["resolved_from"] = args.id
+        if args.history:
+            out["history"] = [
+                {"event_id": h.event_id, "type": h.type, "data": h.data, "at": h.at.isoformat()}
+                for h in await ops.history(view.current.id)
+            ]
+        _emit(args, out)
+    elif action == "start":
+        started = await ops.start(args.workflow, _json_arg(args.input),
+                                  idempotency_key=args.idempotency_key, by="cli")
+        _emit(args, {**_row_dict(started.execution), "deduped": started.deduped})
+    elif action == "signal":
+        res = await ops.signal(args.id, args.name, _json_arg(args.payload), by="cli")
+        _emit(args, {"status": res.status, "execution_id": res.execution_id})
+    elif action == "answer":
+        ans = await ops.answer(args.id, args.key, _json_arg(args.response), by="cli")
+        _emit(args, {"status": ans.status, "execution_id": ans.execution_id, "key": ans.key})
+    elif action == "cancel":
+        _emit(args, _row_dict(await ops.cancel(args.id, by="cli")))
+    elif action == "terminate":
+        _emit(args, _row_dict(await ops.terminate(args.id, by="cli")))
+    elif action == "retry":
+        _emit(args, _row_dict(await ops.retry(args.id, by="cli")))
+    return 0

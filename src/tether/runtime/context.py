@@ -1,0 +1,389 @@
+"""The per-run context: every durable call a workflow makes goes through it.
+
+Replay by re-execution (DESIGN.md §2): each durable call takes the next sequence number; a
+recorded result is returned at once (after checking the call is the same one), otherwise the
+call runs and its result is recorded before the workflow goes on. Workflow code must be
+deterministic between durable calls: same inputs and recorded results, same calls in the same
+order. Use ctx.now() and ctx.uuid() instead of the clock and random ids.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import uuid as uuid_mod
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
+
+from pydantic import BaseModel, TypeAdapter
+
+from tether.runtime import waits as w
+from tether.runtime.errors import NonDeterminism, StepFailed, WaitTimeout
+from tether.runtime.policy import NO_RETRY, RetryPolicy, seconds
+from tether.runtime.signals import CancelledRun, ContinueAsNew, Park
+from tether.storage.repo import Checkpoint, CheckpointResult
+from tether.storage.rows import BufferedSignal, ExecutionRow, RunState, StepRecord
+
+if TYPE_CHECKING:
+    import asyncpg
+
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+
+
+class RunIO(Protocol):
+    """The executor's fenced write handle for one claimed run."""
+
+    seen_event_id: int
+
+    async def write(self, cp: Checkpoint) -> CheckpointResult: ...
+
+    async def write_in(self, conn: asyncpg.Connection, cp: Checkpoint) -> CheckpointResult: ...
+
+    def acquire(self) -> Any: ...
+
+
+@functools.cache
+def _return_adapter(fn: Callable[..., Any]) -> TypeAdapter[Any]:
+    try:
+        hint = inspect.get_annotations(fn, eval_str=True).get("return", Any)
+    except (NameError, TypeError):
+        hint = Any
+    return TypeAdapter(hint)
+
+
+def _iso(dt: datetime) -> str:
+    return dt.isoformat()
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Context:
+    """Durable calls for one run. Created by the executor for every (re-)execution."""
+
+    def __init__(self, row: ExecutionRow, state: RunState, io: RunIO) -> None:
+        self.execution_id = row.id
+        self.workflow = row.workflow
+        self.business_id = row.business_id
+        self.run_attempt = row.run_attempt
+        self._records: dict[int, StepRecord] = {r.seq: r for r in state.steps}
+        self._signals: list[BufferedSignal] = list(state.signals)
+        self._io = io
+        self._seq = 0
+        self._buf = Checkpoint()
+        self._cancel_requested = row.cancel_requested
+        self.first_failure_seq: int | None = None
+
+    # --- plumbing ----------------------------------------------------------------------------
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self._cancel_requested
+
+    def note_cancel(self, requested: bool) -> None:
+        self._cancel_requested = self._cancel_requested or requested
+
+    def _next(self, kind: str, name: str) -> tuple[int, StepRecord | None]:
+        self._seq += 1
+        rec = self._records.get(self._seq)
+        if rec is not None and (rec.kind != kind or rec.name != name):
+            raise NonDeterminism(
+                f"replay of {self.execution_id} found {kind} {name!r} at position {self._seq}, "
+                f"but history recorded {rec.kind} {rec.name!r}: workflow code changed or is "
+                "not deterministic"
+            )
+        if rec is None or not rec.done:
+            # The live edge: nothing recorded here yet, so this call really happens now.
+            if self._cancel_requested:
+                raise CancelledRun()
+        return self._seq, rec
+
+    def _record(self, seq: int, kind: str, name: str, result: Any, *, done: bool = True) -> None:
+        self._buf.records = [r for r in self._buf.records if r["seq"] != seq]
+        self._buf.records.append(
+            {"seq": seq, "kind": kind, "name": name, "result": result, "done": done}
+        )
+        self._records[seq] = StepRecord(seq, kind, name, result, done)
+
+    def take_buffer(self, **settle: Any) -> Checkpoint:
+        """Everything buffered since the last write, plus the executor's settle fields."""
+        cp, self._buf = self._buf, Checkpoint()
+        for key, value in settle.items():
+            setattr(cp, key, value)
+        return cp
+
+    async def _flush(self) -> None:
+        result = await self._io.write(self.take_buffer())
+        self.note_cancel(result.cancel_requested)
+
+    def park_event_id(self) -> int:
+        """The run's last event id once the buffered events are written (the wait key's n)."""
+        return self._io.seen_event_id + len(self._buf.events)
+
+    # --- activities --------------------------------------------------------------------------
+
+    async def step(
+        self,
+        fn: Callable[..., Any],
+        *args: Any,
+        name: str | None = None,
+        retry: RetryPolicy | None = None,
+        timeout: float | timedelta | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Run `fn(*args, **kwargs)` once and checkpoint its result; replay returns the record.
+
+        Sync functions run in a thread. A failure is retried per `retry` (durable backoff:
+        the run parks until the next try); after the last try the step raises StepFailed,
+        the same way on every replay. The result round-trips through JSON (typed by `fn`'s
+        return annotation), so first run and replay see equal values.
+        """
+        step_name = name or getattr(fn, "__qualname__", repr(fn))
+        seq, rec = self._next("step", step_name)
+        adapter = _return_adapter(fn)
+        if rec is not None and rec.done:
+            return self._replay_step(step_name, rec.result, adapter)
+        failures = int(rec.result.get("failures", 0)) if rec is not None else 0
+        policy = retry or NO_RETRY
+        try:
+            async with asyncio.timeout(seconds(timeout)):
+                if inspect.iscoroutinefunction(fn):
+                    value = await fn(*args, **kwargs)
+                else:
+                    value = await asyncio.to_thread(fn, *args, **kwargs)
+            encoded = adapter.dump_python(value, mode="json")
+        except Exception as exc:
+            failures += 1
+            error = {"type": type(exc).__name__, "message": str(exc)}
+            if policy.allows_another(failures):
+                self._record(seq, "step", step_name, {"failures": failures, "error": error}, done=False)
+                wake = _utcnow() + timedelta(seconds=policy.delay(failures))
+                raise Park([], wake, status="pending") from exc
+            self._record(seq, "step", step_name, {"error": error, "failures": failures})
+            self._mark_failure(seq)
+            await self._flush()
+            raise StepFailed(step_name, error["type"], error["message"]) from exc
+        self._record(seq, "step", step_name, {"value": encoded})
+        await self._flush()
+        return adapter.validate_python(encoded)
+
+    def _replay_step(self, step_name: str, result: Any, adapter: TypeAdapter[Any]) -> Any:
+        if "error" in result:
+            self._mark_failure(self._seq)
+            raise StepFailed(step_name, result["error"]["type"], result["error"]["message"])
+        return adapter.validate_python(result["value"])
+
+    def _mark_failure(self, seq: int) -> None:
+        if self.first_failure_seq is None:
+            self.first_failure_seq = seq
+
+    async def transaction(
+        self,
+        fn: Callable[..., Awaitable[Any]],
+        *args: Any,
+        name: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Run `await fn(conn, *args)` in a database transaction that also records its result.
+
+        The effect and the checkpoint commit together or not at all, so a transaction step
+        happens exactly once even if the worker dies at any point.
+        """
+        step_name = name or getattr(fn, "__qualname__", repr(fn))
+        seq, rec = self._next("transaction", step_name)
+        adapter = _return_adapter(fn)
+        if rec is not None and rec.done:
+            return self._replay_step(step_name, rec.result, adapter)
+        async with self._io.acquire() as conn, conn.transaction():
+            value = await fn(conn, *args, **kwargs)
+            encoded = adapter.dump_python(value, mode="json")
+            self._record(seq, "transaction", step_name, {"value": encoded})
+            result = await self._io.write_in(conn, self.take_buffer())
+        self.note_cancel(result.cancel_requested)
+        return adapter.validate_python(encoded)
+
+    # --- deterministic values ----------------------------------------------------------------
+
+    async def now(self) -> datetime:
+        """The current time, recorded: replay returns the same instant."""
+        seq, rec = self._next("now", "now")
+        if rec is not None and rec.done:
+            return datetime.fromisoformat(rec.result)
+        value = _utcnow()
+        self._record(seq, "now", "now", _iso(value))
+        return value
+
+    async def uuid(self) -> uuid_mod.UUID:
+        """A random UUID, recorded: replay returns the same one."""
+        seq, rec = self._next("uuid", "uuid")
+        if rec is not None and rec.done:
+            return uuid_mod.UUID(rec.result)
+        value = uuid_mod.uuid4()
+        self._record(seq, "uuid", "uuid", str(value))
+        return value
+
+    async def set_details(self, text: str | None) -> None:
+        """Publish a progress breadcrumb (status messages, watch streams). Not replayed."""
+        self._buf.set_details = True
+        self._buf.details = text
+        await self._flush()
+
+    # --- timers --------------------------------------------------------------------------------
+
+    async def sleep(self, duration: float | timedelta) -> None:
+        """Sleep durably: the run parks and any worker wakes it when the time has come."""
+        seq, rec = self._next("sleep", "sleep")
+        if rec is not None and rec.done:
+            return
+        if rec is None:
+            until = _utcnow() + timedelta(seconds=seconds(duration) or 0.0)
+            self._record(seq, "sleep", "sleep", {"until": _iso(until)}, done=False)
+        else:
+            until = datetime.fromisoformat(rec.result["until"])
+        if _utcnow() >= until:
+            self._record(seq, "sleep", "sleep", {"until": _iso(until)})
+            return
+        raise Park([], until, status="waiting")
+
+    # --- waits ---------------------------------------------------------------------------------
+
+    async def wait_all(
+        self, *specs: w.WaitSpec, timeout: float | timedelta | None = None
+    ) -> list[Any]:
+        """Open several waits at once; return their answers in order once all are answered.
+
+        Answers that arrive one by one are kept as they come; the run stays parked on the
+        rest. With `timeout`, WaitTimeout is raised when it passes first.
+        """
+        if not specs:
+            raise ValueError("wait_all needs at least one wait")
+        channels = [s.channel for s in specs]
+        if len(set(channels)) != len(channels):
+            raise ValueError(f"two waits with the same kind and name: {channels}")
+        label = ",".join(channels)
+        seq, rec = self._next("wait", label)
+        if rec is not None and rec.done:
+            return self._wait_result(seq, specs, rec.result)
+        state: dict[str, Any]
+        if rec is None:
+            opened = _utcnow()
+            secs = seconds(timeout)
+            deadline = _iso(opened + timedelta(seconds=secs)) if secs is not None else None
+            state = {"opened_at": _iso(opened), "deadline": deadline, "answers": {}}
+        else:
+            state = {**rec.result, "answers": dict(rec.result.get("answers", {}))}
+        for spec in specs:
+            if spec.channel in state["answers"]:
+                continue
+            sig = self._take_signal(spec.channel)
+            if sig is not None:
+                state["answers"][spec.channel] = {"payload": sig.payload, "by": sig.by}
+                self._buf.consumed.append({"id": sig.id, "seq": seq})
+        if all(s.channel in state["answers"] for s in specs):
+            self._record(seq, "wait", label, state)
+            await self._flush()
+            return self._wait_result(seq, specs, state)
+        deadline_dt = datetime.fromisoformat(state["deadline"]) if state["deadline"] else None
+        if deadline_dt is not None and _utcnow() >= deadline_dt:
+            self._record(seq, "wait", label, {**state, "timed_out": True})
+            self._buf.events.append({"type": "wait_timed_out", "data": {"waits": channels}})
+            await self._flush()
+            return self._wait_result(seq, specs, {**state, "timed_out": True})
+        self._record(seq, "wait", label, state, done=False)
+        n = self.park_event_id()
+        descriptors = [
+            spec.descriptor(
+                w.make_key(self.execution_id, spec.kind, spec.name, n),
+                state["opened_at"],
+                state["deadline"],
+            )
+            for spec in specs
+            if spec.channel not in state["answers"]
+        ]
+        raise Park(descriptors, deadline_dt, status="waiting")
+
+    def _take_signal(self, channel: str) -> BufferedSignal | None:
+        for i, sig in enumerate(self._signals):
+            if sig.channel == channel:
+                return self._signals.pop(i)
+        return None
+
+    def _wait_result(self, seq: int, specs: tuple[w.WaitSpec, ...], state: Any) -> list[Any]:
+        if state.get("timed_out"):
+            self._mark_failure(seq)
+            raise WaitTimeout(f"timed out waiting for {[s.channel for s in specs]}")
+        return [
+            w.parse_checked(s, state["answers"][s.channel]["payload"], state["answers"][s.channel]["by"])
+            for s in specs
+        ]
+
+    async def wait_for_signal(
+        self,
+        name: str,
+        *,
+        schema: type[BaseModel] | None = None,
+        prompt: str | None = None,
+        timeout: float | timedelta | None = None,
+    ) -> Any:
+        """The next signal `name` (a `schema` instance when given). Early signals are kept."""
+        (value,) = await self.wait_all(w.Signal(name, prompt, schema), timeout=timeout)
+        return value
+
+    async def approval(
+        self,
+        name: str,
+        *,
+        prompt: str | None = None,
+        inputs: list[str] | tuple[str, ...] = (),
+        required: list[str] | tuple[str, ...] = (),
+        timeout: float | timedelta | None = None,
+    ) -> w.Approved | w.PushedBack:
+        """A gate: Approved(inputs) or PushedBack(feedback); a rejection raises Rejected."""
+        spec = w.Approval(name, prompt, tuple(inputs), tuple(required))
+        (value,) = await self.wait_all(spec, timeout=timeout)
+        return value  # type: ignore[no-any-return]  # Approval.parse returns exactly these
+
+    async def human_task(
+        self,
+        name: str,
+        *,
+        form: type[M],
+        prompt: str | None = None,
+        feedback: type[BaseModel] | None = None,
+        timeout: float | timedelta | None = None,
+    ) -> w.Completed[M] | w.PushedBack:
+        """A typed form a person fills in: Completed(values) or PushedBack(feedback)."""
+        spec: w.HumanTask[M] = w.HumanTask(name, prompt, form, feedback)
+        (value,) = await self.wait_all(spec, timeout=timeout)
+        return value  # type: ignore[no-any-return]  # HumanTask.parse returns exactly these
+
+    async def agent_step(
+        self,
+        name: str,
+        *,
+        schema: type[M],
+        prompt: str | None = None,
+        instructions: dict[str, Any] | None = None,
+        timeout: float | timedelta | None = None,
+    ) -> M:
+        """A step the assistant does itself and answers; the answer must fit `schema`."""
+        spec: w.AgentStep[M] = w.AgentStep(name, prompt, schema, instructions or {})
+        (value,) = await self.wait_all(spec, timeout=timeout)
+        return value  # type: ignore[no-any-return]  # AgentStep.parse returns the model
+
+    async def wait_for_update(
+        self, name: str, *, timeout: float | timedelta | None = None
+    ) -> w.UpdateReceived:
+        """The next completed update `name` (its input, and the handler's output or error)."""
+        (value,) = await self.wait_all(w.Update(name), timeout=timeout)
+        return value  # type: ignore[no-any-return]  # Update.parse returns UpdateReceived
+
+    # --- chains ----------------------------------------------------------------------------------
+
+    def continue_as_new(self, input: Any, *, workflow: str | None = None) -> NoReturn:  # noqa: A002
+        """End this run and start a successor (same business id) with `input`."""
+        raise ContinueAsNew(input, workflow)

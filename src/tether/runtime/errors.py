@@ -1,0 +1,167 @@
+"""Runtime errors. Two families:
+
+Operation errors, raised to callers of `Operations` (every surface maps them to its own wire):
+
+    TetherError
+     ├── WorkflowNotFound       no workflow registered under that name
+     ├── ExecutionNotFound      no run with that id (never existed, or deleted by retention)
+     ├── InvalidInput           input fails the workflow's or update's model; `.errors`
+     ├── Conflict               the run's state forbids the operation; nothing changed
+     │    ├── RunAlreadyActive      idempotency key held by a live run (on_live_match="fail")
+     │    ├── IdempotencyMismatch   idempotency key reused with different input
+     │    ├── RunEnded              the run has ended
+     │    └── AnswerConflict        a different answer to a wait that was already answered
+     ├── WaitNotOpen            no open wait has that key
+     ├── AnswerRejected         the answer does not fit the wait; `.errors`
+     ├── UpdateNotFound         the workflow has no update of that name
+     ├── UpdateRejected         the update's validator refused the input; `.reason`
+     ├── UpdateFailed           the update handler failed or ran too long; `.error`
+     ├── UpdateTimeout          the update was admitted but did not finish in time; `.update_id`
+     └── Unavailable            the database cannot be reached; retry later
+
+Errors raised inside workflow code (subclass Exception so workflows may catch them):
+ProtocolError, StepFailed, WaitTimeout, Rejected, NonDeterminism.
+
+Control flow that user code must not swallow derives from BaseException: see `signals.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class TetherError(Exception):
+    """A Tether operation failed."""
+
+    def __init__(self, message: str | None = None) -> None:
+        self.message = message or (type(self).__doc__ or "").strip().splitlines()[0]
+        super().__init__(self.message)
+
+
+class WorkflowNotFound(TetherError):  # noqa: N818 — reads as the condition
+    """No workflow is registered under that name."""
+
+
+class ExecutionNotFound(TetherError):  # noqa: N818 — reads as the condition
+    """No run has that id."""
+
+
+class InvalidInput(TetherError):  # noqa: N818 — reads as the condition
+    """The input does not fit the expected model."""
+
+    def __init__(self, message: str | None = None, errors: list[dict[str, Any]] | None = None):
+        super().__init__(message)
+        self.errors = errors or []
+
+
+class Conflict(TetherError):  # noqa: N818 — reads as the condition
+    """The run's current state forbids this operation."""
+
+
+class RunAlreadyActive(Conflict):  # noqa: N818 — reads as the condition
+    """A live run already holds that idempotency key."""
+
+    def __init__(self, message: str | None = None, execution_id: str = "") -> None:
+        super().__init__(message)
+        self.execution_id = execution_id
+
+
+class IdempotencyMismatch(Conflict):  # noqa: N818 — reads as the condition
+    """That idempotency key was used with different input."""
+
+
+class RunEnded(Conflict):  # noqa: N818 — reads as the condition
+    """The run has ended."""
+
+
+class AnswerConflict(Conflict):
+    """That wait was already answered differently."""
+
+
+class WaitNotOpen(TetherError):  # noqa: N818 — reads as the condition
+    """No open wait has that key."""
+
+    def __init__(self, message: str | None = None, open_keys: list[str] | None = None):
+        super().__init__(message)
+        self.open_keys = open_keys or []
+
+
+class AnswerRejected(TetherError):  # noqa: N818 — reads as the condition
+    """The answer does not fit what the wait asks for."""
+
+    def __init__(self, message: str | None = None, errors: list[str] | None = None):
+        super().__init__(message)
+        self.errors = errors or []
+
+
+class UpdateNotFound(TetherError):  # noqa: N818 — reads as the condition
+    """The workflow has no update of that name."""
+
+
+class UpdateRejected(TetherError):  # noqa: N818 — reads as the condition
+    """The update's validator refused the input."""
+
+    def __init__(self, message: str | None = None, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class UpdateFailed(TetherError):  # noqa: N818 — reads as the condition
+    """The update handler failed."""
+
+    def __init__(self, message: str | None = None, error: Any = None) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+class UpdateTimeout(TetherError):  # noqa: N818 — reads as the condition
+    """The update was admitted but did not finish in time."""
+
+    def __init__(self, message: str | None = None, update_id: str = "") -> None:
+        super().__init__(message)
+        self.update_id = update_id
+
+
+class Unavailable(TetherError):  # noqa: N818 — reads as the condition
+    """The database is unavailable; retry later."""
+
+
+# --- raised inside workflow code -------------------------------------------------------------
+
+
+class ProtocolError(Exception):  # noqa: N818 — the MCP spec's name for it
+    """Raise from a workflow to end its run with a JSON-RPC error (task status `failed`)."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class StepFailed(Exception):  # noqa: N818 — reads as the condition
+    """A step failed after its retries; raised the same way on first run and on replay."""
+
+    def __init__(self, name: str, type_: str, message: str) -> None:
+        super().__init__(f"step {name!r} failed: {type_}: {message}")
+        self.name = name
+        self.type = type_
+        self.error_message = message
+
+
+class WaitTimeout(Exception):  # noqa: N818 — reads as the condition
+    """A wait's timeout passed before it was answered."""
+
+
+class Rejected(Exception):  # noqa: N818 — reads as the condition
+    """An approval was rejected; uncaught, it ends the run as failed with the reason."""
+
+    def __init__(self, gate: str, reason: str | None, by: str | None = None) -> None:
+        super().__init__(f"approval {gate!r} rejected" + (f": {reason}" if reason else ""))
+        self.gate = gate
+        self.reason = reason
+        self.by = by
+
+
+class NonDeterminism(Exception):  # noqa: N818 — reads as the condition
+    """Replay found a different durable call than the one recorded at that position."""

@@ -1,0 +1,264 @@
+"""Run one claimed execution: replay the workflow from the top and settle the row.
+
+Every write is fenced by (lease_owner, attempt): a worker that lost its lease (paused past it,
+or the run was terminated) has its writes refused and stops without applying anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import asyncpg
+
+from tether.runtime.context import Context
+from tether.runtime.errors import NonDeterminism, ProtocolError, Rejected
+from tether.runtime.ids import new_execution_id
+from tether.runtime.registry import App, WorkflowDef
+from tether.runtime.signals import CancelledRun, ContinueAsNew, LeaseGone, Park
+from tether.storage import repo
+from tether.storage.errors import LeaseLost, StorageError
+from tether.storage.repo import Checkpoint, CheckpointResult
+from tether.storage.rows import ExecutionRow
+
+logger = logging.getLogger(__name__)
+
+UNKNOWN_WORKFLOW_RETRY_S = 60.0
+
+
+@dataclass
+class RunIO:
+    """Fenced writes for one claim of one run."""
+
+    pool: asyncpg.Pool
+    execution_id: str
+    owner: str
+    attempt: int
+    seen_event_id: int
+    release_on_cancel: bool = False
+
+    async def write(self, cp: Checkpoint) -> CheckpointResult:
+        async with self.pool.acquire() as conn:
+            return await self.write_in(conn, cp)
+
+    async def write_in(self, conn: asyncpg.Connection, cp: Checkpoint) -> CheckpointResult:
+        result = await repo.checkpoint(
+            conn, self.execution_id, self.owner, self.attempt, self.seen_event_id, cp
+        )
+        self.seen_event_id += len(cp.events)
+        return result
+
+    def acquire(self) -> Any:
+        return self.pool.acquire()
+
+
+@dataclass(frozen=True)
+class UpdateContext:
+    """What an update handler sees: which run it acts on."""
+
+    execution_id: str
+    workflow: str
+    update: str
+
+
+def _error(kind: str, exc: BaseException | None = None, **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"kind": kind}
+    if exc is not None:
+        out["type"] = type(exc).__name__
+        out["message"] = str(exc)
+    out.update(extra)
+    return out
+
+
+def _earliest(*times: datetime | None) -> datetime | None:
+    present = [t for t in times if t is not None]
+    return min(present) if present else None
+
+
+async def execute(
+    pool: asyncpg.Pool,
+    app: App,
+    row: ExecutionRow,
+    owner: str,
+    *,
+    io: RunIO | None = None,
+    update_timeout: float = 5.0,
+) -> str:
+    """Run `row` (already claimed by `owner`) until it ends or parks; return its new status,
+    or 'lost' when the lease went away (nothing more was written)."""
+    io = io or RunIO(pool, row.id, owner, row.attempt, row.last_event_id)
+    try:
+        return await _execute(pool, app, row, io, update_timeout)
+    except (LeaseLost, LeaseGone):
+        logger.info("lease on a run was lost; another worker owns it now")
+        return "lost"
+    except StorageError:
+        logger.warning("database error while running a run; its lease will expire", exc_info=True)
+        return "lost"
+    except asyncio.CancelledError:
+        if io.release_on_cancel:
+            with contextlib.suppress(StorageError, LeaseLost):
+                await asyncio.shield(
+                    io.write(Checkpoint(status="pending", wake_at=datetime.now(UTC)))
+                )
+        raise
+
+
+async def _execute(
+    pool: asyncpg.Pool, app: App, row: ExecutionRow, io: RunIO, update_timeout: float
+) -> str:
+    wf = app.workflows.get(row.workflow)
+    if wf is None:
+        logger.error("no workflow %r in this worker's app; retrying later", row.workflow)
+        wake = datetime.now(UTC) + timedelta(seconds=UNKNOWN_WORKFLOW_RETRY_S)
+        return await _settle(io, Checkpoint(status="pending", wake_at=wake))
+    if row.deadline_at is not None and datetime.now(UTC) >= row.deadline_at:
+        return await _settle(io, Checkpoint(status="timed_out", error=_error("timeout")))
+    state = await repo.load_run_state(pool, row.id)
+    if state.updates:
+        await _run_updates(pool, wf, row, io, state.updates, update_timeout)
+        state = await repo.load_run_state(pool, row.id)
+    ctx = Context(row, state, io)
+    return await _run_body(pool, app, wf, row, ctx, io)
+
+
+async def _run_body(
+    pool: asyncpg.Pool, app: App, wf: WorkflowDef, row: ExecutionRow, ctx: Context, io: RunIO
+) -> str:
+    deadline_loop: float | None = None
+    if row.deadline_at is not None:
+        remaining = (row.deadline_at - datetime.now(UTC)).total_seconds()
+        deadline_loop = asyncio.get_running_loop().time() + max(remaining, 0.0)
+    timer = asyncio.timeout_at(deadline_loop)
+    try:
+        async with timer:
+            if wf.takes_input:
+                result = await wf.fn(ctx, wf.input_adapter.validate_python(row.input))
+            else:
+                result = await wf.fn(ctx)
+        output = wf.output_adapter.dump_python(result, mode="json")
+    except Park as park:
+        wake = _earliest(park.wake_at, row.deadline_at)
+        cp = ctx.take_buffer(status=park.status, waits=park.waits, wake_at=wake)
+        return await _settle(io, cp)
+    except CancelledRun:
+        return await _settle(io, ctx.take_buffer(status="cancelled", error=_error("cancelled")))
+    except ContinueAsNew as can:
+        return await _continue_as_new(pool, app, row, ctx, io, can)
+    except (LeaseLost, LeaseGone, StorageError, asyncio.CancelledError):
+        raise
+    except TimeoutError as exc:
+        if timer.expired():
+            return await _settle(io, ctx.take_buffer(status="timed_out", error=_error("timeout")))
+        return await _fail(wf, ctx, io, exc)
+    except ProtocolError as exc:
+        err = _error("protocol", exc, code=exc.code, data=exc.data)
+        err["message"] = exc.message
+        return await _settle(io, ctx.take_buffer(status="failed", error=err))
+    except Rejected as exc:
+        err = _error("rejected", exc, gate=exc.gate, reason=exc.reason, by=exc.by)
+        return await _settle(io, ctx.take_buffer(status="failed", error=err))
+    except NonDeterminism as exc:
+        return await _settle(io, ctx.take_buffer(status="failed", error=_error("nondeterminism", exc)))
+    except Exception as exc:  # a workflow error: the run fails (or retries), the worker goes on
+        return await _fail(wf, ctx, io, exc)
+    return await _settle(io, ctx.take_buffer(status="completed", output=output))
+
+
+async def _fail(wf: WorkflowDef, ctx: Context, io: RunIO, exc: Exception) -> str:
+    if wf.retry.allows_another(ctx.run_attempt):
+        wake = datetime.now(UTC) + timedelta(seconds=wf.retry.delay(ctx.run_attempt))
+        cp = ctx.take_buffer(
+            status="pending",
+            wake_at=wake,
+            run_attempt_increment=1,
+            truncate_from=ctx.first_failure_seq,
+        )
+        cp.events.append({"type": "run_retry", "data": _error("workflow", exc)})
+        if cp.truncate_from is not None:
+            cp.records = [r for r in cp.records if r["seq"] < cp.truncate_from]
+        return await _settle(io, cp)
+    logger.info("run failed: %s: %s", type(exc).__name__, exc)
+    return await _settle(io, ctx.take_buffer(status="failed", error=_error("workflow", exc)))
+
+
+async def _settle(io: RunIO, cp: Checkpoint) -> str:
+    result = await io.write(cp)
+    return result.status
+
+
+async def _continue_as_new(
+    pool: asyncpg.Pool, app: App, row: ExecutionRow, ctx: Context, io: RunIO, can: ContinueAsNew
+) -> str:
+    target_name = can.data.workflow or row.workflow
+    target = app.workflows.get(target_name)
+    if target is None:
+        err = {"kind": "workflow", "type": "WorkflowNotFound",
+               "message": f"continue_as_new to unknown workflow {target_name!r}"}
+        return await _settle(io, ctx.take_buffer(status="failed", error=err))
+    try:
+        new_input = target.dump_input(target.parse_input(_jsonable(target, can.data.input)))
+    except Exception as exc:  # invalid successor input fails this run, visibly
+        return await _settle(io, ctx.take_buffer(status="failed", error=_error("workflow", exc)))
+    new_id = new_execution_id()
+    async with pool.acquire() as conn, conn.transaction():
+        new = repo.NewExecution(
+            id=new_id,
+            workflow=target.name,
+            business_id=row.business_id,
+            input=new_input,
+            predecessor_id=row.id,
+            root_id=row.root_id,
+            retention_s=target.retention_s,
+            deadline_at=target.deadline(),
+            created_data={"continued_from": row.id},
+        )
+        await repo.insert_execution(conn, new)
+        cp = ctx.take_buffer(status="continued_as_new", successor_id=new_id)
+        result = await io.write_in(conn, cp)
+    return result.status
+
+
+def _jsonable(wf: WorkflowDef, value: Any) -> Any:
+    """Accept a model instance or plain JSON for a successor's input."""
+    try:
+        return wf.input_adapter.dump_python(value, mode="json")
+    except Exception:  # not an instance of the input type: let parse_input judge the raw value
+        return value
+
+
+
+async def _run_updates(
+    pool: asyncpg.Pool,
+    wf: WorkflowDef,
+    row: ExecutionRow,
+    io: RunIO,
+    updates: tuple[Any, ...],
+    timeout: float,
+) -> None:
+    """Run admitted update handlers before the workflow body (the run's next decision cycle)."""
+    for pending in updates:
+        output: Any = None
+        error: Any = None
+        definition = wf.updates.get(pending.name)
+        if definition is None:
+            error = {"type": "UpdateNotFound", "message": f"no update {pending.name!r}"}
+        else:
+            uctx = UpdateContext(row.id, row.workflow, pending.name)
+            try:
+                async with asyncio.timeout(timeout):
+                    value = await definition.fn(uctx, definition.parse_input(pending.input))
+                output = definition.output_adapter.dump_python(value, mode="json")
+            except TimeoutError:
+                error = {"type": "UpdateTimeout", "message": f"handler ran over {timeout}s"}
+            except Exception as exc:  # the handler's failure is the update's result
+                error = {"type": type(exc).__name__, "message": str(exc)}
+        async with pool.acquire() as conn:
+            await repo.finish_update(
+                conn, row.id, io.owner, io.attempt, pending.id, output=output, error=error
+            )
+        io.seen_event_id += 1

@@ -1,0 +1,23 @@
+"""Identifiers. Execution ids are task ids and bearer-grade secrets: 160 random bits, base32,
+lowercase, header-safe ASCII."""
+
+from __future__ import annotations
+
+import base64
+import secrets
+
+
+def _token(nbytes: int) -> str:
+    return base64.b32encode(secrets.token_bytes(nbytes)).decode("ascii").rstrip("=").lower()
+
+
+def new_execution_id() -> str:
+    return "ex_" + _token(20)
+
+
+def new_update_id() -> str:
+    return "up_" + _token(15)
+
+
+def new_worker_id() -> str:
+    return "wk_" + _token(10)

@@ -1,0 +1,35 @@
+"""Retention: delete ended runs past their expiry, in batches, oldest expiry first."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import asyncpg
+
+from tether.storage import repo
+from tether.storage.errors import StorageError
+
+logger = logging.getLogger(__name__)
+
+
+async def sweep(pool: asyncpg.Pool, *, batch: int = 500) -> int:
+    """Delete every expired run now, one batch at a time; returns how many were deleted."""
+    total = 0
+    while True:
+        deleted = await repo.delete_expired(pool, batch)
+        total += len(deleted)
+        if len(deleted) < batch:
+            return total
+
+
+async def run(pool: asyncpg.Pool, *, interval_s: float = 60.0, batch: int = 500) -> None:
+    """Sweep every `interval_s` until cancelled; database errors are logged and retried."""
+    while True:
+        try:
+            deleted = await sweep(pool, batch=batch)
+            if deleted:
+                logger.info("retention deleted %d ended runs", deleted)
+        except StorageError:
+            logger.warning("retention sweep failed; will retry")
+        await asyncio.sleep(interval_s)

@@ -1,0 +1,209 @@
+"""Registration: `app = tether.App()`, `@app.workflow(...)`, `@app.update(...)`.
+
+A workflow is `async def wf(ctx, input: Model) -> Out`. Input and output types come from the
+annotations; pydantic validates input at the edge (before anything is stored) and publishes
+JSON Schemas for the tool surfaces.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from types import MappingProxyType
+from typing import Any, TypeVar, get_type_hints
+
+from pydantic import TypeAdapter, ValidationError
+
+from tether.runtime.errors import InvalidInput, UpdateNotFound, WorkflowNotFound
+from tether.runtime.policy import NO_RETRY, RetryPolicy, seconds
+
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]{0,99}$")
+F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+
+
+def _check_name(name: str, what: str) -> str:
+    if not _NAME.match(name):
+        raise ValueError(
+            f"invalid {what} name {name!r}: a letter, then letters, digits, '_' or '-' (max 100)"
+        )
+    return name
+
+
+def _param_and_return(fn: Callable[..., Any], what: str) -> tuple[Any, Any]:
+    if not inspect.iscoroutinefunction(fn):
+        raise TypeError(f"{what} {fn.__qualname__} must be an async function")
+    params = list(inspect.signature(fn).parameters.values())
+    if len(params) not in (1, 2):
+        raise TypeError(f"{what} {fn.__qualname__} must take (ctx) or (ctx, input)")
+    hints = get_type_hints(fn)
+    input_type = hints.get(params[1].name, Any) if len(params) == 2 else type(None)
+    return input_type, hints.get("return", Any)
+
+
+def _errors(exc: ValidationError) -> list[dict[str, Any]]:
+    return [
+        {"loc": [str(p) for p in e["loc"]], "msg": e["msg"], "type": e["type"]}
+        for e in exc.errors(include_url=False)
+    ]
+
+
+@dataclass(frozen=True)
+class UpdateDef:
+    name: str
+    workflow: str
+    fn: Callable[..., Awaitable[Any]]
+    input_adapter: TypeAdapter[Any]
+    output_adapter: TypeAdapter[Any]
+    validator: Callable[[Any], Any] | None
+    mcp: bool
+    description: str | None
+
+    def input_schema(self) -> dict[str, Any]:
+        return self.input_adapter.json_schema()
+
+    def parse_input(self, raw: Any) -> Any:
+        """Validate raw JSON input. Raises InvalidInput."""
+        try:
+            return self.input_adapter.validate_python(raw)
+        except ValidationError as exc:
+            raise InvalidInput(f"invalid input for update {self.name!r}", _errors(exc)) from exc
+
+
+@dataclass(frozen=True)
+class WorkflowDef:
+    name: str
+    fn: Callable[..., Awaitable[Any]]
+    takes_input: bool
+    input_adapter: TypeAdapter[Any]
+    output_adapter: TypeAdapter[Any]
+    mcp: bool
+    description: str | None
+    retention_s: int | None
+    retry: RetryPolicy
+    timeout_s: float | None
+    updates: dict[str, UpdateDef] = field(default_factory=dict)
+
+    def input_schema(self) -> dict[str, Any]:
+        return self.input_adapter.json_schema()
+
+    def output_schema(self) -> dict[str, Any]:
+        return self.output_adapter.json_schema()
+
+    def parse_input(self, raw: Any) -> Any:
+        """Validate raw JSON input into the workflow's input type. Raises InvalidInput."""
+        try:
+            return self.input_adapter.validate_python(raw)
+        except ValidationError as exc:
+            raise InvalidInput(f"invalid input for workflow {self.name!r}", _errors(exc)) from exc
+
+    def dump_input(self, value: Any) -> Any:
+        return self.input_adapter.dump_python(value, mode="json")
+
+    def deadline(self) -> datetime | None:
+        """When a run started now must have ended (None: no timeout)."""
+        if self.timeout_s is None:
+            return None
+        return datetime.now(UTC) + timedelta(seconds=self.timeout_s)
+
+    def update(self, name: str) -> UpdateDef:
+        try:
+            return self.updates[name]
+        except KeyError:
+            raise UpdateNotFound(f"workflow {self.name!r} has no update {name!r}") from None
+
+
+class App:
+    """A set of workflows. Serve it with `tether serve module:app`."""
+
+    def __init__(self, name: str = "tether") -> None:
+        self.name = name
+        self._workflows: dict[str, WorkflowDef] = {}
+
+    @property
+    def workflows(self) -> Mapping[str, WorkflowDef]:
+        return MappingProxyType(self._workflows)
+
+    def get(self, name: str) -> WorkflowDef:
+        """Raises WorkflowNotFound."""
+        try:
+            return self._workflows[name]
+        except KeyError:
+            raise WorkflowNotFound(f"no workflow named {name!r}") from None
+
+    def workflow(
+        self,
+        fn: F | None = None,
+        *,
+        name: str | None = None,
+        mcp: bool = False,
+        description: str | None = None,
+        retention: timedelta | float | None = None,
+        retry: RetryPolicy | None = None,
+        timeout: timedelta | float | None = None,
+    ) -> Any:
+        """Register `async def wf(ctx, input: Model) -> Out` under `name` (default: its name).
+
+        `retention`: how long the run's row lives after it ends (None: forever).
+        `retry`: run-level retry when the workflow raises (default: none).
+        `timeout`: the run ends `timed_out` when it is still live this long after it started.
+        """
+
+        def register(func: F) -> F:
+            wf_name = _check_name(name or func.__name__, "workflow")
+            if wf_name in self._workflows:
+                raise ValueError(f"workflow {wf_name!r} is registered twice")
+            input_type, output_type = _param_and_return(func, "workflow")
+            retention_s = seconds(retention)
+            self._workflows[wf_name] = WorkflowDef(
+                name=wf_name,
+                fn=func,
+                takes_input=input_type is not type(None),
+                input_adapter=TypeAdapter(input_type),
+                output_adapter=TypeAdapter(output_type),
+                mcp=mcp,
+                description=description or inspect.getdoc(func),
+                retention_s=int(retention_s) if retention_s is not None else None,
+                retry=retry or NO_RETRY,
+                timeout_s=seconds(timeout),
+            )
+            return func
+
+        return register(fn) if fn is not None else register
+
+    def update(
+        self,
+        workflow: str,
+        name: str | None = None,
+        *,
+        validator: Callable[[Any], Any] | None = None,
+        mcp: bool = False,
+        description: str | None = None,
+    ) -> Callable[[F], F]:
+        """Register `async def handler(ctx, input: Model) -> Out` as an update of `workflow`.
+
+        `validator(input)` runs before admission: raise ValueError (or return a string
+        reason) to refuse the update without touching the run.
+        """
+
+        def register(func: F) -> F:
+            wf = self.get(workflow)
+            up_name = _check_name(name or func.__name__, "update")
+            if up_name in wf.updates:
+                raise ValueError(f"update {up_name!r} of {workflow!r} is registered twice")
+            input_type, output_type = _param_and_return(func, "update")
+            wf.updates[up_name] = UpdateDef(
+                name=up_name,
+                workflow=workflow,
+                fn=func,
+                input_adapter=TypeAdapter(input_type),
+                output_adapter=TypeAdapter(output_type),
+                validator=validator,
+                mcp=mcp,
+                description=description or inspect.getdoc(func),
+            )
+            return func
+
+        return register

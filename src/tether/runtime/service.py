@@ -1,0 +1,78 @@
+"""Runtime: one process's pool, listener, workers and janitor, with a clean lifecycle."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import asyncpg
+
+from tether.runtime import janitor
+from tether.runtime.operations import Operations
+from tether.runtime.registry import App
+from tether.runtime.worker import Worker, WorkerSettings
+from tether.storage import migrate, pool
+from tether.storage.notify import Listener
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Runtime:
+    pool: asyncpg.Pool
+    listener: Listener
+    ops: Operations
+    workers: list[Worker] = field(default_factory=list)
+
+
+@contextlib.asynccontextmanager
+async def running(
+    dsn: str,
+    app: App,
+    *,
+    worker_settings: WorkerSettings | None = None,
+    workers: int = 1,
+    janitor_interval_s: float | None = 60.0,
+    pool_size: int = 20,
+    max_payload_bytes: int = 256 * 1024,
+    run_migrations: bool = True,
+) -> AsyncIterator[Runtime]:
+    """Migrate, open the pool and listener, start `workers` claim loops and the janitor; on
+    exit stop the workers (leases handed back), the listener and the pool."""
+    if run_migrations:
+        conn = await pool.connect(dsn)
+        try:
+            await migrate.migrate(conn)
+        finally:
+            await conn.close()
+    db = await pool.create_pool(dsn, min_size=1, max_size=pool_size)
+    listener = Listener(dsn)
+    rt = Runtime(db, listener, Operations(db, app, listener=listener, max_payload_bytes=max_payload_bytes))
+    try:
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(listener.run(), name="tether-listener")
+            for _ in range(workers):
+                worker = Worker(db, app, worker_settings, listener=listener)
+                rt.workers.append(worker)
+                tg.create_task(worker.run(), name=f"tether-worker-{worker.owner}")
+            sweeper = (
+                tg.create_task(janitor.run(db, interval_s=janitor_interval_s), name="tether-janitor")
+                if janitor_interval_s
+                else None
+            )
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(10):
+                    await listener.ready.wait()
+            try:
+                yield rt
+            finally:
+                for worker in rt.workers:
+                    worker.stop()
+                if sweeper is not None:
+                    sweeper.cancel()
+                listener.stop()
+    finally:
+        await db.close()

@@ -1,0 +1,348 @@
+"""Waits: one abstraction for every "needs input" case (DESIGN.md §3). Pure: no I/O.
+
+A wait spec is what workflow code asks for; its *descriptor* (a JSON object written to the
+run's `waits` column when it parks) is what every surface sees and what answers are checked
+against, so the server that admits an answer needs no workflow code to validate it.
+
+Answers are flat JSON objects where the kind has a form: an approval's answer carries
+`decision` (approve / reject / push_back) beside its named string inputs and an optional
+`reason`; a human task's carries `decision` (complete / push_back) beside its form fields.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Final, Generic, TypeVar
+
+import jsonschema
+from pydantic import BaseModel, ValidationError
+
+from tether.runtime.errors import Rejected
+
+KINDS: Final = ("signal", "approval", "human_task", "agent_step", "update")
+ANSWERABLE_KINDS: Final = frozenset({"signal", "approval", "human_task", "agent_step"})
+APPROVAL_DECISIONS: Final = ("approve", "reject", "push_back")
+HUMAN_TASK_DECISIONS: Final = ("complete", "push_back")
+_RESERVED_APPROVAL_FIELDS: Final = frozenset({"decision", "reason"})
+_NAME: Final = re.compile(r"^[^\x00-\x1f\x7f]{1,200}$")
+
+M = TypeVar("M", bound=BaseModel)
+
+
+# --- keys ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KeyParts:
+    execution_id: str
+    kind: str
+    name: str
+    n: int
+
+
+def make_key(execution_id: str, kind: str, name: str, n: int) -> str:
+    """`{execution id}:{kind}:{name}:{n}`; n is the run's last event id when it parked."""
+    return f"{execution_id}:{kind}:{name}:{n}"
+
+
+def parse_key(key: str) -> KeyParts | None:
+    """Split a wait key; None when it is not one (names may contain ':', ids and kinds not)."""
+    head = key.split(":", 2)
+    if len(head) != 3:
+        return None
+    execution_id, kind, rest = head
+    name, sep, n_text = rest.rpartition(":")
+    if not sep or not execution_id or kind not in KINDS or not name:
+        return None
+    if not n_text.isdigit() or (len(n_text) > 1 and n_text[0] == "0"):
+        return None
+    return KeyParts(execution_id, kind, name, int(n_text))
+
+
+def check_name(name: str) -> str:
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(f"invalid wait name {name!r}: 1-200 characters, no control characters")
+    return name
+
+
+# --- results handed back to workflow code ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Approved:
+    inputs: dict[str, str]
+    by: str | None = None
+
+
+@dataclass(frozen=True)
+class PushedBack:
+    feedback: dict[str, Any]
+    by: str | None = None
+
+
+@dataclass(frozen=True)
+class Completed(Generic[M]):
+    values: M
+    by: str | None = None
+
+
+@dataclass(frozen=True)
+class UpdateReceived:
+    id: str
+    input: Any
+    output: Any
+    error: Any
+
+
+# --- specs -----------------------------------------------------------------------------------
+
+
+def _model_schema(model: type[BaseModel] | None) -> dict[str, Any]:
+    return model.model_json_schema() if model is not None else {}
+
+
+@dataclass(frozen=True)
+class WaitSpec:
+    """Base of the wait kinds. `channel` is where its answers are buffered."""
+
+    kind: ClassVar[str] = ""
+    name: str
+    prompt: str | None = None
+
+    def __post_init__(self) -> None:
+        check_name(self.name)
+
+    @property
+    def channel(self) -> str:
+        return f"{self.kind}:{self.name}"
+
+    def answer_schema(self) -> dict[str, Any]:
+        return {}
+
+    def extra(self) -> dict[str, Any]:
+        return {}
+
+    def descriptor(self, key: str, opened_at: str, deadline: str | None) -> dict[str, Any]:
+        return {
+            "key": key,
+            "kind": self.kind,
+            "name": self.name,
+            "prompt": self.prompt,
+            "schema": self.answer_schema(),
+            "opened_at": opened_at,
+            "deadline": deadline,
+            **self.extra(),
+        }
+
+    def parse(self, response: Any, by: str | None) -> Any:
+        return response
+
+
+@dataclass(frozen=True)
+class Signal(WaitSpec):
+    """A named signal; its payload is checked against `schema` (a pydantic model) if given."""
+
+    kind: ClassVar[str] = "signal"
+    schema: type[BaseModel] | None = None
+
+    def answer_schema(self) -> dict[str, Any]:
+        return _model_schema(self.schema)
+
+    def parse(self, response: Any, by: str | None) -> Any:
+        return self.schema.model_validate(response) if self.schema is not None else response
+
+
+@dataclass(frozen=True)
+class Approval(WaitSpec):
+    """A gate a person approves (with named string inputs), rejects, or pushes back."""
+
+    kind: ClassVar[str] = "approval"
+    inputs: tuple[str, ...] = ()
+    required: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "inputs", tuple(self.inputs))
+        object.__setattr__(self, "required", tuple(self.required))
+        clash = _RESERVED_APPROVAL_FIELDS & set(self.inputs)
+        if clash:
+            raise ValueError(f"approval inputs may not be named {sorted(clash)}")
+        missing = set(self.required) - set(self.inputs)
+        if missing:
+            raise ValueError(f"required inputs {sorted(missing)} are not among the inputs")
+
+    def answer_schema(self) -> dict[str, Any]:
+        return approval_schema(self.inputs)
+
+    def extra(self) -> dict[str, Any]:
+        return {"inputs": list(self.inputs), "required": list(self.required)}
+
+    def parse(self, response: Any, by: str | None) -> Approved | PushedBack:
+        decision = response["decision"]
+        values = {k: v for k, v in response.items() if k not in _RESERVED_APPROVAL_FIELDS}
+        if decision == "approve":
+            return Approved(values, by)
+        if decision == "push_back":
+            return PushedBack(values, by)
+        raise Rejected(self.name, response.get("reason"), by)
+
+
+@dataclass(frozen=True)
+class HumanTask(WaitSpec, Generic[M]):
+    """A typed form a person completes, or pushes back with feedback."""
+
+    kind: ClassVar[str] = "human_task"
+    form: type[M] | None = None
+    feedback: type[BaseModel] | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.form is None:
+            raise ValueError("a human task needs a form model")
+        if "decision" in self.form.model_fields:
+            raise ValueError("a human task's form may not have a field named 'decision'")
+
+    def answer_schema(self) -> dict[str, Any]:
+        return human_task_schema(_model_schema(self.form))
+
+    def extra(self) -> dict[str, Any]:
+        return {"form": _model_schema(self.form), "feedback": _model_schema(self.feedback)}
+
+    def parse(self, response: Any, by: str | None) -> Completed[M] | PushedBack:
+        assert self.form is not None  # noqa: S101 — checked in __post_init__
+        fields_ = {k: v for k, v in response.items() if k != "decision"}
+        if response.get("decision", "complete") == "push_back":
+            if self.feedback is not None:
+                return PushedBack(self.feedback.model_validate(fields_).model_dump(), by)
+            return PushedBack(fields_, by)
+        return Completed(self.form.model_validate(fields_), by)
+
+
+@dataclass(frozen=True)
+class AgentStep(WaitSpec, Generic[M]):
+    """A step the assistant does itself; its answer must match `schema`."""
+
+    kind: ClassVar[str] = "agent_step"
+    schema: type[M] | None = None
+    instructions: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.schema is None:
+            raise ValueError("an agent step needs a schema model")
+
+    def answer_schema(self) -> dict[str, Any]:
+        return _model_schema(self.schema)
+
+    def extra(self) -> dict[str, Any]:
+        return {"instructions": self.instructions} if self.instructions else {}
+
+    def parse(self, response: Any, by: str | None) -> M:
+        assert self.schema is not None  # noqa: S101 — checked in __post_init__
+        return self.schema.model_validate(response)
+
+
+@dataclass(frozen=True)
+class Update(WaitSpec):
+    """Wait for the next completed update of that name (delivered by the worker, not answered)."""
+
+    kind: ClassVar[str] = "update"
+
+    def parse(self, response: Any, by: str | None) -> UpdateReceived:
+        return UpdateReceived(
+            response["id"], response["input"], response.get("output"), response.get("error")
+        )
+
+
+# --- schemas and answer validation (server side, from the descriptor alone) ------------------
+
+
+def approval_schema(inputs: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    props: dict[str, Any] = {
+        "decision": {"type": "string", "enum": list(APPROVAL_DECISIONS), "title": "Decision"},
+        "reason": {"type": "string", "title": "Reason (for reject)"},
+    }
+    for name in inputs:
+        props[name] = {"type": "string", "title": name}
+    return {"type": "object", "properties": props, "required": ["decision"]}
+
+
+def human_task_schema(form: dict[str, Any]) -> dict[str, Any]:
+    props = {
+        "decision": {
+            "type": "string",
+            "enum": list(HUMAN_TASK_DECISIONS),
+            "default": "complete",
+            "title": "Decision",
+        },
+        **form.get("properties", {}),
+    }
+    schema: dict[str, Any] = {"type": "object", "properties": props}
+    if form.get("required"):
+        schema["required"] = list(form["required"])
+    if "$defs" in form:
+        schema["$defs"] = form["$defs"]
+    return schema
+
+
+def _schema_errors(schema: dict[str, Any], value: Any) -> list[str]:
+    if not schema:
+        return []
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = []
+    for err in sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path)):
+        where = "/".join(str(p) for p in err.absolute_path) or "(root)"
+        errors.append(f"{where}: {err.message}")
+    return errors
+
+
+def validate_answer(descriptor: dict[str, Any], response: Any) -> list[str]:
+    """Why `response` cannot answer the wait described by `descriptor` (empty list: it can)."""
+    kind = descriptor.get("kind")
+    if kind not in ANSWERABLE_KINDS:
+        return [f"a {kind} wait is not answered from outside the run"]
+    if kind in ("signal", "agent_step"):
+        return _schema_errors(descriptor.get("schema") or {}, response)
+    if not isinstance(response, dict):
+        return ["(root): the answer must be a JSON object"]
+    if kind == "approval":
+        return _approval_errors(descriptor, response)
+    return _human_task_errors(descriptor, response)
+
+
+def _approval_errors(descriptor: dict[str, Any], response: dict[str, Any]) -> list[str]:
+    decision = response.get("decision")
+    if decision not in APPROVAL_DECISIONS:
+        return [f"decision: must be one of {list(APPROVAL_DECISIONS)}"]
+    errors = []
+    declared = set(descriptor.get("inputs") or [])
+    for key, value in response.items():
+        if key == "decision":
+            continue
+        if not isinstance(value, str):
+            errors.append(f"{key}: must be a string")
+        elif key != "reason" and decision == "approve" and declared and key not in declared:
+            errors.append(f"{key}: not an input of this gate (inputs: {sorted(declared)})")
+    if decision == "approve":
+        for name in descriptor.get("required") or []:
+            if not str(response.get(name, "")).strip():
+                errors.append(f"{name}: required to approve")
+    return errors
+
+
+def _human_task_errors(descriptor: dict[str, Any], response: dict[str, Any]) -> list[str]:
+    decision = response.get("decision", "complete")
+    if decision not in HUMAN_TASK_DECISIONS:
+        return [f"decision: must be one of {list(HUMAN_TASK_DECISIONS)}"]
+    fields_ = {k: v for k, v in response.items() if k != "decision"}
+    schema = descriptor.get("form") if decision == "complete" else descriptor.get("feedback")
+    return _schema_errors(schema or {}, fields_)
+
+
+def parse_checked(spec: WaitSpec, response: Any, by: str | None) -> Any:
+    """Parse an answer inside the workflow; a model that refuses it raises ValueError."""
+    try:
+        return spec.parse(response, by)
+    except ValidationError as exc:
+        raise ValueError(f"answer to {spec.channel} does not fit its model: {exc}") from exc

@@ -1,0 +1,179 @@
+"""Workers: claim due runs (FOR UPDATE SKIP LOCKED), execute them concurrently, keep their
+leases alive, and give them back on shutdown.
+
+Wake-ups come from LISTEN (`tether_ready`) when a listener is given, with polling as the
+fallback, so a lost notification costs at most one poll interval.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+
+import asyncpg
+
+from tether.runtime.executor import RunIO, execute
+from tether.runtime.ids import new_worker_id
+from tether.runtime.registry import App
+from tether.storage import repo
+from tether.storage.errors import StorageError
+from tether.storage.notify import READY_CHANNEL, Listener
+from tether.storage.rows import ExecutionRow
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    concurrency: int = 16
+    lease_s: float = 30.0
+    poll_s: float = 1.0
+    shutdown_grace_s: float = 10.0
+    update_timeout_s: float = 5.0
+
+
+@dataclass
+class _Active:
+    task: asyncio.Task[str]
+    io: RunIO
+
+
+@dataclass
+class WorkerStats:
+    claimed: int = 0
+    finished: dict[str, int] = field(default_factory=dict)
+
+
+class Worker:
+    """One claim loop with up to `concurrency` runs in flight."""
+
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        app: App,
+        settings: WorkerSettings | None = None,
+        *,
+        listener: Listener | None = None,
+        owner: str | None = None,
+    ) -> None:
+        self.pool = pool
+        self.app = app
+        self.settings = settings or WorkerSettings()
+        self.owner = owner or new_worker_id()
+        self.stats = WorkerStats()
+        self._listener = listener
+        self._active: dict[str, _Active] = {}
+        self._wake = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self.running = asyncio.Event()
+
+    def stop(self) -> None:
+        """Stop claiming; run() then drains (bounded by shutdown_grace_s) and returns."""
+        self._stopping.set()
+        self._wake.set()
+
+    def _poke(self, _channel: str = "", _payload: str = "") -> None:
+        self._wake.set()
+
+    async def run(self) -> None:
+        unsubscribe = self._listener.subscribe(READY_CHANNEL, self._poke) if self._listener else None
+        heartbeat = asyncio.create_task(self._heartbeat_loop(), name="tether-heartbeat")
+        self.running.set()
+        try:
+            await self._claim_loop()
+        finally:
+            self.running.clear()
+            if unsubscribe:
+                unsubscribe()
+            await self._drain()
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+
+    async def _claim_loop(self) -> None:
+        backoff = self.settings.poll_s
+        while not self._stopping.is_set():
+            self._wake.clear()
+            free = self.settings.concurrency - len(self._active)
+            claimed: list[ExecutionRow] = []
+            if free > 0:
+                try:
+                    claimed = await repo.claim(self.pool, self.owner, self.settings.lease_s, free)
+                    backoff = self.settings.poll_s
+                except StorageError:
+                    logger.warning("claim failed; retrying in %.1fs", backoff)
+                    await self._sleep(backoff)
+                    backoff = min(backoff * 2, 30.0)
+                    continue
+            for row in claimed:
+                self._start(row)
+            if claimed and len(claimed) == free:
+                continue  # there may be more due work; claim again when a slot frees
+            if claimed:
+                continue
+            await self._sleep(self.settings.poll_s)
+
+    async def _sleep(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), seconds)
+
+    def _start(self, row: ExecutionRow) -> None:
+        self.stats.claimed += 1
+        io = RunIO(self.pool, row.id, self.owner, row.attempt, row.last_event_id)
+        task = asyncio.create_task(
+            execute(
+                self.pool, self.app, row, self.owner, io=io,
+                update_timeout=self.settings.update_timeout_s,
+            ),
+            name=f"tether-run-{row.id[:8]}",
+        )
+        self._active[row.id] = _Active(task, io)
+        task.add_done_callback(lambda t, rid=row.id: self._done(rid, t))
+
+    def _done(self, execution_id: str, task: asyncio.Task[str]) -> None:
+        active = self._active.get(execution_id)
+        if active is not None and active.task is task:
+            del self._active[execution_id]
+        if not task.cancelled():
+            exc = task.exception()
+            if exc is not None:
+                logger.error("run task crashed", exc_info=exc)
+            else:
+                status = task.result()
+                self.stats.finished[status] = self.stats.finished.get(status, 0) + 1
+        self._wake.set()
+
+    async def _heartbeat_loop(self) -> None:
+        interval = max(self.settings.lease_s / 3.0, 0.05)
+        while True:
+            await asyncio.sleep(interval)
+            leases = [(rid, a.io.attempt) for rid, a in self._active.items()]
+            if not leases:
+                continue
+            try:
+                held = await repo.heartbeat(self.pool, self.owner, leases, self.settings.lease_s)
+            except StorageError:
+                logger.warning("heartbeat failed; leases may expire")
+                continue
+            for rid, _attempt in leases:
+                active = self._active.get(rid)
+                if active is None:
+                    continue
+                if rid not in held and not active.task.done():
+                    # The run was terminated or re-claimed: stop without writing.
+                    active.task.cancel()
+
+    async def _drain(self) -> None:
+        """Let in-flight runs finish for a grace period, then give their leases back."""
+        tasks = [a.task for a in self._active.values()]
+        if not tasks:
+            return
+        _, pending = await asyncio.wait(tasks, timeout=self.settings.shutdown_grace_s)
+        for active in list(self._active.values()):
+            if active.task in pending:
+                active.io.release_on_cancel = True
+                active.task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)

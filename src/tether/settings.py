@@ -1,0 +1,35 @@
+"""Settings read from the environment (TETHER_*), overridable by CLI flags."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+
+class Settings(BaseModel):
+    """Process settings. Every field has an environment variable TETHER_<FIELD>."""
+
+    database_url: str | None = Field(None, description="PostgreSQL URL; unset: embedded server")
+    data_dir: Path = Field(Path(".tether"), description="embedded PostgreSQL lives here")
+    host: str = "127.0.0.1"
+    port: int = 8000
+    workers: int = Field(16, description="runs executed concurrently per worker process")
+    lease_s: float = Field(30.0, description="worker lease; an expired lease is reclaimed")
+    poll_s: float = Field(1.0, description="claim polling fallback when no notification comes")
+    shutdown_grace_s: float = 10.0
+    janitor_interval_s: float = 60.0
+    pool_size: int = 20
+    max_payload_bytes: int = 256 * 1024
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> Settings:
+        env = dict(os.environ if env is None else env)
+        values: dict[str, object] = {}
+        for name in cls.model_fields:
+            raw = env.get(f"TETHER_{name.upper()}")
+            if raw not in (None, ""):
+                values[name] = raw
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls.model_validate(values)

@@ -1,0 +1,111 @@
+"""LISTEN on one dedicated connection (never a pooled one), reconnecting with backoff.
+
+Notifications are hints: payloads are ids, readers re-fetch rows, and every consumer keeps a
+polling fallback, so a notification lost while reconnecting costs latency, never correctness.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any, Final
+
+import asyncpg
+
+from tether.storage.errors import StorageError
+from tether.storage.pool import connect
+
+logger = logging.getLogger(__name__)
+
+READY_CHANNEL: Final = "tether_ready"  # a run became runnable (payload: execution id)
+CHANGE_CHANNEL: Final = "tether_change"  # a run's visible state changed (payload: execution id)
+UPDATE_CHANNEL: Final = "tether_update"  # an update finished (payload: update id)
+
+Callback = Callable[[str, str], None]  # (channel, payload)
+
+
+class Listener:
+    """Delivers NOTIFY payloads to subscribers; `ready` is set while LISTEN is in force."""
+
+    def __init__(self, dsn: str, *, max_backoff: float = 5.0) -> None:
+        self._dsn = dsn
+        self._subscribers: dict[str, list[Callback]] = {}
+        self._max_backoff = max_backoff
+        self.ready = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._lost = asyncio.Event()
+
+    def subscribe(self, channel: str, callback: Callback) -> Callable[[], None]:
+        """Register `callback` for `channel`; returns a function that unsubscribes it."""
+        self._subscribers.setdefault(channel, []).append(callback)
+
+        def unsubscribe() -> None:
+            callbacks = self._subscribers.get(channel, [])
+            if callback in callbacks:
+                callbacks.remove(callback)
+
+        return unsubscribe
+
+    def _dispatch(self, _conn: Any, _pid: int, channel: str, payload: str) -> None:
+        for callback in list(self._subscribers.get(channel, ())):
+            try:
+                callback(channel, payload)
+            except Exception:  # a subscriber's bug must not kill the listener
+                logger.exception("notification callback failed on %s", channel)
+
+    def _on_termination(self, _conn: Any) -> None:
+        self._lost.set()
+
+    async def run(self) -> None:
+        """Listen until stop(); reconnect with exponential backoff when the connection drops."""
+        backoff = 0.1
+        channels = (READY_CHANNEL, CHANGE_CHANNEL, UPDATE_CHANNEL)
+        while not self._stopping.is_set():
+            conn: asyncpg.Connection | None = None
+            try:
+                conn = await connect(self._dsn)
+                conn.add_termination_listener(self._on_termination)
+                for channel in channels:
+                    await conn.add_listener(channel, self._dispatch)
+                self._lost.clear()
+                self.ready.set()
+                # Wake everyone once: something may have happened while we were not listening.
+                for channel in (READY_CHANNEL, CHANGE_CHANNEL, UPDATE_CHANNEL):
+                    self._dispatch(None, 0, channel, "")
+                backoff = 0.1
+                await _first(self._stopping.wait(), self._lost.wait(), self._probe(conn))
+            except (StorageError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+                logger.warning("listener connection failed; retrying in %.1fs", backoff)
+            finally:
+                self.ready.clear()
+                if conn is not None and not conn.is_closed():
+                    conn.terminate()
+            if not self._stopping.is_set():
+                try:
+                    await asyncio.wait_for(self._stopping.wait(), backoff)
+                except TimeoutError:
+                    pass
+                backoff = min(backoff * 2, self._max_backoff)
+
+    async def _probe(self, conn: asyncpg.Connection) -> None:
+        """Detect a dead socket that produced no termination callback (e.g. a server restart)."""
+        while True:
+            await asyncio.sleep(5.0)
+            await asyncio.wait_for(conn.fetchval("SELECT 1"), 5.0)
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+
+async def _first(*aws: Any) -> None:
+    """Return when the first awaitable finishes; cancel the rest; re-raise its error."""
+    tasks = [asyncio.ensure_future(a) for a in aws]
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            task.result()
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

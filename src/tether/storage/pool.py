@@ -1,0 +1,45 @@
+"""The asyncpg pool: jsonb travels as orjson text both ways."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+import orjson
+
+from tether.storage.errors import translated
+
+
+def _dumps(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+async def init_connection(conn: asyncpg.Connection) -> None:
+    """Register the jsonb/json codecs on a new connection."""
+    for typename in ("jsonb", "json"):
+        await conn.set_type_codec(
+            typename, encoder=_dumps, decoder=orjson.loads, schema="pg_catalog", format="text"
+        )
+
+
+async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
+    """Open a pool on `dsn`. Raises DatabaseUnavailable when the server cannot be reached."""
+    async with translated():
+        pool = await asyncpg.create_pool(
+            dsn,
+            min_size=min_size,
+            max_size=max_size,
+            init=init_connection,
+            command_timeout=60,
+            server_settings={"application_name": "tether"},
+        )
+    assert pool is not None  # noqa: S101 — create_pool returns None only when not awaited
+    return pool
+
+
+async def connect(dsn: str) -> asyncpg.Connection:
+    """One connection with the codecs, outside any pool (LISTEN, migrations, admin)."""
+    async with translated():
+        conn = await asyncpg.connect(dsn, server_settings={"application_name": "tether"})
+        await init_connection(conn)
+    return conn

@@ -1,0 +1,295 @@
+"""Typed async functions over the named queries. Each takes a connection (or pool) and returns
+frozen rows; every asyncpg error leaves as a StorageError."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from tether.storage.errors import LeaseLost, translated
+from tether.storage.queries import Q
+from tether.storage.rows import (
+    BufferedSignal,
+    ExecutionRow,
+    HistoryEvent,
+    PendingUpdate,
+    RunState,
+    StepRecord,
+    UpdateRow,
+)
+
+Conn = asyncpg.Connection | asyncpg.Pool
+
+
+@dataclass(frozen=True)
+class NewExecution:
+    id: str
+    workflow: str
+    business_id: str
+    input: Any
+    idempotency_key: str | None = None
+    predecessor_id: str | None = None
+    root_id: str | None = None
+    retention_s: int | None = None
+    deadline_at: datetime | None = None
+    created_data: dict[str, Any] = field(default_factory=dict)
+
+
+async def insert_execution(conn: Conn, new: NewExecution) -> ExecutionRow | None:
+    """Insert a pending run; None when (workflow, idempotency_key) is already taken."""
+    async with translated():
+        rec = await conn.fetchrow(
+            Q["insert_execution"],
+            new.id,
+            new.workflow,
+            new.business_id,
+            new.input,
+            new.idempotency_key,
+            new.predecessor_id,
+            new.root_id or new.id,
+            new.retention_s,
+            new.deadline_at,
+            new.created_data,
+        )
+    return ExecutionRow.from_record(rec) if rec else None
+
+
+async def get_execution(conn: Conn, execution_id: str, *, lock: bool = False) -> ExecutionRow | None:
+    query = Q["get_execution_for_update"] if lock else Q["get_execution"]
+    async with translated():
+        rec = await conn.fetchrow(query, execution_id)
+    return ExecutionRow.from_record(rec) if rec else None
+
+
+async def get_by_idempotency_key(conn: Conn, workflow: str, key: str) -> ExecutionRow | None:
+    async with translated():
+        rec = await conn.fetchrow(Q["get_by_idempotency_key"], workflow, key)
+    return ExecutionRow.from_record(rec) if rec else None
+
+
+async def get_chain(conn: Conn, execution_id: str) -> list[ExecutionRow]:
+    """The run and its successors, oldest first (empty when the run does not exist)."""
+    async with translated():
+        recs = await conn.fetch(Q["get_chain"], execution_id)
+    return [ExecutionRow.from_record(r) for r in recs]
+
+
+async def list_executions(
+    conn: Conn,
+    *,
+    workflow: str | None = None,
+    statuses: Sequence[str] | None = None,
+    business_id: str | None = None,
+    root_id: str | None = None,
+    after: tuple[datetime, str] | None = None,
+    limit: int = 50,
+) -> list[ExecutionRow]:
+    async with translated():
+        recs = await conn.fetch(
+            Q["list_executions"],
+            workflow,
+            list(statuses) if statuses is not None else None,
+            business_id,
+            root_id,
+            after[0] if after else None,
+            after[1] if after else None,
+            limit,
+        )
+    return [ExecutionRow.from_record(r) for r in recs]
+
+
+async def get_history(conn: Conn, execution_id: str) -> list[HistoryEvent]:
+    async with translated():
+        recs = await conn.fetch(Q["get_history"], execution_id)
+    return [HistoryEvent.from_record(r) for r in recs]
+
+
+async def get_steps(conn: Conn, execution_id: str) -> list[StepRecord]:
+    async with translated():
+        recs = await conn.fetch(Q["get_steps"], execution_id)
+    return [StepRecord.from_mapping(r) for r in recs]
+
+
+async def claim(conn: Conn, owner: str, lease_s: float, limit: int) -> list[ExecutionRow]:
+    """Lease up to `limit` due runs to `owner`."""
+    async with translated():
+        recs = await conn.fetch(Q["claim_executions"], owner, float(lease_s), limit)
+    return [ExecutionRow.from_record(r) for r in recs]
+
+
+async def load_run_state(conn: Conn, execution_id: str) -> RunState:
+    async with translated():
+        rec = await conn.fetchrow(Q["load_run_state"], execution_id)
+    assert rec is not None  # noqa: S101 — a SELECT of scalar subqueries always returns a row
+    return RunState(
+        steps=tuple(StepRecord.from_mapping(m) for m in rec["steps"]),
+        signals=tuple(BufferedSignal.from_mapping(m) for m in rec["signals"]),
+        updates=tuple(PendingUpdate.from_mapping(m) for m in rec["updates"]),
+    )
+
+
+@dataclass
+class Checkpoint:
+    """One fenced worker write (see the `checkpoint` query)."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    consumed: list[dict[str, int]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    set_details: bool = False
+    details: str | None = None
+    status: str | None = None
+    output: Any = None
+    error: Any = None
+    waits: list[dict[str, Any]] = field(default_factory=list)
+    wake_at: datetime | None = None
+    successor_id: str | None = None
+    run_attempt_increment: int = 0
+    truncate_from: int | None = None
+
+
+@dataclass(frozen=True)
+class CheckpointResult:
+    status: str
+    cancel_requested: bool
+    last_event_id: int
+
+
+async def checkpoint(
+    conn: Conn, execution_id: str, owner: str, attempt: int, seen_event_id: int, cp: Checkpoint
+) -> CheckpointResult:
+    """Apply a worker write. Raises LeaseLost (nothing written) when the fence fails."""
+    async with translated():
+        rec = await conn.fetchrow(
+            Q["checkpoint"],
+            execution_id,
+            owner,
+            attempt,
+            cp.records,
+            cp.consumed,
+            cp.events,
+            cp.set_details,
+            cp.details,
+            cp.status,
+            cp.output,
+            cp.error,
+            cp.waits,
+            cp.wake_at,
+            seen_event_id,
+            cp.successor_id,
+            cp.run_attempt_increment,
+            cp.truncate_from,
+        )
+    if rec is None:
+        raise LeaseLost()
+    return CheckpointResult(rec["status"], rec["cancel_requested"], rec["last_event_id"])
+
+
+async def finish_update(
+    conn: Conn,
+    execution_id: str,
+    owner: str,
+    attempt: int,
+    update_id: str,
+    *,
+    output: Any,
+    error: Any,
+) -> int:
+    """Record an update's outcome (fenced); returns the run's new last_event_id."""
+    status = "failed" if error is not None else "completed"
+    async with translated():
+        rec = await conn.fetchrow(
+            Q["finish_update"], execution_id, owner, attempt, update_id, status, output, error
+        )
+    if rec is None:
+        raise LeaseLost()
+    return int(rec["last_event_id"])
+
+
+async def heartbeat(
+    conn: Conn, owner: str, leases: Sequence[tuple[str, int]], lease_s: float
+) -> dict[str, bool]:
+    """Extend leases; returns {id: cancel_requested} for the leases still held."""
+    if not leases:
+        return {}
+    async with translated():
+        recs = await conn.fetch(
+            Q["heartbeat"],
+            owner,
+            [lease[0] for lease in leases],
+            [lease[1] for lease in leases],
+            float(lease_s),
+        )
+    return {r["id"]: r["cancel_requested"] for r in recs}
+
+
+async def append_event(conn: Conn, execution_id: str, type_: str, data: Any) -> int | None:
+    """Append an outside event (wakes a parked run); None when the run is gone or ended."""
+    async with translated():
+        value = await conn.fetchval(Q["append_event"], execution_id, type_, data)
+    return int(value) if value is not None else None
+
+
+async def insert_signal(
+    conn: Conn, execution_id: str, channel: str, key: str | None, payload: Any, by: str | None
+) -> int | None:
+    """Buffer a signal; None when `key` was already answered."""
+    async with translated():
+        value = await conn.fetchval(Q["insert_signal"], execution_id, channel, key, payload, by)
+    return int(value) if value is not None else None
+
+
+async def get_signal_by_key(conn: Conn, execution_id: str, key: str) -> BufferedSignal | None:
+    async with translated():
+        rec = await conn.fetchrow(Q["get_signal_by_key"], execution_id, key)
+    if rec is None:
+        return None
+    return BufferedSignal(0, rec["channel"], key, rec["payload"], rec["by_principal"])
+
+
+async def insert_update(
+    conn: Conn, update_id: str, execution_id: str, name: str, input_: Any, by: str | None
+) -> None:
+    async with translated():
+        await conn.execute(Q["insert_update"], update_id, execution_id, name, input_, by)
+
+
+async def get_update(conn: Conn, update_id: str) -> UpdateRow | None:
+    async with translated():
+        rec = await conn.fetchrow(Q["get_update"], update_id)
+    return UpdateRow.from_record(rec) if rec else None
+
+
+async def request_cancel(conn: Conn, execution_id: str) -> bool:
+    async with translated():
+        return await conn.fetchval(Q["request_cancel"], execution_id) is not None
+
+
+async def terminate(conn: Conn, execution_id: str, error: Any) -> bool:
+    async with translated():
+        return await conn.fetchrow(Q["terminate_execution"], execution_id, error) is not None
+
+
+async def seal(conn: Conn, execution_id: str) -> bool:
+    async with translated():
+        return await conn.fetchval(Q["seal_execution"], execution_id) is not None
+
+
+async def link_successor(conn: Conn, execution_id: str, successor_id: str) -> bool:
+    async with translated():
+        return await conn.fetchval(Q["link_successor"], execution_id, successor_id) is not None
+
+
+async def delete_expired(conn: Conn, batch: int) -> list[str]:
+    async with translated():
+        recs = await conn.fetch(Q["delete_expired"], batch)
+    return [r["id"] for r in recs]
+
+
+async def count_by_status(conn: Conn) -> dict[str, int]:
+    async with translated():
+        recs = await conn.fetch(Q["count_by_status"])
+    return {r["status"]: int(r["n"]) for r in recs}

@@ -1,0 +1,284 @@
+-- name: insert_execution
+-- Create a pending run with its `created` event, unless (workflow, idempotency_key) is taken;
+-- wakes the workers in the same transaction. No row back means the key was taken.
+WITH ins AS (
+    INSERT INTO executions (id, workflow, business_id, status, input, idempotency_key,
+                            predecessor_id, root_id, retention_s, deadline_at, wake_at,
+                            last_event_id)
+    VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8, $9, now(), 1)
+    ON CONFLICT (workflow, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+    RETURNING *
+), ev AS (
+    INSERT INTO history (execution_id, event_id, type, data)
+    SELECT id, 1, 'created', $10 FROM ins
+)
+SELECT ins.*, pg_notify('tether_ready', ins.id)::text AS notified FROM ins;
+
+-- name: get_execution
+-- One run by primary key.
+SELECT * FROM executions WHERE id = $1;
+
+-- name: get_execution_for_update
+-- One run by primary key, locked for the rest of the transaction.
+SELECT * FROM executions WHERE id = $1 FOR UPDATE;
+
+-- name: get_by_idempotency_key
+-- The run that holds (workflow, idempotency_key).
+SELECT * FROM executions WHERE workflow = $1 AND idempotency_key = $2;
+
+-- name: get_chain
+-- A run and every successor after it (retry and continue-as-new links), oldest first.
+WITH RECURSIVE chain AS (
+    SELECT e.*, 0 AS depth FROM executions e WHERE e.id = $1
+    UNION ALL
+    SELECT e.*, c.depth + 1 FROM executions e JOIN chain c ON e.id = c.successor_id
+    WHERE c.depth < 10000
+)
+SELECT * FROM chain ORDER BY depth;
+
+-- name: list_executions
+-- Newest first, with optional filters and a (created_at, id) cursor.
+SELECT * FROM executions
+WHERE ($1::text IS NULL OR workflow = $1)
+  AND ($2::text[] IS NULL OR status = ANY($2::text[]))
+  AND ($3::text IS NULL OR business_id = $3)
+  AND ($4::text IS NULL OR root_id = $4)
+  AND ($5::timestamptz IS NULL OR (created_at, id) < ($5::timestamptz, $6::text))
+ORDER BY created_at DESC, id DESC
+LIMIT $7;
+
+-- name: get_history
+-- A run's events in order.
+SELECT event_id, type, data, at FROM history WHERE execution_id = $1 ORDER BY event_id;
+
+-- name: get_steps
+-- A run's recorded durable calls in order.
+SELECT seq, kind, name, result, done, at FROM steps WHERE execution_id = $1 ORDER BY seq;
+
+-- name: claim_executions
+-- Lease up to $3 due runs (pending, woken timers, expired leases) to worker $1 for $2 seconds.
+-- A running row keeps wake_at = lease_until, so an expired lease is simply due again.
+WITH due AS (
+    SELECT id FROM executions
+    WHERE wake_at <= now()
+    ORDER BY wake_at
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE executions e SET
+    status      = 'running',
+    lease_owner = $1,
+    lease_until = now() + make_interval(secs => $2),
+    wake_at     = now() + make_interval(secs => $2),
+    attempt     = e.attempt + 1,
+    waits       = '[]'::jsonb,
+    version     = e.version + 1,
+    updated_at  = now()
+FROM due
+WHERE e.id = due.id
+RETURNING e.*;
+
+-- name: load_run_state
+-- What replay needs besides the row: recorded calls, unconsumed signals, admitted updates.
+SELECT
+    (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                'seq', seq, 'kind', kind, 'name', name, 'result', result, 'done', done)
+            ORDER BY seq), '[]'::jsonb)
+       FROM steps WHERE execution_id = $1) AS steps,
+    (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                'id', id, 'channel', channel, 'key', key, 'payload', payload, 'by', by_principal)
+            ORDER BY id), '[]'::jsonb)
+       FROM signals WHERE execution_id = $1 AND consumed_seq IS NULL) AS signals,
+    (SELECT coalesce(jsonb_agg(jsonb_build_object('id', id, 'name', name, 'input', input)
+            ORDER BY admitted_at, id), '[]'::jsonb)
+       FROM updates WHERE execution_id = $1 AND status = 'admitted') AS updates;
+
+-- name: checkpoint
+-- Every write a worker makes for a run, fenced by (lease_owner, attempt): record durable calls
+-- ($4), mark consumed signals ($5), append the worker's own events ($6), set details ($7, $8),
+-- and optionally settle the run ($9 status; NULL keeps it running); a run-level retry drops
+-- the records from the first failed call on ($17) so they run again. A park ('waiting') becomes
+-- 'pending' when an event arrived since the worker last looked ($14), so nothing is missed.
+-- No row back means the lease was lost and nothing was written.
+WITH lease AS (
+    UPDATE executions e SET
+        version        = e.version + 1,
+        updated_at     = now(),
+        last_event_id  = e.last_event_id + jsonb_array_length($6::jsonb),
+        details        = CASE WHEN $7::boolean THEN $8::text ELSE e.details END,
+        status         = CASE
+                            WHEN $9::text IS NULL THEN e.status
+                            WHEN $9::text = 'waiting' AND e.last_event_id <> $14::bigint
+                                THEN 'pending'
+                            ELSE $9::text END,
+        output         = CASE WHEN $9::text IS NULL THEN e.output ELSE $10::jsonb END,
+        error          = CASE WHEN $9::text IS NULL THEN e.error ELSE $11::jsonb END,
+        waits          = CASE
+                            WHEN $9::text = 'waiting' AND e.last_event_id = $14::bigint
+                                THEN $12::jsonb
+                            WHEN $9::text IS NULL THEN e.waits
+                            ELSE '[]'::jsonb END,
+        wake_at        = CASE
+                            WHEN $9::text IS NULL THEN e.wake_at
+                            WHEN $9::text = 'waiting' AND e.last_event_id <> $14::bigint
+                                THEN now()
+                            WHEN $9::text IN ('waiting', 'pending') THEN $13::timestamptz
+                            ELSE NULL END,
+        lease_owner    = CASE WHEN $9::text IS NULL THEN e.lease_owner ELSE NULL END,
+        lease_until    = CASE WHEN $9::text IS NULL THEN e.lease_until ELSE NULL END,
+        ended_at       = CASE WHEN $9::text IN ('completed', 'failed', 'timed_out', 'cancelled',
+                                                'continued_as_new')
+                              THEN now() ELSE e.ended_at END,
+        expires_at     = CASE WHEN $9::text IN ('completed', 'failed', 'timed_out', 'cancelled',
+                                                'continued_as_new')
+                              THEN now() + make_interval(secs => e.retention_s)
+                              ELSE e.expires_at END,
+        successor_id   = coalesce($15::text, e.successor_id),
+        run_attempt    = e.run_attempt + $16::integer
+    WHERE e.id = $1 AND e.lease_owner = $2 AND e.attempt = $3
+    RETURNING e.id, e.status, e.cancel_requested, e.last_event_id, e.wake_at
+), trunc AS (
+    DELETE FROM steps s USING lease
+    WHERE $17::integer IS NOT NULL AND s.execution_id = lease.id AND s.seq >= $17::integer
+), rec AS (
+    INSERT INTO steps (execution_id, seq, kind, name, result, done)
+    SELECT lease.id, r.seq, r.kind, r.name, r.result, r.done
+    FROM lease, jsonb_to_recordset($4::jsonb) AS r(seq integer, kind text, name text,
+                                                   result jsonb, done boolean)
+    ON CONFLICT (execution_id, seq) DO UPDATE
+        SET result = EXCLUDED.result, done = EXCLUDED.done, at = now()
+        WHERE NOT steps.done
+), con AS (
+    UPDATE signals s SET consumed_seq = c.seq
+    FROM lease, jsonb_to_recordset($5::jsonb) AS c(id bigint, seq integer)
+    WHERE s.id = c.id AND s.execution_id = lease.id AND s.consumed_seq IS NULL
+), ev AS (
+    INSERT INTO history (execution_id, event_id, type, data)
+    SELECT lease.id, lease.last_event_id - jsonb_array_length($6::jsonb) + x.n, x.type, x.data
+    FROM lease, ROWS FROM (jsonb_to_recordset($6::jsonb) AS (type text, data jsonb))
+         WITH ORDINALITY AS x(type, data, n)
+), notes AS (
+    SELECT pg_notify('tether_change', lease.id) FROM lease WHERE $9::text IS NOT NULL OR $7
+    UNION ALL
+    SELECT pg_notify('tether_ready', lease.id) FROM lease
+    WHERE lease.status = 'pending' AND lease.wake_at <= now()
+)
+SELECT lease.id, lease.status, lease.cancel_requested, lease.last_event_id,
+       (SELECT count(*) FROM notes) AS notified
+FROM lease;
+
+-- name: finish_update
+-- Record an update handler's outcome (fenced like checkpoint), hand it to the workflow as a
+-- signal on channel 'update:<name>', and wake whoever waits for the update.
+WITH lease AS (
+    UPDATE executions e SET
+        version       = e.version + 1,
+        updated_at    = now(),
+        last_event_id = e.last_event_id + 1
+    WHERE e.id = $1 AND e.lease_owner = $2 AND e.attempt = $3
+    RETURNING e.id, e.last_event_id
+), upd AS (
+    UPDATE updates u SET status = $5, output = $6, error = $7, ended_at = now()
+    FROM lease WHERE u.id = $4 AND u.execution_id = lease.id AND u.status = 'admitted'
+    RETURNING u.id, u.name, u.input, u.by_principal
+), sig AS (
+    INSERT INTO signals (execution_id, channel, payload, by_principal)
+    SELECT lease.id, 'update:' || upd.name,
+           jsonb_build_object('id', upd.id, 'input', upd.input, 'output', $6::jsonb,
+                              'error', $7::jsonb),
+           upd.by_principal
+    FROM lease, upd
+), ev AS (
+    INSERT INTO history (execution_id, event_id, type, data)
+    SELECT lease.id, lease.last_event_id, 'update_' || $5,
+           jsonb_build_object('update_id', $4::text, 'error', $7::jsonb)
+    FROM lease
+)
+SELECT lease.last_event_id, pg_notify('tether_update', $4::text)::text AS notified FROM lease;
+
+-- name: heartbeat
+-- Extend the leases worker $1 still holds; the rows back are the runs it may keep writing.
+UPDATE executions e SET
+    lease_until = now() + make_interval(secs => $4),
+    wake_at     = now() + make_interval(secs => $4)
+FROM unnest($2::text[], $3::integer[]) AS l(id, attempt)
+WHERE e.id = l.id AND e.attempt = l.attempt AND e.lease_owner = $1 AND e.status = 'running'
+RETURNING e.id, e.cancel_requested;
+
+-- name: append_event
+-- An event from outside the run (see tether_append_event): NULL when the run has ended.
+SELECT tether_append_event($1, $2, $3) AS event_id;
+
+-- name: insert_signal
+-- Buffer an input for the run; a key makes it idempotent (no row back: the key was answered).
+INSERT INTO signals (execution_id, channel, key, payload, by_principal)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (execution_id, key) WHERE key IS NOT NULL DO NOTHING
+RETURNING id;
+
+-- name: get_signal_by_key
+-- The answer already given for a wait key, if any.
+SELECT channel, payload, by_principal, at FROM signals WHERE execution_id = $1 AND key = $2;
+
+-- name: insert_update
+-- Admit a validated update.
+INSERT INTO updates (id, execution_id, name, input, by_principal) VALUES ($1, $2, $3, $4, $5);
+
+-- name: get_update
+-- One update by id.
+SELECT * FROM updates WHERE id = $1;
+
+-- name: request_cancel
+-- Set the cooperative cancel flag on a live run (the event is appended separately).
+UPDATE executions SET cancel_requested = true WHERE id = $1 AND ended_at IS NULL
+RETURNING id;
+
+-- name: terminate_execution
+-- End a live run at once; the lease is cleared, so its worker's next fenced write is refused.
+WITH t AS (
+    UPDATE executions SET
+        status = 'terminated', ended_at = now(), updated_at = now(), version = version + 1,
+        expires_at = now() + make_interval(secs => retention_s),
+        last_event_id = last_event_id + 1, lease_owner = NULL, lease_until = NULL,
+        wake_at = NULL, waits = '[]'::jsonb, error = $2
+    WHERE id = $1 AND ended_at IS NULL
+    RETURNING id, last_event_id
+), ev AS (
+    INSERT INTO history (execution_id, event_id, type, data)
+    SELECT id, last_event_id, 'terminated', $2 FROM t
+)
+SELECT t.id, pg_notify('tether_change', t.id)::text AS notified FROM t;
+
+-- name: seal_execution
+-- Seal an ended run for an operator rerun: it keeps what it ended with in sealed_from.
+UPDATE executions SET
+    sealed_from = status, status = 'continued_as_new', version = version + 1,
+    updated_at = now()
+WHERE id = $1 AND ended_at IS NOT NULL AND sealed_from IS NULL
+RETURNING id;
+
+-- name: link_successor
+-- Point an ended run at the run that retries it.
+UPDATE executions SET successor_id = $2, version = version + 1, updated_at = now()
+WHERE id = $1 AND successor_id IS NULL
+RETURNING id;
+
+-- name: delete_expired
+-- Retention: delete up to $1 ended runs past their expiry, oldest first, skipping any whose
+-- (workflow, business_id) still has a live run. Dependent rows go by ON DELETE CASCADE.
+WITH doomed AS (
+    SELECT e.id FROM executions e
+    WHERE e.expires_at <= now()
+      AND NOT EXISTS (
+          SELECT 1 FROM executions l
+          WHERE l.workflow = e.workflow AND l.business_id = e.business_id
+            AND l.ended_at IS NULL)
+    ORDER BY e.expires_at
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+)
+DELETE FROM executions WHERE id IN (SELECT id FROM doomed) RETURNING id;
+
+-- name: count_by_status
+-- Run counts per status (operators, tests, benchmarks).
+SELECT status, count(*) AS n FROM executions GROUP BY status;
