@@ -186,7 +186,17 @@ async def _fail(wf: WorkflowDef, ctx: Context, io: RunIO, exc: Exception) -> str
     return await _settle(io, ctx.take_buffer(status="failed", error=_error("workflow", exc)))
 
 
+_TERMINAL = frozenset({"completed", "failed", "timed_out", "cancelled", "continued_as_new"})
+
+
+def _ended_event(cp: Checkpoint) -> None:
+    """A terminal settle leaves one `ended` event in history (audit; exactly-once checks)."""
+    if cp.status in _TERMINAL:
+        cp.events.append({"type": "ended", "data": {"status": cp.status, "error": cp.error}})
+
+
 async def _settle(io: RunIO, cp: Checkpoint) -> str:
+    _ended_event(cp)
     result = await io.write(cp)
     return result.status
 
@@ -219,6 +229,7 @@ async def _continue_as_new(
         )
         await repo.insert_execution(conn, new)
         cp = ctx.take_buffer(status="continued_as_new", successor_id=new_id)
+        _ended_event(cp)
         result = await io.write_in(conn, cp)
     return result.status
 

@@ -10,7 +10,7 @@ CREATE TABLE executions (
                          'cancelled', 'terminated', 'continued_as_new')),
     version          bigint      NOT NULL DEFAULT 1,
     last_event_id    bigint      NOT NULL DEFAULT 0,
-    input            jsonb       NOT NULL,
+    input            jsonb,
     output           jsonb,
     error            jsonb,
     waits            jsonb       NOT NULL DEFAULT '[]'::jsonb,
@@ -79,7 +79,7 @@ CREATE TABLE signals (
     execution_id text        NOT NULL REFERENCES executions (id) ON DELETE CASCADE,
     channel      text        NOT NULL,
     key          text,
-    payload      jsonb       NOT NULL,
+    payload      jsonb,
     by_principal text,
     consumed_seq integer,
     at           timestamptz NOT NULL DEFAULT now()
@@ -92,7 +92,7 @@ CREATE TABLE updates (
     id           text        PRIMARY KEY,
     execution_id text        NOT NULL REFERENCES executions (id) ON DELETE CASCADE,
     name         text        NOT NULL,
-    input        jsonb       NOT NULL,
+    input        jsonb,
     status       text        NOT NULL DEFAULT 'admitted'
                      CHECK (status IN ('admitted', 'completed', 'failed')),
     output       jsonb,

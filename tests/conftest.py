@@ -1,0 +1,90 @@
+"""Shared fixtures: a real PostgreSQL (TETHER_DATABASE_URL, or embedded via pgserver), one
+migrated template database per session, and a fresh database per test cloned from it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import pytest
+
+from tether.storage import embedded, migrate, pool
+
+TEMPLATE = "tether_tmpl"
+
+
+def with_database(url: str, name: str) -> str:
+    """The same server URL pointing at database `name`."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment))
+
+
+@pytest.fixture(scope="session")
+def server_url() -> Iterator[str]:
+    url = os.environ.get("TETHER_DATABASE_URL")
+    if url:
+        yield url
+        return
+    # Short path: PostgreSQL's unix socket lives in the data directory (~107-byte limit).
+    folder = Path(tempfile.mkdtemp(prefix="tpg", dir="/tmp"))
+    os.chmod(folder, 0o755)  # noqa: S103 — pgserver runs PostgreSQL as another user when root
+    server = embedded.start(folder)
+    try:
+        yield server.uri
+    finally:
+        server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+async def _make_template(url: str) -> None:
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{TEMPLATE}" WITH (FORCE)')
+        await conn.execute(f'CREATE DATABASE "{TEMPLATE}"')
+    finally:
+        await conn.close()
+    tconn = await pool.connect(with_database(url, TEMPLATE))
+    try:
+        await migrate.migrate(tconn)
+    finally:
+        await tconn.close()
+
+
+@pytest.fixture(scope="session")
+def template_db(server_url: str) -> str:
+    asyncio.run(_make_template(server_url))
+    return TEMPLATE
+
+
+@pytest.fixture
+async def db_url(server_url: str, template_db: str) -> AsyncIterator[str]:
+    name = "t_" + secrets.token_hex(6)
+    conn = await asyncpg.connect(server_url)
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
+    finally:
+        await conn.close()
+    try:
+        yield with_database(server_url, name)
+    finally:
+        conn = await asyncpg.connect(server_url)
+        try:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await conn.close()
+
+
+@pytest.fixture
+async def db(db_url: str) -> AsyncIterator[asyncpg.Pool]:
+    p = await pool.create_pool(db_url, min_size=1, max_size=10)
+    try:
+        yield p
+    finally:
+        await p.close()
