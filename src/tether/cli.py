@@ -7,7 +7,7 @@ import asyncio
 import logging
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 import orjson
@@ -96,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-def _with_db(settings: Settings, fn: Callable[[str], Awaitable[int]]) -> int:
+def _with_db(settings: Settings, fn: Callable[[str], Coroutine[Any, Any, int]]) -> int:
     with database_url(settings) as dsn:
         return asyncio.run(fn(dsn))
 
@@ -132,7 +132,10 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
             shutdown_grace_s=settings.shutdown_grace_s,
         )
         async with running(
-            dsn, app, worker_settings=ws, janitor_interval_s=settings.janitor_interval_s,
+            dsn,
+            app,
+            worker_settings=ws,
+            janitor_interval_s=settings.janitor_interval_s,
             pool_size=settings.pool_size,
         ) as rt:
             logger.info("worker %s running %d workflows", rt.workers[0].owner, len(app.workflows))
@@ -154,10 +157,17 @@ async def _migrate(dsn: str) -> int:
 
 def _row_dict(row: ExecutionRow) -> dict[str, Any]:
     return {
-        "id": row.id, "workflow": row.workflow, "business_id": row.business_id,
-        "status": row.status, "version": row.version, "details": row.details,
-        "waits": row.waits, "output": row.output, "error": row.error,
-        "successor_id": row.successor_id, "created_at": row.created_at.isoformat(),
+        "id": row.id,
+        "workflow": row.workflow,
+        "business_id": row.business_id,
+        "status": row.status,
+        "version": row.version,
+        "details": row.details,
+        "waits": row.waits,
+        "output": row.output,
+        "error": row.error,
+        "successor_id": row.successor_id,
+        "created_at": row.created_at.isoformat(),
         "ended_at": row.ended_at.isoformat() if row.ended_at else None,
     }
 
@@ -199,8 +209,9 @@ async def _runs(args: argparse.Namespace, dsn: str) -> int:
 async def _run_action(args: argparse.Namespace, ops: Operations) -> int:
     action = args.action
     if action == "list":
-        page = await ops.list(workflow=args.workflow, statuses=args.status, limit=args.limit,
-                              cursor=args.cursor)
+        page = await ops.list_runs(
+            workflow=args.workflow, statuses=args.status, limit=args.limit, cursor=args.cursor
+        )
         _emit(args, {"items": [_row_dict(r) for r in page.items], "next_cursor": page.next_cursor})
     elif action == "show":
         view = await ops.get(args.id)
@@ -214,8 +225,9 @@ async def _run_action(args: argparse.Namespace, ops: Operations) -> int:
             ]
         _emit(args, out)
     elif action == "start":
-        started = await ops.start(args.workflow, _json_arg(args.input),
-                                  idempotency_key=args.idempotency_key, by="cli")
+        started = await ops.start(
+            args.workflow, _json_arg(args.input), idempotency_key=args.idempotency_key, by="cli"
+        )
         _emit(args, {**_row_dict(started.execution), "deduped": started.deduped})
     elif action == "signal":
         res = await ops.signal(args.id, args.name, _json_arg(args.payload), by="cli")

@@ -48,11 +48,14 @@ async def document_review(ctx: Context, request: ReviewRequest) -> ReviewOutcome
                 required=["ticket"],
             )
         except Rejected as exc:
-            return ReviewOutcome(title=request.title, decision=f"rejected: {exc.reason}",
-                                 rounds=rounds)
+            return ReviewOutcome(
+                title=request.title, decision=f"rejected: {exc.reason}", rounds=rounds
+            )
         if isinstance(decision, Approved):
             return ReviewOutcome(
-                title=request.title, decision="approved", ticket=decision.inputs.get("ticket"),
+                title=request.title,
+                decision="approved",
+                ticket=decision.inputs.get("ticket"),
                 rounds=rounds,
             )
         await ctx.set_details(f"round {rounds}: pushed back: {decision.feedback}")
@@ -95,7 +98,10 @@ def _call_upstream(reason: str) -> str:
 @app.workflow(mcp=True, retention=timedelta(days=1))
 async def failing_job(ctx: Context, job: FlakyInput) -> str:
     """A job whose step always fails: retried with backoff, then the run fails."""
-    return str(await ctx.step(
-        _call_upstream, job.reason,
-        retry=RetryPolicy(max_attempts=3, initial_interval=0.5, backoff=2.0),
-    ))
+    return str(
+        await ctx.step(
+            _call_upstream,
+            job.reason,
+            retry=RetryPolicy(max_attempts=3, initial_interval=0.5, backoff=2.0),
+        )
+    )

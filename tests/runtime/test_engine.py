@@ -106,7 +106,8 @@ async def test_a_fenced_write_from_a_worker_that_lost_its_lease_is_refused(db: o
     started = await ops.start("noop")
     (row_a,) = await repo.claim(pool, "A", 0.05, 1)  # type: ignore[arg-type]
     async with asyncio.timeout(5):
-        while not (rows := await repo.claim(pool, "B", 30, 1)):  # type: ignore[arg-type]
+        # Polls a lease expiry (no event exists for it); bounded by the timeout above.
+        while not (rows := await repo.claim(pool, "B", 30, 1)):  # type: ignore[arg-type]  # noqa: ASYNC110
             await asyncio.sleep(0.02)
     assert rows[0].attempt == row_a.attempt + 1
     assert await execute(pool, app, row_a, "A") == "lost"  # type: ignore[arg-type]
@@ -237,7 +238,11 @@ async def test_protocol_error_is_recorded_with_code(start: Start) -> None:
     err = view.current.error
     assert view.current.status == "failed"
     assert (err["kind"], err["code"], err["message"], err["data"]) == (
-        "protocol", -32003, "quota exceeded", {"limit": 3})
+        "protocol",
+        -32003,
+        "quota exceeded",
+        {"limit": 3},
+    )
 
 
 async def test_workflow_timeout_ends_the_run_timed_out(start: Start) -> None:

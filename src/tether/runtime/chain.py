@@ -50,8 +50,9 @@ def outcome(row: ExecutionRow) -> RunOutcome:
     if status == "completed":
         return RunOutcome("succeeded", status)
     if status in ("failed", "timed_out"):
-        kind = "protocol_error" if error.get("kind") == "protocol" else "workflow_error"
-        return RunOutcome(kind, status)
+        if error.get("kind") == "protocol":
+            return RunOutcome("protocol_error", status)
+        return RunOutcome("workflow_error", status)
     if status == "continued_as_new":
         return RunOutcome("continued", status)
     return RunOutcome("cancelled", status)  # cancelled, terminated

@@ -15,7 +15,7 @@ import inspect
 import uuid as uuid_mod
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
+from typing import Any, NoReturn, Protocol, TypeVar
 
 from pydantic import BaseModel, TypeAdapter
 
@@ -23,11 +23,8 @@ from tether.runtime import waits as w
 from tether.runtime.errors import NonDeterminism, StepFailed, WaitTimeout
 from tether.runtime.policy import NO_RETRY, RetryPolicy, seconds
 from tether.runtime.signals import CancelledRun, ContinueAsNew, Park
-from tether.storage.repo import Checkpoint, CheckpointResult
+from tether.storage.repo import Checkpoint, CheckpointResult, Conn
 from tether.storage.rows import BufferedSignal, ExecutionRow, RunState, StepRecord
-
-if TYPE_CHECKING:
-    import asyncpg
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -40,7 +37,7 @@ class RunIO(Protocol):
 
     async def write(self, cp: Checkpoint) -> CheckpointResult: ...
 
-    async def write_in(self, conn: asyncpg.Connection, cp: Checkpoint) -> CheckpointResult: ...
+    async def write_in(self, conn: Conn, cp: Checkpoint) -> CheckpointResult: ...
 
     def acquire(self) -> Any: ...
 
@@ -96,10 +93,9 @@ class Context:
                 f"but history recorded {rec.kind} {rec.name!r}: workflow code changed or is "
                 "not deterministic"
             )
-        if rec is None or not rec.done:
-            # The live edge: nothing recorded here yet, so this call really happens now.
-            if self._cancel_requested:
-                raise CancelledRun()
+        # The live edge (nothing recorded here yet) is where a requested cancel takes effect.
+        if (rec is None or not rec.done) and self._cancel_requested:
+            raise CancelledRun()
         return self._seq, rec
 
     def _record(self, seq: int, kind: str, name: str, result: Any, *, done: bool = True) -> None:
@@ -142,7 +138,7 @@ class Context:
         the same way on every replay. The result round-trips through JSON (typed by `fn`'s
         return annotation), so first run and replay see equal values.
         """
-        step_name = name or getattr(fn, "__qualname__", repr(fn))
+        step_name = name or str(getattr(fn, "__qualname__", repr(fn)))
         seq, rec = self._next("step", step_name)
         adapter = _return_adapter(fn)
         if rec is not None and rec.done:
@@ -160,7 +156,9 @@ class Context:
             failures += 1
             error = {"type": type(exc).__name__, "message": str(exc)}
             if policy.allows_another(failures):
-                self._record(seq, "step", step_name, {"failures": failures, "error": error}, done=False)
+                self._record(
+                    seq, "step", step_name, {"failures": failures, "error": error}, done=False
+                )
                 wake = _utcnow() + timedelta(seconds=policy.delay(failures))
                 raise Park([], wake, status="pending") from exc
             self._record(seq, "step", step_name, {"error": error, "failures": failures})
@@ -193,7 +191,7 @@ class Context:
         The effect and the checkpoint commit together or not at all, so a transaction step
         happens exactly once even if the worker dies at any point.
         """
-        step_name = name or getattr(fn, "__qualname__", repr(fn))
+        step_name = name or str(getattr(fn, "__qualname__", repr(fn)))
         seq, rec = self._next("transaction", step_name)
         adapter = _return_adapter(fn)
         if rec is not None and rec.done:
@@ -317,7 +315,9 @@ class Context:
             self._mark_failure(seq)
             raise WaitTimeout(f"timed out waiting for {[s.channel for s in specs]}")
         return [
-            w.parse_checked(s, state["answers"][s.channel]["payload"], state["answers"][s.channel]["by"])
+            w.parse_checked(
+                s, state["answers"][s.channel]["payload"], state["answers"][s.channel]["by"]
+            )
             for s in specs
         ]
 
@@ -384,6 +384,6 @@ class Context:
 
     # --- chains ----------------------------------------------------------------------------------
 
-    def continue_as_new(self, input: Any, *, workflow: str | None = None) -> NoReturn:  # noqa: A002
+    def continue_as_new(self, input: Any, *, workflow: str | None = None) -> NoReturn:
         """End this run and start a successor (same business id) with `input`."""
         raise ContinueAsNew(input, workflow)

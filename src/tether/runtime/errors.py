@@ -38,15 +38,15 @@ class TetherError(Exception):
         super().__init__(self.message)
 
 
-class WorkflowNotFound(TetherError):  # noqa: N818 — reads as the condition
+class WorkflowNotFound(TetherError):
     """No workflow is registered under that name."""
 
 
-class ExecutionNotFound(TetherError):  # noqa: N818 — reads as the condition
+class ExecutionNotFound(TetherError):
     """No run has that id."""
 
 
-class InvalidInput(TetherError):  # noqa: N818 — reads as the condition
+class InvalidInput(TetherError):
     """The input does not fit the expected model."""
 
     def __init__(self, message: str | None = None, errors: list[dict[str, Any]] | None = None):
@@ -54,11 +54,11 @@ class InvalidInput(TetherError):  # noqa: N818 — reads as the condition
         self.errors = errors or []
 
 
-class Conflict(TetherError):  # noqa: N818 — reads as the condition
+class Conflict(TetherError):
     """The run's current state forbids this operation."""
 
 
-class RunAlreadyActive(Conflict):  # noqa: N818 — reads as the condition
+class RunAlreadyActive(Conflict):
     """A live run already holds that idempotency key."""
 
     def __init__(self, message: str | None = None, execution_id: str = "") -> None:
@@ -66,11 +66,11 @@ class RunAlreadyActive(Conflict):  # noqa: N818 — reads as the condition
         self.execution_id = execution_id
 
 
-class IdempotencyMismatch(Conflict):  # noqa: N818 — reads as the condition
+class IdempotencyMismatch(Conflict):
     """That idempotency key was used with different input."""
 
 
-class RunEnded(Conflict):  # noqa: N818 — reads as the condition
+class RunEnded(Conflict):
     """The run has ended."""
 
 
@@ -78,7 +78,7 @@ class AnswerConflict(Conflict):
     """That wait was already answered differently."""
 
 
-class WaitNotOpen(TetherError):  # noqa: N818 — reads as the condition
+class WaitNotOpen(TetherError):
     """No open wait has that key."""
 
     def __init__(self, message: str | None = None, open_keys: list[str] | None = None):
@@ -86,7 +86,7 @@ class WaitNotOpen(TetherError):  # noqa: N818 — reads as the condition
         self.open_keys = open_keys or []
 
 
-class AnswerRejected(TetherError):  # noqa: N818 — reads as the condition
+class AnswerRejected(TetherError):
     """The answer does not fit what the wait asks for."""
 
     def __init__(self, message: str | None = None, errors: list[str] | None = None):
@@ -94,11 +94,11 @@ class AnswerRejected(TetherError):  # noqa: N818 — reads as the condition
         self.errors = errors or []
 
 
-class UpdateNotFound(TetherError):  # noqa: N818 — reads as the condition
+class UpdateNotFound(TetherError):
     """The workflow has no update of that name."""
 
 
-class UpdateRejected(TetherError):  # noqa: N818 — reads as the condition
+class UpdateRejected(TetherError):
     """The update's validator refused the input."""
 
     def __init__(self, message: str | None = None, reason: str = "") -> None:
@@ -106,7 +106,7 @@ class UpdateRejected(TetherError):  # noqa: N818 — reads as the condition
         self.reason = reason
 
 
-class UpdateFailed(TetherError):  # noqa: N818 — reads as the condition
+class UpdateFailed(TetherError):
     """The update handler failed."""
 
     def __init__(self, message: str | None = None, error: Any = None) -> None:
@@ -114,7 +114,7 @@ class UpdateFailed(TetherError):  # noqa: N818 — reads as the condition
         self.error = error
 
 
-class UpdateTimeout(TetherError):  # noqa: N818 — reads as the condition
+class UpdateTimeout(TetherError):
     """The update was admitted but did not finish in time."""
 
     def __init__(self, message: str | None = None, update_id: str = "") -> None:
@@ -122,14 +122,14 @@ class UpdateTimeout(TetherError):  # noqa: N818 — reads as the condition
         self.update_id = update_id
 
 
-class Unavailable(TetherError):  # noqa: N818 — reads as the condition
+class Unavailable(TetherError):
     """The database is unavailable; retry later."""
 
 
 # --- raised inside workflow code -------------------------------------------------------------
 
 
-class ProtocolError(Exception):  # noqa: N818 — the MCP spec's name for it
+class ProtocolError(Exception):
     """Raise from a workflow to end its run with a JSON-RPC error (task status `failed`)."""
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
@@ -139,7 +139,7 @@ class ProtocolError(Exception):  # noqa: N818 — the MCP spec's name for it
         self.data = data
 
 
-class StepFailed(Exception):  # noqa: N818 — reads as the condition
+class StepFailed(Exception):
     """A step failed after its retries; raised the same way on first run and on replay."""
 
     def __init__(self, name: str, type_: str, message: str) -> None:
@@ -149,11 +149,11 @@ class StepFailed(Exception):  # noqa: N818 — reads as the condition
         self.error_message = message
 
 
-class WaitTimeout(Exception):  # noqa: N818 — reads as the condition
+class WaitTimeout(Exception):
     """A wait's timeout passed before it was answered."""
 
 
-class Rejected(Exception):  # noqa: N818 — reads as the condition
+class Rejected(Exception):
     """An approval was rejected; uncaught, it ends the run as failed with the reason."""
 
     def __init__(self, gate: str, reason: str | None, by: str | None = None) -> None:
@@ -163,5 +163,5 @@ class Rejected(Exception):  # noqa: N818 — reads as the condition
         self.by = by
 
 
-class NonDeterminism(Exception):  # noqa: N818 — reads as the condition
+class NonDeterminism(Exception):
     """Replay found a different durable call than the one recorded at that position."""

@@ -45,7 +45,7 @@ class RunIO:
         async with self.pool.acquire() as conn:
             return await self.write_in(conn, cp)
 
-    async def write_in(self, conn: asyncpg.Connection, cp: Checkpoint) -> CheckpointResult:
+    async def write_in(self, conn: repo.Conn, cp: Checkpoint) -> CheckpointResult:
         result = await repo.checkpoint(
             conn, self.execution_id, self.owner, self.attempt, self.seen_event_id, cp
         )
@@ -163,8 +163,10 @@ async def _run_body(
         err = _error("rejected", exc, gate=exc.gate, reason=exc.reason, by=exc.by)
         return await _settle(io, ctx.take_buffer(status="failed", error=err))
     except NonDeterminism as exc:
-        return await _settle(io, ctx.take_buffer(status="failed", error=_error("nondeterminism", exc)))
-    except Exception as exc:  # a workflow error: the run fails (or retries), the worker goes on
+        return await _settle(
+            io, ctx.take_buffer(status="failed", error=_error("nondeterminism", exc))
+        )
+    except Exception as exc:  # noqa: BLE001 — user code: any error fails (or retries) the run
         return await _fail(wf, ctx, io, exc)
     return await _settle(io, ctx.take_buffer(status="completed", output=output))
 
@@ -207,12 +209,15 @@ async def _continue_as_new(
     target_name = can.data.workflow or row.workflow
     target = app.workflows.get(target_name)
     if target is None:
-        err = {"kind": "workflow", "type": "WorkflowNotFound",
-               "message": f"continue_as_new to unknown workflow {target_name!r}"}
+        err = {
+            "kind": "workflow",
+            "type": "WorkflowNotFound",
+            "message": f"continue_as_new to unknown workflow {target_name!r}",
+        }
         return await _settle(io, ctx.take_buffer(status="failed", error=err))
     try:
         new_input = target.dump_input(target.parse_input(_jsonable(target, can.data.input)))
-    except Exception as exc:  # invalid successor input fails this run, visibly
+    except Exception as exc:  # noqa: BLE001 — bad successor input fails this run, visibly
         return await _settle(io, ctx.take_buffer(status="failed", error=_error("workflow", exc)))
     new_id = new_execution_id()
     async with pool.acquire() as conn, conn.transaction():
@@ -238,9 +243,8 @@ def _jsonable(wf: WorkflowDef, value: Any) -> Any:
     """Accept a model instance or plain JSON for a successor's input."""
     try:
         return wf.input_adapter.dump_python(value, mode="json")
-    except Exception:  # not an instance of the input type: let parse_input judge the raw value
+    except Exception:  # noqa: BLE001 — not the input type: parse_input judges the raw value
         return value
-
 
 
 async def _run_updates(
@@ -266,7 +270,7 @@ async def _run_updates(
                 output = definition.output_adapter.dump_python(value, mode="json")
             except TimeoutError:
                 error = {"type": "UpdateTimeout", "message": f"handler ran over {timeout}s"}
-            except Exception as exc:  # the handler's failure is the update's result
+            except Exception as exc:  # noqa: BLE001 — user code: its failure is the update's result
                 error = {"type": type(exc).__name__, "message": str(exc)}
         async with pool.acquire() as conn:
             await repo.finish_update(

@@ -12,7 +12,7 @@ import inspect
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 import asyncpg
@@ -27,7 +27,14 @@ from tether.runtime.registry import App, WorkflowDef
 from tether.storage import repo
 from tether.storage.errors import DatabaseUnavailable, StorageError
 from tether.storage.notify import CHANGE_CHANNEL, UPDATE_CHANNEL, Listener
-from tether.storage.rows import ENDED_STATUSES, STATUSES, ExecutionRow, HistoryEvent, StepRecord, UpdateRow
+from tether.storage.rows import (
+    ENDED_STATUSES,
+    STATUSES,
+    ExecutionRow,
+    HistoryEvent,
+    StepRecord,
+    UpdateRow,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +120,7 @@ class Operations:
     async def start(
         self,
         workflow: str,
-        input: Any = None,  # noqa: A002 — the workflow's input
+        input: Any = None,
         *,
         idempotency_key: str | None = None,
         business_id: str | None = None,
@@ -180,7 +187,7 @@ class Operations:
         current = follow({r.id: r for r in chain}, execution_id)
         return RunView(row, current, tuple(chain))
 
-    async def list(
+    async def list_runs(
         self,
         *,
         workflow: str | None = None,
@@ -303,7 +310,7 @@ class Operations:
         self,
         execution_id: str,
         name: str,
-        input: Any = None,  # noqa: A002 — the update's input
+        input: Any = None,
         *,
         timeout: float = 10.0,
         by: str | None = None,
@@ -324,14 +331,18 @@ class Operations:
         self._check_size(raw)
         update_id = new_update_id()
         done = asyncio.Event()
-        unsubscribe = self._subscribe(UPDATE_CHANNEL, lambda _c, p: done.set() if p in (update_id, "") else None)
+        unsubscribe = self._subscribe(
+            UPDATE_CHANNEL, lambda _c, p: done.set() if p in (update_id, "") else None
+        )
         try:
             async with _storage(), self.pool.acquire() as conn, conn.transaction():
                 locked = await repo.get_execution(conn, run.id, lock=True)
                 if locked is None or not locked.live:
                     raise e.RunEnded(f"run {run.id!r} has ended")
                 await repo.insert_update(conn, update_id, run.id, name, raw, by)
-                await repo.append_event(conn, run.id, "update_admitted", {"update_id": update_id, "name": name})
+                await repo.append_event(
+                    conn, run.id, "update_admitted", {"update_id": update_id, "name": name}
+                )
             row = await self._await_update(update_id, done, timeout)
         finally:
             unsubscribe()
@@ -369,7 +380,9 @@ class Operations:
             return run
         async with _storage(), self.pool.acquire() as conn, conn.transaction():
             if await repo.request_cancel(conn, run.id):
-                await repo.append_event(conn, run.id, "cancel_requested", {"reason": reason, "by": by})
+                await repo.append_event(
+                    conn, run.id, "cancel_requested", {"reason": reason, "by": by}
+                )
             row = await repo.get_execution(conn, run.id)
         assert row is not None  # noqa: S101 — rows are deleted only after they end
         return row
@@ -400,23 +413,34 @@ class Operations:
         if old.live:
             raise e.Conflict(f"run {old.id!r} is still {old.status}")
         if old.status == "completed" or old.successor_id is not None or old.sealed_from:
-            raise e.Conflict(f"run {old.id!r} ended {old.status}; only a failed, timed-out, "
-                             "cancelled or terminated run that has no successor can be retried")
+            raise e.Conflict(
+                f"run {old.id!r} ended {old.status}; only a failed, timed-out, "
+                "cancelled or terminated run that has no successor can be retried"
+            )
         wf = self.app.get(old.workflow)
         new_id = new_execution_id()
         async with _storage(), self.pool.acquire() as conn, conn.transaction():
-            row = await repo.insert_execution(conn, repo.NewExecution(
-                id=new_id, workflow=old.workflow, business_id=new_id, input=old.input,
-                predecessor_id=old.id, root_id=old.root_id, retention_s=old.retention_s,
-                deadline_at=wf.deadline(), created_data={"retry_of": old.id, "by": by},
-            ))
+            row = await repo.insert_execution(
+                conn,
+                repo.NewExecution(
+                    id=new_id,
+                    workflow=old.workflow,
+                    business_id=new_id,
+                    input=old.input,
+                    predecessor_id=old.id,
+                    root_id=old.root_id,
+                    retention_s=old.retention_s,
+                    deadline_at=wf.deadline(),
+                    created_data={"retry_of": old.id, "by": by},
+                ),
+            )
             if not await repo.link_successor(conn, old.id, new_id):
                 raise e.Conflict(f"run {old.id!r} was retried concurrently")
         assert row is not None  # noqa: S101 — no idempotency key, so no conflict
         return row
 
     async def rerun(
-        self, execution_id: str, *, input: Any = None, by: str | None = None  # noqa: A002
+        self, execution_id: str, *, input: Any = None, by: str | None = None
     ) -> ExecutionRow:
         """Operator rerun of an ended run under the same business id (new input optional).
         The old run is sealed: it keeps the ending it had and handles do not follow it.
@@ -433,15 +457,24 @@ class Operations:
         async with _storage(), self.pool.acquire() as conn, conn.transaction():
             if not await repo.seal(conn, old.id):
                 raise e.Conflict(f"run {old.id!r} was sealed concurrently")
-            row = await repo.insert_execution(conn, repo.NewExecution(
-                id=new_id, workflow=old.workflow, business_id=old.business_id, input=value,
-                predecessor_id=old.id, root_id=old.root_id, retention_s=old.retention_s,
-                deadline_at=wf.deadline(), created_data={"rerun_of": old.id, "by": by},
-            ))
+            row = await repo.insert_execution(
+                conn,
+                repo.NewExecution(
+                    id=new_id,
+                    workflow=old.workflow,
+                    business_id=old.business_id,
+                    input=value,
+                    predecessor_id=old.id,
+                    root_id=old.root_id,
+                    retention_s=old.retention_s,
+                    deadline_at=wf.deadline(),
+                    created_data={"rerun_of": old.id, "by": by},
+                ),
+            )
         assert row is not None  # noqa: S101 — no idempotency key, so no conflict
         return row
 
-    # --- waiting for change ------------------------------------------------------------------------
+    # --- waiting for change ---------------------------------------------------------------------
 
     async def wait_until(
         self,
@@ -494,9 +527,6 @@ class Operations:
 
     def workflow(self, name: str) -> WorkflowDef:
         return self.app.get(name)
-
-
-
 
 
 async def _run_validator(validator: Callable[[Any], Any] | None, value: Any) -> None:

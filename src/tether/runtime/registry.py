@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
-from typing import Any, TypeVar, get_type_hints
+from typing import Any, TypeVar, get_type_hints, overload
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -38,7 +38,13 @@ def _param_and_return(fn: Callable[..., Any], what: str) -> tuple[Any, Any]:
     params = list(inspect.signature(fn).parameters.values())
     if len(params) not in (1, 2):
         raise TypeError(f"{what} {fn.__qualname__} must take (ctx) or (ctx, input)")
-    hints = get_type_hints(fn)
+    try:
+        hints = get_type_hints(fn)
+    except NameError as exc:
+        raise TypeError(
+            f"cannot resolve the annotations of {what} {fn.__qualname__}: {exc}; "
+            "define its input and output models at module level"
+        ) from exc
     input_type = hints.get(params[1].name, Any) if len(params) == 2 else type(None)
     return input_type, hints.get("return", Any)
 
@@ -132,6 +138,22 @@ class App:
             return self._workflows[name]
         except KeyError:
             raise WorkflowNotFound(f"no workflow named {name!r}") from None
+
+    @overload
+    def workflow(self, fn: F) -> F: ...
+
+    @overload
+    def workflow(
+        self,
+        fn: None = None,
+        *,
+        name: str | None = None,
+        mcp: bool = False,
+        description: str | None = None,
+        retention: timedelta | float | None = None,
+        retry: RetryPolicy | None = None,
+        timeout: timedelta | float | None = None,
+    ) -> Callable[[F], F]: ...
 
     def workflow(
         self,

@@ -50,7 +50,9 @@ async def running(
             await conn.close()
     db = await pool.create_pool(dsn, min_size=1, max_size=pool_size)
     listener = Listener(dsn)
-    rt = Runtime(db, listener, Operations(db, app, listener=listener, max_payload_bytes=max_payload_bytes))
+    rt = Runtime(
+        db, listener, Operations(db, app, listener=listener, max_payload_bytes=max_payload_bytes)
+    )
     try:
         async with asyncio.TaskGroup() as tg:
             tg.create_task(listener.run(), name="tether-listener")
@@ -59,7 +61,9 @@ async def running(
                 rt.workers.append(worker)
                 tg.create_task(worker.run(), name=f"tether-worker-{worker.owner}")
             sweeper = (
-                tg.create_task(janitor.run(db, interval_s=janitor_interval_s), name="tether-janitor")
+                tg.create_task(
+                    janitor.run(db, interval_s=janitor_interval_s), name="tether-janitor"
+                )
                 if janitor_interval_s
                 else None
             )

@@ -61,7 +61,7 @@ def parse_key(key: str) -> KeyParts | None:
 
 
 def check_name(name: str) -> str:
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not _NAME.match(name):
         raise ValueError(f"invalid wait name {name!r}: 1-200 characters, no control characters")
     return name
 
@@ -325,9 +325,11 @@ def _approval_errors(descriptor: dict[str, Any], response: dict[str, Any]) -> li
         elif key != "reason" and decision == "approve" and declared and key not in declared:
             errors.append(f"{key}: not an input of this gate (inputs: {sorted(declared)})")
     if decision == "approve":
-        for name in descriptor.get("required") or []:
-            if not str(response.get(name, "")).strip():
-                errors.append(f"{name}: required to approve")
+        errors += [
+            f"{name}: required to approve"
+            for name in descriptor.get("required") or []
+            if not str(response.get(name, "")).strip()
+        ]
     return errors
 
 

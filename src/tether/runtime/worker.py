@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from dataclasses import dataclass, field
 
@@ -78,7 +79,9 @@ class Worker:
         self._wake.set()
 
     async def run(self) -> None:
-        unsubscribe = self._listener.subscribe(READY_CHANNEL, self._poke) if self._listener else None
+        unsubscribe = (
+            self._listener.subscribe(READY_CHANNEL, self._poke) if self._listener else None
+        )
         heartbeat = asyncio.create_task(self._heartbeat_loop(), name="tether-heartbeat")
         self.running.set()
         try:
@@ -124,13 +127,17 @@ class Worker:
         io = RunIO(self.pool, row.id, self.owner, row.attempt, row.last_event_id)
         task = asyncio.create_task(
             execute(
-                self.pool, self.app, row, self.owner, io=io,
+                self.pool,
+                self.app,
+                row,
+                self.owner,
+                io=io,
                 update_timeout=self.settings.update_timeout_s,
             ),
             name=f"tether-run-{row.id[:8]}",
         )
         self._active[row.id] = _Active(task, io)
-        task.add_done_callback(lambda t, rid=row.id: self._done(rid, t))
+        task.add_done_callback(functools.partial(self._done, row.id))
 
     def _done(self, execution_id: str, task: asyncio.Task[str]) -> None:
         active = self._active.get(execution_id)

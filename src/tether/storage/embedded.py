@@ -55,14 +55,14 @@ def _alive(pid: int) -> bool:
 
 def start(data_dir: Path) -> EmbeddedServer:
     """Start (or reuse) PostgreSQL under `data_dir`/pg. Raises DatabaseUnavailable on failure."""
-    import pgserver  # imported here: it is heavy and only the embedded default needs it
+    from pgserver import get_server  # imported here: only the embedded default needs it
 
     pgdata = (data_dir / "pg").resolve()
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     if pgdata.exists():
         _prune_dead_handles(pgdata)
     try:
-        server = pgserver.get_server(pgdata, cleanup_mode="stop")
+        server = get_server(pgdata, cleanup_mode="stop")
     except Exception as exc:  # pgserver raises bare exceptions from subprocesses
         raise DatabaseUnavailable(f"embedded PostgreSQL did not start in {pgdata}: {exc}") from exc
     uri = server.get_uri()

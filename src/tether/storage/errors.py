@@ -1,9 +1,9 @@
 """Storage errors. Nothing from asyncpg escapes this layer.
 
-    StorageError
-     ├── DatabaseUnavailable   the server cannot be reached or went away (retryable)
-     ├── LeaseLost             a fenced write found another owner or attempt on the row
-     └── IntegrityError        the database refused a write (constraint violation)
+StorageError
+ ├── DatabaseUnavailable   the server cannot be reached or went away (retryable)
+ ├── LeaseLost             a fenced write found another owner or attempt on the row
+ └── IntegrityError        the database refused a write (constraint violation)
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ class StorageError(Exception):
         super().__init__(message or (type(self).__doc__ or "").strip().splitlines()[0])
 
 
-class DatabaseUnavailable(StorageError):  # noqa: N818 — the name reads as the condition
+class DatabaseUnavailable(StorageError):
     """The database is unavailable; retry later."""
 
 
-class LeaseLost(StorageError):  # noqa: N818 — the name reads as the condition
+class LeaseLost(StorageError):
     """The run's lease belongs to another worker or attempt; the write was not applied."""
 
 

@@ -7,6 +7,7 @@ polling fallback, so a notification lost while reconnecting costs latency, never
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any, Final
@@ -47,10 +48,10 @@ class Listener:
 
         return unsubscribe
 
-    def _dispatch(self, _conn: Any, _pid: int, channel: str, payload: str) -> None:
+    def _dispatch(self, _conn: Any, _pid: int, channel: str, payload: object) -> None:
         for callback in list(self._subscribers.get(channel, ())):
             try:
-                callback(channel, payload)
+                callback(channel, str(payload))
             except Exception:  # a subscriber's bug must not kill the listener
                 logger.exception("notification callback failed on %s", channel)
 
@@ -82,10 +83,8 @@ class Listener:
                 if conn is not None and not conn.is_closed():
                     conn.terminate()
             if not self._stopping.is_set():
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stopping.wait(), backoff)
-                except TimeoutError:
-                    pass
                 backoff = min(backoff * 2, self._max_backoff)
 
     async def _probe(self, conn: asyncpg.Connection) -> None:

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 import asyncpg
+from asyncpg.pool import PoolConnectionProxy
 
 from tether.storage.errors import LeaseLost, translated
 from tether.storage.queries import Q
@@ -22,7 +23,7 @@ from tether.storage.rows import (
     UpdateRow,
 )
 
-Conn = asyncpg.Connection | asyncpg.Pool
+Conn = asyncpg.Connection | asyncpg.Pool | PoolConnectionProxy
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,9 @@ async def insert_execution(conn: Conn, new: NewExecution) -> ExecutionRow | None
     return ExecutionRow.from_record(rec) if rec else None
 
 
-async def get_execution(conn: Conn, execution_id: str, *, lock: bool = False) -> ExecutionRow | None:
+async def get_execution(
+    conn: Conn, execution_id: str, *, lock: bool = False
+) -> ExecutionRow | None:
     query = Q["get_execution_for_update"] if lock else Q["get_execution"]
     async with translated():
         rec = await conn.fetchrow(query, execution_id)

@@ -7,6 +7,10 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Literal, get_args
 
+import asyncpg
+
+RecordLike = Mapping[str, Any] | asyncpg.Record
+
 Status = Literal[
     "pending",
     "running",
@@ -61,7 +65,7 @@ class ExecutionRow:
         return self.status in LIVE_STATUSES
 
     @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> ExecutionRow:
+    def from_record(cls, record: RecordLike) -> ExecutionRow:
         return cls(**{f.name: record[f.name] for f in _EXECUTION_FIELDS})
 
 
@@ -76,7 +80,7 @@ class HistoryEvent:
     at: datetime
 
     @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> HistoryEvent:
+    def from_record(cls, record: RecordLike) -> HistoryEvent:
         return cls(record["event_id"], record["type"], record["data"], record["at"])
 
 
@@ -89,7 +93,7 @@ class StepRecord:
     done: bool
 
     @classmethod
-    def from_mapping(cls, m: Mapping[str, Any]) -> StepRecord:
+    def from_mapping(cls, m: RecordLike) -> StepRecord:
         return cls(m["seq"], m["kind"], m["name"], m["result"], m["done"])
 
 
@@ -102,7 +106,7 @@ class BufferedSignal:
     by: str | None
 
     @classmethod
-    def from_mapping(cls, m: Mapping[str, Any]) -> BufferedSignal:
+    def from_mapping(cls, m: RecordLike) -> BufferedSignal:
         return cls(m["id"], m["channel"], m["key"], m["payload"], m["by"])
 
 
@@ -113,7 +117,7 @@ class PendingUpdate:
     input: Any
 
     @classmethod
-    def from_mapping(cls, m: Mapping[str, Any]) -> PendingUpdate:
+    def from_mapping(cls, m: RecordLike) -> PendingUpdate:
         return cls(m["id"], m["name"], m["input"])
 
 
@@ -131,7 +135,7 @@ class UpdateRow:
     ended_at: datetime | None
 
     @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> UpdateRow:
+    def from_record(cls, record: RecordLike) -> UpdateRow:
         return cls(**{f.name: record[f.name] for f in fields(cls)})
 
 

@@ -1,0 +1,176 @@
+"""Pure parts of the runtime: wait keys, answer validation, chain following, outcomes, policy."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from tether.runtime import waits as w
+from tether.runtime.chain import follow, outcome
+from tether.runtime.policy import RetryPolicy
+from tether.storage.rows import STATUSES, ExecutionRow
+
+ids = st.from_regex(r"ex_[a-z2-7]{32}", fullmatch=True)
+names = st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs")), min_size=1, max_size=40)
+
+
+@given(ids, st.sampled_from(w.KINDS), names, st.integers(min_value=0, max_value=2**62))
+def test_wait_keys_round_trip(execution_id: str, kind: str, name: str, n: int) -> None:
+    """parse_key inverts make_key for every id, kind, name (even with ':') and position."""
+    parts = w.parse_key(w.make_key(execution_id, kind, name, n))
+    assert parts == w.KeyParts(execution_id, kind, name, n)
+
+
+@given(st.text(max_size=60))
+def test_parse_key_never_raises_and_accepts_only_well_formed_keys(text: str) -> None:
+    """Arbitrary text parses to None or to parts that rebuild the same key."""
+    parts = w.parse_key(text)
+    if parts is not None:
+        assert w.make_key(parts.execution_id, parts.kind, parts.name, parts.n) == text
+
+
+def test_keys_with_a_leading_zero_or_unknown_kind_are_refused() -> None:
+    """Only canonical keys parse, so equal keys are equal strings."""
+    assert w.parse_key("ex_a:signal:go:01") is None
+    assert w.parse_key("ex_a:bogus:go:1") is None
+    assert w.parse_key("ex_a:signal::1") is None
+
+
+def test_approval_answers_are_checked_from_the_descriptor_alone() -> None:
+    """Decision, string inputs, declared names and required inputs (Dagu gate rules)."""
+    spec = w.Approval("gate", "ok?", ("ticket", "note"), ("ticket",))
+    d = spec.descriptor("k", "t", None)
+    assert w.validate_answer(d, {"decision": "approve", "ticket": "T-1"}) == []
+    assert w.validate_answer(d, {"decision": "reject", "reason": "no"}) == []
+    assert w.validate_answer(d, {"decision": "push_back", "anything": "x"}) == []
+    assert w.validate_answer(d, {"decision": "approve"}) == ["ticket: required to approve"]
+    assert w.validate_answer(d, {"decision": "approve", "ticket": 1})[0].startswith("ticket")
+    assert w.validate_answer(d, {"decision": "approve", "ticket": "T", "x": "y"})
+    assert w.validate_answer(d, {"decision": "maybe"})
+    assert w.validate_answer(d, "approve")
+
+
+class Form(BaseModel):
+    title: str
+    pages: int
+
+
+def test_human_task_answers_are_checked_against_the_form() -> None:
+    """complete validates the form; push_back the (permissive) feedback; decision defaults."""
+    d = w.HumanTask("fill", None, Form).descriptor("k", "t", None)
+    assert w.validate_answer(d, {"title": "a", "pages": 1}) == []
+    assert w.validate_answer(d, {"decision": "push_back", "why": "unclear"}) == []
+    assert w.validate_answer(d, {"title": "a"})
+    assert d["schema"]["properties"]["decision"]["enum"] == ["complete", "push_back"]
+
+
+def test_update_waits_are_not_answerable() -> None:
+    """Update waits are fed by the worker, never by an answer."""
+    assert w.validate_answer(w.Update("u").descriptor("k", "t", None), {})
+
+
+def test_wait_specs_refuse_bad_declarations() -> None:
+    """Reserved names, required inputs that are not inputs, empty names."""
+    with pytest.raises(ValueError):
+        w.Approval("g", None, ("decision",))
+    with pytest.raises(ValueError):
+        w.Approval("g", None, ("a",), ("b",))
+    with pytest.raises(ValueError):
+        w.Signal("")
+
+
+NOW = datetime(2026, 11, 30, tzinfo=UTC)
+
+
+def row(id_: str, successor: str | None = None, **kw: object) -> ExecutionRow:
+    base = {
+        "id": id_,
+        "workflow": "wf",
+        "business_id": id_,
+        "status": "completed",
+        "version": 1,
+        "last_event_id": 1,
+        "input": None,
+        "output": None,
+        "error": None,
+        "waits": [],
+        "details": None,
+        "cancel_requested": False,
+        "idempotency_key": None,
+        "predecessor_id": None,
+        "successor_id": successor,
+        "root_id": id_,
+        "sealed_from": None,
+        "retention_s": None,
+        "created_at": NOW,
+        "updated_at": NOW,
+        "ended_at": NOW,
+        "expires_at": None,
+        "wake_at": None,
+        "deadline_at": None,
+        "lease_owner": None,
+        "lease_until": None,
+        "attempt": 1,
+        "run_attempt": 1,
+    }
+    base.update(kw)
+    return ExecutionRow(**base)  # type: ignore[arg-type]
+
+
+@given(st.lists(st.integers(min_value=0, max_value=30), min_size=1, max_size=30))
+def test_follow_ends_at_a_run_without_a_reachable_successor(links: list[int]) -> None:
+    """Whatever the links (cycles, dangling ids), follow terminates at a run whose successor
+    is missing, already seen, or absent."""
+    rows = {f"r{i}": row(f"r{i}", f"r{t}") for i, t in enumerate(links)}
+    end = follow(rows, "r0")
+    seen = {"r0"}
+    cur = rows["r0"]
+    while cur.successor_id in rows and cur.successor_id not in seen:
+        cur = rows[cur.successor_id]
+        seen.add(cur.id)
+    assert end.id == cur.id
+
+
+def test_follow_walks_a_simple_chain_to_its_end() -> None:
+    """a → b → c resolves to c from any handle."""
+    rows = {"a": row("a", "b"), "b": row("b", "c"), "c": row("c")}
+    assert {follow(rows, k).id for k in rows} == {"c"}
+
+
+@given(st.sampled_from(STATUSES), st.sampled_from([None, "workflow", "protocol", "rejected"]))
+def test_outcome_is_defined_for_every_status(status: str, kind: str | None) -> None:
+    """Every status maps; protocol errors are the only failures that are protocol errors."""
+    r = row("a", status=status, error={"kind": kind} if kind else None)
+    out = outcome(r)
+    if status in ("failed", "timed_out"):
+        assert out.outcome == ("protocol_error" if kind == "protocol" else "workflow_error")
+    elif status == "completed":
+        assert out.outcome == "succeeded"
+    elif status in ("cancelled", "terminated"):
+        assert out.outcome == "cancelled"
+
+
+def test_a_sealed_run_keeps_the_ending_it_had() -> None:
+    """An operator rerun seals a failed run as continued_as_new; its outcome stays failed."""
+    r = row("a", status="continued_as_new", sealed_from="failed", error={"kind": "workflow"})
+    assert outcome(r).outcome == "workflow_error"
+    assert outcome(dataclasses.replace(r, sealed_from=None)).outcome == "continued"
+
+
+@given(st.integers(min_value=1, max_value=50))
+def test_backoff_grows_and_is_capped(failures: int) -> None:
+    """Delays never shrink and never pass max_interval."""
+    p = RetryPolicy(max_attempts=100, initial_interval=0.5, backoff=2.0, max_interval=10.0)
+    assert p.delay(failures) <= p.delay(failures + 1) <= 10.0
+
+
+def test_retry_policy_refuses_nonsense() -> None:
+    """Zero attempts, negative intervals, shrinking backoff."""
+    for kwargs in ({"max_attempts": 0}, {"initial_interval": -1}, {"backoff": 0.5}):
+        with pytest.raises(ValueError):
+            RetryPolicy(**kwargs)  # type: ignore[arg-type]

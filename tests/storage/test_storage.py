@@ -1,0 +1,106 @@
+"""Storage: the named-query file, migrations, and the LISTEN connection."""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+import pytest
+
+from tests.conftest import with_database
+from tether.storage import migrate, pool, queries
+from tether.storage.notify import READY_CHANNEL, Listener
+
+
+def test_queries_file_parses_into_the_expected_names() -> None:
+    """Every query the repo uses exists; the parser strips comments and the semicolon."""
+    expected = {
+        "insert_execution",
+        "get_execution",
+        "get_execution_for_update",
+        "get_by_idempotency_key",
+        "get_chain",
+        "list_executions",
+        "get_history",
+        "get_steps",
+        "claim_executions",
+        "load_run_state",
+        "checkpoint",
+        "finish_update",
+        "heartbeat",
+        "append_event",
+        "insert_signal",
+        "get_signal_by_key",
+        "insert_update",
+        "get_update",
+        "request_cancel",
+        "terminate_execution",
+        "seal_execution",
+        "link_successor",
+        "delete_expired",
+        "count_by_status",
+    }
+    assert set(queries.Q) == expected
+    assert all(not sql.endswith(";") and not sql.startswith("--") for sql in queries.Q.values())
+
+
+def test_query_parser_refuses_duplicates_and_empty_blocks() -> None:
+    """A duplicated or empty block is a load-time error."""
+    with pytest.raises(ValueError):
+        queries.parse("-- name: a\nSELECT 1;\n-- name: a\nSELECT 2;")
+    with pytest.raises(ValueError):
+        queries.parse("-- name: a\n-- only a comment\n")
+
+
+@pytest.mark.postgres
+async def test_migrations_apply_once_and_a_second_run_is_a_no_op(server_url: str) -> None:
+    """All migrations apply to an empty database in order; running again applies nothing."""
+    name = "t_migrate_twice"
+    admin = await asyncpg.connect(server_url)
+    await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        conn = await pool.connect(with_database(server_url, name))
+        try:
+            first = await migrate.migrate(conn)
+            second = await migrate.migrate(conn)
+            recorded = await conn.fetch("SELECT version, name FROM schema_migrations ORDER BY 1")
+        finally:
+            await conn.close()
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+    available = migrate.available()
+    assert first == [m.version for m in available] and second == []
+    assert [(r["version"], r["name"]) for r in recorded] == [(m.version, m.name) for m in available]
+
+
+@pytest.mark.postgres
+async def test_listener_delivers_notifications_and_reconnects(db_url: str) -> None:
+    """A NOTIFY reaches the subscriber; after the server kills the LISTEN connection the
+    listener reconnects by itself and delivers again."""
+    listener = Listener(db_url, max_backoff=0.2)
+    got: asyncio.Queue[str] = asyncio.Queue()
+    listener.subscribe(READY_CHANNEL, lambda _c, payload: got.put_nowait(payload))
+    task = asyncio.create_task(listener.run())
+    conn = await asyncpg.connect(db_url)
+    try:
+        async with asyncio.timeout(10):
+            await listener.ready.wait()
+            await conn.execute("SELECT pg_notify($1, 'one')", READY_CHANNEL)
+            while await got.get() != "one":
+                pass
+            await conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()"
+            )
+            while listener.ready.is_set():  # noqa: ASYNC110 — ready has no "cleared" event
+                await asyncio.sleep(0.01)
+            await listener.ready.wait()
+            await conn.execute("SELECT pg_notify($1, 'two')", READY_CHANNEL)
+            while await got.get() != "two":
+                pass
+    finally:
+        listener.stop()
+        await asyncio.wait_for(task, 5)
+        await conn.close()
