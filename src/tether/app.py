@@ -1,23 +1,87 @@
 """Composition root: the Starlette app, its lifespan (runtime up and down), and routes.
 
-Until the MCP endpoint lands, the HTTP surface is health and readiness only.
+The only module that wires concrete pieces together: storage + runtime (via service.running),
+the JSON-RPC router, and the MCP surfaces (server methods, tools, tasks).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
+import secrets
 from collections.abc import AsyncIterator
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tether import __version__
+from tether.jsonrpc import codec, codes
+from tether.jsonrpc.errors import Unavailable
+from tether.jsonrpc.http import McpEndpoint
+from tether.jsonrpc.router import RequestContext, Router
+from tether.mcp.server import McpServer, ServerInfo
 from tether.runtime.registry import App
 from tether.runtime.service import Runtime, running
 from tether.runtime.worker import WorkerSettings
 from tether.settings import Settings
+from tether.tasks import methods as task_methods
+from tether.tasks.service import TaskService
+from tether.tools.catalog import Catalog
+from tether.tools.service import ToolService, ToolSettings
+
+logger = logging.getLogger(__name__)
+
+
+def _csv(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def build_endpoint(app: App, rt: Runtime, settings: Settings) -> McpEndpoint:
+    """The MCP endpoint over a running runtime."""
+    if settings.state_key:
+        state_key = settings.state_key.encode()
+    else:
+        state_key = secrets.token_bytes(32)
+        logger.warning(
+            "TETHER_STATE_KEY is not set: MRTR requestState is only valid on this "
+            "instance until it restarts"
+        )
+    info = ServerInfo()
+    catalog = Catalog.build(app)
+    tasks = TaskService(
+        rt.ops, served=catalog.in_catalog, poll_interval_ms=settings.poll_interval_ms
+    )
+    tools = ToolService(
+        rt.ops,
+        catalog,
+        tasks,
+        ToolSettings(
+            state_key=state_key,
+            sync_limit_s=settings.sync_limit_s,
+            start_wait_s=settings.start_wait_s,
+        ),
+    )
+    router = Router()
+    McpServer(app, rt.ops, info).register(router)
+    tools.register(router)
+    task_methods.register(router, tasks)
+    server_info = info.implementation()
+
+    def stamp(ctx: RequestContext, result: dict[str, Any]) -> None:
+        if ctx.route.era == "modern":
+            meta = result.setdefault("_meta", {})
+            meta[codes.META_SERVER_INFO] = server_info
+
+    return McpEndpoint(
+        router,
+        allowed_hosts=_csv(settings.allowed_hosts),
+        allowed_origins=_csv(settings.allowed_origins),
+        max_body_bytes=settings.max_body_bytes,
+        on_result=stamp,
+    )
 
 
 def create_app(app: App, settings: Settings, dsn: str, *, run_workers: bool = True) -> Starlette:
@@ -40,9 +104,20 @@ def create_app(app: App, settings: Settings, dsn: str, *, run_workers: bool = Tr
             pool_size=settings.pool_size,
             max_payload_bytes=settings.max_payload_bytes,
         ) as rt:
+            web.state.endpoint = build_endpoint(app, rt, settings)
             web.state.runtime = rt
-            yield
-            web.state.runtime = None
+            try:
+                yield
+            finally:
+                web.state.runtime = None
+                web.state.endpoint = None
+
+    async def mcp(request: Request) -> Response:
+        endpoint: McpEndpoint | None = getattr(request.app.state, "endpoint", None)
+        if endpoint is None:  # fail closed until start-up completes
+            body = codec.encode_error(None, Unavailable("server is starting"))
+            return Response(body, status_code=503, media_type="application/json")
+        return await endpoint.handle(request)
 
     async def health(request: Request) -> JSONResponse:
         rt: Runtime | None = getattr(request.app.state, "runtime", None)
@@ -59,4 +134,8 @@ def create_app(app: App, settings: Settings, dsn: str, *, run_workers: bool = Tr
             }
         )
 
-    return Starlette(routes=[Route("/healthz", health)], lifespan=lifespan)
+    routes = [
+        Route("/healthz", health),
+        Route(settings.mcp_path, mcp, methods=["GET", "POST", "DELETE", "PUT", "PATCH"]),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)

@@ -22,6 +22,14 @@ class Settings(BaseModel):
     janitor_interval_s: float = 60.0
     pool_size: int = 20
     max_payload_bytes: int = 256 * 1024
+    mcp_path: str = Field("/mcp", description="where the MCP endpoint is served")
+    poll_interval_ms: int = Field(5000, ge=1, description="pollIntervalMs advertised on tasks")
+    sync_limit_s: float = Field(60.0, description="a workflow tool called without tasks waits")
+    start_wait_s: float = Field(0.0, description="start_<wf> without tasks waits this long")
+    state_key: str | None = Field(None, description="HMAC key for MRTR requestState")
+    allowed_hosts: str = Field("", description="comma-separated Host/Origin names besides loopback")
+    allowed_origins: str = Field("", description="comma-separated exact Origins allowed")
+    max_body_bytes: int = 4 * 1024 * 1024
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> Settings:

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
-from typing import Any, TypeVar, get_type_hints, overload
+from typing import Any, Literal, TypeVar, get_type_hints, overload
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -90,6 +90,8 @@ class WorkflowDef:
     retention_s: int | None
     retry: RetryPolicy
     timeout_s: float | None
+    tool: str | None = None
+    task_support: Literal["optional", "required"] = "optional"
     updates: dict[str, UpdateDef] = field(default_factory=dict)
 
     def input_schema(self) -> dict[str, Any]:
@@ -121,12 +123,146 @@ class WorkflowDef:
             raise UpdateNotFound(f"workflow {self.name!r} has no update {name!r}") from None
 
 
+@dataclass(frozen=True)
+class ToolDef:
+    """A plain (not durable) MCP tool: `async def fn(ctx, args: Model) -> Any`. The MCP layer
+    decides what `ctx` offers; the runtime only keeps the registration."""
+
+    name: str
+    fn: Callable[..., Awaitable[Any]]
+    input_adapter: TypeAdapter[Any]
+    description: str | None
+    title: str | None
+    annotations: dict[str, Any] | None
+    input_schema: dict[str, Any] | None
+    output_schema: dict[str, Any] | None
+
+    def schema(self) -> dict[str, Any]:
+        if self.input_schema is not None:
+            return self.input_schema
+        schema = self.input_adapter.json_schema()
+        return schema if schema.get("type") == "object" else {"type": "object"}
+
+
+@dataclass(frozen=True)
+class PromptDef:
+    """An MCP prompt: `async def fn(ctx, arguments: dict[str, str]) -> dict` returning a
+    GetPromptResult body (`messages`, optional `description`)."""
+
+    name: str
+    fn: Callable[..., Awaitable[dict[str, Any]]]
+    description: str | None
+    arguments: tuple[dict[str, Any], ...]
+    completions: dict[str, tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class ResourceDef:
+    """An MCP resource (or URI template with `{name}` parts): `async def fn(ctx, uri,
+    **parts) -> list[dict]` returning its contents."""
+
+    uri: str
+    name: str
+    fn: Callable[..., Awaitable[list[dict[str, Any]]]]
+    description: str | None
+    mime_type: str | None
+    template: bool
+
+
 class App:
     """A set of workflows. Serve it with `tether serve module:app`."""
 
     def __init__(self, name: str = "tether") -> None:
         self.name = name
         self._workflows: dict[str, WorkflowDef] = {}
+        self._tools: dict[str, ToolDef] = {}
+        self.prompts: dict[str, PromptDef] = {}
+        self.resources: dict[str, ResourceDef] = {}
+
+    @property
+    def tools(self) -> Mapping[str, ToolDef]:
+        return MappingProxyType(self._tools)
+
+    def prompt(
+        self,
+        name: str,
+        *,
+        description: str | None = None,
+        arguments: list[dict[str, Any]] | None = None,
+        completions: dict[str, list[str]] | None = None,
+    ) -> Callable[[F], F]:
+        """Register an MCP prompt."""
+
+        def register(func: F) -> F:
+            if name in self.prompts:
+                raise ValueError(f"prompt {name!r} is registered twice")
+            self.prompts[name] = PromptDef(
+                name,
+                func,
+                description or inspect.getdoc(func),
+                tuple(arguments or ()),
+                {k: tuple(v) for k, v in (completions or {}).items()},
+            )
+            return func
+
+        return register
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+    ) -> Callable[[F], F]:
+        """Register an MCP resource; a URI with `{part}` placeholders is a template."""
+
+        def register(func: F) -> F:
+            if uri in self.resources:
+                raise ValueError(f"resource {uri!r} is registered twice")
+            self.resources[uri] = ResourceDef(
+                uri,
+                name or func.__name__,
+                func,
+                description or inspect.getdoc(func),
+                mime_type,
+                "{" in uri,
+            )
+            return func
+
+        return register
+
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        description: str | None = None,
+        title: str | None = None,
+        annotations: dict[str, Any] | None = None,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+    ) -> Callable[[F], F]:
+        """Register a plain MCP tool (runs inline, not durable) — for quick answers that need
+        no durability; long work belongs in a workflow."""
+
+        def register(func: F) -> F:
+            tool_name = _check_name(name or func.__name__, "tool")
+            if tool_name in self._tools:
+                raise ValueError(f"tool {tool_name!r} is registered twice")
+            input_type, _ = _param_and_return(func, "tool")
+            self._tools[tool_name] = ToolDef(
+                name=tool_name,
+                fn=func,
+                input_adapter=TypeAdapter(input_type if input_type is not type(None) else Any),
+                description=description or inspect.getdoc(func),
+                title=title,
+                annotations=annotations,
+                input_schema=input_schema,
+                output_schema=output_schema,
+            )
+            return func
+
+        return register
 
     @property
     def workflows(self) -> Mapping[str, WorkflowDef]:
@@ -153,6 +289,8 @@ class App:
         retention: timedelta | float | None = None,
         retry: RetryPolicy | None = None,
         timeout: timedelta | float | None = None,
+        tool: bool | str = False,
+        task_support: Literal["optional", "required"] = "optional",
     ) -> Callable[[F], F]: ...
 
     def workflow(
@@ -165,12 +303,19 @@ class App:
         retention: timedelta | float | None = None,
         retry: RetryPolicy | None = None,
         timeout: timedelta | float | None = None,
+        tool: bool | str = False,
+        task_support: Literal["optional", "required"] = "optional",
     ) -> Any:
         """Register `async def wf(ctx, input: Model) -> Out` under `name` (default: its name).
 
         `retention`: how long the run's row lives after it ends (None: forever).
         `retry`: run-level retry when the workflow raises (default: none).
         `timeout`: the run ends `timed_out` when it is still live this long after it started.
+        `mcp`: serve the generated tool set (start_<wf>, <wf>_status, <wf>_watch, signal_<wf>,
+        <wf>_update_<u>) over MCP. `tool`: also serve the workflow itself as one MCP tool
+        (named `tool`, or the workflow's name when True) whose arguments are its input; with
+        the Tasks extension it returns a task, without it the call runs to the end
+        (`task_support="required"` refuses such calls with -32021 instead).
         """
 
         def register(func: F) -> F:
@@ -190,6 +335,8 @@ class App:
                 retention_s=int(retention_s) if retention_s is not None else None,
                 retry=retry or NO_RETRY,
                 timeout_s=seconds(timeout),
+                tool=(wf_name if tool is True else (tool or None)),
+                task_support=task_support,
             )
             return func
 

@@ -124,6 +124,9 @@ class Worker:
 
     def _start(self, row: ExecutionRow) -> None:
         self.stats.claimed += 1
+        stale = self._active.get(row.id)
+        if stale is not None:  # our own lease expired and we claimed the run again
+            stale.task.cancel()
         io = RunIO(self.pool, row.id, self.owner, row.attempt, row.last_event_id)
         task = asyncio.create_task(
             execute(

@@ -264,15 +264,17 @@ WHERE id = $1 AND successor_id IS NULL
 RETURNING id;
 
 -- name: delete_expired
--- Retention: delete up to $1 ended runs past their expiry, oldest first, skipping any whose
--- (workflow, business_id) still has a live run. Dependent rows go by ON DELETE CASCADE.
+-- Retention: delete up to $1 ended runs past their expiry, oldest first. A run's retention
+-- guards it while any run with its (workflow, business_id) lives or ended less than that
+-- retention ago (a continue-as-new chain keeps its first run). Dependents go by CASCADE.
 WITH doomed AS (
     SELECT e.id FROM executions e
     WHERE e.expires_at <= now()
       AND NOT EXISTS (
           SELECT 1 FROM executions l
-          WHERE l.workflow = e.workflow AND l.business_id = e.business_id
-            AND l.ended_at IS NULL)
+          WHERE l.workflow = e.workflow AND l.business_id = e.business_id AND l.id <> e.id
+            AND (l.ended_at IS NULL
+                 OR l.ended_at + make_interval(secs => e.retention_s) > now()))
     ORDER BY e.expires_at
     LIMIT $1
     FOR UPDATE SKIP LOCKED

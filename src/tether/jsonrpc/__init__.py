@@ -1,0 +1,6 @@
+"""JSON-RPC 2.0 over Streamable HTTP, hand-rolled: codec, error tree, header ladder, router and
+one Starlette endpoint. Protocol only: it knows nothing of workflows, tasks or tools, and
+imports no other tether package.
+"""
+
+from __future__ import annotations

@@ -1,0 +1,94 @@
+"""Spec facts: JSON-RPC error codes, MCP protocol versions, header and `_meta` names.
+
+Sources: JSON-RPC 2.0; MCP 2026-07-28 basic/index (error codes and their allocation),
+transports/streamable-http (headers, statuses); ext-tasks 2026-07-28.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Final
+
+# --- JSON-RPC 2.0 ---------------------------------------------------------------------------
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+METHOD_NOT_FOUND: Final = -32601
+INVALID_PARAMS: Final = -32602
+INTERNAL_ERROR: Final = -32603
+
+# --- MCP 2026-07-28 (the -32020..-32099 range belongs to the spec) ----------------------------
+HEADER_MISMATCH: Final = -32020
+MISSING_REQUIRED_CLIENT_CAPABILITY: Final = -32021
+UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
+
+# --- Tether application errors (outside -32768..-32000, as the spec asks) ---------------------
+#: The server is up but cannot serve now (database unreachable, starting up); retry later.
+UNAVAILABLE: Final = -31000
+#: The caller is not authenticated or not allowed to do this.
+UNAUTHORIZED: Final = -31001
+
+#: The HTTP status for each error code; anything not listed is 200.
+HTTP_STATUS: Final = MappingProxyType(
+    {
+        PARSE_ERROR: 400,
+        INVALID_REQUEST: 400,
+        METHOD_NOT_FOUND: 404,
+        HEADER_MISMATCH: 400,
+        MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+        UNSUPPORTED_PROTOCOL_VERSION: 400,
+        UNAVAILABLE: 503,
+        UNAUTHORIZED: 403,
+    }
+)
+
+# --- versions ---------------------------------------------------------------------------------
+MODERN_VERSION: Final = "2026-07-28"
+LEGACY_VERSIONS: Final = ("2025-11-25", "2025-06-18")
+SUPPORTED_VERSIONS: Final = (MODERN_VERSION, *LEGACY_VERSIONS)
+
+# --- headers (names compare case-insensitively; Starlette lower-cases them) --------------------
+H_PROTOCOL_VERSION: Final = "mcp-protocol-version"
+H_METHOD: Final = "mcp-method"
+H_NAME: Final = "mcp-name"
+H_PARAM_PREFIX: Final = "mcp-param-"
+H_SESSION_ID: Final = "mcp-session-id"
+BASE64_PREFIX: Final = "=?base64?"
+BASE64_SUFFIX: Final = "?="
+
+# --- _meta keys -----------------------------------------------------------------------------
+META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
+META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
+META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
+META_SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
+META_SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
+META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
+
+# --- extensions ---------------------------------------------------------------------------------
+TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
+
+#: Methods removed in 2026-07-28 (and legacy task methods); always -32601 under it.
+REMOVED_METHODS: Final = frozenset(
+    {
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "tasks/result",
+        "tasks/list",
+    }
+)
+
+#: Methods whose `Mcp-Name` header mirrors a body field, and which field.
+NAME_FIELDS: Final = MappingProxyType(
+    {
+        "tools/call": "name",
+        "prompts/get": "name",
+        "resources/read": "uri",
+        "tasks/get": "taskId",
+        "tasks/update": "taskId",
+        "tasks/cancel": "taskId",
+    }
+)
+#: Of those, the methods on which a missing `Mcp-Name` is tolerated (common clients omit it).
+NAME_OPTIONAL: Final = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})

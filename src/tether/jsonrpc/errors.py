@@ -1,0 +1,128 @@
+"""The JSON-RPC error tree: one class per code; HTTP statuses come from codes.HTTP_STATUS.
+
+JsonRpcError
+ ├── ParseError                        -32700  400  codec: body is not JSON
+ ├── InvalidRequest                    -32600  400  codec: not a valid request envelope
+ ├── MethodNotFound                    -32601  404  router: no such method (or removed)
+ ├── InvalidParams                     -32602  200  params fail their model; unknown task
+ │    └── InvalidMeta                  -32602  400  ladder: required `_meta` key missing
+ ├── InternalError                     -32603  200  router: unexpected exception
+ ├── HeaderMismatch                    -32020  400  ladder: header missing or ≠ body
+ ├── MissingRequiredClientCapability   -32021  400  capability not declared on the request
+ ├── UnsupportedProtocolVersion        -32022  400  version not served
+ ├── Unavailable                       -31000  503  database down; retry
+ └── Unauthorized                      -31001  403  not allowed
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from tether.jsonrpc import codes
+
+
+class JsonRpcError(Exception):
+    """A JSON-RPC error."""
+
+    code: ClassVar[int] = codes.INTERNAL_ERROR
+    http_status_override: ClassVar[int | None] = None
+
+    def __init__(self, message: str | None = None, data: Any = None) -> None:
+        self.message = message or (type(self).__doc__ or "").strip().splitlines()[0]
+        self.data = data
+        super().__init__(self.message)
+
+    @property
+    def http_status(self) -> int:
+        if self.http_status_override is not None:
+            return self.http_status_override
+        return codes.HTTP_STATUS.get(self.code, 200)
+
+    def to_wire(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+class ParseError(JsonRpcError):
+    """Parse error: the body is not valid JSON."""
+
+    code = codes.PARSE_ERROR
+
+
+class InvalidRequest(JsonRpcError):
+    """Invalid Request: not a JSON-RPC 2.0 request or notification."""
+
+    code = codes.INVALID_REQUEST
+
+
+class MethodNotFound(JsonRpcError):
+    """Method not found."""
+
+    code = codes.METHOD_NOT_FOUND
+
+
+class InvalidParams(JsonRpcError):
+    """Invalid params."""
+
+    code = codes.INVALID_PARAMS
+
+
+class InvalidMeta(InvalidParams):
+    """Invalid params: a required `_meta` key is missing or malformed."""
+
+    http_status_override = 400
+
+
+class InternalError(JsonRpcError):
+    """Internal error."""
+
+    code = codes.INTERNAL_ERROR
+
+
+class HeaderMismatch(JsonRpcError):
+    """A required header is missing or does not match the body."""
+
+    code = codes.HEADER_MISMATCH
+
+
+class MissingRequiredClientCapability(JsonRpcError):
+    """The request needs a client capability it did not declare."""
+
+    code = codes.MISSING_REQUIRED_CLIENT_CAPABILITY
+
+    def __init__(self, message: str | None = None, *, required: dict[str, Any]) -> None:
+        super().__init__(message, {"requiredCapabilities": required})
+
+
+class UnsupportedProtocolVersion(JsonRpcError):
+    """Unsupported protocol version."""
+
+    code = codes.UNSUPPORTED_PROTOCOL_VERSION
+
+    def __init__(self, requested: str, supported: list[str]) -> None:
+        super().__init__(
+            f"Unsupported protocol version {requested!r}; supported: {', '.join(supported)}",
+            {"supported": supported, "requested": requested},
+        )
+
+
+class Unavailable(JsonRpcError):
+    """Service unavailable; retry later."""
+
+    code = codes.UNAVAILABLE
+
+
+class Unauthorized(JsonRpcError):
+    """Not authorized."""
+
+    code = codes.UNAUTHORIZED
+
+
+def tasks_capability_required(message: str | None = None) -> MissingRequiredClientCapability:
+    """-32021 naming the Tasks extension."""
+    return MissingRequiredClientCapability(
+        message or f"this request needs the {codes.TASKS_EXTENSION} extension",
+        required={"extensions": {codes.TASKS_EXTENSION: {}}},
+    )

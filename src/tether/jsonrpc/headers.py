@@ -1,0 +1,168 @@
+"""The header ladder (PURE): decide which protocol era a request speaks and check its routing
+headers and `_meta` against the body, in the order of the digest §2.4:
+
+    version header → header ≠ _meta → version served → required _meta → Mcp-Method → Mcp-Name
+
+Legacy requests (the `initialize`-based 2025 revisions) skip the 2026 header rules.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from tether.jsonrpc import codes
+from tether.jsonrpc.codec import Message
+from tether.jsonrpc.errors import HeaderMismatch, InvalidMeta, UnsupportedProtocolVersion
+
+Era = Literal["modern", "legacy"]
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
+_B64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
+
+
+@dataclass(frozen=True)
+class Route:
+    """What the ladder learned: the era, the version, and the per-request capabilities."""
+
+    era: Era
+    version: str
+    capabilities: dict[str, Any] = field(default_factory=dict)
+    client_info: dict[str, Any] | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def declares_tasks(self) -> bool:
+        """The Tasks extension counts only on a 2026-07-28 request that declares it itself."""
+        if self.era != "modern":
+            return False
+        extensions = self.capabilities.get("extensions")
+        return isinstance(extensions, dict) and isinstance(
+            extensions.get(codes.TASKS_EXTENSION), dict
+        )
+
+    def elicitation_modes(self) -> frozenset[str]:
+        """Elicitation modes the request declared (`{}` means form only)."""
+        elicitation = self.capabilities.get("elicitation")
+        if not isinstance(elicitation, dict):
+            return frozenset()
+        modes = {m for m in ("form", "url") if m in elicitation}
+        return frozenset(modes or {"form"})
+
+
+def decode_header_value(raw: str, header: str) -> str:
+    """Trim, then decode the `=?base64?…?=` sentinel (markers case-sensitive). Raises
+    HeaderMismatch for bad Base64 or characters not allowed in a header value."""
+    value = raw.strip(" \t")
+    if value.startswith(codes.BASE64_PREFIX) and value.endswith(codes.BASE64_SUFFIX):
+        encoded = value[len(codes.BASE64_PREFIX) : -len(codes.BASE64_SUFFIX)]
+        if len(encoded) % 4 or not _B64.match(encoded):
+            raise HeaderMismatch(f"{header} holds invalid Base64")
+        try:
+            return base64.b64decode(encoded, validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            raise HeaderMismatch(f"{header} holds invalid Base64") from None
+    if _UNSAFE.search(value):
+        raise HeaderMismatch(f"{header} contains characters not allowed in a header value")
+    return value
+
+
+def _meta_of(msg: Message) -> dict[str, Any] | None:
+    params = msg.params
+    if not isinstance(params, dict):
+        return None
+    meta = params.get("_meta")
+    return meta if isinstance(meta, dict) else None
+
+
+def is_legacy(msg: Message, headers: Mapping[str, str]) -> bool:
+    """An `initialize`-era request: no 2026 version in `_meta`, and either an `initialize`
+    (or its notification) without a 2026 header, or a legacy version header."""
+    meta = _meta_of(msg)
+    if meta is not None and codes.META_PROTOCOL_VERSION in meta:
+        return False
+    header = headers.get(codes.H_PROTOCOL_VERSION, "").strip()
+    if header in codes.LEGACY_VERSIONS:
+        return True
+    return not header and msg.method in ("initialize", "notifications/initialized")
+
+
+def check(msg: Message, headers: Mapping[str, str]) -> Route:
+    """Run the ladder. Raises HeaderMismatch, UnsupportedProtocolVersion or InvalidMeta."""
+    if is_legacy(msg, headers):
+        return _legacy(msg, headers)
+    return _modern(msg, headers)
+
+
+def _legacy(msg: Message, headers: Mapping[str, str]) -> Route:
+    header = headers.get(codes.H_PROTOCOL_VERSION, "").strip()
+    version = header
+    if msg.method == "initialize" and isinstance(msg.params, dict):
+        requested = msg.params.get("protocolVersion")
+        version = requested if requested in codes.LEGACY_VERSIONS else codes.LEGACY_VERSIONS[0]
+    caps: dict[str, Any] = {}
+    if isinstance(msg.params, dict) and isinstance(msg.params.get("capabilities"), dict):
+        caps = msg.params["capabilities"]
+    return Route("legacy", version or codes.LEGACY_VERSIONS[0], caps)
+
+
+def _modern(msg: Message, headers: Mapping[str, str]) -> Route:
+    header = headers.get(codes.H_PROTOCOL_VERSION)
+    if header is None or not header.strip():
+        raise HeaderMismatch("MCP-Protocol-Version header is required")
+    header = header.strip()
+    meta = _meta_of(msg)
+    meta_version = meta.get(codes.META_PROTOCOL_VERSION) if meta is not None else None
+    if isinstance(meta_version, str) and meta_version != header:
+        raise HeaderMismatch(
+            f"MCP-Protocol-Version header {header!r} differs from _meta protocolVersion "
+            f"{meta_version!r}"
+        )
+    if header != codes.MODERN_VERSION:
+        raise UnsupportedProtocolVersion(header, [codes.MODERN_VERSION])
+    if meta is None:
+        raise InvalidMeta("params._meta is required")
+    if not isinstance(meta_version, str):
+        raise InvalidMeta(f"_meta is missing {codes.META_PROTOCOL_VERSION}")
+    caps = meta.get(codes.META_CLIENT_CAPABILITIES)
+    if not isinstance(caps, dict):
+        raise InvalidMeta(f"_meta is missing {codes.META_CLIENT_CAPABILITIES} (an object)")
+    client_info = meta.get(codes.META_CLIENT_INFO)
+    _check_method(msg, headers)
+    _check_name(msg, headers)
+    return Route(
+        "modern",
+        header,
+        caps,
+        client_info if isinstance(client_info, dict) else None,
+        meta,
+    )
+
+
+def _check_method(msg: Message, headers: Mapping[str, str]) -> None:
+    raw = headers.get(codes.H_METHOD)
+    if raw is None:
+        if msg.is_notification:
+            return  # header rules for notification POSTs are not defined by this revision
+        raise HeaderMismatch("Mcp-Method header is required")
+    if decode_header_value(raw, "Mcp-Method") != msg.method:
+        raise HeaderMismatch(f"Mcp-Method header does not match method {msg.method!r}")
+
+
+def _check_name(msg: Message, headers: Mapping[str, str]) -> None:
+    field_name = codes.NAME_FIELDS.get(msg.method)
+    if field_name is None:
+        return  # Mcp-Name on other methods has nothing to mirror: ignored
+    raw = headers.get(codes.H_NAME)
+    if raw is None:
+        if msg.method in codes.NAME_OPTIONAL:
+            return
+        raise HeaderMismatch(f"Mcp-Name header is required for {msg.method}")
+    value = decode_header_value(raw, "Mcp-Name")
+    body = msg.params.get(field_name) if isinstance(msg.params, dict) else None
+    if body is None:
+        return  # the params check reports the missing field (-32602)
+    if value != body:
+        raise HeaderMismatch(f"Mcp-Name header does not match params.{field_name}")

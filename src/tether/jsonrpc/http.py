@@ -1,0 +1,208 @@
+"""The Streamable HTTP endpoint: bytes in → checks → ladder → router → bytes out.
+
+Statuses come from the error (codes.HTTP_STATUS). Responses are application/json, or an SSE
+stream scoped to the request when its handler streams and the client accepts it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from tether.jsonrpc import codec, codes, headers
+from tether.jsonrpc.errors import InvalidMeta, JsonRpcError, Unauthorized
+from tether.jsonrpc.router import RequestContext, Router
+
+logger = logging.getLogger(__name__)
+
+JSON = "application/json"
+SSE = "text/event-stream"
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+
+Authenticate = Callable[[Request], Awaitable[Any]]  # returns a principal or raises Unauthorized
+ResultHook = Callable[[RequestContext, dict[str, Any]], None]
+
+
+def _json(body: bytes, status: int = 200) -> Response:
+    return Response(body, status_code=status, media_type=JSON)
+
+
+def _error(request_id: codec.RequestId | None, error: JsonRpcError) -> Response:
+    return _json(codec.encode_error(request_id, error), error.http_status)
+
+
+def _hostname(value: str) -> str:
+    if value.startswith("["):
+        return value.split("]")[0] + "]"
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def _wants_notifications(ctx: RequestContext) -> bool:
+    """Stream only when the request can receive notifications: a progress token, or a log
+    level (without one the server must not send notifications/message)."""
+    meta = ctx.params.get("_meta")
+    return ctx.progress_token is not None or (
+        isinstance(meta, dict) and isinstance(meta.get(codes.META_LOG_LEVEL), str)
+    )
+
+
+class McpEndpoint:
+    """An ASGI endpoint for one JSON-RPC router."""
+
+    def __init__(
+        self,
+        router: Router,
+        *,
+        allowed_hosts: Iterable[str] = (),
+        allowed_origins: Iterable[str] = (),
+        max_body_bytes: int = 4 * 1024 * 1024,
+        authenticate: Authenticate | None = None,
+        on_result: ResultHook | None = None,
+    ) -> None:
+        self.router = router
+        self.allowed_hosts = frozenset(h.lower() for h in allowed_hosts) | LOOPBACK_HOSTS
+        self.allowed_origins = frozenset(o.lower().rstrip("/") for o in allowed_origins)
+        self.max_body_bytes = max_body_bytes
+        self.authenticate = authenticate
+        self.on_result = on_result
+
+    # --- transport checks ---------------------------------------------------------------------
+
+    def _host_allowed(self, request: Request) -> bool:
+        if "*" in self.allowed_hosts:
+            return True
+        host = request.headers.get("host")
+        return host is None or _hostname(host.lower()) in self.allowed_hosts
+
+    def _origin_allowed(self, request: Request) -> bool:
+        origin = request.headers.get("origin")
+        if origin is None:
+            return True  # not a browser
+        origin = origin.lower().rstrip("/")
+        if origin in self.allowed_origins or "*" in self.allowed_origins:
+            return True
+        parts = urlsplit(origin)
+        return parts.scheme in ("http", "https") and (parts.hostname or "") in {
+            h.strip("[]") for h in self.allowed_hosts
+        }
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        request = Request(scope, receive)
+        response = await self.handle(request)
+        await response(scope, receive, send)
+
+    async def handle(self, request: Request) -> Response:
+        if request.method != "POST":
+            return Response(status_code=405, headers={"Allow": "POST"})
+        if not self._host_allowed(request) or not self._origin_allowed(request):
+            return _json(codec.encode_error(None, Unauthorized("Origin or Host not allowed")), 403)
+        content_type = request.headers.get("content-type", "")
+        if content_type.split(";")[0].strip().lower() != JSON:
+            return Response(status_code=415, headers={"Accept": JSON})
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+            return Response(status_code=413)
+        body = await self._read(request)
+        if body is None:
+            return Response(status_code=413)
+        return await self._serve(request, body)
+
+    async def _read(self, request: Request) -> bytes | None:
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                return None
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    # --- JSON-RPC -----------------------------------------------------------------------------
+
+    async def _serve(self, request: Request, body: bytes) -> Response:
+        try:
+            msg = codec.decode(body)
+        except codec.DecodeError as exc:
+            return _error(exc.request_id, exc.error)
+        hdrs = {k.lower(): v for k, v in request.headers.items()}
+        try:
+            route = headers.check(msg, hdrs)
+            if msg.has_params and not isinstance(msg.params, dict):
+                raise InvalidMeta("params must be an object")
+            principal = await self.authenticate(request) if self.authenticate else None
+        except JsonRpcError as exc:
+            if msg.is_notification:
+                return _error(None, exc)
+            return _error(msg.id, exc)
+        ctx = RequestContext(
+            method=msg.method,
+            params=msg.params if isinstance(msg.params, dict) else {},
+            route=route,
+            headers=hdrs,
+            request_id=msg.id,
+            principal=principal,
+        )
+        if msg.is_notification:
+            # Notifications we have no use for (e.g. notifications/cancelled on HTTP) are
+            # accepted and ignored: the client must not be told to retry them.
+            await self.router.deliver(ctx)
+            return Response(status_code=202)
+        assert msg.id is not None  # noqa: S101 — not a notification
+        accept = request.headers.get("accept", "")
+        if self.router.streams(msg.method) and SSE in accept and _wants_notifications(ctx):
+            try:
+                self.router.resolve(msg.method, route.era)
+            except JsonRpcError as exc:
+                return _error(msg.id, exc)
+            return self._stream(ctx, msg.id)
+        try:
+            result = await self.router.dispatch(ctx)
+        except JsonRpcError as exc:
+            return _error(msg.id, exc)
+        if self.on_result is not None:
+            self.on_result(ctx, result)
+        return _json(codec.encode_result(msg.id, result))
+
+    def _stream(self, ctx: RequestContext, request_id: codec.RequestId) -> Response:
+        queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+
+        async def notify(method: str, params: dict[str, Any]) -> None:
+            await queue.put(codec.encode_notification(method, params))
+
+        ctx.notify = notify
+        ctx.streaming = True
+
+        async def run() -> None:
+            try:
+                result = await self.router.dispatch(ctx)
+                if self.on_result is not None:
+                    self.on_result(ctx, result)
+                await queue.put(codec.encode_result(request_id, result))
+            except JsonRpcError as exc:
+                await queue.put(codec.encode_error(request_id, exc))
+            finally:
+                await queue.put(None)
+
+        async def events() -> AsyncIterator[bytes]:
+            task = asyncio.create_task(run())
+            try:
+                while (item := await queue.get()) is not None:
+                    yield b"event: message\ndata: " + item + b"\n\n"
+            finally:
+                # The client closing the stream cancels the request (Streamable HTTP).
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+        return StreamingResponse(
+            events(),
+            media_type=SSE,
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )

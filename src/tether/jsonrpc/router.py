@@ -1,0 +1,149 @@
+"""Method registry and dispatch: name → async handler, per protocol era.
+
+Handlers take a RequestContext and return a result object. They raise JsonRpcError subclasses
+for protocol errors; pydantic ValidationError becomes InvalidParams; anything else is logged
+and answered with a generic InternalError (the message never reaches the wire).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from tether.jsonrpc import codes
+from tether.jsonrpc.codec import RequestId
+from tether.jsonrpc.errors import InternalError, InvalidParams, JsonRpcError, MethodNotFound
+from tether.jsonrpc.headers import Era, Route
+
+logger = logging.getLogger(__name__)
+
+Notify = Callable[[str, dict[str, Any]], Awaitable[None]]
+M = TypeVar("M", bound=BaseModel)
+
+
+async def _drop(_method: str, _params: dict[str, Any]) -> None:
+    return None
+
+
+@dataclass
+class RequestContext:
+    """Everything a handler may know about one request. No state survives the request."""
+
+    method: str
+    params: dict[str, Any]
+    route: Route
+    headers: Mapping[str, str]
+    request_id: RequestId | None = None
+    principal: Any = None
+    notify: Notify = _drop
+    streaming: bool = False
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def progress_token(self) -> str | int | None:
+        meta = self.params.get("_meta")
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        return token if isinstance(token, str | int) and not isinstance(token, bool) else None
+
+
+Handler = Callable[[RequestContext], Awaitable[dict[str, Any]]]
+NotificationHandler = Callable[[RequestContext], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class _Entry:
+    handler: Handler
+    eras: frozenset[str]
+    streams: bool
+
+
+def parse_params(model: type[M], params: Mapping[str, Any]) -> M:
+    """Validate params into `model`; InvalidParams names the failing fields."""
+    try:
+        return model.model_validate(dict(params))
+    except ValidationError as exc:
+        problems = [
+            {"loc": [str(p) for p in e["loc"]], "msg": e["msg"]}
+            for e in exc.errors(include_url=False)
+        ]
+        raise InvalidParams("Invalid params", {"errors": problems}) from exc
+
+
+class Router:
+    def __init__(self) -> None:
+        self._methods: dict[str, _Entry] = {}
+        self._notifications: dict[str, NotificationHandler] = {}
+
+    def method(
+        self, name: str, *, eras: tuple[Era, ...] = ("modern",), streams: bool = False
+    ) -> Callable[[Handler], Handler]:
+        def register(handler: Handler) -> Handler:
+            self.add(name, handler, eras=eras, streams=streams)
+            return handler
+
+        return register
+
+    def add(
+        self,
+        name: str,
+        handler: Handler,
+        *,
+        eras: tuple[Era, ...] = ("modern",),
+        streams: bool = False,
+    ) -> None:
+        if name in self._methods:
+            raise ValueError(f"method {name!r} registered twice")
+        self._methods[name] = _Entry(handler, frozenset(eras), streams)
+
+    def notification(self, name: str, handler: NotificationHandler) -> None:
+        self._notifications[name] = handler
+
+    def streams(self, method: str) -> bool:
+        entry = self._methods.get(method)
+        return entry is not None and entry.streams
+
+    def methods(self, era: Era) -> list[str]:
+        return sorted(n for n, e in self._methods.items() if era in e.eras)
+
+    def resolve(self, method: str, era: Era) -> _Entry:
+        entry = self._methods.get(method)
+        if (
+            entry is None
+            or era not in entry.eras
+            or (era == "modern" and method in codes.REMOVED_METHODS)
+        ):
+            raise MethodNotFound(f"Method not found: {method}")
+        return entry
+
+    async def dispatch(self, ctx: RequestContext) -> dict[str, Any]:
+        """Run the handler. Only JsonRpcError leaves this function."""
+        entry = self.resolve(ctx.method, ctx.route.era)
+        try:
+            result = await entry.handler(ctx)
+        except JsonRpcError:
+            raise
+        except ValidationError as exc:
+            raise InvalidParams(
+                "Invalid params", {"errors": exc.errors(include_url=False)}
+            ) from exc
+        except Exception:
+            logger.exception("handler for %s failed", ctx.method)
+            raise InternalError("Internal error") from None
+        if ctx.route.era == "modern":
+            result.setdefault("resultType", "complete")
+        return result
+
+    async def deliver(self, ctx: RequestContext) -> bool:
+        """Run a notification handler; False when nobody accepts this notification."""
+        handler = self._notifications.get(ctx.method)
+        if handler is None:
+            return False
+        try:
+            await handler(ctx)
+        except Exception:  # a notification has no reply; log and accept
+            logger.exception("notification handler for %s failed", ctx.method)
+        return True

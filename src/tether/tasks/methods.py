@@ -1,0 +1,78 @@
+"""Registers tasks/get, tasks/update and tasks/cancel on a Router; maps domain errors to
+JSON-RPC errors (the only place that does). Every method needs the Tasks extension declared
+on its own request, checked before anything is looked up."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tether.jsonrpc.errors import InvalidParams, Unavailable, tasks_capability_required
+from tether.jsonrpc.router import RequestContext, Router, parse_params
+from tether.runtime import errors as e
+from tether.tasks.service import TaskInputRefused, TaskNotFound, TaskService
+
+NOT_FOUND = "Failed to retrieve task: Task not found"
+
+
+class TaskParams(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    taskId: str = Field(min_length=1)
+
+
+class UpdateParams(TaskParams):
+    inputResponses: dict[str, Any]
+
+
+def _principal_name(ctx: RequestContext) -> str | None:
+    p = ctx.principal
+    return getattr(p, "name", None) if p is not None else None
+
+
+def register(router: Router, service: TaskService) -> None:
+    def gate(ctx: RequestContext) -> None:
+        if not ctx.route.declares_tasks():
+            raise tasks_capability_required(f"{ctx.method} needs the tasks extension declared")
+
+    async def get(ctx: RequestContext) -> dict[str, Any]:
+        gate(ctx)
+        params = parse_params(TaskParams, ctx.params)
+        try:
+            return await service.get(
+                params.taskId, elicitation="form" in ctx.route.elicitation_modes()
+            )
+        except TaskNotFound:
+            raise InvalidParams(NOT_FOUND) from None
+        except e.Unavailable as exc:
+            raise Unavailable(exc.message) from exc
+
+    async def update(ctx: RequestContext) -> dict[str, Any]:
+        gate(ctx)
+        params = parse_params(UpdateParams, ctx.params)
+        try:
+            await service.update(params.taskId, params.inputResponses, by=_principal_name(ctx))
+        except TaskNotFound:
+            raise InvalidParams(NOT_FOUND) from None
+        except TaskInputRefused as exc:
+            raise InvalidParams(exc.message, exc.data) from exc
+        except e.Unavailable as exc:
+            raise Unavailable(exc.message) from exc
+        return {}
+
+    async def cancel(ctx: RequestContext) -> dict[str, Any]:
+        gate(ctx)
+        params = parse_params(TaskParams, ctx.params)
+        try:
+            await service.cancel(params.taskId, by=_principal_name(ctx))
+        except TaskNotFound:
+            raise InvalidParams(NOT_FOUND) from None
+        except TaskInputRefused as exc:
+            raise InvalidParams(exc.message, exc.data) from exc
+        except e.Unavailable as exc:
+            raise Unavailable(exc.message) from exc
+        return {}
+
+    router.add("tasks/get", get)
+    router.add("tasks/update", update)
+    router.add("tasks/cancel", cancel)

@@ -1,0 +1,230 @@
+"""The tool catalog: every tool an App serves, in a deterministic order, with its handler.
+
+Order: plain tools, workflows served as tools, then each MCP workflow's generated set
+(start_<wf>, <wf>_status, <wf>_watch, signal_<wf>, <wf>_update_<u>) in registration order.
+A generated set whose names collide with a tool already in the catalog is left out whole
+(with a warning), never shipped with a tool quietly missing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from tether.runtime.registry import App, WorkflowDef
+
+logger = logging.getLogger(__name__)
+
+READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
+MUTATING = {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False}
+HANDLE = {"type": "string", "description": "The execution id returned by the start tool"}
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One served tool: its tools/list entry and what a call does."""
+
+    name: str
+    kind: str  # plain | workflow | start | status | watch | signal | update
+    definition: dict[str, Any]
+    target: str  # the plain tool, workflow, or workflow/update it serves
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = self.definition["inputSchema"]
+        return schema
+
+
+Handler = Callable[..., Awaitable[dict[str, Any]]]
+
+
+def _embed(schema: dict[str, Any], def_name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Move a schema under `$defs[def_name]`, hoisting its own `$defs` to the root so its
+    internal `#/$defs/…` references still resolve."""
+    inner = dict(schema)
+    defs = dict(inner.pop("$defs", {}))
+    defs[def_name] = inner
+    return {"$ref": f"#/$defs/{def_name}"}, defs
+
+
+def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    return schema if schema.get("type") == "object" else {"type": "object"}
+
+
+def _workflow_tool(wf: WorkflowDef, name: str) -> Tool:
+    schema = _object_schema(wf.input_schema()) if wf.takes_input else {"type": "object"}
+    definition = {
+        "name": name,
+        "description": wf.description or f"Run the durable workflow {wf.name}.",
+        "inputSchema": schema,
+        "annotations": dict(MUTATING),
+    }
+    return Tool(name, "workflow", definition, wf.name)
+
+
+def _generated(wf: WorkflowDef) -> list[Tool]:
+    n = wf.name
+    body, defs = _embed(wf.input_schema(), f"TetherInput_{n}")
+    start_schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "body": body,
+            "idempotency_key": {
+                "type": "string",
+                "description": "Repeat a start safely: the same key returns the same run",
+            },
+        },
+        "required": ["body"] if wf.takes_input else [],
+        "$defs": defs,
+    }
+    tools = [
+        Tool(
+            f"start_{n}",
+            "start",
+            {
+                "name": f"start_{n}",
+                "description": (wf.description or f"Start workflow {n}.")
+                + " Returns a durable handle (execution_id) for the other tools.",
+                "inputSchema": start_schema,
+                "annotations": dict(MUTATING),
+            },
+            n,
+        ),
+        Tool(
+            f"{n}_status",
+            "status",
+            {
+                "name": f"{n}_status",
+                "description": f"Where a {n} run stands: status, details, open waits, output.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"handle": HANDLE},
+                    "required": ["handle"],
+                },
+                "annotations": dict(READ_ONLY),
+            },
+            n,
+        ),
+        Tool(
+            f"{n}_watch",
+            "watch",
+            {
+                "name": f"{n}_watch",
+                "description": f"Follow a {n} run with progress notifications until it ends or "
+                "stops at a wait (or the timeout passes).",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "handle": HANDLE,
+                        "timeout_seconds": {
+                            "type": "number",
+                            "minimum": 1,
+                            "maximum": 300,
+                            "default": 60,
+                        },
+                    },
+                    "required": ["handle"],
+                },
+                "annotations": dict(READ_ONLY),
+            },
+            n,
+        ),
+        Tool(
+            f"signal_{n}",
+            "signal",
+            {
+                "name": f"signal_{n}",
+                "description": f"Send a signal to a {n} run (answers its open wait of that name, "
+                "or is kept until the run waits for it).",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "handle": HANDLE,
+                        "name": {"type": "string", "description": "Signal name"},
+                        "payload": {"description": "Signal payload (any JSON)"},
+                        "idempotency_key": {"type": "string"},
+                    },
+                    "required": ["handle", "name"],
+                },
+                "annotations": dict(MUTATING),
+            },
+            n,
+        ),
+    ]
+    for up in wf.updates.values():
+        if not up.mcp:
+            continue
+        body_u, defs_u = _embed(up.input_schema(), f"TetherUpdate_{n}_{up.name}")
+        tools.append(
+            Tool(
+                f"{n}_update_{up.name}",
+                "update",
+                {
+                    "name": f"{n}_update_{up.name}",
+                    "description": up.description or f"Apply update {up.name} to a {n} run.",
+                    "inputSchema": {
+                        "type": "object",
+                        "properties": {"handle": HANDLE, "input": body_u},
+                        "required": ["handle", "input"],
+                        "$defs": defs_u,
+                    },
+                    "annotations": dict(MUTATING),
+                },
+                f"{n}/{up.name}",
+            )
+        )
+    return tools
+
+
+def _plain(app: App) -> Iterator[Tool]:
+    for td in app.tools.values():
+        definition: dict[str, Any] = {"name": td.name, "inputSchema": td.schema()}
+        if td.title:
+            definition["title"] = td.title
+        if td.description:
+            definition["description"] = td.description
+        if td.annotations:
+            definition["annotations"] = td.annotations
+        if td.output_schema:
+            definition["outputSchema"] = td.output_schema
+        yield Tool(td.name, "plain", definition, td.name)
+
+
+class Catalog:
+    def __init__(self, tools: list[Tool]) -> None:
+        self._tools = {t.name: t for t in tools}
+        self.listing = [t.definition for t in tools]
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def in_catalog(self, workflow: str) -> bool:
+        """Whether runs of `workflow` are served as tasks (its tools made the catalog)."""
+        return any(
+            t.target == workflow and t.kind in ("workflow", "start") for t in self._tools.values()
+        )
+
+    @classmethod
+    def build(cls, app: App) -> Catalog:
+        tools: list[Tool] = []
+        names: set[str] = set()
+
+        def admit(group: list[Tool], owner: str) -> None:
+            clash = sorted({t.name for t in group} & names)
+            if clash or len({t.name for t in group}) != len(group):
+                logger.warning("MCP tools of %s left out: names %s collide", owner, clash)
+                return
+            tools.extend(group)
+            names.update(t.name for t in group)
+
+        for tool in _plain(app):
+            admit([tool], f"tool {tool.name}")
+        for wf in app.workflows.values():
+            if wf.tool:
+                admit([_workflow_tool(wf, wf.tool)], f"workflow {wf.name}")
+        for wf in app.workflows.values():
+            if wf.mcp:
+                admit(_generated(wf), f"workflow {wf.name}")
+        return cls(tools)

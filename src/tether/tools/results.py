@@ -1,0 +1,103 @@
+"""Tool results: run summaries for the handle-taking tools, and tool-level errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from tether.runtime import errors as e
+from tether.runtime.operations import RunView
+from tether.runtime.waits import ANSWERABLE_KINDS
+from tether.tasks.views import iso
+
+# Domain error → the tool-level error code clients branch on (Dagu's vocabulary).
+_CODES: tuple[tuple[type[Exception], str], ...] = (
+    (e.WorkflowNotFound, "resource_not_found"),
+    (e.ExecutionNotFound, "resource_not_found"),
+    (e.UpdateNotFound, "resource_not_found"),
+    (e.InvalidInput, "invalid_tool_input"),
+    (e.AnswerRejected, "invalid_tool_input"),
+    (e.UpdateRejected, "invalid_tool_input"),
+    (e.WaitNotOpen, "conflict"),
+    (e.Conflict, "conflict"),
+    (e.UpdateTimeout, "timeout"),
+    (e.UpdateFailed, "update_failed"),
+)
+
+
+def text_result(value: Any, *, is_error: bool = False) -> dict[str, Any]:
+    text = value if isinstance(value, str) else orjson.dumps(value).decode()
+    result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": is_error}
+    if isinstance(value, dict):
+        result["structuredContent"] = value
+    return result
+
+
+def tool_error(code: str, message: str, **details: Any) -> dict[str, Any]:
+    error = {
+        "code": code,
+        "message": message,
+        **{k: v for k, v in details.items() if v is not None},
+    }
+    return {
+        "content": [{"type": "text", "text": f"{code}: {message}"}],
+        "structuredContent": {"error": error},
+        "isError": True,
+    }
+
+
+def domain_error(exc: e.TetherError, **details: Any) -> dict[str, Any]:
+    code = next((c for cls, c in _CODES if isinstance(exc, cls)), "internal_error")
+    extra: dict[str, Any] = dict(details)
+    if isinstance(exc, e.InvalidInput) and exc.errors:
+        extra["violations"] = exc.errors
+    if isinstance(exc, e.AnswerRejected) and exc.errors:
+        extra["violations"] = exc.errors
+    if isinstance(exc, e.UpdateRejected):
+        extra["reason"] = exc.reason
+    if isinstance(exc, e.WaitNotOpen):
+        extra["open_keys"] = exc.open_keys
+    if isinstance(exc, e.UpdateTimeout):
+        extra["update_id"] = exc.update_id
+    if isinstance(exc, e.UpdateFailed):
+        extra["update_error"] = exc.error
+    return tool_error(code, exc.message, **extra)
+
+
+def not_found(handle: str) -> dict[str, Any]:
+    return tool_error("resource_not_found", f"no run {handle!r} for this tool", handle=handle)
+
+
+def summary(view: RunView) -> dict[str, Any]:
+    """A run as the status, watch and start tools report it (follows the chain)."""
+    run = view.current
+    out: dict[str, Any] = {
+        "execution_id": run.id,
+        "handle": view.requested.id,
+        "workflow": run.workflow,
+        "business_id": run.business_id,
+        "status": run.status,
+        "run_version": run.version,
+        "created_at": iso(run.created_at),
+    }
+    if run.details:
+        out["details"] = run.details
+    waits = [
+        {
+            k: w.get(k)
+            for k in ("key", "kind", "name", "prompt", "schema", "deadline", "inputs", "required")
+            if w.get(k) is not None
+        }
+        for w in run.waits
+        if w.get("kind") in ANSWERABLE_KINDS
+    ]
+    if waits:
+        out["waits"] = waits
+    if run.ended_at is not None:
+        out["ended_at"] = iso(run.ended_at)
+        if run.status == "completed":
+            out["output"] = run.output
+        elif run.error is not None:
+            out["error"] = run.error
+    return out

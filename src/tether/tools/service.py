@@ -1,0 +1,370 @@
+"""tools/list and tools/call: dispatch a call to its tool, in task mode when the request
+declares the Tasks extension. Domain errors become tool errors (isError) or, for the
+protocol-level cases, JSON-RPC errors."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tether.jsonrpc import codes
+from tether.jsonrpc.errors import (
+    HeaderMismatch,
+    InvalidParams,
+    JsonRpcError,
+    Unavailable,
+    tasks_capability_required,
+)
+from tether.jsonrpc.headers import decode_header_value
+from tether.jsonrpc.router import RequestContext, Router, parse_params
+from tether.runtime import errors as e
+from tether.runtime.operations import Operations, RunView
+from tether.storage.rows import ENDED_STATUSES
+from tether.tasks.service import TaskService
+from tether.tools import results, state
+from tether.tools.catalog import Catalog, Tool
+from tether.tools.context import InputRequired, ToolContext, ToolError
+
+logger = logging.getLogger(__name__)
+
+IDEMPOTENCY_HEADER: Final = "idempotency-key"
+IDEMPOTENCY_META: Final = "dev.tether/idempotencyKey"
+
+
+@dataclass(frozen=True)
+class ToolSettings:
+    state_key: bytes
+    list_ttl_ms: int = 60_000
+    sync_limit_s: float = 60.0  # a workflow tool called without the Tasks extension
+    start_wait_s: float = 0.0  # start_<wf> without the extension: wait this long for the end
+    watch_limit_s: float = 300.0
+
+
+class CallParams(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: str = Field(min_length=1)
+    arguments: dict[str, Any] | None = None
+    inputResponses: dict[str, Any] | None = None
+    requestState: str | None = None
+
+
+class HandleArgs(BaseModel):
+    handle: str = Field(min_length=1)
+
+
+class WatchArgs(HandleArgs):
+    timeout_seconds: float = Field(60.0, ge=1, le=300)
+
+
+class SignalArgs(HandleArgs):
+    name: str = Field(min_length=1)
+    payload: Any = None
+    idempotency_key: str | None = None
+
+
+class UpdateArgs(HandleArgs):
+    input: Any = None
+
+
+class StartArgs(BaseModel):
+    body: Any = None
+    idempotency_key: str | None = None
+
+
+def _log_level(ctx: RequestContext) -> str | None:
+    meta = ctx.params.get("_meta")
+    level = meta.get(codes.META_LOG_LEVEL) if isinstance(meta, dict) else None
+    if isinstance(level, str):
+        return level
+    return "debug" if ctx.route.era == "legacy" else None
+
+
+def _principal_name(ctx: RequestContext) -> str | None:
+    return getattr(ctx.principal, "name", None) if ctx.principal is not None else None
+
+
+def _idempotency_key(ctx: RequestContext, fallback: str | None = None) -> str | None:
+    header = ctx.headers.get(IDEMPOTENCY_HEADER)
+    if header and header.strip():
+        return header.strip()
+    meta = ctx.params.get("_meta")
+    key = meta.get(IDEMPOTENCY_META) if isinstance(meta, dict) else None
+    return key if isinstance(key, str) and key else fallback
+
+
+def check_param_headers(
+    schema: dict[str, Any], args: dict[str, Any], headers: Mapping[str, str]
+) -> None:
+    """SEP-2243 `Mcp-Param-{Name}`: an argument whose schema names an `x-mcp-header` must be
+    mirrored by that header (decoded, then compared by type). Raises HeaderMismatch."""
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        return
+    for arg, prop in props.items():
+        header_name = prop.get("x-mcp-header") if isinstance(prop, dict) else None
+        if not isinstance(header_name, str):
+            continue
+        raw = headers.get(codes.H_PARAM_PREFIX + header_name.lower())
+        value = args.get(arg)
+        if value is None:
+            if raw is not None:
+                raise HeaderMismatch(f"Mcp-Param-{header_name} sent without argument {arg!r}")
+            continue
+        if raw is None:
+            raise HeaderMismatch(f"Mcp-Param-{header_name} header is required")
+        if not _same(decode_header_value(raw, f"Mcp-Param-{header_name}"), value):
+            raise HeaderMismatch(f"Mcp-Param-{header_name} does not match argument {arg!r}")
+
+
+def _same(header: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return header == ("true" if value else "false")
+    if isinstance(value, int | float):
+        try:
+            return float(header) == float(value)
+        except ValueError:
+            return False
+    if isinstance(value, str):
+        return header == value
+    return False
+
+
+class ToolService:
+    def __init__(
+        self, ops: Operations, catalog: Catalog, tasks: TaskService, settings: ToolSettings
+    ) -> None:
+        self.ops = ops
+        self.catalog = catalog
+        self.tasks = tasks
+        self.settings = settings
+
+    def register(self, router: Router) -> None:
+        router.add("tools/list", self.list_tools, eras=("modern", "legacy"))
+        router.add("tools/call", self.call, eras=("modern", "legacy"), streams=True)
+
+    async def list_tools(self, ctx: RequestContext) -> dict[str, Any]:
+        result: dict[str, Any] = {"tools": self.catalog.listing}
+        if ctx.route.era == "modern":
+            result["ttlMs"] = self.settings.list_ttl_ms
+            result["cacheScope"] = "private"
+        return result
+
+    async def call(self, ctx: RequestContext) -> dict[str, Any]:
+        params = parse_params(CallParams, ctx.params)
+        tool = self.catalog.get(params.name)
+        if tool is None:
+            raise InvalidParams(f"Unknown tool: {params.name}")
+        args = params.arguments or {}
+        if ctx.route.era == "modern":
+            check_param_headers(tool.input_schema, args, ctx.headers)
+        try:
+            return await self._dispatch(ctx, tool, params, args)
+        except e.Unavailable as exc:
+            raise Unavailable(exc.message) from exc
+        except e.TetherError as exc:
+            return results.domain_error(exc)
+
+    async def _dispatch(
+        self, ctx: RequestContext, tool: Tool, params: CallParams, args: dict[str, Any]
+    ) -> dict[str, Any]:
+        if tool.kind == "plain":
+            return await self._plain(ctx, tool, params, args)
+        if tool.kind == "workflow":
+            return await self._workflow(ctx, tool, args)
+        if tool.kind == "start":
+            return await self._start(ctx, tool, args)
+        handle = parse_params(HandleArgs, args).handle
+        view = await self._resolve(tool, handle)
+        if view is None:
+            return results.not_found(handle)
+        if tool.kind == "status":
+            return results.text_result(results.summary(view))
+        if tool.kind == "watch":
+            return await self._watch(ctx, view, parse_params(WatchArgs, args).timeout_seconds)
+        by = _principal_name(ctx)
+        if tool.kind == "signal":
+            sa = parse_params(SignalArgs, args)
+            res = await self.ops.signal(
+                handle, sa.name, sa.payload, idempotency_key=sa.idempotency_key, by=by
+            )
+            return results.text_result({"status": res.status, "execution_id": res.execution_id})
+        ua = parse_params(UpdateArgs, args)
+        _, update_name = tool.target.split("/", 1)
+        output = await self.ops.update(handle, update_name, ua.input, by=by)
+        return results.text_result({"execution_id": view.current.id, "output": output})
+
+    async def _resolve(self, tool: Tool, handle: str) -> RunView | None:
+        """A handle of another workflow is refused like an unknown one (no existence oracle)."""
+        workflow = tool.target.split("/", 1)[0]
+        try:
+            view = await self.ops.get(handle)
+        except e.ExecutionNotFound:
+            return None
+        return view if view.requested.workflow == workflow else None
+
+    # --- workflows ------------------------------------------------------------------------------
+
+    async def _start_run(
+        self, ctx: RequestContext, workflow: str, body: Any, key: str | None
+    ) -> Any:
+        return await self.ops.start(
+            workflow, body, idempotency_key=_idempotency_key(ctx, key), by=_principal_name(ctx)
+        )
+
+    async def _workflow(
+        self, ctx: RequestContext, tool: Tool, args: dict[str, Any]
+    ) -> dict[str, Any]:
+        wf = self.ops.workflow(tool.target)
+        if ctx.route.declares_tasks():
+            started = await self._start_run(ctx, wf.name, args, None)
+            return self.tasks.created(started.execution)
+        if wf.task_support == "required":
+            raise tasks_capability_required(f"tool {tool.name!r} runs only as a task")
+        started = await self._start_run(ctx, wf.name, args, None)
+        view = await self.ops.wait_for_end(started.execution.id, timeout=self.settings.sync_limit_s)
+        return self._final_result(view, tool.name)
+
+    def _final_result(self, view: RunView, tool_name: str) -> dict[str, Any]:
+        task = self.tasks.render(view, elicitation=False)
+        if task["status"] == "completed":
+            result: dict[str, Any] = task["result"]
+            return result
+        if task["status"] == "failed":
+            err = task["error"]
+            raise _WorkflowProtocolError(err["code"], err["message"], err.get("data"))
+        if task["status"] == "cancelled":
+            return results.tool_error(
+                "cancelled", "the run was cancelled", execution_id=view.current.id
+            )
+        return results.tool_error(
+            "still_running",
+            f"the run did not finish within {self.settings.sync_limit_s:g}s; it goes on. "
+            "Declare the io.modelcontextprotocol/tasks extension to get a task instead.",
+            execution_id=view.current.id,
+        )
+
+    async def _start(self, ctx: RequestContext, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
+        sa = parse_params(StartArgs, args)
+        started = await self._start_run(ctx, tool.target, sa.body, sa.idempotency_key)
+        if ctx.route.declares_tasks():
+            return self.tasks.created(started.execution)
+        view = await self.ops.get(started.execution.id)
+        if self.settings.start_wait_s > 0:
+            view = await self.ops.wait_for_end(
+                view.requested.id, timeout=self.settings.start_wait_s
+            )
+        out = results.summary(view)
+        out["deduped"] = started.deduped
+        return results.text_result(out)
+
+    async def _watch(self, ctx: RequestContext, view: RunView, timeout: float) -> dict[str, Any]:
+        """Progress notifications on every visible change until the run ends or parks."""
+        progress = 0
+        last: tuple[str, str | None, int] | None = None
+
+        def stop(row: Any) -> bool:
+            return row.status in ENDED_STATUSES or row.status == "waiting"
+
+        async def emit(v: RunView) -> None:
+            nonlocal progress, last
+            marker = (v.current.status, v.current.details, len(v.current.waits))
+            if marker == last or ctx.progress_token is None:
+                return
+            last = marker
+            progress += 1
+            await ctx.notify(
+                "notifications/progress",
+                {
+                    "progressToken": ctx.progress_token,
+                    "progress": progress,
+                    "message": v.current.details or v.current.status,
+                },
+            )
+
+        deadline = asyncio.get_running_loop().time() + min(timeout, self.settings.watch_limit_s)
+        current = view
+        await emit(current)
+        while not stop(current.current):
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                break
+            seen = current.current.version
+
+            def changed(row: Any, seen: int = seen) -> bool:
+                return bool(row.version != seen or stop(row))
+
+            current = await self.ops.wait_until(view.requested.id, changed, timeout=remaining)
+            await emit(current)
+        out = results.summary(current)
+        out["completed"] = current.current.status in ENDED_STATUSES
+        return results.text_result(out)
+
+    # --- plain tools -------------------------------------------------------------------------
+
+    async def _plain(
+        self, ctx: RequestContext, tool: Tool, params: CallParams, args: dict[str, Any]
+    ) -> dict[str, Any]:
+        td = self.ops.app.tools[tool.target]
+        request_state = None
+        if params.requestState is not None:
+            try:
+                request_state = state.unseal(self.settings.state_key, params.requestState)
+            except ValueError as exc:
+                raise InvalidParams(f"invalid requestState: {exc}") from exc
+            if not isinstance(request_state, dict) or request_state.get("tool") != tool.name:
+                raise InvalidParams("requestState was issued for another tool")
+            request_state = request_state.get("state")
+
+        async def start_task(workflow: str, input_: Any) -> dict[str, Any]:
+            if not ctx.route.declares_tasks():
+                raise tasks_capability_required()
+            started = await self._start_run(ctx, workflow, input_, None)
+            return self.tasks.created(started.execution)
+
+        tctx = ToolContext(
+            name=tool.name,
+            route=ctx.route,
+            principal=ctx.principal,
+            input_responses=params.inputResponses or {},
+            request_state=request_state,
+            progress_token=ctx.progress_token,
+            log_level=_log_level(ctx),
+            _notify=ctx.notify,
+            _start_task=start_task,
+        )
+        try:
+            value = await td.fn(tctx, td.input_adapter.validate_python(args))
+        except InputRequired as need:
+            if ctx.route.era != "modern":
+                return results.tool_error(
+                    "input_required", "this tool needs input that only 2026-07-28 clients can give"
+                )
+            out: dict[str, Any] = {"resultType": "input_required", "inputRequests": need.requests}
+            if need.state is not None:
+                out["requestState"] = state.seal(
+                    self.settings.state_key, {"tool": tool.name, "state": need.state}
+                )
+            return out
+        except ToolError as exc:
+            return results.tool_error("tool_error", exc.message, **(exc.structured or {}))
+        if isinstance(value, dict) and ("content" in value or "resultType" in value):
+            return value
+        return results.text_result(value)
+
+
+class _WorkflowProtocolError(JsonRpcError):
+    """A workflow ended with a JSON-RPC error; a synchronous call answers with it."""
+
+    def __init__(self, code: int, message: str, data: Any) -> None:
+        super().__init__(message, data)
+        self._code = code
+
+    def to_wire(self) -> dict[str, Any]:
+        wire = super().to_wire()
+        wire["code"] = self._code
+        return wire
