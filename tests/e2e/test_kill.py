@@ -5,24 +5,18 @@ runs again (transaction steps by construction, the plain step because no kill la
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import subprocess
-import sys
 from collections import defaultdict
-from collections.abc import Iterator
-from pathlib import Path
 
 import asyncpg
 import pytest
 
 from tests.apps.killable import KILL_POINTS, Receipt, app
+from tests.e2e.conftest import Workers, wait_exit
 from tether.runtime.operations import Operations, RunView
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
-APP_SPEC = "tests/apps/killable.py:app"
 RUNS = 5
 STEPS = ("t1", "plain", "t2", "t3")
 
@@ -35,54 +29,6 @@ COMMITTED_BEFORE_KILL: dict[str, frozenset[str]] = {
     "after_sleep": frozenset({"t1", "plain", "t2"}),
     "before_return": frozenset(STEPS),
 }
-
-
-class Workers:
-    """Worker subprocesses of this test; whatever is still alive is killed on exit."""
-
-    def __init__(self, db_url: str, logs: Path) -> None:
-        self.db_url = db_url
-        self.logs = logs
-        self.procs: list[subprocess.Popen[bytes]] = []
-
-    def spawn(self, label: str, **env: str) -> subprocess.Popen[bytes]:
-        base = {k: v for k, v in os.environ.items() if k != "KILL_AT"}
-        with (self.logs / f"{label}.log").open("wb") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "tether", "worker", APP_SPEC],
-                cwd=REPO,
-                env={**base, "TETHER_DATABASE_URL": self.db_url, "TETHER_POLL_S": "0.1", **env},
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        self.procs.append(proc)
-        return proc
-
-    def log(self, label: str) -> str:
-        return (self.logs / f"{label}.log").read_text("utf-8", errors="replace")
-
-    def kill_all(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(timeout=10)
-
-
-@pytest.fixture
-def workers(db_url: str, tmp_path: Path) -> Iterator[Workers]:
-    ws = Workers(db_url, tmp_path)
-    try:
-        yield ws
-    finally:
-        ws.kill_all()
-
-
-async def _wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> int | None:
-    """The exit code, or None if the process is still running after `timeout` seconds."""
-    try:
-        return await asyncio.to_thread(proc.wait, timeout)
-    except subprocess.TimeoutExpired:
-        return None
 
 
 @pytest.mark.parametrize("point", KILL_POINTS)
@@ -99,7 +45,7 @@ async def test_a_sigkilled_worker_never_causes_a_completed_step_to_run_again(
 
     # One run at a time in worker 1, so the kill never lands inside another run's plain step.
     first = workers.spawn("worker1", KILL_AT=point, TETHER_WORKERS="1", TETHER_LEASE_S="1")
-    code = await _wait_exit(first, 60)
+    code = await wait_exit(first, 60)
     assert code == -signal.SIGKILL, f"worker 1 exited {code}:\n{workers.log('worker1')}"
 
     # A longer lease: worker 2 must not lose a live lease to itself on a slow machine.
@@ -109,7 +55,7 @@ async def test_a_sigkilled_worker_never_causes_a_completed_step_to_run_again(
         for rid in ids:
             views[rid] = await ops.wait_for_end(rid, timeout=60)
     second.send_signal(signal.SIGTERM)
-    code = await _wait_exit(second, 20)
+    code = await wait_exit(second, 20)
     assert code == 0, f"worker 2 exited {code}:\n{workers.log('worker2')}"
 
     rows = await db.fetch("SELECT id, execution_id, step, pid FROM side_effects")

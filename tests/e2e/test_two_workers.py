@@ -3,76 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import signal
-import subprocess
-import sys
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import asyncpg
 import pytest
 
 from tests.apps.killable import app
+from tests.e2e.conftest import Workers, wait_exit
 from tether.runtime.operations import Operations, RunView
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
-APP_SPEC = "tests/apps/killable.py:app"
 RUNS = 300
 STEPS = ("a", "b", "c")
 READY = re.compile(r"worker \S+ running")
-
-
-class Workers:
-    """Worker subprocesses of this test; whatever is still alive is killed on exit."""
-
-    def __init__(self, db_url: str, logs: Path) -> None:
-        self.db_url = db_url
-        self.logs = logs
-        self.procs: list[subprocess.Popen[bytes]] = []
-
-    def spawn(self, label: str, **env: str) -> subprocess.Popen[bytes]:
-        base = {k: v for k, v in os.environ.items() if k != "KILL_AT"}
-        with (self.logs / f"{label}.log").open("wb") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "tether", "worker", APP_SPEC],
-                cwd=REPO,
-                env={**base, "TETHER_DATABASE_URL": self.db_url, "TETHER_POLL_S": "0.1", **env},
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        self.procs.append(proc)
-        return proc
-
-    def log(self, label: str) -> str:
-        return (self.logs / f"{label}.log").read_text("utf-8", errors="replace")
-
-    def kill_all(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(timeout=10)
-
-
-@pytest.fixture
-def workers(db_url: str, tmp_path: Path) -> Iterator[Workers]:
-    ws = Workers(db_url, tmp_path)
-    try:
-        yield ws
-    finally:
-        ws.kill_all()
-
-
-async def _wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> int | None:
-    """The exit code, or None if the process is still running after `timeout` seconds."""
-    try:
-        return await asyncio.to_thread(proc.wait, timeout)
-    except subprocess.TimeoutExpired:
-        return None
 
 
 async def test_two_worker_processes_share_runs_and_run_each_plain_step_once(
@@ -104,7 +51,7 @@ async def test_two_worker_processes_share_runs_and_run_each_plain_step_once(
     for proc in procs.values():
         proc.send_signal(signal.SIGTERM)
     for label, proc in procs.items():
-        code = await _wait_exit(proc, 20)
+        code = await wait_exit(proc, 20)
         assert code == 0, f"{label} exited {code}:\n{workers.log(label)}"
 
     for n, rid in enumerate(ids):

@@ -23,7 +23,7 @@ from tether.runtime.signals import CancelledRun, ContinueAsNew, LeaseGone, Park
 from tether.storage import repo
 from tether.storage.errors import LeaseLost, StorageError
 from tether.storage.repo import Checkpoint, CheckpointResult
-from tether.storage.rows import ExecutionRow
+from tether.storage.rows import ExecutionRow, RunState
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +118,10 @@ async def _execute(
         return await _settle(io, Checkpoint(status="pending", wake_at=wake))
     if row.deadline_at is not None and datetime.now(UTC) >= row.deadline_at:
         return await _settle(io, Checkpoint(status="timed_out", error=_error("timeout")))
-    state = await repo.load_run_state(pool, row.id)
+    if row.attempt == 1 and row.last_event_id == 1:
+        state = RunState((), (), ())  # a run's first claim: nothing recorded or sent yet
+    else:
+        state = await repo.load_run_state(pool, row.id)
     if state.updates:
         await _run_updates(pool, wf, row, io, state.updates, update_timeout)
         state = await repo.load_run_state(pool, row.id)

@@ -22,6 +22,16 @@ async def init_connection(conn: asyncpg.Connection) -> None:
         )
 
 
+class _Connection(asyncpg.Connection):
+    """Pooled connections skip asyncpg's reset query (UNLISTEN, RESET ALL, advisory unlock,
+    CLOSE ALL): Tether keeps no session state on them — LISTEN has its own connection, advisory
+    locks are transaction-scoped — and the reset was half of a worker's round trips. Open
+    transactions are still rolled back on release."""
+
+    def get_reset_query(self) -> str:
+        return ""
+
+
 async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
     """Open a pool on `dsn`. Raises DatabaseUnavailable when the server cannot be reached."""
     async with translated():
@@ -30,6 +40,7 @@ async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asy
             min_size=min_size,
             max_size=max_size,
             init=init_connection,
+            connection_class=_Connection,
             command_timeout=60,
             server_settings={"application_name": "tether"},
         )

@@ -1,0 +1,128 @@
+"""e2e fixtures: worker subprocesses, and a real Tether server (uvicorn on 127.0.0.1, port 0)
+with a raw MCP client over loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+
+from tests.mcp_client import McpClient
+from tether.app import create_app
+from tether.runtime.registry import App
+from tether.settings import Settings
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class Workers:
+    """Worker subprocesses of a test; whatever is still alive is killed on exit."""
+
+    def __init__(self, db_url: str, logs: Path, app_spec: str) -> None:
+        self.db_url = db_url
+        self.logs = logs
+        self.app_spec = app_spec
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def spawn(self, label: str, **env: str) -> subprocess.Popen[bytes]:
+        base = {k: v for k, v in os.environ.items() if k != "KILL_AT"}
+        with (self.logs / f"{label}.log").open("wb") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "tether", "worker", self.app_spec],
+                cwd=REPO,
+                env={**base, "TETHER_DATABASE_URL": self.db_url, "TETHER_POLL_S": "0.1", **env},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        self.procs.append(proc)
+        return proc
+
+    def log(self, label: str) -> str:
+        return (self.logs / f"{label}.log").read_text("utf-8", errors="replace")
+
+    def kill_all(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+@pytest.fixture
+def workers(db_url: str, tmp_path: Path) -> Iterator[Workers]:
+    ws = Workers(db_url, tmp_path, "tests/apps/killable.py:app")
+    try:
+        yield ws
+    finally:
+        ws.kill_all()
+
+
+async def wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> int | None:
+    """The exit code, or None if the process is still running after `timeout` seconds."""
+    try:
+        return await asyncio.to_thread(proc.wait, timeout)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+@contextlib.asynccontextmanager
+async def serve(app: App, db_url: str, **settings: Any) -> AsyncIterator[str]:
+    """Run Tether for `app` on 127.0.0.1 (free port) in this event loop; yields the MCP URL."""
+    defaults: dict[str, Any] = {
+        "database_url": db_url,
+        "poll_s": 0.05,
+        "poll_interval_ms": 100,
+        "janitor_interval_s": 3600.0,
+        "state_key": "test-key",
+    }
+    conf = Settings.model_validate({**defaults, **settings})
+    web = create_app(app, conf, db_url)
+    server = uvicorn.Server(
+        uvicorn.Config(web, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    )
+    task = asyncio.create_task(server.serve())
+    try:
+        async with asyncio.timeout(30):
+            while not server.started:
+                if task.done():
+                    task.result()
+                await asyncio.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        yield f"http://127.0.0.1:{port}{conf.mcp_path}"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 30)
+
+
+ServeFn = Callable[..., contextlib.AbstractAsyncContextManager[str]]
+
+
+@pytest.fixture
+def mcp_server(db_url: str) -> ServeFn:
+    """`async with mcp_server(app) as url:` — a real server on loopback for this test."""
+
+    def _serve(app: App, **settings: Any) -> contextlib.AbstractAsyncContextManager[str]:
+        return serve(app, db_url, **settings)
+
+    return _serve
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[Callable[[str], McpClient]]:
+    clients: list[McpClient] = []
+
+    def make(url: str) -> McpClient:
+        c = McpClient(url)
+        clients.append(c)
+        return c
+
+    yield make
+    for c in clients:
+        await c.aclose()
