@@ -3,6 +3,7 @@ control, so tests can send both well-formed and deliberately broken requests."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from typing import Any
 
@@ -95,3 +96,15 @@ class McpClient:
         assert "result" in body, body
         result: dict[str, Any] = body["result"]
         return result
+
+    async def wait_task(
+        self, task_id: str, statuses: set[str], *, timeout: float = 10.0, **kwargs: Any
+    ) -> dict[str, Any]:
+        """Poll tasks/get until the task reaches one of `statuses` (polling is the protocol);
+        bounded by `timeout`."""
+        async with asyncio.timeout(timeout):
+            while True:
+                task = await self.result("tasks/get", {"taskId": task_id}, **kwargs)
+                if task["status"] in statuses:
+                    return task
+                await asyncio.sleep(0.02)

@@ -3,7 +3,6 @@ approval through tasks/update, read the result."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 
 import pytest
@@ -21,25 +20,27 @@ async def test_a_task_is_created_answered_and_completed_over_http(
     """tools/call → CreateTaskResult; tasks/get → input_required; tasks/update → completed."""
     async with mcp_server(app) as url:
         c = client(url)
-        created = await c.result("tools/call", {
-            "name": "start_document_review",
-            "arguments": {"body": {"title": "Plan", "body": "two words"}},
-        })
+        created = await c.result(
+            "tools/call",
+            {
+                "name": "start_document_review",
+                "arguments": {"body": {"title": "Plan", "body": "two words"}},
+            },
+        )
         assert created["resultType"] == "task" and created["status"] == "working"
         task_id = created["taskId"]
-        async with asyncio.timeout(10):
-            while (task := await c.result("tasks/get", {"taskId": task_id}))["status"] != (
-                "input_required"
-            ):
-                await asyncio.sleep(0.05)
+        task = await c.wait_task(task_id, {"input_required"})
         (key,) = task["inputRequests"]
-        ack = await c.result("tasks/update", {"taskId": task_id, "inputResponses": {
-            key: {"action": "accept", "content": {"decision": "approve", "ticket": "CHG-9"}}}})
+        ack = await c.result(
+            "tasks/update",
+            {
+                "taskId": task_id,
+                "inputResponses": {
+                    key: {"action": "accept", "content": {"decision": "approve", "ticket": "CHG-9"}}
+                },
+            },
+        )
         assert set(ack) <= {"resultType", "_meta"}
-        async with asyncio.timeout(10):
-            while (task := await c.result("tasks/get", {"taskId": task_id}))["status"] != (
-                "completed"
-            ):
-                await asyncio.sleep(0.05)
+        task = await c.wait_task(task_id, {"completed"})
     assert task["result"]["structuredContent"]["ticket"] == "CHG-9"
     assert task["result"]["isError"] is False
