@@ -18,6 +18,7 @@ from tether.runtime import errors as e
 from tether.runtime.operations import Operations
 from tether.runtime.registry import App, ResourceDef
 from tether.tasks.views import iso
+from tether.tools.context import InputRequired
 
 RUN_URI = re.compile(r"^tether://runs/(?P<id>[A-Za-z0-9_]+)(?P<part>/history|/log)?$")
 
@@ -143,7 +144,14 @@ class McpServer:
         ]
         if missing:
             raise InvalidParams(f"missing required arguments: {missing}")
-        return await prompt.fn(ctx, args)
+        try:
+            return await prompt.fn(ctx, args)
+        except InputRequired as need:
+            if ctx.route.era != "modern":
+                raise InvalidParams(
+                    "this prompt needs input only 2026-07-28 clients can give"
+                ) from None
+            return {"resultType": "input_required", "inputRequests": need.requests}
 
     async def complete(self, ctx: RequestContext) -> dict[str, Any]:
         params = parse_params(CompleteParams, ctx.params)

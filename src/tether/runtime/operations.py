@@ -262,7 +262,13 @@ class Operations:
                 raise e.AnswerRejected("; ".join(problems), errors=problems)
             channel = f"{wait['kind']}:{wait['name']}"
             await repo.insert_signal(conn, execution_id, channel, key, response, by)
-            await repo.append_event(conn, execution_id, "answer", {"key": key, "by": by})
+            event = {"key": key, "by": by}
+            rest = [d for d in row.waits if d.get("key") != key]
+            if any(d.get("kind") in w.ANSWERABLE_KINDS for d in rest):
+                # Waits opened together are answered one by one: the others keep their keys.
+                await repo.answer_keep_parked(conn, execution_id, rest, "answer", event)
+            else:
+                await repo.append_event(conn, execution_id, "answer", event)
         return AnswerResult("accepted", execution_id, key)
 
     async def signal(

@@ -92,7 +92,13 @@ class WorkflowDef:
     timeout_s: float | None
     tool: str | None = None
     task_support: Literal["optional", "required"] = "optional"
+    tasks: bool = False
     updates: dict[str, UpdateDef] = field(default_factory=dict)
+
+    @property
+    def serves_tasks(self) -> bool:
+        """Whether its runs are MCP tasks (readable with tasks/get)."""
+        return self.mcp or self.tool is not None or self.tasks
 
     def input_schema(self) -> dict[str, Any]:
         return self.input_adapter.json_schema()
@@ -291,6 +297,7 @@ class App:
         timeout: timedelta | float | None = None,
         tool: bool | str = False,
         task_support: Literal["optional", "required"] = "optional",
+        tasks: bool = False,
     ) -> Callable[[F], F]: ...
 
     def workflow(
@@ -305,6 +312,7 @@ class App:
         timeout: timedelta | float | None = None,
         tool: bool | str = False,
         task_support: Literal["optional", "required"] = "optional",
+        tasks: bool = False,
     ) -> Any:
         """Register `async def wf(ctx, input: Model) -> Out` under `name` (default: its name).
 
@@ -315,7 +323,9 @@ class App:
         <wf>_update_<u>) over MCP. `tool`: also serve the workflow itself as one MCP tool
         (named `tool`, or the workflow's name when True) whose arguments are its input; with
         the Tasks extension it returns a task, without it the call runs to the end
-        (`task_support="required"` refuses such calls with -32021 instead).
+        (`task_support="required"` refuses such calls with -32021 instead). `tasks`: serve
+        its runs as MCP tasks without publishing tools for it (e.g. a workflow that a plain
+        tool hands back with `ctx.start_task`); `mcp` and `tool` imply it.
         """
 
         def register(func: F) -> F:
@@ -337,6 +347,7 @@ class App:
                 timeout_s=seconds(timeout),
                 tool=(wf_name if tool is True else (tool or None)),
                 task_support=task_support,
+                tasks=tasks,
             )
             return func
 

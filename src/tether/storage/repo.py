@@ -236,6 +236,15 @@ async def append_event(conn: Conn, execution_id: str, type_: str, data: Any) -> 
     return int(value) if value is not None else None
 
 
+async def answer_keep_parked(
+    conn: Conn, execution_id: str, waits: list[dict[str, Any]], type_: str, data: Any
+) -> int | None:
+    """Record a partial answer on a parked run (see the query); None if it is not parked."""
+    async with translated():
+        rec = await conn.fetchrow(Q["answer_keep_parked"], execution_id, waits, type_, data)
+    return int(rec["last_event_id"]) if rec else None
+
+
 async def insert_signal(
     conn: Conn, execution_id: str, channel: str, key: str | None, payload: Any, by: str | None
 ) -> int | None:

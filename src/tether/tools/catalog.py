@@ -193,18 +193,20 @@ def _plain(app: App) -> Iterator[Tool]:
 
 
 class Catalog:
-    def __init__(self, tools: list[Tool]) -> None:
+    def __init__(self, tools: list[Tool], task_only: frozenset[str] = frozenset()) -> None:
         self._tools = {t.name: t for t in tools}
         self.listing = [t.definition for t in tools]
+        self._task_workflows = task_only | {
+            t.target for t in tools if t.kind in ("workflow", "start")
+        }
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
     def in_catalog(self, workflow: str) -> bool:
-        """Whether runs of `workflow` are served as tasks (its tools made the catalog)."""
-        return any(
-            t.target == workflow and t.kind in ("workflow", "start") for t in self._tools.values()
-        )
+        """Whether runs of `workflow` are served as tasks: its tools made the catalog, or it
+        is registered with tasks=True."""
+        return workflow in self._task_workflows
 
     @classmethod
     def build(cls, app: App) -> Catalog:
@@ -227,4 +229,5 @@ class Catalog:
         for wf in app.workflows.values():
             if wf.mcp:
                 admit(_generated(wf), f"workflow {wf.name}")
-        return cls(tools)
+        task_only = frozenset(w.name for w in app.workflows.values() if w.tasks)
+        return cls(tools, task_only)

@@ -323,6 +323,10 @@ class ToolService:
         async def start_task(workflow: str, input_: Any) -> dict[str, Any]:
             if not ctx.route.declares_tasks():
                 raise tasks_capability_required()
+            if not self.catalog.in_catalog(workflow):
+                raise ValueError(
+                    f"workflow {workflow!r} is not served as MCP tasks; register it with tasks=True"
+                )
             started = await self._start_run(ctx, workflow, input_, None)
             return self.tasks.created(started.execution)
 

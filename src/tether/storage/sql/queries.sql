@@ -209,6 +209,20 @@ RETURNING e.id, e.cancel_requested;
 -- An event from outside the run (see tether_append_event): NULL when the run has ended.
 SELECT tether_append_event($1, $2, $3) AS event_id;
 
+-- name: answer_keep_parked
+-- An answer to one of several open waits of a park: drop that wait and record the event, but
+-- leave the run parked — the other waits keep their keys until the last one is answered.
+WITH ex AS (
+    UPDATE executions SET
+        waits = $2, last_event_id = last_event_id + 1, version = version + 1, updated_at = now()
+    WHERE id = $1 AND status = 'waiting'
+    RETURNING id, last_event_id
+), ev AS (
+    INSERT INTO history (execution_id, event_id, type, data)
+    SELECT id, last_event_id, $3, $4 FROM ex
+)
+SELECT ex.last_event_id, pg_notify('tether_change', ex.id)::text AS notified FROM ex;
+
 -- name: insert_signal
 -- Buffer an input for the run; a key makes it idempotent (no row back: the key was answered).
 INSERT INTO signals (execution_id, channel, key, payload, by_principal)
