@@ -122,6 +122,9 @@ def _modern(msg: Message, headers: Mapping[str, str]) -> Route:
         )
     if header != codes.MODERN_VERSION:
         raise UnsupportedProtocolVersion(header, [codes.MODERN_VERSION])
+    if msg.is_notification and meta is None:
+        _check_method(msg, headers)  # `_meta` is required on requests, not on notifications
+        return Route("modern", header)
     if meta is None:
         raise InvalidMeta("params._meta is required")
     if not isinstance(meta_version, str):

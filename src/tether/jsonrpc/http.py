@@ -161,7 +161,7 @@ class McpEndpoint:
                 self.router.resolve(msg.method, route.era)
             except JsonRpcError as exc:
                 return _error(msg.id, exc)
-            return self._stream(ctx, msg.id)
+            return await self._stream(ctx, msg.id)
         try:
             result = await self.router.dispatch(ctx)
         except JsonRpcError as exc:
@@ -170,11 +170,14 @@ class McpEndpoint:
             self.on_result(ctx, result)
         return _json(codec.encode_result(msg.id, result))
 
-    def _stream(self, ctx: RequestContext, request_id: codec.RequestId) -> Response:
-        queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+    async def _stream(self, ctx: RequestContext, request_id: codec.RequestId) -> Response:
+        """SSE scoped to the request — chosen only once the handler has sent a notification.
+        A handler that answers (or fails) before notifying gets a plain JSON response, so
+        its error keeps its HTTP status (a 400 is not hidden inside a 200 stream)."""
+        queue: asyncio.Queue[tuple[bool, bytes, int]] = asyncio.Queue()  # (final, body, status)
 
         async def notify(method: str, params: dict[str, Any]) -> None:
-            await queue.put(codec.encode_notification(method, params))
+            await queue.put((False, codec.encode_notification(method, params), 200))
 
         ctx.notify = notify
         ctx.streaming = True
@@ -184,17 +187,24 @@ class McpEndpoint:
                 result = await self.router.dispatch(ctx)
                 if self.on_result is not None:
                     self.on_result(ctx, result)
-                await queue.put(codec.encode_result(request_id, result))
+                await queue.put((True, codec.encode_result(request_id, result), 200))
             except JsonRpcError as exc:
-                await queue.put(codec.encode_error(request_id, exc))
-            finally:
-                await queue.put(None)
+                await queue.put((True, codec.encode_error(request_id, exc), exc.http_status))
+
+        task = asyncio.create_task(run())
+        final, body, status = await queue.get()
+        if final:
+            await task
+            return _json(body, status)
 
         async def events() -> AsyncIterator[bytes]:
-            task = asyncio.create_task(run())
             try:
-                while (item := await queue.get()) is not None:
+                yield b"event: message\ndata: " + body + b"\n\n"
+                while True:
+                    done, item, _ = await queue.get()
                     yield b"event: message\ndata: " + item + b"\n\n"
+                    if done:
+                        return
             finally:
                 # The client closing the stream cancels the request (Streamable HTTP).
                 task.cancel()

@@ -61,16 +61,19 @@ class _Entry:
     streams: bool
 
 
+def problems(exc: ValidationError) -> list[dict[str, Any]]:
+    """A pydantic error list reduced to JSON: where, and what (no exception objects)."""
+    return [
+        {"loc": [str(p) for p in e["loc"]], "msg": e["msg"]} for e in exc.errors(include_url=False)
+    ]
+
+
 def parse_params(model: type[M], params: Mapping[str, Any]) -> M:
     """Validate params into `model`; InvalidParams names the failing fields."""
     try:
         return model.model_validate(dict(params))
     except ValidationError as exc:
-        problems = [
-            {"loc": [str(p) for p in e["loc"]], "msg": e["msg"]}
-            for e in exc.errors(include_url=False)
-        ]
-        raise InvalidParams("Invalid params", {"errors": problems}) from exc
+        raise InvalidParams("Invalid params", {"errors": problems(exc)}) from exc
 
 
 class Router:
@@ -111,11 +114,13 @@ class Router:
 
     def resolve(self, method: str, era: Era) -> _Entry:
         entry = self._methods.get(method)
-        if (
-            entry is None
-            or era not in entry.eras
-            or (era == "modern" and method in codes.REMOVED_METHODS)
-        ):
+        if era == "modern" and method in codes.REMOVED_METHODS:
+            raise MethodNotFound(
+                f"Method not found: {method} is not part of {codes.MODERN_VERSION} (use "
+                f"server/discover); served versions: {', '.join(codes.SUPPORTED_VERSIONS)}, "
+                f"the older ones through initialize"
+            )
+        if entry is None or era not in entry.eras:
             raise MethodNotFound(f"Method not found: {method}")
         return entry
 
@@ -127,9 +132,7 @@ class Router:
         except JsonRpcError:
             raise
         except ValidationError as exc:
-            raise InvalidParams(
-                "Invalid params", {"errors": exc.errors(include_url=False)}
-            ) from exc
+            raise InvalidParams("Invalid params", {"errors": problems(exc)}) from exc
         except Exception:
             logger.exception("handler for %s failed", ctx.method)
             raise InternalError("Internal error") from None

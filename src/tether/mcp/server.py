@@ -77,6 +77,7 @@ class McpServer:
         router.add("server/discover", self.discover)
         router.add("initialize", self.initialize, eras=("legacy",))
         router.add("ping", self.ping, eras=("legacy",))
+        router.add("logging/setLevel", self.ping, eras=("legacy",))
         router.add("prompts/list", self.prompts_list, eras=both)
         router.add("prompts/get", self.prompts_get, eras=both)
         router.add("resources/list", self.resources_list, eras=both)

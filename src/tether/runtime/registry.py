@@ -136,6 +136,7 @@ class ToolDef:
 
     name: str
     fn: Callable[..., Awaitable[Any]]
+    takes_input: bool
     input_adapter: TypeAdapter[Any]
     description: str | None
     title: str | None
@@ -259,6 +260,7 @@ class App:
             self._tools[tool_name] = ToolDef(
                 name=tool_name,
                 fn=func,
+                takes_input=input_type is not type(None),
                 input_adapter=TypeAdapter(input_type if input_type is not type(None) else Any),
                 description=description or inspect.getdoc(func),
                 title=title,

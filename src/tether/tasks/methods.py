@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from tether.jsonrpc.errors import InvalidParams, Unavailable, tasks_capability_required
+from tether.jsonrpc.headers import Era
 from tether.jsonrpc.router import RequestContext, Router, parse_params
 from tether.runtime import errors as e
 from tether.tasks.service import TaskInputRefused, TaskNotFound, TaskService
@@ -73,6 +74,9 @@ def register(router: Router, service: TaskService) -> None:
             raise Unavailable(exc.message) from exc
         return {}
 
-    router.add("tasks/get", get)
-    router.add("tasks/update", update)
-    router.add("tasks/cancel", cancel)
+    # Registered for the 2025 revisions too, so their tasks/* calls get the -32021 of the
+    # capability gate (DESIGN.md §5: older clients never get tasks) rather than -32601.
+    both: tuple[Era, ...] = ("modern", "legacy")
+    router.add("tasks/get", get, eras=both)
+    router.add("tasks/update", update, eras=both)
+    router.add("tasks/cancel", cancel, eras=both)

@@ -342,7 +342,10 @@ class ToolService:
             _start_task=start_task,
         )
         try:
-            value = await td.fn(tctx, td.input_adapter.validate_python(args))
+            if td.takes_input:
+                value = await td.fn(tctx, td.input_adapter.validate_python(args))
+            else:
+                value = await td.fn(tctx)
         except InputRequired as need:
             if ctx.route.era != "modern":
                 return results.tool_error(

@@ -1,0 +1,487 @@
+"""The header ladder `tether.jsonrpc.headers.check` (pure): era detection, the version header,
+required `_meta`, `Mcp-Method`, `Mcp-Name` and the Base64 sentinel. Spec: MCP 2026-07-28
+transports/streamable-http and SEP-2243 (digest §2.2-§2.4), ext-tasks routing headers (§7.9);
+the missing-`Mcp-Name`-on-`tasks/*` leniency is our choice (DESIGN.md §5, checklist 42)."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tether.jsonrpc import codes
+from tether.jsonrpc.codec import Message
+from tether.jsonrpc.errors import (
+    HeaderMismatch,
+    InvalidMeta,
+    InvalidParams,
+    JsonRpcError,
+    UnsupportedProtocolVersion,
+)
+from tether.jsonrpc.headers import Route, check, decode_header_value, is_legacy
+
+V = codes.MODERN_VERSION
+TASKS_CAPS: dict[str, Any] = {"elicitation": {}, "extensions": {codes.TASKS_EXTENSION: {}}}
+_MISSING: Any = object()
+
+# Header-safe text as a server would meet it after HTTP parsing: no control characters and
+# no surrogates (those cannot be UTF-8 encoded).
+unicode_names = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=60
+)
+
+
+def meta(
+    version: Any = V, caps: Any = _MISSING, **extra: Any
+) -> dict[str, Any]:  # a valid _meta by default
+    out: dict[str, Any] = {}
+    if version is not _MISSING:
+        out[codes.META_PROTOCOL_VERSION] = version
+    out[codes.META_CLIENT_CAPABILITIES] = {} if caps is _MISSING else caps
+    out.update(extra)
+    return out
+
+
+def request(method: str, params: Any = _MISSING, *, request_id: int | None = 1) -> Message:
+    """A request whose params default to `{"_meta": meta()}`; `params=None` sends null."""
+    if params is _MISSING:
+        return Message(method, {"_meta": meta()}, request_id, True)
+    return Message(method, params, request_id, True)
+
+
+def headers(method: str | None, name: str | None = None, **extra: str) -> dict[str, str]:
+    """Lower-cased header names, as the endpoint hands them to the ladder."""
+    h = {codes.H_PROTOCOL_VERSION: V}
+    if method is not None:
+        h[codes.H_METHOD] = method
+    if name is not None:
+        h[codes.H_NAME] = name
+    h.update({k.lower(): v for k, v in extra.items()})
+    return h
+
+
+def b64(text: str) -> str:
+    return "=?base64?" + base64.b64encode(text.encode()).decode() + "?="
+
+
+def refused(msg: Message, hdrs: dict[str, str]) -> JsonRpcError:
+    with pytest.raises(JsonRpcError) as caught:
+        check(msg, hdrs)
+    return caught.value
+
+
+# --- a well-formed modern request ---------------------------------------------------------------
+
+
+def test_a_well_formed_request_yields_a_modern_route_with_its_capabilities() -> None:
+    """The route carries the era, the version, the request's own capabilities and clientInfo."""
+    info = {"name": "c", "version": "1"}
+    msg = request("tools/list", {"_meta": meta(caps=TASKS_CAPS, **{codes.META_CLIENT_INFO: info})})
+    route = check(msg, headers("tools/list"))
+    assert (route.era, route.version, route.capabilities) == ("modern", V, TASKS_CAPS)
+    assert route.client_info == info
+    assert route.declares_tasks()
+
+
+def test_client_info_is_not_required() -> None:
+    """`_meta` without clientInfo is served (checklist 24)."""
+    route = check(request("server/discover"), headers("server/discover"))
+    assert route.client_info is None
+
+
+# --- §2.4 version handling ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [None, "", "   "])
+def test_a_missing_or_blank_version_header_is_a_header_mismatch(value: str | None) -> None:
+    """A modern-only request without `MCP-Protocol-Version` → -32020 (checklist 15)."""
+    h = headers("server/discover")
+    if value is None:
+        del h[codes.H_PROTOCOL_VERSION]
+    else:
+        h[codes.H_PROTOCOL_VERSION] = value
+    assert isinstance(refused(request("server/discover"), h), HeaderMismatch)
+
+
+def test_a_version_header_that_differs_from_meta_is_a_header_mismatch() -> None:
+    """Header 2026-07-28, `_meta` 2099-01-01 → -32020 (checklist 16)."""
+    msg = request("server/discover", {"_meta": meta("2099-01-01")})
+    assert isinstance(refused(msg, headers("server/discover")), HeaderMismatch)
+
+
+def test_the_mismatch_is_reported_before_an_unsupported_version() -> None:
+    """Header 1900-01-01 and `_meta` 2026-07-28 differ: -32020 comes first (digest §2.4 order)."""
+    h = headers("server/discover")
+    h[codes.H_PROTOCOL_VERSION] = "1900-01-01"
+    assert isinstance(refused(request("server/discover"), h), HeaderMismatch)
+
+
+@pytest.mark.parametrize("version", ["1900-01-01", "2025-11-25", "2025-06-18", "2099-01-01"])
+def test_an_unserved_version_named_in_both_places_is_unsupported(version: str) -> None:
+    """Header and `_meta` agree on a version not served under the 2026 envelope → -32022 with
+    `data.supported` (non-empty, holding 2026-07-28) and `data.requested` (checklist 17, 19)."""
+    msg = request("server/discover", {"_meta": meta(version)})
+    h = headers("server/discover")
+    h[codes.H_PROTOCOL_VERSION] = version
+    exc = refused(msg, h)
+    assert isinstance(exc, UnsupportedProtocolVersion)
+    assert exc.code == codes.UNSUPPORTED_PROTOCOL_VERSION
+    assert exc.data["requested"] == version
+    assert codes.MODERN_VERSION in exc.data["supported"]
+    assert all(isinstance(v, str) for v in exc.data["supported"])
+    assert version not in exc.data["supported"]
+
+
+def test_an_unserved_header_version_without_meta_is_unsupported() -> None:
+    """With no `_meta` version to compare, an unknown header version → -32022."""
+    h = headers("server/discover")
+    h[codes.H_PROTOCOL_VERSION] = "1900-01-01"
+    exc = refused(request("server/discover", {"_meta": meta(_MISSING)}), h)
+    assert isinstance(exc, UnsupportedProtocolVersion)
+
+
+def test_the_version_header_value_is_trimmed() -> None:
+    """Optional whitespace around a header value is not part of it (RFC 9110)."""
+    h = headers("server/discover")
+    h[codes.H_PROTOCOL_VERSION] = f"  {V}\t"
+    assert check(request("server/discover"), h).version == V
+
+
+# --- §1.1 required _meta --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        pytest.param(None, id="params-null"),
+        pytest.param({}, id="no-meta"),
+        pytest.param({"_meta": "x"}, id="meta-not-object"),
+        pytest.param({"_meta": meta(_MISSING)}, id="no-protocolVersion"),
+        pytest.param({"_meta": meta(20260728)}, id="protocolVersion-not-string"),
+        pytest.param({"_meta": {codes.META_PROTOCOL_VERSION: V}}, id="no-clientCapabilities"),
+        pytest.param({"_meta": meta(caps="x")}, id="clientCapabilities-string"),
+        pytest.param({"_meta": meta(caps=[])}, id="clientCapabilities-array"),
+        pytest.param({"_meta": meta(caps=None)}, id="clientCapabilities-null"),
+        pytest.param([1, 2], id="params-array"),
+    ],
+)
+def test_a_missing_or_malformed_required_meta_key_is_invalid_meta(params: Any) -> None:
+    """Missing params, `_meta`, protocolVersion or clientCapabilities (or the wrong type)
+    → -32602 sent with HTTP 400 (checklist 20-23, 25)."""
+    exc = refused(request("server/discover", params), headers("server/discover"))
+    assert isinstance(exc, InvalidMeta)
+    assert isinstance(exc, InvalidParams)
+    assert (exc.code, exc.http_status) == (codes.INVALID_PARAMS, 400)
+
+
+def test_the_meta_check_runs_before_the_method_header_check() -> None:
+    """Digest §2.4 order: a missing `_meta` key (step 6) is reported before a missing
+    `Mcp-Method` (step 7)."""
+    exc = refused(request("tools/list", {}), headers(None))
+    assert isinstance(exc, InvalidMeta)
+
+
+# --- §2.2 Mcp-Method ------------------------------------------------------------------------------
+
+
+def test_a_request_without_mcp_method_is_a_header_mismatch() -> None:
+    """`Mcp-Method` is required on every request (checklist 27)."""
+    assert isinstance(refused(request("tools/list"), headers(None)), HeaderMismatch)
+
+
+@pytest.mark.parametrize("value", ["server/discover", "TOOLS/LIST", "tools/list/", "tools"])
+def test_an_mcp_method_that_differs_from_the_body_is_a_header_mismatch(value: str) -> None:
+    """Values compare exactly and case-sensitively (checklist 28, 29)."""
+    assert isinstance(refused(request("tools/list"), headers(value)), HeaderMismatch)
+
+
+def test_the_mcp_method_value_is_trimmed() -> None:
+    """Surrounding whitespace is not part of the value."""
+    assert check(request("tools/list"), headers(" tools/list  ")).era == "modern"
+
+
+def test_a_notification_may_omit_mcp_method() -> None:
+    """Header rules for notification POSTs are not defined by 2026-07-28; they pass."""
+    msg = request("notifications/cancelled", {"_meta": meta()}, request_id=None)
+    assert check(msg, headers(None)).era == "modern"
+
+
+# --- §2.2 Mcp-Name --------------------------------------------------------------------------------
+
+NAMED = [
+    ("tools/call", "name", "sync_tool"),
+    ("prompts/get", "name", "greeting"),
+    ("resources/read", "uri", "fixture://hello"),
+    ("tasks/get", "taskId", "ex_abc"),
+    ("tasks/update", "taskId", "ex_abc"),
+    ("tasks/cancel", "taskId", "ex_abc"),
+]
+
+
+def named(method: str, field: str, value: Any) -> Message:
+    return request(method, {field: value, "_meta": meta(caps=TASKS_CAPS)})
+
+
+@pytest.mark.parametrize(("method", "field", "value"), NAMED)
+def test_a_matching_mcp_name_is_accepted(method: str, field: str, value: str) -> None:
+    """`Mcp-Name` equal to the body's name / uri / taskId passes (checklist 38)."""
+    assert check(named(method, field, value), headers(method, value)).era == "modern"
+
+
+@pytest.mark.parametrize(("method", "field", "value"), NAMED)
+def test_a_differing_mcp_name_is_a_header_mismatch(method: str, field: str, value: str) -> None:
+    """Every method that mirrors a body field refuses a different `Mcp-Name` (checklist 32,
+    39-41)."""
+    exc = refused(named(method, field, value), headers(method, "other"))
+    assert isinstance(exc, HeaderMismatch)
+
+
+@pytest.mark.parametrize(
+    ("method", "field", "value"), [n for n in NAMED if not n[0].startswith("tasks/")]
+)
+def test_a_missing_mcp_name_is_a_header_mismatch_for_core_methods(
+    method: str, field: str, value: str
+) -> None:
+    """tools/call, prompts/get and resources/read require `Mcp-Name` (checklist 31)."""
+    assert isinstance(refused(named(method, field, value), headers(method)), HeaderMismatch)
+
+
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
+def test_a_missing_mcp_name_is_tolerated_on_tasks_methods(method: str) -> None:
+    """Our choice for interop: widely used clients omit it on tasks/* (checklist 42)."""
+    assert check(named(method, "taskId", "ex_abc"), headers(method)).era == "modern"
+
+
+def test_mcp_name_is_case_sensitive() -> None:
+    """`SYNC_TOOL` does not name `sync_tool`."""
+    exc = refused(named("tools/call", "name", "sync_tool"), headers("tools/call", "SYNC_TOOL"))
+    assert isinstance(exc, HeaderMismatch)
+
+
+def test_mcp_name_on_a_method_without_a_name_is_ignored() -> None:
+    """Nothing to mirror on tools/list: a stray `Mcp-Name` is ignored (digest §9.11)."""
+    assert check(request("tools/list"), headers("tools/list", "=?base64?!!?=")).era == "modern"
+
+
+def test_mcp_name_without_the_body_field_is_left_to_the_params_check() -> None:
+    """No `params.taskId` to compare: the ladder passes it on; the params check answers
+    -32602 (digest §9.9, checklist 108)."""
+    msg = request("tasks/get", {"_meta": meta(caps=TASKS_CAPS)})
+    assert check(msg, headers("tasks/get", "ex_abc")).era == "modern"
+
+
+def test_the_method_header_is_checked_before_the_name_header() -> None:
+    """A tasks/get body sent as `Mcp-Method: tasks/cancel` is refused on the method, whatever
+    the name (checklist 43)."""
+    msg = named("tasks/get", "taskId", "ex_abc")
+    assert isinstance(refused(msg, headers("tasks/cancel", "ex_abc")), HeaderMismatch)
+
+
+# --- §2.3 the Base64 sentinel ---------------------------------------------------------------------
+
+
+def test_a_base64_encoded_name_is_decoded_before_comparing() -> None:
+    """`=?base64?c3luY190b29s?=` names `sync_tool` (checklist 33)."""
+    msg = named("tools/call", "name", "sync_tool")
+    assert check(msg, headers("tools/call", b64("sync_tool"))).era == "modern"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param("=?base64?SGVsbG8?=", id="bad-padding"),
+        pytest.param("=?base64?SGVs!!!bG8=?=", id="invalid-alphabet"),
+        pytest.param("=?base64?SGVsbG8=\n?=", id="newline-inside"),
+        pytest.param("=?base64?SGVs bG8=?=", id="space-inside"),
+        pytest.param("=?base64?SGVsbG8===?=", id="too-much-padding"),
+        pytest.param("=?base64?SGV=sbG8?=", id="padding-in-the-middle"),
+        pytest.param("=?base64?" + base64.b64encode(b"\xff\xfe").decode() + "?=", id="not-utf8"),
+    ],
+)
+def test_an_undecodable_sentinel_is_a_header_mismatch(value: str) -> None:
+    """Bad padding, characters outside the alphabet, or bytes that are not UTF-8 → -32020
+    (checklist 34, 35)."""
+    exc = refused(named("tools/call", "name", "Hello"), headers("tools/call", value))
+    assert isinstance(exc, HeaderMismatch)
+
+
+def test_an_uppercase_marker_is_taken_literally() -> None:
+    """`=?BASE64?…?=` is not the sentinel, so it mismatches `sync_tool` (checklist 36) and
+    matches a body that literally holds it."""
+    literal = "=?BASE64?c3luY190b29s?="
+    exc = refused(named("tools/call", "name", "sync_tool"), headers("tools/call", literal))
+    assert isinstance(exc, HeaderMismatch)
+    assert check(named("tools/call", "name", literal), headers("tools/call", literal))
+
+
+@pytest.mark.parametrize("literal", ["=?base64?c3luY190b29s", "c3luY190b29s?=", "?base64?x?="])
+def test_a_half_sentinel_is_taken_literally(literal: str) -> None:
+    """A missing prefix or suffix means no encoding (digest §2.3)."""
+    assert decode_header_value(literal, "Mcp-Name") == literal
+
+
+def test_a_plain_value_that_looks_like_a_sentinel_travels_encoded() -> None:
+    """A name that itself starts with `=?base64?` and ends with `?=` must be encoded by the
+    client; the server decodes it back to the literal name."""
+    name = "=?base64?abc?="
+    assert check(named("tools/call", "name", name), headers("tools/call", b64(name)))
+
+
+@pytest.mark.parametrize("raw", ["  sync_tool  ", "\tsync_tool", "sync_tool \t"])
+def test_surrounding_whitespace_is_trimmed(raw: str) -> None:
+    """`Mcp-Name:   sync_tool  ` names `sync_tool` (checklist 37)."""
+    assert check(named("tools/call", "name", "sync_tool"), headers("tools/call", raw))
+
+
+@pytest.mark.parametrize("raw", ["a\x00b", "a\x7fb", "a\x1bb", "a\nb"])
+def test_control_characters_in_a_plain_value_are_a_header_mismatch(raw: str) -> None:
+    """A header value with characters HTTP forbids is a validation failure (digest §2.4)."""
+    with pytest.raises(HeaderMismatch):
+        decode_header_value(raw, "Mcp-Name")
+
+
+@given(unicode_names)
+def test_any_unicode_name_round_trips_through_the_sentinel(name: str) -> None:
+    """Base64 of any UTF-8 name decodes to the same name, and the ladder accepts the call."""
+    assert decode_header_value(b64(name), "Mcp-Name") == name
+    assert check(named("tools/call", "name", name), headers("tools/call", b64(name)))
+
+
+@given(unicode_names, unicode_names)
+def test_an_encoded_name_never_matches_a_different_body(header_name: str, body_name: str) -> None:
+    """Decoding never makes two different names equal."""
+    msg = named("tools/call", "name", body_name)
+    if header_name == body_name:
+        assert check(msg, headers("tools/call", b64(header_name)))
+    else:
+        with pytest.raises(HeaderMismatch):
+            check(msg, headers("tools/call", b64(header_name)))
+
+
+@given(st.text(max_size=60))
+def test_decoding_any_header_text_returns_text_or_header_mismatch(raw: str) -> None:
+    """decode_header_value never raises anything but HeaderMismatch."""
+    try:
+        value = decode_header_value(raw, "Mcp-Name")
+    except HeaderMismatch:
+        return
+    assert isinstance(value, str)
+
+
+@given(st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=!?"))
+def test_decoding_base64ish_sentinels_returns_text_or_header_mismatch(inner: str) -> None:
+    """Near-Base64 payloads inside the sentinel decode or are refused, never crash."""
+    try:
+        value = decode_header_value(f"=?base64?{inner}?=", "Mcp-Name")
+    except HeaderMismatch:
+        return
+    assert base64.b64encode(value.encode()).decode() == inner
+
+
+# --- era detection (digest §2.4 "Era first") ------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18"])
+def test_an_initialize_without_2026_markers_is_legacy_at_its_version(version: str) -> None:
+    """`initialize` with no 2026 header and no `_meta` version is answered the legacy way, at
+    the version it asked for (checklist 47)."""
+    msg = request(
+        "initialize",
+        {"protocolVersion": version, "capabilities": {"roots": {}}, "clientInfo": {}},
+    )
+    assert is_legacy(msg, {})
+    route = check(msg, {})
+    assert (route.era, route.version, route.capabilities) == ("legacy", version, {"roots": {}})
+
+
+def test_a_legacy_initialize_asking_an_unknown_version_gets_the_newest_legacy_one() -> None:
+    """Version negotiation: an unknown requested version is answered with the latest legacy
+    revision the server speaks."""
+    msg = request("initialize", {"protocolVersion": "2024-11-05", "capabilities": {}})
+    assert check(msg, {}).version == codes.LEGACY_VERSIONS[0]
+
+
+def test_the_initialized_notification_without_a_header_is_legacy() -> None:
+    """The handshake's notification travels before any version header."""
+    msg = request("notifications/initialized", {}, request_id=None)
+    assert check(msg, {}).era == "legacy"
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18"])
+def test_a_legacy_version_header_without_2026_meta_is_legacy_and_needs_no_mcp_method(
+    version: str,
+) -> None:
+    """After a legacy `initialize`, requests carry only the version header (digest §2.2)."""
+    msg = request("tools/call", {"name": "sync_tool", "arguments": {}})
+    route = check(msg, {codes.H_PROTOCOL_VERSION: version})
+    assert (route.era, route.version) == ("legacy", version)
+
+
+def test_an_initialize_with_the_2026_envelope_is_modern() -> None:
+    """A 2026-style `initialize` takes the modern ladder (and the router answers -32601)."""
+    assert check(request("initialize"), headers("initialize")).era == "modern"
+    assert not is_legacy(request("initialize"), {})
+
+
+def test_a_legacy_header_with_a_2026_meta_version_is_modern_and_mismatched() -> None:
+    """`_meta` names 2026-07-28, so the request is modern; its header then differs → -32020."""
+    h = headers("tools/list")
+    h[codes.H_PROTOCOL_VERSION] = "2025-11-25"
+    assert not is_legacy(request("tools/list"), h)
+    assert isinstance(refused(request("tools/list"), h), HeaderMismatch)
+
+
+def test_a_request_with_no_version_anywhere_is_not_legacy() -> None:
+    """Without a header or `initialize`, a request is modern and refused for the missing
+    header (digest §2.2: pre-2025-06-18 clients are not served)."""
+    msg = request("tools/list", {"_meta": meta(_MISSING)})
+    assert not is_legacy(msg, {})
+    assert isinstance(refused(msg, {codes.H_METHOD: "tools/list"}), HeaderMismatch)
+
+
+# --- what the route tells the handlers ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("caps", "declares"),
+    [
+        (TASKS_CAPS, True),
+        ({"extensions": {codes.TASKS_EXTENSION: {}}}, True),
+        ({}, False),
+        ({"tasks": {"requests": {"tools": {"call": {}}}}}, False),  # legacy capability only
+        ({"extensions": {codes.TASKS_EXTENSION: True}}, False),
+        ({"extensions": ["io.modelcontextprotocol/tasks"]}, False),
+        ({"extensions": {"io.example/other": {}}}, False),
+    ],
+)
+def test_only_the_tasks_extension_object_declares_tasks(
+    caps: dict[str, Any], declares: bool
+) -> None:
+    """The extension counts only as `extensions["io.modelcontextprotocol/tasks"]` = an object;
+    a legacy `tasks` capability does not count (checklist 74)."""
+    assert Route("modern", V, caps).declares_tasks() is declares
+
+
+def test_a_legacy_route_never_declares_tasks() -> None:
+    """Under a legacy version the extension does not exist (checklist 79)."""
+    assert not Route("legacy", "2025-11-25", TASKS_CAPS).declares_tasks()
+
+
+@pytest.mark.parametrize(
+    ("elicitation", "modes"),
+    [
+        (_MISSING, frozenset()),
+        ({}, frozenset({"form"})),
+        ({"form": {}}, frozenset({"form"})),
+        ({"url": {}}, frozenset({"url"})),
+        ({"form": {}, "url": {}}, frozenset({"form", "url"})),
+        ("yes", frozenset()),
+    ],
+)
+def test_elicitation_modes_follow_the_declaration(elicitation: Any, modes: frozenset[str]) -> None:
+    """`{}` means form only; absent means none (MCP client/elicitation)."""
+    caps = {} if elicitation is _MISSING else {"elicitation": elicitation}
+    assert Route("modern", V, caps).elicitation_modes() == modes
