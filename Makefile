@@ -17,16 +17,16 @@ $(BIN)/tether: pyproject.toml
 serve: $(BIN)/tether
 	$(BIN)/tether serve $(APP) --port $(PORT)
 
-test: $(BIN)/tether
+test: lint
 	$(BIN)/python -m pytest
 
 lint: $(BIN)/tether
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
+	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-check: lint test
+check: test
 
 bench: $(BIN)/tether
 	$(BIN)/python -m pip install --quiet -e '.[bench]'

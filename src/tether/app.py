@@ -25,7 +25,6 @@ from tether.jsonrpc.router import RequestContext, Router
 from tether.mcp.server import McpServer, ServerInfo
 from tether.runtime.registry import App
 from tether.runtime.service import Runtime, running
-from tether.runtime.worker import WorkerSettings
 from tether.settings import Settings
 from tether.tasks import methods as task_methods
 from tether.tasks.service import TaskService
@@ -89,16 +88,10 @@ def create_app(app: App, settings: Settings, dsn: str, *, run_workers: bool = Tr
 
     @contextlib.asynccontextmanager
     async def lifespan(web: Starlette) -> AsyncIterator[None]:
-        worker_settings = WorkerSettings(
-            concurrency=settings.workers,
-            lease_s=settings.lease_s,
-            poll_s=settings.poll_s,
-            shutdown_grace_s=settings.shutdown_grace_s,
-        )
         async with running(
             dsn,
             app,
-            worker_settings=worker_settings,
+            worker_settings=settings.worker_settings(),
             workers=1 if run_workers else 0,
             janitor_interval_s=settings.janitor_interval_s,
             pool_size=settings.pool_size,

@@ -17,7 +17,6 @@ from tether.loader import DEFAULT_APP, load_app
 from tether.runtime import errors as rt_errors
 from tether.runtime.operations import Operations
 from tether.runtime.service import running
-from tether.runtime.worker import WorkerSettings
 from tether.settings import Settings
 from tether.storage import migrate, pool
 from tether.storage.rows import ExecutionRow
@@ -125,16 +124,10 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        ws = WorkerSettings(
-            concurrency=settings.workers,
-            lease_s=settings.lease_s,
-            poll_s=settings.poll_s,
-            shutdown_grace_s=settings.shutdown_grace_s,
-        )
         async with running(
             dsn,
             app,
-            worker_settings=ws,
+            worker_settings=settings.worker_settings(),
             janitor_interval_s=settings.janitor_interval_s,
             pool_size=settings.pool_size,
         ) as rt:

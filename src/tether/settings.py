@@ -7,6 +7,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from tether.runtime.worker import WorkerSettings
+
 
 class Settings(BaseModel):
     """Process settings. Every field has an environment variable TETHER_<FIELD>."""
@@ -41,3 +43,11 @@ class Settings(BaseModel):
                 values[name] = raw
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls.model_validate(values)
+
+    def worker_settings(self) -> WorkerSettings:
+        return WorkerSettings(
+            concurrency=self.workers,
+            lease_s=self.lease_s,
+            poll_s=self.poll_s,
+            shutdown_grace_s=self.shutdown_grace_s,
+        )

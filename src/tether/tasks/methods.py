@@ -4,6 +4,8 @@ on its own request, checked before anything is looked up."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -31,6 +33,19 @@ def _principal_name(ctx: RequestContext) -> str | None:
     return getattr(p, "name", None) if p is not None else None
 
 
+@contextlib.contextmanager
+def _mapped() -> Iterator[None]:
+    """Domain errors → JSON-RPC errors (the one place that maps them for tasks/*)."""
+    try:
+        yield
+    except TaskNotFound:
+        raise InvalidParams(NOT_FOUND) from None
+    except TaskInputRefused as exc:
+        raise InvalidParams(exc.message, exc.data) from exc
+    except e.Unavailable as exc:
+        raise Unavailable(exc.message) from exc
+
+
 def register(router: Router, service: TaskService) -> None:
     def gate(ctx: RequestContext) -> None:
         if not ctx.route.declares_tasks():
@@ -39,39 +54,23 @@ def register(router: Router, service: TaskService) -> None:
     async def get(ctx: RequestContext) -> dict[str, Any]:
         gate(ctx)
         params = parse_params(TaskParams, ctx.params)
-        try:
+        with _mapped():
             return await service.get(
                 params.taskId, elicitation="form" in ctx.route.elicitation_modes()
             )
-        except TaskNotFound:
-            raise InvalidParams(NOT_FOUND) from None
-        except e.Unavailable as exc:
-            raise Unavailable(exc.message) from exc
 
     async def update(ctx: RequestContext) -> dict[str, Any]:
         gate(ctx)
         params = parse_params(UpdateParams, ctx.params)
-        try:
+        with _mapped():
             await service.update(params.taskId, params.inputResponses, by=_principal_name(ctx))
-        except TaskNotFound:
-            raise InvalidParams(NOT_FOUND) from None
-        except TaskInputRefused as exc:
-            raise InvalidParams(exc.message, exc.data) from exc
-        except e.Unavailable as exc:
-            raise Unavailable(exc.message) from exc
         return {}
 
     async def cancel(ctx: RequestContext) -> dict[str, Any]:
         gate(ctx)
         params = parse_params(TaskParams, ctx.params)
-        try:
+        with _mapped():
             await service.cancel(params.taskId, by=_principal_name(ctx))
-        except TaskNotFound:
-            raise InvalidParams(NOT_FOUND) from None
-        except TaskInputRefused as exc:
-            raise InvalidParams(exc.message, exc.data) from exc
-        except e.Unavailable as exc:
-            raise Unavailable(exc.message) from exc
         return {}
 
     # Registered for the 2025 revisions too, so their tasks/* calls get the -32021 of the
