@@ -23,6 +23,7 @@ from tether.runtime import waits as w
 from tether.runtime.errors import NonDeterminism, StepFailed, WaitTimeout
 from tether.runtime.policy import NO_RETRY, RetryPolicy, seconds
 from tether.runtime.signals import CancelledRun, ContinueAsNew, Park
+from tether.storage.errors import unavailable_only
 from tether.storage.repo import Checkpoint, CheckpointResult, Conn
 from tether.storage.rows import BufferedSignal, ExecutionRow, RunState, StepRecord
 
@@ -196,7 +197,7 @@ class Context:
         adapter = _return_adapter(fn)
         if rec is not None and rec.done:
             return self._replay_step(step_name, rec.result, adapter)
-        async with self._io.acquire() as conn, conn.transaction():
+        async with unavailable_only(), self._io.acquire() as conn, conn.transaction():
             value = await fn(conn, *args, **kwargs)
             encoded = adapter.dump_python(value, mode="json")
             self._record(seq, "transaction", step_name, {"value": encoded})

@@ -21,7 +21,7 @@ from tether.runtime.ids import new_execution_id
 from tether.runtime.registry import App, WorkflowDef
 from tether.runtime.signals import CancelledRun, ContinueAsNew, LeaseGone, Park
 from tether.storage import repo
-from tether.storage.errors import LeaseLost, StorageError
+from tether.storage.errors import LeaseLost, StorageError, translated
 from tether.storage.repo import Checkpoint, CheckpointResult
 from tether.storage.rows import ExecutionRow, RunState
 
@@ -42,7 +42,7 @@ class RunIO:
     release_on_cancel: bool = False
 
     async def write(self, cp: Checkpoint) -> CheckpointResult:
-        async with self.pool.acquire() as conn:
+        async with translated(), self.pool.acquire() as conn:
             return await self.write_in(conn, cp)
 
     async def write_in(self, conn: repo.Conn, cp: Checkpoint) -> CheckpointResult:
@@ -223,7 +223,7 @@ async def _continue_as_new(
     except Exception as exc:  # noqa: BLE001 — bad successor input fails this run, visibly
         return await _settle(io, ctx.take_buffer(status="failed", error=_error("workflow", exc)))
     new_id = new_execution_id()
-    async with pool.acquire() as conn, conn.transaction():
+    async with translated(), pool.acquire() as conn, conn.transaction():
         new = repo.NewExecution(
             id=new_id,
             workflow=target.name,
@@ -275,7 +275,7 @@ async def _run_updates(
                 error = {"type": "UpdateTimeout", "message": f"handler ran over {timeout}s"}
             except Exception as exc:  # noqa: BLE001 — user code: its failure is the update's result
                 error = {"type": type(exc).__name__, "message": str(exc)}
-        async with pool.acquire() as conn:
+        async with translated(), pool.acquire() as conn:
             await repo.finish_update(
                 conn, row.id, io.owner, io.attempt, pending.id, output=output, error=error
             )

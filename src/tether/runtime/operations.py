@@ -25,7 +25,7 @@ from tether.runtime.ids import new_execution_id, new_update_id
 from tether.runtime.policy import seconds
 from tether.runtime.registry import App, WorkflowDef
 from tether.storage import repo
-from tether.storage.errors import DatabaseUnavailable, StorageError
+from tether.storage.errors import DatabaseUnavailable, StorageError, translated
 from tether.storage.notify import CHANGE_CHANNEL, UPDATE_CHANNEL, Listener
 from tether.storage.rows import (
     ENDED_STATUSES,
@@ -91,8 +91,11 @@ def _parse_cursor(cursor: str) -> tuple[datetime, str]:
 
 @contextlib.asynccontextmanager
 async def _storage() -> AsyncIterator[None]:
+    """Storage failures (also those raised outside a query, e.g. acquiring a connection while
+    the server is down) leave as Unavailable, which every surface reports as retryable."""
     try:
-        yield
+        async with translated():
+            yield
     except DatabaseUnavailable as exc:
         raise e.Unavailable() from exc
     except StorageError as exc:

@@ -58,3 +58,13 @@ async def translated() -> AsyncIterator[None]:
         raise IntegrityError(str(exc)) from exc
     except asyncpg.PostgresError as exc:
         raise StorageError(f"database error {exc.sqlstate}: {exc}") from exc
+
+
+@contextlib.asynccontextmanager
+async def unavailable_only() -> AsyncIterator[None]:
+    """Translate only losing the database (not errors of the SQL run inside the block): for
+    user code that runs its own statements, whose failures are its own."""
+    try:
+        yield
+    except _UNAVAILABLE as exc:
+        raise DatabaseUnavailable(f"database unavailable: {type(exc).__name__}") from exc

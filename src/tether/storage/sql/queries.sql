@@ -243,8 +243,12 @@ INSERT INTO updates (id, execution_id, name, input, by_principal) VALUES ($1, $2
 SELECT * FROM updates WHERE id = $1;
 
 -- name: request_cancel
--- Set the cooperative cancel flag on a live run (the event is appended separately).
-UPDATE executions SET cancel_requested = true WHERE id = $1 AND ended_at IS NULL
+-- Set the cooperative cancel flag on a live run (the event is appended separately); a run
+-- waiting out a retry backoff is woken at once, so the cancel does not wait for the backoff.
+UPDATE executions SET
+    cancel_requested = true,
+    wake_at = CASE WHEN status = 'pending' THEN now() ELSE wake_at END
+WHERE id = $1 AND ended_at IS NULL
 RETURNING id;
 
 -- name: terminate_execution
