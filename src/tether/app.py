@@ -25,6 +25,7 @@ from tether.jsonrpc.router import RequestContext, Router
 from tether.mcp.server import McpServer, ServerInfo
 from tether.runtime.registry import App
 from tether.runtime.service import Runtime, running
+from tether.security import Gate
 from tether.settings import Settings
 from tether.tasks import methods as task_methods
 from tether.tasks.service import TaskService
@@ -74,11 +75,18 @@ def build_endpoint(app: App, rt: Runtime, settings: Settings) -> McpEndpoint:
             meta = result.setdefault("_meta", {})
             meta[codes.META_SERVER_INFO] = server_info
 
+    gate = Gate.from_settings(settings.api_tokens, settings.host, settings.allow_unauthenticated)
+
+    def authorize(ctx: RequestContext) -> None:
+        gate.authorize(ctx, catalog.read_only(ctx.params.get("name")))
+
     return McpEndpoint(
         router,
         allowed_hosts=_csv(settings.allowed_hosts),
         allowed_origins=_csv(settings.allowed_origins),
         max_body_bytes=settings.max_body_bytes,
+        authenticate=gate.authenticate,
+        authorize=authorize,
         on_result=stamp,
     )
 

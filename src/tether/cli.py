@@ -17,6 +17,7 @@ from tether.loader import DEFAULT_APP, load_app
 from tether.runtime import errors as rt_errors
 from tether.runtime.operations import Operations
 from tether.runtime.service import running
+from tether.security import new_token
 from tether.settings import Settings
 from tether.storage import migrate, pool
 from tether.storage.rows import ExecutionRow
@@ -41,6 +42,12 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument("--workers", type=int, help="concurrent runs in this process")
 
     sub.add_parser("migrate", help="apply database migrations")
+
+    tokens = sub.add_parser("tokens", help="API tokens")
+    tsub = tokens.add_subparsers(dest="action", required=True)
+    tnew = tsub.add_parser("new", help="make a token; prints it and its TETHER_API_TOKENS entry")
+    tnew.add_argument("name")
+    tnew.add_argument("role", choices=["reader", "operator", "admin"])
 
     runs = sub.add_parser("runs", help="inspect and steer runs")
     runs.add_argument("--app", default=DEFAULT_APP)
@@ -89,6 +96,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _worker(args, settings)
         if args.command == "migrate":
             return _with_db(settings, _migrate)
+        if args.command == "tokens":
+            token, entry = new_token(args.name, args.role)
+            print(f"token (give it to the client, shown once): {token}")
+            print(f"TETHER_API_TOKENS entry (store this):     {entry}")
+            return 0
         return _with_db(settings, lambda dsn: _runs(args, dsn))
     except ValueError as exc:
         print(f"tether: {exc}", file=sys.stderr)

@@ -32,6 +32,10 @@ class Settings(BaseModel):
     allowed_hosts: str = Field("", description="comma-separated Host/Origin names besides loopback")
     allowed_origins: str = Field("", description="comma-separated exact Origins allowed")
     max_body_bytes: int = 4 * 1024 * 1024
+    api_tokens: str = Field("", description="name:role:sha256hex,… (tether tokens new)")
+    allow_unauthenticated: bool = Field(
+        False, description="serve mutations without tokens on a non-loopback address"
+    )
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> Settings:

@@ -24,8 +24,10 @@ UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
 # --- Tether application errors (outside -32768..-32000, as the spec asks) ---------------------
 #: The server is up but cannot serve now (database unreachable, starting up); retry later.
 UNAVAILABLE: Final = -31000
-#: The caller is not authenticated or not allowed to do this.
+#: The caller is authenticated but not allowed to do this.
 UNAUTHORIZED: Final = -31001
+#: The caller did not present valid credentials.
+UNAUTHENTICATED: Final = -31002
 
 #: The HTTP status for each error code; anything not listed is 200.
 HTTP_STATUS: Final = MappingProxyType(
@@ -38,6 +40,7 @@ HTTP_STATUS: Final = MappingProxyType(
         UNSUPPORTED_PROTOCOL_VERSION: 400,
         UNAVAILABLE: 503,
         UNAUTHORIZED: 403,
+        UNAUTHENTICATED: 401,
     }
 )
 

@@ -120,6 +120,12 @@ class Unauthorized(JsonRpcError):
     code = codes.UNAUTHORIZED
 
 
+class Unauthenticated(JsonRpcError):
+    """Not authenticated."""
+
+    code = codes.UNAUTHENTICATED
+
+
 def tasks_capability_required(message: str | None = None) -> MissingRequiredClientCapability:
     """-32021 naming the Tasks extension."""
     return MissingRequiredClientCapability(

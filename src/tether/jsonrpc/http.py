@@ -27,6 +27,7 @@ SSE = "text/event-stream"
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 
 Authenticate = Callable[[Request], Awaitable[Any]]  # returns a principal or raises Unauthorized
+Authorize = Callable[[RequestContext], None]  # raises a JsonRpcError to refuse the request
 ResultHook = Callable[[RequestContext, dict[str, Any]], None]
 
 
@@ -35,7 +36,10 @@ def _json(body: bytes, status: int = 200) -> Response:
 
 
 def _error(request_id: codec.RequestId | None, error: JsonRpcError) -> Response:
-    return _json(codec.encode_error(request_id, error), error.http_status)
+    response = _json(codec.encode_error(request_id, error), error.http_status)
+    if error.http_status == 401:
+        response.headers["WWW-Authenticate"] = 'Bearer realm="tether"'
+    return response
 
 
 def _hostname(value: str) -> str:
@@ -64,6 +68,7 @@ class McpEndpoint:
         allowed_origins: Iterable[str] = (),
         max_body_bytes: int = 4 * 1024 * 1024,
         authenticate: Authenticate | None = None,
+        authorize: Authorize | None = None,
         on_result: ResultHook | None = None,
     ) -> None:
         self.router = router
@@ -71,6 +76,7 @@ class McpEndpoint:
         self.allowed_origins = frozenset(o.lower().rstrip("/") for o in allowed_origins)
         self.max_body_bytes = max_body_bytes
         self.authenticate = authenticate
+        self.authorize = authorize
         self.on_result = on_result
 
     # --- transport checks ---------------------------------------------------------------------
@@ -155,6 +161,11 @@ class McpEndpoint:
             await self.router.deliver(ctx)
             return Response(status_code=202)
         assert msg.id is not None  # noqa: S101 — not a notification
+        if self.authorize is not None:
+            try:
+                self.authorize(ctx)
+            except JsonRpcError as exc:
+                return _error(msg.id, exc)
         accept = request.headers.get("accept", "")
         if self.router.streams(msg.method) and SSE in accept and _wants_notifications(ctx):
             try:

@@ -203,6 +203,12 @@ class Catalog:
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
+    def read_only(self, name: object) -> bool:
+        """Whether the tool is annotated read-only (readers may call it)."""
+        tool = self._tools.get(name) if isinstance(name, str) else None
+        annotations = tool.definition.get("annotations") if tool is not None else None
+        return bool(isinstance(annotations, dict) and annotations.get("readOnlyHint"))
+
     def in_catalog(self, workflow: str) -> bool:
         """Whether runs of `workflow` are served as tasks: its tools made the catalog, or it
         is registered with tasks=True."""

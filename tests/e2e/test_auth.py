@@ -1,0 +1,69 @@
+"""API tokens and roles on the MCP endpoint (DESIGN.md §6): readers read, operators mutate,
+every tasks/* method counts as a mutation, and a server off loopback without tokens fails
+closed for mutations."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tests.e2e.conftest import ServeFn
+from tests.mcp_client import McpClient
+from tether.examples import app
+from tether.jsonrpc import codes
+from tether.security import new_token
+
+pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
+
+START = {"name": "start_long_job", "arguments": {"body": {"steps": 1, "pause_seconds": 0}}}
+
+
+async def test_tokens_gate_reads_and_mutations_by_role(
+    mcp_server: ServeFn, client: Callable[[str], McpClient]
+) -> None:
+    """No token → 401 with a Bearer challenge; a reader may discover, list and read status but
+    not start runs or poll tasks (403); an operator may do both."""
+    reader, reader_entry = new_token("ann", "reader")
+    operator, operator_entry = new_token("bob", "operator")
+    async with mcp_server(app, api_tokens=f"{reader_entry},{operator_entry}") as url:
+        c = client(url)
+        anonymous = await c.request("server/discover")
+        assert anonymous.status_code == 401
+        assert anonymous.headers["www-authenticate"].startswith("Bearer")
+        assert anonymous.json()["error"]["code"] == codes.UNAUTHENTICATED
+        wrong = await c.request("tools/list", headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 401
+
+        as_reader = {"Authorization": f"Bearer {reader}"}
+        as_operator = {"Authorization": f"Bearer {operator}"}
+        assert (await c.request("tools/list", headers=as_reader)).status_code == 200
+        refused = await c.request("tools/call", START, headers=as_reader)
+        assert (refused.status_code, refused.json()["error"]["code"]) == (403, codes.UNAUTHORIZED)
+
+        created = (await c.request("tools/call", START, headers=as_operator)).json()["result"]
+        task_id = created["taskId"]
+        poll = await c.request("tasks/get", {"taskId": task_id}, headers=as_reader)
+        assert (poll.status_code, poll.json()["error"]["code"]) == (403, codes.UNAUTHORIZED)
+        assert (
+            await c.request("tasks/get", {"taskId": task_id}, headers=as_operator)
+        ).status_code == 200
+        status = await c.request(
+            "tools/call",
+            {"name": "long_job_status", "arguments": {"handle": task_id}},
+            headers=as_reader,
+        )
+        assert status.status_code == 200 and status.json()["result"]["isError"] is False
+
+
+async def test_off_loopback_without_tokens_mutations_fail_closed(
+    mcp_server: ServeFn, client: Callable[[str], McpClient]
+) -> None:
+    """Bound to a non-loopback address with no tokens: reads work, mutations are refused."""
+    async with mcp_server(app, host="0.0.0.0") as url:  # noqa: S104 — the setting under test
+        c = client(url)
+        assert (await c.request("tools/list")).status_code == 200
+        refused = await c.request("tools/call", START)
+        assert (refused.status_code, refused.json()["error"]["code"]) == (403, codes.UNAUTHORIZED)
+    async with mcp_server(app, host="0.0.0.0", allow_unauthenticated=True) as url:  # noqa: S104
+        assert (await client(url).request("tools/call", START)).status_code == 200
