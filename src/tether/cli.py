@@ -1,4 +1,4 @@
-"""`tether serve | worker | migrate | runs …`"""
+"""`tether serve | worker | migrate | runs … | conformance …`"""
 
 from __future__ import annotations
 
@@ -76,10 +76,20 @@ def _parser() -> argparse.ArgumentParser:
     for name in ("cancel", "terminate", "retry"):
         cmd = rsub.add_parser(name)
         cmd.add_argument("id")
+
+    # Everything after `conformance` goes to the harness's own parser (tether-conformance).
+    sub.add_parser(
+        "conformance", help="black-box conformance harness (--help for its options)", add_help=False
+    )
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    known, rest = _parser().parse_known_args(argv)
+    if known.command == "conformance":
+        from tether.conformance.cli import main as conformance
+
+        return conformance(rest)
     args = _parser().parse_args(argv)
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"

@@ -4,7 +4,10 @@ lowercase, header-safe ASCII."""
 from __future__ import annotations
 
 import base64
+import re
 import secrets
+
+_EXECUTION_ID = re.compile(r"^ex_[a-z2-7]{32}$")
 
 
 def _token(nbytes: int) -> str:
@@ -21,3 +24,8 @@ def new_update_id() -> str:
 
 def new_worker_id() -> str:
     return "wk_" + _token(10)
+
+
+def is_execution_id(value: str) -> bool:
+    """Whether `value` has the shape of an execution id (cheap check before any query)."""
+    return bool(_EXECUTION_ID.match(value))

@@ -21,11 +21,11 @@ import orjson
 from tether.runtime import errors as e
 from tether.runtime import waits as w
 from tether.runtime.chain import follow
-from tether.runtime.ids import new_execution_id, new_update_id
+from tether.runtime.ids import is_execution_id, new_execution_id, new_update_id
 from tether.runtime.policy import seconds
 from tether.runtime.registry import App, WorkflowDef
 from tether.storage import repo
-from tether.storage.errors import DatabaseUnavailable, StorageError, translated
+from tether.storage.errors import DatabaseUnavailable, InvalidData, StorageError, translated
 from tether.storage.notify import CHANGE_CHANNEL, UPDATE_CHANNEL, Listener
 from tether.storage.rows import (
     ENDED_STATUSES,
@@ -63,6 +63,9 @@ class Page:
     next_cursor: str | None
 
 
+AnswerOutcome = Literal["accepted", "duplicate", "conflict", "not_open"]
+
+
 @dataclass(frozen=True)
 class AnswerResult:
     status: Literal["accepted", "duplicate"]
@@ -98,6 +101,8 @@ async def _storage() -> AsyncIterator[None]:
             yield
     except DatabaseUnavailable as exc:
         raise e.Unavailable() from exc
+    except InvalidData as exc:
+        raise e.InvalidInput("the database refused a value (invalid text or number)") from exc
     except StorageError as exc:
         raise e.Unavailable(f"database error: {exc}") from exc
 
@@ -140,9 +145,11 @@ class Operations:
         """
         wf = self.app.get(workflow)
         value = wf.dump_input(wf.parse_input(input)) if wf.takes_input else None
-        self._check_size(value)
-        if idempotency_key is not None and not (0 < len(idempotency_key) <= 255):
-            raise e.InvalidInput("idempotency key must be 1-255 characters")
+        self._check_payload(value, e.InvalidInput)
+        if idempotency_key is not None and (
+            not (0 < len(idempotency_key) <= 255) or "\x00" in idempotency_key
+        ):
+            raise e.InvalidInput("idempotency key must be 1-255 characters, without NUL")
         retention_s = seconds(retention)
         new_id = new_execution_id()
         new = repo.NewExecution(
@@ -180,6 +187,8 @@ class Operations:
 
         One primary-key read when the run has no successor. Raises ExecutionNotFound.
         """
+        if not is_execution_id(execution_id):
+            raise e.ExecutionNotFound("no run with that id")  # not even the shape of one
         async with _storage():
             row = await repo.get_execution(self.pool, execution_id)
             if row is None:
@@ -243,36 +252,69 @@ class Operations:
         an answered key raises AnswerConflict; a key that is not open raises WaitNotOpen; an
         answer that does not fit raises AnswerRejected. Raises ExecutionNotFound, Unavailable.
         """
-        self._check_size(response)
-        parts = w.parse_key(key)
-        if parts is None or parts.execution_id != execution_id:
-            raise e.WaitNotOpen(f"{key!r} is not a wait key of run {execution_id!r}")
+        (outcome,) = await self.answer_many(execution_id, [(key, response)], by=by)
+        if outcome == "conflict":
+            raise e.AnswerConflict(f"wait {key!r} was already answered differently")
+        if outcome == "not_open":
+            raise e.WaitNotOpen(f"wait {key!r} is not open")
+        return AnswerResult(outcome, execution_id, key)
+
+    async def answer_many(
+        self, execution_id: str, answers: Sequence[tuple[str, Any]], *, by: str | None = None
+    ) -> list[AnswerOutcome]:
+        """Answer several open waits of one run at once, atomically: every answer for an open
+        key is checked before any is delivered, so an AnswerRejected changes nothing. Returns
+        per answer `accepted`, `duplicate` (the same answer was given before), `conflict`
+        (answered differently before) or `not_open`. Raises ExecutionNotFound, Unavailable."""
+        for _, response in answers:
+            self._check_payload(response, e.AnswerRejected)
         async with _storage(), self.pool.acquire() as conn, conn.transaction():
             row = await repo.get_execution(conn, execution_id, lock=True)
             if row is None:
                 raise e.ExecutionNotFound(f"no run {execution_id!r}")
-            prior = await repo.get_signal_by_key(conn, execution_id, key)
-            if prior is not None:
-                if prior.payload == response:
-                    return AnswerResult("duplicate", execution_id, key)
-                raise e.AnswerConflict(f"wait {key!r} was already answered differently")
-            wait = next((d for d in row.waits if d.get("key") == key), None)
-            if wait is None or wait.get("kind") not in w.ANSWERABLE_KINDS:
-                open_keys = [d["key"] for d in row.waits if d.get("kind") in w.ANSWERABLE_KINDS]
-                raise e.WaitNotOpen(f"wait {key!r} is not open", open_keys=open_keys)
-            problems = w.validate_answer(wait, response)
-            if problems:
-                raise e.AnswerRejected("; ".join(problems), errors=problems)
+            open_waits = {d["key"]: d for d in row.waits if d.get("kind") in w.ANSWERABLE_KINDS}
+            outcomes: list[AnswerOutcome] = []
+            deliver: list[tuple[str, dict[str, Any], Any]] = []
+            for key, response in answers:
+                parts = w.parse_key(key)
+                if parts is None or parts.execution_id != execution_id:
+                    outcomes.append("not_open")
+                    continue
+                prior = await repo.get_signal_by_key(conn, execution_id, key)
+                if prior is not None:
+                    outcomes.append("duplicate" if prior.payload == response else "conflict")
+                    continue
+                wait = open_waits.get(key)
+                if wait is None or any(k == key for k, _, _ in deliver):
+                    outcomes.append("not_open")
+                    continue
+                problems = w.validate_answer(wait, response)
+                if problems:
+                    raise e.AnswerRejected(f"{key}: " + "; ".join(problems), errors=problems)
+                deliver.append((key, wait, response))
+                outcomes.append("accepted")
+            await self._deliver(conn, row, deliver, by)
+        return outcomes
+
+    async def _deliver(
+        self,
+        conn: Any,
+        row: ExecutionRow,
+        deliver: list[tuple[str, dict[str, Any], Any]],
+        by: str | None,
+    ) -> None:
+        rest = list(row.waits)
+        for i, (key, wait, response) in enumerate(deliver):
             channel = f"{wait['kind']}:{wait['name']}"
-            await repo.insert_signal(conn, execution_id, channel, key, response, by)
+            await repo.insert_signal(conn, row.id, channel, key, response, by)
             event = {"key": key, "by": by}
-            rest = [d for d in row.waits if d.get("key") != key]
-            if any(d.get("kind") in w.ANSWERABLE_KINDS for d in rest):
+            rest = [d for d in rest if d.get("key") != key]
+            last = i == len(deliver) - 1
+            if not last or any(d.get("kind") in w.ANSWERABLE_KINDS for d in rest):
                 # Waits opened together are answered one by one: the others keep their keys.
-                await repo.answer_keep_parked(conn, execution_id, rest, "answer", event)
+                await repo.answer_keep_parked(conn, row.id, rest, "answer", event)
             else:
-                await repo.append_event(conn, execution_id, "answer", event)
-        return AnswerResult("accepted", execution_id, key)
+                await repo.append_event(conn, row.id, "answer", event)
 
     async def signal(
         self,
@@ -290,7 +332,7 @@ class Operations:
         AnswerRejected (schema or size), ExecutionNotFound, Unavailable.
         """
         w.check_name(name)
-        self._check_size(payload)
+        self._check_payload(payload, e.AnswerRejected)
         view = await self.get(execution_id)
         run = view.current
         if not run.live:
@@ -337,7 +379,7 @@ class Operations:
         parsed = definition.parse_input(input)
         await _run_validator(definition.validator, parsed)
         raw = definition.input_adapter.dump_python(parsed, mode="json")
-        self._check_size(raw)
+        self._check_payload(raw, e.InvalidInput)
         update_id = new_update_id()
         done = asyncio.Event()
         unsubscribe = self._subscribe(
@@ -526,13 +568,21 @@ class Operations:
         listening = self.listener is not None and self.listener.ready.is_set()
         return 2.0 if listening else POLL_FALLBACK_S
 
-    def _check_size(self, value: Any) -> None:
-        size = len(orjson.dumps(value))
-        if size > self.max_payload_bytes:
-            raise e.AnswerRejected(
-                f"payload is {size} bytes; the limit is {self.max_payload_bytes}",
-                errors=[f"(root): payload larger than {self.max_payload_bytes} bytes"],
-            )
+    def _check_payload(
+        self, value: Any, error: type[e.AnswerRejected] | type[e.InvalidInput]
+    ) -> None:
+        """Refuse a payload over the size cap, or one holding a NUL character (PostgreSQL
+        cannot store it in text or jsonb), before anything is stored."""
+        raw = orjson.dumps(value)
+        if len(raw) > self.max_payload_bytes:
+            problem = f"(root): payload larger than {self.max_payload_bytes} bytes"
+        elif b"\\u0000" in raw:
+            problem = "(root): text may not contain the NUL character (U+0000)"
+        else:
+            return
+        if error is e.AnswerRejected:
+            raise e.AnswerRejected(problem, errors=[problem])
+        raise e.InvalidInput(problem, [{"loc": [], "msg": problem, "type": "value_error"}])
 
     def workflow(self, name: str) -> WorkflowDef:
         return self.app.get(name)

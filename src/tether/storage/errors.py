@@ -34,6 +34,10 @@ class IntegrityError(StorageError):
     """The database refused the write."""
 
 
+class InvalidData(StorageError):
+    """The database refused a value."""
+
+
 _UNAVAILABLE = (
     OSError,
     asyncio.TimeoutError,
@@ -56,6 +60,8 @@ async def translated() -> AsyncIterator[None]:
         raise DatabaseUnavailable(f"database unavailable: {type(exc).__name__}") from exc
     except asyncpg.exceptions.IntegrityConstraintViolationError as exc:
         raise IntegrityError(str(exc)) from exc
+    except asyncpg.exceptions.DataError as exc:
+        raise InvalidData(f"invalid value (SQLSTATE {exc.sqlstate})") from exc
     except asyncpg.PostgresError as exc:
         raise StorageError(f"database error {exc.sqlstate}: {exc}") from exc
 

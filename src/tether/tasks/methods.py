@@ -42,6 +42,8 @@ def _mapped() -> Iterator[None]:
         raise InvalidParams(NOT_FOUND) from None
     except TaskInputRefused as exc:
         raise InvalidParams(exc.message, exc.data) from exc
+    except e.InvalidInput as exc:
+        raise InvalidParams(exc.message) from exc
     except e.Unavailable as exc:
         raise Unavailable(exc.message) from exc
 

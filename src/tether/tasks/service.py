@@ -69,25 +69,23 @@ class TaskService:
         self, task_id: str, responses: dict[str, Any], *, by: str | None = None
     ) -> None:
         """Deliver accepted answers for open keys; ignore keys that are not outstanding.
-        Every entry for an open key is checked before any is delivered, so a refused update
+        Every entry is checked before any is delivered (one transaction), so a refused update
         changes nothing. Raises TaskNotFound, TaskInputRefused."""
         view = await self._view(task_id)
         run = view.current
         self._check_live_in_catalog(view)
         open_waits = {w["key"]: w for w in run.waits if w.get("key") in responses}
-        answers: list[tuple[str, Any]] = []
-        for key, wait in open_waits.items():
-            answers.append((key, _accepted_answer(key, wait, responses[key])))
-        for key, answer in answers:
-            try:
-                await self.ops.answer(run.id, key, answer, by=by)
-            except (e.WaitNotOpen, e.AnswerConflict):
-                continue  # superseded or already answered meanwhile: not outstanding
-            except e.AnswerRejected as exc:
-                raise TaskInputRefused(
-                    f"input for {key!r} refused: {exc.message}",
-                    {"key": key, "reason": exc.message, "errors": exc.errors},
-                ) from exc
+        answers = [
+            (key, _accepted_answer(key, wait, responses[key])) for key, wait in open_waits.items()
+        ]
+        if not answers:
+            return
+        try:
+            await self.ops.answer_many(run.id, answers, by=by)
+        except e.AnswerRejected as exc:
+            raise TaskInputRefused(
+                f"input refused: {exc.message}", {"reason": exc.message, "errors": exc.errors}
+            ) from exc
 
     async def cancel(self, task_id: str, *, by: str | None = None) -> None:
         """Cooperative cancel of the chain's live run; an ended task is acknowledged as is."""

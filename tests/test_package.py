@@ -1,0 +1,25 @@
+"""The package surface: a curated, sorted __all__ whose every name resolves, loaded lazily."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import tether
+
+
+def test_all_is_sorted_complete_and_resolves() -> None:
+    """Our choice (STYLE.md §2): __all__ is sorted and every public name imports."""
+    assert tether.__all__ == sorted(tether.__all__)
+    assert set(tether.__all__) - {"__version__"} == set(tether._EXPORTS)
+    for name in tether.__all__:
+        assert getattr(tether, name) is not None
+
+
+def test_the_conformance_harness_imports_without_the_runtime() -> None:
+    """The harness tests any server, so importing it must not load Tether's runtime."""
+    code = (
+        "import sys, tether.conformance.cli; "
+        "sys.exit(1 if any(m.startswith('tether.runtime') for m in sys.modules) else 0)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
