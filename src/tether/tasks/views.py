@@ -19,11 +19,19 @@ from typing import Any, Final
 
 import orjson
 
+from tether.jsonrpc import codes
 from tether.runtime.chain import outcome
 from tether.runtime.waits import ANSWERABLE_KINDS
 from tether.storage.rows import ExecutionRow
 
 PAYLOAD_FIELD: Final = "payload"
+_DEFINED_MCP: Final = frozenset(
+    {
+        codes.HEADER_MISMATCH,
+        codes.MISSING_REQUIRED_CLIENT_CAPABILITY,
+        codes.UNSUPPORTED_PROTOCOL_VERSION,
+    }
+)
 _PRIMITIVE_TYPES: Final = frozenset({"string", "number", "integer", "boolean"})
 _PRIMITIVE_KEYS: Final = frozenset(
     {
@@ -180,13 +188,20 @@ def error_result(error: Any, status: str) -> dict[str, Any]:
 
 
 def protocol_error(error: Any) -> dict[str, Any]:
+    """The JSON-RPC error a run ended with. A code the spec reserves but does not define for
+    this use (-32000..-32099 apart from -32020..-32022) is reported as -32603 with the
+    workflow's code in `data`, so a workflow cannot make the server emit a forbidden code."""
     err = error if isinstance(error, dict) else {}
-    out: dict[str, Any] = {
-        "code": int(err.get("code", -32603)),
-        "message": str(err.get("message", "")),
-    }
-    if err.get("data") is not None:
-        out["data"] = err["data"]
+    code = err.get("code")
+    if not isinstance(code, int) or isinstance(code, bool):
+        code = codes.INTERNAL_ERROR
+    data = err.get("data")
+    if -32099 <= code <= -32000 and code not in _DEFINED_MCP:
+        data = {"workflowCode": code, "data": data}
+        code = codes.INTERNAL_ERROR
+    out: dict[str, Any] = {"code": code, "message": str(err.get("message", ""))}
+    if data is not None:
+        out["data"] = data
     return out
 
 
