@@ -255,9 +255,19 @@ def task(
             }
         return {**base, "status": "working", "statusMessage": _working_message(run)}
     if result.outcome == "succeeded":
-        return {**base, "status": "completed", "result": success_result(run.output)}
+        # The inlined result is exactly what tools/call would have returned, resultType
+        # included (digest §7.5 and §9.3; strict clients require it).
+        return {
+            **base,
+            "status": "completed",
+            "result": {"resultType": "complete", **success_result(run.output)},
+        }
     if result.outcome == "workflow_error":
-        return {**base, "status": "completed", "result": error_result(run.error, result.status)}
+        return {
+            **base,
+            "status": "completed",
+            "result": {"resultType": "complete", **error_result(run.error, result.status)},
+        }
     if result.outcome == "protocol_error":
         err = protocol_error(run.error)
         return {**base, "status": "failed", "error": err, "statusMessage": err["message"]}
