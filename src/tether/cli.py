@@ -134,8 +134,18 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             web, host=settings.host, port=settings.port, log_level="info", lifespan="on"
         )
         server = uvicorn.Server(config)
-        server.run()
+        # uvicorn shuts down gracefully on SIGTERM and then raises the signal again; with the
+        # default handler that kills the process before the embedded PostgreSQL is stopped.
+        signal.signal(signal.SIGTERM, _exit_on_signal)
+        try:
+            server.run()
+        except SystemExit as exc:
+            return int(exc.code or 0)
     return 0
+
+
+def _exit_on_signal(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _worker(args: argparse.Namespace, settings: Settings) -> int:

@@ -1,0 +1,72 @@
+"""`tether serve` on the embedded default: it starts PostgreSQL under the data directory,
+serves, and on SIGTERM shuts down gracefully and stops that PostgreSQL (pgserver's own atexit
+hook does not run on SIGTERM — DESIGN.md §7)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _postgres_running(data_dir: Path) -> bool:
+    pid_file = data_dir / "pg" / "postmaster.pid"
+    if not pid_file.exists():
+        return False
+    pid = int(pid_file.read_text("utf-8").splitlines()[0])
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_serve_on_the_embedded_default_stops_its_postgres_on_sigterm() -> None:
+    """Start, answer /healthz, SIGTERM: exit cleanly and leave no PostgreSQL behind."""
+    data_dir = Path(tempfile.mkdtemp(prefix="te", dir="/tmp"))
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k != "TETHER_DATABASE_URL"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tether", "--log-level", "WARNING", "serve", "--port", str(port)],
+        cwd=REPO,
+        env={**env, "TETHER_DATA_DIR": str(data_dir)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            assert proc.poll() is None, "server exited during start-up"
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "server did not start"
+            time.sleep(0.2)
+        assert _postgres_running(data_dir)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+        assert not _postgres_running(data_dir)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
