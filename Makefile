@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 APP    ?= tether.examples:app
 PORT   ?= 8000
 
-.PHONY: serve test check lint bench clean
+.PHONY: serve test check lint bench clean chaos chaos-short
 
 $(BIN)/tether: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,14 @@ check: test
 bench: $(BIN)/tether
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python bench/engine.py
+
+# Reliability suite (not part of `make test`): chaos with kills, database outages, a paused
+# worker, soak, bad input at volume. About 30 min; chaos-short about 4 min.
+chaos: $(BIN)/tether
+	$(BIN)/python -m reliability.chaos $(CHAOS_ARGS)
+
+chaos-short: $(BIN)/tether
+	$(BIN)/python -m reliability.chaos --short $(CHAOS_ARGS)
 
 clean:
 	rm -rf $(VENV) .tether .pytest_cache .mypy_cache

@@ -44,6 +44,9 @@ _UNAVAILABLE = (
     asyncpg.exceptions.ConnectionDoesNotExistError,
     asyncpg.exceptions.CannotConnectNowError,
     asyncpg.exceptions.InterfaceError,
+    # A pooled connection broken by a server shutdown mid-operation (asyncpg 0.32: "cannot
+    # switch to state …"); not an InterfaceError subclass.
+    asyncpg.exceptions.InternalClientError,
     asyncpg.exceptions.AdminShutdownError,
     asyncpg.exceptions.CrashShutdownError,
     asyncpg.exceptions.ConnectionFailureError,

@@ -1,0 +1,461 @@
+"""Bad input at volume: seeded, generated requests against the MCP endpoint of the 3 servers.
+
+Each request is a real method with real fixture ids (a task parked on an approval, a completed
+one, one parked on a timer) plus one or more defects: broken JSON, a bad envelope, wrong or
+missing routing headers, a bad `_meta`, wrong parameter types, answers that do not fit the
+open wait, NUL characters and other strings PostgreSQL refuses, and so on. Requests that could
+change something (starts, signals, tasks/update, tasks/cancel) always carry at least one defect
+the server must refuse; reads may also be well-formed.
+
+Pass: no 5xx of any kind (not even 503: the database is up), no -32603, no dropped connection
+or timeout, no mutating request accepted, and not one row changed in any table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+import httpx
+
+from reliability.client import Client, Outcome, headers_for, judge, meta
+from reliability.cluster import Cluster, Proc
+from reliability.report import PhaseReport
+from reliability.runs import Driver, Plan, RunResult
+
+LANES = 32
+MUTATING = ("start", "signal", "update", "cancel")
+
+WEIRD_STRINGS = (
+    "",
+    " ",
+    "\u0000",
+    "a\u0000b",
+    "\ufeff",
+    "\u202e",
+    "ð\x9f\x98\x80",
+    "😀" * 50,
+    "x" * 5000,
+    "../../etc/passwd",
+    "'; DROP TABLE executions; --",
+    "%s%s%n",
+    "ex_" + "A" * 40,
+    "null",
+    "\\",
+    '"',
+    "\r\n",
+)
+WEIRD_VALUES: tuple[Any, ...] = (
+    None,
+    True,
+    0,
+    -1,
+    2**63,
+    -(2**63) - 1,
+    1.5,
+    1e308,
+    [],
+    {},
+    [1, "a"],
+    {"a": {"b": {"c": []}}},
+    *WEIRD_STRINGS,
+)
+BAD_N: tuple[Any, ...] = ("abc", [], {}, None, 1.5, "", "\u0000", {"n": 1}, "1.5x")
+
+
+@dataclass(frozen=True)
+class Fixtures:
+    approval_id: str
+    approval_key: str
+    completed_id: str
+    sleeping_id: str
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return (self.approval_id, self.completed_id, self.sleeping_id)
+
+
+@dataclass
+class Request:
+    method: str
+    body: bytes | None  # None until built (an empty body is a defect of its own)
+    headers: dict[str, str]
+    mutating: bool
+    http_method: str = "POST"
+
+
+class Generator:
+    """A seeded generator of bad requests."""
+
+    def __init__(self, rng: random.Random, fx: Fixtures) -> None:
+        self.rng = rng
+        self.fx = fx
+        self.ids = itertools.count(1)
+
+    def pick(self, seq: Any) -> Any:
+        return self.rng.choice(seq)
+
+    def value(self) -> Any:
+        return self.pick(WEIRD_VALUES)
+
+    def task_id(self) -> Any:
+        r = self.rng.random()
+        if r < 0.4:
+            return self.pick(self.fx.ids)
+        if r < 0.6:
+            return self.pick(self.fx.ids) + self.pick(("x", "\u0000", " ", "é"))
+        return self.value()
+
+    # --- bases: a method and its params --------------------------------------------------
+
+    def base(self) -> tuple[str, dict[str, Any], bool]:
+        kind = self.pick(
+            (
+                "get",
+                "get",
+                "list",
+                "discover",
+                "status",
+                "start",
+                "signal",
+                "update",
+                "cancel",
+                "unknown",
+                "removed",
+            )
+        )
+        if kind == "get":
+            return "tasks/get", {"taskId": self.task_id()}, False
+        if kind == "list":
+            return "tools/list", {}, False
+        if kind == "discover":
+            return "server/discover", {}, False
+        if kind == "status":
+            args = {"handle": self.task_id()}
+            return "tools/call", {"name": "rel_approval_status", "arguments": args}, False
+        if kind == "start":
+            wf = self.pick(("rel_steps", "rel_timer", "rel_approval", "rel_cancel"))
+            body = self.pick(({"n": self.pick(BAD_N)}, self.value(), {"n": 1}))
+            return "tools/call", {"name": f"start_{wf}", "arguments": {"body": body}}, True
+        if kind == "signal":
+            args = {
+                "handle": self.task_id(),
+                "name": self.pick(("go", "x", *WEIRD_STRINGS[:6])),
+                "payload": self.value(),
+            }
+            return "tools/call", {"name": "signal_rel_approval", "arguments": args}, True
+        if kind == "update":
+            return "tasks/update", self.update_params(), True
+        if kind == "cancel":
+            return "tasks/cancel", {"taskId": self.task_id()}, True
+        if kind == "removed":
+            return self.pick(("initialize", "ping", "tasks/list", "tasks/result")), {}, False
+        return self.pick(("nope", "tools/nope", "", "tasks/", "rpc.x", "\u0000")), {}, False
+
+    def update_params(self) -> dict[str, Any]:
+        fx = self.fx
+        key = self.pick((fx.approval_key, fx.approval_key + "0", "k", self.value()))
+        content = self.pick(
+            (
+                {"decision": "approve"},
+                {"decision": "maybe", "ticket": "t"},
+                {"decision": "approve", "ticket": self.value()},
+                {"decision": self.value(), "ticket": "t"},
+                self.value(),
+                {"decision": "approve", "ticket": "\u0000"},
+                {"decision": "approve", "ticket": "t" * 300_000},
+            )
+        )
+        action = self.pick(("decline", "cancel", "accept", "accept", self.value()))
+        response: Any = self.pick(
+            ({"action": action, "content": content}, {"content": content}, self.value())
+        )
+        responses: Any = self.pick(({str(key): response}, self.value(), {str(key): response}))
+        return {
+            "taskId": self.pick((fx.approval_id, fx.approval_id, self.task_id())),
+            "inputResponses": responses,
+        }
+
+    # --- defects ---------------------------------------------------------------------------
+
+    def request(self) -> Request:
+        method, params, mutating = self.base()
+        params = dict(params)
+        params["_meta"] = meta()
+        headers = headers_for(method, params)
+        envelope: dict[str, Any] = {
+            "jsonrpc": "2.0",
+            "id": next(self.ids),
+            "method": method,
+            "params": params,
+        }
+        req = Request(method, None, headers, mutating)
+        # A mutating request always gets a defect the server must refuse; the content of an
+        # update or start may be wrong too, but that alone might be accepted.
+        certain = self.rng.randint(1, 3) if mutating else self.rng.randint(0, 2)
+        for _ in range(certain):
+            self.pick(self.CERTAIN)(self, req, envelope, params)
+        for _ in range(self.rng.randint(0, 2)):
+            self.pick(self.EXTRA)(self, req, envelope, params)
+        if req.body is None:
+            req.body = json.dumps(envelope).encode()
+        return req
+
+    def d_no_version(self, req: Request, env: dict[str, Any], params: dict[str, Any]) -> None:
+        req.headers.pop("MCP-Protocol-Version", None)
+
+    def d_bad_version(self, req: Request, env: dict[str, Any], params: dict[str, Any]) -> None:
+        v = self.pick(("2025-11-25", "2099-01-01", "x", "=?base64?!!?="))
+        req.headers["MCP-Protocol-Version"] = v
+
+    def d_both_versions(self, req: Request, env: dict[str, Any], params: dict[str, Any]) -> None:
+        req.headers["MCP-Protocol-Version"] = "2099-01-01"
+        params["_meta"] = {
+            **params["_meta"],
+            "io.modelcontextprotocol/protocolVersion": "2099-01-01",
+        }
+
+    def d_method_header(self, req: Request, env: dict[str, Any], params: dict[str, Any]) -> None:
+        if self.rng.random() < 0.5:
+            req.headers.pop("Mcp-Method", None)
+        else:
+            req.headers["Mcp-Method"] = self.pick(("tools/list", "x", "=?base64?%%%?="))
+
+    def d_name_header(self, req: Request, env: dict[str, Any], params: dict[str, Any]) -> None:
+        req.headers["Mcp-Name"] = self.pick(("other", "=?base64?bm9wZQ==?=", "=?base64?***?="))
+
+    def d_meta(self, req: Request, env: dict[str, Any], params: dict[str, Any]) -> None:
+        m = dict(params["_meta"])
+        choice = self.rng.randrange(3)
+        if choice == 0:
+            m.pop("io.modelcontextprotocol/clientCapabilities", None)
+        elif choice == 1:
+            m["io.modelcontextprotocol/clientCapabilities"] = self.pick((None, [], "x", 1))
+        else:
+            m["io.modelcontextprotocol/protocolVersion"] = self.pick((1, None, [], {}))
+        params["_meta"] = m
+
+    def d_content_type(self, req: Request, env: dict[str, Any], params: dict[str, Any]) -> None:
+        req.headers["Content-Type"] = self.pick(("text/plain", "application/jsonx", ""))
+
+    def d_host(self, req: Request, env: dict[str, Any], params: dict[str, Any]) -> None:
+        if self.rng.random() < 0.5:
+            req.headers["Host"] = self.pick(("evil.example", "127.0.0.1.nip.io:80"))
+        else:
+            req.headers["Origin"] = self.pick(("http://evil.example", "null", "file://"))
+
+    def d_envelope(self, req: Request, env: dict[str, Any], params: dict[str, Any]) -> None:
+        choice = self.rng.randrange(4)
+        if choice == 0:
+            env["jsonrpc"] = self.pick(("1.0", 2.0, None))
+        elif choice == 1:
+            env["id"] = self.pick(({}, [], 1.5, True))
+        elif choice == 2:
+            env["params"] = self.pick(([], "x", 1, None))
+        else:
+            env["method"] = self.pick((None, 1, "", []))
+
+    def d_body(self, req: Request, env: dict[str, Any], params: dict[str, Any]) -> None:
+        raw = json.dumps(env).encode()
+        choice = self.rng.randrange(7)
+        if choice == 0:
+            req.body = raw[: self.rng.randrange(max(len(raw), 1))] or b"{"
+        elif choice == 1:
+            req.body = self.rng.randbytes(self.rng.randrange(1, 300))
+        elif choice == 2:
+            req.body = b"[" * self.rng.choice((10, 2000, 100_000))
+        elif choice == 3:
+            req.body = b"[" + raw + b"," + raw + b"]"  # a batch (not supported)
+        elif choice == 4:
+            req.body = raw.replace(b'"2.0"', b'"2.0\xff"')
+        elif choice == 5:
+            req.body = raw[:-1] + b',"x":"\\ud800"}'
+        else:
+            req.body = self.pick((b"", b"null", b"1", b'"x"', b"{}", b"1e999"))
+
+    def d_tasks_capability(self, req: Request, env: dict[str, Any], params: dict[str, Any]) -> None:
+        if req.method.startswith("tasks/"):
+            params["_meta"] = meta(**{"io.modelcontextprotocol/clientCapabilities": {}})
+        else:
+            self.d_method_header(req, env, params)
+
+    def d_http_method(self, req: Request, env: dict[str, Any], params: dict[str, Any]) -> None:
+        req.http_method = self.pick(("GET", "PUT", "DELETE", "PATCH"))
+
+    # Extra noise that may or may not be refused on its own.
+    def x_extra_fields(self, req: Request, env: dict[str, Any], params: dict[str, Any]) -> None:
+        params[self.pick(("x", "_meta2", "\u0000", "taskId2"))] = self.value()
+
+    def x_param_types(self, req: Request, env: dict[str, Any], params: dict[str, Any]) -> None:
+        for k in list(params):
+            if k != "_meta" and self.rng.random() < 0.5:
+                params[k] = self.value()
+
+    def x_headers(self, req: Request, env: dict[str, Any], params: dict[str, Any]) -> None:
+        name = self.pick(("Mcp-Param-X", "Idempotency-Key", "Accept", "Mcp-Session-Id"))
+        req.headers[name] = self.pick(("x", "", "=?base64?eA==?=", "a" * 2000))
+
+    def x_notification(self, req: Request, env: dict[str, Any], params: dict[str, Any]) -> None:
+        if not req.mutating:
+            env.pop("id", None)
+
+    CERTAIN: tuple[Callable[..., None], ...] = (
+        d_no_version,
+        d_bad_version,
+        d_both_versions,
+        d_method_header,
+        d_name_header,
+        d_meta,
+        d_content_type,
+        d_host,
+        d_envelope,
+        d_body,
+        d_tasks_capability,
+        d_http_method,
+    )
+    EXTRA: tuple[Callable[..., None], ...] = (
+        x_extra_fields,
+        x_param_types,
+        x_headers,
+        x_notification,
+    )
+
+
+async def snapshot(db: asyncpg.Pool) -> dict[str, tuple[int, str]]:
+    """Row count and an order-independent digest of every table in the public schema."""
+    tables = await db.fetch(
+        "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
+    )
+    out: dict[str, tuple[int, str]] = {}
+    for t in tables:
+        name = t["tablename"]
+        rec = await db.fetchrow(
+            f"SELECT count(*) AS n, md5(coalesce(string_agg(x::text, '|' ORDER BY x::text), ''))"
+            f' AS h FROM "{name}" x'
+        )
+        assert rec is not None
+        out[name] = (int(rec["n"]), str(rec["h"]))
+    return out
+
+
+async def _fixtures(driver: Driver) -> Fixtures:
+    """A task parked on an approval, a completed one, and one parked on a long timer."""
+    approval_id = await _start(driver, Plan(0, "fuzzfix", "rel_approval", {"n": 0}, "completed"))
+    completed_id = await _start(driver, Plan(1, "fuzzfix", "rel_steps", {"n": 1}, "completed"))
+    body = {"n": 2, "mode": "sleep"}
+    sleeping_id = await _start(driver, Plan(2, "fuzzfix", "rel_cancel", body, "cancelled"))
+    approval = await _wait(driver, approval_id, lambda t: t["status"] == "input_required")
+    await _wait(driver, sleeping_id, lambda t: t.get("statusMessage") == "waiting")
+    await _wait(driver, completed_id, lambda t: t["status"] == "completed")
+    key = next(iter(approval["inputRequests"]))
+    return Fixtures(approval_id, key, completed_id, sleeping_id)
+
+
+async def _start(driver: Driver, plan: Plan) -> str:
+    res = RunResult(plan)
+    task_id = await driver.create(plan, res, time.monotonic() + 60)
+    if task_id is None:
+        raise RuntimeError(f"fixture {plan.key}: {res.problems}")
+    return task_id
+
+
+async def _wait(
+    driver: Driver, task_id: str, done: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any]:
+    async with asyncio.timeout(60):
+        while True:
+            out = await driver.client.call(driver.servers[0], "tasks/get", {"taskId": task_id})
+            task = out.result
+            if task is not None and done(task):
+                return task
+            await asyncio.sleep(0.1)  # polling is the protocol
+
+
+async def run_fuzz(
+    cluster: Cluster, db: asyncpg.Pool, rng: random.Random, *, requests: int
+) -> PhaseReport:
+    report = PhaseReport("fuzz")
+    t0 = time.monotonic()
+    client = Client(report.ledger, timeout=30.0)
+    driver = Driver(client, cluster.servers, rng, deadline_s=60.0)
+    fx = await _fixtures(driver)
+    gen = Generator(random.Random(rng.random()), fx)
+    before = await snapshot(db)
+    accepted: list[str] = []
+    retryable = 0
+    counter = itertools.count()
+    unsendable = [0]
+
+    async def lane() -> None:
+        nonlocal retryable
+        while next(counter) < requests:
+            req = gen.request()
+            proc = gen.pick(cluster.servers)
+            try:
+                out = await _send(client, proc, req)
+            except (httpx.LocalProtocolError, UnicodeEncodeError):
+                unsendable[0] += 1  # httpx refuses to put it on the wire
+                continue
+            if out.kind == "retryable":
+                retryable += 1
+                if len(report.problems) < 50:
+                    report.problems.append(f"503 with the database up: {_show(req)}")
+            if req.mutating and _accepted(req, out) and len(accepted) < 50:
+                accepted.append(_show(req))
+            if out.kind == "violation" and len(report.problems) < 50:
+                report.problems.append(f"{out.detail[:200]} <- {_show(req)}")
+
+    try:
+        await asyncio.gather(*(lane() for _ in range(LANES)))
+    finally:
+        await client.aclose()
+    after = await snapshot(db)
+    changed = {t: (before.get(t), v) for t, v in after.items() if before.get(t) != v}
+    for table_name, (b, a) in changed.items():
+        report.problems.append(f"table {table_name} changed: {b} -> {a}")
+    report.problems += [f"mutating request accepted: {a}" for a in accepted]
+    report.runs = 0
+    report.figures["requests"] = str(requests)
+    report.figures["tables unchanged"] = f"{len(after) - len(changed)}/{len(after)}"
+    report.figures["not sendable by httpx (skipped)"] = str(unsendable[0])
+    report.figures["503 with the database up"] = str(retryable)
+    report.bad_503 = retryable
+    report.figures["mutating requests accepted"] = str(len(accepted))
+    report.seconds = time.monotonic() - t0
+    return report
+
+
+async def _send(client: Client, proc: Proc, req: Request) -> Outcome:
+    assert req.body is not None
+    if req.http_method == "POST":
+        return await client.send(proc, req.method, req.body, req.headers)
+    # Other verbs: 405 expected.
+    t = time.monotonic()
+    resp = await client.http.request(
+        req.http_method, proc.url, content=req.body, headers=req.headers
+    )
+    out = judge(req.method, proc.label, resp)
+    out.seconds = time.monotonic() - t
+    client.ledger.add(out)
+    return out
+
+
+def _accepted(req: Request, out: Outcome) -> bool:
+    result = out.result
+    if result is None:
+        return False
+    if req.method == "tools/call":
+        return not result.get("isError", False)
+    return req.method == "tasks/cancel"
+
+
+def _show(req: Request) -> str:
+    head = {k: v[:80] for k, v in req.headers.items()}
+    return f"{req.http_method} {head} {(req.body or b'')[:1500]!r}"
