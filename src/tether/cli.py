@@ -130,8 +130,15 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     app = load_app(args.app)
     with database_url(settings) as dsn:
         web = create_app(app, settings, dsn, run_workers=not args.no_workers)
+        # Keep idle connections longer than clients do (httpx: 5 s), so a client never reuses
+        # a connection the server is closing at that instant (a spurious ReadError).
         config = uvicorn.Config(
-            web, host=settings.host, port=settings.port, log_level="info", lifespan="on"
+            web,
+            host=settings.host,
+            port=settings.port,
+            log_level="info",
+            lifespan="on",
+            timeout_keep_alive=settings.keep_alive_s,
         )
         server = uvicorn.Server(config)
         # uvicorn shuts down gracefully on SIGTERM and then raises the signal again; with the

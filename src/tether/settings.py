@@ -32,6 +32,7 @@ class Settings(BaseModel):
     allowed_hosts: str = Field("", description="comma-separated Host/Origin names besides loopback")
     allowed_origins: str = Field("", description="comma-separated exact Origins allowed")
     max_body_bytes: int = 4 * 1024 * 1024
+    keep_alive_s: int = Field(75, description="idle HTTP keep-alive, longer than clients'")
     api_tokens: str = Field("", description="name:role:sha256hex,… (tether tokens new)")
     allow_unauthenticated: bool = Field(
         False, description="serve mutations without tokens on a non-loopback address"
