@@ -139,6 +139,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             log_level="info",
             lifespan="on",
             timeout_keep_alive=settings.keep_alive_s,
+            access_log=settings.access_log,  # costs 8-13 % of tasks/get throughput
         )
         server = uvicorn.Server(config)
         # uvicorn shuts down gracefully on SIGTERM and then raises the signal again; with the

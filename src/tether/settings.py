@@ -33,6 +33,7 @@ class Settings(BaseModel):
     allowed_origins: str = Field("", description="comma-separated exact Origins allowed")
     max_body_bytes: int = 4 * 1024 * 1024
     keep_alive_s: int = Field(75, description="idle HTTP keep-alive, longer than clients'")
+    access_log: bool = Field(False, description="uvicorn's per-request access log")
     api_tokens: str = Field("", description="name:role:sha256hex,… (tether tokens new)")
     allow_unauthenticated: bool = Field(
         False, description="serve mutations without tokens on a non-loopback address"

@@ -245,8 +245,9 @@ def task(
     result = outcome(run)
     if result.outcome in ("live", "waiting", "continued"):
         base["pollIntervalMs"] = poll_interval_ms
-        requests = input_requests(run.waits) if result.outcome == "waiting" else {}
-        if requests and elicitation:
+        waiting = result.outcome == "waiting" and elicitation
+        requests = input_requests(run.waits) if waiting else {}
+        if requests:
             return {
                 **base,
                 "status": "input_required",
