@@ -4,16 +4,14 @@ uvicorn): it records what FastMCP gets wrong that the official suite does not ca
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import AsyncIterator
 
 import pytest
-import uvicorn
 
 from tests.conformance.fastmcp_app import build
+from tests.e2e.conftest import on_loopback
 from tether.conformance.client import Client
 from tether.conformance.context import Options
 from tether.conformance.runner import run
@@ -35,24 +33,8 @@ FINDINGS = {
 }
 
 
-@contextlib.asynccontextmanager
-async def fastmcp_server() -> AsyncIterator[str]:
-    app = build(f"fixtures-{secrets.token_hex(4)}").http_app(path="/mcp")
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
-    )
-    task = asyncio.create_task(server.serve())
-    try:
-        async with asyncio.timeout(30):
-            while not server.started:
-                if task.done():
-                    task.result()
-                await asyncio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 30)
+def fastmcp_server() -> contextlib.AbstractAsyncContextManager[str]:
+    return on_loopback(build(f"fixtures-{secrets.token_hex(4)}").http_app(path="/mcp"))
 
 
 async def test_the_harness_records_fastmcps_findings(caplog: pytest.LogCaptureFixture) -> None:

@@ -73,6 +73,27 @@ async def wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> int | None
 
 
 @contextlib.asynccontextmanager
+async def on_loopback(asgi_app: Any, path: str = "/mcp") -> AsyncIterator[str]:
+    """Run an ASGI app with uvicorn on 127.0.0.1 (free port) in this event loop; yields the
+    URL of `path`."""
+    server = uvicorn.Server(
+        uvicorn.Config(asgi_app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    )
+    task = asyncio.create_task(server.serve())
+    try:
+        async with asyncio.timeout(30):
+            while not server.started:
+                if task.done():
+                    task.result()
+                await asyncio.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        yield f"http://127.0.0.1:{port}{path}"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 30)
+
+
+@contextlib.asynccontextmanager
 async def serve(app: App, db_url: str, **settings: Any) -> AsyncIterator[str]:
     """Run Tether for `app` on 127.0.0.1 (free port) in this event loop; yields the MCP URL."""
     defaults: dict[str, Any] = {
@@ -83,22 +104,8 @@ async def serve(app: App, db_url: str, **settings: Any) -> AsyncIterator[str]:
         "state_key": "test-key",
     }
     conf = Settings.model_validate({**defaults, **settings})
-    web = create_app(app, conf, db_url)
-    server = uvicorn.Server(
-        uvicorn.Config(web, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
-    )
-    task = asyncio.create_task(server.serve())
-    try:
-        async with asyncio.timeout(30):
-            while not server.started:
-                if task.done():
-                    task.result()
-                await asyncio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        yield f"http://127.0.0.1:{port}{conf.mcp_path}"
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 30)
+    async with on_loopback(create_app(app, conf, db_url), conf.mcp_path) as url:
+        yield url
 
 
 ServeFn = Callable[..., contextlib.AbstractAsyncContextManager[str]]
