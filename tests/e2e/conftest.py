@@ -24,7 +24,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 class Workers:
-    """Worker subprocesses of a test; whatever is still alive is killed on exit."""
+    """`python -m tether` subprocesses of a test (workers by default); whatever is still alive
+    is killed on exit."""
 
     def __init__(self, db_url: str, logs: Path, app_spec: str) -> None:
         self.db_url = db_url
@@ -32,11 +33,13 @@ class Workers:
         self.app_spec = app_spec
         self.procs: list[subprocess.Popen[bytes]] = []
 
-    def spawn(self, label: str, **env: str) -> subprocess.Popen[bytes]:
+    def spawn(self, label: str, *command: str, **env: str) -> subprocess.Popen[bytes]:
+        """Start `tether COMMAND APP` (default: `worker APP`) with this test's database."""
         base = {k: v for k, v in os.environ.items() if k != "KILL_AT"}
+        argv = list(command) if command else ["worker", self.app_spec]
         with (self.logs / f"{label}.log").open("wb") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "tether", "worker", self.app_spec],
+                [sys.executable, "-m", "tether", *argv],
                 cwd=REPO,
                 env={**base, "TETHER_DATABASE_URL": self.db_url, "TETHER_POLL_S": "0.1", **env},
                 stdout=log,

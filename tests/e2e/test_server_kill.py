@@ -5,18 +5,16 @@ answer, and the run completes (DESIGN.md §8: a crash loses nothing)."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import socket
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.e2e.conftest import REPO, wait_exit
+from tests.e2e.conftest import Workers, wait_exit
 from tests.mcp_client import McpClient
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e, pytest.mark.slow]
@@ -31,48 +29,24 @@ def free_port() -> int:
         return port
 
 
-class Servers:
-    """`python -m tether serve` processes of one test; whatever is alive is killed on exit."""
+SERVER_ENV = {
+    "TETHER_POLL_INTERVAL_MS": "100",
+    "TETHER_LEASE_S": "2",
+    "TETHER_STATE_KEY": "test-key",
+    "TETHER_JANITOR_INTERVAL_S": "3600",
+}
 
-    def __init__(self, db_url: str, logs: Path) -> None:
-        self.db_url = db_url
-        self.logs = logs
-        self.procs: list[subprocess.Popen[bytes]] = []
 
-    def spawn(self, label: str, port: int) -> subprocess.Popen[bytes]:
-        env = {
-            **os.environ,
-            "TETHER_DATABASE_URL": self.db_url,
-            "TETHER_POLL_S": "0.1",
-            "TETHER_POLL_INTERVAL_MS": "100",
-            "TETHER_LEASE_S": "2",
-            "TETHER_STATE_KEY": "test-key",
-            "TETHER_JANITOR_INTERVAL_S": "3600",
-        }
-        with (self.logs / f"{label}.log").open("wb") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "tether", "serve", APP, "--port", str(port)],
-                cwd=REPO,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        self.procs.append(proc)
-        return proc
+class Servers(Workers):
+    """`python -m tether serve APP --port P` processes of one test."""
 
-    def log(self, label: str) -> str:
-        return (self.logs / f"{label}.log").read_text("utf-8", errors="replace")
-
-    def kill_all(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(timeout=10)
+    def spawn_server(self, label: str, port: int) -> subprocess.Popen[bytes]:
+        return self.spawn(label, "serve", APP, "--port", str(port), **SERVER_ENV)
 
 
 @pytest.fixture
 def servers(db_url: str, tmp_path: Path) -> Iterator[Servers]:
-    ss = Servers(db_url, tmp_path)
+    ss = Servers(db_url, tmp_path, APP)
     try:
         yield ss
     finally:
@@ -99,7 +73,7 @@ async def test_a_parked_task_survives_a_sigkilled_server_and_completes_on_a_new_
 ) -> None:
     """Same task id, same inputRequests key after SIGKILL + restart; the answer completes it."""
     port = free_port()
-    first = servers.spawn("server1", port)
+    first = servers.spawn_server("server1", port)
     url = await wait_ready(servers, "server1", first, port)
     c1 = McpClient(url, timeout=10)
     try:
@@ -121,7 +95,7 @@ async def test_a_parked_task_survives_a_sigkilled_server_and_completes_on_a_new_
     code = await wait_exit(first, 10)
     assert code == -signal.SIGKILL, f"server 1 exited {code}:\n{servers.log('server1')}"
 
-    second = servers.spawn("server2", port)
+    second = servers.spawn_server("server2", port)
     url = await wait_ready(servers, "server2", second, port)
     c2 = McpClient(url, timeout=10)
     try:
