@@ -439,10 +439,10 @@ def headers_for(draw: st.DrawFn, message: Any, faults: frozenset[str]) -> dict[s
     if "legacy" in faults:
         h["MCP-Protocol-Version"] = draw(st.sampled_from(codes.LEGACY_VERSIONS))
         if method == "initialize" and draw(st.booleans()):
-            del h["MCP-Protocol-Version"]
+            h.pop("MCP-Protocol-Version", None)
     if "version_header" in faults:
         if draw(st.booleans()):
-            del h["MCP-Protocol-Version"]
+            h.pop("MCP-Protocol-Version", None)
         else:
             h["MCP-Protocol-Version"] = draw(
                 st.sampled_from([*codes.LEGACY_VERSIONS, VERSION.upper(), VERSION + "x"])
