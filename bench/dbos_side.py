@@ -218,9 +218,9 @@ def _with_database(dsn: str, database: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, f"/{database}", parts.query, parts.fragment))
 
 
-async def _create_database(dsn: str) -> str:
+async def _create_database(dsn: str, prefix: str = "dbos_bench") -> str:
     """Create a fresh, uniquely named database so measurements never share state."""
-    name = f"dbos_bench_{secrets.token_hex(6)}"
+    name = f"{prefix}_{secrets.token_hex(6)}"
     conn = await asyncpg.connect(dsn)
     try:
         await conn.execute(f'CREATE DATABASE "{name}"')

@@ -45,7 +45,6 @@ import asyncio
 import contextlib
 import importlib.util
 import os
-import secrets
 import shutil
 import subprocess
 import sys
@@ -56,7 +55,14 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
-from dbos_side import _percentile, _stop_processes, _with_database, run_dbos
+from dbos_side import (
+    _create_database,
+    _drop_database,
+    _percentile,
+    _stop_processes,
+    _with_database,
+    run_dbos,
+)
 from engine_app import WORKFLOW_NAME
 
 from tether.loader import load_app
@@ -83,31 +89,6 @@ SERVER_SETTINGS = ("server_version", "fsync", "synchronous_commit", "shared_buff
 # --------------------------------------------------------------------------------------
 # Database lifecycle
 # --------------------------------------------------------------------------------------
-
-
-async def _create_database(dsn: str) -> str:
-    """Create a fresh, uniquely named database so measurements never share state."""
-    name = f"tether_bench_{secrets.token_hex(6)}"
-    conn = await asyncpg.connect(dsn)
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
-    return name
-
-
-async def _drop_database(dsn: str, name: str) -> None:
-    """Drop the benchmark database, disconnecting any straggling sessions first."""
-    conn = await asyncpg.connect(dsn)
-    try:
-        await conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = $1 AND pid <> pg_backend_pid()",
-            name,
-        )
-        await conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
-    finally:
-        await conn.close()
 
 
 async def _migrate(db_url: str) -> None:
@@ -279,7 +260,7 @@ async def run_tether(
     """Benchmark Tether on the server at `dsn` (needs CREATEDB); see the module docstring."""
     if runs < 1 or workers < 1:
         raise ValueError("runs and workers must be > 0")
-    name = await _create_database(dsn)
+    name = await _create_database(dsn, "tether_bench")
     try:
         db_url = _with_database(dsn, name)
         await _migrate(db_url)

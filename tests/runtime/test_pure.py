@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from tests.factories import execution_row
 from tether.runtime import waits as w
 from tether.runtime.chain import follow, outcome
 from tether.runtime.policy import RetryPolicy
@@ -87,39 +89,16 @@ def test_wait_specs_refuse_bad_declarations() -> None:
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
 
 
-def row(id_: str, successor: str | None = None, **kw: object) -> ExecutionRow:
-    base = {
+def row(id_: str, successor: str | None = None, **kw: Any) -> ExecutionRow:
+    base: dict[str, Any] = {
         "id": id_,
-        "workflow": "wf",
-        "business_id": id_,
-        "status": "completed",
-        "version": 1,
-        "last_event_id": 1,
-        "input": None,
-        "output": None,
-        "error": None,
-        "waits": [],
-        "details": None,
-        "cancel_requested": False,
-        "idempotency_key": None,
-        "predecessor_id": None,
         "successor_id": successor,
-        "root_id": id_,
-        "sealed_from": None,
-        "retention_s": None,
+        "status": "completed",
         "created_at": NOW,
         "updated_at": NOW,
         "ended_at": NOW,
-        "expires_at": None,
-        "wake_at": None,
-        "deadline_at": None,
-        "lease_owner": None,
-        "lease_until": None,
-        "attempt": 1,
-        "run_attempt": 1,
     }
-    base.update(kw)
-    return ExecutionRow(**base)  # type: ignore[arg-type]
+    return execution_row(**{**base, **kw})
 
 
 @given(st.lists(st.integers(min_value=0, max_value=30), min_size=1, max_size=30))

@@ -3,52 +3,26 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.factories import T0, execution_row
 from tether.jsonrpc import codes
 from tether.storage.rows import STATUSES, ExecutionRow
 from tether.tasks import views
 
-T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-
 
 def row(**kw: Any) -> ExecutionRow:
     base: dict[str, Any] = {
-        "id": "ex_" + "a" * 32,
-        "workflow": "wf",
         "business_id": "b",
-        "status": "running",
         "version": 3,
-        "last_event_id": 1,
-        "input": None,
-        "output": None,
-        "error": None,
-        "waits": [],
-        "details": None,
-        "cancel_requested": False,
-        "idempotency_key": None,
-        "predecessor_id": None,
-        "successor_id": None,
-        "root_id": "ex_" + "a" * 32,
-        "sealed_from": None,
         "retention_s": 60,
-        "created_at": T0,
         "updated_at": T0 + timedelta(seconds=5),
-        "ended_at": None,
-        "expires_at": None,
-        "wake_at": None,
-        "deadline_at": None,
-        "lease_owner": None,
-        "lease_until": None,
-        "attempt": 1,
-        "run_attempt": 1,
     }
-    base.update(kw)
-    return ExecutionRow(**base)
+    return execution_row(**{**base, **kw})
 
 
 def view(r: ExecutionRow, *, elicitation: bool = True) -> dict[str, Any]:
