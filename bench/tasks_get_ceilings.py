@@ -92,7 +92,7 @@ def tether_app(dsn: str) -> Starlette:
     from tether.loader import load_app
     from tether.settings import Settings
 
-    return create_app(load_app(APP_SPEC), Settings.from_env(), dsn)
+    return create_app(load_app(APP_SPEC), Settings.from_env(), dsn, tune_gc=True)
 
 
 def fastmcp_app() -> Any:

@@ -79,7 +79,7 @@ async def internal_client_error() -> str | None:
     """Bug: asyncpg's InternalClientError (a connection broken mid-operation, seen during a
     PostgreSQL restart) is not translated, so the router answers -32603."""
     try:
-        async with translated():
+        with translated():
             raise asyncpg.exceptions.InternalClientError("cannot switch to state 12")
     except DatabaseUnavailable:
         return None

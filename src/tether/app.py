@@ -16,8 +16,9 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
-from tether import __version__
+from tether import __version__, process
 from tether.jsonrpc import codec, codes
 from tether.jsonrpc.errors import Unavailable
 from tether.jsonrpc.http import McpEndpoint
@@ -91,8 +92,27 @@ def build_endpoint(app: App, rt: Runtime, settings: Settings) -> McpEndpoint:
     )
 
 
-def create_app(app: App, settings: Settings, dsn: str, *, run_workers: bool = True) -> Starlette:
-    """The HTTP application; its lifespan runs the runtime (workers unless run_workers=False)."""
+class _McpRoute:
+    """The MCP path as a plain ASGI app (Starlette routes a non-function endpoint to it as
+    is, for every method: the endpoint answers 405 itself)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        endpoint: McpEndpoint | None = getattr(scope["app"].state, "endpoint", None)
+        if endpoint is None:  # fail closed until start-up completes
+            body = codec.encode_error(None, Unavailable("server is starting"))
+            await Response(body, status_code=503, media_type="application/json")(
+                scope, receive, send
+            )
+            return
+        await endpoint(scope, receive, send)
+
+
+def create_app(
+    app: App, settings: Settings, dsn: str, *, run_workers: bool = True, tune_gc: bool = False
+) -> Starlette:
+    """The HTTP application; its lifespan runs the runtime (workers unless run_workers=False).
+    `tune_gc`: once started, tune this process's garbage collector (process.tune_gc) — for a
+    process that serves only this app, as `tether serve` does."""
 
     @contextlib.asynccontextmanager
     async def lifespan(web: Starlette) -> AsyncIterator[None]:
@@ -107,18 +127,13 @@ def create_app(app: App, settings: Settings, dsn: str, *, run_workers: bool = Tr
         ) as rt:
             web.state.endpoint = build_endpoint(app, rt, settings)
             web.state.runtime = rt
+            if tune_gc:
+                process.tune_gc()
             try:
                 yield
             finally:
                 web.state.runtime = None
                 web.state.endpoint = None
-
-    async def mcp(request: Request) -> Response:
-        endpoint: McpEndpoint | None = getattr(request.app.state, "endpoint", None)
-        if endpoint is None:  # fail closed until start-up completes
-            body = codec.encode_error(None, Unavailable("server is starting"))
-            return Response(body, status_code=503, media_type="application/json")
-        return await endpoint.handle(request)
 
     async def health(request: Request) -> JSONResponse:
         rt: Runtime | None = getattr(request.app.state, "runtime", None)
@@ -137,6 +152,6 @@ def create_app(app: App, settings: Settings, dsn: str, *, run_workers: bool = Tr
 
     routes = [
         Route("/healthz", health),
-        Route(settings.mcp_path, mcp, methods=["GET", "POST", "DELETE", "PUT", "PATCH"]),
+        Route(settings.mcp_path, _McpRoute()),  # every method: the endpoint answers 405 itself
     ]
     return Starlette(routes=routes, lifespan=lifespan)

@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from tether import process
 from tether.database import database_url
 from tether.loader import DEFAULT_APP, load_app
 from tether.runtime import errors as rt_errors
@@ -129,7 +130,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
     app = load_app(args.app)
     with database_url(settings) as dsn:
-        web = create_app(app, settings, dsn, run_workers=not args.no_workers)
+        web = create_app(app, settings, dsn, run_workers=not args.no_workers, tune_gc=True)
         # Keep idle connections longer than clients do (httpx: 5 s), so a client never reuses
         # a connection the server is closing at that instant (a spurious ReadError).
         config = uvicorn.Config(
@@ -172,6 +173,7 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
             pool_size=settings.pool_size,
         ) as rt:
             logger.info("worker %s running %d workflows", rt.workers[0].owner, len(app.workflows))
+            process.tune_gc()
             await stop.wait()
         return 0
 

@@ -16,10 +16,9 @@ import hashlib
 import hmac
 import logging
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
-
-from starlette.requests import Request
 
 from tether.jsonrpc.errors import Unauthenticated, Unauthorized
 from tether.jsonrpc.router import RequestContext
@@ -105,8 +104,9 @@ class Gate:
             )
         return cls(tokens, open_mutations=dev or (not tokens and allow_unauthenticated))
 
-    async def authenticate(self, request: Request) -> Principal:
-        header = request.headers.get("authorization", "")
+    async def authenticate(self, headers: Mapping[str, str]) -> Principal:
+        """`headers` by lower-case name."""
+        header = headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
         if not self.tokens:
             return DEV if self.open_mutations else ANONYMOUS

@@ -23,6 +23,9 @@ FINDINGS = {
     "http:get-405": "warn",  # 400 "Missing session ID": the legacy GET stream is still served
     "http:delete-405": "warn",
     "origin:foreign-403": "fail",  # http_app() under uvicorn does not validate Origin
+    # Under uvicorn's httptools parser (Tether's default stack) trailing spaces of a header
+    # value reach the app; FastMCP compares Mcp-Name untrimmed and answers -32020.
+    "headers:name-whitespace": "fail",
     "tools-call:unknown-tool": "fail",  # an isError result instead of -32602
     "get:unknown-id-http-200": "warn",  # -32602 sent with HTTP 400
     "update:decline-refused": "warn",  # a decline is acked (Tether's seed rule refuses it)

@@ -1,7 +1,9 @@
 """The Streamable HTTP endpoint: bytes in → checks → ladder → router → bytes out.
 
-Statuses come from the error (codes.HTTP_STATUS). Responses are application/json, or an SSE
-stream scoped to the request when its handler streams and the client accepts it.
+A plain ASGI app (no Request/Response objects on the hot path: headers are read once from the
+scope, the body straight from `receive`). Statuses come from the error (codes.HTTP_STATUS).
+Responses are application/json, or an SSE stream scoped to the request when its handler
+streams and the client accepts it.
 """
 
 from __future__ import annotations
@@ -9,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import StreamingResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tether.jsonrpc import codec, codes, headers
 from tether.jsonrpc.errors import InvalidMeta, JsonRpcError, Unauthorized
@@ -26,19 +28,40 @@ JSON = "application/json"
 SSE = "text/event-stream"
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 
-Authenticate = Callable[[Request], Awaitable[Any]]  # returns a principal or raises Unauthorized
+# Returns a principal or raises Unauthenticated; gets the request's headers (lower-case names).
+Authenticate = Callable[[Mapping[str, str]], Awaitable[Any]]
 Authorize = Callable[[RequestContext], None]  # raises a JsonRpcError to refuse the request
 ResultHook = Callable[[RequestContext, dict[str, Any]], None]
 
-
-def _json(body: bytes, status: int = 200) -> Response:
-    return Response(body, status_code=status, media_type=JSON)
+_JSON_HEADER = (b"content-type", JSON.encode())
 
 
-def _error(request_id: codec.RequestId | None, error: JsonRpcError) -> Response:
+class Reply:
+    """A complete, non-streamed HTTP response (an ASGI app)."""
+
+    __slots__ = ("body", "headers", "status")
+
+    def __init__(
+        self, status: int, body: bytes = b"", headers: tuple[tuple[bytes, bytes], ...] = ()
+    ) -> None:
+        self.status = status
+        self.body = body
+        self.headers = headers
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        head = [(b"content-length", str(len(self.body)).encode()), *self.headers]
+        await send({"type": "http.response.start", "status": self.status, "headers": head})
+        await send({"type": "http.response.body", "body": self.body})
+
+
+def _json(body: bytes, status: int = 200) -> Reply:
+    return Reply(status, body, (_JSON_HEADER,))
+
+
+def _error(request_id: codec.RequestId | None, error: JsonRpcError) -> Reply:
     response = _json(codec.encode_error(request_id, error), error.http_status)
     if error.http_status == 401:
-        response.headers["WWW-Authenticate"] = 'Bearer realm="tether"'
+        response.headers += ((b"www-authenticate", b'Bearer realm="tether"'),)
     return response
 
 
@@ -55,6 +78,15 @@ def _wants_notifications(ctx: RequestContext) -> bool:
     return ctx.progress_token is not None or (
         isinstance(meta, dict) and isinstance(meta.get(codes.META_LOG_LEVEL), str)
     )
+
+
+def header_map(scope: Scope) -> dict[str, str]:
+    """The request's headers by lower-case name (a repeated header: its last value)."""
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+
+
+class _Disconnected(Exception):
+    """The client went away before its body arrived."""
 
 
 class McpEndpoint:
@@ -81,14 +113,14 @@ class McpEndpoint:
 
     # --- transport checks ---------------------------------------------------------------------
 
-    def _host_allowed(self, request: Request) -> bool:
+    def _host_allowed(self, hdrs: Mapping[str, str]) -> bool:
         if "*" in self.allowed_hosts:
             return True
-        host = request.headers.get("host")
+        host = hdrs.get("host")
         return host is None or _hostname(host.lower()) in self.allowed_hosts
 
-    def _origin_allowed(self, request: Request) -> bool:
-        origin = request.headers.get("origin")
+    def _origin_allowed(self, hdrs: Mapping[str, str]) -> bool:
+        origin = hdrs.get("origin")
         if origin is None:
             return True  # not a browser
         origin = origin.lower().rstrip("/")
@@ -99,54 +131,61 @@ class McpEndpoint:
             h.strip("[]") for h in self.allowed_hosts
         }
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        request = Request(scope, receive)
-        response = await self.handle(request)
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            response = await self.respond(scope, receive)
+        except _Disconnected:
+            return  # nobody to answer
         await response(scope, receive, send)
 
-    async def handle(self, request: Request) -> Response:
-        if request.method != "POST":
-            return Response(status_code=405, headers={"Allow": "POST"})
-        if not self._host_allowed(request) or not self._origin_allowed(request):
+    async def respond(self, scope: Scope, receive: Receive) -> ASGIApp:
+        """The response to one HTTP request (not yet sent)."""
+        if scope["method"] != "POST":
+            return Reply(405, b"", ((b"allow", b"POST"),))
+        hdrs = header_map(scope)
+        if not self._host_allowed(hdrs) or not self._origin_allowed(hdrs):
             return _json(codec.encode_error(None, Unauthorized("Origin or Host not allowed")), 403)
-        content_type = request.headers.get("content-type", "")
+        content_type = hdrs.get("content-type", "")
         if content_type.split(";")[0].strip().lower() != JSON:
-            return Response(status_code=415, headers={"Accept": JSON})
-        declared = request.headers.get("content-length")
+            return Reply(415, b"", ((b"accept", JSON.encode()),))
+        declared = hdrs.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
-            return Response(status_code=413)
-        body = await self._read(request)
+            return Reply(413)
+        body = await self._read(receive)
         if body is None:
-            return Response(status_code=413)
-        return await self._serve(request, body)
+            return Reply(413)
+        return await self._serve(hdrs, body)
 
-    async def _read(self, request: Request) -> bytes | None:
+    async def _read(self, receive: Receive) -> bytes | None:
+        """The whole body; None when it exceeds max_body_bytes."""
         chunks: list[bytes] = []
         size = 0
-        async for chunk in request.stream():
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise _Disconnected()
+            chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body_bytes:
                 return None
             chunks.append(chunk)
-        return b"".join(chunks)
+            if not message.get("more_body", False):
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     # --- JSON-RPC -----------------------------------------------------------------------------
 
-    async def _serve(self, request: Request, body: bytes) -> Response:
+    async def _serve(self, hdrs: dict[str, str], body: bytes) -> ASGIApp:
         try:
             msg = codec.decode(body)
         except codec.DecodeError as exc:
             return _error(exc.request_id, exc.error)
-        hdrs = {k.lower(): v for k, v in request.headers.items()}
         try:
             route = headers.check(msg, hdrs)
             if msg.has_params and not isinstance(msg.params, dict):
                 raise InvalidMeta("params must be an object")
-            principal = await self.authenticate(request) if self.authenticate else None
+            principal = await self.authenticate(hdrs) if self.authenticate else None
         except JsonRpcError as exc:
-            if msg.is_notification:
-                return _error(None, exc)
-            return _error(msg.id, exc)
+            return _error(None if msg.is_notification else msg.id, exc)
         ctx = RequestContext(
             method=msg.method,
             params=msg.params if isinstance(msg.params, dict) else {},
@@ -159,21 +198,18 @@ class McpEndpoint:
             # Notifications we have no use for (e.g. notifications/cancelled on HTTP) are
             # accepted and ignored: the client must not be told to retry them.
             await self.router.deliver(ctx)
-            return Response(status_code=202)
+            return Reply(202)
         assert msg.id is not None  # noqa: S101 — not a notification
-        if self.authorize is not None:
-            try:
-                self.authorize(ctx)
-            except JsonRpcError as exc:
-                return _error(msg.id, exc)
-        accept = request.headers.get("accept", "")
-        if self.router.streams(msg.method) and SSE in accept and _wants_notifications(ctx):
-            try:
-                self.router.resolve(msg.method, route.era)
-            except JsonRpcError as exc:
-                return _error(msg.id, exc)
-            return await self._stream(ctx, msg.id)
         try:
+            if self.authorize is not None:
+                self.authorize(ctx)
+            if (
+                self.router.streams(msg.method)
+                and SSE in hdrs.get("accept", "")
+                and _wants_notifications(ctx)
+            ):
+                self.router.resolve(msg.method, route.era)
+                return await self._stream(ctx, msg.id)
             result = await self.router.dispatch(ctx)
         except JsonRpcError as exc:
             return _error(msg.id, exc)
@@ -181,7 +217,7 @@ class McpEndpoint:
             self.on_result(ctx, result)
         return _json(codec.encode_result(msg.id, result))
 
-    async def _stream(self, ctx: RequestContext, request_id: codec.RequestId) -> Response:
+    async def _stream(self, ctx: RequestContext, request_id: codec.RequestId) -> ASGIApp:
         """SSE scoped to the request — chosen only once the handler has sent a notification.
         A handler that answers (or fails) before notifying gets a plain JSON response, so
         its error keeps its HTTP status (a 400 is not hidden inside a 200 stream)."""

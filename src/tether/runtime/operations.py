@@ -10,9 +10,10 @@ import asyncio
 import contextlib
 import inspect
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from types import TracebackType
 from typing import Any, Literal
 
 import asyncpg
@@ -25,7 +26,12 @@ from tether.runtime.ids import is_execution_id, new_execution_id, new_update_id
 from tether.runtime.policy import seconds
 from tether.runtime.registry import App, WorkflowDef
 from tether.storage import repo
-from tether.storage.errors import DatabaseUnavailable, InvalidData, StorageError, translated
+from tether.storage.errors import (
+    DatabaseUnavailable,
+    InvalidData,
+    StorageError,
+    storage_error,
+)
 from tether.storage.notify import CHANGE_CHANNEL, UPDATE_CHANNEL, Listener
 from tether.storage.rows import (
     ENDED_STATUSES,
@@ -92,19 +98,41 @@ def _parse_cursor(cursor: str) -> tuple[datetime, str]:
         raise e.InvalidInput(f"invalid cursor {cursor!r}") from None
 
 
-@contextlib.asynccontextmanager
-async def _storage() -> AsyncIterator[None]:
+class _Storage:
     """Storage failures (also those raised outside a query, e.g. acquiring a connection while
-    the server is down) leave as Unavailable, which every surface reports as retryable."""
-    try:
-        async with translated():
-            yield
-    except DatabaseUnavailable as exc:
-        raise e.Unavailable() from exc
-    except InvalidData as exc:
-        raise e.InvalidInput("the database refused a value (invalid text or number)") from exc
-    except StorageError as exc:
-        raise e.Unavailable(f"database error: {exc}") from exc
+    the server is down) leave as Unavailable, which every surface reports as retryable.
+    A reusable class, not a generator: it wraps every operation, tasks/get included."""
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.__exit__(kind, exc, tb)
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc is None:
+            return
+        err = exc if isinstance(exc, StorageError) else storage_error(exc)
+        if isinstance(err, DatabaseUnavailable):
+            raise e.Unavailable() from err
+        if isinstance(err, InvalidData):
+            raise e.InvalidInput("the database refused a value (invalid text or number)") from err
+        if err is not None:
+            raise e.Unavailable(f"database error: {err}") from err
+
+
+_STORAGE = _Storage()
+
+
+def _storage() -> _Storage:
+    return _STORAGE
 
 
 class Operations:
@@ -162,7 +190,7 @@ class Operations:
             deadline_at=wf.deadline(),
             created_data={"by": by} if by else {},
         )
-        async with _storage():
+        with _storage():
             for _ in range(3):
                 row = await repo.insert_execution(self.pool, new)
                 if row is not None:
@@ -189,7 +217,7 @@ class Operations:
         """
         if not is_execution_id(execution_id):
             raise e.ExecutionNotFound("no run with that id")  # not even the shape of one
-        async with _storage():
+        with _storage():
             row = await repo.get_execution(self.pool, execution_id)
             if row is None:
                 raise e.ExecutionNotFound(f"no run {execution_id!r}")
@@ -217,7 +245,7 @@ class Operations:
             if unknown:
                 raise e.InvalidInput(f"unknown statuses {sorted(unknown)}")
         after = _parse_cursor(cursor) if cursor else None
-        async with _storage():
+        with _storage():
             rows = await repo.list_executions(
                 self.pool,
                 workflow=workflow,
@@ -233,12 +261,12 @@ class Operations:
 
     async def history(self, execution_id: str) -> list[HistoryEvent]:
         await self.get(execution_id, follow_chain=False)
-        async with _storage():
+        with _storage():
             return await repo.get_history(self.pool, execution_id)
 
     async def steps(self, execution_id: str) -> list[StepRecord]:
         await self.get(execution_id, follow_chain=False)
-        async with _storage():
+        with _storage():
             return await repo.get_steps(self.pool, execution_id)
 
     # --- answer and signal ---------------------------------------------------------------------
@@ -405,7 +433,7 @@ class Operations:
         try:
             async with asyncio.timeout(timeout):
                 while True:
-                    async with _storage():
+                    with _storage():
                         row = await repo.get_update(self.pool, update_id)
                     if row is not None and row.status != "admitted":
                         return row
@@ -446,7 +474,7 @@ class Operations:
         view = await self.get(execution_id)
         run = view.current
         error = {"kind": "terminated", "message": reason or "terminated by an operator", "by": by}
-        async with _storage():
+        with _storage():
             if not await repo.terminate(self.pool, run.id, error):
                 raise e.RunEnded(f"run {run.id!r} has already ended")
             row = await repo.get_execution(self.pool, run.id)
@@ -457,7 +485,7 @@ class Operations:
         """Start a new run with the same input after a run ended without success; it gets a
         new business id and the old run links to it (handles follow). Raises Conflict when the
         run is live, succeeded, or was already retried or continued."""
-        async with _storage():
+        with _storage():
             old = await repo.get_execution(self.pool, execution_id)
         if old is None:
             raise e.ExecutionNotFound(f"no run {execution_id!r}")
@@ -496,7 +524,7 @@ class Operations:
         """Operator rerun of an ended run under the same business id (new input optional).
         The old run is sealed: it keeps the ending it had and handles do not follow it.
         Raises Conflict when the run is live or already sealed or continued."""
-        async with _storage():
+        with _storage():
             old = await repo.get_execution(self.pool, execution_id)
         if old is None:
             raise e.ExecutionNotFound(f"no run {execution_id!r}")

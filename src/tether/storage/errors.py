@@ -9,8 +9,7 @@ StorageError
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
+from types import TracebackType
 
 import asyncpg
 
@@ -54,26 +53,84 @@ _UNAVAILABLE = (
 )
 
 
-@contextlib.asynccontextmanager
-async def translated() -> AsyncIterator[None]:
-    """Translate asyncpg and socket errors raised inside the block into StorageError."""
-    try:
-        yield
-    except _UNAVAILABLE as exc:
-        raise DatabaseUnavailable(f"database unavailable: {type(exc).__name__}") from exc
-    except asyncpg.exceptions.IntegrityConstraintViolationError as exc:
-        raise IntegrityError(str(exc)) from exc
-    except asyncpg.exceptions.DataError as exc:
-        raise InvalidData(f"invalid value (SQLSTATE {exc.sqlstate})") from exc
-    except asyncpg.PostgresError as exc:
-        raise StorageError(f"database error {exc.sqlstate}: {exc}") from exc
+def _unavailable(exc: BaseException) -> DatabaseUnavailable:
+    return DatabaseUnavailable(f"database unavailable: {type(exc).__name__}")
 
 
-@contextlib.asynccontextmanager
-async def unavailable_only() -> AsyncIterator[None]:
+def storage_error(exc: BaseException) -> StorageError | None:
+    """The StorageError an asyncpg or socket error stands for (its cause set); None for
+    anything else."""
+    err: StorageError
+    if isinstance(exc, _UNAVAILABLE):
+        err = _unavailable(exc)
+    elif isinstance(exc, asyncpg.exceptions.IntegrityConstraintViolationError):
+        err = IntegrityError(str(exc))
+    elif isinstance(exc, asyncpg.exceptions.DataError):
+        err = InvalidData(f"invalid value (SQLSTATE {exc.sqlstate})")
+    elif isinstance(exc, asyncpg.PostgresError):
+        err = StorageError(f"database error {exc.sqlstate}: {exc}")
+    else:
+        return None
+    err.__cause__ = exc
+    return err
+
+
+class _Translated:
+    """Translate asyncpg and socket errors raised inside the block into StorageError.
+
+    A class rather than a generator context manager: it sits on every read (tasks/get), and a
+    stateless instance is reused (`with translated(): …`, also across awaits)."""
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.__exit__(kind, exc, tb)
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        err = storage_error(exc) if exc is not None else None
+        if err is not None:
+            raise err
+
+
+class _UnavailableOnly:
     """Translate only losing the database (not errors of the SQL run inside the block): for
     user code that runs its own statements, whose failures are its own."""
-    try:
-        yield
-    except _UNAVAILABLE as exc:
-        raise DatabaseUnavailable(f"database unavailable: {type(exc).__name__}") from exc
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.__exit__(kind, exc, tb)
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if isinstance(exc, _UNAVAILABLE):
+            raise _unavailable(exc) from exc
+
+
+_TRANSLATED = _Translated()
+_UNAVAILABLE_ONLY = _UnavailableOnly()
+
+
+def translated() -> _Translated:
+    """Translate asyncpg and socket errors raised inside the block into StorageError."""
+    return _TRANSLATED
+
+
+def unavailable_only() -> _UnavailableOnly:
+    """Translate only losing the database inside the block (see _UnavailableOnly)."""
+    return _UNAVAILABLE_ONLY

@@ -44,7 +44,7 @@ def available() -> list[Migration]:
 async def migrate(conn: asyncpg.Connection) -> list[int]:
     """Apply pending migrations; return the versions applied now (empty when up to date)."""
     applied_now: list[int] = []
-    async with translated():
+    with translated():
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock($1)", _LOCK_ID)
             await conn.execute(

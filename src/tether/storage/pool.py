@@ -34,7 +34,7 @@ class _Connection(asyncpg.Connection):
 
 async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
     """Open a pool on `dsn`. Raises DatabaseUnavailable when the server cannot be reached."""
-    async with translated():
+    with translated():
         pool = await asyncpg.create_pool(
             dsn,
             min_size=min_size,
@@ -50,7 +50,7 @@ async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> asy
 
 async def connect(dsn: str) -> asyncpg.Connection:
     """One connection with the codecs, outside any pool (LISTEN, migrations, admin)."""
-    async with translated():
+    with translated():
         conn = await asyncpg.connect(dsn, server_settings={"application_name": "tether"})
         await init_connection(conn)
     return conn

@@ -42,7 +42,7 @@ class NewExecution:
 
 async def insert_execution(conn: Conn, new: NewExecution) -> ExecutionRow | None:
     """Insert a pending run; None when (workflow, idempotency_key) is already taken."""
-    async with translated():
+    with translated():
         rec = await conn.fetchrow(
             Q["insert_execution"],
             new.id,
@@ -63,20 +63,20 @@ async def get_execution(
     conn: Conn, execution_id: str, *, lock: bool = False
 ) -> ExecutionRow | None:
     query = Q["get_execution_for_update"] if lock else Q["get_execution"]
-    async with translated():
+    with translated():
         rec = await conn.fetchrow(query, execution_id)
     return ExecutionRow.from_record(rec) if rec else None
 
 
 async def get_by_idempotency_key(conn: Conn, workflow: str, key: str) -> ExecutionRow | None:
-    async with translated():
+    with translated():
         rec = await conn.fetchrow(Q["get_by_idempotency_key"], workflow, key)
     return ExecutionRow.from_record(rec) if rec else None
 
 
 async def get_chain(conn: Conn, execution_id: str) -> list[ExecutionRow]:
     """The run and its successors, oldest first (empty when the run does not exist)."""
-    async with translated():
+    with translated():
         recs = await conn.fetch(Q["get_chain"], execution_id)
     return [ExecutionRow.from_record(r) for r in recs]
 
@@ -91,7 +91,7 @@ async def list_executions(
     after: tuple[datetime, str] | None = None,
     limit: int = 50,
 ) -> list[ExecutionRow]:
-    async with translated():
+    with translated():
         recs = await conn.fetch(
             Q["list_executions"],
             workflow,
@@ -106,26 +106,26 @@ async def list_executions(
 
 
 async def get_history(conn: Conn, execution_id: str) -> list[HistoryEvent]:
-    async with translated():
+    with translated():
         recs = await conn.fetch(Q["get_history"], execution_id)
     return [HistoryEvent.from_record(r) for r in recs]
 
 
 async def get_steps(conn: Conn, execution_id: str) -> list[StepRecord]:
-    async with translated():
+    with translated():
         recs = await conn.fetch(Q["get_steps"], execution_id)
     return [StepRecord.from_mapping(r) for r in recs]
 
 
 async def claim(conn: Conn, owner: str, lease_s: float, limit: int) -> list[ExecutionRow]:
     """Lease up to `limit` due runs to `owner`."""
-    async with translated():
+    with translated():
         recs = await conn.fetch(Q["claim_executions"], owner, float(lease_s), limit)
     return [ExecutionRow.from_record(r) for r in recs]
 
 
 async def load_run_state(conn: Conn, execution_id: str) -> RunState:
-    async with translated():
+    with translated():
         rec = await conn.fetchrow(Q["load_run_state"], execution_id)
     assert rec is not None  # noqa: S101 — a SELECT of scalar subqueries always returns a row
     return RunState(
@@ -165,7 +165,7 @@ async def checkpoint(
     conn: Conn, execution_id: str, owner: str, attempt: int, seen_event_id: int, cp: Checkpoint
 ) -> CheckpointResult:
     """Apply a worker write. Raises LeaseLost (nothing written) when the fence fails."""
-    async with translated():
+    with translated():
         rec = await conn.fetchrow(
             Q["checkpoint"],
             execution_id,
@@ -203,7 +203,7 @@ async def finish_update(
 ) -> int:
     """Record an update's outcome (fenced); returns the run's new last_event_id."""
     status = "failed" if error is not None else "completed"
-    async with translated():
+    with translated():
         rec = await conn.fetchrow(
             Q["finish_update"], execution_id, owner, attempt, update_id, status, output, error
         )
@@ -218,7 +218,7 @@ async def heartbeat(
     """Extend leases; returns {id: cancel_requested} for the leases still held."""
     if not leases:
         return {}
-    async with translated():
+    with translated():
         recs = await conn.fetch(
             Q["heartbeat"],
             owner,
@@ -231,7 +231,7 @@ async def heartbeat(
 
 async def append_event(conn: Conn, execution_id: str, type_: str, data: Any) -> int | None:
     """Append an outside event (wakes a parked run); None when the run is gone or ended."""
-    async with translated():
+    with translated():
         value = await conn.fetchval(Q["append_event"], execution_id, type_, data)
     return int(value) if value is not None else None
 
@@ -240,7 +240,7 @@ async def answer_keep_parked(
     conn: Conn, execution_id: str, waits: list[dict[str, Any]], type_: str, data: Any
 ) -> int | None:
     """Record a partial answer on a parked run (see the query); None if it is not parked."""
-    async with translated():
+    with translated():
         rec = await conn.fetchrow(Q["answer_keep_parked"], execution_id, waits, type_, data)
     return int(rec["last_event_id"]) if rec else None
 
@@ -249,13 +249,13 @@ async def insert_signal(
     conn: Conn, execution_id: str, channel: str, key: str | None, payload: Any, by: str | None
 ) -> int | None:
     """Buffer a signal; None when `key` was already answered."""
-    async with translated():
+    with translated():
         value = await conn.fetchval(Q["insert_signal"], execution_id, channel, key, payload, by)
     return int(value) if value is not None else None
 
 
 async def get_signal_by_key(conn: Conn, execution_id: str, key: str) -> BufferedSignal | None:
-    async with translated():
+    with translated():
         rec = await conn.fetchrow(Q["get_signal_by_key"], execution_id, key)
     if rec is None:
         return None
@@ -265,43 +265,43 @@ async def get_signal_by_key(conn: Conn, execution_id: str, key: str) -> Buffered
 async def insert_update(
     conn: Conn, update_id: str, execution_id: str, name: str, input_: Any, by: str | None
 ) -> None:
-    async with translated():
+    with translated():
         await conn.execute(Q["insert_update"], update_id, execution_id, name, input_, by)
 
 
 async def get_update(conn: Conn, update_id: str) -> UpdateRow | None:
-    async with translated():
+    with translated():
         rec = await conn.fetchrow(Q["get_update"], update_id)
     return UpdateRow.from_record(rec) if rec else None
 
 
 async def request_cancel(conn: Conn, execution_id: str) -> bool:
-    async with translated():
+    with translated():
         return await conn.fetchval(Q["request_cancel"], execution_id) is not None
 
 
 async def terminate(conn: Conn, execution_id: str, error: Any) -> bool:
-    async with translated():
+    with translated():
         return await conn.fetchrow(Q["terminate_execution"], execution_id, error) is not None
 
 
 async def seal(conn: Conn, execution_id: str) -> bool:
-    async with translated():
+    with translated():
         return await conn.fetchval(Q["seal_execution"], execution_id) is not None
 
 
 async def link_successor(conn: Conn, execution_id: str, successor_id: str) -> bool:
-    async with translated():
+    with translated():
         return await conn.fetchval(Q["link_successor"], execution_id, successor_id) is not None
 
 
 async def delete_expired(conn: Conn, batch: int) -> list[str]:
-    async with translated():
+    with translated():
         recs = await conn.fetch(Q["delete_expired"], batch)
     return [r["id"] for r in recs]
 
 
 async def count_by_status(conn: Conn) -> dict[str, int]:
-    async with translated():
+    with translated():
         recs = await conn.fetch(Q["count_by_status"])
     return {r["status"]: int(r["n"]) for r in recs}

@@ -4,8 +4,7 @@ on its own request, checked before anything is looked up."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
+from types import TracebackType
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -33,19 +32,39 @@ def _principal_name(ctx: RequestContext) -> str | None:
     return getattr(p, "name", None) if p is not None else None
 
 
-@contextlib.contextmanager
-def _mapped() -> Iterator[None]:
-    """Domain errors → JSON-RPC errors (the one place that maps them for tasks/*)."""
-    try:
-        yield
-    except TaskNotFound:
-        raise InvalidParams(NOT_FOUND) from None
-    except TaskInputRefused as exc:
-        raise InvalidParams(exc.message, exc.data) from exc
-    except e.InvalidInput as exc:
-        raise InvalidParams(exc.message) from exc
-    except e.Unavailable as exc:
-        raise Unavailable(exc.message) from exc
+class _Mapped:
+    """Domain errors → JSON-RPC errors (the one place that maps them for tasks/*). A reusable
+    class, not a generator: it wraps every tasks/get."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if isinstance(exc, TaskNotFound):
+            raise InvalidParams(NOT_FOUND) from None
+        if isinstance(exc, TaskInputRefused):
+            raise InvalidParams(exc.message, exc.data) from exc
+        if isinstance(exc, e.InvalidInput):
+            raise InvalidParams(exc.message) from exc
+        if isinstance(exc, e.Unavailable):
+            raise Unavailable(exc.message) from exc
+
+
+_MAPPED = _Mapped()
+
+
+def _mapped() -> _Mapped:
+    return _MAPPED
+
+
+def _task_id(params: dict[str, Any]) -> str:
+    """params.taskId; a valid one without building the model (tasks/get is the hot path)."""
+    task_id = params.get("taskId")
+    if isinstance(task_id, str) and task_id:
+        return task_id
+    return parse_params(TaskParams, params).taskId  # raises InvalidParams naming the field
 
 
 def register(router: Router, service: TaskService) -> None:
@@ -55,11 +74,9 @@ def register(router: Router, service: TaskService) -> None:
 
     async def get(ctx: RequestContext) -> dict[str, Any]:
         gate(ctx)
-        params = parse_params(TaskParams, ctx.params)
+        task_id = _task_id(ctx.params)
         with _mapped():
-            return await service.get(
-                params.taskId, elicitation="form" in ctx.route.elicitation_modes()
-            )
+            return await service.get(task_id, elicitation="form" in ctx.route.elicitation_modes())
 
     async def update(ctx: RequestContext) -> dict[str, Any]:
         gate(ctx)
