@@ -44,6 +44,7 @@ FIXED_BODY_BYTES = 500
 POOL_SIZE = 20  # Tether's default TETHER_POOL_SIZE
 APP_SPEC = f"{Path(__file__).resolve().with_name('tasks_get_app.py')}:app"
 SELECT_ROW = "SELECT * FROM executions WHERE id = $1"
+ASYNCIO_FASTMCP = "fastmcp-asyncio"  # the same FastMCP app on asyncio's loop and h11
 
 
 def fixed_body() -> bytes:
@@ -128,23 +129,33 @@ def build(kind: str, dsn: str | None) -> Any:
     return fastmcp_app()
 
 
-def serve(app: Any, port: int) -> None:
-    """The uvicorn settings every server of the benchmark shares."""
+def serve(app: Any, port: int, stack: str = "auto") -> None:
+    """The uvicorn settings every server of the benchmark shares. `stack` "asyncio": the
+    standard library's event loop and h11 even where uvloop and httptools are installed."""
     import uvicorn
 
+    loop, http = ("asyncio", "h11") if stack == "asyncio" else ("auto", "auto")
     config = uvicorn.Config(
-        app, host=HOST, port=port, log_level="warning", access_log=False, lifespan="on"
+        app,
+        host=HOST,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        loop=loop,
+        http=http,
     )
     uvicorn.Server(config).run()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind", choices=["fixed", "select", "tether", "fastmcp"])
+    parser.add_argument("kind", choices=["fixed", "select", "tether", "fastmcp", ASYNCIO_FASTMCP])
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--dsn")
     args = parser.parse_args(argv)
-    serve(build(args.kind, args.dsn), args.port)
+    stack = "asyncio" if args.kind == ASYNCIO_FASTMCP else "auto"
+    serve(build(args.kind, args.dsn), args.port, stack)
     return 0
 
 

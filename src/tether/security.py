@@ -28,6 +28,9 @@ audit = logging.getLogger("tether.audit")
 
 Role = Literal["reader", "operator", "admin"]
 ROLES: Final = ("reader", "operator", "admin")
+# One audit line per call that acts (DESIGN.md §6: "per tool call"). tasks/get is a poll an
+# agent sends every few seconds: it is authorized like a mutation but not audited.
+AUDITED_METHODS: Final = frozenset({"tools/call", "tasks/update", "tasks/cancel"})
 READ_METHODS: Final = frozenset(
     {
         "server/discover",
@@ -122,7 +125,7 @@ class Gate:
         """Raises Unauthorized when the principal may not do this."""
         principal = ctx.principal if isinstance(ctx.principal, Principal) else ANONYMOUS
         reads = ctx.method in READ_METHODS or (ctx.method == "tools/call" and read_only_tool)
-        if ctx.method == "tools/call" or ctx.method.startswith("tasks/"):
+        if ctx.method in AUDITED_METHODS:
             name = ctx.params.get("name") if ctx.method == "tools/call" else None
             audit.info("%s %s by %s", ctx.method, name or "-", principal.name)
         if reads or principal.may_mutate:

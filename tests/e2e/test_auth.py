@@ -4,6 +4,7 @@ closed for mutations."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import pytest
@@ -67,3 +68,24 @@ async def test_off_loopback_without_tokens_mutations_fail_closed(
         assert (refused.status_code, refused.json()["error"]["code"]) == (403, codes.UNAUTHORIZED)
     async with mcp_server(app, host="0.0.0.0", allow_unauthenticated=True) as url:  # noqa: S104
         assert (await client(url).request("tools/call", START)).status_code == 200
+
+
+async def test_actions_leave_an_audit_line_with_the_principal_and_polls_do_not(
+    mcp_server: ServeFn, client: Callable[[str], McpClient], caplog: pytest.LogCaptureFixture
+) -> None:
+    """DESIGN.md §6: one audit line per tool call (and per tasks/update or tasks/cancel),
+    naming the principal; a tasks/get poll leaves none, and no line holds the task id."""
+    operator, operator_entry = new_token("bob", "operator")
+    as_operator = {"Authorization": f"Bearer {operator}"}
+    caplog.set_level(logging.INFO, logger="tether.audit")
+    async with mcp_server(app, api_tokens=operator_entry) as url:
+        c = client(url)
+        created = (await c.request("tools/call", START, headers=as_operator)).json()["result"]
+        task_id = created["taskId"]
+        for _ in range(3):
+            poll = await c.request("tasks/get", {"taskId": task_id}, headers=as_operator)
+            assert poll.status_code == 200
+        cancelled = await c.request("tasks/cancel", {"taskId": task_id}, headers=as_operator)
+        assert cancelled.status_code == 200
+    lines = [r.getMessage() for r in caplog.records if r.name == "tether.audit"]
+    assert lines == ["tools/call start_long_job by bob", "tasks/cancel - by bob"]
