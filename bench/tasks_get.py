@@ -42,9 +42,10 @@ Row-count independence (skip with ``--skip-million``): 1,000 filler rows (comple
 random ``ex_`` ids) are added to the benchmark's database, and a second database of the same
 cluster gets 1,000,000 (then VACUUM ANALYZE and CHECKPOINT); each database gets a fresh
 Tether server of its own, which parks a run. The two ``tether working`` loads are measured
-once each unrecorded (the fill's aftermath settles), then in interleaved pairs (ABBA, at
-least 4 pairs) so that machine drift cancels out; the median 1M/1k ratio is printed with the
-buffers the primary-key lookup touches at each size (EXPLAIN ANALYZE).
+once each unrecorded (the fill's aftermath settles), then in 16 interleaved pairs of short
+windows (3 s after the warm-up, ABBA order) so that machine drift cancels out; the median
+1M/1k ratio is printed with the buffers the primary-key lookup touches at each size (EXPLAIN
+ANALYZE). ``--rows-only`` runs just this part.
 
 Targets, checked at concurrency 16: Tether >= 0.8x the select ceiling's req/s and p99 <= 1.5x
 its p99; >= 2x FastMCP's req/s for a working task and >= 4x for a completed one (printed with
@@ -58,7 +59,7 @@ The benchmark reports; it does not fail on a missed target.
 Usage::
 
     python bench/tasks_get.py [--duration 10] [--concurrency 1 16 64] [--rounds 1]
-                              [--skip-fastmcp] [--skip-million] [--warmup 1]
+                              [--skip-fastmcp] [--skip-million | --rows-only] [--warmup 1]
 
 An embedded PostgreSQL (pgserver) is started in a fresh directory under /tmp and removed at
 the end. FastMCP needs ``pip install 'fastmcp[tasks]==4.1.4'`` in this interpreter (without
@@ -70,6 +71,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import importlib.util
 import itertools
 import json
@@ -128,7 +130,8 @@ TARGET_ROWS_DRIFT = 0.10
 FILL_SMALL = 1_000
 FILL_LARGE = 1_000_000
 LARGE_DB = "tasks_get_1m"
-ROW_PAIRS = 4  # at least this many interleaved (1k, 1M) pairs, ABBA
+ROW_PAIRS = 16  # interleaved (1k, 1M) pairs, ABBA
+ROW_WINDOW_SEC = 3.0  # short windows, alternated: machine drift over minutes cancels out
 
 MB = 1024 * 1024
 
@@ -990,10 +993,11 @@ async def million_round(setup: Setup) -> tuple[list[Result], dict[str, Any]]:
             sides[phase] = Target("tether working", server, parked, '"status":"working"')
         for t in sides.values():  # one unrecorded load each: the fill's aftermath settles
             await measure(t, c, setup.load, Run("settle"))
-        for rnd in range(max(ROW_PAIRS, setup.rounds)):
+        short = dataclasses.replace(setup.load, duration=min(ROW_WINDOW_SEC, setup.load.duration))
+        for rnd in range(ROW_PAIRS):
             order = list(sides.items()) if rnd % 2 == 0 else list(sides.items())[::-1]
             for phase, t in order:
-                results.append(await measure(t, c, setup.load, Run(phase, rnd)))
+                results.append(await measure(t, c, short, Run(phase, rnd)))
     finally:
         await stop([s.proc for s in servers.values()])
     lines = [f"row-count independence (tether working, concurrency {c}, interleaved pairs):"]
@@ -1049,13 +1053,16 @@ async def run(args: argparse.Namespace) -> str:
         kinds = ["fixed", "select", "tether"]
         kinds += ["fastmcp", ASYNCIO_FASTMCP] if with_fastmcp else []
         million: dict[str, Any] | None = None
-        async with servers_up(setup, kinds):
-            await build_targets(setup, with_fastmcp)
-            results = await main_rounds(setup, args.concurrency)
-            results += await extra_rounds(setup)
-            if not args.skip_million:
-                extra, million = await million_round(setup)
-                results += extra
+        if args.rows_only:
+            results, million = await million_round(setup)
+        else:
+            async with servers_up(setup, kinds):
+                await build_targets(setup, with_fastmcp)
+                results = await main_rounds(setup, args.concurrency)
+                results += await extra_rounds(setup)
+                if not args.skip_million:
+                    extra, million = await million_round(setup)
+                    results += extra
     context = context_lines(args, pg, load_before) + notes
     return report(results, args.concurrency, context, million)
 
@@ -1068,7 +1075,10 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=1, help="passes over the targets")
     parser.add_argument("--skip-fastmcp", action="store_true")
     parser.add_argument("--skip-million", action="store_true")
+    parser.add_argument("--rows-only", action="store_true", help="only the 1k/1M row pairs")
     args = parser.parse_args(argv)
+    if args.rows_only and args.skip_million:
+        parser.error("--rows-only and --skip-million exclude each other")
     if args.duration <= 0 or args.warmup < 0 or min(args.concurrency) < 1 or args.rounds < 1:
         parser.error("duration > 0, warmup >= 0, concurrency >= 1 and rounds >= 1")
     return args
