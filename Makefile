@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 APP    ?= tether.examples:app
 PORT   ?= 8000
 
-.PHONY: serve test check lint bench clean chaos chaos-short
+.PHONY: serve test check lint bench bench-tasks clean chaos chaos-short
 
 $(BIN)/tether: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ check: test
 bench: $(BIN)/tether
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python bench/engine.py
+
+bench-tasks: $(BIN)/tether
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	$(BIN)/python bench/tasks_get.py --rounds 3
 
 # Reliability suite (not part of `make test`): chaos with kills, database outages, a paused
 # worker, soak, bad input at volume. About 30 min; chaos-short about 4 min.

@@ -3,9 +3,10 @@
 What is measured
 ----------------
 Every server is its own process with the same uvicorn settings (bench/tasks_get_ceilings.py:
-one worker, default loop and HTTP implementation, no access log, log level warning), and the
-load comes from a separate process (bench/loadgen.py: closed loop, one keep-alive connection
-per lane, a raw asyncio HTTP/1.1 client). For each concurrency (default 1, 16, 64), each target
+one worker, default loop and HTTP implementation — uvloop and httptools, which Tether depends
+on — no access log, log level warning), and the load comes from a separate process
+(bench/loadgen.py: closed loop, one keep-alive connection per lane, a raw asyncio HTTP/1.1
+client). For each concurrency (default 1, 16, 64), each target
 gets ``warmup`` + ``duration`` seconds of the same request sent back to back; only requests
 started after the warm-up count. Targets, measured in this order at each concurrency:
 
@@ -36,7 +37,7 @@ ceilings next to the system measured against them).
 
 Extra rows at concurrency 16: the fixed server with an httpx client (why the load generator
 is raw asyncio), and ``python -m tether serve`` as shipped (uvicorn log level info, access log
-on, to a file), paired per round with the benchmark's Tether server.
+off by default, output to a file), paired per round with the benchmark's Tether server.
 
 Row-count independence (skip with ``--skip-million``): 1,000 filler rows (completed runs with
 random ``ex_`` ids) are added to the benchmark's database, and a second database of the same
@@ -224,7 +225,7 @@ def spawn_ceiling(kind: str, dsn: str, logs: Path, name: str | None = None) -> S
 
 
 def spawn_tether_serve(dsn: str, logs: Path) -> Server:
-    """`python -m tether serve` as shipped (uvicorn log level info, access log on)."""
+    """`python -m tether serve` as shipped (uvicorn log level info, access log off by default)."""
     port = free_port()
     command = [sys.executable, "-m", "tether", "serve", APP_SPEC, "--port", str(port)]
     return spawn("tether-serve", command, tether_env(dsn), port, logs)
@@ -855,7 +856,7 @@ def shipped_lines(results: list[Result]) -> list[str]:
     value = med(paired(results, ("tether working", "as shipped"), ("tether working", "pair"), c))
     if value is None:
         return []
-    return [info_line("`tether serve` as shipped / without access log, req/s", value)]
+    return [info_line("`tether serve` as shipped / the bench server, req/s", value)]
 
 
 def loadgen_lines(results: list[Result]) -> list[str]:

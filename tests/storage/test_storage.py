@@ -17,6 +17,7 @@ def test_queries_file_parses_into_the_expected_names() -> None:
     expected = {
         "insert_execution",
         "get_execution",
+        "get_executions",
         "get_execution_for_update",
         "get_by_idempotency_key",
         "get_chain",

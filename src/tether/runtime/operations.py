@@ -26,6 +26,7 @@ from tether.runtime.ids import is_execution_id, new_execution_id, new_update_id
 from tether.runtime.policy import seconds
 from tether.runtime.registry import App, WorkflowDef
 from tether.storage import repo
+from tether.storage.coalesce import RowReader
 from tether.storage.errors import (
     DatabaseUnavailable,
     InvalidData,
@@ -150,6 +151,11 @@ class Operations:
         self.app = app
         self.listener = listener
         self.max_payload_bytes = max_payload_bytes
+        # A quarter of the pool for concurrent single-row reads; more readers share statements.
+        # (Tests may hand in one connection instead of a pool: then one statement at a time.)
+        max_size = getattr(pool, "get_max_size", None)
+        size = max_size() if callable(max_size) else 1
+        self.reader = RowReader(pool, max_statements=max(1, size // 4))
 
     # --- start -------------------------------------------------------------------------------
 
@@ -218,7 +224,7 @@ class Operations:
         if not is_execution_id(execution_id):
             raise e.ExecutionNotFound("no run with that id")  # not even the shape of one
         with _storage():
-            row = await repo.get_execution(self.pool, execution_id)
+            row = await self.reader.get(execution_id)
             if row is None:
                 raise e.ExecutionNotFound(f"no run {execution_id!r}")
             if not follow_chain or row.successor_id is None:

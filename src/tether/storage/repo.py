@@ -68,6 +68,13 @@ async def get_execution(
     return ExecutionRow.from_record(rec) if rec else None
 
 
+async def get_executions(conn: Conn, execution_ids: Sequence[str]) -> list[ExecutionRow]:
+    """The rows of those ids that exist, in no particular order."""
+    with translated():
+        recs = await conn.fetch(Q["get_executions"], list(execution_ids))
+    return [ExecutionRow.from_record(rec) for rec in recs]
+
+
 async def get_by_idempotency_key(conn: Conn, workflow: str, key: str) -> ExecutionRow | None:
     with translated():
         rec = await conn.fetchrow(Q["get_by_idempotency_key"], workflow, key)

@@ -18,6 +18,10 @@ SELECT ins.*, pg_notify('tether_ready', ins.id)::text AS notified FROM ins;
 -- One run by primary key.
 SELECT * FROM executions WHERE id = $1;
 
+-- name: get_executions
+-- Runs by primary key, several at once (coalesced reads: storage/coalesce.py).
+SELECT * FROM executions WHERE id = ANY($1::text[]);
+
 -- name: get_execution_for_update
 -- One run by primary key, locked for the rest of the transaction.
 SELECT * FROM executions WHERE id = $1 FOR UPDATE;

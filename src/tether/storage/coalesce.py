@@ -1,0 +1,101 @@
+"""Coalesced primary-key reads of execution rows.
+
+Polling (`tasks/get`, status tools, run resources) is the hottest read: many clients, each
+asking for one row, over and over. Checking a connection out of asyncpg's pool and back costs
+about as much CPU as the query itself, so concurrent reads share statements. A read runs its
+own statement while fewer than `max_statements` are in flight; past that it queues, and the
+next statement to start takes every id queued by then (`id = ANY($1)`).
+
+A read only ever joins a statement that has not been sent yet, so it sees everything
+committed before it was asked for (a client's own earlier writes included).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+from tether.storage import repo
+from tether.storage.errors import StorageError
+from tether.storage.rows import ExecutionRow
+
+Waiters = dict[str, list[asyncio.Future[ExecutionRow | None]]]
+
+
+class RowReader:
+    """Reads execution rows by id on `pool`, coalescing concurrent reads."""
+
+    def __init__(self, pool: Any, *, max_statements: int, max_batch: int = 128) -> None:
+        if max_statements < 1 or max_batch < 1:
+            raise ValueError("max_statements and max_batch must be at least 1")
+        self._pool = pool
+        self._max_statements = max_statements
+        self._max_batch = max_batch
+        self._in_flight = 0
+        self._queued: Waiters = {}
+        self._tasks: set[asyncio.Task[list[ExecutionRow]]] = set()
+
+    async def get(self, execution_id: str) -> ExecutionRow | None:
+        """The row, or None. Raises StorageError (translated) like repo.get_execution."""
+        if self._in_flight < self._max_statements and not self._queued:
+            self._in_flight += 1
+            try:
+                return await repo.get_execution(self._pool, execution_id)
+            finally:
+                self._finished()
+        waiter: asyncio.Future[ExecutionRow | None] = asyncio.get_running_loop().create_future()
+        self._queued.setdefault(execution_id, []).append(waiter)
+        return await waiter
+
+    def _finished(self) -> None:
+        self._in_flight -= 1
+        if self._queued:
+            self._start_batch()
+
+    def _start_batch(self) -> None:
+        ids = list(itertools.islice(self._queued, self._max_batch))
+        batch = {execution_id: self._queued.pop(execution_id) for execution_id in ids}
+        self._in_flight += 1
+        task = asyncio.get_running_loop().create_task(self._query(batch))
+        self._tasks.add(task)  # the loop keeps only a weak reference
+        # A done callback runs even for a task cancelled before it started.
+        task.add_done_callback(lambda done: self._deliver(batch, done))
+
+    async def _query(self, batch: Waiters) -> list[ExecutionRow]:
+        ids = [i for i, futures in batch.items() if not all(f.done() for f in futures)]
+        return await repo.get_executions(self._pool, ids) if ids else []
+
+    def _deliver(self, batch: Waiters, task: asyncio.Task[list[ExecutionRow]]) -> None:
+        self._tasks.discard(task)
+        try:
+            if task.cancelled():
+                _fail(batch, asyncio.CancelledError())
+            elif (exc := task.exception()) is not None:
+                _fail(batch, exc)
+            else:
+                found = {row.id: row for row in task.result()}
+                for execution_id, futures in batch.items():
+                    for future in futures:
+                        if not future.done():
+                            future.set_result(found.get(execution_id))
+        finally:
+            self._finished()
+
+
+def _fail(batch: Waiters, exc: BaseException) -> None:
+    """Every reader of the batch fails as its own read would have: with its own copy of a
+    storage error (one exception object must not be raised in several tasks), cancelled
+    when the batch was."""
+    for futures in batch.values():
+        for future in futures:
+            if future.done():
+                continue
+            if isinstance(exc, asyncio.CancelledError):
+                future.cancel()
+            elif isinstance(exc, StorageError):
+                copy = type(exc)(str(exc))
+                copy.__cause__ = exc.__cause__
+                future.set_exception(copy)
+            else:
+                future.set_exception(exc)
