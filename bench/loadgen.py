@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import sys
 import time
@@ -43,7 +44,8 @@ RECONNECT_PAUSE_SEC = 0.05
 
 @dataclass(frozen=True)
 class Spec:
-    """One request, sent over and over."""
+    """One request, sent over and over; or, with `lanes`, one (headers, body) per lane
+    (lane i sends lanes[i % len(lanes)])."""
 
     port: int
     path: str
@@ -51,6 +53,7 @@ class Spec:
     body: bytes
     expect: bytes | None = None
     host: str = LOOPBACK
+    lanes: tuple[tuple[dict[str, str], bytes], ...] = ()
 
     @classmethod
     def load(cls, path: Path) -> Spec:
@@ -64,7 +67,15 @@ class Spec:
             headers=dict(raw["headers"]),
             body=raw["body"].encode(),
             expect=expect.encode() if expect else None,
+            lanes=tuple((dict(h), b.encode()) for h, b in raw.get("lanes", ())),
         )
+
+    def lane(self, index: int) -> Spec:
+        """The spec lane `index` sends."""
+        if not self.lanes:
+            return self
+        headers, body = self.lanes[index % len(self.lanes)]
+        return dataclasses.replace(self, headers=headers, body=body, lanes=())
 
     def request_bytes(self) -> bytes:
         lines = [f"POST {self.path} HTTP/1.1", f"Host: {self.host}:{self.port}"]
@@ -214,7 +225,7 @@ async def _run_httpx(spec: Spec, concurrency: int, window: Window, tally: Tally)
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(limits=limits, timeout=30.0) as client:
         await asyncio.gather(
-            *(_httpx_lane(spec, client, window, tally) for _ in range(concurrency))
+            *(_httpx_lane(spec.lane(i), client, window, tally) for i in range(concurrency))
         )
 
 
@@ -254,7 +265,8 @@ async def run(
         if client == "httpx":
             await _run_httpx(spec, concurrency, window, tally)
         else:
-            await asyncio.gather(*(_raw_lane(spec, window, tally) for _ in range(concurrency)))
+            lanes = (_raw_lane(spec.lane(i), window, tally) for i in range(concurrency))
+            await asyncio.gather(*lanes)
         cpu = await announcer
     lat = sorted(tally.latencies)
     return {

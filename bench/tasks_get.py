@@ -106,6 +106,8 @@ APP_SPEC = f"{BENCH / 'tasks_get_app.py'}:app"
 HOST = "127.0.0.1"
 PATH = "/mcp"
 ASYNCIO_FASTMCP = "fastmcp-asyncio"  # tasks_get_ceilings.py: FastMCP on asyncio + h11
+SELECT_PER_LANE = "select, row per lane"
+TETHER_PER_LANE = "tether, run per lane"
 
 VERSION = "2026-07-28"
 TASKS = "io.modelcontextprotocol/tasks"
@@ -422,6 +424,15 @@ async def tether_tasks(url: str) -> tuple[str, str]:
     return parked, done
 
 
+async def parked_runs(url: str, count: int) -> tuple[str, ...]:
+    """`count` more parked runs on Tether (working tasks), for the a-run-per-lane targets."""
+    async with httpx.AsyncClient(timeout=30.0) as client:
+        ids = [await start_task(client, url, "parked", {"label": f"lane{i}"}) for i in range(count)]
+        for task_id in ids:
+            await wait_status(client, url, task_id, "working", "waiting for signal")
+    return tuple(ids)
+
+
 async def fastmcp_tasks(url: str) -> tuple[str, str]:
     """(working, completed) task ids on FastMCP."""
     async with httpx.AsyncClient(timeout=30.0) as client:
@@ -443,9 +454,11 @@ class Target:
     server: Server
     task_id: str
     expect: str | None  # a substring every answer must hold
+    lane_ids: tuple[str, ...] = ()  # one task per lane (lane i polls lane_ids[i % n])
 
     def spec(self) -> dict[str, Any]:
         headers, body = tasks_get(self.task_id)
+        lanes = [tasks_get(i) for i in self.lane_ids]
         return {
             "host": HOST,
             "port": self.server.port,
@@ -453,6 +466,7 @@ class Target:
             "headers": headers,
             "body": body.decode(),
             "expect": self.expect,
+            "lanes": [(h, b.decode()) for h, b in lanes],
         }
 
 
@@ -722,6 +736,7 @@ RATIO_COLUMNS = (  # FastMCP here: its default stack (the targets use the faster
     ("T-work/select", "tether working", "select + orjson", "rps"),
     ("T-done/select", "tether completed", "select + orjson", "rps"),
     ("select/fixed", "select + orjson", "fixed 500 B", "rps"),
+    ("T/sel per lane", TETHER_PER_LANE, SELECT_PER_LANE, "rps"),
     ("T-work/FM-work", "tether working", "fastmcp working", "rps"),
     ("T-done/FM-done", "tether completed", "fastmcp completed", "rps"),
     ("p99 T-work/sel", "tether working", "select + orjson", "p99_ms"),
@@ -779,6 +794,12 @@ def target_lines(results: list[Result], million: dict[str, Any] | None) -> list[
             lines.append(info_line(f"  … against fastmcp on {stack}", alone))
         reach = ratio_to_fastmcp(results, "select + orjson", state, c)
         lines.append(info_line("  … the select ceiling / fastmcp (Tether's reach)", reach))
+    lines.append(
+        info_line(
+            "tether / select, a different run per lane, req/s",
+            ratio(results, TETHER_PER_LANE, SELECT_PER_LANE, c),
+        )
+    )
     for state in ("working", "completed"):
         value = ratio(results, f"tether {state}", "select + orjson", c, "p99_ms")
         name = f"tether {state} p99 / select ceiling p99"
@@ -924,14 +945,17 @@ async def servers_up(setup: Setup, kinds: list[str]) -> AsyncIterator[None]:
         await stop([s.proc for s in setup.servers.values()])
 
 
-async def build_targets(setup: Setup, with_fastmcp: bool) -> None:
+async def build_targets(setup: Setup, with_fastmcp: bool, lanes: int) -> None:
     s = setup.servers
     parked, done = await tether_tasks(s["tether"].url)
+    many = await parked_runs(s["tether"].url, lanes)
     setup.targets = [
         Target("fixed 500 B", s["fixed"], parked, None),
         Target("select + orjson", s["select"], parked, '"status":"waiting"'),
         Target("tether working", s["tether"], parked, '"status":"working"'),
         Target("tether completed", s["tether"], done, '"status":"completed"'),
+        Target(SELECT_PER_LANE, s["select"], parked, '"status":"waiting"', many),
+        Target(TETHER_PER_LANE, s["tether"], parked, '"status":"working"', many),
     ]
     if with_fastmcp:
         for kind, suffix in (("fastmcp", ""), (ASYNCIO_FASTMCP, " asyncio")):
@@ -1058,7 +1082,7 @@ async def run(args: argparse.Namespace) -> str:
             results, million = await million_round(setup)
         else:
             async with servers_up(setup, kinds):
-                await build_targets(setup, with_fastmcp)
+                await build_targets(setup, with_fastmcp, max(args.concurrency))
                 results = await main_rounds(setup, args.concurrency)
                 results += await extra_rounds(setup)
                 if not args.skip_million:
