@@ -73,6 +73,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import importlib.util
 import itertools
 import json
@@ -86,7 +87,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -433,6 +434,14 @@ async def parked_runs(url: str, count: int) -> tuple[str, ...]:
     return tuple(ids)
 
 
+async def fastmcp_completed(url: str) -> str:
+    """A new completed task on FastMCP."""
+    async with httpx.AsyncClient(timeout=30.0) as client:
+        done = await start_task(client, url, "quick", {"value": 7})
+        await wait_status(client, url, done, "completed")
+    return done
+
+
 async def fastmcp_tasks(url: str) -> tuple[str, str]:
     """(working, completed) task ids on FastMCP."""
     async with httpx.AsyncClient(timeout=30.0) as client:
@@ -455,6 +464,9 @@ class Target:
     task_id: str
     expect: str | None  # a substring every answer must hold
     lane_ids: tuple[str, ...] = ()  # one task per lane (lane i polls lane_ids[i % n])
+    # A fresh task before each measurement: FastMCP purges a completed task 15 minutes after
+    # it ends, sooner than a full run reaches its last measurement.
+    renew: Callable[[], Awaitable[str]] | None = None
 
     def spec(self) -> dict[str, Any]:
         headers, body = tasks_get(self.task_id)
@@ -626,6 +638,8 @@ class Run:
 
 
 async def measure(target: Target, concurrency: int, load: Load, run: Run) -> Result:
+    if target.renew is not None:
+        target = dataclasses.replace(target, task_id=await target.renew())
     size = await check_once(target)
     window = await run_loadgen(target, concurrency, load, run.client)
     raw, rss = window.raw, window.rss
@@ -962,7 +976,13 @@ async def build_targets(setup: Setup, with_fastmcp: bool, lanes: int) -> None:
             working, finished = await fastmcp_tasks(s[kind].url)
             setup.targets += [
                 Target(f"fastmcp working{suffix}", s[kind], working, '"status":"working"'),
-                Target(f"fastmcp completed{suffix}", s[kind], finished, '"status":"completed"'),
+                Target(
+                    f"fastmcp completed{suffix}",
+                    s[kind],
+                    finished,
+                    '"status":"completed"',
+                    renew=functools.partial(fastmcp_completed, s[kind].url),
+                ),
             ]
 
 

@@ -29,6 +29,7 @@ from tether.storage import repo
 from tether.storage.coalesce import RowReader
 from tether.storage.errors import (
     DatabaseUnavailable,
+    ErrorMapper,
     InvalidData,
     StorageError,
     storage_error,
@@ -99,21 +100,9 @@ def _parse_cursor(cursor: str) -> tuple[datetime, str]:
         raise e.InvalidInput(f"invalid cursor {cursor!r}") from None
 
 
-class _Storage:
+class _Storage(ErrorMapper):
     """Storage failures (also those raised outside a query, e.g. acquiring a connection while
-    the server is down) leave as Unavailable, which every surface reports as retryable.
-    A reusable class, not a generator: it wraps every operation, tasks/get included."""
-
-    async def __aenter__(self) -> None:
-        return None
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.__exit__(kind, exc, tb)
-
-    def __enter__(self) -> None:
-        return None
+    the server is down) leave as Unavailable, which every surface reports as retryable."""
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

@@ -53,6 +53,28 @@ _UNAVAILABLE = (
 )
 
 
+class ErrorMapper:
+    """A stateless context manager, for `with` and `async with`, whose __exit__ re-raises the
+    errors of its block as other errors. A class rather than a generator: these wrap every read
+    (tasks/get), and one instance serves every use."""
+
+    def __enter__(self) -> None:
+        return None
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.__exit__(kind, exc, tb)
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        raise NotImplementedError
+
+
 def _unavailable(exc: BaseException) -> DatabaseUnavailable:
     return DatabaseUnavailable(f"database unavailable: {type(exc).__name__}")
 
@@ -75,22 +97,8 @@ def storage_error(exc: BaseException) -> StorageError | None:
     return err
 
 
-class _Translated:
-    """Translate asyncpg and socket errors raised inside the block into StorageError.
-
-    A class rather than a generator context manager: it sits on every read (tasks/get), and a
-    stateless instance is reused (`with translated(): …`, also across awaits)."""
-
-    async def __aenter__(self) -> None:
-        return None
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.__exit__(kind, exc, tb)
-
-    def __enter__(self) -> None:
-        return None
+class _Translated(ErrorMapper):
+    """Translate asyncpg and socket errors raised inside the block into StorageError."""
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -100,20 +108,9 @@ class _Translated:
             raise err
 
 
-class _UnavailableOnly:
+class _UnavailableOnly(ErrorMapper):
     """Translate only losing the database (not errors of the SQL run inside the block): for
     user code that runs its own statements, whose failures are its own."""
-
-    async def __aenter__(self) -> None:
-        return None
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.__exit__(kind, exc, tb)
-
-    def __enter__(self) -> None:
-        return None
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

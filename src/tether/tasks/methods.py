@@ -13,6 +13,7 @@ from tether.jsonrpc.errors import InvalidParams, Unavailable, tasks_capability_r
 from tether.jsonrpc.headers import Era
 from tether.jsonrpc.router import RequestContext, Router, parse_params
 from tether.runtime import errors as e
+from tether.storage.errors import ErrorMapper
 from tether.tasks.service import TaskInputRefused, TaskNotFound, TaskService
 
 NOT_FOUND = "Failed to retrieve task: Task not found"
@@ -32,12 +33,8 @@ def _principal_name(ctx: RequestContext) -> str | None:
     return getattr(p, "name", None) if p is not None else None
 
 
-class _Mapped:
-    """Domain errors → JSON-RPC errors (the one place that maps them for tasks/*). A reusable
-    class, not a generator: it wraps every tasks/get."""
-
-    def __enter__(self) -> None:
-        return None
+class _Mapped(ErrorMapper):
+    """Domain errors → JSON-RPC errors (the one place that maps them for tasks/*)."""
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
