@@ -15,7 +15,7 @@ from reliability.client import Client
 from reliability.cluster import Cluster
 from reliability.report import PhaseReport
 from reliability.runs import Driver, drive, make_plans
-from reliability.verify import verify
+from reliability.verify import judge
 
 
 async def killer(
@@ -72,13 +72,7 @@ async def run_killer(
         await kill_task
         await client.aclose()
     report.bad_503 = report.ledger.unexplained_503  # no database outage in this phase
-    verdict = await verify(db, plans, results)
-    report.lost = verdict.lost
-    report.duplicated = verdict.duplicated
-    report.problems += verdict.problems
-    for res in results:
-        report.problems += [f"{res.plan.key}: {p}" for p in res.problems]
-    report.figures["runs ended as expected"] = f"{verdict.ended_ok}/{runs}"
+    verdict = await judge(report, db, plans, results)
     report.figures["answers delivered"] = str(verdict.answers)
     report.figures["tasks/update sent"] = str(sum(r.answers_sent for r in results))
     report.figures["tasks/cancel sent"] = str(sum(r.cancels_sent for r in results))

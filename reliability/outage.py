@@ -21,7 +21,7 @@ from reliability.client import Client, Ledger
 from reliability.cluster import Cluster, Postgres, Proc, healthz, poll_until
 from reliability.report import PhaseReport
 from reliability.runs import Driver, drive, make_plans
-from reliability.verify import verify
+from reliability.verify import judge
 
 
 async def _probe(
@@ -105,12 +105,7 @@ async def run_outage(
     if restarted:
         report.problems.append(f"processes died during the outage phase: {restarted}")
     if results:
-        verdict = await verify(db, plans, results)
-        report.lost, report.duplicated = verdict.lost, verdict.duplicated
-        report.problems += verdict.problems
-        for res in results:
-            report.problems += [f"{res.plan.key}: {p}" for p in res.problems]
-        report.figures["runs ended as expected"] = f"{verdict.ended_ok}/{runs}"
+        await judge(report, db, plans, results)
     report.seconds = time.monotonic() - t0
     return report
 

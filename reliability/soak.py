@@ -25,7 +25,7 @@ from reliability.client import Client, Ledger
 from reliability.cluster import Cluster, Proc
 from reliability.report import PhaseReport
 from reliability.runs import Driver, Plan, RunResult, make_plans
-from reliability.verify import verify
+from reliability.verify import judge
 
 RSS_LIMIT = 0.10
 SAMPLE_EVERY_S = 2.0
@@ -186,12 +186,7 @@ async def run_soak(
     report.figures["tasks/get achieved"] = f"{achieved:.0f}/s ok; shed {shed[0]} (in-flight cap)"
     _judge(report, samples, warmup_s, duration_s)
     report.runs = len(started)
-    verdict = await verify(db, started, results)
-    report.lost, report.duplicated = verdict.lost, verdict.duplicated
-    report.problems += verdict.problems
-    for res in results:
-        report.problems += [f"{res.plan.key}: {p}" for p in res.problems]
-    report.figures["runs ended as expected"] = f"{verdict.ended_ok}/{len(started)}"
+    await judge(report, db, started, results)
     report.seconds = time.monotonic() - t0
     return report
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import asyncpg
 
+from reliability.report import PhaseReport
 from reliability.runs import Plan, RunResult
 
 EFFECTS: dict[str, tuple[str, ...]] = {
@@ -126,6 +127,19 @@ async def verify(db: asyncpg.Pool, plans: list[Plan], results: list[RunResult]) 
             v.note(f"{plan.key}: {ended.get(rid, 0)} ended events")
         v.ended_ok += ok
     return v
+
+
+async def judge(
+    report: PhaseReport, db: asyncpg.Pool, plans: list[Plan], results: list[RunResult]
+) -> Verdict:
+    """verify(), folded into the phase's report with each run's own problems."""
+    verdict = await verify(db, plans, results)
+    report.lost, report.duplicated = verdict.lost, verdict.duplicated
+    report.problems += verdict.problems
+    for res in results:
+        report.problems += [f"{res.plan.key}: {p}" for p in res.problems]
+    report.figures["runs ended as expected"] = f"{verdict.ended_ok}/{len(plans)}"
+    return verdict
 
 
 def _check_end(v: Verdict, plan: Plan, row: asyncpg.Record, res: RunResult | None) -> bool:

@@ -170,7 +170,7 @@ class McpEndpoint:
                 return None
             chunks.append(chunk)
             if not message.get("more_body", False):
-                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+                return b"".join(chunks)  # one chunk: CPython returns it as is
 
     # --- JSON-RPC -----------------------------------------------------------------------------
 
