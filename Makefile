@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 APP    ?= tether.examples:app
 PORT   ?= 8000
 
-.PHONY: serve test check lint bench bench-tasks clean chaos chaos-short
+.PHONY: serve test check lint docs bench bench-tasks clean chaos chaos-short
 
 $(BIN)/tether: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,7 +17,7 @@ $(BIN)/tether: pyproject.toml
 serve: $(BIN)/tether
 	$(BIN)/tether serve $(APP) --port $(PORT)
 
-test: lint
+test: lint docs
 	$(BIN)/python -m pytest
 
 lint: $(BIN)/tether
@@ -25,6 +25,11 @@ lint: $(BIN)/tether
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+
+# The user guide (docs/, mkdocs.yml) into site/; --strict fails on any warning (a broken link,
+# a page missing from the nav). The CLI and settings reference is generated from the code.
+docs: $(BIN)/tether
+	$(BIN)/mkdocs build --strict --quiet
 
 check: test
 
@@ -45,4 +50,4 @@ chaos-short: $(BIN)/tether
 	$(BIN)/python -m reliability.chaos --short $(CHAOS_ARGS)
 
 clean:
-	rm -rf $(VENV) .tether .pytest_cache .mypy_cache
+	rm -rf $(VENV) .tether .pytest_cache .mypy_cache site
