@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 APP    ?= tether.examples:app
 PORT   ?= 8000
 
-.PHONY: serve test check lint docs bench bench-tasks clean chaos chaos-short
+.PHONY: serve test test-external-pg check lint docs bench bench-tasks clean chaos chaos-short
 
 $(BIN)/tether: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,11 @@ serve: $(BIN)/tether
 
 test: lint docs
 	$(BIN)/python -m pytest
+
+# The whole suite, then the short reliability suite, against a throwaway cluster of Debian's
+# `postgresql` package (installed when missing; a different major version from the embedded one).
+test-external-pg: $(BIN)/tether
+	PY=$(BIN)/python scripts/external-pg
 
 lint: $(BIN)/tether
 	$(BIN)/ruff check src tests bench scripts
