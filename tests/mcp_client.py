@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections.abc import Collection
 from typing import Any
 
 import httpx
@@ -98,7 +99,7 @@ class McpClient:
         return result
 
     async def wait_task(
-        self, task_id: str, statuses: set[str], *, timeout: float = 10.0, **kwargs: Any
+        self, task_id: str, statuses: Collection[str], *, timeout: float = 10.0, **kwargs: Any
     ) -> dict[str, Any]:
         """Poll tasks/get until the task reaches one of `statuses` (polling is the protocol);
         bounded by `timeout`."""

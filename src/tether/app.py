@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from tether import __version__, process
+from tether import __version__, gc_tuning
 from tether.jsonrpc import codec, codes
 from tether.jsonrpc.errors import Unavailable
 from tether.jsonrpc.http import McpEndpoint
@@ -111,7 +111,7 @@ def create_app(
     app: App, settings: Settings, dsn: str, *, run_workers: bool = True, tune_gc: bool = False
 ) -> Starlette:
     """The HTTP application; its lifespan runs the runtime (workers unless run_workers=False).
-    `tune_gc`: once started, tune this process's garbage collector (process.tune_gc) — for a
+    `tune_gc`: once started, tune this process's garbage collector (gc_tuning.tune_gc) — for a
     process that serves only this app, as `tether serve` does."""
 
     @contextlib.asynccontextmanager
@@ -128,7 +128,7 @@ def create_app(
             web.state.endpoint = build_endpoint(app, rt, settings)
             web.state.runtime = rt
             if tune_gc:
-                process.tune_gc()
+                gc_tuning.tune_gc()
             try:
                 yield
             finally:

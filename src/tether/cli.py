@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
-from tether import process
-from tether.database import database_url
+from tether import gc_tuning
+from tether.database_url import database_url
 from tether.loader import DEFAULT_APP, load_app
 from tether.runtime import errors as rt_errors
 from tether.runtime.operations import Operations
@@ -173,7 +173,7 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
             pool_size=settings.pool_size,
         ) as rt:
             logger.info("worker %s running %d workflows", rt.workers[0].owner, len(app.workflows))
-            process.tune_gc()
+            gc_tuning.tune_gc()
             await stop.wait()
         return 0
 

@@ -16,9 +16,9 @@ import respx
 from tests.conformance.fake_server import URL, Fake
 from tether import cli as tether_cli
 from tether.conformance import cli, report
+from tether.conformance.check import Check
 from tether.conformance.client import Client
 from tether.conformance.requirements import REQUIREMENTS
-from tether.conformance.scenario import Check
 
 FAST = ["--timeout", "2", "--creations", "10"]
 

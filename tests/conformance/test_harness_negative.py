@@ -11,11 +11,12 @@ import respx
 
 from tests.conformance.fake_server import URL, Fake
 from tether.conformance import runner
+from tether.conformance.check import Check
 from tether.conformance.client import Client
 from tether.conformance.context import Context, Options
 from tether.conformance.requirements import REQUIREMENTS
 from tether.conformance.runner import run
-from tether.conformance.scenario import Check, FunctionScenario
+from tether.conformance.scenario import FunctionScenario
 from tether.conformance.scenarios import ALL
 
 OPTIONS = Options(

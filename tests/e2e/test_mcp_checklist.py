@@ -25,6 +25,7 @@ import pytest
 from tests.apps.mcp_fixtures import PROTOCOL_ERROR_CODE, app
 from tests.e2e.conftest import ServeFn
 from tests.mcp_client import TASKS, VERSION, McpClient, meta
+from tether.conformance.spec import TASK_STATUSES, TERMINAL
 from tether.jsonrpc import codes
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
@@ -33,8 +34,6 @@ M0: dict[str, Any] = {}
 MT: dict[str, Any] = {"elicitation": {}, "extensions": {TASKS: {}}}
 TASKS_ONLY: dict[str, Any] = {"extensions": {TASKS: {}}}
 LEGACY_TASKS_CAP: dict[str, Any] = {"tasks": {"requests": {"tools": {"call": {}}}}}
-TASK_STATUSES = {"working", "input_required", "completed", "failed", "cancelled"}
-TERMINAL = {"completed", "failed", "cancelled"}
 TASK_FIELDS = {"taskId", "status", "result", "error", "inputRequests"}
 INPUT_METHODS = {"elicitation/create", "sampling/createMessage", "roots/list"}
 SSE = "text/event-stream"

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from pydantic import BaseModel
 
-from tether.runtime import errors as e
+from tether.runtime import errors
 from tether.runtime.context import Context
 from tether.runtime.executor import execute
 from tether.runtime.operations import Operations
@@ -161,6 +161,7 @@ async def test_a_failing_step_is_retried_durably_then_raises_step_failed(start: 
     """Retries park the run with backoff; after the last try StepFailed reaches the workflow."""
     app = App()
     tries: Counter[str] = Counter()
+    caught: list[errors.StepFailed] = []
 
     def flaky() -> int:
         tries["flaky"] += 1
@@ -170,7 +171,8 @@ async def test_a_failing_step_is_retried_durably_then_raises_step_failed(start: 
     async def caller(ctx: Context) -> str:
         try:
             await ctx.step(flaky, retry=RetryPolicy(max_attempts=3, initial_interval=0.01))
-        except e.StepFailed as exc:
+        except errors.StepFailed as exc:
+            caught.append(exc)
             return f"gave up: {exc.type}"
         return "impossible"
 
@@ -179,6 +181,7 @@ async def test_a_failing_step_is_retried_durably_then_raises_step_failed(start: 
         view = await rt.ops.wait_for_end(started.execution.id, timeout=10)
     assert view.current.output == "gave up: ConnectionError"
     assert tries["flaky"] == 3
+    assert caught[-1].error_message == "down"
 
 
 async def test_run_level_retry_reruns_the_failed_step_but_not_earlier_ones(start: Start) -> None:
@@ -230,7 +233,7 @@ async def test_protocol_error_is_recorded_with_code(start: Start) -> None:
 
     @app.workflow
     async def proto(ctx: Context) -> None:
-        raise e.ProtocolError(-32003, "quota exceeded", {"limit": 3})
+        raise errors.ProtocolError(-32003, "quota exceeded", {"limit": 3})
 
     async with start(app) as rt:
         started = await rt.ops.start("proto")

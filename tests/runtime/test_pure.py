@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from tests.factories import execution_row
-from tether.runtime import waits as w
+from tether.runtime import waits
 from tether.runtime.chain import follow, outcome
 from tether.runtime.policy import RetryPolicy
 from tether.storage.rows import STATUSES, ExecutionRow
@@ -21,40 +21,40 @@ ids = st.from_regex(r"ex_[a-z2-7]{32}", fullmatch=True)
 names = st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs")), min_size=1, max_size=40)
 
 
-@given(ids, st.sampled_from(w.KINDS), names, st.integers(min_value=0, max_value=2**62))
+@given(ids, st.sampled_from(waits.KINDS), names, st.integers(min_value=0, max_value=2**62))
 def test_wait_keys_round_trip(execution_id: str, kind: str, name: str, n: int) -> None:
     """parse_key inverts make_key for every id, kind, name (even with ':') and position."""
-    parts = w.parse_key(w.make_key(execution_id, kind, name, n))
-    assert parts == w.KeyParts(execution_id, kind, name, n)
+    parts = waits.parse_key(waits.make_key(execution_id, kind, name, n))
+    assert parts == waits.KeyParts(execution_id, kind, name, n)
 
 
 @given(st.text(max_size=60))
 def test_parse_key_never_raises_and_accepts_only_well_formed_keys(text: str) -> None:
     """Arbitrary text parses to None or to parts that rebuild the same key."""
-    parts = w.parse_key(text)
+    parts = waits.parse_key(text)
     if parts is not None:
-        assert w.make_key(parts.execution_id, parts.kind, parts.name, parts.n) == text
+        assert waits.make_key(parts.execution_id, parts.kind, parts.name, parts.n) == text
 
 
 def test_keys_with_a_leading_zero_or_unknown_kind_are_refused() -> None:
     """Only canonical keys parse, so equal keys are equal strings."""
-    assert w.parse_key("ex_a:signal:go:01") is None
-    assert w.parse_key("ex_a:bogus:go:1") is None
-    assert w.parse_key("ex_a:signal::1") is None
+    assert waits.parse_key("ex_a:signal:go:01") is None
+    assert waits.parse_key("ex_a:bogus:go:1") is None
+    assert waits.parse_key("ex_a:signal::1") is None
 
 
 def test_approval_answers_are_checked_from_the_descriptor_alone() -> None:
     """Decision, string inputs, declared names and required inputs (Dagu gate rules)."""
-    spec = w.Approval("gate", "ok?", ("ticket", "note"), ("ticket",))
+    spec = waits.Approval("gate", "ok?", ("ticket", "note"), ("ticket",))
     d = spec.descriptor("k", "t", None)
-    assert w.validate_answer(d, {"decision": "approve", "ticket": "T-1"}) == []
-    assert w.validate_answer(d, {"decision": "reject", "reason": "no"}) == []
-    assert w.validate_answer(d, {"decision": "push_back", "anything": "x"}) == []
-    assert w.validate_answer(d, {"decision": "approve"}) == ["ticket: required to approve"]
-    assert w.validate_answer(d, {"decision": "approve", "ticket": 1})[0].startswith("ticket")
-    assert w.validate_answer(d, {"decision": "approve", "ticket": "T", "x": "y"})
-    assert w.validate_answer(d, {"decision": "maybe"})
-    assert w.validate_answer(d, "approve")
+    assert waits.validate_answer(d, {"decision": "approve", "ticket": "T-1"}) == []
+    assert waits.validate_answer(d, {"decision": "reject", "reason": "no"}) == []
+    assert waits.validate_answer(d, {"decision": "push_back", "anything": "x"}) == []
+    assert waits.validate_answer(d, {"decision": "approve"}) == ["ticket: required to approve"]
+    assert waits.validate_answer(d, {"decision": "approve", "ticket": 1})[0].startswith("ticket")
+    assert waits.validate_answer(d, {"decision": "approve", "ticket": "T", "x": "y"})
+    assert waits.validate_answer(d, {"decision": "maybe"})
+    assert waits.validate_answer(d, "approve")
 
 
 class Form(BaseModel):
@@ -64,26 +64,26 @@ class Form(BaseModel):
 
 def test_human_task_answers_are_checked_against_the_form() -> None:
     """complete validates the form; push_back the (permissive) feedback; decision defaults."""
-    d = w.HumanTask("fill", None, Form).descriptor("k", "t", None)
-    assert w.validate_answer(d, {"title": "a", "pages": 1}) == []
-    assert w.validate_answer(d, {"decision": "push_back", "why": "unclear"}) == []
-    assert w.validate_answer(d, {"title": "a"})
+    d = waits.HumanTask("fill", None, Form).descriptor("k", "t", None)
+    assert waits.validate_answer(d, {"title": "a", "pages": 1}) == []
+    assert waits.validate_answer(d, {"decision": "push_back", "why": "unclear"}) == []
+    assert waits.validate_answer(d, {"title": "a"})
     assert d["schema"]["properties"]["decision"]["enum"] == ["complete", "push_back"]
 
 
 def test_update_waits_are_not_answerable() -> None:
     """Update waits are fed by the worker, never by an answer."""
-    assert w.validate_answer(w.Update("u").descriptor("k", "t", None), {})
+    assert waits.validate_answer(waits.Update("u").descriptor("k", "t", None), {})
 
 
 def test_wait_specs_refuse_bad_declarations() -> None:
     """Reserved names, required inputs that are not inputs, empty names."""
     with pytest.raises(ValueError):
-        w.Approval("g", None, ("decision",))
+        waits.Approval("g", None, ("decision",))
     with pytest.raises(ValueError):
-        w.Approval("g", None, ("a",), ("b",))
+        waits.Approval("g", None, ("a",), ("b",))
     with pytest.raises(ValueError):
-        w.Signal("")
+        waits.Signal("")
 
 
 NOW = datetime(2026, 11, 30, tzinfo=UTC)

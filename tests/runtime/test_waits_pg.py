@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from tether.runtime import errors as e
+from tether.runtime import errors
 from tether.runtime.context import Context
 from tether.runtime.registry import App
 from tether.runtime.service import Runtime
@@ -91,7 +91,7 @@ async def test_an_unrelated_event_while_parked_rekeys_the_wait(start: Start) -> 
             ),
             timeout=10,
         )
-        with pytest.raises(e.WaitNotOpen):
+        with pytest.raises(errors.WaitNotOpen):
             await rt.ops.answer(started.execution.id, before.waits[0]["key"], {"amount": 1})
         ans = await rt.ops.answer(
             started.execution.id, after.current.waits[0]["key"], {"amount": 2}
@@ -109,7 +109,7 @@ async def test_answers_are_idempotent_by_key(start: Start) -> None:
         key = row.waits[0]["key"]
         first = await rt.ops.answer(row.id, key, {"amount": 5})
         again = await rt.ops.answer(row.id, key, {"amount": 5})
-        with pytest.raises(e.AnswerConflict):
+        with pytest.raises(errors.AnswerConflict):
             await rt.ops.answer(row.id, key, {"amount": 6})
         view = await rt.ops.wait_for_end(row.id, timeout=10)
         late_repeat = await rt.ops.answer(row.id, key, {"amount": 5})
@@ -128,7 +128,7 @@ async def test_an_answer_that_does_not_fit_the_schema_is_refused_and_changes_not
     async with start(signal_app()) as rt:
         started = await rt.ops.start("waiter")
         row = await parked(rt, started.execution.id)
-        with pytest.raises(e.AnswerRejected) as info:
+        with pytest.raises(errors.AnswerRejected) as info:
             await rt.ops.answer(row.id, row.waits[0]["key"], {"amount": "lots"})
         after = (await rt.ops.get(row.id)).current
     assert info.value.errors and "amount" in info.value.errors[0]
@@ -145,7 +145,7 @@ async def test_malformed_or_foreign_keys_are_not_open(start: Start) -> None:
             f"other:{row.waits[0]['key'].split(':', 1)[1]}",
             row.waits[0]["key"] + "0",
         ):
-            with pytest.raises(e.WaitNotOpen):
+            with pytest.raises(errors.WaitNotOpen):
                 await rt.ops.answer(row.id, bad, {"amount": 1})
 
 
@@ -180,7 +180,7 @@ async def test_approval_push_back_loops_until_approved(start: Start) -> None:
             lambda r: r.status == "waiting" and r.waits[0]["key"] != first.waits[0]["key"],
             timeout=10,
         )
-        with pytest.raises(e.AnswerRejected):  # ticket is required to approve
+        with pytest.raises(errors.AnswerRejected):  # ticket is required to approve
             await rt.ops.answer(first.id, second.current.waits[0]["key"], {"decision": "approve"})
         await rt.ops.answer(
             first.id, second.current.waits[0]["key"], {"decision": "approve", "ticket": "CHG-1"}
@@ -228,7 +228,7 @@ async def test_human_task_with_invalid_form_input_is_refused_without_change(star
         row = await parked(rt, started.execution.id)
         key = row.waits[0]["key"]
         for bad in ({"title": "x"}, {"title": "x", "pages": "many"}, {"decision": "maybe"}, [1]):
-            with pytest.raises(e.AnswerRejected):
+            with pytest.raises(errors.AnswerRejected):
                 await rt.ops.answer(row.id, key, bad)
         unchanged = (await rt.ops.get(row.id)).current
         assert unchanged.version == row.version
@@ -269,7 +269,7 @@ async def test_a_wait_timeout_raises_wait_timeout_in_the_workflow(start: Start) 
     async def patient(ctx: Context) -> str:
         try:
             await ctx.wait_for_signal("go", timeout=0.2)
-        except e.WaitTimeout:
+        except errors.WaitTimeout:
             return "timed out"
         return "answered"
 
@@ -295,7 +295,7 @@ async def test_agent_step_answer_must_match_its_schema(start: Start) -> None:
     async with start(app) as rt:
         started = await rt.ops.start("agent")
         row = await parked(rt, started.execution.id)
-        with pytest.raises(e.AnswerRejected):
+        with pytest.raises(errors.AnswerRejected):
             await rt.ops.answer(row.id, row.waits[0]["key"], {"text": "ok"})
         await rt.ops.answer(row.id, row.waits[0]["key"], {"text": "ok", "score": 0.5})
         view = await rt.ops.wait_for_end(row.id, timeout=10)

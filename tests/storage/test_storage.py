@@ -40,7 +40,6 @@ def test_queries_file_parses_into_the_expected_names() -> None:
         "seal_execution",
         "link_successor",
         "delete_expired",
-        "count_by_status",
     }
     assert set(queries.Q) == expected
     assert all(not sql.endswith(";") and not sql.startswith("--") for sql in queries.Q.values())

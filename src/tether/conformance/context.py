@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tether.conformance import spec
+from tether.conformance.check import Check, Status
 from tether.conformance.client import Client, Exchange
 from tether.conformance.requirements import FAILING_LEVELS, requirement
-from tether.conformance.scenario import Check, Scenario, Status
 
 #: Fixture role → the official suite's tool name (CONFORMANCE.md). `header_tool` has no fixed
 #: name: it is any tool whose inputSchema declares an `x-mcp-header` argument.
@@ -81,7 +81,8 @@ class Context:
         self.client = client
         self.options = options
         self.checks: dict[str, Check] = {}
-        self.scenario: Scenario | None = None
+        #: The id of the scenario now running (each verdict is filed under it).
+        self.scenario_id = ""
         self._tools: dict[str, dict[str, Any]] | None = None
         self._tools_error: str | None = None
         self._discover: dict[str, Any] | None = None
@@ -95,8 +96,7 @@ class Context:
         info: dict[str, Any] = dict(details)
         if exchanges:
             info["exchanges"] = [ex.details() for ex in exchanges]
-        scenario = self.scenario.id if self.scenario else ""
-        check = Check(check_id, status, message, req.ref, scenario, info)
+        check = Check(check_id, status, message, req.ref, self.scenario_id, info)
         old = self.checks.get(check_id)
         self.checks[check_id] = old.worse(check) if old else check
 

@@ -16,8 +16,8 @@ from xml.etree import ElementTree as ET
 
 import yaml
 
+from tether.conformance.check import Check
 from tether.conformance.requirements import REQUIREMENTS
-from tether.conformance.scenario import Check
 
 Final = Literal["pass", "fail", "warn", "skip", "xfail", "stale"]
 LABEL: Mapping[Final, str] = {

@@ -6,9 +6,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
+from tether.conformance.check import Check
 from tether.conformance.client import Client
 from tether.conformance.context import Context, Options
-from tether.conformance.scenario import Check, Scenario
+from tether.conformance.scenario import Scenario
 from tether.conformance.scenarios import HYGIENE, SCENARIOS
 
 
@@ -65,7 +66,7 @@ async def run(
     budget = max(60.0, options.timeout * 10)
     for n, scenario in enumerate(chosen, 1):
         progress(f"[{n}/{len(chosen)}] {scenario.id}: {scenario.title}")
-        ctx.scenario = scenario
+        ctx.scenario_id = scenario.id
         try:
             async with asyncio.timeout(budget):
                 await scenario.run(ctx)

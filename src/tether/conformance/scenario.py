@@ -1,34 +1,13 @@
-"""What a scenario is and what it produces: `Scenario` (protocol) and `Check` (one verdict)."""
+"""What a scenario is: `Scenario` (protocol) and `FunctionScenario` (one made of a coroutine
+function). Scenarios record their verdicts (`check.Check`) through a `Context`."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from tether.conformance.context import Context
-
-Status = Literal["pass", "fail", "warn", "skip"]
-#: How bad each status is, for merging two verdicts on one check.
-SEVERITY: Mapping[Status, int] = {"skip": 0, "pass": 1, "warn": 2, "fail": 3}
-
-
-@dataclass(frozen=True)
-class Check:
-    """One verdict: the check id, its status, a one-line message, the spec reference, and the
-    details that decided it (the request/response exchanges among them)."""
-
-    id: str
-    status: Status
-    message: str
-    spec_ref: str
-    scenario: str = ""
-    details: Mapping[str, Any] = field(default_factory=dict)
-
-    def worse(self, other: Check) -> Check:
-        """The more severe of two verdicts on the same check (the first on a tie)."""
-        return other if SEVERITY[other.status] > SEVERITY[self.status] else self
+from tether.conformance.context import Context
 
 
 class Scenario(Protocol):

@@ -140,7 +140,11 @@ class ProtocolError(Exception):
 
 
 class StepFailed(Exception):
-    """A step failed after its retries; raised the same way on first run and on replay."""
+    """A step failed after its retries; raised the same way on first run and on replay.
+
+    Workflow code that catches it reads the step's `name`, the error's `type` (class name)
+    and its `error_message`, as recorded when the step last ran.
+    """
 
     def __init__(self, name: str, type_: str, message: str) -> None:
         super().__init__(f"step {name!r} failed: {type_}: {message}")

@@ -95,11 +95,6 @@ class WorkflowDef:
     tasks: bool = False
     updates: dict[str, UpdateDef] = field(default_factory=dict)
 
-    @property
-    def serves_tasks(self) -> bool:
-        """Whether its runs are MCP tasks (readable with tasks/get)."""
-        return self.mcp or self.tool is not None or self.tasks
-
     def input_schema(self) -> dict[str, Any]:
         return self.input_adapter.json_schema()
 

@@ -306,9 +306,3 @@ async def delete_expired(conn: Conn, batch: int) -> list[str]:
     with translated():
         recs = await conn.fetch(Q["delete_expired"], batch)
     return [r["id"] for r in recs]
-
-
-async def count_by_status(conn: Conn) -> dict[str, int]:
-    with translated():
-        recs = await conn.fetch(Q["count_by_status"])
-    return {r["status"]: int(r["n"]) for r in recs}

@@ -1,41 +1,43 @@
 """Fixtures of the official MCP conformance suite (`@modelcontextprotocol/conformance`), each a
 real Tether workflow or tool: `tether serve tether.testing.conformance:app --port PORT`.
 
-Names and payloads follow the suite's scenario contracts (see CONFORMANCE.md).
+Names and payloads follow the suite's scenario contracts (see CONFORMANCE.md). This module
+holds the tools and workflows; `conformance_prompts` the prompts and resources (registered
+last), `conformance_content` what they say and ask.
 """
 
 from __future__ import annotations
 
-import base64
 from datetime import timedelta
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from tether.jsonrpc.errors import MissingRequiredClientCapability, tasks_capability_required
-from tether.jsonrpc.router import RequestContext
 from tether.runtime.context import Context
 from tether.runtime.errors import ProtocolError
 from tether.runtime.registry import App
 from tether.runtime.waits import Signal
-from tether.tools.context import InputRequired, ToolContext, ToolError
+from tether.testing import conformance_prompts
+from tether.testing.conformance_content import (
+    CONFIRM,
+    EMBEDDED,
+    JSON_SCHEMA_2020_12,
+    NAME_FORM,
+    PNG,
+    ROOTS,
+    WAV,
+    accepted,
+    elicit,
+    sample,
+    sample_text,
+    text,
+)
+from tether.tools.context import ToolContext, ToolError
 
 app = App("conformance")
 
-# A 1x1 PNG and a tiny WAV, base64.
-PNG = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5E"
-    "rkJggg=="
-)
-WAV = base64.b64encode(
-    b"RIFF$\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00\x40\x1f\x00\x00\x80\x3e\x00\x00"
-    b"\x02\x00\x10\x00data\x00\x00\x00\x00"
-).decode()
 RETENTION = timedelta(hours=1)
-
-
-def text(value: str) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": value}]}
 
 
 # --- plain tools (synchronous) -------------------------------------------------------------------
@@ -67,16 +69,6 @@ async def test_image_content(ctx: ToolContext, args: NoArgs) -> dict[str, Any]:
 @app.tool(description="Returns audio content.")
 async def test_audio_content(ctx: ToolContext, args: NoArgs) -> dict[str, Any]:
     return {"content": [{"type": "audio", "data": WAV, "mimeType": "audio/wav"}]}
-
-
-EMBEDDED = {
-    "type": "resource",
-    "resource": {
-        "uri": "test://embedded-resource",
-        "mimeType": "text/plain",
-        "text": "This is an embedded resource content.",
-    },
-}
 
 
 @app.tool(description="Returns an embedded resource.")
@@ -123,51 +115,6 @@ async def test_missing_capability(ctx: ToolContext, args: NoArgs) -> dict[str, A
     return text("sampling is declared")
 
 
-def elicit(message: str, props: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {
-        "method": "elicitation/create",
-        "params": {
-            "mode": "form",
-            "message": message,
-            "requestedSchema": {"type": "object", "properties": props, "required": required},
-        },
-    }
-
-
-def sample(prompt: str, max_tokens: int) -> dict[str, Any]:
-    return {
-        "method": "sampling/createMessage",
-        "params": {
-            "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
-            "maxTokens": max_tokens,
-        },
-    }
-
-
-ROOTS = {"method": "roots/list", "params": {}}
-
-
-def accepted(ctx: ToolContext, key: str) -> dict[str, Any] | None:
-    """The content of an accepted elicitation answer for `key`, if there is one."""
-    answer = ctx.input_responses.get(key)
-    if isinstance(answer, dict) and answer.get("action") == "accept":
-        content = answer.get("content")
-        return content if isinstance(content, dict) else {}
-    return None
-
-
-def sample_text(answer: Any) -> str:
-    content = answer.get("content") if isinstance(answer, dict) else None
-    if isinstance(content, dict):
-        return str(content.get("text", ""))
-    if isinstance(content, list) and content and isinstance(content[0], dict):
-        return str(content[0].get("text", ""))
-    return ""
-
-
-NAME_FORM = elicit("What is your name?", {"name": {"type": "string"}}, ["name"])
-
-
 @app.tool(description="Streams nothing but its final answer: asks for input with MRTR.")
 async def test_streaming_elicitation(ctx: ToolContext, args: NoArgs) -> dict[str, Any]:
     content = accepted(ctx, "user_name")
@@ -199,9 +146,6 @@ async def test_input_required_result_list_roots(ctx: ToolContext, args: NoArgs) 
         ctx.ask({"client_roots": ROOTS})
     uris = [r.get("uri") for r in answer["roots"] if isinstance(r, dict)]
     return text(f"Client roots: {', '.join(str(u) for u in uris)}")
-
-
-CONFIRM = elicit("Please confirm", {"ok": {"type": "boolean"}}, ["ok"])
 
 
 @app.tool(description="MRTR with requestState round-tripped.")
@@ -281,31 +225,6 @@ async def test_input_required_result_capabilities(ctx: ToolContext, args: NoArgs
 
 class SchemaArgs(BaseModel):
     model_config = {"extra": "allow"}
-
-
-JSON_SCHEMA_2020_12: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "type": "object",
-    "$defs": {
-        "address": {
-            "$anchor": "addressDef",
-            "type": "object",
-            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
-        }
-    },
-    "properties": {
-        "name": {"type": "string"},
-        "address": {"$ref": "#/$defs/address"},
-        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
-        "phone": {"type": "string"},
-        "email": {"type": "string"},
-    },
-    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
-    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
-    "then": {"required": ["phone"]},
-    "else": {"required": ["email"]},
-    "additionalProperties": False,
-}
 
 
 @app.tool(
@@ -416,145 +335,4 @@ async def test_tool_with_task(ctx: ToolContext, args: NoArgs) -> dict[str, Any]:
     return await ctx.start_task("greet_later", {"name": content["name"]})
 
 
-# --- prompts, resources -----------------------------------------------------------------------
-
-
-@app.prompt("test_simple_prompt", description="A simple prompt without arguments")
-async def simple_prompt(ctx: RequestContext, args: dict[str, str]) -> dict[str, Any]:
-    return {
-        "messages": [
-            {
-                "role": "user",
-                "content": {"type": "text", "text": "This is a simple prompt for testing."},
-            }
-        ]
-    }
-
-
-@app.prompt(
-    "test_prompt_with_arguments",
-    description="A prompt with two required arguments",
-    arguments=[
-        {"name": "arg1", "description": "First test argument", "required": True},
-        {"name": "arg2", "description": "Second test argument", "required": True},
-    ],
-    completions={"arg1": ["paris", "park", "party", "test", "testing"]},
-)
-async def prompt_with_arguments(ctx: RequestContext, args: dict[str, str]) -> dict[str, Any]:
-    return {
-        "messages": [
-            {
-                "role": "user",
-                "content": {
-                    "type": "text",
-                    "text": f"Prompt with arguments: arg1='{args['arg1']}', arg2='{args['arg2']}'",
-                },
-            }
-        ]
-    }
-
-
-@app.prompt(
-    "test_prompt_with_embedded_resource",
-    description="A prompt that embeds a resource",
-    arguments=[
-        {"name": "resourceUri", "description": "URI of the resource to embed", "required": True}
-    ],
-)
-async def prompt_with_resource(ctx: RequestContext, args: dict[str, str]) -> dict[str, Any]:
-    return {
-        "messages": [
-            {
-                "role": "user",
-                "content": {
-                    "type": "resource",
-                    "resource": {
-                        "uri": args["resourceUri"],
-                        "mimeType": "text/plain",
-                        "text": "Embedded resource content for testing.",
-                    },
-                },
-            },
-            {
-                "role": "user",
-                "content": {"type": "text", "text": "Please process the embedded resource above."},
-            },
-        ]
-    }
-
-
-@app.prompt("test_prompt_with_image", description="A prompt with an image")
-async def prompt_with_image(ctx: RequestContext, args: dict[str, str]) -> dict[str, Any]:
-    return {
-        "messages": [
-            {"role": "user", "content": {"type": "image", "data": PNG, "mimeType": "image/png"}},
-            {
-                "role": "user",
-                "content": {"type": "text", "text": "Please analyze the image above."},
-            },
-        ]
-    }
-
-
-@app.prompt("test_input_required_result_prompt", description="A prompt that needs context first")
-async def prompt_needing_input(ctx: RequestContext, args: dict[str, str]) -> dict[str, Any]:
-    responses = ctx.params.get("inputResponses") or {}
-    answer = responses.get("user_context") if isinstance(responses, dict) else None
-    content = answer.get("content") if isinstance(answer, dict) else None
-    if not isinstance(content, dict) or "context" not in content:
-        raise InputRequired(
-            {
-                "user_context": elicit(
-                    "What context should the prompt use?",
-                    {"context": {"type": "string"}},
-                    ["context"],
-                )
-            }
-        )
-    return {
-        "messages": [
-            {
-                "role": "user",
-                "content": {"type": "text", "text": f"Use this context: {content['context']}"},
-            }
-        ]
-    }
-
-
-@app.resource(
-    "test://static-text",
-    name="static-text",
-    description="A static text resource",
-    mime_type="text/plain",
-)
-async def static_text(ctx: RequestContext, uri: str) -> list[dict[str, Any]]:
-    return [
-        {
-            "uri": uri,
-            "mimeType": "text/plain",
-            "text": "This is the content of the static text resource.",
-        }
-    ]
-
-
-@app.resource(
-    "test://static-binary",
-    name="static-binary",
-    description="A static binary resource",
-    mime_type="image/png",
-)
-async def static_binary(ctx: RequestContext, uri: str) -> list[dict[str, Any]]:
-    return [{"uri": uri, "mimeType": "image/png", "blob": PNG}]
-
-
-@app.resource(
-    "test://template/{id}/data",
-    name="template-data",
-    description="Data for an id",
-    mime_type="application/json",
-)
-async def template_data(ctx: RequestContext, uri: str, id: str) -> list[dict[str, Any]]:
-    import orjson
-
-    body = {"id": id, "templateTest": True, "data": f"Data for ID: {id}"}
-    return [{"uri": uri, "mimeType": "application/json", "text": orjson.dumps(body).decode()}]
+conformance_prompts.register(app)

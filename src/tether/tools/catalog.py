@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from tether.runtime.registry import App, WorkflowDef
+from tether.runtime.registry import App, UpdateDef, WorkflowDef
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +65,13 @@ def _workflow_tool(wf: WorkflowDef, name: str) -> Tool:
 
 
 def _generated(wf: WorkflowDef) -> list[Tool]:
+    """An MCP workflow's set: start, status, watch, signal, then one tool per MCP update."""
+    tools = [_start_tool(wf), _status_tool(wf.name), _watch_tool(wf.name), _signal_tool(wf.name)]
+    tools.extend(_update_tool(wf.name, up) for up in wf.updates.values() if up.mcp)
+    return tools
+
+
+def _start_tool(wf: WorkflowDef) -> Tool:
     n = wf.name
     body, defs = _embed(wf.input_schema(), f"TetherInput_{n}")
     start_schema: dict[str, Any] = {
@@ -79,103 +86,87 @@ def _generated(wf: WorkflowDef) -> list[Tool]:
         "required": ["body"] if wf.takes_input else [],
         "$defs": defs,
     }
-    tools = [
-        Tool(
-            f"start_{n}",
-            "start",
-            {
-                "name": f"start_{n}",
-                "description": (wf.description or f"Start workflow {n}.")
-                + " Returns a durable handle (execution_id) for the other tools.",
-                "inputSchema": start_schema,
-                "annotations": dict(MUTATING),
-            },
-            n,
-        ),
-        Tool(
-            f"{n}_status",
-            "status",
-            {
-                "name": f"{n}_status",
-                "description": f"Where a {n} run stands: status, details, open waits, output.",
-                "inputSchema": {
-                    "type": "object",
-                    "properties": {"handle": HANDLE},
-                    "required": ["handle"],
+    definition = {
+        "name": f"start_{n}",
+        "description": (wf.description or f"Start workflow {n}.")
+        + " Returns a durable handle (execution_id) for the other tools.",
+        "inputSchema": start_schema,
+        "annotations": dict(MUTATING),
+    }
+    return Tool(f"start_{n}", "start", definition, n)
+
+
+def _status_tool(n: str) -> Tool:
+    definition = {
+        "name": f"{n}_status",
+        "description": f"Where a {n} run stands: status, details, open waits, output.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"handle": HANDLE},
+            "required": ["handle"],
+        },
+        "annotations": dict(READ_ONLY),
+    }
+    return Tool(f"{n}_status", "status", definition, n)
+
+
+def _watch_tool(n: str) -> Tool:
+    definition = {
+        "name": f"{n}_watch",
+        "description": f"Follow a {n} run with progress notifications until it ends or "
+        "stops at a wait (or the timeout passes).",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "handle": HANDLE,
+                "timeout_seconds": {
+                    "type": "number",
+                    "minimum": 1,
+                    "maximum": 300,
+                    "default": 60,
                 },
-                "annotations": dict(READ_ONLY),
             },
-            n,
-        ),
-        Tool(
-            f"{n}_watch",
-            "watch",
-            {
-                "name": f"{n}_watch",
-                "description": f"Follow a {n} run with progress notifications until it ends or "
-                "stops at a wait (or the timeout passes).",
-                "inputSchema": {
-                    "type": "object",
-                    "properties": {
-                        "handle": HANDLE,
-                        "timeout_seconds": {
-                            "type": "number",
-                            "minimum": 1,
-                            "maximum": 300,
-                            "default": 60,
-                        },
-                    },
-                    "required": ["handle"],
-                },
-                "annotations": dict(READ_ONLY),
+            "required": ["handle"],
+        },
+        "annotations": dict(READ_ONLY),
+    }
+    return Tool(f"{n}_watch", "watch", definition, n)
+
+
+def _signal_tool(n: str) -> Tool:
+    definition = {
+        "name": f"signal_{n}",
+        "description": f"Send a signal to a {n} run (answers its open wait of that name, "
+        "or is kept until the run waits for it).",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "handle": HANDLE,
+                "name": {"type": "string", "description": "Signal name"},
+                "payload": {"description": "Signal payload (any JSON)"},
+                "idempotency_key": {"type": "string"},
             },
-            n,
-        ),
-        Tool(
-            f"signal_{n}",
-            "signal",
-            {
-                "name": f"signal_{n}",
-                "description": f"Send a signal to a {n} run (answers its open wait of that name, "
-                "or is kept until the run waits for it).",
-                "inputSchema": {
-                    "type": "object",
-                    "properties": {
-                        "handle": HANDLE,
-                        "name": {"type": "string", "description": "Signal name"},
-                        "payload": {"description": "Signal payload (any JSON)"},
-                        "idempotency_key": {"type": "string"},
-                    },
-                    "required": ["handle", "name"],
-                },
-                "annotations": dict(MUTATING),
-            },
-            n,
-        ),
-    ]
-    for up in wf.updates.values():
-        if not up.mcp:
-            continue
-        body_u, defs_u = _embed(up.input_schema(), f"TetherUpdate_{n}_{up.name}")
-        tools.append(
-            Tool(
-                f"{n}_update_{up.name}",
-                "update",
-                {
-                    "name": f"{n}_update_{up.name}",
-                    "description": up.description or f"Apply update {up.name} to a {n} run.",
-                    "inputSchema": {
-                        "type": "object",
-                        "properties": {"handle": HANDLE, "input": body_u},
-                        "required": ["handle", "input"],
-                        "$defs": defs_u,
-                    },
-                    "annotations": dict(MUTATING),
-                },
-                f"{n}/{up.name}",
-            )
-        )
-    return tools
+            "required": ["handle", "name"],
+        },
+        "annotations": dict(MUTATING),
+    }
+    return Tool(f"signal_{n}", "signal", definition, n)
+
+
+def _update_tool(n: str, up: UpdateDef) -> Tool:
+    body, defs = _embed(up.input_schema(), f"TetherUpdate_{n}_{up.name}")
+    definition = {
+        "name": f"{n}_update_{up.name}",
+        "description": up.description or f"Apply update {up.name} to a {n} run.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"handle": HANDLE, "input": body},
+            "required": ["handle", "input"],
+            "$defs": defs,
+        },
+        "annotations": dict(MUTATING),
+    }
+    return Tool(f"{n}_update_{up.name}", "update", definition, f"{n}/{up.name}")
 
 
 def _plain(app: App) -> Iterator[Tool]:

@@ -60,7 +60,22 @@ async def _discover(ctx: Context) -> None:
     if not isinstance(versions, list) or spec.VERSION not in versions:
         problems.append(f"supportedVersions {versions!r} lacks {spec.VERSION}")
     ctx.verdict("discover:complete-and-version", problems, "complete, lists 2026-07-28", d0)
+    _extensions(ctx, r, d0)
+    ctx.verdict("discover:cache-hints", cache_problems(r), "ttlMs and cacheScope are valid", d0)
+    _server_info(ctx, r, d0)
+    other = (dt.result or {}).get("capabilities")
+    same = other == r.get("capabilities")
+    ctx.verdict(
+        "discover:caps-independent",
+        [] if same else ["capabilities differ between M0 and M+T"],
+        "the same capabilities",
+        d0,
+        dt,
+    )
 
+
+def _extensions(ctx: Context, r: dict[str, Any], d0: Exchange) -> None:
+    """The tasks extension is advertised as {}, and no legacy top-level tasks capability."""
     raw_caps = r.get("capabilities")
     caps: dict[str, Any] = raw_caps if isinstance(raw_caps, dict) else {}
     ext = caps.get("extensions") or {}
@@ -78,8 +93,9 @@ async def _discover(ctx: Context) -> None:
         "no legacy tasks capability",
         d0,
     )
-    ctx.verdict("discover:cache-hints", cache_problems(r), "ttlMs and cacheScope are valid", d0)
 
+
+def _server_info(ctx: Context, r: dict[str, Any], d0: Exchange) -> None:
     info = (
         (r.get("_meta") or {}).get(spec.META_SERVER_INFO)
         if isinstance(r.get("_meta"), dict)
@@ -95,16 +111,6 @@ async def _discover(ctx: Context) -> None:
         [] if ok else [f"serverInfo is {info!r}"],
         "serverInfo has name and version",
         d0,
-    )
-
-    other = (dt.result or {}).get("capabilities")
-    same = other == r.get("capabilities")
-    ctx.verdict(
-        "discover:caps-independent",
-        [] if same else ["capabilities differ between M0 and M+T"],
-        "the same capabilities",
-        d0,
-        dt,
     )
 
 

@@ -302,7 +302,3 @@ WITH doomed AS (
     FOR UPDATE SKIP LOCKED
 )
 DELETE FROM executions WHERE id IN (SELECT id FROM doomed) RETURNING id;
-
--- name: count_by_status
--- Run counts per status (operators, tests, benchmarks).
-SELECT status, count(*) AS n FROM executions GROUP BY status;

@@ -1,4 +1,4 @@
-"""process.tune_gc, run in a child interpreter (it changes process-wide collector state)."""
+"""gc_tuning.tune_gc, run in a child interpreter (it changes process-wide collector state)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import sys
 
 CHILD = """
 import gc, json
-from tether import process
+from tether import gc_tuning
 before = gc.get_freeze_count()
-process.tune_gc()
+gc_tuning.tune_gc()
 print(json.dumps({"before": before, "frozen": gc.get_freeze_count(),
-                  "threshold": gc.get_threshold(), "young": process.YOUNG_THRESHOLD}))
+                  "threshold": gc.get_threshold(), "young": gc_tuning.YOUNG_THRESHOLD}))
 """
 
 

@@ -1,0 +1,216 @@
+"""The one operations API every surface calls (MCP tools, tasks methods, execute, CLI, REST).
+
+`Operations` is a thin facade; each concept lives in its own module:
+
+| module | operations |
+|---|---|
+| `starting` | start (idempotency keys) |
+| `queries` | get (chain following), list_runs (cursor pages), history, steps |
+| `answering` | answer, answer_many, signal |
+| `updates` | update (validate, admit, wait for the handler) |
+| `lifecycle` | cancel, terminate, retry, rerun |
+| `waiting` | wait_until, wait_for_end |
+| `env` | what they share: pool, App, listener, row reader, payload cap |
+| `storage_errors` | the storage → runtime error map they all run under |
+
+Each operation validates its input first and raises a typed TetherError that names the problem;
+a refused call changes nothing. Storage errors leave as Unavailable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import Any, Literal
+
+import asyncpg
+
+from tether.runtime.operations import answering, lifecycle, queries, starting, updates, waiting
+from tether.runtime.operations.answering import AnswerOutcome, AnswerResult, SignalResult
+from tether.runtime.operations.env import DEFAULT_MAX_PAYLOAD_BYTES, POLL_FALLBACK_S, Env
+from tether.runtime.operations.queries import Page, RunView
+from tether.runtime.operations.starting import Started
+from tether.runtime.registry import App, WorkflowDef
+from tether.storage.coalesce import RowReader
+from tether.storage.notify import Listener
+from tether.storage.rows import ExecutionRow, HistoryEvent, StepRecord
+
+__all__ = [
+    "DEFAULT_MAX_PAYLOAD_BYTES",
+    "POLL_FALLBACK_S",
+    "AnswerOutcome",
+    "AnswerResult",
+    "Operations",
+    "Page",
+    "RunView",
+    "SignalResult",
+    "Started",
+]
+
+
+class Operations:
+    """Start, read, steer and end runs. Safe to share across tasks; holds no run state.
+
+    Each method is documented (with what it raises) on the module function it calls.
+    """
+
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        app: App,
+        *,
+        listener: Listener | None = None,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    ) -> None:
+        self.env = Env(pool, app, listener, max_payload_bytes)
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        return self.env.pool
+
+    @property
+    def app(self) -> App:
+        return self.env.app
+
+    @property
+    def listener(self) -> Listener | None:
+        return self.env.listener
+
+    @property
+    def max_payload_bytes(self) -> int:
+        return self.env.max_payload_bytes
+
+    @property
+    def reader(self) -> RowReader:
+        return self.env.reader
+
+    def workflow(self, name: str) -> WorkflowDef:
+        return self.app.get(name)
+
+    async def start(
+        self,
+        workflow: str,
+        input: Any = None,
+        *,
+        idempotency_key: str | None = None,
+        business_id: str | None = None,
+        retention: float | timedelta | None = None,
+        on_live_match: Literal["return", "fail"] = "return",
+        by: str | None = None,
+    ) -> Started:
+        """Start a run, committed before this returns (see `starting.start`)."""
+        return await starting.start(
+            self.env,
+            workflow,
+            input,
+            idempotency_key=idempotency_key,
+            business_id=business_id,
+            retention=retention,
+            on_live_match=on_live_match,
+            by=by,
+        )
+
+    async def get(self, execution_id: str, *, follow_chain: bool = True) -> RunView:
+        """Resolve a handle to the live run of its chain (see `queries.get`)."""
+        return await queries.get(self.env, execution_id, follow_chain=follow_chain)
+
+    async def list_runs(
+        self,
+        *,
+        workflow: str | None = None,
+        statuses: Sequence[str] | None = None,
+        business_id: str | None = None,
+        root_id: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+    ) -> Page:
+        """Runs newest first, a page at a time (see `queries.list_runs`)."""
+        return await queries.list_runs(
+            self.env,
+            workflow=workflow,
+            statuses=statuses,
+            business_id=business_id,
+            root_id=root_id,
+            cursor=cursor,
+            limit=limit,
+        )
+
+    async def history(self, execution_id: str) -> list[HistoryEvent]:
+        return await queries.history(self.env, execution_id)
+
+    async def steps(self, execution_id: str) -> list[StepRecord]:
+        return await queries.steps(self.env, execution_id)
+
+    async def answer(
+        self, execution_id: str, key: str, response: Any, *, by: str | None = None
+    ) -> AnswerResult:
+        """Answer the open wait `key` (see `answering.answer`)."""
+        return await answering.answer(self.env, execution_id, key, response, by=by)
+
+    async def answer_many(
+        self, execution_id: str, answers: Sequence[tuple[str, Any]], *, by: str | None = None
+    ) -> list[AnswerOutcome]:
+        """Answer several open waits of one run atomically (see `answering.answer_many`)."""
+        return await answering.answer_many(self.env, execution_id, answers, by=by)
+
+    async def signal(
+        self,
+        execution_id: str,
+        name: str,
+        payload: Any = None,
+        *,
+        idempotency_key: str | None = None,
+        by: str | None = None,
+    ) -> SignalResult:
+        """Send signal `name` to the live run of this handle's chain (see `answering.signal`)."""
+        return await answering.signal(
+            self.env, execution_id, name, payload, idempotency_key=idempotency_key, by=by
+        )
+
+    async def update(
+        self,
+        execution_id: str,
+        name: str,
+        input: Any = None,
+        *,
+        timeout: float = 10.0,
+        by: str | None = None,
+    ) -> Any:
+        """Validate, admit, and wait for an update; its output (see `updates.update`)."""
+        return await updates.update(self.env, execution_id, name, input, timeout=timeout, by=by)
+
+    async def cancel(
+        self, execution_id: str, *, reason: str | None = None, by: str | None = None
+    ) -> ExecutionRow:
+        """Ask the live run to cancel; idempotent (see `lifecycle.cancel`)."""
+        return await lifecycle.cancel(self.env, execution_id, reason=reason, by=by)
+
+    async def terminate(
+        self, execution_id: str, *, reason: str | None = None, by: str | None = None
+    ) -> ExecutionRow:
+        """End the live run now (see `lifecycle.terminate`)."""
+        return await lifecycle.terminate(self.env, execution_id, reason=reason, by=by)
+
+    async def retry(self, execution_id: str, *, by: str | None = None) -> ExecutionRow:
+        """A new run after one ended without success (see `lifecycle.retry`)."""
+        return await lifecycle.retry(self.env, execution_id, by=by)
+
+    async def rerun(
+        self, execution_id: str, *, input: Any = None, by: str | None = None
+    ) -> ExecutionRow:
+        """An operator's rerun under the same business id (see `lifecycle.rerun`)."""
+        return await lifecycle.rerun(self.env, execution_id, input=input, by=by)
+
+    async def wait_until(
+        self,
+        execution_id: str,
+        predicate: Callable[[ExecutionRow], bool],
+        *,
+        timeout: float,
+    ) -> RunView:
+        """Re-read the handle until `predicate` holds or `timeout` passes (see `waiting`)."""
+        return await waiting.wait_until(self.env, execution_id, predicate, timeout=timeout)
+
+    async def wait_for_end(self, execution_id: str, *, timeout: float) -> RunView:
+        """Wait until the chain's live run has ended, or timeout; the last view."""
+        return await waiting.wait_for_end(self.env, execution_id, timeout=timeout)

@@ -1,0 +1,123 @@
+"""Ending runs and starting their successors: cancel (cooperative), terminate (now), retry
+(a new run after a failure, handles follow) and rerun (an operator's new run under the same
+business id; the old run is sealed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tether.runtime import errors
+from tether.runtime.ids import new_execution_id
+from tether.runtime.operations.env import Env
+from tether.runtime.operations.queries import get
+from tether.runtime.operations.storage_errors import storage_errors
+from tether.storage import repo
+from tether.storage.rows import ExecutionRow
+
+
+async def cancel(
+    env: Env, execution_id: str, *, reason: str | None = None, by: str | None = None
+) -> ExecutionRow:
+    """Ask the live run of this handle's chain to cancel (cooperative: it ends `cancelled`
+    at its next durable call). Idempotent: an ended run is returned unchanged."""
+    run = (await get(env, execution_id)).current
+    if not run.live:
+        return run
+    async with storage_errors(), env.pool.acquire() as conn, conn.transaction():
+        if await repo.request_cancel(conn, run.id):
+            await repo.append_event(conn, run.id, "cancel_requested", {"reason": reason, "by": by})
+        row = await repo.get_execution(conn, run.id)
+    assert row is not None  # noqa: S101 — rows are deleted only after they end
+    return row
+
+
+async def terminate(
+    env: Env, execution_id: str, *, reason: str | None = None, by: str | None = None
+) -> ExecutionRow:
+    """End the live run of this handle's chain now, without running more of it.
+    Raises RunEnded when it has already ended."""
+    run = (await get(env, execution_id)).current
+    error = {"kind": "terminated", "message": reason or "terminated by an operator", "by": by}
+    with storage_errors():
+        if not await repo.terminate(env.pool, run.id, error):
+            raise errors.RunEnded(f"run {run.id!r} has already ended")
+        row = await repo.get_execution(env.pool, run.id)
+    assert row is not None  # noqa: S101 — just written
+    return row
+
+
+async def _ended_run(env: Env, execution_id: str) -> ExecutionRow:
+    """The run itself (no chain following). Raises ExecutionNotFound."""
+    with storage_errors():
+        old = await repo.get_execution(env.pool, execution_id)
+    if old is None:
+        raise errors.ExecutionNotFound(f"no run {execution_id!r}")
+    return old
+
+
+async def retry(env: Env, execution_id: str, *, by: str | None = None) -> ExecutionRow:
+    """Start a new run with the same input after a run ended without success; it gets a
+    new business id and the old run links to it (handles follow). Raises Conflict when the
+    run is live, succeeded, or was already retried or continued."""
+    old = await _ended_run(env, execution_id)
+    if old.live:
+        raise errors.Conflict(f"run {old.id!r} is still {old.status}")
+    if old.status == "completed" or old.successor_id is not None or old.sealed_from:
+        raise errors.Conflict(
+            f"run {old.id!r} ended {old.status}; only a failed, timed-out, "
+            "cancelled or terminated run that has no successor can be retried"
+        )
+    wf = env.app.get(old.workflow)
+    new_id = new_execution_id()
+    async with storage_errors(), env.pool.acquire() as conn, conn.transaction():
+        row = await repo.insert_execution(
+            conn,
+            repo.NewExecution(
+                id=new_id,
+                workflow=old.workflow,
+                business_id=new_id,
+                input=old.input,
+                predecessor_id=old.id,
+                root_id=old.root_id,
+                retention_s=old.retention_s,
+                deadline_at=wf.deadline(),
+                created_data={"retry_of": old.id, "by": by},
+            ),
+        )
+        if not await repo.link_successor(conn, old.id, new_id):
+            raise errors.Conflict(f"run {old.id!r} was retried concurrently")
+    assert row is not None  # noqa: S101 — no idempotency key, so no conflict
+    return row
+
+
+async def rerun(
+    env: Env, execution_id: str, *, input: Any = None, by: str | None = None
+) -> ExecutionRow:
+    """Operator rerun of an ended run under the same business id (new input optional).
+    The old run is sealed: it keeps the ending it had and handles do not follow it.
+    Raises Conflict when the run is live or already sealed or continued."""
+    old = await _ended_run(env, execution_id)
+    if old.live or old.sealed_from or old.status == "continued_as_new":
+        raise errors.Conflict(f"run {old.id!r} ({old.status}) cannot be rerun")
+    wf = env.app.get(old.workflow)
+    value = old.input if input is None else wf.dump_input(wf.parse_input(input))
+    new_id = new_execution_id()
+    async with storage_errors(), env.pool.acquire() as conn, conn.transaction():
+        if not await repo.seal(conn, old.id):
+            raise errors.Conflict(f"run {old.id!r} was sealed concurrently")
+        row = await repo.insert_execution(
+            conn,
+            repo.NewExecution(
+                id=new_id,
+                workflow=old.workflow,
+                business_id=old.business_id,
+                input=value,
+                predecessor_id=old.id,
+                root_id=old.root_id,
+                retention_s=old.retention_s,
+                deadline_at=wf.deadline(),
+                created_data={"rerun_of": old.id, "by": by},
+            ),
+        )
+    assert row is not None  # noqa: S101 — no idempotency key, so no conflict
+    return row

@@ -1,0 +1,109 @@
+"""Reading runs: resolve a handle along its chain, list runs a page at a time, read a run's
+history and step records."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from tether.runtime import errors
+from tether.runtime.chain import follow
+from tether.runtime.ids import is_execution_id
+from tether.runtime.operations.env import Env
+from tether.runtime.operations.storage_errors import storage_errors
+from tether.runtime.statuses import STATUSES
+from tether.storage import repo
+from tether.storage.rows import ExecutionRow, HistoryEvent, StepRecord
+
+
+@dataclass(frozen=True)
+class RunView:
+    """A handle resolved: `requested` is the row asked for, `current` the live end of its chain."""
+
+    requested: ExecutionRow
+    current: ExecutionRow
+    chain: tuple[ExecutionRow, ...]
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[ExecutionRow]
+    next_cursor: str | None
+
+
+def _cursor(row: ExecutionRow) -> str:
+    return f"{row.created_at.isoformat()}|{row.id}"
+
+
+def _parse_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        at, _, rid = cursor.partition("|")
+        return datetime.fromisoformat(at), rid
+    except ValueError:
+        raise errors.InvalidInput(f"invalid cursor {cursor!r}") from None
+
+
+async def get(env: Env, execution_id: str, *, follow_chain: bool = True) -> RunView:
+    """Resolve a handle; follows retry and continue-as-new links to the live run.
+
+    One primary-key read when the run has no successor. Raises ExecutionNotFound.
+    """
+    if not is_execution_id(execution_id):
+        raise errors.ExecutionNotFound("no run with that id")  # not even the shape of one
+    with storage_errors():
+        row = await env.reader.get(execution_id)
+        if row is None:
+            raise errors.ExecutionNotFound(f"no run {execution_id!r}")
+        if not follow_chain or row.successor_id is None:
+            return RunView(row, row, (row,))
+        chain = await repo.get_chain(env.pool, execution_id)
+    current = follow({r.id: r for r in chain}, execution_id)
+    return RunView(row, current, tuple(chain))
+
+
+async def list_runs(
+    env: Env,
+    *,
+    workflow: str | None = None,
+    statuses: Sequence[str] | None = None,
+    business_id: str | None = None,
+    root_id: str | None = None,
+    cursor: str | None = None,
+    limit: int = 50,
+) -> Page:
+    """Runs newest first. Raises InvalidInput for a bad cursor, limit or status."""
+    if not 1 <= limit <= 1000:
+        raise errors.InvalidInput("limit must be 1-1000")
+    if statuses is not None:
+        unknown = set(statuses) - set(STATUSES)
+        if unknown:
+            raise errors.InvalidInput(f"unknown statuses {sorted(unknown)}")
+    after = _parse_cursor(cursor) if cursor else None
+    with storage_errors():
+        rows = await repo.list_executions(
+            env.pool,
+            workflow=workflow,
+            statuses=statuses,
+            business_id=business_id,
+            root_id=root_id,
+            after=after,
+            limit=limit + 1,
+        )
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return Page(rows, _cursor(rows[-1]) if more and rows else None)
+
+
+async def history(env: Env, execution_id: str) -> list[HistoryEvent]:
+    """The run's history events in order. Raises ExecutionNotFound."""
+    await get(env, execution_id, follow_chain=False)
+    with storage_errors():
+        return await repo.get_history(env.pool, execution_id)
+
+
+async def steps(env: Env, execution_id: str) -> list[StepRecord]:
+    """The run's recorded steps in order. Raises ExecutionNotFound."""
+    await get(env, execution_id, follow_chain=False)
+    with storage_errors():
+        return await repo.get_steps(env.pool, execution_id)
