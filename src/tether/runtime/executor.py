@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -52,8 +53,17 @@ class RunIO:
         self.seen_event_id += len(cp.events)
         return result
 
-    def acquire(self) -> Any:
-        return self.pool.acquire()
+    @contextlib.asynccontextmanager
+    async def acquire(self) -> AsyncIterator[Any]:
+        """A pooled connection for user code (ctx.transaction). Only getting and giving it back
+        are translated here: what the block raises is judged by the caller's guard."""
+        with translated():
+            conn = await self.pool.acquire()
+        try:
+            yield conn
+        finally:
+            with translated():
+                await self.pool.release(conn)
 
 
 @dataclass(frozen=True)
