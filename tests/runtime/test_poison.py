@@ -4,6 +4,9 @@ dies every time it runs it ends failed instead of being claimed forever (issue 9
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
 
 import asyncpg
 import pytest
@@ -14,6 +17,9 @@ from tether.runtime.operations import Operations
 from tether.runtime.policy import RetryPolicy
 from tether.runtime.registry import App
 from tether.storage import repo
+from tether.storage.errors import LeaseLost
+from tether.storage.queries import Q
+from tether.storage.repo import Checkpoint
 
 from .conftest import Start
 
@@ -139,3 +145,114 @@ async def test_a_connection_that_breaks_under_a_transaction_step_reads_as_a_lost
     current = (await ops.get(started.execution.id)).current
     assert current.status == "running" and current.lease_owner == "A"
     assert await repo.get_steps(db, started.execution.id) == []
+
+
+GUARD = repo.Abandon(after=3, message="lost %s times")
+
+
+async def _start_one(db: asyncpg.Pool) -> str:
+    app = App()
+
+    @app.workflow
+    async def victim(ctx: Context) -> int:
+        return 1
+
+    return (await Operations(db, app).start("victim")).execution.id
+
+
+async def test_a_claim_counts_lost_leases_and_abandons_the_run_at_the_limit(
+    db: asyncpg.Pool,
+) -> None:
+    """Each claim of a run whose lease expired counts one lost lease; the claim that reaches
+    the limit ends the run failed (with an `ended` event) instead of leasing it (issue 9)."""
+    run_id = await _start_one(db)
+    # lease_s=0: the lease expires at once, as if each worker died right after claiming.
+    for expected in (0, 1, 2):
+        (row,) = await repo.claim(db, "W", 0, 1, GUARD)
+        assert (row.status, row.lost_leases, row.lease_owner) == ("running", expected, "W")
+    (row,) = await repo.claim(db, "W", 0, 1, GUARD)
+    assert row.status == "failed"
+    assert row.error == {
+        "kind": "abandoned",
+        "type": "RunAbandoned",
+        "message": "lost 3 times",
+        "lost_leases": 3,
+    }
+    assert row.lease_owner is None and row.wake_at is None and row.ended_at is not None
+    assert row.expires_at is None  # no retention configured: kept
+    assert await repo.claim(db, "W", 0, 1, GUARD) == []
+    history = await repo.get_history(db, run_id)
+    assert [(h.event_id, h.type, h.data) for h in history[1:]] == [
+        (2, "ended", {"status": "failed", "error": row.error})
+    ]
+    assert row.last_event_id == 2
+
+
+async def test_a_fenced_write_from_the_last_lost_worker_is_refused_after_abandonment(
+    db: asyncpg.Pool,
+) -> None:
+    """The abandoning claim moves the fence: a late write of the lost worker changes nothing."""
+    run_id = await _start_one(db)
+    guard = repo.Abandon(after=1)
+    (first,) = await repo.claim(db, "W", 0, 1, guard)
+    (ended,) = await repo.claim(db, "X", 0, 1, guard)
+    assert ended.status == "failed"
+    with pytest.raises(LeaseLost):
+        await repo.checkpoint(
+            db, run_id, "W", first.attempt, first.last_event_id, Checkpoint(status="completed")
+        )
+    assert (await repo.get_execution(db, run_id)) == ended
+
+
+STEP = {"seq": 1, "kind": "step", "name": "a", "result": {"value": 1}, "done": True}
+
+
+@pytest.mark.parametrize(
+    ("checkpoint", "lost_after"),
+    [
+        (Checkpoint(records=[STEP]), 1),  # progress, then this lease is lost too
+        (Checkpoint(status="pending", wake_at=datetime(2000, 1, 1, tzinfo=UTC)), 0),  # released
+        (Checkpoint(set_details=True, details="still trying"), 2),  # a breadcrumb: no progress
+    ],
+    ids=["records-a-step", "parks", "sets-details"],
+)
+async def test_progress_between_lost_leases_resets_the_count(
+    db: asyncpg.Pool, checkpoint: Checkpoint, lost_after: int
+) -> None:
+    """'In a row': after a run recorded a step or was released, lost leases count from zero
+    again; a details breadcrumb is not progress (issue 9, our choice)."""
+    run_id = await _start_one(db)
+    await repo.claim(db, "W", 0, 1, GUARD)
+    (row,) = await repo.claim(db, "W", 0, 1, GUARD)
+    assert row.lost_leases == 1
+    await repo.checkpoint(db, run_id, "W", row.attempt, row.last_event_id, checkpoint)
+    (row,) = await repo.claim(db, "W", 0, 1, GUARD)
+    assert (row.status, row.lost_leases) == ("running", lost_after)
+
+
+async def test_the_claim_still_uses_the_partial_wake_index(db: asyncpg.Pool) -> None:
+    """The claim's hot path stays one statement whose due-run scan uses executions_wake (a
+    table of mostly ended runs, as in production)."""
+    await db.execute(
+        "INSERT INTO executions (id, workflow, business_id, status, root_id, wake_at)"
+        " SELECT 'ex_' || g, 'w', 'b' || g, CASE WHEN g % 100 = 0 THEN 'pending' ELSE"
+        " 'completed' END, 'ex_' || g, CASE WHEN g % 100 = 0 THEN now() END"
+        " FROM generate_series(1, 20000) AS g"
+    )
+    await db.execute("ANALYZE executions")
+    plan = await db.fetchval(
+        "EXPLAIN (FORMAT JSON) " + Q["claim_executions"], "W", 30.0, 16, 10, {}, "%s"
+    )
+    scans = [
+        (node["Node Type"], node.get("Index Name"))
+        for node in _nodes(plan[0]["Plan"])
+        if node.get("Relation Name") == "executions"
+    ]
+    assert ("Index Scan", "executions_wake") in scans, scans
+    assert "Seq Scan" not in {kind for kind, _ in scans}, scans
+
+
+def _nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield node
+    for child in node.get("Plans", []):
+        yield from _nodes(child)
