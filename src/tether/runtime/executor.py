@@ -1,7 +1,9 @@
 """Run one claimed execution: replay the workflow from the top and settle the row.
 
 Every write is fenced by (lease_owner, attempt): a worker that lost its lease (paused past it,
-or the run was terminated) has its writes refused and stops without applying anything.
+or the run was terminated) has its writes refused and stops without applying anything. Only
+losing the database reads as 'lost' here; a user's error, whatever its type, fails the step.
+A run whose workers keep being lost is ended by the claim (the poison-run guard, worker.py).
 """
 
 from __future__ import annotations
