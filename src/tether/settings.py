@@ -21,6 +21,9 @@ class Settings(BaseModel):
     lease_s: float = Field(30.0, description="worker lease; an expired lease is reclaimed")
     poll_s: float = Field(1.0, description="claim polling fallback when no notification comes")
     shutdown_grace_s: float = 10.0
+    max_recovery_attempts: int = Field(
+        10, ge=1, description="a run whose worker is lost this often in a row ends failed"
+    )
     janitor_interval_s: float = 60.0
     pool_size: int = 20
     max_payload_bytes: int = 256 * 1024
@@ -56,4 +59,5 @@ class Settings(BaseModel):
             lease_s=self.lease_s,
             poll_s=self.poll_s,
             shutdown_grace_s=self.shutdown_grace_s,
+            max_recovery_attempts=self.max_recovery_attempts,
         )

@@ -10,6 +10,8 @@ Side effects leave evidence the tests count afterwards:
   itself at that point (see KILL_POINTS).
 - `three_appends` appends `"{execution_id} {step}\\n"` to `$SIDE_EFFECT_DIR/<pid>.log` from three
   plain steps.
+- `poison` is a poison run: its step ends the worker process with `os._exit(1)` every time
+  (when `POISON_EXIT=1`, so a test process that loads this app by mistake does not die).
 """
 
 from __future__ import annotations
@@ -110,3 +112,17 @@ async def three_appends(ctx: Context, job: Job) -> int:
     for step in ("a", "b", "c"):
         value = await ctx.step(append_line, ctx.execution_id, step, value, name=step)
     return value
+
+
+def die() -> int:
+    """A plain step that kills its worker process, as a native crash would."""
+    if os.environ.get("POISON_EXIT") != "1":
+        raise RuntimeError("POISON_EXIT=1 not set: refusing to end this process")
+    os._exit(1)
+
+
+@app.workflow(mcp=True)
+async def poison(ctx: Context) -> int:
+    """Records a step (progress), then dies in the next one, on every try."""
+    await ctx.step(lambda: 1, name="before")
+    return int(await ctx.step(die, name="die"))

@@ -10,6 +10,7 @@ order. Use ctx.now() and ctx.uuid() instead of the clock and random ids.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
 import uuid as uuid_mod
@@ -23,7 +24,7 @@ from tether.runtime import waits as w
 from tether.runtime.errors import NonDeterminism, StepFailed, WaitTimeout
 from tether.runtime.policy import NO_RETRY, RetryPolicy, seconds
 from tether.runtime.signals import CancelledRun, ContinueAsNew, Park
-from tether.storage.errors import unavailable_only
+from tether.storage.errors import connection_guard
 from tether.storage.repo import Checkpoint, CheckpointResult, Conn
 from tether.storage.rows import BufferedSignal, ExecutionRow, RunState, StepRecord
 
@@ -40,7 +41,9 @@ class RunIO(Protocol):
 
     async def write_in(self, conn: Conn, cp: Checkpoint) -> CheckpointResult: ...
 
-    def acquire(self) -> Any: ...
+    def acquire(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """A pooled connection; failing to get or give it back raises StorageError."""
+        ...
 
 
 @functools.cache
@@ -190,14 +193,17 @@ class Context:
         """Run `await fn(conn, *args)` in a database transaction that also records its result.
 
         The effect and the checkpoint commit together or not at all, so a transaction step
-        happens exactly once even if the worker dies at any point.
+        happens exactly once even if the worker dies at any point. An error `fn` raises rolls
+        the effect back and reaches the workflow unchanged (uncaught, it fails the run, or
+        retries it per the workflow's policy); only a connection that broke under `fn` reads
+        as losing the database (the lease then expires and another worker resumes the run).
         """
         step_name = name or str(getattr(fn, "__qualname__", repr(fn)))
         seq, rec = self._next("transaction", step_name)
         adapter = _return_adapter(fn)
         if rec is not None and rec.done:
             return self._replay_step(step_name, rec.result, adapter)
-        async with unavailable_only(), self._io.acquire() as conn, conn.transaction():
+        async with self._io.acquire() as conn, connection_guard(conn), conn.transaction():
             value = await fn(conn, *args, **kwargs)
             encoded = adapter.dump_python(value, mode="json")
             self._record(seq, "transaction", step_name, {"value": encoded})

@@ -1,7 +1,9 @@
 """Run one claimed execution: replay the workflow from the top and settle the row.
 
 Every write is fenced by (lease_owner, attempt): a worker that lost its lease (paused past it,
-or the run was terminated) has its writes refused and stops without applying anything.
+or the run was terminated) has its writes refused and stops without applying anything. Only
+losing the database reads as 'lost' here; a user's error, whatever its type, fails the step.
+A run whose workers keep being lost is ended by the claim (the poison-run guard, worker.py).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -52,8 +55,17 @@ class RunIO:
         self.seen_event_id += len(cp.events)
         return result
 
-    def acquire(self) -> Any:
-        return self.pool.acquire()
+    @contextlib.asynccontextmanager
+    async def acquire(self) -> AsyncIterator[Any]:
+        """A pooled connection for user code (ctx.transaction). Only getting and giving it back
+        are translated here: what the block raises is judged by the caller's guard."""
+        with translated():
+            conn = await self.pool.acquire()
+        try:
+            yield conn
+        finally:
+            with translated():
+                await self.pool.release(conn)
 
 
 @dataclass(frozen=True)

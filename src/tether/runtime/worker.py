@@ -33,6 +33,24 @@ class WorkerSettings:
     poll_s: float = 1.0
     shutdown_grace_s: float = 10.0
     update_timeout_s: float = 5.0
+    # A run whose worker is lost this many times in a row while running it (it dies, or loses
+    # the database, with no progress in between) ends failed instead of being claimed again.
+    max_recovery_attempts: int = 10
+
+    def __post_init__(self) -> None:
+        if self.max_recovery_attempts < 1:
+            raise ValueError("max_recovery_attempts must be at least 1")
+
+    @property
+    def abandon(self) -> repo.Abandon:
+        """The claim's poison-run guard for these settings."""
+        return repo.Abandon(
+            after=self.max_recovery_attempts,
+            message=(
+                "run abandoned: its worker was lost %s times in a row while running it "
+                f"(TETHER_MAX_RECOVERY_ATTEMPTS={self.max_recovery_attempts})"
+            ),
+        )
 
 
 @dataclass
@@ -44,6 +62,7 @@ class _Active:
 @dataclass
 class WorkerStats:
     claimed: int = 0
+    abandoned: int = 0
     finished: dict[str, int] = field(default_factory=dict)
 
 
@@ -68,6 +87,7 @@ class Worker:
         self._active: dict[str, _Active] = {}
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
+        self._abandon = self.settings.abandon
         self.running = asyncio.Event()
 
     def stop(self) -> None:
@@ -103,7 +123,9 @@ class Worker:
             claimed: list[ExecutionRow] = []
             if free > 0:
                 try:
-                    claimed = await repo.claim(self.pool, self.owner, self.settings.lease_s, free)
+                    claimed = await repo.claim(
+                        self.pool, self.owner, self.settings.lease_s, free, self._abandon
+                    )
                     backoff = self.settings.poll_s
                 except StorageError:
                     logger.warning("claim failed; retrying in %.1fs", backoff)
@@ -127,6 +149,14 @@ class Worker:
         stale = self._active.get(row.id)
         if stale is not None:  # our own lease expired and we claimed the run again
             stale.task.cancel()
+        if row.status != "running":  # the claim abandoned it (poison-run guard): never run it
+            self.stats.abandoned += 1
+            logger.warning(
+                "abandoned a run of %r: its worker was lost %d times in a row while running it",
+                row.workflow,
+                row.lost_leases,
+            )
+            return
         io = RunIO(self.pool, row.id, self.owner, row.attempt, row.last_event_id)
         task = asyncio.create_task(
             execute(

@@ -3,13 +3,24 @@
 StorageError
  ├── DatabaseUnavailable   the server cannot be reached or went away (retryable)
  ├── LeaseLost             a fenced write found another owner or attempt on the row
- └── IntegrityError        the database refused a write (constraint violation)
+ ├── IntegrityError        the database refused a write (constraint violation)
+ └── InvalidData           the database refused a value (invalid text or number)
+
+One map (`_TO_STORAGE`) turns the driver's errors into these, applied by `translated()` around
+every call into asyncpg. Only errors of the database connection itself read as losing the
+database: asyncpg's connection errors, and `OSError` / `TimeoutError` only when the driver's
+own I/O raised them (a user function raises those too, and its failure is its own).
+
+User code that runs on one of our connections (`ctx.transaction`) is guarded by
+`connection_guard(conn)` instead: whatever it raises is the user's error, unless the
+connection broke under it, which is losing the database.
 """
 
 from __future__ import annotations
 
-import asyncio
-from types import TracebackType
+from collections.abc import Mapping
+from types import MappingProxyType, TracebackType
+from typing import Final, Protocol
 
 import asyncpg
 
@@ -37,20 +48,75 @@ class InvalidData(StorageError):
     """The database refused a value."""
 
 
-_UNAVAILABLE = (
-    OSError,
-    asyncio.TimeoutError,
-    asyncpg.exceptions.ConnectionDoesNotExistError,
-    asyncpg.exceptions.CannotConnectNowError,
-    asyncpg.exceptions.InterfaceError,
-    # A pooled connection broken by a server shutdown mid-operation (asyncpg 0.32: "cannot
-    # switch to state …"); not an InterfaceError subclass.
-    asyncpg.exceptions.InternalClientError,
-    asyncpg.exceptions.AdminShutdownError,
-    asyncpg.exceptions.CrashShutdownError,
-    asyncpg.exceptions.ConnectionFailureError,
-    asyncpg.exceptions.TooManyConnectionsError,
+_X = asyncpg.exceptions
+
+# The driver's errors → ours, looked up along the raised type's MRO (the most specific entry
+# wins). Only types that mean exactly the mapped thing are here: no builtin.
+_TO_STORAGE: Final[Mapping[type[Exception], type[StorageError]]] = MappingProxyType(
+    {
+        # The connection itself: gone, refused, or broken (SQLSTATE class 08 and 57P0x).
+        _X.PostgresConnectionError: DatabaseUnavailable,  # incl. ConnectionDoesNotExistError
+        _X.CannotConnectNowError: DatabaseUnavailable,
+        _X.AdminShutdownError: DatabaseUnavailable,
+        _X.CrashShutdownError: DatabaseUnavailable,
+        _X.TooManyConnectionsError: DatabaseUnavailable,
+        # A closed connection or pool used by our own code ("connection is closed").
+        _X.InterfaceError: DatabaseUnavailable,
+        # A pooled connection broken by a server shutdown mid-operation (asyncpg 0.32: "cannot
+        # switch to state …"); not an InterfaceError subclass.
+        _X.InternalClientError: DatabaseUnavailable,
+        # The statement.
+        _X.IntegrityConstraintViolationError: IntegrityError,
+        _X.DataError: InvalidData,
+        asyncpg.PostgresError: StorageError,
+    }
 )
+
+# Socket errors and timeouts mean losing the database only when the driver's own I/O raised
+# them (connecting, reading, writing): the traceback passes through asyncpg.
+_DRIVER_IO: Final = (OSError, TimeoutError)
+_DRIVER_PACKAGE: Final = "asyncpg"
+
+
+def _raised_by_driver(exc: BaseException) -> bool:
+    tb = exc.__traceback__
+    while tb is not None:
+        module = tb.tb_frame.f_globals.get("__name__", "")
+        if module == _DRIVER_PACKAGE or module.startswith(_DRIVER_PACKAGE + "."):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _target(exc: BaseException) -> type[StorageError] | None:
+    for cls in type(exc).__mro__:
+        found = _TO_STORAGE.get(cls)
+        if found is not None:
+            return found
+    if isinstance(exc, _DRIVER_IO) and _raised_by_driver(exc):
+        return DatabaseUnavailable
+    return None
+
+
+def _message(target: type[StorageError], exc: BaseException) -> str:
+    if target is DatabaseUnavailable:
+        return f"database unavailable: {type(exc).__name__}"
+    if target is InvalidData:
+        return f"invalid value (SQLSTATE {getattr(exc, 'sqlstate', None)})"
+    if target is IntegrityError:
+        return str(exc)
+    return f"database error {getattr(exc, 'sqlstate', None)}: {exc}"
+
+
+def storage_error(exc: BaseException) -> StorageError | None:
+    """The StorageError a driver error stands for (its cause set), per `_TO_STORAGE`; None for
+    anything else (a user's OSError included)."""
+    target = _target(exc)
+    if target is None:
+        return None
+    err = target(_message(target, exc))
+    err.__cause__ = exc
+    return err
 
 
 class ErrorMapper:
@@ -75,59 +141,57 @@ class ErrorMapper:
         raise NotImplementedError
 
 
-def _unavailable(exc: BaseException) -> DatabaseUnavailable:
-    return DatabaseUnavailable(f"database unavailable: {type(exc).__name__}")
-
-
-def storage_error(exc: BaseException) -> StorageError | None:
-    """The StorageError an asyncpg or socket error stands for (its cause set); None for
-    anything else."""
-    err: StorageError
-    if isinstance(exc, _UNAVAILABLE):
-        err = _unavailable(exc)
-    elif isinstance(exc, asyncpg.exceptions.IntegrityConstraintViolationError):
-        err = IntegrityError(str(exc))
-    elif isinstance(exc, asyncpg.exceptions.DataError):
-        err = InvalidData(f"invalid value (SQLSTATE {exc.sqlstate})")
-    elif isinstance(exc, asyncpg.PostgresError):
-        err = StorageError(f"database error {exc.sqlstate}: {exc}")
-    else:
-        return None
-    err.__cause__ = exc
-    return err
-
-
 class _Translated(ErrorMapper):
-    """Translate asyncpg and socket errors raised inside the block into StorageError."""
+    """Re-raise the driver's errors raised inside the block as StorageErrors (`_TO_STORAGE`)."""
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        err = storage_error(exc) if exc is not None else None
+        if exc is None or isinstance(exc, StorageError):
+            return
+        err = storage_error(exc)
         if err is not None:
             raise err
 
 
-class _UnavailableOnly(ErrorMapper):
-    """Translate only losing the database (not errors of the SQL run inside the block): for
-    user code that runs its own statements, whose failures are its own."""
+_TRANSLATED = _Translated()
+
+
+def translated() -> _Translated:
+    """Translate the driver's errors raised inside the block into StorageError."""
+    return _TRANSLATED
+
+
+class _Closable(Protocol):
+    def is_closed(self) -> bool: ...
+
+
+def _is_closed(conn: _Closable) -> bool:
+    try:
+        return conn.is_closed()
+    except _X.InterfaceError:
+        # A pooled connection that broke is detached from its proxy at once ("released back
+        # to the pool"): it is gone.
+        return True
+
+
+class _ConnectionGuard(ErrorMapper):
+    """See `connection_guard`."""
+
+    def __init__(self, conn: _Closable) -> None:
+        self._conn = conn
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if isinstance(exc, _UNAVAILABLE):
-            raise _unavailable(exc) from exc
+        if exc is None or isinstance(exc, StorageError) or not isinstance(exc, Exception):
+            return
+        if _is_closed(self._conn):
+            raise DatabaseUnavailable(f"database unavailable: {type(exc).__name__}") from exc
 
 
-_TRANSLATED = _Translated()
-_UNAVAILABLE_ONLY = _UnavailableOnly()
-
-
-def translated() -> _Translated:
-    """Translate asyncpg and socket errors raised inside the block into StorageError."""
-    return _TRANSLATED
-
-
-def unavailable_only() -> _UnavailableOnly:
-    """Translate only losing the database inside the block (see _UnavailableOnly)."""
-    return _UNAVAILABLE_ONLY
+def connection_guard(conn: _Closable) -> _ConnectionGuard:
+    """Guard user code running on `conn`: what it raises stays its own error (a
+    FileNotFoundError, a TimeoutError, a failed statement), unless `conn` broke under it: then
+    the database was lost and the block raises DatabaseUnavailable."""
+    return _ConnectionGuard(conn)

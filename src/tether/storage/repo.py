@@ -3,7 +3,7 @@ frozen rows; every asyncpg error leaves as a StorageError."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -124,10 +124,39 @@ async def get_steps(conn: Conn, execution_id: str) -> list[StepRecord]:
     return [StepRecord.from_mapping(r) for r in recs]
 
 
-async def claim(conn: Conn, owner: str, lease_s: float, limit: int) -> list[ExecutionRow]:
-    """Lease up to `limit` due runs to `owner`."""
+@dataclass(frozen=True)
+class Abandon:
+    """When a claim gives up on a run instead of running it: the claim that finds its lease
+    lost `after` times in a row (no progress in between) ends it failed with `error`, whose
+    `message` is `message` with the count in place of `%s` (see claim_executions)."""
+
+    after: int = 10
+    error: Mapping[str, Any] = field(
+        default_factory=lambda: {"kind": "abandoned", "type": "RunAbandoned"}
+    )
+    message: str = "run abandoned: its worker was lost %s times in a row while running it"
+
+    def __post_init__(self) -> None:
+        if self.after < 1:
+            raise ValueError("a run is abandoned after at least 1 lost lease")
+
+
+async def claim(
+    conn: Conn, owner: str, lease_s: float, limit: int, abandon: Abandon | None = None
+) -> list[ExecutionRow]:
+    """Lease up to `limit` due runs to `owner`. A row back with status 'running' is leased to
+    `owner`; one with 'failed' was abandoned by this claim (`abandon`) and must not run."""
+    abandon = abandon or Abandon()
     with translated():
-        recs = await conn.fetch(Q["claim_executions"], owner, float(lease_s), limit)
+        recs = await conn.fetch(
+            Q["claim_executions"],
+            owner,
+            float(lease_s),
+            limit,
+            abandon.after,
+            dict(abandon.error),
+            abandon.message,
+        )
     return [ExecutionRow.from_record(r) for r in recs]
 
 

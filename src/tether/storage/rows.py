@@ -59,6 +59,7 @@ class ExecutionRow:
     lease_until: datetime | None
     attempt: int
     run_attempt: int
+    lost_leases: int = 0  # leases lost in a row while running it (poison-run guard)
 
     @property
     def live(self) -> bool:

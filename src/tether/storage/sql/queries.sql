@@ -61,26 +61,53 @@ SELECT seq, kind, name, result, done, at FROM steps WHERE execution_id = $1 ORDE
 
 -- name: claim_executions
 -- Lease up to $3 due runs (pending, woken timers, expired leases) to worker $1 for $2 seconds.
--- A running row keeps wake_at = lease_until, so an expired lease is simply due again.
+-- A running row keeps wake_at = lease_until, so an expired lease is simply due again: such a
+-- claim counts one more lost lease in a row (lost_leases), and the claim that brings it to $4
+-- (TETHER_MAX_RECOVERY_ATTEMPTS) ends the run failed instead (error $5 with message $6, `%s`
+-- the count; an `ended` event; watchers woken). Rows come back with status 'running' (run them) or 'failed'.
 WITH due AS (
-    SELECT id FROM executions
+    SELECT id, status = 'running' AS lost FROM executions
     WHERE wake_at <= now()
     ORDER BY wake_at
     LIMIT $3
     FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE executions e SET
+        lost_leases = e.lost_leases + due.lost::integer,
+        status      = CASE WHEN due.lost AND e.lost_leases + 1 >= $4 THEN 'failed'
+                           ELSE 'running' END,
+        error       = CASE WHEN due.lost AND e.lost_leases + 1 >= $4
+                           THEN $5::jsonb || jsonb_build_object(
+                                'message', format($6::text, e.lost_leases + 1),
+                                'lost_leases', e.lost_leases + 1)
+                           ELSE e.error END,
+        ended_at    = CASE WHEN due.lost AND e.lost_leases + 1 >= $4 THEN now()
+                           ELSE e.ended_at END,
+        expires_at  = CASE WHEN due.lost AND e.lost_leases + 1 >= $4
+                           THEN now() + make_interval(secs => e.retention_s)
+                           ELSE e.expires_at END,
+        last_event_id = e.last_event_id + (due.lost AND e.lost_leases + 1 >= $4)::integer,
+        lease_owner = CASE WHEN due.lost AND e.lost_leases + 1 >= $4 THEN NULL ELSE $1 END,
+        lease_until = CASE WHEN due.lost AND e.lost_leases + 1 >= $4 THEN NULL
+                           ELSE now() + make_interval(secs => $2) END,
+        wake_at     = CASE WHEN due.lost AND e.lost_leases + 1 >= $4 THEN NULL
+                           ELSE now() + make_interval(secs => $2) END,
+        attempt     = e.attempt + 1,
+        waits       = '[]'::jsonb,
+        version     = e.version + 1,
+        updated_at  = now()
+    FROM due
+    WHERE e.id = due.id
+    RETURNING e.*
+), ended AS (
+    INSERT INTO history (execution_id, event_id, type, data)
+    SELECT id, last_event_id, 'ended', jsonb_build_object('status', status, 'error', error)
+    FROM claimed WHERE status = 'failed'
+    RETURNING execution_id
+), notes AS (
+    SELECT pg_notify('tether_change', execution_id) FROM ended
 )
-UPDATE executions e SET
-    status      = 'running',
-    lease_owner = $1,
-    lease_until = now() + make_interval(secs => $2),
-    wake_at     = now() + make_interval(secs => $2),
-    attempt     = e.attempt + 1,
-    waits       = '[]'::jsonb,
-    version     = e.version + 1,
-    updated_at  = now()
-FROM due
-WHERE e.id = due.id
-RETURNING e.*;
+SELECT claimed.*, (SELECT count(*) FROM notes) AS notified FROM claimed;
 
 -- name: load_run_state
 -- What replay needs besides the row: recorded calls, unconsumed signals, admitted updates.
@@ -100,7 +127,8 @@ SELECT
 -- name: checkpoint
 -- Every write a worker makes for a run, fenced by (lease_owner, attempt): record durable calls
 -- ($4), mark consumed signals ($5), append the worker's own events ($6), set details ($7, $8),
--- and optionally settle the run ($9 status; NULL keeps it running); a run-level retry drops
+-- and optionally settle the run ($9 status; NULL keeps it running); recording a call or
+-- settling is progress, which resets the lost-lease count; a run-level retry drops
 -- the records from the first failed call on ($17) so they run again. A park ('waiting') becomes
 -- 'pending' when an event arrived since the worker last looked ($14), so nothing is missed.
 -- No row back means the lease was lost and nothing was written.
@@ -138,7 +166,9 @@ WITH lease AS (
                               THEN now() + make_interval(secs => e.retention_s)
                               ELSE e.expires_at END,
         successor_id   = coalesce($15::text, e.successor_id),
-        run_attempt    = e.run_attempt + $16::integer
+        run_attempt    = e.run_attempt + $16::integer,
+        lost_leases    = CASE WHEN $9::text IS NOT NULL OR jsonb_array_length($4::jsonb) > 0
+                              THEN 0 ELSE e.lost_leases END
     WHERE e.id = $1 AND e.lease_owner = $2 AND e.attempt = $3
     RETURNING e.id, e.status, e.cancel_requested, e.last_event_id, e.wake_at
 ), trunc AS (
