@@ -44,6 +44,13 @@ class RequestContext:
     extras: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def principal_name(self) -> str | None:
+        """Who sends the request, by name (the `name` of the principal the security middleware
+        put in the ASGI scope); None without one."""
+        name = getattr(self.principal, "name", None)
+        return name if isinstance(name, str) else None
+
+    @property
     def progress_token(self) -> str | int | None:
         meta = self.params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
