@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -26,7 +27,10 @@ from tether.jsonrpc.router import RequestContext, Router
 from tether.mcp.server import McpServer, ServerInfo
 from tether.runtime.registry import App
 from tether.runtime.service import Runtime, running
-from tether.security import Gate
+from tether.security import roles
+from tether.security.hosts import HostPolicy
+from tether.security.middleware import SecurityMiddleware
+from tether.security.tokens import Authenticator
 from tether.settings import Settings
 from tether.tasks import methods as task_methods
 from tether.tasks.service import TaskService
@@ -76,19 +80,30 @@ def build_endpoint(app: App, rt: Runtime, settings: Settings) -> McpEndpoint:
             meta = result.setdefault("_meta", {})
             meta[codes.META_SERVER_INFO] = server_info
 
-    gate = Gate.from_settings(settings.api_tokens, settings.host, settings.allow_unauthenticated)
-
     def authorize(ctx: RequestContext) -> None:
-        gate.authorize(ctx, catalog.read_only(ctx.params.get("name")))
+        roles.authorize(ctx, catalog.read_only(ctx.params.get("name")))
+
+    def param_schema(name: str) -> dict[str, Any] | None:
+        tool = catalog.get(name)
+        return tool.input_schema if tool is not None else None
 
     return McpEndpoint(
         router,
-        allowed_hosts=_csv(settings.allowed_hosts),
-        allowed_origins=_csv(settings.allowed_origins),
         max_body_bytes=settings.max_body_bytes,
-        authenticate=gate.authenticate,
+        param_schema=param_schema,
         authorize=authorize,
         on_result=stamp,
+    )
+
+
+def security(settings: Settings) -> Middleware:
+    """The security layer around every route: Host/Origin policy and authentication."""
+    return Middleware(
+        SecurityMiddleware,
+        hosts=HostPolicy(_csv(settings.allowed_hosts), _csv(settings.allowed_origins)),
+        authenticator=Authenticator.from_settings(
+            settings.api_tokens, settings.host, settings.allow_unauthenticated
+        ),
     )
 
 
@@ -154,4 +169,4 @@ def create_app(
         Route("/healthz", health),
         Route(settings.mcp_path, _McpRoute()),  # every method: the endpoint answers 405 itself
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(routes=routes, lifespan=lifespan, middleware=[security(settings)])

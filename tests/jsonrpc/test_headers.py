@@ -1,5 +1,6 @@
 """The header ladder `tether.jsonrpc.headers.check` (pure): era detection, the version header,
-required `_meta`, `Mcp-Method`, `Mcp-Name` and the Base64 sentinel. Spec: MCP 2026-07-28
+required `_meta`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*` and the Base64 sentinel, and the
+other request-header rules (media type, SSE, Idempotency-Key). Spec: MCP 2026-07-28
 transports/streamable-http and SEP-2243 (digest §2.2-§2.4), ext-tasks routing headers (§7.9);
 the missing-`Mcp-Name`-on-`tasks/*` leniency is our choice (DESIGN.md §5, checklist 42)."""
 
@@ -21,7 +22,18 @@ from tether.jsonrpc.errors import (
     JsonRpcError,
     UnsupportedProtocolVersion,
 )
-from tether.jsonrpc.headers import Route, check, decode_header_value, is_legacy
+from tether.jsonrpc.headers import (
+    IDEMPOTENCY_HEADER,
+    IDEMPOTENCY_META,
+    Route,
+    accepts_sse,
+    check,
+    declared_length_over,
+    decode_header_value,
+    idempotency_key,
+    is_json,
+    is_legacy,
+)
 
 V = codes.MODERN_VERSION
 TASKS_CAPS: dict[str, Any] = {"elicitation": {}, "extensions": {codes.TASKS_EXTENSION: {}}}
@@ -485,3 +497,110 @@ def test_elicitation_modes_follow_the_declaration(elicitation: Any, modes: froze
     """`{}` means form only; absent means none (MCP client/elicitation)."""
     caps = {} if elicitation is _MISSING else {"elicitation": elicitation}
     assert Route("modern", V, caps).elicitation_modes() == modes
+
+
+# --- SEP-2243 Mcp-Param-* (tools/call) ---------------------------------------------------
+
+REGION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"},
+        "count": {"type": "integer", "x-mcp-header": "Count"},
+        "note": {"type": "string"},
+    },
+}
+
+
+def region_tool(name: str) -> dict[str, Any] | None:
+    return REGION_SCHEMA if name == "regional" else None
+
+
+def call(arguments: Any, name: str = "regional") -> Message:
+    return request("tools/call", {"name": name, "arguments": arguments, "_meta": meta()})
+
+
+def call_headers(**params: str) -> dict[str, str]:
+    return headers("tools/call", "regional", **{f"mcp-param-{k}": v for k, v in params.items()})
+
+
+def test_mcp_param_headers_that_mirror_the_arguments_pass() -> None:
+    """SEP-2243: each `x-mcp-header` argument is mirrored (Base64 sentinel decoded, numbers
+    compared as numbers); arguments without `x-mcp-header` need no header."""
+    args = {"region": "eu-west-1", "count": 3, "note": "n"}
+    for hdrs in (
+        call_headers(region="eu-west-1", count="3"),
+        call_headers(region=b64("eu-west-1"), count="3.0"),
+    ):
+        assert check(call(args), hdrs, region_tool).era == "modern"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "params"),
+    [
+        pytest.param({"region": "eu-west-1", "count": 3}, {"count": "3"}, id="missing-header"),
+        pytest.param({"count": 3}, {"region": "eu-west-1", "count": "3"}, id="header-no-arg"),
+        pytest.param(
+            {"region": "eu-west-1", "count": 3}, {"region": "us", "count": "3"}, id="differs"
+        ),
+        pytest.param(
+            {"region": "eu-west-1", "count": 3}, {"region": "eu-west-1", "count": "x"}, id="nan"
+        ),
+        pytest.param(
+            {"region": "eu", "count": 3}, {"region": "=?base64?ZXU?==", "count": "3"}, id="bad-b64"
+        ),
+    ],
+)
+def test_a_missing_or_different_mcp_param_header_is_a_header_mismatch(
+    arguments: dict[str, Any], params: dict[str, str]
+) -> None:
+    """SEP-2243 (checklist 44, 45): -32020, HTTP 400."""
+    exc = refused_with(call(arguments), call_headers(**params), region_tool)
+    assert isinstance(exc, HeaderMismatch)
+    assert exc.http_status == 400
+
+
+def test_mcp_param_rules_skip_unknown_tools_bad_arguments_and_other_eras() -> None:
+    """Nothing to mirror for an unknown tool; arguments that are not an object are left to the
+    params check (-32602); a 2025 request has no Mcp-Param rules; without a schema lookup the
+    ladder checks no Mcp-Param header."""
+    none: dict[str, str] = {}
+    passed = [
+        check(call({"region": "x"}, name="other"), headers("tools/call", "other"), region_tool),
+        check(call([1]), call_headers(**none), region_tool),
+        check(call({"region": "x"}), call_headers(**none)),
+    ]
+    assert [r.era for r in passed] == ["modern"] * 3
+    legacy = {codes.H_PROTOCOL_VERSION: codes.LEGACY_VERSIONS[0]}
+    msg = Message("tools/call", {"name": "regional", "arguments": {"region": "x"}}, 1, True)
+    assert check(msg, legacy, region_tool).era == "legacy"
+
+
+def refused_with(msg: Message, hdrs: dict[str, str], schema: Any) -> JsonRpcError:
+    with pytest.raises(JsonRpcError) as info:
+        check(msg, hdrs, schema)
+    return info.value
+
+
+# --- transport headers and the Idempotency-Key ---------------------------------------------
+
+
+def test_the_idempotency_key_header_wins_over_meta() -> None:
+    """Our choice: a non-blank Idempotency-Key header (trimmed), else `_meta`'s key."""
+    with_meta = {"_meta": {IDEMPOTENCY_META: "from-meta"}}
+    assert idempotency_key(with_meta, {IDEMPOTENCY_HEADER: " k-1 "}) == "k-1"
+    assert idempotency_key(with_meta, {IDEMPOTENCY_HEADER: "  "}) == "from-meta"
+    assert idempotency_key({"_meta": {IDEMPOTENCY_META: ""}}, {}) is None
+    assert idempotency_key({"_meta": {IDEMPOTENCY_META: 7}}, {}) is None
+    assert idempotency_key({}, {}) is None
+
+
+def test_transport_header_rules() -> None:
+    """Only application/json bodies (any parameters); a declared oversize length; SSE only
+    when the client accepts it."""
+    assert is_json({"content-type": "Application/JSON; charset=utf-8"})
+    assert not is_json({"content-type": "text/plain"}) and not is_json({})
+    assert declared_length_over({"content-length": "11"}, 10)
+    assert not declared_length_over({"content-length": "10"}, 10)
+    assert not declared_length_over({"content-length": "-1"}, 10)
+    assert accepts_sse({"accept": "application/json, text/event-stream"})
+    assert not accepts_sse({"accept": "application/json"})

@@ -6,6 +6,7 @@ transports/streamable-http (headers, statuses); ext-tasks 2026-07-28.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
@@ -29,8 +30,14 @@ UNAUTHORIZED: Final = -31001
 #: The caller did not present valid credentials.
 UNAUTHENTICATED: Final = -31002
 
-#: The HTTP status for each error code; anything not listed is 200.
-HTTP_STATUS: Final = MappingProxyType(
+#: A reason that refines the HTTP status of a code (the wire code stays the same): a -32602 for a
+#: required `_meta` key that is missing or malformed marks a malformed request (HTTP 400,
+#: digest §9.1), where a semantic -32602 (unknown task, bad argument) is 200.
+MALFORMED_META: Final = "malformed-meta"
+
+#: The HTTP status for each error code, and for a code with a reason that refines it; anything
+#: not listed is 200. The one place that decides a status (see http_status).
+HTTP_STATUS: Final[Mapping[int | tuple[int, str], int]] = MappingProxyType(
     {
         PARSE_ERROR: 400,
         INVALID_REQUEST: 400,
@@ -41,8 +48,19 @@ HTTP_STATUS: Final = MappingProxyType(
         UNAVAILABLE: 503,
         UNAUTHORIZED: 403,
         UNAUTHENTICATED: 401,
+        (INVALID_PARAMS, MALFORMED_META): 400,
     }
 )
+
+
+def http_status(code: int, reason: str | None = None) -> int:
+    """The HTTP status of an error with `code` (and the reason that refines it, if any)."""
+    if reason is not None:
+        refined = HTTP_STATUS.get((code, reason))
+        if refined is not None:
+            return refined
+    return HTTP_STATUS.get(code, 200)
+
 
 # --- versions ---------------------------------------------------------------------------------
 MODERN_VERSION: Final = "2026-07-28"

@@ -1,17 +1,19 @@
-"""The JSON-RPC error tree: one class per code; HTTP statuses come from codes.HTTP_STATUS.
+"""The JSON-RPC error tree: one class per code; HTTP statuses come from codes.http_status
+(a test parses this table and checks it against the classes, so it stays true).
 
-JsonRpcError
+JsonRpcError                             code HTTP  raised by
  ├── ParseError                        -32700  400  codec: body is not JSON
  ├── InvalidRequest                    -32600  400  codec: not a valid request envelope
  ├── MethodNotFound                    -32601  404  router: no such method (or removed)
- ├── InvalidParams                     -32602  200  params fail their model; unknown task
+ ├── InvalidParams                     -32602  200  router: params model; tasks/errors.py
  │    └── InvalidMeta                  -32602  400  ladder: required `_meta` key missing
  ├── InternalError                     -32603  200  router: unexpected exception
  ├── HeaderMismatch                    -32020  400  ladder: header missing or ≠ body
- ├── MissingRequiredClientCapability   -32021  400  capability not declared on the request
- ├── UnsupportedProtocolVersion        -32022  400  version not served
- ├── Unavailable                       -31000  503  database down; retry
- └── Unauthorized                      -31001  403  not allowed
+ ├── MissingRequiredClientCapability   -32021  400  tasks, tools: extension not declared
+ ├── UnsupportedProtocolVersion        -32022  400  ladder: version not served
+ ├── Unavailable                       -31000  503  tasks/errors.py: database down; app: starting
+ ├── Unauthorized                      -31001  403  security: Host/Origin refused, role may not
+ └── Unauthenticated                   -31002  401  security: no or unknown bearer token
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ class JsonRpcError(Exception):
     """A JSON-RPC error."""
 
     code: ClassVar[int] = codes.INTERNAL_ERROR
-    http_status_override: ClassVar[int | None] = None
+    #: Refines the HTTP status of `code` (a key of codes.HTTP_STATUS); None for the code's own.
+    status_reason: ClassVar[str | None] = None
 
     def __init__(self, message: str | None = None, data: Any = None) -> None:
         self.message = message or (type(self).__doc__ or "").strip().splitlines()[0]
@@ -34,9 +37,7 @@ class JsonRpcError(Exception):
 
     @property
     def http_status(self) -> int:
-        if self.http_status_override is not None:
-            return self.http_status_override
-        return codes.HTTP_STATUS.get(self.code, 200)
+        return codes.http_status(self.code, self.status_reason)
 
     def to_wire(self) -> dict[str, Any]:
         error: dict[str, Any] = {"code": self.code, "message": self.message}
@@ -72,7 +73,7 @@ class InvalidParams(JsonRpcError):
 class InvalidMeta(InvalidParams):
     """Invalid params: a required `_meta` key is missing or malformed."""
 
-    http_status_override = 400
+    status_reason = codes.MALFORMED_META
 
 
 class InternalError(JsonRpcError):

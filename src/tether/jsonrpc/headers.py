@@ -2,8 +2,12 @@
 headers and `_meta` against the body, in the order of the digest §2.4:
 
     version header → header ≠ _meta → version served → required _meta → Mcp-Method → Mcp-Name
+    → Mcp-Param-* (tools/call, SEP-2243)
 
-Legacy requests (the `initialize`-based 2025 revisions) skip the 2026 header rules.
+Legacy requests (the `initialize`-based 2025 revisions) skip the 2026 header rules. Every other
+rule about a request header lives here too: the body's media type, whether the client takes
+an SSE stream, and the Idempotency-Key. (Host, Origin and Authorization are the security
+middleware's, applied to every route before any of these.)
 """
 
 from __future__ import annotations
@@ -11,15 +15,23 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from tether.jsonrpc import codes
 from tether.jsonrpc.codec import Message
 from tether.jsonrpc.errors import HeaderMismatch, InvalidMeta, UnsupportedProtocolVersion
 
 Era = Literal["modern", "legacy"]
+#: A tool's input schema by tool name (None for an unknown tool): what Mcp-Param-* mirror.
+ParamSchema = Callable[[str], Mapping[str, Any] | None]
+
+JSON: Final = "application/json"
+SSE: Final = "text/event-stream"
+#: Tether's own: a client may name a start's idempotency key in a header (it wins) or in `_meta`.
+IDEMPOTENCY_HEADER: Final = "idempotency-key"
+IDEMPOTENCY_META: Final = "dev.tether/idempotencyKey"
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
 _B64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
 
@@ -89,11 +101,14 @@ def is_legacy(msg: Message, headers: Mapping[str, str]) -> bool:
     return not header and msg.method in ("initialize", "notifications/initialized")
 
 
-def check(msg: Message, headers: Mapping[str, str]) -> Route:
-    """Run the ladder. Raises HeaderMismatch, UnsupportedProtocolVersion or InvalidMeta."""
+def check(
+    msg: Message, headers: Mapping[str, str], param_schema: ParamSchema | None = None
+) -> Route:
+    """Run the ladder (`param_schema`: the tools whose arguments Mcp-Param-* headers mirror).
+    Raises HeaderMismatch, UnsupportedProtocolVersion or InvalidMeta."""
     if is_legacy(msg, headers):
         return _legacy(msg, headers)
-    return _modern(msg, headers)
+    return _modern(msg, headers, param_schema)
 
 
 def _legacy(msg: Message, headers: Mapping[str, str]) -> Route:
@@ -108,7 +123,7 @@ def _legacy(msg: Message, headers: Mapping[str, str]) -> Route:
     return Route("legacy", version or codes.LEGACY_VERSIONS[0], caps)
 
 
-def _modern(msg: Message, headers: Mapping[str, str]) -> Route:
+def _modern(msg: Message, headers: Mapping[str, str], param_schema: ParamSchema | None) -> Route:
     header = headers.get(codes.H_PROTOCOL_VERSION)
     if header is None or not header.strip():
         raise HeaderMismatch("MCP-Protocol-Version header is required")
@@ -135,6 +150,8 @@ def _modern(msg: Message, headers: Mapping[str, str]) -> Route:
     client_info = meta.get(codes.META_CLIENT_INFO)
     _check_method(msg, headers)
     _check_name(msg, headers)
+    if param_schema is not None and msg.method == "tools/call":
+        _check_tool_params(msg.params, headers, param_schema)
     return Route(
         "modern",
         header,
@@ -169,3 +186,84 @@ def _check_name(msg: Message, headers: Mapping[str, str]) -> None:
         return  # the params check reports the missing field (-32602)
     if value != body:
         raise HeaderMismatch(f"Mcp-Name header does not match params.{field_name}")
+
+
+def _check_tool_params(params: Any, headers: Mapping[str, str], param_schema: ParamSchema) -> None:
+    """Mcp-Param-* of a tools/call to a known tool with an arguments object (anything else is
+    left to the params check, which reports it as -32602)."""
+    name = params.get("name") if isinstance(params, dict) else None
+    schema = param_schema(name) if isinstance(name, str) else None
+    if schema is None:
+        return
+    args = params.get("arguments")
+    if args is None:
+        args = {}
+    if isinstance(args, dict):
+        check_param_headers(schema, args, headers)
+
+
+def check_param_headers(
+    schema: Mapping[str, Any], args: Mapping[str, Any], headers: Mapping[str, str]
+) -> None:
+    """SEP-2243 `Mcp-Param-{Name}`: an argument whose schema names an `x-mcp-header` must be
+    mirrored by that header (decoded, then compared by type). Raises HeaderMismatch."""
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        return
+    for arg, prop in props.items():
+        header_name = prop.get("x-mcp-header") if isinstance(prop, dict) else None
+        if not isinstance(header_name, str):
+            continue
+        raw = headers.get(codes.H_PARAM_PREFIX + header_name.lower())
+        value = args.get(arg)
+        if value is None:
+            if raw is not None:
+                raise HeaderMismatch(f"Mcp-Param-{header_name} sent without argument {arg!r}")
+            continue
+        if raw is None:
+            raise HeaderMismatch(f"Mcp-Param-{header_name} header is required")
+        if not _same(decode_header_value(raw, f"Mcp-Param-{header_name}"), value):
+            raise HeaderMismatch(f"Mcp-Param-{header_name} does not match argument {arg!r}")
+
+
+def _same(header: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return header == ("true" if value else "false")
+    if isinstance(value, int | float):
+        try:
+            return float(header) == float(value)
+        except ValueError:
+            return False
+    if isinstance(value, str):
+        return header == value
+    return False
+
+
+# --- transport headers ------------------------------------------------------------------------
+
+
+def is_json(headers: Mapping[str, str]) -> bool:
+    """The body is declared application/json (parameters such as charset aside)."""
+    return headers.get("content-type", "").split(";")[0].strip().lower() == JSON
+
+
+def declared_length_over(headers: Mapping[str, str], limit: int) -> bool:
+    """A Content-Length that already says the body is too large."""
+    declared = headers.get("content-length")
+    return declared is not None and declared.isdigit() and int(declared) > limit
+
+
+def accepts_sse(headers: Mapping[str, str]) -> bool:
+    """The client takes a text/event-stream reply."""
+    return SSE in headers.get("accept", "")
+
+
+def idempotency_key(params: Mapping[str, Any], headers: Mapping[str, str]) -> str | None:
+    """The Idempotency-Key header (trimmed, if not blank), else `_meta`'s
+    dev.tether/idempotencyKey (a non-empty string), else None."""
+    header = headers.get(IDEMPOTENCY_HEADER)
+    if header and header.strip():
+        return header.strip()
+    meta = params.get("_meta")
+    key = meta.get(IDEMPOTENCY_META) if isinstance(meta, dict) else None
+    return key if isinstance(key, str) and key else None

@@ -1,9 +1,13 @@
 """The Streamable HTTP endpoint: bytes in → checks → ladder → router → bytes out.
 
 A plain ASGI app (no Request/Response objects on the hot path: headers are read once from the
-scope, the body straight from `receive`). Statuses come from the error (codes.HTTP_STATUS).
+scope, the body straight from `receive`). Statuses come from the error (codes.http_status).
 Responses are application/json, or an SSE stream scoped to the request when its handler
 streams and the client accepts it.
+
+Host/Origin policy and authentication are not here: a middleware around the whole app applies
+them to every route and leaves the principal in the scope (`PRINCIPAL_KEY`), where this
+endpoint reads it for the handlers. Every header rule is in the ladder (headers.py).
 """
 
 from __future__ import annotations
@@ -11,29 +15,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from typing import Any
-from urllib.parse import urlsplit
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Final
 
 from starlette.responses import StreamingResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tether.jsonrpc import codec, codes, headers
-from tether.jsonrpc.errors import InvalidMeta, JsonRpcError, Unauthorized
+from tether.jsonrpc.errors import InvalidMeta, JsonRpcError
 from tether.jsonrpc.router import RequestContext, Router
 
 logger = logging.getLogger(__name__)
 
-JSON = "application/json"
-SSE = "text/event-stream"
-LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+#: The ASGI scope key under which an authentication middleware leaves the request's principal
+#: (Starlette's convention: `scope["user"]`, `request.user`).
+PRINCIPAL_KEY: Final = "user"
 
-# Returns a principal or raises Unauthenticated; gets the request's headers (lower-case names).
-Authenticate = Callable[[Mapping[str, str]], Awaitable[Any]]
-Authorize = Callable[[RequestContext], None]  # raises a JsonRpcError to refuse the request
+# Decides whether the principal may call the method (raises a JsonRpcError to refuse).
+Authorize = Callable[[RequestContext], None]
 ResultHook = Callable[[RequestContext, dict[str, Any]], None]
 
-_JSON_HEADER = (b"content-type", JSON.encode())
+_JSON_HEADER = (b"content-type", headers.JSON.encode())
 
 
 class Reply:
@@ -59,16 +61,7 @@ def _json(body: bytes, status: int = 200) -> Reply:
 
 
 def _error(request_id: codec.RequestId | None, error: JsonRpcError) -> Reply:
-    response = _json(codec.encode_error(request_id, error), error.http_status)
-    if error.http_status == 401:
-        response.headers += ((b"www-authenticate", b'Bearer realm="tether"'),)
-    return response
-
-
-def _hostname(value: str) -> str:
-    if value.startswith("["):
-        return value.split("]")[0] + "]"
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+    return _json(codec.encode_error(request_id, error), error.http_status)
 
 
 def _wants_notifications(ctx: RequestContext) -> bool:
@@ -96,40 +89,16 @@ class McpEndpoint:
         self,
         router: Router,
         *,
-        allowed_hosts: Iterable[str] = (),
-        allowed_origins: Iterable[str] = (),
         max_body_bytes: int = 4 * 1024 * 1024,
-        authenticate: Authenticate | None = None,
+        param_schema: headers.ParamSchema | None = None,
         authorize: Authorize | None = None,
         on_result: ResultHook | None = None,
     ) -> None:
         self.router = router
-        self.allowed_hosts = frozenset(h.lower() for h in allowed_hosts) | LOOPBACK_HOSTS
-        self.allowed_origins = frozenset(o.lower().rstrip("/") for o in allowed_origins)
         self.max_body_bytes = max_body_bytes
-        self.authenticate = authenticate
+        self.param_schema = param_schema
         self.authorize = authorize
         self.on_result = on_result
-
-    # --- transport checks ---------------------------------------------------------------------
-
-    def _host_allowed(self, hdrs: Mapping[str, str]) -> bool:
-        if "*" in self.allowed_hosts:
-            return True
-        host = hdrs.get("host")
-        return host is None or _hostname(host.lower()) in self.allowed_hosts
-
-    def _origin_allowed(self, hdrs: Mapping[str, str]) -> bool:
-        origin = hdrs.get("origin")
-        if origin is None:
-            return True  # not a browser
-        origin = origin.lower().rstrip("/")
-        if origin in self.allowed_origins or "*" in self.allowed_origins:
-            return True
-        parts = urlsplit(origin)
-        return parts.scheme in ("http", "https") and (parts.hostname or "") in {
-            h.strip("[]") for h in self.allowed_hosts
-        }
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -143,18 +112,14 @@ class McpEndpoint:
         if scope["method"] != "POST":
             return Reply(405, b"", ((b"allow", b"POST"),))
         hdrs = header_map(scope)
-        if not self._host_allowed(hdrs) or not self._origin_allowed(hdrs):
-            return _json(codec.encode_error(None, Unauthorized("Origin or Host not allowed")), 403)
-        content_type = hdrs.get("content-type", "")
-        if content_type.split(";")[0].strip().lower() != JSON:
-            return Reply(415, b"", ((b"accept", JSON.encode()),))
-        declared = hdrs.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+        if not headers.is_json(hdrs):
+            return Reply(415, b"", ((b"accept", headers.JSON.encode()),))
+        if headers.declared_length_over(hdrs, self.max_body_bytes):
             return Reply(413)
         body = await self._read(receive)
         if body is None:
             return Reply(413)
-        return await self._serve(hdrs, body)
+        return await self._serve(hdrs, body, scope.get(PRINCIPAL_KEY))
 
     async def _read(self, receive: Receive) -> bytes | None:
         """The whole body; None when it exceeds max_body_bytes."""
@@ -174,16 +139,15 @@ class McpEndpoint:
 
     # --- JSON-RPC -----------------------------------------------------------------------------
 
-    async def _serve(self, hdrs: dict[str, str], body: bytes) -> ASGIApp:
+    async def _serve(self, hdrs: dict[str, str], body: bytes, principal: Any) -> ASGIApp:
         try:
             msg = codec.decode(body)
         except codec.DecodeError as exc:
             return _error(exc.request_id, exc.error)
         try:
-            route = headers.check(msg, hdrs)
+            route = headers.check(msg, hdrs, self.param_schema)
             if msg.has_params and not isinstance(msg.params, dict):
                 raise InvalidMeta("params must be an object")
-            principal = await self.authenticate(hdrs) if self.authenticate else None
         except JsonRpcError as exc:
             return _error(None if msg.is_notification else msg.id, exc)
         ctx = RequestContext(
@@ -205,7 +169,7 @@ class McpEndpoint:
                 self.authorize(ctx)
             if (
                 self.router.streams(msg.method)
-                and SSE in hdrs.get("accept", "")
+                and headers.accepts_sse(hdrs)
                 and _wants_notifications(ctx)
             ):
                 self.router.resolve(msg.method, route.era)
@@ -260,6 +224,6 @@ class McpEndpoint:
 
         return StreamingResponse(
             events(),
-            media_type=SSE,
+            media_type=headers.SSE,
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )

@@ -23,6 +23,7 @@ logger = logging.getLogger(__name__)
 
 Notify = Callable[[str, dict[str, Any]], Awaitable[None]]
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
 
 async def _drop(_method: str, _params: dict[str, Any]) -> None:
@@ -42,6 +43,13 @@ class RequestContext:
     notify: Notify = _drop
     streaming: bool = False
     extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def principal_name(self) -> str | None:
+        """Who sends the request, by name (the `name` of the principal the security middleware
+        put in the ASGI scope); None without one."""
+        name = getattr(self.principal, "name", None)
+        return name if isinstance(name, str) else None
 
     @property
     def progress_token(self) -> str | int | None:
@@ -127,15 +135,7 @@ class Router:
     async def dispatch(self, ctx: RequestContext) -> dict[str, Any]:
         """Run the handler. Only JsonRpcError leaves this function."""
         entry = self.resolve(ctx.method, ctx.route.era)
-        try:
-            result = await entry.handler(ctx)
-        except JsonRpcError:
-            raise
-        except ValidationError as exc:
-            raise InvalidParams("Invalid params", {"errors": problems(exc)}) from exc
-        except Exception:
-            logger.exception("handler for %s failed", ctx.method)
-            raise InternalError("Internal error") from None
+        result = await _guarded(ctx.method, entry.handler(ctx))
         if ctx.route.era == "modern":
             result.setdefault("resultType", "complete")
         return result
@@ -146,7 +146,22 @@ class Router:
         if handler is None:
             return False
         try:
-            await handler(ctx)
-        except Exception:  # a notification has no reply; log and accept
-            logger.exception("notification handler for %s failed", ctx.method)
+            await _guarded(ctx.method, handler(ctx))
+        except JsonRpcError as exc:  # a notification has no reply: accepted all the same
+            logger.info("notification %s refused: %s", ctx.method, exc.message)
         return True
+
+
+async def _guarded(method: str, call: Awaitable[T]) -> T:
+    """Await a handler: the one top-level handler of the server. A ValidationError becomes
+    InvalidParams; anything else but a JsonRpcError is logged and becomes a generic
+    InternalError (its message never reaches the wire)."""
+    try:
+        return await call
+    except JsonRpcError:
+        raise
+    except ValidationError as exc:
+        raise InvalidParams("Invalid params", {"errors": problems(exc)}) from exc
+    except Exception:
+        logger.exception("handler for %s failed", method)
+        raise InternalError("Internal error") from None

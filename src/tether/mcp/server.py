@@ -17,6 +17,7 @@ from tether.jsonrpc.router import RequestContext, Router, parse_params
 from tether.runtime import errors as e
 from tether.runtime.operations import Operations
 from tether.runtime.registry import App, ResourceDef
+from tether.tasks.errors import jsonrpc_errors
 from tether.tasks.views import iso
 from tether.tools.context import InputRequired
 
@@ -211,43 +212,52 @@ class McpServer:
         uri = parse_params(ResourceRead, ctx.params).uri
         run = RUN_URI.match(uri)
         if run:
-            contents = await self._run_resource(uri, run.group("id"), run.group("part"))
-            return self._cacheable(ctx, {"contents": contents})
-        for r in self.app.resources.values():
-            parts = _template_match(r.uri, uri) if r.template else ({} if r.uri == uri else None)
-            if parts is not None:
-                return self._cacheable(ctx, {"contents": await r.fn(ctx, uri, **parts)})
+            with jsonrpc_errors():
+                contents = await self._run_resource(uri, run.group("id"), run.group("part"))
+            if contents is not None:
+                return self._cacheable(ctx, {"contents": contents})
+        else:
+            for r in self.app.resources.values():
+                parts = (
+                    _template_match(r.uri, uri) if r.template else ({} if r.uri == uri else None)
+                )
+                if parts is not None:
+                    return self._cacheable(ctx, {"contents": await r.fn(ctx, uri, **parts)})
         raise InvalidParams("Resource not found", {"uri": uri})
 
-    async def _run_resource(self, uri: str, run_id: str, part: str | None) -> list[dict[str, Any]]:
+    async def _run_resource(
+        self, uri: str, run_id: str, part: str | None
+    ) -> list[dict[str, Any]] | None:
+        """A run as a resource; None when there is no such run (or it went away meanwhile)."""
         try:
-            view = await self.ops.get(run_id)
-            if part == "/history":
-                events = await self.ops.history(run_id)
-                body: Any = [
-                    {"event_id": h.event_id, "type": h.type, "data": h.data, "at": iso(h.at)}
-                    for h in events
-                ]
-            elif part == "/log":
-                steps = await self.ops.steps(run_id)
-                lines = [
-                    f"#{s.seq} {s.kind} {s.name} {'done' if s.done else 'open'}" for s in steps
-                ]
-                return [{"uri": uri, "mimeType": "text/plain", "text": "\n".join(lines)}]
-            else:
-                row = view.current
-                body = {
-                    "id": row.id,
-                    "workflow": row.workflow,
-                    "status": row.status,
-                    "details": row.details,
-                    "waits": row.waits,
-                    "output": row.output,
-                    "error": row.error,
-                    "created_at": iso(row.created_at),
-                    "ended_at": iso(row.ended_at) if row.ended_at else None,
-                    "handle": view.requested.id,
-                }
+            return await self._run_contents(uri, run_id, part)
         except e.ExecutionNotFound:
-            raise InvalidParams("Resource not found", {"uri": uri}) from None
+            return None  # a lookup's outcome: answered like any unknown URI
+
+    async def _run_contents(self, uri: str, run_id: str, part: str | None) -> list[dict[str, Any]]:
+        view = await self.ops.get(run_id)
+        if part == "/history":
+            events = await self.ops.history(run_id)
+            body: Any = [
+                {"event_id": h.event_id, "type": h.type, "data": h.data, "at": iso(h.at)}
+                for h in events
+            ]
+        elif part == "/log":
+            steps = await self.ops.steps(run_id)
+            lines = [f"#{s.seq} {s.kind} {s.name} {'done' if s.done else 'open'}" for s in steps]
+            return [{"uri": uri, "mimeType": "text/plain", "text": "\n".join(lines)}]
+        else:
+            row = view.current
+            body = {
+                "id": row.id,
+                "workflow": row.workflow,
+                "status": row.status,
+                "details": row.details,
+                "waits": row.waits,
+                "output": row.output,
+                "error": row.error,
+                "created_at": iso(row.created_at),
+                "ended_at": iso(row.ended_at) if row.ended_at else None,
+                "handle": view.requested.id,
+            }
         return [{"uri": uri, "mimeType": "application/json", "text": orjson.dumps(body).decode()}]

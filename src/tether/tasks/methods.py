@@ -1,22 +1,18 @@
-"""Registers tasks/get, tasks/update and tasks/cancel on a Router; maps domain errors to
-JSON-RPC errors (the only place that does). Every method needs the Tasks extension declared
-on its own request, checked before anything is looked up."""
+"""Registers tasks/get, tasks/update and tasks/cancel on a Router. Domain errors leave through
+the one runtime → JSON-RPC table (tasks/errors.py). Every method needs the Tasks extension
+declared on its own request, checked before anything is looked up."""
 
 from __future__ import annotations
 
-from types import TracebackType
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tether.jsonrpc.errors import InvalidParams, Unavailable, tasks_capability_required
+from tether.jsonrpc.errors import tasks_capability_required
 from tether.jsonrpc.headers import Era
 from tether.jsonrpc.router import RequestContext, Router, parse_params
-from tether.runtime import errors as e
-from tether.storage.errors import ErrorMapper
-from tether.tasks.service import TaskInputRefused, TaskNotFound, TaskService
-
-NOT_FOUND = "Failed to retrieve task: Task not found"
+from tether.tasks.errors import jsonrpc_errors
+from tether.tasks.service import TaskService
 
 
 class TaskParams(BaseModel):
@@ -26,34 +22,6 @@ class TaskParams(BaseModel):
 
 class UpdateParams(TaskParams):
     inputResponses: dict[str, Any]
-
-
-def _principal_name(ctx: RequestContext) -> str | None:
-    p = ctx.principal
-    return getattr(p, "name", None) if p is not None else None
-
-
-class _Mapped(ErrorMapper):
-    """Domain errors → JSON-RPC errors (the one place that maps them for tasks/*)."""
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if isinstance(exc, TaskNotFound):
-            raise InvalidParams(NOT_FOUND) from None
-        if isinstance(exc, TaskInputRefused):
-            raise InvalidParams(exc.message, exc.data) from exc
-        if isinstance(exc, e.InvalidInput):
-            raise InvalidParams(exc.message) from exc
-        if isinstance(exc, e.Unavailable):
-            raise Unavailable(exc.message) from exc
-
-
-_MAPPED = _Mapped()
-
-
-def _mapped() -> _Mapped:
-    return _MAPPED
 
 
 def _task_id(params: dict[str, Any]) -> str:
@@ -72,21 +40,21 @@ def register(router: Router, service: TaskService) -> None:
     async def get(ctx: RequestContext) -> dict[str, Any]:
         gate(ctx)
         task_id = _task_id(ctx.params)
-        with _mapped():
+        with jsonrpc_errors():
             return await service.get(task_id, elicitation="form" in ctx.route.elicitation_modes())
 
     async def update(ctx: RequestContext) -> dict[str, Any]:
         gate(ctx)
         params = parse_params(UpdateParams, ctx.params)
-        with _mapped():
-            await service.update(params.taskId, params.inputResponses, by=_principal_name(ctx))
+        with jsonrpc_errors():
+            await service.update(params.taskId, params.inputResponses, by=ctx.principal_name)
         return {}
 
     async def cancel(ctx: RequestContext) -> dict[str, Any]:
         gate(ctx)
         params = parse_params(TaskParams, ctx.params)
-        with _mapped():
-            await service.cancel(params.taskId, by=_principal_name(ctx))
+        with jsonrpc_errors():
+            await service.cancel(params.taskId, by=ctx.principal_name)
         return {}
 
     # Registered for the 2025 revisions too, so their tasks/* calls get the -32021 of the

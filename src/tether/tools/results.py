@@ -1,4 +1,5 @@
-"""Tool results: run summaries for the handle-taking tools, and tool-level errors."""
+"""Tool results: run summaries for the handle-taking tools, and the tool-level error shape
+(which runtime error becomes which tool error: tools/errors.py)."""
 
 from __future__ import annotations
 
@@ -6,24 +7,9 @@ from typing import Any
 
 import orjson
 
-from tether.runtime import errors as e
 from tether.runtime.operations import RunView
 from tether.runtime.waits import ANSWERABLE_KINDS
 from tether.tasks.views import iso
-
-# Domain error → the tool-level error code clients branch on (Dagu's vocabulary).
-_CODES: tuple[tuple[type[Exception], str], ...] = (
-    (e.WorkflowNotFound, "resource_not_found"),
-    (e.ExecutionNotFound, "resource_not_found"),
-    (e.UpdateNotFound, "resource_not_found"),
-    (e.InvalidInput, "invalid_tool_input"),
-    (e.AnswerRejected, "invalid_tool_input"),
-    (e.UpdateRejected, "invalid_tool_input"),
-    (e.WaitNotOpen, "conflict"),
-    (e.Conflict, "conflict"),
-    (e.UpdateTimeout, "timeout"),
-    (e.UpdateFailed, "update_failed"),
-)
 
 
 def text_result(value: Any, *, is_error: bool = False) -> dict[str, Any]:
@@ -45,24 +31,6 @@ def tool_error(code: str, message: str, **details: Any) -> dict[str, Any]:
         "structuredContent": {"error": error},
         "isError": True,
     }
-
-
-def domain_error(exc: e.TetherError, **details: Any) -> dict[str, Any]:
-    code = next((c for cls, c in _CODES if isinstance(exc, cls)), "internal_error")
-    extra: dict[str, Any] = dict(details)
-    if isinstance(exc, e.InvalidInput) and exc.errors:
-        extra["violations"] = exc.errors
-    if isinstance(exc, e.AnswerRejected) and exc.errors:
-        extra["violations"] = exc.errors
-    if isinstance(exc, e.UpdateRejected):
-        extra["reason"] = exc.reason
-    if isinstance(exc, e.WaitNotOpen):
-        extra["open_keys"] = exc.open_keys
-    if isinstance(exc, e.UpdateTimeout):
-        extra["update_id"] = exc.update_id
-    if isinstance(exc, e.UpdateFailed):
-        extra["update_error"] = exc.error
-    return tool_error(code, exc.message, **extra)
 
 
 def not_found(handle: str) -> dict[str, Any]:

@@ -1,26 +1,18 @@
 """tools/list and tools/call: dispatch a call to its tool, in task mode when the request
-declares the Tasks extension. Domain errors become tool errors (isError) or, for the
-protocol-level cases, JSON-RPC errors."""
+declares the Tasks extension. Runtime errors leave through the one runtime → tool error table
+(tools/errors.py). The request's headers were checked by the ladder (jsonrpc/headers.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tether.jsonrpc import codes
-from tether.jsonrpc.errors import (
-    HeaderMismatch,
-    InvalidParams,
-    JsonRpcError,
-    Unavailable,
-    tasks_capability_required,
-)
-from tether.jsonrpc.headers import decode_header_value
+from tether.jsonrpc import codes, headers
+from tether.jsonrpc.errors import InvalidParams, tasks_capability_required
 from tether.jsonrpc.router import RequestContext, Router, parse_params
 from tether.runtime import errors as e
 from tether.runtime.operations import Operations, RunView
@@ -29,11 +21,9 @@ from tether.tasks.service import TaskService
 from tether.tools import results, state
 from tether.tools.catalog import Catalog, Tool
 from tether.tools.context import InputRequired, ToolContext, ToolError
+from tether.tools.errors import WorkflowProtocolError, tool_call
 
 logger = logging.getLogger(__name__)
-
-IDEMPOTENCY_HEADER: Final = "idempotency-key"
-IDEMPOTENCY_META: Final = "dev.tether/idempotencyKey"
 
 
 @dataclass(frozen=True)
@@ -84,54 +74,8 @@ def _log_level(ctx: RequestContext) -> str | None:
     return "debug" if ctx.route.era == "legacy" else None
 
 
-def _principal_name(ctx: RequestContext) -> str | None:
-    return getattr(ctx.principal, "name", None) if ctx.principal is not None else None
-
-
 def _idempotency_key(ctx: RequestContext, fallback: str | None = None) -> str | None:
-    header = ctx.headers.get(IDEMPOTENCY_HEADER)
-    if header and header.strip():
-        return header.strip()
-    meta = ctx.params.get("_meta")
-    key = meta.get(IDEMPOTENCY_META) if isinstance(meta, dict) else None
-    return key if isinstance(key, str) and key else fallback
-
-
-def check_param_headers(
-    schema: dict[str, Any], args: dict[str, Any], headers: Mapping[str, str]
-) -> None:
-    """SEP-2243 `Mcp-Param-{Name}`: an argument whose schema names an `x-mcp-header` must be
-    mirrored by that header (decoded, then compared by type). Raises HeaderMismatch."""
-    props = schema.get("properties")
-    if not isinstance(props, dict):
-        return
-    for arg, prop in props.items():
-        header_name = prop.get("x-mcp-header") if isinstance(prop, dict) else None
-        if not isinstance(header_name, str):
-            continue
-        raw = headers.get(codes.H_PARAM_PREFIX + header_name.lower())
-        value = args.get(arg)
-        if value is None:
-            if raw is not None:
-                raise HeaderMismatch(f"Mcp-Param-{header_name} sent without argument {arg!r}")
-            continue
-        if raw is None:
-            raise HeaderMismatch(f"Mcp-Param-{header_name} header is required")
-        if not _same(decode_header_value(raw, f"Mcp-Param-{header_name}"), value):
-            raise HeaderMismatch(f"Mcp-Param-{header_name} does not match argument {arg!r}")
-
-
-def _same(header: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return header == ("true" if value else "false")
-    if isinstance(value, int | float):
-        try:
-            return float(header) == float(value)
-        except ValueError:
-            return False
-    if isinstance(value, str):
-        return header == value
-    return False
+    return headers.idempotency_key(ctx.params, ctx.headers) or fallback
 
 
 class ToolService:
@@ -159,15 +103,7 @@ class ToolService:
         tool = self.catalog.get(params.name)
         if tool is None:
             raise InvalidParams(f"Unknown tool: {params.name}")
-        args = params.arguments or {}
-        if ctx.route.era == "modern":
-            check_param_headers(tool.input_schema, args, ctx.headers)
-        try:
-            return await self._dispatch(ctx, tool, params, args)
-        except e.Unavailable as exc:
-            raise Unavailable(exc.message) from exc
-        except e.TetherError as exc:
-            return results.domain_error(exc)
+        return await tool_call(self._dispatch(ctx, tool, params, params.arguments or {}))
 
     async def _dispatch(
         self, ctx: RequestContext, tool: Tool, params: CallParams, args: dict[str, Any]
@@ -186,7 +122,7 @@ class ToolService:
             return results.text_result(results.summary(view))
         if tool.kind == "watch":
             return await self._watch(ctx, view, parse_params(WatchArgs, args).timeout_seconds)
-        by = _principal_name(ctx)
+        by = ctx.principal_name
         if tool.kind == "signal":
             sa = parse_params(SignalArgs, args)
             res = await self.ops.signal(
@@ -213,7 +149,7 @@ class ToolService:
         self, ctx: RequestContext, workflow: str, body: Any, key: str | None
     ) -> Any:
         return await self.ops.start(
-            workflow, body, idempotency_key=_idempotency_key(ctx, key), by=_principal_name(ctx)
+            workflow, body, idempotency_key=_idempotency_key(ctx, key), by=ctx.principal_name
         )
 
     async def _workflow(
@@ -236,7 +172,7 @@ class ToolService:
             return result
         if task["status"] == "failed":
             err = task["error"]
-            raise _WorkflowProtocolError(err["code"], err["message"], err.get("data"))
+            raise WorkflowProtocolError(err["code"], err["message"], err.get("data"))
         if task["status"] == "cancelled":
             return results.tool_error(
                 "cancelled", "the run was cancelled", execution_id=view.current.id
@@ -362,16 +298,3 @@ class ToolService:
         if isinstance(value, dict) and ("content" in value or "resultType" in value):
             return value
         return results.text_result(value)
-
-
-class _WorkflowProtocolError(JsonRpcError):
-    """A workflow ended with a JSON-RPC error; a synchronous call answers with it."""
-
-    def __init__(self, code: int, message: str, data: Any) -> None:
-        super().__init__(message, data)
-        self._code = code
-
-    def to_wire(self) -> dict[str, Any]:
-        wire = super().to_wire()
-        wire["code"] = self._code
-        return wire

@@ -1,13 +1,12 @@
-"""API tokens, roles and the mutation gate (DESIGN.md §6).
+"""API tokens, principals, and resolving a request's principal (DESIGN.md §6).
 
 Tokens are configured hashed: `TETHER_API_TOKENS="name:role:sha256hex,…"` (make one with
-`tether tokens new NAME ROLE`). Roles: `reader` (discover, lists, read-only tools, prompts,
-resources), `operator` (also every mutation: tools that start or steer runs, and every tasks/*
-method — a reader cannot poll a task), `admin` (everything).
+`tether tokens new NAME ROLE`). With tokens, every request needs a known bearer token.
 
-Without tokens the server is in dev mode when it listens on loopback only: everything is
-open. Bound to another address without tokens, mutations fail closed (403) unless
-`TETHER_ALLOW_UNAUTHENTICATED=true` says that is intended.
+Without tokens the server is in dev mode when it listens on loopback only: every request is
+the `dev` admin. Bound to another address without tokens, every request is the `anonymous`
+reader, so mutations fail closed (403) unless `TETHER_ALLOW_UNAUTHENTICATED=true` says open
+is intended.
 """
 
 from __future__ import annotations
@@ -16,37 +15,16 @@ import hashlib
 import hmac
 import logging
 import secrets
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from tether.jsonrpc.errors import Unauthenticated, Unauthorized
-from tether.jsonrpc.router import RequestContext
+from tether.jsonrpc.errors import Unauthenticated
+from tether.security.hosts import LOOPBACK
 
 logger = logging.getLogger(__name__)
-audit = logging.getLogger("tether.audit")
 
 Role = Literal["reader", "operator", "admin"]
 ROLES: Final = ("reader", "operator", "admin")
-# One audit line per call that acts (DESIGN.md §6: "per tool call"). tasks/get is a poll an
-# agent sends every few seconds: it is authorized like a mutation but not audited.
-AUDITED_METHODS: Final = frozenset({"tools/call", "tasks/update", "tasks/cancel"})
-READ_METHODS: Final = frozenset(
-    {
-        "server/discover",
-        "initialize",
-        "ping",
-        "tools/list",
-        "prompts/list",
-        "prompts/get",
-        "resources/list",
-        "resources/templates/list",
-        "resources/read",
-        "completion/complete",
-        "logging/setLevel",
-    }
-)
-LOOPBACK: Final = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
 
 @dataclass(frozen=True)
@@ -59,8 +37,8 @@ class Principal:
         return self.role in ("operator", "admin")
 
 
-DEV = Principal("dev", "admin")
-ANONYMOUS = Principal("anonymous", "reader")
+DEV: Final = Principal("dev", "admin")
+ANONYMOUS: Final = Principal("anonymous", "reader")
 
 
 def hash_token(token: str) -> str:
@@ -89,15 +67,17 @@ def parse_tokens(text: str) -> dict[str, Principal]:
     return out
 
 
-class Gate:
-    """Authenticates each request and authorizes its method (and tool) by role."""
+class Authenticator:
+    """Resolves the principal of a request from its Authorization header."""
 
     def __init__(self, tokens: dict[str, Principal], *, open_mutations: bool) -> None:
         self.tokens = tokens
         self.open_mutations = open_mutations
 
     @classmethod
-    def from_settings(cls, api_tokens: str, host: str, allow_unauthenticated: bool) -> Gate:
+    def from_settings(
+        cls, api_tokens: str, host: str, allow_unauthenticated: bool
+    ) -> Authenticator:
         tokens = parse_tokens(api_tokens)
         dev = not tokens and host in LOOPBACK
         if not tokens and not dev and not allow_unauthenticated:
@@ -107,12 +87,15 @@ class Gate:
             )
         return cls(tokens, open_mutations=dev or (not tokens and allow_unauthenticated))
 
-    async def authenticate(self, headers: Mapping[str, str]) -> Principal:
-        """`headers` by lower-case name."""
-        header = headers.get("authorization", "")
-        scheme, _, token = header.partition(" ")
+    def principal(self, authorization: str | None) -> Principal:
+        """The principal an Authorization header value stands for.
+
+        Raises:
+            Unauthenticated: tokens are configured and the header holds no known bearer token.
+        """
         if not self.tokens:
             return DEV if self.open_mutations else ANONYMOUS
+        scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise Unauthenticated("a bearer token is required")
         digest = hash_token(token.strip())
@@ -120,14 +103,3 @@ class Gate:
             if hmac.compare_digest(known, digest):
                 return principal
         raise Unauthenticated("unknown token")
-
-    def authorize(self, ctx: RequestContext, read_only_tool: bool) -> None:
-        """Raises Unauthorized when the principal may not do this."""
-        principal = ctx.principal if isinstance(ctx.principal, Principal) else ANONYMOUS
-        reads = ctx.method in READ_METHODS or (ctx.method == "tools/call" and read_only_tool)
-        if ctx.method in AUDITED_METHODS:
-            name = ctx.params.get("name") if ctx.method == "tools/call" else None
-            audit.info("%s %s by %s", ctx.method, name or "-", principal.name)
-        if reads or principal.may_mutate:
-            return
-        raise Unauthorized(f"{principal.name} ({principal.role}) may not call {ctx.method}")

@@ -1,0 +1,211 @@
+"""The security layer wraps the whole app (DESIGN.md §6; issue 10: as Starlette keeps
+trusted-host and CORS apart from routing): every route of `create_app` — found by enumerating
+`app.routes`, so a new route is covered the day it is added — refuses a foreign Host or Origin
+(403) and, with tokens configured, an anonymous or unknown caller (401 with a Bearer
+challenge); a known caller passes through with its principal in the ASGI scope."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from starlette.applications import Starlette
+from starlette.routing import Route
+from starlette.types import Message, Receive, Scope, Send
+
+from tether.app import create_app
+from tether.examples import app as examples
+from tether.jsonrpc import codes
+from tether.jsonrpc.http import PRINCIPAL_KEY
+from tether.security.hosts import HostPolicy
+from tether.security.middleware import SecurityMiddleware
+from tether.security.tokens import ANONYMOUS, DEV, Authenticator, Principal, new_token
+from tether.settings import Settings
+
+READER, READER_ENTRY = new_token("ann", "reader")
+MUTATION = orjson.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "start_long_job", "arguments": {}},
+    }
+)
+
+
+def web_app(**settings: Any) -> Starlette:
+    """The real app (its lifespan not run: the security layer answers before any handler, and
+    a request that passes it meets a route still starting, 503)."""
+    return create_app(examples, Settings.model_validate(settings), "postgresql://unused")
+
+
+def routes(web: Starlette) -> list[tuple[str, str]]:
+    """(method, path) to probe on each route: POST where it is accepted, else its first."""
+    out = []
+    for route in web.routes:
+        assert isinstance(route, Route), f"extend this test to {route!r}"
+        methods = sorted(route.methods or {"POST"})
+        out.append(("POST" if "POST" in methods else methods[0], route.path))
+    assert {path for _, path in out} >= {"/mcp", "/healthz"}
+    return out
+
+
+@pytest.fixture
+async def client_for() -> AsyncIterator[Any]:
+    clients: list[httpx.AsyncClient] = []
+
+    def make(web: Starlette) -> httpx.AsyncClient:
+        client = httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=web), base_url="http://127.0.0.1:8000"
+        )
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        await client.aclose()
+
+
+def error_code(resp: httpx.Response) -> int:
+    body = resp.json()
+    assert resp.headers["content-type"] == "application/json"
+    assert body["jsonrpc"] == "2.0" and body["id"] is None
+    code: int = body["error"]["code"]
+    return code
+
+
+async def test_every_route_refuses_an_anonymous_request_when_tokens_are_configured(
+    client_for: Any,
+) -> None:
+    """No token or an unknown one → 401, `WWW-Authenticate: Bearer`, -31002; a known token
+    (even a reader's, for a mutation: the role check is the endpoint's) gets past the layer."""
+    web = web_app(api_tokens=READER_ENTRY)
+    client: httpx.AsyncClient = client_for(web)
+    for method, path in routes(web):
+        for auth in ({}, {"Authorization": "Bearer nope"}, {"Authorization": READER}):
+            resp = await client.request(method, path, content=MUTATION, headers=auth)
+            assert resp.status_code == 401, (method, path, auth)
+            assert resp.headers["www-authenticate"].startswith("Bearer"), path
+            assert error_code(resp) == codes.UNAUTHENTICATED
+        resp = await client.request(
+            method, path, content=MUTATION, headers={"Authorization": f"Bearer {READER}"}
+        )
+        assert resp.status_code == 503, (method, path)  # the route itself: still starting
+
+
+@pytest.mark.parametrize(
+    "foreign",
+    [
+        {"Host": "evil.example"},
+        {"Host": "evil.example:8000"},
+        {"Origin": "http://evil.example"},
+        {"Origin": "https://127.0.0.1.evil.example"},
+        {"Origin": "null"},
+        {"Origin": "http://[::1"},  # malformed: refused, not a server error
+    ],
+)
+async def test_host_and_origin_refusal_applies_on_every_route(
+    client_for: Any, foreign: dict[str, str]
+) -> None:
+    """MCP transports (Origin validation), DNS rebinding: 403 with -31001 on every route, a
+    valid token notwithstanding; the same request from loopback gets through."""
+    web = web_app(api_tokens=READER_ENTRY)
+    client: httpx.AsyncClient = client_for(web)
+    auth = {"Authorization": f"Bearer {READER}"}
+    for method, path in routes(web):
+        resp = await client.request(method, path, content=MUTATION, headers={**auth, **foreign})
+        assert resp.status_code == 403, (method, path)
+        assert error_code(resp) == codes.UNAUTHORIZED
+        ok = await client.request(
+            method, path, content=MUTATION, headers={**auth, "Origin": "http://localhost:8000"}
+        )
+        assert ok.status_code == 503, (method, path)
+
+
+async def test_configured_hosts_and_origins_are_allowed(client_for: Any) -> None:
+    """TETHER_ALLOWED_HOSTS adds Host names (and http(s) Origins on them); TETHER_ALLOWED_ORIGINS
+    adds exact Origins."""
+    web = web_app(allowed_hosts="mcp.example", allowed_origins="https://app.example/")
+    client: httpx.AsyncClient = client_for(web)
+    for headers in (
+        {"Host": "mcp.example:8443"},
+        {"Origin": "https://mcp.example"},
+        {"Origin": "https://app.example"},
+    ):
+        assert (await client.get("/healthz", headers=headers)).status_code == 503, headers
+    assert (await client.get("/healthz", headers={"Host": "other.example"})).status_code == 403
+
+
+# --- the middleware alone ----------------------------------------------------------------------
+
+
+class Recorder:
+    """An inner ASGI app that records the scopes it is called with, and answers 204."""
+
+    def __init__(self) -> None:
+        self.scopes: list[Scope] = []
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.scopes.append(scope)
+        if scope["type"] == "http":
+            await send({"type": "http.response.start", "status": 204, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+
+
+async def drive(
+    layer: SecurityMiddleware, scope_type: str, headers: list[tuple[bytes, bytes]]
+) -> list[Message]:
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    scope = {"type": scope_type, "method": "GET", "path": "/", "headers": headers}
+    await layer(scope, receive, send)
+    return sent
+
+
+def layer(inner: Recorder, tokens: str = "", host: str = "127.0.0.1") -> SecurityMiddleware:
+    return SecurityMiddleware(
+        inner,
+        hosts=HostPolicy(),
+        authenticator=Authenticator.from_settings(tokens, host, allow_unauthenticated=False),
+    )
+
+
+@pytest.mark.parametrize(
+    ("tokens", "host", "principal"),
+    [
+        ("", "127.0.0.1", DEV),  # dev mode: loopback without tokens
+        ("", "0.0.0.0", ANONYMOUS),  # noqa: S104 — off loopback without tokens: fail closed
+        (READER_ENTRY, "127.0.0.1", Principal("ann", "reader")),
+    ],
+)
+async def test_the_principal_goes_into_the_scope(
+    tokens: str, host: str, principal: Principal
+) -> None:
+    """Handlers read the principal from `scope["user"]` (Starlette's key); header names are
+    matched case-insensitively."""
+    inner = Recorder()
+    sent = await drive(
+        layer(inner, tokens, host), "http", [(b"Authorization", f"Bearer {READER}".encode())]
+    )
+    assert sent[0]["status"] == 204
+    assert [s[PRINCIPAL_KEY] for s in inner.scopes] == [principal]
+
+
+async def test_lifespan_passes_through_and_a_refused_websocket_is_closed() -> None:
+    """Lifespan events are not requests; a WebSocket handshake meets the same policy (closed
+    with 1008, policy violation, before the app sees it)."""
+    inner = Recorder()
+    await drive(layer(inner), "lifespan", [])
+    assert [s["type"] for s in inner.scopes] == ["lifespan"]
+    sent = await drive(layer(inner), "websocket", [(b"origin", b"http://evil.example")])
+    assert sent == [{"type": "websocket.close", "code": 1008}]
+    assert len(inner.scopes) == 1
