@@ -10,7 +10,7 @@ import contextlib
 import logging
 import secrets
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Final
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -22,7 +22,7 @@ from starlette.types import Receive, Scope, Send
 from tether import __version__, gc_tuning
 from tether.jsonrpc import codec, codes
 from tether.jsonrpc.errors import Unavailable
-from tether.jsonrpc.http import McpEndpoint
+from tether.jsonrpc.http import PRINCIPAL_KEY, McpEndpoint
 from tether.jsonrpc.router import RequestContext, Router
 from tether.mcp.server import McpServer, ServerInfo
 from tether.runtime.registry import App
@@ -30,7 +30,7 @@ from tether.runtime.service import Runtime, running
 from tether.security import roles
 from tether.security.hosts import HostPolicy
 from tether.security.middleware import SecurityMiddleware
-from tether.security.tokens import Authenticator
+from tether.security.tokens import ANONYMOUS, Authenticator
 from tether.settings import Settings
 from tether.tasks import methods as task_methods
 from tether.tasks.service import TaskService
@@ -104,7 +104,12 @@ def security(settings: Settings) -> Middleware:
         authenticator=Authenticator.from_settings(
             settings.api_tokens, settings.host, settings.allow_unauthenticated
         ),
+        probes=PROBES,
     )
+
+
+HEALTH_PATH: Final = "/healthz"
+PROBES: Final = frozenset({HEALTH_PATH})  # answered to anonymous callers (Kubernetes probes)
 
 
 class _McpRoute:
@@ -154,6 +159,8 @@ def create_app(
         rt: Runtime | None = getattr(request.app.state, "runtime", None)
         if rt is None:
             return JSONResponse({"status": "starting"}, status_code=503)
+        if request.scope.get(PRINCIPAL_KEY) is ANONYMOUS:
+            return JSONResponse({"status": "ok"})  # a probe: nothing about the app
         return JSONResponse(
             {
                 "status": "ok",
@@ -166,7 +173,7 @@ def create_app(
         )
 
     routes = [
-        Route("/healthz", health),
+        Route(HEALTH_PATH, health),
         Route(settings.mcp_path, _McpRoute()),  # every method: the endpoint answers 405 itself
     ]
     return Starlette(routes=routes, lifespan=lifespan, middleware=[security(settings)])

@@ -89,3 +89,20 @@ async def test_actions_leave_an_audit_line_with_the_principal_and_polls_do_not(
         assert cancelled.status_code == 200
     lines = [r.getMessage() for r in caplog.records if r.name == "tether.audit"]
     assert lines == ["tools/call start_long_job by bob", "tasks/cancel - by bob"]
+
+
+async def test_health_answers_an_anonymous_probe_without_revealing_the_app(
+    mcp_server: ServeFn, client: Callable[[str], McpClient]
+) -> None:
+    """Our choice (Kubernetes probes carry no token): with tokens configured, an anonymous
+    /healthz gets `{"status": "ok"}` and nothing else; a token holder gets the details."""
+    reader, reader_entry = new_token("ann", "reader")
+    async with mcp_server(app, api_tokens=reader_entry) as url:
+        http = client(url).http
+        base = url.rsplit("/", 1)[0]
+        anonymous = await http.get(f"{base}/healthz")
+        assert (anonymous.status_code, anonymous.json()) == (200, {"status": "ok"})
+        wrong = await http.get(f"{base}/healthz", headers={"Authorization": "Bearer nope"})
+        assert wrong.json() == {"status": "ok"}
+        known = await http.get(f"{base}/healthz", headers={"Authorization": f"Bearer {reader}"})
+        assert known.status_code == 200 and "long_job" in known.json()["workflows"]

@@ -16,7 +16,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
-from tether.app import create_app
+from tether.app import PROBES, create_app
 from tether.examples import app as examples
 from tether.jsonrpc import codes
 from tether.jsonrpc.http import PRINCIPAL_KEY
@@ -81,10 +81,16 @@ async def test_every_route_refuses_an_anonymous_request_when_tokens_are_configur
     client_for: Any,
 ) -> None:
     """No token or an unknown one → 401, `WWW-Authenticate: Bearer`, -31002; a known token
-    (even a reader's, for a mutation: the role check is the endpoint's) gets past the layer."""
+    (even a reader's, for a mutation: the role check is the endpoint's) gets past the layer.
+    Probe paths (/healthz) are the exception: they let anonymous callers through and accept no
+    mutation at all."""
     web = web_app(api_tokens=READER_ENTRY)
     client: httpx.AsyncClient = client_for(web)
     for method, path in routes(web):
+        if path in PROBES:
+            assert method == "GET" and (await client.post(path)).status_code == 405, path
+            assert (await client.get(path)).status_code == 503, path  # passed the layer
+            continue
         for auth in ({}, {"Authorization": "Bearer nope"}, {"Authorization": READER}):
             resp = await client.request(method, path, content=MUTATION, headers=auth)
             assert resp.status_code == 401, (method, path, auth)

@@ -8,6 +8,11 @@ whatever comes next — passes the same checks before any handler runs:
 3. the principal goes into the ASGI scope under `PRINCIPAL_KEY` (Starlette's `user`), where
    handlers read it; they never look at these headers again.
 
+Probe paths (`/healthz`) pass the same Host/Origin check, but a caller without a valid token
+gets through as the anonymous principal: Kubernetes probes carry no token. Such routes must
+answer an anonymous caller with nothing worth protecting (the health route then says only
+whether the server is up).
+
 Headers are read once, straight from the scope (no Request object: this is on the tasks/get
 hot path). Lifespan events pass through untouched.
 """
@@ -20,7 +25,7 @@ from tether.jsonrpc import codec
 from tether.jsonrpc.errors import JsonRpcError, Unauthenticated, Unauthorized
 from tether.jsonrpc.http import PRINCIPAL_KEY, Reply
 from tether.security.hosts import HostPolicy
-from tether.security.tokens import Authenticator
+from tether.security.tokens import ANONYMOUS, Authenticator
 
 _JSON = (b"content-type", b"application/json")
 _CHALLENGE = (b"www-authenticate", b'Bearer realm="tether"')
@@ -34,10 +39,18 @@ def _refusal(error: JsonRpcError, *extra: tuple[bytes, bytes]) -> Reply:
 class SecurityMiddleware:
     """Host/Origin policy and authentication for every HTTP (and WebSocket) request."""
 
-    def __init__(self, app: ASGIApp, *, hosts: HostPolicy, authenticator: Authenticator) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        hosts: HostPolicy,
+        authenticator: Authenticator,
+        probes: frozenset[str] = frozenset(),
+    ) -> None:
         self.app = app
         self.hosts = hosts
         self.authenticator = authenticator
+        self.probes = probes
         self._forbidden = _refusal(Unauthorized("Origin or Host not allowed"))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -60,7 +73,10 @@ class SecurityMiddleware:
             try:
                 scope[PRINCIPAL_KEY] = self.authenticator.principal(authorization)
             except Unauthenticated as exc:
-                refusal = _refusal(exc, _CHALLENGE)
+                if scope.get("path") in self.probes:
+                    scope[PRINCIPAL_KEY] = ANONYMOUS
+                else:
+                    refusal = _refusal(exc, _CHALLENGE)
         if refusal is None:
             await self.app(scope, receive, send)
         elif scope["type"] == "websocket":
