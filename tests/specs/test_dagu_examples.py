@@ -13,8 +13,14 @@ from tether.specs.dag import DagSpecError, Shell, UnknownField, load_file
 
 EXAMPLES = Path(__file__).parent / "dagu_examples"
 INSIDE = [
-    "hello_world", "pass_parameters", "chain_workflow", "chain_with_override",
-    "define_condition", "step_with_id", "example_workflow", "pass_output_to_next",
+    "hello_world",
+    "pass_parameters",
+    "chain_workflow",
+    "chain_with_override",
+    "define_condition",
+    "step_with_id",
+    "example_workflow",
+    "pass_output_to_next",
     "print_hello_world",
 ]
 # file → (field named in the refusal, its line in the vendored copy)
@@ -62,8 +68,11 @@ def test_chain_override_keeps_the_explicit_depends() -> None:
     dag = load_file(EXAMPLES / "chain_with_override.yaml")
     deps = {s.name: s.depends for s in dag.steps}
     assert deps == {
-        "checkout": (), "install-deps": ("checkout",), "run-tests": ("install-deps",),
-        "build-docs": ("install-deps",), "deploy": ("run-tests", "build-docs"),
+        "checkout": (),
+        "install-deps": ("checkout",),
+        "run-tests": ("install-deps",),
+        "build-docs": ("install-deps",),
+        "deploy": ("run-tests", "build-docs"),
     }
 
 

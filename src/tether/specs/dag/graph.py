@@ -30,7 +30,7 @@ def resolve(drafts: Sequence[Draft], dag_type: DagType) -> tuple[tuple[Step, ...
             keys.get(d) or _unknown(d, a)
             for d, a in zip(draft.step.depends, draft.depends_at, strict=True)
         )
-        if dag_type == "chain" and not draft.depends_at and index > 0:
+        if dag_type == "chain" and not draft.explicit_depends and index > 0:
             depends = (drafts[index - 1].step.name,)
         steps.append(dataclasses.replace(draft.step, depends=tuple(dict.fromkeys(depends))))
     order = _topological(steps, drafts)

@@ -56,6 +56,7 @@ class Draft:
     at: At
     depends_at: tuple[At, ...] = ()
     rewind_at: At | None = None
+    explicit_depends: bool = False  # `depends` written, even `[]` (a chain then implies none)
 
 
 def parse_step(node: yaml.Node, at: At, *, handler: bool = False) -> Draft:
@@ -94,7 +95,7 @@ def parse_step(node: yaml.Node, at: At, *, handler: bool = False) -> Draft:
         timeout_sec=integer(*timeout, minimum=0) or None if timeout else None,
         approval=approval,
     )
-    return Draft(step, at, depends_at, rewind_at or approval_at)
+    return Draft(step, at, depends_at, rewind_at or approval_at, depends_f is not None)
 
 
 def _depends(node: yaml.Node, at: At) -> tuple[tuple[str, ...], tuple[At, ...]]:
