@@ -181,6 +181,8 @@ def test_call_run_approval_and_human_task() -> None:
     assert isinstance(task, HumanTask) and task.push_back is not None
     assert task.push_back.rewind_to == "py" and task.form is None
     assert shell_steps(dag) == ("gate",)
+    assert dag.runs_shell
+    assert not load_string("steps:\n  - {name: p, run: f}\n", default_name="t").runs_shell
 
 
 def test_approval_may_be_empty_and_rewind_to_itself_by_id() -> None:

@@ -218,6 +218,11 @@ class DagSpec:
     schedules: tuple[Schedule, ...] = ()
     mcp: bool = False
 
+    @property
+    def runs_shell(self) -> bool:
+        """Whether any step or handler runs shell (see `shell_steps` for their names)."""
+        return any(s.runs_shell for s in (*self.steps, *self.handlers.values()))
+
     def step(self, name: str) -> Step:
         """The step called `name` (or with that `id`).
 
