@@ -1,0 +1,39 @@
+"""Errors raised while loading a DAG spec. Each names the field at fault and where it is.
+
+DagSpecError            any refusal; `.field` (the key as written), `.path`, `.file`, `.line`
+ ├── InvalidYaml          the text is not one YAML mapping document
+ ├── UnknownField         a field outside the supported subset (never silently ignored)
+ ├── InvalidValue         a known field with a value of the wrong shape or range
+ └── InvalidReference     a step reference that does not resolve (depends, rewind_to),
+                          a dependency cycle, or a duplicate step name
+"""
+
+from __future__ import annotations
+
+
+class DagSpecError(Exception):
+    """The DAG spec is invalid."""
+
+    def __init__(self, reason: str, *, field: str, path: str, file: str, line: int) -> None:
+        self.reason = reason
+        self.field = field
+        self.path = path
+        self.file = file
+        self.line = line
+        super().__init__(f"{file}:{line}: {path}: {reason}")
+
+
+class InvalidYaml(DagSpecError):
+    """The text is not one YAML mapping document."""
+
+
+class UnknownField(DagSpecError):
+    """The field is outside the supported subset of Dagu's format."""
+
+
+class InvalidValue(DagSpecError):
+    """The field's value has the wrong shape or is out of range."""
+
+
+class InvalidReference(DagSpecError):
+    """A step reference does not resolve, or the steps form a cycle."""

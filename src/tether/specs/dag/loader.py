@@ -1,0 +1,159 @@
+"""Load a DAG spec from a file or a string into a `DagSpec`; refuse anything outside the subset.
+
+The subset (Dagu's YAML): name, description, params, env, type (graph | chain), steps,
+handlerOn (success / failure / exit), queue, maxActiveRuns, labels / tags, schedule; plus
+Tether's `mcp: true` and the `run: <action>` step kind. Both of Dagu's spellings of a
+two-word field are accepted (`handlerOn` / `handler_on`).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from types import MappingProxyType
+from typing import Final, cast
+
+import yaml
+
+from tether.specs.dag.errors import InvalidValue
+from tether.specs.dag.graph import resolve
+from tether.specs.dag.model import DagSpec, DagType, HandlerEvent, Label, Step
+from tether.specs.dag.nodes import At, Fields, boolean, compose, integer, items, nonblank, string
+from tether.specs.dag.steps import Draft, parse_step
+from tether.specs.dag.values import parse_env, parse_labels, parse_params, parse_schedule
+
+INLINE: Final = "<inline>"
+DAG_NAME: Final = re.compile(r"^[A-Za-z0-9_.-]+$")
+_EVENTS: Final[tuple[HandlerEvent, ...]] = ("success", "failure", "exit")
+_HINTS: Final = {
+    "timeoutSec": "DAG-level timeoutSec is outside the subset; set it per step",
+    "dotenv": "outside the subset",
+    "secrets": "outside the subset",
+}
+
+
+def load_file(path: str | Path) -> DagSpec:
+    """Parse and validate the DAG spec in `path`; its name defaults to the file's stem.
+
+    Raises:
+        DagSpecError: the spec is invalid (the error names the field, file and line).
+        OSError: the file cannot be read.
+    """
+    file = Path(path)
+    return load_string(file.read_text(encoding="utf-8"), file=str(file), default_name=file.stem)
+
+
+def load_string(text: str, *, file: str = INLINE, default_name: str | None = None) -> DagSpec:
+    """Parse and validate a DAG spec held in a string (inline specs); same model as a file.
+
+    Raises:
+        DagSpecError: the spec is invalid (the error names the field and line).
+    """
+    root = compose(text, file)
+    fields = Fields(root, At(file, root.start_mark.line + 1, "", ""))
+    name = _name(fields, default_name)
+    description = fields.take("description")
+    params = fields.take("params")
+    env = fields.take("env")
+    dag_type = _type(fields)
+    steps_f = fields.take("steps") or fields.at.fail("a DAG needs `steps`", InvalidValue)
+    handlers_f = fields.take("handlerOn", "handler_on")
+    queue = fields.take("queue")
+    max_runs = fields.take("maxActiveRuns", "max_active_runs")
+    labels = _labels(fields)
+    schedule = fields.take("schedule")
+    mcp = fields.take("mcp")
+    fields.finish(_HINTS)
+    drafts = [parse_step(n, a) for n, a in items(*steps_f)]
+    if not drafts:
+        steps_f[1].fail("a DAG needs at least one step")
+    steps, order = resolve(drafts, dag_type)
+    return DagSpec(
+        name=name,
+        file=file,
+        steps=steps,
+        order=order,
+        type=dag_type,
+        description=string(*description) if description else None,
+        params=parse_params(*params) if params else (),
+        env=parse_env(*env) if env else (),
+        handlers=_handlers(*handlers_f) if handlers_f else MappingProxyType({}),
+        queue=nonblank(*queue) if queue else None,
+        max_active_runs=_max_runs(*max_runs) if max_runs else None,
+        labels=labels,
+        schedules=parse_schedule(*schedule) if schedule else (),
+        mcp=boolean(*mcp) if mcp else False,
+    )
+
+
+def _name(fields: Fields, default: str | None) -> str:
+    taken = fields.take("name")
+    if taken is None:
+        if default is None:
+            fields.at.fail("an inline DAG needs `name`")
+        return default
+    name = nonblank(*taken)
+    if not DAG_NAME.match(name):
+        taken[1].fail(f"a DAG name must match {DAG_NAME.pattern}")
+    return name
+
+
+def _type(fields: Fields) -> DagType:
+    taken = fields.take("type")
+    if taken is None:
+        return "graph"
+    kind = string(*taken)
+    if kind not in ("graph", "chain"):
+        taken[1].fail("type must be `graph` or `chain`")
+    return cast(DagType, kind)
+
+
+def _labels(fields: Fields) -> tuple[Label, ...]:
+    """`labels` and its older alias `tags`, merged (both may be present), duplicates dropped."""
+    labels: list[Label] = []
+    for key in ("labels", "tags"):
+        if taken := fields.take(key):
+            labels.extend(parse_labels(*taken))
+    return tuple(dict.fromkeys(labels))
+
+
+def _max_runs(node: yaml.Node, at: At) -> int | None:
+    """A positive limit; 0 or -1 mean no limit (None)."""
+    value = integer(node, at, minimum=-1)
+    return value if value > 0 else None
+
+
+def _handlers(node: yaml.Node, at: At) -> MappingProxyType[HandlerEvent, Step]:
+    fields = Fields(node, at)
+    out: dict[HandlerEvent, Step] = {}
+    for event in _EVENTS:
+        if taken := fields.take(event):
+            draft: Draft = parse_step(_named(taken[0], event), taken[1], handler=True)
+            out[event] = draft.step
+    fields.finish({"cancel": "outside the subset", "abort": "outside the subset"})
+    return MappingProxyType(out)
+
+
+def _named(node: yaml.Node, event: str) -> yaml.Node:
+    """A handler step without a name is called `on<Event>` (Dagu's naming)."""
+    if isinstance(node, yaml.MappingNode) and not any(
+        isinstance(k, yaml.ScalarNode) and k.value in ("name", "id") for k, _ in node.value
+    ):
+        key = yaml.ScalarNode("tag:yaml.org,2002:str", "name", node.start_mark, node.end_mark)
+        value = yaml.ScalarNode(
+            "tag:yaml.org,2002:str", f"on{event.capitalize()}", node.start_mark, node.end_mark
+        )
+        return yaml.MappingNode(
+            node.tag, [(key, value), *node.value], node.start_mark, node.end_mark
+        )
+    return node
+
+
+def shell_steps(dag: DagSpec) -> tuple[str, ...]:
+    """Names of the steps and handlers that run shell (`command` / `script`), in file order.
+
+    A surface that accepts inline specs refuses a non-empty answer unless the operator set
+    `TETHER_INLINE_SHELL`, naming these steps.
+    """
+    handlers = [s for s in dag.handlers.values() if s.runs_shell]
+    return tuple(s.name for s in [*dag.steps, *handlers] if s.runs_shell)

@@ -1,0 +1,235 @@
+"""The DAG spec data model: frozen dataclasses the runtime interprets (never raw YAML).
+
+Every step is addressed by its `name` (which defaults to its `id`); every reference in the
+model (`depends`, `rewind_to`) is already resolved to a step name of the same DAG.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal
+
+DagType = Literal["graph", "chain"]
+HandlerEvent = Literal["success", "failure", "exit"]
+ScalarType = Literal["string", "integer", "number", "boolean"]
+Scalar = str | int | float | bool
+EMPTY: Mapping[str, object] = MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class Param:
+    """One declared parameter: `$<position>` always, `${name}` when named; `default` may be ''."""
+
+    position: int
+    name: str | None
+    default: str
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    """One DAG `env` entry; values may use `${NAME}` of params and earlier entries."""
+
+    name: str
+    value: str
+
+
+@dataclass(frozen=True)
+class Label:
+    """A label `key` or `key=value` (keys lowercased)."""
+
+    key: str
+    value: str | None = None
+
+    def __str__(self) -> str:
+        return self.key if self.value is None else f"{self.key}={self.value}"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """One cron start schedule: `expression` as written, `cron` its five-field form."""
+
+    expression: str
+    cron: str
+
+
+@dataclass(frozen=True)
+class Precondition:
+    """Run `condition` as a command (no `expected`), or compare its expanded text to `expected`.
+
+    `expected` starting with `re:` is a regular expression; `negate` inverts the result.
+    """
+
+    condition: str
+    expected: str | None = None
+    negate: bool = False
+
+
+@dataclass(frozen=True)
+class ContinueOn:
+    """When a failed or skipped step lets its dependents run anyway."""
+
+    failure: bool = False
+    skipped: bool = False
+    exit_codes: tuple[int, ...] = ()
+    output: tuple[str, ...] = ()  # substrings, or `re:<regex>`
+    mark_success: bool = False
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Automatic retries of a failed step: `limit` more attempts, `interval_sec` apart.
+
+    `exit_codes` empty means any non-zero exit retries. `backoff` multiplies the interval per
+    retry (None = constant), capped by `max_interval_sec` when set.
+    """
+
+    limit: int
+    interval_sec: int = 0
+    exit_codes: tuple[int, ...] = ()
+    backoff: float | None = None
+    max_interval_sec: int | None = None
+
+
+@dataclass(frozen=True)
+class Approval:
+    """A gate after the step's work: approve / reject / push back (`rewind_to` is a step name)."""
+
+    prompt: str | None = None
+    input: tuple[str, ...] = ()
+    required: tuple[str, ...] = ()
+    rewind_to: str | None = None
+
+
+@dataclass(frozen=True)
+class FormProperty:
+    """One scalar field of a human task form (Dagu spec 008's scalar rules)."""
+
+    name: str
+    type: ScalarType
+    title: str | None = None
+    description: str | None = None
+    default: Scalar | None = None
+    enum: tuple[Scalar, ...] = ()
+    one_of: tuple[Scalar, ...] = ()  # the `const` of each option
+    minimum: float | None = None
+    maximum: float | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+    pattern: str | None = None
+
+
+@dataclass(frozen=True)
+class Form:
+    """A flat object form (normalized: explicit `additional_properties`, resolved types)."""
+
+    properties: tuple[FormProperty, ...] = ()
+    required: tuple[str, ...] = ()
+    additional_properties: bool = False
+    title: str | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class PushBack:
+    """How a human task may be pushed back: `rewind_to` (an upstream step) and a feedback form."""
+
+    rewind_to: str
+    form: Form | None = None
+
+
+@dataclass(frozen=True)
+class Shell:
+    """Run shell: each of `commands` in turn, or `script` (fed to `commands[0]` when given)."""
+
+    commands: tuple[str, ...] = ()
+    script: str | None = None
+    shell: str | None = None
+    dir: str | None = None
+
+
+@dataclass(frozen=True)
+class Call:
+    """Start DAG `dag` as a sub-run with its own id; `params` as a Dagu params string/list."""
+
+    dag: str
+    params: tuple[Param, ...] = ()
+
+
+@dataclass(frozen=True)
+class Action:
+    """Call the Python function registered as `name` (`@app.action`) with keyword args `with_`."""
+
+    name: str
+    with_: Mapping[str, object] = field(default_factory=lambda: EMPTY)
+
+
+@dataclass(frozen=True)
+class HumanTask:
+    """A processless step that waits for a person to fill `form` (or acknowledge)."""
+
+    prompt: str
+    form: Form | None = None
+    push_back: PushBack | None = None
+
+
+Work = Shell | Call | Action | HumanTask
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step. `depends` holds resolved step names (chain order included)."""
+
+    name: str
+    work: Work
+    line: int
+    id: str | None = None
+    description: str | None = None
+    depends: tuple[str, ...] = ()
+    output: str | None = None
+    preconditions: tuple[Precondition, ...] = ()
+    continue_on: ContinueOn = ContinueOn()
+    retry_policy: RetryPolicy | None = None
+    timeout_sec: int | None = None
+    approval: Approval | None = None
+
+    @property
+    def runs_shell(self) -> bool:
+        return isinstance(self.work, Shell)
+
+
+@dataclass(frozen=True)
+class DagSpec:
+    """A whole DAG. `order` is a topological order of step names (file order among peers)."""
+
+    name: str
+    file: str
+    steps: tuple[Step, ...]
+    order: tuple[str, ...]
+    type: DagType = "graph"
+    description: str | None = None
+    params: tuple[Param, ...] = ()
+    env: tuple[EnvVar, ...] = ()
+    handlers: Mapping[HandlerEvent, Step] = field(default_factory=lambda: MappingProxyType({}))
+    queue: str | None = None
+    max_active_runs: int | None = None
+    labels: tuple[Label, ...] = ()
+    schedules: tuple[Schedule, ...] = ()
+    mcp: bool = False
+
+    @property
+    def runs_shell(self) -> bool:
+        """Whether any step or handler runs shell (see `shell_steps` for their names)."""
+        return any(s.runs_shell for s in (*self.steps, *self.handlers.values()))
+
+    def step(self, name: str) -> Step:
+        """The step called `name` (or with that `id`).
+
+        Raises:
+            KeyError: no such step.
+        """
+        for step in self.steps:
+            if name in (step.name, step.id):
+                return step
+        raise KeyError(name)

@@ -1,0 +1,130 @@
+"""Parsers for a step's run policies: preconditions, continueOn, retryPolicy, approval.
+
+Both spellings Dagu has used are accepted for a field (`continueOn` / `continue_on`); writing
+both in one mapping is an error.
+"""
+
+from __future__ import annotations
+
+import yaml
+
+from tether.specs.dag.model import Approval, ContinueOn, Precondition, RetryPolicy
+from tether.specs.dag.nodes import At, Fields, boolean, integer, items, string, strings
+
+
+def parse_preconditions(node: yaml.Node, at: At) -> tuple[Precondition, ...]:
+    """A string (one command), or a list of strings / `{condition, expected?, negate?}`."""
+    if isinstance(node, yaml.ScalarNode):
+        return (Precondition(string(node, at)),)
+    out = []
+    for item, item_at in items(node, at):
+        if isinstance(item, yaml.ScalarNode):
+            out.append(Precondition(string(item, item_at)))
+            continue
+        fields = Fields(item, item_at)
+        cond = fields.take("condition") or item_at.fail("a precondition needs `condition`")
+        expected = fields.take("expected")
+        negate = fields.take("negate")
+        fields.finish({"eval": "use `condition` with `expected`"})
+        out.append(
+            Precondition(
+                string(*cond),
+                string(*expected, allow_scalars=True) if expected else None,
+                boolean(*negate) if negate else False,
+            )
+        )
+    return tuple(out)
+
+
+def _exit_codes(node: yaml.Node, at: At) -> tuple[int, ...]:
+    if isinstance(node, yaml.SequenceNode):
+        return tuple(integer(n, a) for n, a in items(node, at))
+    return (integer(node, at, digits=True),)
+
+
+def parse_continue_on(node: yaml.Node, at: At) -> ContinueOn:
+    """`skipped` / `failed` shorthand, or `{failure, skipped, exitCode, output, markSuccess}`."""
+    if isinstance(node, yaml.ScalarNode):
+        word = string(node, at)
+        if word not in ("skipped", "failed"):
+            at.fail("must be `skipped`, `failed` or a mapping")
+        return ContinueOn(failure=word == "failed", skipped=word == "skipped")
+    fields = Fields(node, at)
+    failure = fields.take("failure")
+    skipped = fields.take("skipped")
+    codes = fields.take("exitCode", "exit_code")
+    output = fields.take("output")
+    mark = fields.take("markSuccess", "mark_success")
+    fields.finish()
+    return ContinueOn(
+        failure=boolean(*failure) if failure else False,
+        skipped=boolean(*skipped) if skipped else False,
+        exit_codes=_exit_codes(*codes) if codes else (),
+        output=strings(*output) if output else (),
+        mark_success=boolean(*mark) if mark else False,
+    )
+
+
+def parse_retry_policy(node: yaml.Node, at: At) -> RetryPolicy:
+    """`{limit, intervalSec, exitCode, backoff, maxIntervalSec}`; `limit` is required."""
+    fields = Fields(node, at)
+    limit = fields.take("limit") or at.fail("a retryPolicy needs `limit`")
+    interval = fields.take("intervalSec", "interval_sec")
+    codes = fields.take("exitCode", "exit_code")
+    backoff = fields.take("backoff")
+    cap = fields.take("maxIntervalSec", "max_interval_sec")
+    fields.finish()
+    return RetryPolicy(
+        limit=integer(*limit, minimum=0, digits=True),
+        interval_sec=integer(*interval, minimum=0, digits=True) if interval else 0,
+        exit_codes=_exit_codes(*codes) if codes else (),
+        backoff=_backoff(*backoff) if backoff else None,
+        max_interval_sec=integer(*cap, minimum=1) if cap else None,
+    )
+
+
+def _backoff(node: yaml.Node, at: At) -> float | None:
+    """`true` means 2.0, `false` none, a number (> 1) is the multiplier."""
+    if isinstance(node, yaml.ScalarNode) and node.tag.endswith(":bool"):
+        return 2.0 if boolean(node, at) else None
+    if isinstance(node, yaml.ScalarNode) and node.tag.endswith((":int", ":float")):
+        factor = float(node.value)
+        if factor > 1:
+            return factor
+    return at.fail("must be true, false or a number greater than 1")
+
+
+def retry_delay(policy: RetryPolicy, retry: int) -> float:
+    """Seconds to wait before retry number `retry` (1-based), backoff and cap applied."""
+    delay = float(policy.interval_sec)
+    if policy.backoff is not None:
+        delay *= policy.backoff ** (retry - 1)
+    if policy.max_interval_sec is not None:
+        delay = min(delay, float(policy.max_interval_sec))
+    return delay
+
+
+def parse_approval(node: yaml.Node, at: At) -> tuple[Approval, At | None]:
+    """`{prompt, input, required, rewind_to}`; `{}` is valid. Returns the place of `rewind_to`
+    so the graph check can point at it; the name is resolved by the caller."""
+    if isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null"):
+        return Approval(), None
+    fields = Fields(node, at)
+    prompt = fields.take("prompt")
+    inputs = fields.take("input")
+    required = fields.take("required")
+    rewind = fields.take("rewind_to", "rewindTo")
+    fields.finish()
+    return Approval(
+        prompt=string(*prompt) if prompt else None,
+        input=_names(*inputs) if inputs else (),
+        required=_names(*required) if required else (),
+        rewind_to=string(*rewind) if rewind else None,
+    ), rewind[1] if rewind else None
+
+
+def _names(node: yaml.Node, at: At) -> tuple[str, ...]:
+    names = tuple(string(n, a) for n, a in items(node, at))
+    if len(set(names)) != len(names):
+        at.fail("names must be unique")
+    return names

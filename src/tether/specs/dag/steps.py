@@ -1,0 +1,184 @@
+"""One step of a DAG spec: its name, its work (shell, sub-DAG call, Python action or human task)
+and its policies. References (`depends`, `rewind_to`) stay as written here; `graph` resolves them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final
+
+import yaml
+
+from tether.specs.dag.humantask import parse_human_task
+from tether.specs.dag.model import Action, Call, ContinueOn, Shell, Step, Work
+from tether.specs.dag.nodes import At, Fields, integer, items, nonblank, string, strings
+from tether.specs.dag.policies import (
+    parse_approval,
+    parse_continue_on,
+    parse_preconditions,
+    parse_retry_policy,
+)
+from tether.specs.dag.values import NAME_RE, json_value, parse_params
+
+ACTION_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:[.:-][A-Za-z0-9_]+)*$")
+HUMAN_TASK: Final = "human.task"
+_NOT_ON_HUMAN_TASK: Final = (
+    "retryPolicy",
+    "retry_policy",
+    "timeoutSec",
+    "timeout_sec",
+    "approval",
+    "output",
+    "command",
+    "script",
+    "shell",
+    "dir",
+    "workingDir",
+    "working_dir",
+    "call",
+    "run",
+)
+_HINTS: Final = {
+    "executor": "only shell, `call`, `run` and `action: human.task` steps are supported",
+    "env": "step-level env is outside the subset; use the DAG's `env`",
+    "signalOnStop": "outside the subset",
+    "stdout": "outside the subset",
+}
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A parsed step whose references are not resolved yet, with their places for errors."""
+
+    step: Step
+    at: At
+    depends_at: tuple[At, ...] = ()
+    rewind_at: At | None = None
+    explicit_depends: bool = False  # `depends` written, even `[]` (a chain then implies none)
+
+
+def parse_step(node: yaml.Node, at: At, *, handler: bool = False) -> Draft:
+    """One entry of `steps` (or a `handlerOn` step, which has no depends, gates or tasks)."""
+    fields = Fields(node, at)
+    name_f, id_f = fields.take("name"), fields.take("id")
+    step_id = nonblank(*id_f) if id_f else None
+    name = nonblank(*name_f) if name_f else step_id
+    if name is None:
+        at.fail("a step needs `name` or `id`")
+    desc = fields.take("description")
+    depends_f = None if handler else fields.take("depends")
+    work, rewind_at = _work(fields, at, step_id, handler)
+    approval, approval_at = (None, None)
+    if not handler and (gate := fields.take("approval")):
+        approval, approval_at = parse_approval(*gate)
+    output, pre = fields.take("output"), fields.take("preconditions")
+    cont, retry = (
+        fields.take("continueOn", "continue_on"),
+        fields.take("retryPolicy", "retry_policy"),
+    )
+    timeout = fields.take("timeoutSec", "timeout_sec")
+    fields.finish(_HINTS)
+    depends, depends_at = _depends(*depends_f) if depends_f else ((), ())
+    step = Step(
+        name=name,
+        work=work,
+        line=at.line,
+        id=step_id,
+        description=string(*desc) if desc else None,
+        depends=depends,
+        output=_output(*output) if output else None,
+        preconditions=parse_preconditions(*pre) if pre else (),
+        continue_on=parse_continue_on(*cont) if cont else ContinueOn(),
+        retry_policy=parse_retry_policy(*retry) if retry else None,
+        timeout_sec=integer(*timeout, minimum=0) or None if timeout else None,
+        approval=approval,
+    )
+    return Draft(step, at, depends_at, rewind_at or approval_at, depends_f is not None)
+
+
+def _depends(node: yaml.Node, at: At) -> tuple[tuple[str, ...], tuple[At, ...]]:
+    """`depends`: one step name/id or a list of them (`[]` = explicitly none)."""
+    if isinstance(node, yaml.SequenceNode):
+        pairs = [(string(n, a), a) for n, a in items(node, at)]
+        return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+    return (string(node, at),), (at,)
+
+
+def _output(node: yaml.Node, at: At) -> str:
+    name = string(node, at).removeprefix("$")
+    if not NAME_RE.match(name):
+        at.fail(f"an output variable name must match {NAME_RE.pattern}")
+    return name
+
+
+def _work(fields: Fields, at: At, step_id: str | None, handler: bool) -> tuple[Work, At | None]:
+    """The step's one kind of work; a step with none, or with two, is refused."""
+    kinds = [
+        k
+        for k, keys in (
+            ("shell", ("command", "script")),
+            ("call", ("call",)),
+            ("run", ("run",)),
+            ("action", ("action",)),
+        )
+        if fields.has(*keys)
+    ]
+    if not kinds:
+        at.fail("a step needs one of `command`, `script`, `call`, `run` or `action`")
+    if len(kinds) > 1:
+        at.fail(f"a step has one kind of work; found {' and '.join(kinds)}")
+    kind = kinds[0]
+    if kind == "shell":
+        return _shell(fields), None
+    if kind == "call":
+        call = fields.take("call") or at.fail("unreachable")
+        params = fields.take("params")
+        return Call(nonblank(*call), parse_params(*params) if params else ()), None
+    if kind == "run":
+        return _action(fields, at), None
+    return _human_task(fields, at, step_id, handler)
+
+
+def _shell(fields: Fields) -> Shell:
+    command, script = fields.take("command"), fields.take("script")
+    shell, workdir = fields.take("shell"), fields.take("dir", "workingDir", "working_dir")
+    return Shell(
+        commands=strings(*command, allow_scalars=True) if command else (),
+        script=string(*script) if script else None,
+        shell=" ".join(strings(*shell)) if shell else None,
+        dir=string(*workdir) if workdir else None,
+    )
+
+
+def _action(fields: Fields, at: At) -> Action:
+    run_node, run_at = fields.take("run") or at.fail("unreachable")
+    name = string(run_node, run_at)
+    if not ACTION_NAME.match(name):
+        run_at.fail(
+            f"`run` names a registered Python action ({ACTION_NAME.pattern}); "
+            "for a shell command use `command` or `script`"
+        )
+    args = fields.take("with")
+    value = json_value(*args) if args else {}
+    if not isinstance(value, dict):
+        (args[1] if args else at).fail("`with` must be a mapping of keyword arguments")
+    return Action(name, MappingProxyType(value))
+
+
+def _human_task(
+    fields: Fields, at: At, step_id: str | None, handler: bool
+) -> tuple[Work, At | None]:
+    action_node, action_at = fields.take("action") or at.fail("unreachable")
+    if string(action_node, action_at) != HUMAN_TASK:
+        action_at.fail(f"only `action: {HUMAN_TASK}` is supported")
+    if handler:
+        action_at.fail("a handler cannot be a human task")
+    if step_id is None:
+        action_at.fail("a human task needs an explicit `id`")
+    for key in _NOT_ON_HUMAN_TASK:
+        if taken := fields.take(key):
+            taken[1].fail(f"`{key}` is not allowed on a human task")
+    config = fields.take("with") or action_at.fail("a human task needs `with.prompt`")
+    return parse_human_task(*config)

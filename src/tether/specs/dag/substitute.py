@@ -1,0 +1,106 @@
+"""`${NAME}` substitution and the variable scope of a step (pure functions).
+
+Sources, lowest to highest precedence (Dagu spec 006, without dotenv and secrets):
+  1. the inherited process environment
+  2. parameters: named ones as `${NAME}`, every one as `$1`, `${1}` … by position
+  3. the DAG's `env`, evaluated top to bottom (an entry may use params and earlier entries)
+  4. the selected runtime profile's env
+  5. outputs of upstream steps (`output:` variables, approval inputs), applied in
+     `output_order` so a later-visited predecessor wins
+  6. run values set by the runtime (DAG_RUN_ID, DAG_PUSHBACK_ITERATION, DAG_PUSHBACK …)
+A reference to a missing name is left as written (the shell may still expand it).
+`${steps.<id>.outputs.<field>}` reads a human task's published outputs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Final
+
+from tether.specs.dag.model import EnvVar, Param
+
+_REF: Final = re.compile(
+    r"\$\{(?:steps\.(?P<step>[A-Za-z0-9_-]+)\.outputs\.(?P<field>[A-Za-z][A-Za-z0-9_]*)"
+    r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<pos>[1-9][0-9]*))\}|\$(?P<bare>[1-9])(?![0-9])"
+)
+
+
+def substitute(
+    text: str,
+    scope: Mapping[str, str],
+    positional: Sequence[str] = (),
+    step_outputs: Mapping[str, Mapping[str, str]] | None = None,
+) -> str:
+    """`text` with `${NAME}`, `${n}` / `$n` and `${steps.ID.outputs.F}` replaced; unknown kept."""
+
+    def replace(match: re.Match[str]) -> str:
+        if match["name"] is not None:
+            return scope.get(match["name"], match[0])
+        if match["step"] is not None:
+            return (step_outputs or {}).get(match["step"], {}).get(match["field"], match[0])
+        index = int(match["pos"] or match["bare"]) - 1
+        return positional[index] if index < len(positional) else match[0]
+
+    return _REF.sub(replace, text)
+
+
+def bind_params(
+    declared: Sequence[Param], given: Sequence[tuple[str | None, str]] = ()
+) -> tuple[tuple[str, ...], dict[str, str]]:
+    """Positional values and named values after applying a run's overrides to the defaults.
+
+    `given` is a list of `(name, value)`: a named override replaces that parameter; an
+    unnamed one replaces the parameter at its position among the unnamed overrides.
+
+    Raises:
+        ValueError: a named override that the DAG does not declare.
+    """
+    values = [p.default for p in declared]
+    names = {p.name: p.position - 1 for p in declared if p.name is not None}
+    position = 0
+    for name, value in given:
+        if name is None:
+            if position < len(values):
+                values[position] = value
+            else:
+                values.append(value)
+            position += 1
+        elif name in names:
+            values[names[name]] = value
+        else:
+            raise ValueError(f"unknown parameter {name!r}")
+    named = {p.name: values[p.position - 1] for p in declared if p.name is not None}
+    return tuple(values), named
+
+
+def evaluate_env(
+    env: Iterable[EnvVar], base: Mapping[str, str], positional: Sequence[str] = ()
+) -> dict[str, str]:
+    """`base` extended by the DAG's env entries, each substituted with what is known so far."""
+    scope = dict(base)
+    for var in env:
+        scope[var.name] = substitute(var.value, scope, positional)
+    return scope
+
+
+def step_scope(
+    process_env: Mapping[str, str],
+    params: Mapping[str, str],
+    env: Iterable[EnvVar],
+    *,
+    positional: Sequence[str] = (),
+    profile: Mapping[str, str] | None = None,
+    outputs: Iterable[Mapping[str, str]] = (),
+    run_values: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The variables a step sees, layered in the documented precedence (later wins).
+
+    `outputs` are the upstream steps' published variables in `output_order`.
+    """
+    scope = evaluate_env(env, {**process_env, **params}, positional)
+    scope.update(profile or {})
+    for published in outputs:
+        scope.update(published)
+    scope.update(run_values or {})
+    return scope

@@ -1,0 +1,209 @@
+"""The loader against a table of invalid specs: each refusal names its field and its line."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from tether.specs.dag import (
+    DagSpecError,
+    InvalidReference,
+    InvalidValue,
+    InvalidYaml,
+    UnknownField,
+    load_string,
+)
+
+S = "steps:\n  - name: a\n    command: echo a\n"  # a valid tail, lines 1-3
+
+# (spec, error class, field, line)
+INVALID: list[tuple[str, type[DagSpecError], str, int]] = [
+    ("name: x\nfoo: 1\n" + S, UnknownField, "foo", 2),
+    (
+        "steps:\n  - name: a\n    command: x\n    signalOnStop: INT\n",
+        UnknownField,
+        "signalOnStop",
+        4,
+    ),
+    ("steps:\n  - name: a\n    command: x\n    env: {A: b}\n", UnknownField, "env", 4),
+    ("timeoutSec: 3\n" + S, UnknownField, "timeoutSec", 1),
+    ("steps: []\n", InvalidValue, "steps", 1),
+    ("name: x\n", InvalidValue, "", 1),
+    ("name: 'a b'\n" + S, InvalidValue, "name", 1),
+    ("type: agent\n" + S, InvalidValue, "type", 1),
+    ("steps:\n  - command: x\n", InvalidValue, "steps", 2),
+    ("steps:\n  - name: a\n", InvalidValue, "steps", 2),
+    ("steps:\n  - name: a\n    command: x\n    call: other\n", InvalidValue, "steps", 2),
+    ("steps:\n  - name: a\n    run: echo hi there\n", InvalidValue, "run", 3),
+    ("steps:\n  - name: a\n    run: f\n    with: [1]\n", InvalidValue, "with", 4),
+    ("steps:\n  - name: a\n    action: http.request\n", InvalidValue, "action", 3),
+    (
+        "steps:\n  - name: a\n    action: human.task\n    with: {prompt: p}\n",
+        InvalidValue,
+        "action",
+        3,
+    ),
+    (
+        "steps:\n  - id: a\n    action: human.task\n    timeoutSec: 3\n    with: {prompt: p}\n",
+        InvalidValue,
+        "timeoutSec",
+        4,
+    ),
+    (
+        "steps:\n  - id: a\n    action: human.task\n    with: {prompt: '  '}\n",
+        InvalidValue,
+        "prompt",
+        4,
+    ),
+    (
+        "steps:\n  - id: a\n    action: human.task\n    with:\n      prompt: p\n      form:\n"
+        "        type: object\n        properties:\n          x: {type: object}\n",
+        InvalidValue,
+        "type",
+        9,
+    ),
+    (
+        "steps:\n  - id: a\n    action: human.task\n    with:\n      prompt: p\n      form:\n"
+        "        type: object\n        required: [y]\n",
+        InvalidValue,
+        "required",
+        8,
+    ),
+    (
+        "steps:\n  - name: a\n    command: x\n  - name: a\n    command: y\n",
+        InvalidReference,
+        "steps",
+        4,
+    ),
+    ("steps:\n  - name: a\n    command: x\n    depends: b\n", InvalidReference, "depends", 4),
+    ("steps:\n  - name: a\n    command: x\n    depends: [a]\n", InvalidReference, "steps", 2),
+    (
+        "steps:\n  - name: a\n    command: x\n    depends: b\n  - name: b\n    command: y\n"
+        "    depends: a\n",
+        InvalidReference,
+        "steps",
+        2,
+    ),
+    (
+        "steps:\n  - name: a\n    command: x\n  - name: b\n    command: y\n"
+        "    approval: {rewind_to: c}\n  - name: c\n    command: z\n",
+        InvalidReference,
+        "rewind_to",
+        6,
+    ),
+    (
+        "steps:\n  - name: a\n    command: x\n    approval: {rewind_to: b}\n  - name: b\n"
+        "    command: y\n    depends: a\n",
+        InvalidReference,
+        "rewind_to",
+        4,
+    ),
+    (
+        "steps:\n  - name: a\n    command: x\n    approval: {reviewer: me}\n",
+        UnknownField,
+        "reviewer",
+        4,
+    ),
+    (
+        "steps:\n  - name: a\n    command: x\n    retryPolicy: {intervalSec: 2}\n",
+        InvalidValue,
+        "retryPolicy",
+        4,
+    ),
+    (
+        "steps:\n  - name: a\n    command: x\n    retryPolicy: {limit: many}\n",
+        InvalidValue,
+        "limit",
+        4,
+    ),
+    (
+        "steps:\n  - name: a\n    command: x\n    retryPolicy: {limit: 1, backoff: 0.5}\n",
+        InvalidValue,
+        "backoff",
+        4,
+    ),
+    (
+        "steps:\n  - name: a\n    command: x\n    continueOn: sometimes\n",
+        InvalidValue,
+        "continueOn",
+        4,
+    ),
+    (
+        "steps:\n  - name: a\n    command: x\n    continueOn: {failure: yes please}\n",
+        InvalidValue,
+        "failure",
+        4,
+    ),
+    (
+        "steps:\n  - name: a\n    command: x\n    continueOn: {failure: true}\n"
+        "    continue_on: {skipped: true}\n",
+        InvalidValue,
+        "continue_on",
+        5,
+    ),
+    (
+        "steps:\n  - name: a\n    command: x\n    preconditions: [{expected: x}]\n",
+        InvalidValue,
+        "preconditions",
+        4,
+    ),
+    (
+        "steps:\n  - name: a\n    command: x\n    preconditions: [{condition: x, eval: y}]\n",
+        UnknownField,
+        "eval",
+        4,
+    ),
+    ("steps:\n  - name: a\n    command: x\n    timeoutSec: -1\n", InvalidValue, "timeoutSec", 4),
+    ("steps:\n  - name: a\n    command: x\n    output: 'not a name'\n", InvalidValue, "output", 4),
+    ("schedule: '61 * * * *'\n" + S, InvalidValue, "schedule", 1),
+    ("schedule:\n  - '0 * * * *'\n  - nonsense\n" + S, InvalidValue, "schedule", 3),
+    ("schedule: {start: '0 * * * *'}\n" + S, InvalidValue, "schedule", 1),
+    ("labels: 'Bad Key!=x'\n" + S, InvalidValue, "labels", 1),
+    ("labels: [ok, '-bad']\n" + S, InvalidValue, "labels", 1),
+    ("env: ['NOEQUALS']\n" + S, InvalidValue, "env", 1),
+    ("env: {'1BAD': x}\n" + S, InvalidValue, "1BAD", 1),
+    ("params: 'A=1 A=2'\n" + S, InvalidValue, "params", 1),
+    ("params:\n  - name: n\n    type: string\n" + S, UnknownField, "type", 3),
+    ("params: 'unbalanced \"quote'\n" + S, InvalidValue, "params", 1),
+    ("maxActiveRuns: many\n" + S, InvalidValue, "maxActiveRuns", 1),
+    ("queue: {enabled: true}\n" + S, InvalidValue, "queue", 1),
+    ("mcp: sure\n" + S, InvalidValue, "mcp", 1),
+    ("handlerOn:\n  cancel: {command: x}\n" + S, UnknownField, "cancel", 2),
+    ("handlerOn:\n  success: {command: x, depends: a}\n" + S, UnknownField, "depends", 2),
+    ("name: x\nname: y\n" + S, InvalidValue, "name", 2),
+    ("- a\n- b\n", InvalidYaml, "", 1),
+    ("a: [\n", InvalidYaml, "", 2),
+    ("name: a\n---\nname: b\n", InvalidYaml, "", 3),
+]
+
+
+@pytest.mark.parametrize(("spec", "kind", "field", "line"), INVALID)
+def test_invalid_specs_are_refused_naming_field_and_line(
+    spec: str, kind: type[DagSpecError], field: str, line: int
+) -> None:
+    """Issue 12: every refusal names its field and its line (never silently ignored)."""
+    with pytest.raises(DagSpecError) as info:
+        load_string(spec, file="t.yaml", default_name="t")
+    assert type(info.value) is kind, info.value
+    assert (info.value.field, info.value.line, info.value.file) == (field, line, "t.yaml")
+    assert f"t.yaml:{line}:" in str(info.value)
+
+
+def test_inline_spec_without_a_name_is_refused() -> None:
+    with pytest.raises(InvalidValue):
+        load_string(S)
+
+
+def test_error_path_locates_nested_fields() -> None:
+    spec = textwrap.dedent("""\
+        steps:
+          - name: a
+            command: x
+          - name: b
+            command: y
+            retryPolicy: {limit: 1, intervalSec: soon}
+        """)
+    with pytest.raises(InvalidValue) as info:
+        load_string(spec, default_name="t")
+    assert info.value.path == "steps[1].retryPolicy.intervalSec"

@@ -1,0 +1,44 @@
+"""The published JSON Schema agrees with the loader on the examples and the refusal table."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from tests.specs.test_dagu_examples import EXAMPLES, INSIDE, OUTSIDE
+from tests.specs.test_loader_table import INVALID
+
+SCHEMA = json.loads(
+    resources.files("tether.specs.dag").joinpath("schema.json").read_text(encoding="utf-8")
+)
+VALIDATOR = jsonschema.Draft7Validator(SCHEMA)
+
+
+def _errors(path: Path) -> list[jsonschema.ValidationError]:
+    return list(VALIDATOR.iter_errors(yaml.safe_load(path.read_text(encoding="utf-8"))))
+
+
+def test_schema_is_a_valid_draft7_schema() -> None:
+    jsonschema.Draft7Validator.check_schema(SCHEMA)
+
+
+@pytest.mark.parametrize("stem", INSIDE)
+def test_schema_accepts_the_examples_the_loader_loads(stem: str) -> None:
+    assert _errors(EXAMPLES / f"{stem}.yaml") == []
+
+
+@pytest.mark.parametrize("stem", sorted(OUTSIDE))
+def test_schema_refuses_the_examples_the_loader_refuses(stem: str) -> None:
+    assert _errors(EXAMPLES / f"{stem}.yaml")
+
+
+@pytest.mark.parametrize(
+    "spec", [s for s, kind, _, _ in INVALID if kind.__name__ == "UnknownField"]
+)
+def test_schema_refuses_fields_outside_the_subset(spec: str) -> None:
+    assert list(VALIDATOR.iter_errors(yaml.safe_load(spec)))
