@@ -21,8 +21,8 @@ test: lint
 	$(BIN)/python -m pytest
 
 lint: $(BIN)/tether
-	$(BIN)/ruff check src tests bench scripts
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench scripts reliability
+	$(BIN)/ruff format --check src tests bench reliability
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
