@@ -29,9 +29,10 @@ from __future__ import annotations
 import asyncio
 import os
 from typing import Literal
+from urllib.parse import urlsplit
 
 import asyncpg
-import httpx
+import orjson
 from pydantic import BaseModel
 
 from tether.runtime.context import Context
@@ -114,15 +115,31 @@ async def held_effect(
 
 
 async def call_out(execution_id: str, step: str, phase: str) -> int:
-    """The plain step's side effect: POST to the recorder; its call id is the step's result."""
-    url = os.environ.get("REL_RECORDER_URL")
-    if not url:
+    """The plain step's side effect: POST to the recorder; its call id is the step's result.
+
+    A bare HTTP/1.1 request on a fresh loopback connection: no client object, pool or TLS
+    context lives on between calls, so the soak measures Tether's memory, not ours."""
+    url = urlsplit(os.environ.get("REL_RECORDER_URL", ""))
+    if not (url.hostname and url.port):
         raise RuntimeError("REL_RECORDER_URL is not set: no recorder to call")
-    body = {"run": execution_id, "step": step, "phase": phase, "pid": os.getpid()}
-    async with httpx.AsyncClient(timeout=30.0) as http:
-        resp = await http.post(url, json=body)
-        resp.raise_for_status()
-        call_id: int = resp.json()["call"]
+    body = orjson.dumps({"run": execution_id, "step": step, "phase": phase, "pid": os.getpid()})
+    head = (
+        f"POST {url.path or '/'} HTTP/1.1\r\nHost: {url.netloc}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        "Connection: close\r\n\r\n"
+    )
+    async with asyncio.timeout(30.0):
+        reader, writer = await asyncio.open_connection(url.hostname, url.port)
+        try:
+            writer.write(head.encode("ascii") + body)
+            await writer.drain()
+            answer = await reader.read()
+        finally:
+            writer.close()
+    status_line, _, rest = answer.partition(b"\r\n")
+    if b" 200 " not in status_line:
+        raise RuntimeError(f"recorder answered {status_line!r}")
+    call_id: int = orjson.loads(rest.split(b"\r\n\r\n", 1)[1])["call"]
     return call_id
 
 
