@@ -5,8 +5,9 @@ number of kills).
 Every other kill targets a process that is inside a plain step right now (the recorder holds
 one of its calls), so kills land inside runs; the others pick any process. The phase must show
 that recovery happened, or it failed as "proved nothing": at least one kill landed inside a run,
-and at least one run was finished by another process after its lease was lost (a `rel_steps`
-run, which never parks, with attempt > 1).
+and at least one run was finished by another process after its lease was lost (a run the kill
+cut off inside a step that then ended as planned, or a `rel_steps` run, which never parks,
+with attempt > 1).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ async def killer(
     stop: asyncio.Event,
     report: PhaseReport,
     recorder: Recorder,
+    cut_runs: set[str],
 ) -> None:
     restarts: list[float] = []
     while report.kills < max_kills and not stop.is_set():
@@ -45,8 +47,10 @@ async def killer(
         inside = recorder.inflight_pids()
         busy = [p for p in cluster.procs if p.alive and p.pid in inside]
         proc = rng.choice(busy if busy and report.kills % 2 == 0 else cluster.procs)
-        if proc.alive and proc.pid in recorder.inflight_pids():
+        cut = recorder.inflight_runs(proc.pid) if proc.alive else set()
+        if cut:
             report.kills_inside += 1
+            cut_runs.update(cut)
         await asyncio.to_thread(proc.kill)
         report.kills += 1
         await asyncio.sleep(rng.uniform(0.0, 1.0))  # downtime before the restart
@@ -75,6 +79,7 @@ async def run_killer(
     plans = make_plans("chaos", runs, rng)
     driver = Driver(client, cluster.servers, rng, deadline_s=deadline_s)
     stop = asyncio.Event()
+    cut_runs: set[str] = set()  # runs a kill cut off inside a plain step
     kill_task = asyncio.create_task(
         killer(
             cluster,
@@ -84,6 +89,7 @@ async def run_killer(
             stop=stop,
             report=report,
             recorder=recorder,
+            cut_runs=cut_runs,
         )
     )
     try:
@@ -95,7 +101,12 @@ async def run_killer(
         await client.aclose()
     report.bad_503 = report.ledger.unexplained_503  # no database outage in this phase
     verdict = await judge(report, db, plans, results, recorder.for_phase("chaos"))
-    report.recovered = verdict.recovered
+    # Recovered: finished by another process after a kill cut them off inside a step, or
+    # three-step runs (they never park) that needed a second claim.
+    report.recovered = len((cut_runs & verdict.ok_ids) | verdict.resumed_ids)
+    report.figures["runs cut off by a kill / finished elsewhere"] = (
+        f"{len(cut_runs)} / {len(cut_runs & verdict.ok_ids)}"
+    )
     if report.kills_inside == 0:
         report.problems.append("proved nothing: no kill landed inside a run")
     if report.recovered == 0:

@@ -81,6 +81,10 @@ class Recorder:
         """Processes with a call received and not yet answered: inside a plain step now."""
         return {c.pid for c in self.calls if not c.answered}
 
+    def inflight_runs(self, pid: int) -> set[str]:
+        """The runs `pid` is inside a plain step of right now."""
+        return {c.run for c in self.calls if not c.answered and c.pid == pid}
+
     def for_phase(self, phase: str) -> list[Call]:
         return [c for c in self.calls if c.phase == phase]
 

@@ -75,6 +75,8 @@ class Verdict:
     plain_calls: int = 0
     plain_reruns: int = 0  # at-least-once re-executions of plain steps (expected, counted)
     recovered: int = 0  # rel_steps runs finished by a later claim (attempt > 1: never parks)
+    ok_ids: set[str] = field(default_factory=set)  # runs that ended exactly as planned
+    resumed_ids: set[str] = field(default_factory=set)  # the rel_steps runs with attempt > 1
     kinds: Counter[str] = field(default_factory=Counter)
     problems: list[str] = field(default_factory=list)
 
@@ -230,7 +232,10 @@ def _check_plan(
     _check_plain(v, plan, row, data)
     if plan.workflow == "rel_steps" and row["attempt"] > 1:
         v.recovered += 1
-    v.ended_ok += ok and sum(v.kinds.values()) == flagged
+        v.resumed_ids.add(rid)
+    if ok and sum(v.kinds.values()) == flagged:
+        v.ended_ok += 1
+        v.ok_ids.add(rid)
 
 
 def _check_effects(
