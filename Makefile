@@ -26,8 +26,8 @@ test-external-pg: $(BIN)/tether
 	PY=$(BIN)/python scripts/external-pg
 
 lint: $(BIN)/tether
-	$(BIN)/ruff check src tests bench scripts
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench scripts reliability
+	$(BIN)/ruff format --check src tests bench reliability
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 

@@ -53,13 +53,21 @@ def free_port() -> int:
         return port
 
 
+STOP_CMD = "TETHER_PG_STOP_CMD"
+START_CMD = "TETHER_PG_START_CMD"
+
+
 class Postgres:
-    """The database: embedded (pgserver, controllable with pg_ctl) or TETHER_DATABASE_URL."""
+    """The database: embedded (pgserver, controllable with pg_ctl) or TETHER_DATABASE_URL,
+    controllable when TETHER_PG_STOP_CMD and TETHER_PG_START_CMD give the shell commands that
+    stop and start that server (e.g. `pg_ctlcluster 16 rel stop -m fast`)."""
 
     def __init__(self) -> None:
         external = os.environ.get("TETHER_DATABASE_URL")
         self.folder: Path | None = None
         self._server: embedded.EmbeddedServer | None = None
+        self._stop_cmd = os.environ.get(STOP_CMD, "").strip()
+        self._start_cmd = os.environ.get(START_CMD, "").strip()
         if external:
             self.uri = external
             return
@@ -68,8 +76,25 @@ class Postgres:
         self.uri = self._server.uri
 
     @property
+    def external(self) -> bool:
+        return self._server is None
+
+    @property
     def controllable(self) -> bool:
-        return self._server is not None
+        return self._server is not None or bool(self._stop_cmd and self._start_cmd)
+
+    @property
+    def why_not_controllable(self) -> str:
+        return (
+            f"TETHER_DATABASE_URL is external and {STOP_CMD} / {START_CMD} are not both set:"
+            " the suite cannot stop and start that PostgreSQL"
+        )
+
+    def _shell(self, command: str, timeout: float = 120.0) -> None:
+        """Run the operator's stop/start command (a shell command line given in the env)."""
+        subprocess.run(  # noqa: S602 — the operator's own command, from the environment
+            command, shell=True, check=True, timeout=timeout, stdin=subprocess.DEVNULL
+        )
 
     @property
     def pgdata(self) -> Path:
@@ -99,16 +124,27 @@ class Postgres:
         return lines[4]
 
     def restart(self) -> None:
-        """`pg_ctl restart -m fast` (postmaster.opts keeps the socket options)."""
+        """`pg_ctl restart -m fast` (postmaster.opts keeps the socket options); an external
+        server: its stop command, then its start command."""
+        if self.external:
+            self._shell(self._stop_cmd)
+            self._shell(self._start_cmd)
+            return
         self._pg_ctl("-w", "-m", "fast", "restart", "-l", str(self.pgdata / "log"))
 
     def stop(self) -> str:
         """Stop the server (fast mode); returns the socket dir to start it with again."""
+        if self.external:
+            self._shell(self._stop_cmd)
+            return ""
         sock = self._socket_dir()
         self._pg_ctl("-w", "-m", "fast", "stop")
         return sock
 
     def start(self, socket_dir: str) -> None:
+        if self.external:
+            self._shell(self._start_cmd)
+            return
         self._pg_ctl(
             "-w", "-o", '-h ""', "-o", f"-k {socket_dir}", "-l", str(self.pgdata / "log"), "start"
         )

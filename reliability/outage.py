@@ -19,6 +19,7 @@ import asyncpg
 
 from reliability.client import Client, Ledger
 from reliability.cluster import Cluster, Postgres, Proc, healthz, poll_until
+from reliability.recorder import Recorder
 from reliability.report import PhaseReport
 from reliability.runs import Driver, drive, make_plans
 from reliability.verify import judge
@@ -47,12 +48,14 @@ async def run_outage(
     runs: int,
     outage_s: float,
     concurrency: int,
+    recorder: Recorder,
 ) -> PhaseReport:
     report = PhaseReport("outage", runs=runs)
     t0 = time.monotonic()
     if not pg.controllable:
-        report.figures["skipped"] = "TETHER_DATABASE_URL is external: PostgreSQL not controllable"
+        report.skipped = pg.why_not_controllable
         return report
+    report.figures["database"] = "external (TETHER_PG_*_CMD)" if pg.external else "embedded"
     client = Client(report.ledger, timeout=30.0)
     starts_before = {p.label: p.starts for p in cluster.procs}
     plans = make_plans("outage", runs, rng)
@@ -105,7 +108,7 @@ async def run_outage(
     if restarted:
         report.problems.append(f"processes died during the outage phase: {restarted}")
     if results:
-        await judge(report, db, plans, results)
+        await judge(report, db, plans, results, recorder.for_phase("outage"))
     report.seconds = time.monotonic() - t0
     return report
 
@@ -124,6 +127,6 @@ def _listener_of(proc: Proc) -> Callable[[], Awaitable[bool]]:
 
 async def _some_task(db: asyncpg.Pool) -> str:
     task_id: str = await db.fetchval(
-        "SELECT id FROM executions WHERE idempotency_key LIKE 'rel-outage-%' LIMIT 1"
+        "SELECT id FROM executions WHERE input->>'phase' = 'outage' LIMIT 1"
     )
     return task_id

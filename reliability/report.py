@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,15 +12,31 @@ COLUMNS = (
     "phase",
     "runs",
     "kills",
+    "kills in runs",
+    "recovered",
     "outages",
     "requests",
     "lost",
     "duplicated",
+    "wrong",
+    "plain re-runs",
     "5xx",
-    "violations",
+    "protocol violations",
     "RSS drift",
     "seconds",
     "result",
+)
+# The verifier's kinds counted in the "lost" and "duplicated" columns; every other kind is
+# counted under "wrong" (reliability/verify.py lists them all).
+LOST_KINDS = frozenset({"lost run", "missing effect", "answer missing", "plain step never ran"})
+DUP_KINDS = frozenset(
+    {
+        "extra run",
+        "duplicated effect",
+        "duplicate ended event",
+        "answer recorded twice",
+        "recorded step ran again",
+    }
 )
 
 
@@ -29,8 +46,11 @@ class PhaseReport:
     runs: int = 0
     kills: int = 0
     outages: int = 0
-    lost: int = 0
-    duplicated: int = 0
+    kills_inside: int = 0  # kills that cut off a run in the middle of a step
+    recovered: int = 0  # runs finished by a later claim after their lease was lost
+    plain_reruns: int = 0  # at-least-once re-executions of plain steps: expected, counted
+    checks: Counter[str] = field(default_factory=Counter)  # verifier violations by kind
+    skipped: str | None = None  # why the phase could not run (never a pass)
     ledger: Ledger = field(default_factory=Ledger)
     rss_drift: str = "-"
     bad_503: int = 0  # 503/-31000 answers where no outage or restart explains them
@@ -43,14 +63,33 @@ class PhaseReport:
         return self.ledger.counts["violation"]
 
     @property
+    def lost(self) -> int:
+        return sum(n for k, n in self.checks.items() if k in LOST_KINDS)
+
+    @property
+    def duplicated(self) -> int:
+        return sum(n for k, n in self.checks.items() if k in DUP_KINDS)
+
+    @property
+    def wrong(self) -> int:
+        return sum(n for k, n in self.checks.items() if k not in LOST_KINDS | DUP_KINDS)
+
+    @property
     def ok(self) -> bool:
+        """Passed: ran, and nothing went wrong. A skipped phase is never ok."""
         return (
-            not self.problems
-            and self.lost == 0
-            and self.duplicated == 0
+            self.skipped is None
+            and not self.problems
+            and not any(self.checks.values())
             and self.violations == 0
             and self.five_xx == 0
         )
+
+    @property
+    def result(self) -> str:
+        if self.skipped is not None:
+            return "SKIPPED"
+        return "PASS" if self.ok else "FAIL"
 
     @property
     def five_xx(self) -> int:
@@ -61,16 +100,33 @@ class PhaseReport:
             self.phase,
             str(self.runs),
             str(self.kills),
+            str(self.kills_inside),
+            str(self.recovered),
             str(self.outages),
             str(self.ledger.requests),
             str(self.lost),
             str(self.duplicated),
+            str(self.wrong),
+            str(self.plain_reruns),
             str(self.five_xx),
             str(self.violations),
             self.rss_drift,
             f"{self.seconds:.0f}",
-            "PASS" if self.ok else "FAIL",
+            self.result,
         )
+
+
+def overall(reports: list[PhaseReport], expected: int) -> str:
+    """One line: PASS only when every expected phase ran and passed; a skipped phase makes
+    the whole result INCOMPLETE (never a pass)."""
+    failed = [r.phase for r in reports if r.result == "FAIL"]
+    skipped = [r.phase for r in reports if r.result == "SKIPPED"]
+    missing = expected - len(reports)
+    if failed or missing > 0:
+        return f"FAIL: failed {failed}" + (f", {missing} phase(s) missing" if missing else "")
+    if skipped:
+        return f"INCOMPLETE: skipped {skipped} (not a pass); the others passed"
+    return f"PASS: all {len(reports)} phases passed"
 
 
 def table(reports: list[PhaseReport], *, markdown: bool = False) -> str:
@@ -90,6 +146,11 @@ def details(reports: list[PhaseReport], *, markdown: bool = False) -> str:
     out: list[str] = []
     for r in reports:
         out.append(f"\n**{r.phase}**\n" if markdown else f"{r.phase}:")
+        if r.skipped is not None:
+            out.append(f"{bullet}SKIPPED: {r.skipped}")
+        if r.checks:
+            kinds = ", ".join(f"{k}={v}" for k, v in sorted(r.checks.items()))
+            out.append(f"{bullet}verifier violations by kind: {kinds}")
         kinds = ", ".join(f"{k}={v}" for k, v in sorted(r.ledger.counts.items()))
         if kinds:
             out.append(f"{bullet}responses: {kinds}; max latency {r.ledger.max_latency:.2f}s")
@@ -103,7 +164,9 @@ START = "<!-- results:start -->"
 END = "<!-- results:end -->"
 
 
-def write_markdown(path: Path, command: str, reports: list[PhaseReport], env: str) -> None:
+def write_markdown(
+    path: Path, command: str, reports: list[PhaseReport], env: str, expected: int | None = None
+) -> None:
     """Write the results between the START and END markers of `path` (the rest of the file is
     kept), or the whole file when it has no markers."""
     block = "\n".join(
@@ -113,6 +176,8 @@ def write_markdown(path: Path, command: str, reports: list[PhaseReport], env: st
             f"Machine: {env}",
             "",
             table(reports, markdown=True),
+            "",
+            f"Overall: {overall(reports, len(reports) if expected is None else expected)}",
             "",
             details(reports, markdown=True),
             END,

@@ -31,6 +31,12 @@ class Plan:
     cancel: bool = False
 
     @property
+    def input(self) -> dict[str, Any]:
+        """The run's input: the body, marked with the phase and plan number (the verifier
+        finds every run of a phase by these, whatever its idempotency key)."""
+        return {**self.body, "n": self.n, "phase": self.phase}
+
+    @property
     def key(self) -> str:
         return f"rel-{self.phase}-{self.n}"
 
@@ -105,7 +111,7 @@ class Driver:
         await asyncio.sleep(base * self.rng.uniform(0.5, 1.5))  # pacing between polls
 
     async def create(self, plan: Plan, res: RunResult, until: float) -> str | None:
-        params = {"name": f"start_{plan.workflow}", "arguments": {"body": plan.body}}
+        params = {"name": f"start_{plan.workflow}", "arguments": {"body": plan.input}}
         while time.monotonic() < until:
             out = await self.client.call(
                 self.pick(), "tools/call", params, extra_headers={"Idempotency-Key": plan.key}

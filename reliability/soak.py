@@ -4,7 +4,9 @@ fixed duration, on the same 3 servers + 2 workers (no kills).
 Every few seconds the sampler records, for each Tether process, its RSS (psutil) and open file
 descriptors (/proc/PID/fd), and the number of Tether connections in pg_stat_activity. After the
 warm-up, the mean of the last window is compared with the mean of the first window: RSS within
-10%, no growth in file descriptors or database connections. Runs started during the soak are
+10% and growing less than LEAK_MIB_PER_MIN (the windows are far enough apart, also in the short
+soak, that a leak of 1 MiB/min fails), no growth in file descriptors or database connections.
+A window with no samples fails the phase (nothing was compared). Runs started during the soak are
 checked like every other run (terminal state, exactly-once effects).
 """
 
@@ -23,11 +25,14 @@ import psutil  # type: ignore[import-untyped]  # no stubs in the dev dependencie
 
 from reliability.client import Client, Ledger
 from reliability.cluster import Cluster, Proc
+from reliability.recorder import Recorder
 from reliability.report import PhaseReport
 from reliability.runs import Driver, Plan, RunResult, make_plans
 from reliability.verify import judge
 
 RSS_LIMIT = 0.10
+LEAK_MIB_PER_MIN = 0.5  # a leak of 1 MiB/min shows as twice this
+MIN_WINDOW_S = 15.0
 SAMPLE_EVERY_S = 2.0
 MEASURE_S = 5.0
 MEASURE_LANES = 32
@@ -141,7 +146,13 @@ def _window_mean(ts: list[float], values: list[int], lo: float, hi: float) -> fl
 
 
 async def run_soak(
-    cluster: Cluster, db: asyncpg.Pool, rng: random.Random, *, duration_s: float, warmup_s: float
+    cluster: Cluster,
+    db: asyncpg.Pool,
+    rng: random.Random,
+    *,
+    duration_s: float,
+    warmup_s: float,
+    recorder: Recorder,
 ) -> PhaseReport:
     report = PhaseReport("soak")
     t0 = time.monotonic()
@@ -186,27 +197,48 @@ async def run_soak(
     report.figures["tasks/get achieved"] = f"{achieved:.0f}/s ok; shed {shed[0]} (in-flight cap)"
     _judge(report, samples, warmup_s, duration_s)
     report.runs = len(started)
-    await judge(report, db, started, results)
+    await judge(report, db, started, results, recorder.for_phase("soak"))
     report.seconds = time.monotonic() - t0
     return report
 
 
+def windows(warmup_s: float, duration_s: float) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The first window right after the warm-up and the last one at the end."""
+    width = max(MIN_WINDOW_S, 0.1 * duration_s)
+    return (warmup_s, warmup_s + width), (duration_s - width, duration_s)
+
+
 def _judge(report: PhaseReport, s: Samples, warmup_s: float, duration_s: float) -> None:
-    width = max(10.0, 0.1 * duration_s)
-    first = (warmup_s, warmup_s + width)
-    last = (duration_s - width, duration_s)
+    first, last = windows(warmup_s, duration_s)
+    report.figures["samples"] = str(len(s.t))
+    for lo, hi in (first, last):
+        if not any(lo <= t <= hi for t in s.t):
+            report.problems.append(f"no samples in the window {lo:.0f}-{hi:.0f}s: nothing compared")
+            return
+    minutes = ((last[0] + last[1]) - (first[0] + first[1])) / 2 / 60
     drifts: dict[str, float] = {}
+    rates: dict[str, float] = {}
     for label, values in s.rss.items():
         a = _window_mean(s.t, values, *first)
         b = _window_mean(s.t, values, *last)
         drifts[label] = (b - a) / a
+        rates[label] = (b - a) / 2**20 / minutes
     worst = max(drifts, key=lambda k: abs(drifts[k]))
     report.rss_drift = f"{drifts[worst] * 100:+.1f}%"
     report.figures["RSS drift per process"] = ", ".join(
-        f"{k} {v * 100:+.1f}% ({s.rss[k][-1] / 2**20:.0f} MiB)" for k, v in drifts.items()
+        f"{k} {v * 100:+.1f}% {rates[k]:+.2f} MiB/min ({s.rss[k][-1] / 2**20:.0f} MiB)"
+        for k, v in drifts.items()
+    )
+    report.figures["windows compared"] = (
+        f"{first[0]:.0f}-{first[1]:.0f}s vs {last[0]:.0f}-{last[1]:.0f}s"
     )
     if abs(drifts[worst]) > RSS_LIMIT:
         report.problems.append(f"RSS of {worst} drifted {drifts[worst] * 100:+.1f}% (limit 10%)")
+    for label, rate in rates.items():
+        if rate > LEAK_MIB_PER_MIN:
+            report.problems.append(
+                f"RSS of {label} grows {rate:.2f} MiB/min (limit {LEAK_MIB_PER_MIN} MiB/min)"
+            )
     fd_growth = {
         k: _window_mean(s.t, v, *last) - _window_mean(s.t, v, *first) for k, v in s.fds.items()
     }
@@ -222,4 +254,3 @@ def _judge(report: PhaseReport, s: Samples, warmup_s: float, duration_s: float) 
     report.figures["tether connections in pg_stat_activity"] = f"{c0:.1f} -> {c1:.1f}"
     if c1 - c0 > max(2.0, 0.1 * c0):
         report.problems.append(f"database connections grew {c0:.1f} -> {c1:.1f}")
-    report.figures["samples"] = str(len(s.t))
