@@ -14,9 +14,17 @@ import pytest
 
 from tests.apps.answering import app
 from tests.e2e.conftest import ServeFn
-from tests.e2e.test_answer_tool import Client, answer, ended, error, ok, start, status_until
+from tests.e2e.test_answer_tool import (
+    Client,
+    answer,
+    ended,
+    error,
+    ok,
+    start,
+    status_until,
+    waiting,
+)
 from tests.e2e.test_answer_tool import tool as call_tool
-from tests.e2e.test_answer_tool import waiting
 from tests.mcp_client import McpClient
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
