@@ -17,7 +17,7 @@ from tether.runtime.waits import validate_answer
 from tether.storage.rows import ExecutionRow
 
 RUN_ID = "ex_" + "b" * 32
-APPROVAL = {
+APPROVAL: dict[str, Any] = {
     "key": f"{RUN_ID}:approval:publish:4",
     "kind": "approval",
     "name": "publish",
@@ -37,14 +37,24 @@ FORM = {
     },
     "required": ["title", "count", "ratio", "ok", "size"],
 }
-HUMAN = {"key": f"{RUN_ID}:human_task:fill:4", "kind": "human_task", "name": "fill", "form": FORM}
-SIGNAL = {
+HUMAN: dict[str, Any] = {
+    "key": f"{RUN_ID}:human_task:fill:4",
+    "kind": "human_task",
+    "name": "fill",
+    "form": FORM,
+}
+SIGNAL: dict[str, Any] = {
     "key": f"{RUN_ID}:signal:publish:4",
     "kind": "signal",
     "name": "publish",
     "schema": {},
 }
-UPDATE = {"key": f"{RUN_ID}:update:bump:4", "kind": "update", "name": "bump", "schema": {}}
+UPDATE: dict[str, Any] = {
+    "key": f"{RUN_ID}:update:bump:4",
+    "kind": "update",
+    "name": "bump",
+    "schema": {},
+}
 
 
 def parked(*waits: dict[str, Any]) -> ExecutionRow:
