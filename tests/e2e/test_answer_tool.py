@@ -5,6 +5,7 @@ results and refusals as `tasks/update`. Issue 11 (our choice; DESIGN.md §3 for 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -13,6 +14,8 @@ import pytest
 from tests.apps.answering import app
 from tests.e2e.conftest import ServeFn
 from tests.mcp_client import TASKS, McpClient
+from tether.jsonrpc import codes
+from tether.security import new_token
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
 
@@ -232,3 +235,41 @@ async def test_the_task_status_message_names_the_answer_tool_and_the_key(
         assert task["status"] == "working"
         assert "answer_gate" in message and "tasks/update" in message
         assert f"{task_id}:approval:publish:" in message and "signal_gate" not in message
+
+
+async def test_only_operators_answer_and_each_answer_is_audited(
+    mcp_server: ServeFn, client: Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    """answer_<wf> is a mutation (DESIGN.md §6): a reader is refused with 403 before anything
+    changes; an operator's answer leaves one audit line naming the tool and the principal."""
+    reader, reader_entry = new_token("ann", "reader")
+    operator, operator_entry = new_token("bob", "operator")
+    as_reader: dict[str, str | None] = {"Authorization": f"Bearer {reader}"}
+    as_operator: dict[str, str | None] = {"Authorization": f"Bearer {operator}"}
+    async with mcp_server(app, api_tokens=f"{reader_entry},{operator_entry}") as url:
+        c = client(url)
+        started = await c.call(
+            "tools/call",
+            {"name": "start_sig", "arguments": {"body": {}}},
+            capabilities=PLAIN,
+            headers=as_operator,
+        )
+        handle = started["result"]["structuredContent"]["execution_id"]
+        params = {
+            "name": "answer_sig",
+            "arguments": {"handle": handle, "wait": "go", "response": {"n": 1}},
+        }
+        refused = await c.request("tools/call", params, capabilities=PLAIN, headers=as_reader)
+        assert (refused.status_code, refused.json()["error"]["code"]) == (403, codes.UNAUTHORIZED)
+        with caplog.at_level(logging.INFO, logger="tether.audit"):
+            async with asyncio.timeout(10):
+                while True:  # the run parks on its signal wait shortly after the start
+                    body = await c.call(
+                        "tools/call", params, capabilities=PLAIN, headers=as_operator
+                    )
+                    if not body["result"]["isError"]:
+                        break
+                    assert body["result"]["structuredContent"]["error"]["code"] == "conflict"
+                    await asyncio.sleep(0.02)
+        assert body["result"]["structuredContent"]["status"] == "accepted"
+        assert any("tools/call answer_sig by bob" in r.getMessage() for r in caplog.records)
