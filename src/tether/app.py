@@ -57,7 +57,10 @@ def build_endpoint(app: App, rt: Runtime, settings: Settings) -> McpEndpoint:
     info = ServerInfo()
     catalog = Catalog.build(app)
     tasks = TaskService(
-        rt.ops, served=catalog.in_catalog, poll_interval_ms=settings.poll_interval_ms
+        rt.ops,
+        served=catalog.in_catalog,
+        poll_interval_ms=settings.poll_interval_ms,
+        answer_tool=catalog.answer_tool,
     )
     tools = ToolService(
         rt.ops,

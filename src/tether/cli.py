@@ -268,7 +268,8 @@ async def _run_action(args: argparse.Namespace, ops: Operations) -> int:
         res = await ops.signal(args.id, args.name, _json_arg(args.payload), by="cli")
         _emit(args, {"status": res.status, "execution_id": res.execution_id})
     elif action == "answer":
-        ans = await ops.answer(args.id, args.key, _json_arg(args.response), by="cli")
+        # args.key: the wait's key or its name (the single open wait of that name)
+        ans = await ops.answer_wait(args.id, args.key, _json_arg(args.response), by="cli")
         _emit(args, {"status": ans.status, "execution_id": ans.execution_id, "key": ans.key})
     elif action == "cancel":
         _emit(args, _row_dict(await ops.cancel(args.id, by="cli")))

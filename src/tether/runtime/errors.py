@@ -11,7 +11,8 @@ Operation errors, raised to callers of `Operations` (every surface maps them to 
      │    ├── IdempotencyMismatch   idempotency key reused with different input
      │    ├── RunEnded              the run has ended
      │    └── AnswerConflict        a different answer to a wait that was already answered
-     ├── WaitNotOpen            no open wait has that key
+     ├── WaitNotOpen            no open wait has that key or name; `.open_waits` lists the open ones
+     │    └── WaitAmbiguous         several open waits have that name: answer by key
      ├── AnswerRejected         the answer does not fit the wait; `.errors`
      ├── UpdateNotFound         the workflow has no update of that name
      ├── UpdateRejected         the update's validator refused the input; `.reason`
@@ -79,11 +80,25 @@ class AnswerConflict(Conflict):
 
 
 class WaitNotOpen(TetherError):
-    """No open wait has that key."""
+    """No open wait has that key.
 
-    def __init__(self, message: str | None = None, open_keys: list[str] | None = None):
+    `open_waits` lists the run's open waits as `{key, kind, name}`, so the caller can retry
+    with the one that is open now; `open_keys` their keys.
+    """
+
+    def __init__(
+        self,
+        message: str | None = None,
+        open_keys: list[str] | None = None,
+        open_waits: list[dict[str, str]] | None = None,
+    ):
         super().__init__(message)
-        self.open_keys = open_keys or []
+        self.open_waits = open_waits or []
+        self.open_keys = open_keys or [w["key"] for w in self.open_waits]
+
+
+class WaitAmbiguous(WaitNotOpen):
+    """Several open waits have that name; answer by key."""
 
 
 class AnswerRejected(TetherError):

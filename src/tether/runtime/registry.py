@@ -317,9 +317,9 @@ class App:
         `retry`: run-level retry when the workflow raises (default: none).
         `timeout`: the run ends `timed_out` when it is still live this long after it started.
         `mcp`: serve the generated tool set (start_<wf>, <wf>_status, <wf>_watch, signal_<wf>,
-        <wf>_update_<u>) over MCP. `tool`: also serve the workflow itself as one MCP tool
-        (named `tool`, or the workflow's name when True) whose arguments are its input; with
-        the Tasks extension it returns a task, without it the call runs to the end
+        answer_<wf>, <wf>_update_<u>) over MCP. `tool`: also serve the workflow itself as one
+        MCP tool (named `tool`, or the workflow's name when True) whose arguments are its input;
+        with the Tasks extension it returns a task, without it the call runs to the end
         (`task_support="required"` refuses such calls with -32021 instead). `tasks`: serve
         its runs as MCP tasks without publishing tools for it (e.g. a workflow that a plain
         tool hands back with `ctx.start_task`); `mcp` and `tool` imply it.

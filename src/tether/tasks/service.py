@@ -32,10 +32,12 @@ class TaskService:
         *,
         served: Callable[[str], bool],
         poll_interval_ms: int = 5000,
+        answer_tool: Callable[[str], str | None] = lambda workflow: None,
     ) -> None:
         self.ops = ops
         self.served = served  # is this workflow's run a task (in the MCP catalog)?
         self.poll_interval_ms = poll_interval_ms
+        self.answer_tool = answer_tool  # the workflow's answer tool, if the catalog serves one
 
     async def _view(self, task_id: str) -> RunView:
         try:
@@ -53,6 +55,7 @@ class TaskService:
             view.chain,
             elicitation=elicitation,
             poll_interval_ms=self.poll_interval_ms,
+            answer_tool=self.answer_tool(view.current.workflow),
         )
 
     def created(self, row: ExecutionRow) -> dict[str, Any]:

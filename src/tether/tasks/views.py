@@ -21,6 +21,7 @@ import orjson
 
 from tether.jsonrpc import codes
 from tether.runtime.chain import outcome
+from tether.runtime.hints import status_hint
 from tether.runtime.waits import ANSWERABLE_KINDS
 from tether.storage.rows import ExecutionRow
 
@@ -232,9 +233,13 @@ def task(
     *,
     elicitation: bool,
     poll_interval_ms: int,
+    answer_tool: str | None = None,
 ) -> dict[str, Any]:
     """The DetailedTask for a handle: `requested` names the task, `current` is the run its
-    chain resolves to. A sealed run reports its own ending and is not followed."""
+    chain resolves to. A sealed run reports its own ending and is not followed.
+    `answer_tool`: the workflow's answer tool, named in the statusMessage of a run that waits
+    (a task is only read by clients that declared the Tasks extension, so tasks/update with
+    the wait's key is named too)."""
     run = requested if requested.sealed_from else current
     base: dict[str, Any] = {
         "taskId": requested.id,
@@ -254,7 +259,8 @@ def task(
                 "inputRequests": requests,
                 "statusMessage": _waiting_message(run),
             }
-        return {**base, "status": "working", "statusMessage": _working_message(run)}
+        working = _working_message(run, answer_tool)
+        return {**base, "status": "working", "statusMessage": working}
     if result.outcome == "succeeded":
         # The inlined result is exactly what tools/call would have returned, resultType
         # included (digest §7.5 and §9.3; strict clients require it).
@@ -284,11 +290,11 @@ def _waiting_message(run: ExecutionRow) -> str:
     return "waiting for " + "; ".join(_describe(w) for w in waits)
 
 
-def _working_message(run: ExecutionRow) -> str:
+def _working_message(run: ExecutionRow, answer_tool: str | None) -> str:
     waits = [w for w in run.waits if w.get("kind") in ANSWERABLE_KINDS]
     if run.status == "waiting" and waits:
-        names = "; ".join(_describe(w) for w in waits)
-        return f"waiting for {names} (answer with signal_{run.workflow} or tasks/update)"
+        names = "; ".join(f"{_describe(w)} [key {w['key']}]" for w in waits)
+        return f"waiting for {names} ({status_hint(run, tool=answer_tool, tasks_update=True)})"
     return run.details or ("queued" if run.status == "pending" else run.status)
 
 

@@ -1,7 +1,8 @@
 """The tool catalog: every tool an App serves, in a deterministic order, with its handler.
 
 Order: plain tools, workflows served as tools, then each MCP workflow's generated set
-(start_<wf>, <wf>_status, <wf>_watch, signal_<wf>, <wf>_update_<u>) in registration order.
+(start_<wf>, <wf>_status, <wf>_watch, signal_<wf>, answer_<wf>, <wf>_update_<u>) in
+registration order.
 A generated set whose names collide with a tool already in the catalog is left out whole
 (with a warning), never shipped with a tool quietly missing.
 """
@@ -13,6 +14,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from tether.runtime import waits
 from tether.runtime.registry import App, UpdateDef, WorkflowDef
 
 logger = logging.getLogger(__name__)
@@ -27,7 +29,7 @@ class Tool:
     """One served tool: its tools/list entry and what a call does."""
 
     name: str
-    kind: str  # plain | workflow | start | status | watch | signal | update
+    kind: str  # plain | workflow | start | status | watch | signal | answer | update
     definition: dict[str, Any]
     target: str  # the plain tool, workflow, or workflow/update it serves
 
@@ -65,8 +67,10 @@ def _workflow_tool(wf: WorkflowDef, name: str) -> Tool:
 
 
 def _generated(wf: WorkflowDef) -> list[Tool]:
-    """An MCP workflow's set: start, status, watch, signal, then one tool per MCP update."""
-    tools = [_start_tool(wf), _status_tool(wf.name), _watch_tool(wf.name), _signal_tool(wf.name)]
+    """An MCP workflow's set: start, status, watch, signal, answer, then one tool per MCP
+    update."""
+    n = wf.name
+    tools = [_start_tool(wf), _status_tool(n), _watch_tool(n), _signal_tool(n), _answer_tool(n)]
     tools.extend(_update_tool(wf.name, up) for up in wf.updates.values() if up.mcp)
     return tools
 
@@ -153,6 +157,60 @@ def _signal_tool(n: str) -> Tool:
     return Tool(f"signal_{n}", "signal", definition, n)
 
 
+def answer_tool_name(workflow: str) -> str:
+    return f"answer_{workflow}"
+
+
+def _response_schema() -> dict[str, Any]:
+    """The answer's shape for each kind of wait, built from the same schemas as the task's
+    elicitation forms (runtime/waits.py), so the tool and tasks/update ask for the same."""
+    approval = waits.approval_schema(())
+    approval["additionalProperties"] = {"type": "string"}
+    human_task = waits.human_task_schema({})
+    return {
+        "description": (
+            "The answer, shaped by the wait's kind (the status tool shows each open wait's "
+            'kind and schema). approval: {"decision": "approve" | "reject" | "push_back", '
+            '"reason": "...", <input>: "..."}, every required input present to approve. '
+            'human_task: the form fields, with "decision": "complete" (default) or '
+            '"push_back". agent_step: an object matching the step schema. signal: the '
+            "payload (any JSON matching the signal's schema)."
+        ),
+        "anyOf": [
+            {"title": "approval", **approval},
+            {"title": "human_task", **human_task, "additionalProperties": True},
+            {"title": "agent_step", "type": "object"},
+            {"title": "signal"},
+        ],
+    }
+
+
+def _answer_tool(n: str) -> Tool:
+    name = answer_tool_name(n)
+    kinds = ", ".join(sorted(waits.ANSWERABLE_KINDS))
+    definition = {
+        "name": name,
+        "description": f"Answer an open wait of a {n} run ({kinds}): the same answer, "
+        "with the same checks, as tasks/update. First answer wins; the same answer again "
+        "is a no-op; an answer that does not fit is refused and changes nothing.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "handle": HANDLE,
+                "wait": {
+                    "type": "string",
+                    "description": "The open wait's name (when no other open wait has it) "
+                    f"or its key, as {n}_status shows them",
+                },
+                "response": _response_schema(),
+            },
+            "required": ["handle", "wait", "response"],
+        },
+        "annotations": dict(MUTATING),
+    }
+    return Tool(name, "answer", definition, n)
+
+
 def _update_tool(n: str, up: UpdateDef) -> Tool:
     body, defs = _embed(up.input_schema(), f"TetherUpdate_{n}_{up.name}")
     definition = {
@@ -193,6 +251,15 @@ class Catalog:
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
+
+    def answer_tool(self, workflow: str) -> str | None:
+        """The name of `workflow`'s answer tool when the catalog serves it, else None."""
+        tool = self._tools.get(answer_tool_name(workflow))
+        return (
+            tool.name
+            if tool is not None and tool.kind == "answer" and tool.target == workflow
+            else None
+        )
 
     def read_only(self, name: object) -> bool:
         """Whether the tool is annotated read-only (readers may call it)."""

@@ -42,7 +42,9 @@ TO_TOOL_ERROR: Final[Mapping[type[e.TetherError], Callable[[Any], ToolResult] | 
             e.UpdateRejected: lambda exc: tool_error(
                 "invalid_tool_input", exc.message, reason=exc.reason
             ),
-            e.WaitNotOpen: lambda exc: tool_error("conflict", exc.message, open_keys=exc.open_keys),
+            e.WaitNotOpen: lambda exc: tool_error(
+                "conflict", exc.message, open_keys=exc.open_keys, open_waits=exc.open_waits or None
+            ),
             e.Conflict: _plain("conflict"),
             e.UpdateTimeout: lambda exc: tool_error(
                 "timeout", exc.message, update_id=exc.update_id

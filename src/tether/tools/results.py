@@ -7,7 +7,8 @@ from typing import Any
 
 import orjson
 
-from tether.runtime.operations import RunView
+from tether.runtime.hints import answer_hints, tool_call_hint
+from tether.runtime.operations import AnswerResult, RunView
 from tether.runtime.waits import ANSWERABLE_KINDS
 from tether.tasks.views import iso
 
@@ -37,8 +38,26 @@ def not_found(handle: str) -> dict[str, Any]:
     return tool_error("resource_not_found", f"no run {handle!r} for this tool", handle=handle)
 
 
-def summary(view: RunView) -> dict[str, Any]:
-    """A run as the status, watch and start tools report it (follows the chain)."""
+def answered(result: AnswerResult) -> dict[str, Any]:
+    """What the answer tool reports: accepted, or duplicate (the same answer was given before,
+    nothing changed)."""
+    out: dict[str, Any] = {
+        "status": result.status,
+        "execution_id": result.execution_id,
+        "key": result.key,
+    }
+    if result.status == "duplicate":
+        out["note"] = "this answer was given before; nothing changed"
+    return out
+
+
+def summary(
+    view: RunView, *, answer_tool: str | None = None, tasks_update: bool = False
+) -> dict[str, Any]:
+    """A run as the status, watch and start tools report it (follows the chain). Each open
+    wait carries `answer_with`, the answer tool call that answers it, and `hints` says in
+    words every way that works for this client (`tasks_update`: it declared the Tasks
+    extension)."""
     run = view.current
     out: dict[str, Any] = {
         "execution_id": run.id,
@@ -51,17 +70,24 @@ def summary(view: RunView) -> dict[str, Any]:
     }
     if run.details:
         out["details"] = run.details
-    waits = [
-        {
+    open_waits = [w for w in run.waits if w.get("kind") in ANSWERABLE_KINDS]
+    waits = []
+    for w in open_waits:
+        shown = {
             k: w.get(k)
             for k in ("key", "kind", "name", "prompt", "schema", "deadline", "inputs", "required")
             if w.get(k) is not None
         }
-        for w in run.waits
-        if w.get("kind") in ANSWERABLE_KINDS
-    ]
+        if answer_tool is not None:
+            shown["answer_with"] = tool_call_hint(answer_tool, run, w)
+        waits.append(shown)
     if waits:
         out["waits"] = waits
+        out["hints"] = [
+            line
+            for w in open_waits
+            for line in answer_hints(run, w, tool=answer_tool, tasks_update=tasks_update, cli=False)
+        ]
     if run.ended_at is not None:
         out["ended_at"] = iso(run.ended_at)
         if run.status == "completed":

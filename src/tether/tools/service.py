@@ -57,6 +57,11 @@ class SignalArgs(HandleArgs):
     idempotency_key: str | None = None
 
 
+class AnswerArgs(HandleArgs):
+    wait: str = Field(min_length=1)
+    response: Any = None
+
+
 class UpdateArgs(HandleArgs):
     input: Any = None
 
@@ -119,10 +124,14 @@ class ToolService:
         if view is None:
             return results.not_found(handle)
         if tool.kind == "status":
-            return results.text_result(results.summary(view))
+            return results.text_result(self._summary(ctx, view))
         if tool.kind == "watch":
             return await self._watch(ctx, view, parse_params(WatchArgs, args).timeout_seconds)
         by = ctx.principal_name
+        if tool.kind == "answer":
+            aa = parse_params(AnswerArgs, args)
+            answered = await self.ops.answer_wait(handle, aa.wait, aa.response, by=by)
+            return results.text_result(results.answered(answered))
         if tool.kind == "signal":
             sa = parse_params(SignalArgs, args)
             res = await self.ops.signal(
@@ -133,6 +142,13 @@ class ToolService:
         _, update_name = tool.target.split("/", 1)
         output = await self.ops.update(handle, update_name, ua.input, by=by)
         return results.text_result({"execution_id": view.current.id, "output": output})
+
+    def _summary(self, ctx: RequestContext, view: RunView) -> dict[str, Any]:
+        return results.summary(
+            view,
+            answer_tool=self.catalog.answer_tool(view.current.workflow),
+            tasks_update=ctx.route.declares_tasks(),
+        )
 
     async def _resolve(self, tool: Tool, handle: str) -> RunView | None:
         """A handle of another workflow is refused like an unknown one (no existence oracle)."""
@@ -194,7 +210,7 @@ class ToolService:
             view = await self.ops.wait_for_end(
                 view.requested.id, timeout=self.settings.start_wait_s
             )
-        out = results.summary(view)
+        out = self._summary(ctx, view)
         out["deduped"] = started.deduped
         return results.text_result(out)
 
@@ -236,7 +252,7 @@ class ToolService:
 
             current = await self.ops.wait_until(view.requested.id, changed, timeout=remaining)
             await emit(current)
-        out = results.summary(current)
+        out = self._summary(ctx, current)
         out["completed"] = current.current.status in ENDED_STATUSES
         return results.text_result(out)
 

@@ -6,7 +6,7 @@
 |---|---|
 | `starting` | start (idempotency keys) |
 | `queries` | get (chain following), list_runs (cursor pages), history, steps |
-| `answering` | answer, answer_many, signal |
+| `answering` | answer, answer_wait (by key or name), answer_many, signal |
 | `updates` | update (validate, admit, wait for the handler) |
 | `lifecycle` | cancel, terminate, retry, rerun |
 | `waiting` | wait_until, wait_for_end |
@@ -146,6 +146,13 @@ class Operations:
     ) -> AnswerResult:
         """Answer the open wait `key` (see `answering.answer`)."""
         return await answering.answer(self.env, execution_id, key, response, by=by)
+
+    async def answer_wait(
+        self, handle: str, wait: str, response: Any, *, by: str | None = None
+    ) -> AnswerResult:
+        """Answer a wait by key or name on the run this handle resolves to (see
+        `answering.answer_wait`)."""
+        return await answering.answer_wait(self.env, handle, wait, response, by=by)
 
     async def answer_many(
         self, execution_id: str, answers: Sequence[tuple[str, Any]], *, by: str | None = None

@@ -1,7 +1,9 @@
 """Answering open waits and sending signals: the one path every surface answers through.
 
 First answer wins; an identical repeat is a no-op; a different answer to an answered key is a
-conflict; a key that is not open is reported, never guessed at.
+conflict; a key that is not open is reported with the waits open now, never guessed at.
+`answer_wait` also takes a wait's name (the single open wait of that name), for the answer
+tool and `tether runs answer`.
 """
 
 from __future__ import annotations
@@ -52,8 +54,93 @@ async def answer(
     if outcome == "conflict":
         raise errors.AnswerConflict(f"wait {key!r} was already answered differently")
     if outcome == "not_open":
-        raise errors.WaitNotOpen(f"wait {key!r} is not open")
+        run = await _current_or_none(env, execution_id)
+        raise _not_open(f"wait {key!r} is not open", run)
     return AnswerResult(outcome, execution_id, key)
+
+
+def open_waits(run: ExecutionRow) -> list[dict[str, str]]:
+    """The run's open waits that can be answered from outside, as `{key, kind, name}`."""
+    return [
+        {"key": w["key"], "kind": w["kind"], "name": w["name"]}
+        for w in run.waits
+        if w.get("kind") in waits.ANSWERABLE_KINDS
+    ]
+
+
+def resolve_wait(run: ExecutionRow, ref: str) -> str | None:
+    """The key `ref` stands for on `run`: a key as given; a name, the key of the single open
+    wait of that name (None when no open wait has it). Pure.
+
+    Raises WaitAmbiguous when several open waits have that name (an approval and a signal
+    may share one).
+    """
+    if waits.parse_key(ref) is not None:
+        return ref
+    named = [w for w in open_waits(run) if w["name"] == ref]
+    if len(named) > 1:
+        message = f"{len(named)} open waits are named {ref!r}: answer with the key"
+        raise _not_open(message, run, errors.WaitAmbiguous)
+    return named[0]["key"] if named else None
+
+
+async def answer_wait(
+    env: Env, handle: str, ref: str, response: Any, *, by: str | None = None
+) -> AnswerResult:
+    """Answer the wait `ref` (its key, or its name) of the run this handle resolves to,
+    through `answer`. A name answered before with the same response is a no-op (`duplicate`),
+    with a different one a conflict, like a key.
+
+    Raises WaitNotOpen (its `open_waits` name the waits open now), WaitAmbiguous,
+    AnswerConflict, AnswerRejected, ExecutionNotFound, Unavailable.
+    """
+    view = await get(env, handle)
+    run = view.current
+    key = resolve_wait(run, ref)
+    if key is None:
+        prior = await _answered_by_name(env, run, ref)
+        if prior is None:
+            raise _not_open(f"no open wait is named {ref!r}", run)
+        key = prior
+    parts = waits.parse_key(key)
+    chain_ids = {r.id for r in view.chain}
+    target = parts.execution_id if parts is not None and parts.execution_id in chain_ids else run.id
+    return await answer(env, target, key, response, by=by)
+
+
+async def _answered_by_name(env: Env, run: ExecutionRow, name: str) -> str | None:
+    """The key of the last answered wait of this name on `run`, if any (a repeat by name)."""
+    async with storage_errors(), env.pool.acquire() as conn:
+        history = await repo.get_history(conn, run.id)
+    for event in reversed(history):
+        data = event.data if event.type == "answer" and isinstance(event.data, dict) else {}
+        key = data.get("key")
+        parts = waits.parse_key(key) if isinstance(key, str) else None
+        if parts is not None and parts.name == name:
+            return key
+    return None
+
+
+async def _current_or_none(env: Env, execution_id: str) -> ExecutionRow | None:
+    try:
+        return (await get(env, execution_id)).current
+    except errors.ExecutionNotFound:
+        return None
+
+
+def _not_open(
+    message: str, run: ExecutionRow | None, cls: type[errors.WaitNotOpen] = errors.WaitNotOpen
+) -> errors.WaitNotOpen:
+    """`cls` naming the waits open now on `run` (or that the run has ended)."""
+    listed = open_waits(run) if run is not None else []
+    if listed:
+        now = ", ".join(f"{w['kind']} {w['name']!r} (key {w['key']})" for w in listed)
+        message += f"; open now: {now}"
+    elif run is not None and not run.live:
+        message += f"; the run has ended ({run.status})"
+    elif run is not None:
+        message += "; the run has no open wait now"
+    return cls(message, open_waits=listed)
 
 
 async def answer_many(
