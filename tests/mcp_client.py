@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import httpx
@@ -66,7 +66,7 @@ class McpClient:
         params: dict[str, Any] | None = None,
         *,
         capabilities: dict[str, Any] | None = None,
-        headers: dict[str, str | None] | None = None,
+        headers: Mapping[str, str | None] | None = None,
     ) -> httpx.Response:
         """Send a well-formed request; `headers` overrides (None removes a header)."""
         p = dict(params or {})

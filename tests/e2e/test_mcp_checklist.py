@@ -14,7 +14,7 @@ import base64
 import contextlib
 import itertools
 import string
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -134,7 +134,7 @@ class CheckedClient(McpClient):
         params: dict[str, Any] | None = None,
         *,
         capabilities: dict[str, Any] | None = None,
-        headers: dict[str, str | None] | None = None,
+        headers: Mapping[str, str | None] | None = None,
         request_id: str | int | None = None,
     ) -> httpx.Response:
         p = dict(params or {})
@@ -260,6 +260,7 @@ async def raw_post(url: str, headers: dict[str, str], body: Any) -> tuple[int, d
 
 def key_for(task: dict[str, Any], field: str) -> str:
     """The inputRequests key whose form asks for `field`."""
+    key: str
     (key,) = [
         k
         for k, r in task["inputRequests"].items()
@@ -438,7 +439,9 @@ async def test_version_and_meta_faults_are_refused_with_their_codes(server: Conn
         del m[codes.META_CLIENT_INFO]
         assert (await c.result("server/discover", {"_meta": m}))["resultType"] == "complete"  # 24
 
-        resp = await c.request("server/discover", capabilities="x")
+        m = meta(M0)
+        m[codes.META_CLIENT_CAPABILITIES] = "x"
+        resp = await c.request("server/discover", {"_meta": m})
         error_of(resp, codes.INVALID_PARAMS, 400)  # 25
 
 
@@ -506,6 +509,7 @@ async def test_task_routing_headers_must_name_the_task(server: Connect) -> None:
         got = await c.result("tasks/get", {"taskId": task_id})  # 38
         assert got["taskId"] == task_id
 
+        extra: dict[str, Any]
         for method, extra in (
             ("tasks/get", {}),
             ("tasks/update", {"inputResponses": {}}),
@@ -791,6 +795,7 @@ async def test_tasks_methods_need_the_extension_on_their_own_request(server: Con
     lookup); the refused cancel does not cancel."""
     async with server() as c:
         task_id = (await create(c, "task_tool", {"long": True}))["taskId"]
+        extra: dict[str, Any]
         for method, extra in (
             ("tasks/get", {}),
             ("tasks/update", {"inputResponses": {}}),

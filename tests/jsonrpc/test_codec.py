@@ -169,7 +169,8 @@ def test_arbitrary_json_decodes_or_raises_decode_error_only(value: Any) -> None:
         assert exc.error.code in (codes.PARSE_ERROR, codes.INVALID_REQUEST)
         assert exc.request_id is None or isinstance(exc.request_id, str | int)
     else:
-        assert isinstance(msg.method, str) and msg.method
+        assert isinstance(msg.method, str)
+        assert msg.method
 
 
 @given(
@@ -246,7 +247,8 @@ def test_every_error_class_has_its_code_and_http_status(
     """Digest §1.4: -32601 is 404; -32020/-32021/-32022 and a missing `_meta` key are 400; a
     semantic -32602 is 200 (digest §9.1)."""
     assert (error.code, error.http_status) == (code, status)
-    assert isinstance(error.message, str) and error.message
+    assert isinstance(error.message, str)
+    assert error.message
 
 
 def test_missing_capability_names_the_tasks_extension_as_an_object() -> None:
@@ -263,7 +265,7 @@ def test_unsupported_version_carries_supported_and_requested() -> None:
 
 def test_no_error_class_uses_a_code_the_spec_forbids() -> None:
     """No legacy -32000..-32019 code and no undefined -32020..-32099 code (checklist 136)."""
-    classes = [err.JsonRpcError, *_subclasses(err.JsonRpcError)]
+    classes: list[type[err.JsonRpcError]] = [err.JsonRpcError, *_subclasses(err.JsonRpcError)]
     allowed = {codes.HEADER_MISMATCH, codes.MISSING_REQUIRED_CLIENT_CAPABILITY}
     allowed.add(codes.UNSUPPORTED_PROTOCOL_VERSION)
     for cls in classes:
@@ -271,8 +273,8 @@ def test_no_error_class_uses_a_code_the_spec_forbids() -> None:
         assert not (-32099 <= cls.code <= -32020) or cls.code in allowed, cls
 
 
-def _subclasses(cls: type) -> list[type]:
-    out = []
+def _subclasses(cls: type[err.JsonRpcError]) -> list[type[err.JsonRpcError]]:
+    out: list[type[err.JsonRpcError]] = []
     for sub in cls.__subclasses__():
         out += [sub, *_subclasses(sub)]
     return out

@@ -74,7 +74,8 @@ async def test_a_crash_mid_run_resumes_without_rerunning_completed_steps(
 
     @app.workflow
     async def two(ctx: Context) -> str:
-        return await ctx.step(a) + await ctx.step(b)
+        both: str = await ctx.step(a) + await ctx.step(b)
+        return both
 
     pool = db
     ops = Operations(pool, app)  # type: ignore[arg-type]
@@ -202,7 +203,8 @@ async def test_run_level_retry_reruns_the_failed_step_but_not_earlier_ones(start
 
     @app.workflow(retry=RetryPolicy(max_attempts=2, initial_interval=0.01))
     async def wf(ctx: Context) -> int:
-        return await ctx.step(first) + await ctx.step(second)
+        total: int = await ctx.step(first) + await ctx.step(second)
+        return total
 
     async with start(app) as rt:
         started = await rt.ops.start("wf")

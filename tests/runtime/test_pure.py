@@ -152,4 +152,4 @@ def test_retry_policy_refuses_nonsense() -> None:
     """Zero attempts, negative intervals, shrinking backoff."""
     for kwargs in ({"max_attempts": 0}, {"initial_interval": -1}, {"backoff": 0.5}):
         with pytest.raises(ValueError):
-            RetryPolicy(**kwargs)  # type: ignore[arg-type]
+            RetryPolicy(**kwargs)

@@ -34,7 +34,7 @@ def signal_app() -> App:
 
     @app.workflow
     async def waiter(ctx: Context) -> int:
-        first = await ctx.wait_for_signal("go", schema=Payload, prompt="How much?")
+        first: Payload = await ctx.wait_for_signal("go", schema=Payload, prompt="How much?")
         return first.amount
 
     return app
@@ -47,7 +47,7 @@ async def test_a_signal_sent_before_the_wait_opens_is_buffered_not_lost(start: S
     @app.workflow
     async def late(ctx: Context) -> int:
         await ctx.sleep(0.2)
-        value = await ctx.wait_for_signal("go", schema=Payload)
+        value: Payload = await ctx.wait_for_signal("go", schema=Payload)
         return value.amount
 
     async with start(app) as rt:

@@ -12,6 +12,7 @@ import pytest
 from tether.storage import pool as tpool
 from tether.storage.coalesce import RowReader
 from tether.storage.errors import DatabaseUnavailable
+from tether.storage.rows import ExecutionRow
 
 pytestmark = pytest.mark.postgres
 
@@ -110,7 +111,7 @@ async def test_a_cancelled_reader_leaves_the_others_their_rows(db: asyncpg.Pool)
     counting.gate.set()
     results = await asyncio.gather(*tasks, return_exceptions=True)
     assert isinstance(results[2], asyncio.CancelledError)
-    assert [r.id for r in results if not isinstance(r, BaseException)] == [
+    assert [r.id for r in results if isinstance(r, ExecutionRow)] == [
         present[0],
         present[1],
         present[3],

@@ -14,7 +14,7 @@ from tether.jsonrpc import codes
 from tether.jsonrpc.errors import InvalidParams
 from tether.jsonrpc.headers import Era
 from tether.jsonrpc.router import RequestContext, Router, parse_params
-from tether.runtime import errors as e
+from tether.runtime import errors as runtime_errors
 from tether.runtime.operations import Operations
 from tether.runtime.registry import App, ResourceDef
 from tether.tasks.errors import jsonrpc_errors
@@ -231,7 +231,7 @@ class McpServer:
         """A run as a resource; None when there is no such run (or it went away meanwhile)."""
         try:
             return await self._run_contents(uri, run_id, part)
-        except e.ExecutionNotFound:
+        except runtime_errors.ExecutionNotFound:
             return None  # a lookup's outcome: answered like any unknown URI
 
     async def _run_contents(self, uri: str, run_id: str, part: str | None) -> list[dict[str, Any]]:

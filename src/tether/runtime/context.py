@@ -20,7 +20,7 @@ from typing import Any, NoReturn, Protocol, TypeVar
 
 from pydantic import BaseModel, TypeAdapter
 
-from tether.runtime import waits as w
+from tether.runtime import waits
 from tether.runtime.errors import NonDeterminism, StepFailed, WaitTimeout
 from tether.runtime.policy import NO_RETRY, RetryPolicy, seconds
 from tether.runtime.signals import CancelledRun, ContinueAsNew, Park
@@ -257,7 +257,7 @@ class Context:
     # --- waits ---------------------------------------------------------------------------------
 
     async def wait_all(
-        self, *specs: w.WaitSpec, timeout: float | timedelta | None = None
+        self, *specs: waits.WaitSpec, timeout: float | timedelta | None = None
     ) -> list[Any]:
         """Open several waits at once; return their answers in order once all are answered.
 
@@ -302,7 +302,7 @@ class Context:
         n = self.park_event_id()
         descriptors = [
             spec.descriptor(
-                w.make_key(self.execution_id, spec.kind, spec.name, n),
+                waits.make_key(self.execution_id, spec.kind, spec.name, n),
                 state["opened_at"],
                 state["deadline"],
             )
@@ -317,12 +317,12 @@ class Context:
                 return self._signals.pop(i)
         return None
 
-    def _wait_result(self, seq: int, specs: tuple[w.WaitSpec, ...], state: Any) -> list[Any]:
+    def _wait_result(self, seq: int, specs: tuple[waits.WaitSpec, ...], state: Any) -> list[Any]:
         if state.get("timed_out"):
             self._mark_failure(seq)
             raise WaitTimeout(f"timed out waiting for {[s.channel for s in specs]}")
         return [
-            w.parse_checked(
+            waits.parse_checked(
                 s, state["answers"][s.channel]["payload"], state["answers"][s.channel]["by"]
             )
             for s in specs
@@ -337,7 +337,7 @@ class Context:
         timeout: float | timedelta | None = None,
     ) -> Any:
         """The next signal `name` (a `schema` instance when given). Early signals are kept."""
-        (value,) = await self.wait_all(w.Signal(name, prompt, schema), timeout=timeout)
+        (value,) = await self.wait_all(waits.Signal(name, prompt, schema), timeout=timeout)
         return value
 
     async def approval(
@@ -348,9 +348,9 @@ class Context:
         inputs: list[str] | tuple[str, ...] = (),
         required: list[str] | tuple[str, ...] = (),
         timeout: float | timedelta | None = None,
-    ) -> w.Approved | w.PushedBack:
+    ) -> waits.Approved | waits.PushedBack:
         """A gate: Approved(inputs) or PushedBack(feedback); a rejection raises Rejected."""
-        spec = w.Approval(name, prompt, tuple(inputs), tuple(required))
+        spec = waits.Approval(name, prompt, tuple(inputs), tuple(required))
         (value,) = await self.wait_all(spec, timeout=timeout)
         return value  # type: ignore[no-any-return]  # Approval.parse returns exactly these
 
@@ -362,9 +362,9 @@ class Context:
         prompt: str | None = None,
         feedback: type[BaseModel] | None = None,
         timeout: float | timedelta | None = None,
-    ) -> w.Completed[M] | w.PushedBack:
+    ) -> waits.Completed[M] | waits.PushedBack:
         """A typed form a person fills in: Completed(values) or PushedBack(feedback)."""
-        spec: w.HumanTask[M] = w.HumanTask(name, prompt, form, feedback)
+        spec: waits.HumanTask[M] = waits.HumanTask(name, prompt, form, feedback)
         (value,) = await self.wait_all(spec, timeout=timeout)
         return value  # type: ignore[no-any-return]  # HumanTask.parse returns exactly these
 
@@ -378,15 +378,15 @@ class Context:
         timeout: float | timedelta | None = None,
     ) -> M:
         """A step the assistant does itself and answers; the answer must fit `schema`."""
-        spec: w.AgentStep[M] = w.AgentStep(name, prompt, schema, instructions or {})
+        spec: waits.AgentStep[M] = waits.AgentStep(name, prompt, schema, instructions or {})
         (value,) = await self.wait_all(spec, timeout=timeout)
         return value  # type: ignore[no-any-return]  # AgentStep.parse returns the model
 
     async def wait_for_update(
         self, name: str, *, timeout: float | timedelta | None = None
-    ) -> w.UpdateReceived:
+    ) -> waits.UpdateReceived:
         """The next completed update `name` (its input, and the handler's output or error)."""
-        (value,) = await self.wait_all(w.Update(name), timeout=timeout)
+        (value,) = await self.wait_all(waits.Update(name), timeout=timeout)
         return value  # type: ignore[no-any-return]  # Update.parse returns UpdateReceived
 
     # --- chains ----------------------------------------------------------------------------------

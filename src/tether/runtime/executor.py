@@ -23,6 +23,7 @@ from tether.runtime.errors import NonDeterminism, ProtocolError, Rejected
 from tether.runtime.ids import new_execution_id
 from tether.runtime.registry import App, WorkflowDef
 from tether.runtime.signals import CancelledRun, ContinueAsNew, LeaseGone, Park
+from tether.runtime.statuses import ENDED_STATUSES
 from tether.storage import repo
 from tether.storage.errors import LeaseLost, StorageError, translated
 from tether.storage.repo import Checkpoint, CheckpointResult
@@ -203,7 +204,9 @@ async def _fail(wf: WorkflowDef, ctx: Context, io: RunIO, exc: Exception) -> str
     return await _settle(io, ctx.take_buffer(status="failed", error=_error("workflow", exc)))
 
 
-_TERMINAL = frozenset({"completed", "failed", "timed_out", "cancelled", "continued_as_new"})
+# The ends a run settles into here. `terminated` is only ever written by an operator's
+# terminate, which storage records as its own `terminated` event, never as `ended`.
+_TERMINAL = ENDED_STATUSES - {"terminated"}
 
 
 def _ended_event(cp: Checkpoint) -> None:

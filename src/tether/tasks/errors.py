@@ -15,7 +15,7 @@ from types import MappingProxyType, TracebackType
 from typing import Any, Final
 
 from tether.jsonrpc.errors import InvalidParams, JsonRpcError, Unavailable
-from tether.runtime import errors as e
+from tether.runtime import errors as runtime_errors
 from tether.tasks.service import TaskInputRefused, TaskNotFound
 
 NOT_FOUND: Final = "Failed to retrieve task: Task not found"
@@ -26,8 +26,8 @@ TO_JSONRPC: Final[Mapping[type[Exception], Callable[[Any], JsonRpcError]]] = Map
     {
         TaskNotFound: lambda exc: InvalidParams(NOT_FOUND),
         TaskInputRefused: lambda exc: InvalidParams(exc.message, exc.data),
-        e.InvalidInput: lambda exc: InvalidParams(exc.message),
-        e.Unavailable: lambda exc: Unavailable(exc.message),
+        runtime_errors.InvalidInput: lambda exc: InvalidParams(exc.message),
+        runtime_errors.Unavailable: lambda exc: Unavailable(exc.message),
     }
 )
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tether.runtime import errors as e
+from tether.runtime import errors as runtime_errors
 from tether.runtime.operations import Operations, RunView
 from tether.storage.rows import ExecutionRow
 from tether.tasks import views
@@ -42,7 +42,7 @@ class TaskService:
     async def _view(self, task_id: str) -> RunView:
         try:
             view = await self.ops.get(task_id)
-        except e.ExecutionNotFound:
+        except runtime_errors.ExecutionNotFound:
             raise TaskNotFound() from None
         if not self.served(view.requested.workflow):
             raise TaskNotFound()  # runs outside the catalog are not tasks: no existence oracle
@@ -85,7 +85,7 @@ class TaskService:
             return
         try:
             await self.ops.answer_many(run.id, answers, by=by)
-        except e.AnswerRejected as exc:
+        except runtime_errors.AnswerRejected as exc:
             raise TaskInputRefused(
                 f"input refused: {exc.message}", {"reason": exc.message, "errors": exc.errors}
             ) from exc

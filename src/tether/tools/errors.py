@@ -14,52 +14,52 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from tether.jsonrpc.errors import JsonRpcError
-from tether.runtime import errors as e
+from tether.runtime import errors as runtime_errors
 from tether.tasks.errors import to_jsonrpc
 from tether.tools.results import tool_error
 
 ToolResult = dict[str, Any]
 
 
-def _plain(code: str) -> Callable[[e.TetherError], ToolResult]:
+def _plain(code: str) -> Callable[[runtime_errors.TetherError], ToolResult]:
     return lambda exc: tool_error(code, exc.message)
 
 
 #: Runtime error class → its tool error result; None: not a tool-level error (see the module
 #: docstring). Looked up along the raised error's MRO (the most specific entry wins).
-TO_TOOL_ERROR: Final[Mapping[type[e.TetherError], Callable[[Any], ToolResult] | None]] = (
-    MappingProxyType(
-        {
-            e.WorkflowNotFound: _plain("resource_not_found"),
-            e.ExecutionNotFound: _plain("resource_not_found"),
-            e.UpdateNotFound: _plain("resource_not_found"),
-            e.InvalidInput: lambda exc: tool_error(
-                "invalid_tool_input", exc.message, violations=exc.errors or None
-            ),
-            e.AnswerRejected: lambda exc: tool_error(
-                "invalid_tool_input", exc.message, violations=exc.errors or None
-            ),
-            e.UpdateRejected: lambda exc: tool_error(
-                "invalid_tool_input", exc.message, reason=exc.reason
-            ),
-            e.WaitNotOpen: lambda exc: tool_error(
-                "conflict", exc.message, open_keys=exc.open_keys, open_waits=exc.open_waits or None
-            ),
-            e.Conflict: _plain("conflict"),
-            e.UpdateTimeout: lambda exc: tool_error(
-                "timeout", exc.message, update_id=exc.update_id
-            ),
-            e.UpdateFailed: lambda exc: tool_error(
-                "update_failed", exc.message, update_error=exc.error
-            ),
-            e.Unavailable: None,
-            e.TetherError: _plain("internal_error"),
-        }
-    )
+TO_TOOL_ERROR: Final[
+    Mapping[type[runtime_errors.TetherError], Callable[[Any], ToolResult] | None]
+] = MappingProxyType(
+    {
+        runtime_errors.WorkflowNotFound: _plain("resource_not_found"),
+        runtime_errors.ExecutionNotFound: _plain("resource_not_found"),
+        runtime_errors.UpdateNotFound: _plain("resource_not_found"),
+        runtime_errors.InvalidInput: lambda exc: tool_error(
+            "invalid_tool_input", exc.message, violations=exc.errors or None
+        ),
+        runtime_errors.AnswerRejected: lambda exc: tool_error(
+            "invalid_tool_input", exc.message, violations=exc.errors or None
+        ),
+        runtime_errors.UpdateRejected: lambda exc: tool_error(
+            "invalid_tool_input", exc.message, reason=exc.reason
+        ),
+        runtime_errors.WaitNotOpen: lambda exc: tool_error(
+            "conflict", exc.message, open_keys=exc.open_keys, open_waits=exc.open_waits or None
+        ),
+        runtime_errors.Conflict: _plain("conflict"),
+        runtime_errors.UpdateTimeout: lambda exc: tool_error(
+            "timeout", exc.message, update_id=exc.update_id
+        ),
+        runtime_errors.UpdateFailed: lambda exc: tool_error(
+            "update_failed", exc.message, update_error=exc.error
+        ),
+        runtime_errors.Unavailable: None,
+        runtime_errors.TetherError: _plain("internal_error"),
+    }
 )
 
 
-def tool_error_result(exc: e.TetherError) -> ToolResult | None:
+def tool_error_result(exc: runtime_errors.TetherError) -> ToolResult | None:
     """The tool error result for `exc`; None when it is not a tool-level error."""
     for cls in type(exc).__mro__:
         if cls in TO_TOOL_ERROR:
@@ -77,7 +77,7 @@ async def tool_call(call: Awaitable[ToolResult]) -> ToolResult:
     """
     try:
         return await call
-    except e.TetherError as exc:
+    except runtime_errors.TetherError as exc:
         result = tool_error_result(exc)
         if result is not None:
             return result

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tether.jsonrpc import codes, headers
 from tether.jsonrpc.errors import InvalidParams, tasks_capability_required
 from tether.jsonrpc.router import RequestContext, Router, parse_params
-from tether.runtime import errors as e
+from tether.runtime import errors as runtime_errors
 from tether.runtime.operations import Operations, RunView
 from tether.storage.rows import ENDED_STATUSES
 from tether.tasks.service import TaskService
@@ -155,7 +155,7 @@ class ToolService:
         workflow = tool.target.split("/", 1)[0]
         try:
             view = await self.ops.get(handle)
-        except e.ExecutionNotFound:
+        except runtime_errors.ExecutionNotFound:
             return None
         return view if view.requested.workflow == workflow else None
 
