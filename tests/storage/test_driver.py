@@ -27,9 +27,11 @@ def _members(protocol: type) -> dict[str, Any]:
     for cls in reversed(protocol.__mro__):
         if cls is object or cls.__name__ in {"Protocol", "Generic"}:
             continue
-        for name, value in vars(cls).items():
-            if not name.startswith("_") or name in _PROTOCOL_DUNDERS:
-                out[name] = value
+        out.update(
+            (name, value)
+            for name, value in vars(cls).items()
+            if not name.startswith("_") or name in _PROTOCOL_DUNDERS
+        )
     return out
 
 
