@@ -17,11 +17,10 @@ from tether.database_url import database_url
 from tether.loader import DEFAULT_APP, load_app
 from tether.runtime import errors as rt_errors
 from tether.runtime.operations import Operations
-from tether.runtime.service import running
+from tether.runtime.rows import ExecutionRow
+from tether.runtime.service import migrate_database, operations, running
 from tether.security import new_token
 from tether.settings import Settings
-from tether.storage import migrate, pool
-from tether.storage.rows import ExecutionRow
 
 logger = logging.getLogger("tether")
 
@@ -181,11 +180,7 @@ def _worker(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _migrate(dsn: str) -> int:
-    conn = await pool.connect(dsn)
-    try:
-        applied = await migrate.migrate(conn)
-    finally:
-        await conn.close()
+    applied = await migrate_database(dsn)
     print(f"applied {applied}" if applied else "up to date")
     return 0
 
@@ -230,15 +225,12 @@ def _json_arg(text: str) -> Any:
 
 async def _runs(args: argparse.Namespace, dsn: str) -> int:
     app = load_app(args.app)
-    db = await pool.create_pool(dsn, min_size=1, max_size=2)
-    ops = Operations(db, app)
-    try:
-        return await _run_action(args, ops)
-    except rt_errors.TetherError as exc:
-        print(f"tether: {type(exc).__name__}: {exc.message}", file=sys.stderr)
-        return 1
-    finally:
-        await db.close()
+    async with operations(dsn, app, pool_size=2) as ops:
+        try:
+            return await _run_action(args, ops)
+        except rt_errors.TetherError as exc:
+            print(f"tether: {type(exc).__name__}: {exc.message}", file=sys.stderr)
+            return 1
 
 
 async def _run_action(args: argparse.Namespace, ops: Operations) -> int:

@@ -31,15 +31,31 @@ class CountingPool:
         self.gate = asyncio.Event()
         self.gate.set()
 
-    async def fetchrow(self, query: str, *args: Any) -> Any:
+    async def fetchrow(
+        self, query: str, *args: object, timeout: float | None = None
+    ) -> asyncpg.Record | None:
         self.statements += 1
         await self.gate.wait()
-        return await self.pool.fetchrow(query, *args)
+        return await self.pool.fetchrow(query, *args, timeout=timeout)
 
-    async def fetch(self, query: str, *args: Any) -> Any:
+    async def fetch(
+        self, query: str, *args: object, timeout: float | None = None
+    ) -> list[asyncpg.Record]:
         self.statements += 1
         await self.gate.wait()
-        return await self.pool.fetch(query, *args)
+        return await self.pool.fetch(query, *args, timeout=timeout)
+
+    async def fetchval(
+        self, query: str, *args: object, column: int = 0, timeout: float | None = None
+    ) -> Any:
+        self.statements += 1
+        await self.gate.wait()
+        return await self.pool.fetchval(query, *args, column=column, timeout=timeout)
+
+    async def execute(self, query: str, *args: object, timeout: float | None = None) -> str:
+        self.statements += 1
+        await self.gate.wait()
+        return await self.pool.execute(query, *args, timeout=timeout)
 
 
 def ids(n: int) -> list[str]:

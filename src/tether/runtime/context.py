@@ -24,8 +24,9 @@ from tether.runtime import waits
 from tether.runtime.errors import NonDeterminism, StepFailed, WaitTimeout
 from tether.runtime.policy import NO_RETRY, RetryPolicy, seconds
 from tether.runtime.signals import CancelledRun, ContinueAsNew, Park
+from tether.storage.driver import Connection
 from tether.storage.errors import connection_guard
-from tether.storage.repo import Checkpoint, CheckpointResult, Conn
+from tether.storage.repo import Checkpoint, CheckpointResult
 from tether.storage.rows import BufferedSignal, ExecutionRow, RunState, StepRecord
 
 T = TypeVar("T")
@@ -39,9 +40,9 @@ class RunIO(Protocol):
 
     async def write(self, cp: Checkpoint) -> CheckpointResult: ...
 
-    async def write_in(self, conn: Conn, cp: Checkpoint) -> CheckpointResult: ...
+    async def write_in(self, conn: Connection, cp: Checkpoint) -> CheckpointResult: ...
 
-    def acquire(self) -> contextlib.AbstractAsyncContextManager[Any]:
+    def acquire(self) -> contextlib.AbstractAsyncContextManager[Connection]:
         """A pooled connection; failing to get or give it back raises StorageError."""
         ...
 

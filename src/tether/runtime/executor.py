@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import asyncpg
-
 from tether.runtime.context import Context
 from tether.runtime.errors import NonDeterminism, ProtocolError, Rejected
 from tether.runtime.ids import new_execution_id
@@ -25,6 +23,7 @@ from tether.runtime.registry import App, WorkflowDef
 from tether.runtime.signals import CancelledRun, ContinueAsNew, LeaseGone, Park
 from tether.runtime.statuses import ENDED_STATUSES
 from tether.storage import repo
+from tether.storage.driver import Connection, Database
 from tether.storage.errors import LeaseLost, StorageError, translated
 from tether.storage.repo import Checkpoint, CheckpointResult
 from tether.storage.rows import ExecutionRow, RunState
@@ -38,7 +37,7 @@ UNKNOWN_WORKFLOW_RETRY_S = 60.0
 class RunIO:
     """Fenced writes for one claim of one run."""
 
-    pool: asyncpg.Pool
+    pool: Database
     execution_id: str
     owner: str
     attempt: int
@@ -49,7 +48,7 @@ class RunIO:
         async with translated(), self.pool.acquire() as conn:
             return await self.write_in(conn, cp)
 
-    async def write_in(self, conn: repo.Conn, cp: Checkpoint) -> CheckpointResult:
+    async def write_in(self, conn: Connection, cp: Checkpoint) -> CheckpointResult:
         result = await repo.checkpoint(
             conn, self.execution_id, self.owner, self.attempt, self.seen_event_id, cp
         )
@@ -57,7 +56,7 @@ class RunIO:
         return result
 
     @contextlib.asynccontextmanager
-    async def acquire(self) -> AsyncIterator[Any]:
+    async def acquire(self) -> AsyncIterator[Connection]:
         """A pooled connection for user code (ctx.transaction). Only getting and giving it back
         are translated here: what the block raises is judged by the caller's guard."""
         with translated():
@@ -93,7 +92,7 @@ def _earliest(*times: datetime | None) -> datetime | None:
 
 
 async def execute(
-    pool: asyncpg.Pool,
+    pool: Database,
     app: App,
     row: ExecutionRow,
     owner: str,
@@ -122,7 +121,7 @@ async def execute(
 
 
 async def _execute(
-    pool: asyncpg.Pool, app: App, row: ExecutionRow, io: RunIO, update_timeout: float
+    pool: Database, app: App, row: ExecutionRow, io: RunIO, update_timeout: float
 ) -> str:
     wf = app.workflows.get(row.workflow)
     if wf is None:
@@ -143,7 +142,7 @@ async def _execute(
 
 
 async def _run_body(
-    pool: asyncpg.Pool, app: App, wf: WorkflowDef, row: ExecutionRow, ctx: Context, io: RunIO
+    pool: Database, app: App, wf: WorkflowDef, row: ExecutionRow, ctx: Context, io: RunIO
 ) -> str:
     deadline_loop: float | None = None
     if row.deadline_at is not None:
@@ -222,7 +221,7 @@ async def _settle(io: RunIO, cp: Checkpoint) -> str:
 
 
 async def _continue_as_new(
-    pool: asyncpg.Pool, app: App, row: ExecutionRow, ctx: Context, io: RunIO, can: ContinueAsNew
+    pool: Database, app: App, row: ExecutionRow, ctx: Context, io: RunIO, can: ContinueAsNew
 ) -> str:
     target_name = can.data.workflow or row.workflow
     target = app.workflows.get(target_name)
@@ -266,7 +265,7 @@ def _jsonable(wf: WorkflowDef, value: Any) -> Any:
 
 
 async def _run_updates(
-    pool: asyncpg.Pool,
+    pool: Database,
     wf: WorkflowDef,
     row: ExecutionRow,
     io: RunIO,

@@ -5,15 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 
-import asyncpg
-
 from tether.storage import repo
+from tether.storage.driver import Database
 from tether.storage.errors import StorageError
 
 logger = logging.getLogger(__name__)
 
 
-async def sweep(pool: asyncpg.Pool, *, batch: int = 500) -> int:
+async def sweep(pool: Database, *, batch: int = 500) -> int:
     """Delete every expired run now, one batch at a time; returns how many were deleted."""
     total = 0
     while True:
@@ -23,7 +22,7 @@ async def sweep(pool: asyncpg.Pool, *, batch: int = 500) -> int:
             return total
 
 
-async def run(pool: asyncpg.Pool, *, interval_s: float = 60.0, batch: int = 500) -> None:
+async def run(pool: Database, *, interval_s: float = 60.0, batch: int = 500) -> None:
     """Sweep every `interval_s` until cancelled; database errors are logged and retried."""
     while True:
         try:

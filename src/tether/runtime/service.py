@@ -1,4 +1,9 @@
-"""Runtime: one process's pool, listener, workers and janitor, with a clean lifecycle."""
+"""Runtime: one process's pool, listener, workers and janitor, with a clean lifecycle.
+
+The one place above storage where the concrete database pieces (asyncpg pool, LISTEN
+connection, migrations) are constructed; everything else in the runtime receives them as the
+`storage.driver` Protocols, and surfaces (the CLI included) come here instead of to storage.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +13,12 @@ import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-import asyncpg
-
 from tether.runtime import janitor
 from tether.runtime.operations import Operations
 from tether.runtime.registry import App
 from tether.runtime.worker import Worker, WorkerSettings
 from tether.storage import migrate, pool
+from tether.storage.driver import Database
 from tether.storage.notify import Listener
 
 logger = logging.getLogger(__name__)
@@ -22,10 +26,31 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class Runtime:
-    pool: asyncpg.Pool
+    pool: Database
     listener: Listener
     ops: Operations
     workers: list[Worker] = field(default_factory=list)
+
+
+async def migrate_database(dsn: str) -> list[int]:
+    """Apply pending migrations on `dsn`; return the versions applied now (empty when up to
+    date). Raises StorageError (DatabaseUnavailable when the server cannot be reached)."""
+    conn = await pool.connect(dsn)
+    try:
+        return await migrate.migrate(conn)
+    finally:
+        await conn.close()
+
+
+@contextlib.asynccontextmanager
+async def operations(dsn: str, app: App, *, pool_size: int = 2) -> AsyncIterator[Operations]:
+    """Operations over a small pool of their own, without workers or a listener (one-shot
+    commands: `tether runs …`); the pool is closed on exit."""
+    db: Database = await pool.create_pool(dsn, min_size=1, max_size=pool_size)
+    try:
+        yield Operations(db, app)
+    finally:
+        await db.close()
 
 
 @contextlib.asynccontextmanager
@@ -43,12 +68,8 @@ async def running(
     """Migrate, open the pool and listener, start `workers` claim loops and the janitor; on
     exit stop the workers (leases handed back), the listener and the pool."""
     if run_migrations:
-        conn = await pool.connect(dsn)
-        try:
-            await migrate.migrate(conn)
-        finally:
-            await conn.close()
-    db = await pool.create_pool(dsn, min_size=1, max_size=pool_size)
+        await migrate_database(dsn)
+    db: Database = await pool.create_pool(dsn, min_size=1, max_size=pool_size)
     listener = Listener(dsn)
     rt = Runtime(
         db, listener, Operations(db, app, listener=listener, max_payload_bytes=max_payload_bytes)

@@ -13,14 +13,13 @@ import functools
 import logging
 from dataclasses import dataclass, field
 
-import asyncpg
-
 from tether.runtime.executor import RunIO, execute
 from tether.runtime.ids import new_worker_id
 from tether.runtime.registry import App
 from tether.storage import repo
+from tether.storage.driver import Database, Notifications
 from tether.storage.errors import StorageError
-from tether.storage.notify import READY_CHANNEL, Listener
+from tether.storage.notify import READY_CHANNEL
 from tether.storage.rows import ExecutionRow
 
 logger = logging.getLogger(__name__)
@@ -71,11 +70,11 @@ class Worker:
 
     def __init__(
         self,
-        pool: asyncpg.Pool,
+        pool: Database,
         app: App,
         settings: WorkerSettings | None = None,
         *,
-        listener: Listener | None = None,
+        listener: Notifications | None = None,
         owner: str | None = None,
     ) -> None:
         self.pool = pool

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from typing import Any
 
 from tether.storage import repo
+from tether.storage.driver import Queryable
 from tether.storage.errors import StorageError
 from tether.storage.rows import ExecutionRow
 
@@ -26,7 +26,7 @@ Waiters = dict[str, list[asyncio.Future[ExecutionRow | None]]]
 class RowReader:
     """Reads execution rows by id on `pool`, coalescing concurrent reads."""
 
-    def __init__(self, pool: Any, *, max_statements: int, max_batch: int = 128) -> None:
+    def __init__(self, pool: Queryable, *, max_statements: int, max_batch: int = 128) -> None:
         if max_statements < 1 or max_batch < 1:
             raise ValueError("max_statements and max_batch must be at least 1")
         self._pool = pool

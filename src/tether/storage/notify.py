@@ -14,6 +14,7 @@ from typing import Any, Final
 
 import asyncpg
 
+from tether.storage.driver import Callback
 from tether.storage.errors import StorageError
 from tether.storage.pool import connect
 
@@ -23,11 +24,11 @@ READY_CHANNEL: Final = "tether_ready"  # a run became runnable (payload: executi
 CHANGE_CHANNEL: Final = "tether_change"  # a run's visible state changed (payload: execution id)
 UPDATE_CHANNEL: Final = "tether_update"  # an update finished (payload: update id)
 
-Callback = Callable[[str, str], None]  # (channel, payload)
-
 
 class Listener:
-    """Delivers NOTIFY payloads to subscribers; `ready` is set while LISTEN is in force."""
+    """Delivers NOTIFY payloads to subscribers; `ready` is set while LISTEN is in force.
+
+    The asyncpg implementation of `driver.Notifications`."""
 
     def __init__(self, dsn: str, *, max_backoff: float = 5.0) -> None:
         self._dsn = dsn

@@ -1,5 +1,5 @@
-"""Typed async functions over the named queries. Each takes a connection (or pool) and returns
-frozen rows; every asyncpg error leaves as a StorageError."""
+"""Typed async functions over the named queries. Each takes a connection or a pool (anything
+`driver.Queryable`) and returns frozen rows; every asyncpg error leaves as a StorageError."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import asyncpg
-from asyncpg.pool import PoolConnectionProxy
-
+from tether.storage.driver import Queryable
 from tether.storage.errors import LeaseLost, translated
 from tether.storage.queries import Q
 from tether.storage.rows import (
@@ -23,7 +21,7 @@ from tether.storage.rows import (
     UpdateRow,
 )
 
-Conn = asyncpg.Connection | asyncpg.Pool | PoolConnectionProxy
+Conn = Queryable  # what a query runs on: a pool, or a connection inside a transaction
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any
 
 from tether.runtime import errors as runtime_errors
 from tether.runtime.operations import Operations, RunView
-from tether.storage.rows import ExecutionRow
+from tether.runtime.rows import ExecutionRow
 from tether.tasks import views
 
 

@@ -22,8 +22,8 @@ import orjson
 from tether.jsonrpc import codes
 from tether.runtime.chain import outcome
 from tether.runtime.hints import status_hint
+from tether.runtime.rows import ExecutionRow
 from tether.runtime.waits import ANSWERABLE_KINDS
-from tether.storage.rows import ExecutionRow
 
 PAYLOAD_FIELD: Final = "payload"
 _DEFINED_MCP: Final = frozenset(

@@ -16,7 +16,7 @@ from tether.jsonrpc.errors import InvalidParams, tasks_capability_required
 from tether.jsonrpc.router import RequestContext, Router, parse_params
 from tether.runtime import errors as runtime_errors
 from tether.runtime.operations import Operations, RunView
-from tether.storage.rows import ENDED_STATUSES
+from tether.runtime.statuses import ENDED_STATUSES
 from tether.tasks.service import TaskService
 from tether.tools import results, state
 from tether.tools.catalog import Catalog, Tool

@@ -23,8 +23,6 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any, Literal
 
-import asyncpg
-
 from tether.runtime.operations import answering, lifecycle, queries, starting, updates, waiting
 from tether.runtime.operations.answering import AnswerOutcome, AnswerResult, SignalResult
 from tether.runtime.operations.env import DEFAULT_MAX_PAYLOAD_BYTES, POLL_FALLBACK_S, Env
@@ -32,7 +30,7 @@ from tether.runtime.operations.queries import Page, RunView
 from tether.runtime.operations.starting import Started
 from tether.runtime.registry import App, WorkflowDef
 from tether.storage.coalesce import RowReader
-from tether.storage.notify import Listener
+from tether.storage.driver import Database, Notifications
 from tether.storage.rows import ExecutionRow, HistoryEvent, StepRecord
 
 __all__ = [
@@ -56,16 +54,16 @@ class Operations:
 
     def __init__(
         self,
-        pool: asyncpg.Pool,
+        pool: Database,
         app: App,
         *,
-        listener: Listener | None = None,
+        listener: Notifications | None = None,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     ) -> None:
         self.env = Env(pool, app, listener, max_payload_bytes)
 
     @property
-    def pool(self) -> asyncpg.Pool:
+    def pool(self) -> Database:
         return self.env.pool
 
     @property
@@ -73,7 +71,7 @@ class Operations:
         return self.env.app
 
     @property
-    def listener(self) -> Listener | None:
+    def listener(self) -> Notifications | None:
         return self.env.listener
 
     @property

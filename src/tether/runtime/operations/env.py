@@ -7,13 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import asyncpg
 import orjson
 
 from tether.runtime import errors
 from tether.runtime.registry import App
 from tether.storage.coalesce import RowReader
-from tether.storage.notify import Listener
+from tether.storage.driver import Database, Notifications
 
 DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024
 POLL_FALLBACK_S = 0.25
@@ -23,9 +22,9 @@ POLL_FALLBACK_S = 0.25
 class Env:
     """Shared by every operation; holds no run state."""
 
-    pool: asyncpg.Pool
+    pool: Database
     app: App
-    listener: Listener | None = None
+    listener: Notifications | None = None
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
     reader: RowReader = field(init=False)
 
