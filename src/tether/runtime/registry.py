@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any, Literal, TypeVar, get_type_hints, overload
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from tether.runtime.errors import InvalidInput, UpdateNotFound, WorkflowNotFound
 from tether.runtime.policy import NO_RETRY, RetryPolicy, seconds
@@ -54,6 +54,32 @@ def _errors(exc: ValidationError) -> list[dict[str, Any]]:
         {"loc": [str(p) for p in e["loc"]], "msg": e["msg"], "type": e["type"]}
         for e in exc.errors(include_url=False)
     ]
+
+
+ExtraInput = Literal["forbid", "ignore"]
+
+
+def _input_type(input_type: Any, extra: ExtraInput) -> Any:
+    """The type a workflow's input is validated as. A pydantic model that does not choose its
+    own `extra` policy refuses unknown fields (an agent's typo must not run silently with the
+    defaults) unless the workflow opted into ignoring them; a subclass with the same name keeps
+    the published schema's title and the user's `isinstance` checks."""
+    if (
+        extra == "ignore"
+        or not (isinstance(input_type, type) and issubclass(input_type, BaseModel))
+        or input_type.model_config.get("extra") is not None
+    ):
+        return input_type
+    return type(
+        input_type.__name__,
+        (input_type,),
+        {
+            "model_config": {**input_type.model_config, "extra": "forbid"},
+            "__module__": input_type.__module__,
+            "__qualname__": input_type.__qualname__,
+            "__doc__": input_type.__doc__,
+        },
+    )
 
 
 @dataclass(frozen=True)
@@ -295,6 +321,7 @@ class App:
         tool: bool | str = False,
         task_support: Literal["optional", "required"] = "optional",
         tasks: bool = False,
+        extra_input: ExtraInput = "forbid",
     ) -> Callable[[F], F]: ...
 
     def workflow(
@@ -310,6 +337,7 @@ class App:
         tool: bool | str = False,
         task_support: Literal["optional", "required"] = "optional",
         tasks: bool = False,
+        extra_input: ExtraInput = "forbid",
     ) -> Any:
         """Register `async def wf(ctx, input: Model) -> Out` under `name` (default: its name).
 
@@ -323,6 +351,9 @@ class App:
         (`task_support="required"` refuses such calls with -32021 instead). `tasks`: serve
         its runs as MCP tasks without publishing tools for it (e.g. a workflow that a plain
         tool hands back with `ctx.start_task`); `mcp` and `tool` imply it.
+        `extra_input`: what an input field the model does not declare does — `"forbid"` (the
+        default: the input is refused, naming the field, on every surface) or `"ignore"`. A
+        model that sets `model_config["extra"]` itself keeps its own policy.
         """
 
         def register(func: F) -> F:
@@ -335,7 +366,7 @@ class App:
                 name=wf_name,
                 fn=func,
                 takes_input=input_type is not type(None),
-                input_adapter=TypeAdapter(input_type),
+                input_adapter=TypeAdapter(_input_type(input_type, extra_input)),
                 output_adapter=TypeAdapter(output_type),
                 mcp=mcp,
                 description=description or inspect.getdoc(func),
