@@ -38,7 +38,15 @@ class Output:
         self.file.flush()
 
     def show(self, renderable: RenderableType) -> None:
-        self.console.print(renderable)
+        if self.fancy:
+            self.console.print(renderable)
+            return
+        # plain text: no padding at the ends of lines, so diffs and greps see only the text
+        with self.console.capture() as captured:
+            self.console.print(renderable)
+        lines = captured.get().splitlines()
+        self.file.write("".join(line.rstrip() + "\n" for line in lines))
+        self.file.flush()
 
     def fields(self, value: dict[str, Any]) -> None:
         """A small result (`status: accepted` …): JSON, or one `key: value` line each."""

@@ -113,7 +113,7 @@ def activity(row: ExecutionRow, now: datetime, fancy: bool) -> str:
 def _example_response(wait: dict[str, Any]) -> Any:
     kind = wait.get("kind")
     if kind == "approval":
-        return {"decision": "approve", **dict.fromkeys(wait.get("required") or [], "…")}
+        return {"decision": "approve", **{n: f"<{n}>" for n in wait.get("required") or []}}
     if kind == "human_task":
         return {"decision": "complete"}
     return {}
@@ -188,10 +188,10 @@ def run_detail(
     grid.add_row("created", when(row.created_at, now, fancy))
     if row.ended_at:
         grid.add_row("ended", when(row.ended_at, now, fancy))
-    doing = activity(row, now, fancy)
-    if row.details and row.details != doing:
+    if row.details:
         grid.add_row("details", row.details)
-    if doing:
+    doing = activity(row, now, fancy) if row.live else ""
+    if doing and doing != row.details:
         grid.add_row("now", doing)
     if row.cancel_requested and row.live:
         grid.add_row("cancel", "requested (it ends at its next durable call)")
@@ -203,7 +203,7 @@ def run_detail(
         grid.add_row("output", _json(row.output))
     if row.error is not None:
         grid.add_row("error", Text(_json(row.error), style="red" if fancy else ""))
-    for wait in open_waits(row):
+    for wait in open_waits(row) if row.live else []:
         grid.add_row("open wait", wait_block(row, wait, now, fancy))
     return grid
 

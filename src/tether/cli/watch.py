@@ -45,6 +45,7 @@ class Display:
         self.out = out
         self.spinner = Spinner("dots", style="cyan")
         self.live: Live | None = None
+        self.last_line = ""
         if out.fancy:
             self.live = Live(self.spinner, console=out.console, refresh_per_second=10)
 
@@ -75,7 +76,10 @@ class Display:
         elif self.live is not None:
             self.spinner.update(text=self.headline(row))
         else:
-            self.out.show(self.headline(row))
+            line = self.headline(row)
+            if line.plain != self.last_line:  # a new version can look the same
+                self.out.show(line)
+                self.last_line = line.plain
 
     def wait_opened(self, row: ExecutionRow, wait: dict[str, Any]) -> None:
         if self.out.json:
