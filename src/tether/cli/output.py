@@ -15,11 +15,13 @@ from tether.cli import render
 class Output:
     """One command's output. `fancy` only on a terminal; plain text elsewhere."""
 
-    def __init__(self, json: bool, file: TextIO | None = None) -> None:
+    def __init__(
+        self, json: bool, file: TextIO | None = None, console: Console | None = None
+    ) -> None:
         self.json = json
         self.file = file or sys.stdout
-        self.fancy = not json and self.file.isatty()
-        self.console = Console(
+        self.fancy = not json and (self.file.isatty() or console is not None)
+        self.console = console or Console(
             file=self.file,
             width=None if self.fancy else render.PLAIN_WIDTH,
             no_color=not self.fancy,

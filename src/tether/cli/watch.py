@@ -41,12 +41,12 @@ def exit_code(row: ExecutionRow) -> int:
 class Display:
     """Prints a run's changes: a live spinner line on a terminal, lines elsewhere."""
 
-    def __init__(self, out: Output) -> None:
+    def __init__(self, out: Output, *, live: bool = True) -> None:
         self.out = out
         self.spinner = Spinner("dots", style="cyan")
         self.live: Live | None = None
         self.last_line = ""
-        if out.fancy:
+        if out.fancy and live:
             self.live = Live(self.spinner, console=out.console, refresh_per_second=10)
 
     def __enter__(self) -> Display:
@@ -107,7 +107,7 @@ async def watch(
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(LISTEN_READY_S):
                     await listener.ready.wait()
-            return await _follow(ops, run_id, out, until_wait=until_wait)
+            return await follow(ops, run_id, out, until_wait=until_wait)
         finally:
             listener.stop()
 
@@ -116,11 +116,15 @@ def _changed_since(seen: tuple[str, int] | None) -> Callable[[ExecutionRow], boo
     return lambda row: (row.id, row.version) != seen
 
 
-async def _follow(ops: Operations, run_id: str, out: Output, *, until_wait: bool) -> int:
+async def follow(
+    ops: Operations, run_id: str, out: Output, *, until_wait: bool, live: bool = True
+) -> int:
+    """The watch loop over an Operations that has a listener (`live`: a spinner line on a
+    terminal; off, each change is printed, e.g. to record it)."""
     view = await ops.get(run_id)
     announced: set[str] = set()
     shown: tuple[str, int] | None = None
-    with Display(out) as display:
+    with Display(out, live=live) as display:
         while True:
             row = view.current
             if (row.id, row.version) != shown:
