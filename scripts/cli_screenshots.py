@@ -10,11 +10,11 @@ them to a recording rich console, saved as SVG and text under docs/cli-screens/.
 from __future__ import annotations
 
 import asyncio
-import warnings
 import contextlib
 import io
 import os
 import tempfile
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
