@@ -9,6 +9,7 @@ kept.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import NoReturn
 
 from tether.runtime.statuses import STATUSES
@@ -132,6 +133,10 @@ def _runs(sub: argparse._SubParsersAction[Parser]) -> None:
     )
     show.add_argument("id", help="run id (a handle follows its chain to the live run)")
     show.add_argument("--history", action="store_true", help="also list the run's events")
+    _runs_steering(action)
+
+
+def _runs_steering(action: Callable[..., Parser]) -> None:
     watch = action(
         "watch",
         "follow one run live until it ends",

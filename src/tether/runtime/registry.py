@@ -15,9 +15,10 @@ from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any, Literal, TypeVar, get_type_hints, overload
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from tether.runtime.errors import InvalidInput, UpdateNotFound, WorkflowNotFound
+from tether.runtime.inputs import ExtraInput, input_type_for
 from tether.runtime.policy import NO_RETRY, RetryPolicy, seconds
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]{0,99}$")
@@ -54,32 +55,6 @@ def _errors(exc: ValidationError) -> list[dict[str, Any]]:
         {"loc": [str(p) for p in e["loc"]], "msg": e["msg"], "type": e["type"]}
         for e in exc.errors(include_url=False)
     ]
-
-
-ExtraInput = Literal["forbid", "ignore"]
-
-
-def _input_type(input_type: Any, extra: ExtraInput) -> Any:
-    """The type a workflow's input is validated as. A pydantic model that does not choose its
-    own `extra` policy refuses unknown fields (an agent's typo must not run silently with the
-    defaults) unless the workflow opted into ignoring them; a subclass with the same name keeps
-    the published schema's title and the user's `isinstance` checks."""
-    if (
-        extra == "ignore"
-        or not (isinstance(input_type, type) and issubclass(input_type, BaseModel))
-        or input_type.model_config.get("extra") is not None
-    ):
-        return input_type
-    return type(
-        input_type.__name__,
-        (input_type,),
-        {
-            "model_config": {**input_type.model_config, "extra": "forbid"},
-            "__module__": input_type.__module__,
-            "__qualname__": input_type.__qualname__,
-            "__doc__": input_type.__doc__,
-        },
-    )
 
 
 @dataclass(frozen=True)
@@ -366,7 +341,7 @@ class App:
                 name=wf_name,
                 fn=func,
                 takes_input=input_type is not type(None),
-                input_adapter=TypeAdapter(_input_type(input_type, extra_input)),
+                input_adapter=TypeAdapter(input_type_for(input_type, extra_input)),
                 output_adapter=TypeAdapter(output_type),
                 mcp=mcp,
                 description=description or inspect.getdoc(func),
