@@ -52,7 +52,8 @@ def build_endpoint(app: App, rt: Runtime, settings: Settings) -> McpEndpoint:
         state_key = secrets.token_bytes(32)
         logger.warning(
             "TETHER_STATE_KEY is not set: MRTR requestState is only valid on this "
-            "instance until it restarts"
+            "instance until it restarts; set it to the same secret on every server, e.g. "
+            "TETHER_STATE_KEY=$(python3 -c 'import secrets; print(secrets.token_hex(32))')"
         )
     info = ServerInfo()
     catalog = Catalog.build(app)

@@ -5,14 +5,23 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
+from tether.loader import DEFAULT_APP
 from tether.runtime.worker import WorkerSettings
+
+
+class SettingsError(ValueError):
+    """A setting's value does not fit: names the variable (or flag) and what is wrong."""
 
 
 class Settings(BaseModel):
     """Process settings. Every field has an environment variable TETHER_<FIELD>."""
 
+    app: str = Field(
+        DEFAULT_APP,
+        description="the App to serve and to steer runs of: module:attr or path/to/file.py:attr",
+    )
     database_url: str | None = Field(None, description="PostgreSQL URL; unset: embedded server")
     data_dir: Path = Field(Path(".tether"), description="embedded PostgreSQL lives here")
     host: str = "127.0.0.1"
@@ -44,14 +53,30 @@ class Settings(BaseModel):
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> Settings:
+        """Read TETHER_* from `env` (default: the process environment), then apply overrides.
+
+        Raises:
+            SettingsError: a value does not fit; the message names the variable or the flag.
+        """
         env = dict(os.environ if env is None else env)
         values: dict[str, object] = {}
+        source: dict[str, str] = {}
         for name in cls.model_fields:
             raw = env.get(f"TETHER_{name.upper()}")
             if raw not in (None, ""):
                 values[name] = raw
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls.model_validate(values)
+                source[name] = f"TETHER_{name.upper()}={raw}"
+        for key, value in overrides.items():
+            if value is not None:
+                values[key] = value
+                source[key] = f"--{key.replace('_', '-')} {value}"
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            field = str(first["loc"][0]) if first["loc"] else ""
+            where = source.get(field, f"TETHER_{field.upper()}")
+            raise SettingsError(f"{where}: {first['msg']}") from exc
 
     def worker_settings(self) -> WorkerSettings:
         return WorkerSettings(

@@ -18,6 +18,7 @@ from typing import Any, Literal, TypeVar, get_type_hints, overload
 from pydantic import TypeAdapter, ValidationError
 
 from tether.runtime.errors import InvalidInput, UpdateNotFound, WorkflowNotFound
+from tether.runtime.inputs import ExtraInput, input_type_for
 from tether.runtime.policy import NO_RETRY, RetryPolicy, seconds
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]{0,99}$")
@@ -295,6 +296,7 @@ class App:
         tool: bool | str = False,
         task_support: Literal["optional", "required"] = "optional",
         tasks: bool = False,
+        extra_input: ExtraInput = "forbid",
     ) -> Callable[[F], F]: ...
 
     def workflow(
@@ -310,6 +312,7 @@ class App:
         tool: bool | str = False,
         task_support: Literal["optional", "required"] = "optional",
         tasks: bool = False,
+        extra_input: ExtraInput = "forbid",
     ) -> Any:
         """Register `async def wf(ctx, input: Model) -> Out` under `name` (default: its name).
 
@@ -323,6 +326,9 @@ class App:
         (`task_support="required"` refuses such calls with -32021 instead). `tasks`: serve
         its runs as MCP tasks without publishing tools for it (e.g. a workflow that a plain
         tool hands back with `ctx.start_task`); `mcp` and `tool` imply it.
+        `extra_input`: what an input field the model does not declare does — `"forbid"` (the
+        default: the input is refused, naming the field, on every surface) or `"ignore"`. A
+        model that sets `model_config["extra"]` itself keeps its own policy.
         """
 
         def register(func: F) -> F:
@@ -335,7 +341,7 @@ class App:
                 name=wf_name,
                 fn=func,
                 takes_input=input_type is not type(None),
-                input_adapter=TypeAdapter(input_type),
+                input_adapter=TypeAdapter(input_type_for(input_type, extra_input)),
                 output_adapter=TypeAdapter(output_type),
                 mcp=mcp,
                 description=description or inspect.getdoc(func),

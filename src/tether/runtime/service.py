@@ -43,12 +43,15 @@ async def migrate_database(dsn: str) -> list[int]:
 
 
 @contextlib.asynccontextmanager
-async def operations(dsn: str, app: App, *, pool_size: int = 2) -> AsyncIterator[Operations]:
-    """Operations over a small pool of their own, without workers or a listener (one-shot
-    commands: `tether runs …`); the pool is closed on exit."""
+async def operations(
+    dsn: str, app: App, *, pool_size: int = 2, listener: Listener | None = None
+) -> AsyncIterator[Operations]:
+    """Operations over a small pool of their own, without workers (one-shot commands:
+    `tether runs …`; `listener`, run by the caller, for `runs watch`); the pool is closed on
+    exit."""
     db: Database = await pool.create_pool(dsn, min_size=1, max_size=pool_size)
     try:
-        yield Operations(db, app)
+        yield Operations(db, app, listener=listener)
     finally:
         await db.close()
 

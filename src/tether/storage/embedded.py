@@ -53,11 +53,21 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def pgdata_dir(data_dir: Path) -> Path:
+    """Where the embedded PostgreSQL keeps its files under `data_dir`."""
+    return (data_dir / "pg").resolve()
+
+
+def exists(data_dir: Path) -> bool:
+    """Whether an embedded database was ever created under `data_dir` (nothing is started)."""
+    return (pgdata_dir(data_dir) / "PG_VERSION").is_file()
+
+
 def start(data_dir: Path) -> EmbeddedServer:
     """Start (or reuse) PostgreSQL under `data_dir`/pg. Raises DatabaseUnavailable on failure."""
     from pgserver import get_server  # imported here: only the embedded default needs it
 
-    pgdata = (data_dir / "pg").resolve()
+    pgdata = pgdata_dir(data_dir)
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     if pgdata.exists():
         _prune_dead_handles(pgdata)

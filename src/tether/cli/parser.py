@@ -1,0 +1,173 @@
+"""The `tether` command tree (argparse). Pure: building it touches nothing.
+
+`--json`, `--verbose` and `--log-level` are accepted anywhere on the command line (before or
+after the subcommand), and `--app` anywhere after `runs`: each subparser repeats them with a
+suppressed default, so a flag given late overrides the root's default and one given early is
+kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import NoReturn
+
+from tether.runtime.statuses import STATUSES
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+APP_HELP = "module:attr or path/to/file.py:attr (default: TETHER_APP, else the examples)"
+
+
+class Parser(argparse.ArgumentParser):
+    """An argparse parser whose usage errors are one line (exit 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+def _global_flags(p: argparse.ArgumentParser, *, root: bool) -> None:
+    default = (lambda value: value) if root else (lambda _value: argparse.SUPPRESS)
+    p.add_argument(
+        "--json", action="store_true", default=default(False), help="machine-readable output"
+    )
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=default(False),
+        help="show the embedded PostgreSQL's and the libraries' log lines",
+    )
+    p.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        default=default(None),
+        help="log level (default: INFO for serve and worker, WARNING otherwise)",
+    )
+
+
+def _command(
+    sub: argparse._SubParsersAction[Parser], name: str, help_text: str, description: str = ""
+) -> Parser:
+    p = sub.add_parser(
+        name, help=help_text, description=description or help_text[:1].upper() + help_text[1:] + "."
+    )
+    _global_flags(p, root=False)
+    return p
+
+
+def build_parser() -> Parser:
+    """The whole `tether` parser (the docs' CLI reference is generated from it)."""
+    p = Parser(prog="tether", description="Durable work for AI agents.")
+    _global_flags(p, root=True)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = _command(
+        sub,
+        "serve",
+        "HTTP endpoint and workers in one process",
+        "Serve the App over MCP (HTTP) and run its workflows. Without TETHER_DATABASE_URL it "
+        "starts PostgreSQL under TETHER_DATA_DIR (default ./.tether). Ctrl-C stops it (exit 130).",
+    )
+    serve.add_argument("app", nargs="?", help=APP_HELP)
+    serve.add_argument("--host", help="address to listen on (default: TETHER_HOST)")
+    serve.add_argument("--port", type=int, help="port to listen on (default: TETHER_PORT)")
+    serve.add_argument("--workers", type=int, help="concurrent runs in this process")
+    serve.add_argument("--no-workers", action="store_true", help="serve HTTP only")
+
+    worker = _command(sub, "worker", "workers only", "Run the App's workflows without HTTP.")
+    worker.add_argument("app", nargs="?", help=APP_HELP)
+    worker.add_argument("--workers", type=int, help="concurrent runs in this process")
+
+    _command(sub, "migrate", "apply database migrations")
+
+    tokens = _command(sub, "tokens", "API tokens")
+    tsub = tokens.add_subparsers(dest="action", required=True, metavar="ACTION")
+    tnew = _command(
+        tsub,
+        "new",
+        "make a token; prints it and its TETHER_API_TOKENS entry",
+        "Make an API token. Prints the token (give it to the client; it is shown once) and the "
+        "entry to add to TETHER_API_TOKENS on the server. Needs no database.",
+    )
+    tnew.add_argument("name", help="who the token is for (shown in the audit log)")
+    tnew.add_argument("role", choices=["reader", "operator", "admin"], help="what it may do")
+
+    _runs(sub)
+
+    # Everything after `conformance` goes to the harness's own parser (tether-conformance).
+    sub.add_parser(
+        "conformance", help="black-box conformance harness (--help for its options)", add_help=False
+    )
+    return p
+
+
+def _runs(sub: argparse._SubParsersAction[Parser]) -> None:
+    runs = _command(
+        sub,
+        "runs",
+        "inspect and steer runs",
+        "Inspect and steer runs in the database `tether serve` uses (TETHER_DATABASE_URL, or "
+        "the embedded one under TETHER_DATA_DIR; it is never created here).",
+    )
+    runs.add_argument("--app", help=APP_HELP)
+    rsub = runs.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    def action(name: str, help_text: str, description: str = "") -> Parser:
+        p = _command(rsub, name, help_text, description)
+        p.add_argument("--app", default=argparse.SUPPRESS, help=APP_HELP)
+        return p
+
+    ls = action("list", "runs, newest first", "List runs, newest first, a page at a time.")
+    ls.add_argument("--workflow", help="only runs of this workflow")
+    ls.add_argument(
+        "--status", action="append", choices=STATUSES, help="only runs with this status"
+    )
+    ls.add_argument("--limit", type=int, default=20, help="runs per page")
+    ls.add_argument("--cursor", help="the next page (printed under a full page)")
+    show = action(
+        "show",
+        "one run: status, details, open waits, chain",
+        "Show one run: its status, details, open waits and how to answer them, when a sleeping "
+        "run wakes, its output or error, and its chain (retries, continue-as-new).",
+    )
+    show.add_argument("id", help="run id (a handle follows its chain to the live run)")
+    show.add_argument("--history", action="store_true", help="also list the run's events")
+    _runs_steering(action)
+
+
+def _runs_steering(action: Callable[..., Parser]) -> None:
+    watch = action(
+        "watch",
+        "follow one run live until it ends",
+        "Follow one run as it changes (pushed by the database, not polled) until it ends. "
+        "Exit 0 when it completes, 1 when it fails, is cancelled, terminated or times out. "
+        "A wait that needs a person is printed with the command that answers it, and watching "
+        "goes on; with --until-wait it returns then instead (exit 3).",
+    )
+    watch.add_argument("id", help="run id")
+    watch.add_argument(
+        "--until-wait", action="store_true", help="return (exit 3) when the run waits for input"
+    )
+    start = action("start", "start a run", "Start a run of WORKFLOW with INPUT (JSON).")
+    start.add_argument("workflow", help="workflow name")
+    start.add_argument("input", nargs="?", default="null", help="JSON")
+    start.add_argument("--idempotency-key", help="a second start with it returns the same run")
+    sig = action("signal", "send a signal", "Send signal NAME with PAYLOAD (JSON) to a run.")
+    sig.add_argument("id", help="run id")
+    sig.add_argument("name", help="signal name")
+    sig.add_argument("payload", nargs="?", default="null", help="JSON")
+    ans = action(
+        "answer",
+        "answer an open wait",
+        "Answer the open wait KEY of a run (`runs show` prints each open wait's key).",
+    )
+    ans.add_argument("id", help="run id")
+    ans.add_argument("key", help="the wait's key")
+    ans.add_argument("response", help="JSON")
+    for name, text in (
+        ("cancel", "ask a run to cancel (cooperative: it ends at its next durable call)"),
+        ("terminate", "end a run now"),
+        ("retry", "start a new run after one ended without success"),
+    ):
+        action(name, text).add_argument("id", help="run id")

@@ -1,0 +1,34 @@
+"""Logging for the command line: quiet by default, everything with `--verbose`.
+
+Quiet means: no pgserver INFO lines (it logs every initdb and pg_ctl call with its output), no
+platformdirs `RuntimeDirWarning` (pgserver asks it for a lock path; it warns when
+XDG_RUNTIME_DIR is unset), and for the short commands (`runs`, `tokens`, `migrate`) only
+warnings and errors of our own.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+LONG_RUNNING = frozenset({"serve", "worker"})
+NOISY = ("pgserver", "asyncio")
+
+
+def log_level(command: str, requested: str | None, verbose: bool) -> str:
+    """The level for our own loggers: what was asked, else DEBUG when verbose, else INFO for
+    the long-running commands and WARNING for the rest."""
+    if requested:
+        return requested
+    if verbose:
+        return "DEBUG"
+    return "INFO" if command in LONG_RUNNING else "WARNING"
+
+
+def configure(level: str, verbose: bool) -> None:
+    """Set up logging once for this process."""
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not verbose:
+        for name in NOISY:
+            logging.getLogger(name).setLevel(logging.WARNING)
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")

@@ -1,0 +1,226 @@
+"""What the `runs` commands print. Pure: rows and a clock in, rich renderables out.
+
+Two styles from the same code: `fancy` (a terminal: colours, boxes, local and relative times)
+and plain (pipes, files, tests: no colour, no box, ISO times, a fixed width), so scripts that
+read plain output see the same text every time. Every status is shown as its word; colour
+only repeats it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+import orjson
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from tether.runtime import hints
+from tether.runtime.rows import ExecutionRow, HistoryEvent
+from tether.runtime.waits import ANSWERABLE_KINDS
+
+PLAIN_WIDTH = 200
+STATUS_STYLE = {
+    "pending": "cyan",
+    "running": "bold blue",
+    "waiting": "bold yellow",
+    "completed": "bold green",
+    "failed": "bold red",
+    "timed_out": "red",
+    "cancelled": "magenta",
+    "terminated": "magenta",
+    "continued_as_new": "dim",
+}
+
+
+def row_dict(row: ExecutionRow) -> dict[str, Any]:
+    """A run as the `--json` output shows it."""
+    return {
+        "id": row.id,
+        "workflow": row.workflow,
+        "business_id": row.business_id,
+        "status": row.status,
+        "version": row.version,
+        "details": row.details,
+        "waits": row.waits,
+        "output": row.output,
+        "error": row.error,
+        "successor_id": row.successor_id,
+        "created_at": row.created_at.isoformat(),
+        "ended_at": row.ended_at.isoformat() if row.ended_at else None,
+    }
+
+
+def status_text(status: str) -> Text:
+    return Text(status, style=STATUS_STYLE.get(status, ""))
+
+
+def relative(at: datetime, now: datetime) -> str:
+    """`5 s ago`, `3 min ago`, `in 2 h`, `4 days ago`."""
+    seconds = (now - at).total_seconds()
+    past = seconds >= 0
+    s = abs(seconds)
+    if s < 1:
+        return "just now"
+    if s < 60:
+        amount = f"{int(s)} s"
+    elif s < 3600:
+        amount = f"{int(s // 60)} min"
+    elif s < 86400:
+        amount = f"{int(s // 3600)} h"
+    else:
+        days = int(s // 86400)
+        amount = f"{days} day{'s' if days != 1 else ''}"
+    return f"{amount} ago" if past else f"in {amount}"
+
+
+def when(at: datetime | None, now: datetime, fancy: bool) -> str:
+    """A time as a person reads it (local, and how long ago) or as a script does (ISO)."""
+    if at is None:
+        return ""
+    if not fancy:
+        return at.isoformat()
+    local = at.astimezone()
+    shown = (
+        local.strftime("%H:%M:%S")
+        if local.date() == now.astimezone().date()
+        else (local.strftime("%Y-%m-%d %H:%M"))
+    )
+    return f"{shown} ({relative(at, now)})"
+
+
+def open_waits(row: ExecutionRow) -> list[dict[str, Any]]:
+    """The waits a person (or agent) can answer."""
+    return [w for w in row.waits if w.get("kind") in ANSWERABLE_KINDS]
+
+
+def activity(row: ExecutionRow, now: datetime, fancy: bool) -> str:
+    """One phrase for what the run is doing now."""
+    waits = open_waits(row)
+    if row.live and waits:
+        names = ", ".join(f"{w.get('kind')} {w.get('name')!r}" for w in waits)
+        return f"waiting for {names}"
+    if row.status == "waiting" and row.wake_at is not None:
+        return f"sleeping until {when(row.wake_at, now, fancy)}"
+    if row.details:
+        return row.details
+    return "queued" if row.status == "pending" else ""
+
+
+def answer_hint(row: ExecutionRow, wait: dict[str, Any]) -> str:
+    """How to answer `wait` from the command line (the runtime's shared hint: the wait's name
+    when it is unique among the open waits, else its key)."""
+    return hints.cli_hint(row, wait)
+
+
+def runs_table(rows: Iterable[ExecutionRow], now: datetime, fancy: bool) -> Table:
+    table = Table(
+        box=box.SIMPLE_HEAD if fancy else None,
+        show_edge=False,
+        header_style="bold" if fancy else "",
+        pad_edge=False,
+    )
+    for name in ("ID", "WORKFLOW", "STATUS", "CREATED", "DETAILS"):
+        table.add_column(name, no_wrap=name != "DETAILS", overflow="fold")
+    for row in rows:
+        table.add_row(
+            row.id,
+            row.workflow,
+            status_text(row.status),
+            when(row.created_at, now, fancy),
+            activity(row, now, fancy),
+        )
+    return table
+
+
+def _json(value: Any) -> str:
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
+
+
+def wait_block(row: ExecutionRow, wait: dict[str, Any], now: datetime, fancy: bool) -> Text:
+    """An open wait: its kind and name, prompt, required inputs, deadline, key, and the
+    command that answers it."""
+    text = Text()
+    text.append(f"{wait.get('kind')} ", style="bold yellow" if fancy else "")
+    text.append(repr(wait.get("name")), style="bold" if fancy else "")
+    if wait.get("prompt"):
+        text.append(f" — {wait['prompt']}")
+    if wait.get("required"):
+        text.append(f"\n  required: {', '.join(wait['required'])}")
+    if wait.get("deadline"):
+        text.append(f"\n  deadline: {wait['deadline']}")
+    text.append(f"\n  key: {wait.get('key')}")
+    text.append("\n  answer: ")
+    text.append(answer_hint(row, wait), style="green" if fancy else "")
+    return text
+
+
+def run_detail(
+    row: ExecutionRow, now: datetime, fancy: bool, *, resolved_from: str | None = None
+) -> RenderableType:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold" if fancy else "", no_wrap=True)
+    grid.add_column(overflow="fold")
+    grid.add_row("run", row.id)
+    if resolved_from:
+        grid.add_row("resolved from", resolved_from)
+    grid.add_row("workflow", row.workflow)
+    if row.business_id != row.id:
+        grid.add_row("business id", row.business_id)
+    grid.add_row("status", status_text(row.status))
+    grid.add_row("created", when(row.created_at, now, fancy))
+    if row.ended_at:
+        grid.add_row("ended", when(row.ended_at, now, fancy))
+    if row.details:
+        grid.add_row("details", row.details)
+    doing = activity(row, now, fancy) if row.live else ""
+    if doing and doing != row.details:
+        grid.add_row("now", doing)
+    if row.cancel_requested and row.live:
+        grid.add_row("cancel", "requested (it ends at its next durable call)")
+    if row.predecessor_id:
+        grid.add_row("follows", row.predecessor_id)
+    if row.successor_id:
+        grid.add_row("continued by", row.successor_id)
+    if row.output is not None:
+        grid.add_row("output", _json(row.output))
+    if row.error is not None:
+        grid.add_row("error", Text(_json(row.error), style="red" if fancy else ""))
+    for wait in open_waits(row) if row.live else []:
+        grid.add_row("open wait", wait_block(row, wait, now, fancy))
+    return grid
+
+
+def history_table(events: Iterable[HistoryEvent], now: datetime, fancy: bool) -> Table:
+    table = Table(
+        box=box.SIMPLE_HEAD if fancy else None,
+        show_edge=False,
+        header_style="bold" if fancy else "",
+        pad_edge=False,
+        title="history" if fancy else None,
+    )
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("AT", no_wrap=True)
+    table.add_column("EVENT", no_wrap=True)
+    table.add_column("DATA", overflow="fold")
+    for event in events:
+        data = "" if event.data in (None, {}) else _json(event.data)
+        table.add_row(str(event.event_id), when(event.at, now, fancy), event.type, data)
+    return table
+
+
+def show(
+    row: ExecutionRow,
+    now: datetime,
+    fancy: bool,
+    *,
+    resolved_from: str | None = None,
+    history: list[HistoryEvent] | None = None,
+) -> RenderableType:
+    parts: list[RenderableType] = [run_detail(row, now, fancy, resolved_from=resolved_from)]
+    if history is not None:
+        parts += [Text(""), history_table(history, now, fancy)]
+    return Group(*parts)

@@ -1,0 +1,114 @@
+"""`tether runs …`: inspect and steer runs through the runtime's Operations."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import orjson
+
+from tether.cli import render
+from tether.cli.output import Output
+from tether.cli.watch import watch
+from tether.loader import load_app
+from tether.runtime import errors as rt_errors
+from tether.runtime.notifications import Listener
+from tether.runtime.operations import Operations
+from tether.runtime.service import operations
+from tether.settings import Settings
+
+
+class BadArgument(ValueError):
+    """A command-line argument that is not what the command needs (exit 2)."""
+
+
+def json_arg(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise BadArgument(f"not JSON: {text!r}") from exc
+
+
+def print_error(exc: rt_errors.TetherError) -> None:
+    """The error's class and message, then each violation (field: message) on its own line,
+    as the MCP surfaces return them in `violations`."""
+    print(f"tether: {type(exc).__name__}: {exc.message}", file=sys.stderr)
+    for violation in getattr(exc, "errors", None) or []:
+        where = ".".join(str(p) for p in violation.get("loc") or []) or "(root)"
+        print(f"  {where}: {violation.get('msg')}", file=sys.stderr)
+
+
+async def runs(args: argparse.Namespace, settings: Settings, dsn: str) -> int:
+    app = load_app(settings.app)
+    out = Output(args.json)
+    listener = Listener(dsn) if args.action == "watch" else None
+    try:
+        async with operations(dsn, app, pool_size=2, listener=listener) as ops:
+            if listener is not None:
+                return await watch(ops, listener, args.id, out, until_wait=args.until_wait)
+            return await run_action(args, ops, out)
+    except rt_errors.TetherError as exc:
+        print_error(exc)
+        return 1
+
+
+async def run_action(args: argparse.Namespace, ops: Operations, out: Output) -> int:
+    action = args.action
+    if action == "list":
+        page = await ops.list_runs(
+            workflow=args.workflow, statuses=args.status, limit=args.limit, cursor=args.cursor
+        )
+        if out.json:
+            items = [render.row_dict(r) for r in page.items]
+            out.data({"items": items, "next_cursor": page.next_cursor})
+            return 0
+        if page.items:
+            out.show(render.runs_table(page.items, out.now(), out.fancy))
+        else:
+            out.show("no runs")
+        if page.next_cursor:
+            out.console.print(f"more: --cursor '{page.next_cursor}'", markup=False)
+    elif action == "show":
+        view = await ops.get(args.id)
+        history = await ops.history(view.current.id) if args.history else None
+        resolved = args.id if view.current.id != args.id else None
+        if out.json:
+            data = render.row_dict(view.current)
+            if resolved:
+                data["resolved_from"] = resolved
+            if history is not None:
+                data["history"] = [
+                    {"event_id": h.event_id, "type": h.type, "data": h.data, "at": h.at.isoformat()}
+                    for h in history
+                ]
+            out.data(data)
+            return 0
+        out.show(
+            render.show(view.current, out.now(), out.fancy, resolved_from=resolved, history=history)
+        )
+    elif action == "start":
+        started = await ops.start(
+            args.workflow, json_arg(args.input), idempotency_key=args.idempotency_key, by="cli"
+        )
+        if out.json:
+            out.data({**render.row_dict(started.execution), "deduped": started.deduped})
+            return 0
+        if started.deduped:
+            out.console.print("already started with that idempotency key:", markup=False)
+        out.show(render.run_detail(started.execution, out.now(), out.fancy))
+    elif action == "signal":
+        res = await ops.signal(args.id, args.name, json_arg(args.payload), by="cli")
+        out.fields({"status": res.status, "execution_id": res.execution_id})
+    elif action == "answer":
+        # args.key: the wait's key or its name (the single open wait of that name)
+        ans = await ops.answer_wait(args.id, args.key, json_arg(args.response), by="cli")
+        out.fields({"status": ans.status, "execution_id": ans.execution_id, "key": ans.key})
+    else:
+        steer = {"cancel": ops.cancel, "terminate": ops.terminate}.get(action)
+        row = await (steer(args.id, by="cli") if steer else ops.retry(args.id, by="cli"))
+        if out.json:
+            out.data(render.row_dict(row))
+            return 0
+        out.show(render.run_detail(row, out.now(), out.fancy))
+    return 0

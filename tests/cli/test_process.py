@@ -1,0 +1,215 @@
+"""`tether` as a user runs it: real subprocesses against a real PostgreSQL — exit codes, one-line
+errors, quiet output, Ctrl-C on `serve`, and `runs watch` following a run a worker drives."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from tether.examples import app as examples
+from tether.runtime.service import running
+from tether.runtime.worker import WorkerSettings
+
+pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
+
+REPO = Path(__file__).resolve().parents[2]
+FAST = WorkerSettings(concurrency=2, lease_s=5.0, poll_s=0.05, shutdown_grace_s=1.0)
+TIMEOUT = 60
+
+
+def env(**extra: str) -> dict[str, str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("TETHER_")}
+    return {**base, **extra}
+
+
+def tether(*args: str, cwd: Path = REPO, **extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tether", *args],
+        cwd=cwd,
+        env=env(**extra),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+
+
+def test_runs_never_create_a_database(tmp_path: Path) -> None:
+    """With no server data directory, `runs` names the directory it looked in and exits 1;
+    nothing is created (issue 11)."""
+    data = tmp_path / "nowhere"
+    proc = tether("runs", "list", cwd=tmp_path, TETHER_DATA_DIR=str(data))
+    assert proc.returncode == 1, proc.stderr
+    assert str(data / "pg") in proc.stderr and "Traceback" not in proc.stderr
+    assert not data.exists()
+
+
+def test_a_bad_setting_is_one_line_naming_the_variable(tmp_path: Path) -> None:
+    proc = tether("serve", cwd=tmp_path, TETHER_PORT="eighty")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("tether: TETHER_PORT=eighty: ")
+    assert proc.stderr.count("\n") == 1
+
+
+def test_an_invalid_log_level_is_a_usage_error() -> None:
+    proc = tether("--log-level", "LOUD", "tokens", "new", "x", "reader")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+def test_tokens_need_neither_an_app_nor_a_database(tmp_path: Path) -> None:
+    proc = tether("tokens", "new", "bot", "reader", cwd=tmp_path, TETHER_APP="no.such:app")
+    assert proc.returncode == 0, proc.stderr
+    assert "bot:reader:" in proc.stdout and not (tmp_path / ".tether").exists()
+
+
+def test_invalid_input_prints_each_violation(db_url: str) -> None:
+    """A typo'd field is refused (unknown fields are forbidden by default) and each violation
+    is printed as `field: message`, as MCP returns them (issue 11)."""
+    proc = tether("runs", "start", "long_job", '{"stepz": 2}', TETHER_DATABASE_URL=db_url)
+    assert proc.returncode == 1
+    assert "InvalidInput" in proc.stderr
+    assert "  stepz: Extra inputs are not permitted" in proc.stderr.splitlines()
+    bad = tether("runs", "start", "long_job", '{"steps": 0}', TETHER_DATABASE_URL=db_url)
+    assert "  steps: Input should be greater than or equal to 1" in bad.stderr.splitlines()
+
+
+def test_the_app_comes_from_tether_app(db_url: str, tmp_path: Path) -> None:
+    """`runs` finds the App through TETHER_APP without `--app`; a missing one is one line."""
+    proc = tether("runs", "start", "long_job", "{}", TETHER_DATABASE_URL=db_url, TETHER_APP="x:y")
+    assert proc.returncode == 1 and "cannot import 'x'" in proc.stderr
+    assert proc.stderr.count("\n") == 1
+
+
+def test_the_embedded_server_starts_quietly(tmp_path: Path) -> None:
+    """No pgserver INFO lines, initdb output or XDG_RUNTIME_DIR warning unless `--verbose`
+    (issue 11): `migrate` creates the embedded database in a fresh directory and prints only
+    its result."""
+    extra = {"TETHER_DATA_DIR": str(tmp_path / "d")}
+    plain = env(**extra)
+    plain.pop("XDG_RUNTIME_DIR", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tether", "migrate"],
+        cwd=tmp_path,
+        env=plain,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == "" and proc.stdout.startswith("applied")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_ctrl_c_on_serve_exits_130_with_one_line(db_url: str, tmp_path: Path) -> None:
+    """SIGINT (what Ctrl-C sends) shuts `tether serve` down cleanly: exit 130, our one line,
+    no traceback (issue 11)."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tether", "serve", "--port", str(port)],
+        cwd=REPO,
+        env=env(TETHER_DATABASE_URL=db_url),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            assert proc.poll() is None and time.monotonic() < deadline
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)  # polls a subprocess's start-up; no event to wait on
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert err.splitlines()[-1] == "tether: interrupted; stopped"
+    assert err.count("TETHER_STATE_KEY is not set") == 1
+
+
+async def watch(db_url: str, *args: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "tether",
+        "runs",
+        "watch",
+        *args,
+        cwd=REPO,
+        env=env(TETHER_DATABASE_URL=db_url),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def next_row(proc: asyncio.subprocess.Process) -> dict[str, Any]:
+    assert proc.stdout is not None
+    line = await proc.stdout.readline()
+    assert line, (await proc.stderr.read()) if proc.stderr else b""
+    row: dict[str, Any] = orjson.loads(line)
+    return row
+
+
+async def test_watch_follows_a_run_to_its_end(db_url: str) -> None:
+    """`runs watch --json` prints one line per change — the open approval, then the run
+    running again, then completed — and exits 0 with the run (issue 11)."""
+    async with (
+        asyncio.timeout(TIMEOUT),
+        running(db_url, examples, worker_settings=FAST, janitor_interval_s=None) as rt,
+    ):
+        started = await rt.ops.start("document_review", {"title": "T", "body": "a b"})
+        run_id = started.execution.id
+        proc = await watch(db_url, run_id, "--json")
+        rows = [await next_row(proc)]
+        while not rows[-1]["waits"]:
+            rows.append(await next_row(proc))
+        (wait,) = rows[-1]["waits"]
+        await rt.ops.answer(run_id, wait["key"], {"decision": "approve", "ticket": "C-1"})
+        while rows[-1]["status"] != "completed":
+            rows.append(await next_row(proc))
+        assert await proc.wait() == 0
+    assert rows[-1]["output"]["ticket"] == "C-1"
+    assert len({(r["status"], r["version"]) for r in rows}) == len(rows)  # one line per change
+
+
+async def test_watch_until_wait_returns_3_and_a_terminated_run_exits_1(db_url: str) -> None:
+    """`--until-wait` returns (exit 3) when the run waits for an answer, printing the wait and
+    the command that answers it; a run that ends without success ends the watch with 1."""
+    async with (
+        asyncio.timeout(TIMEOUT),
+        running(db_url, examples, worker_settings=FAST, janitor_interval_s=None) as rt,
+    ):
+        started = await rt.ops.start("document_review", {"title": "T", "body": "a b"})
+        run_id = started.execution.id
+        proc = await watch(db_url, run_id, "--until-wait")
+        out, err = await proc.communicate()
+        assert proc.returncode == 3, err
+        text = out.decode()
+        assert "approval 'publish'" in text and f"tether runs answer {run_id} " in text
+        follower = await watch(db_url, run_id, "--json")
+        await next_row(follower)
+        await rt.ops.terminate(run_id, by="test")
+        assert await follower.wait() == 1
