@@ -3,17 +3,21 @@
 Operation errors, raised to callers of `Operations` (every surface maps them to its own wire):
 
     TetherError
-     ├── WorkflowNotFound       no workflow registered under that name
-     ├── ExecutionNotFound      no run with that id (never existed, or deleted by retention)
+     ├── NotFound               a named thing does not exist
+     │    ├── WorkflowNotFound      no workflow registered under that name
+     │    ├── ExecutionNotFound     no run with that id (never existed, or deleted by retention)
+     │    ├── ProfileNotFound       no runtime profile of that name is configured
+     │    ├── QueueNotFound         no admission queue of that name is configured
+     │    └── UpdateNotFound        the workflow has no update of that name
      ├── InvalidInput           input fails the workflow's or update's model; `.errors`
      ├── Conflict               the run's state forbids the operation; nothing changed
      │    ├── RunAlreadyActive      idempotency key held by a live run (on_live_match="fail")
      │    ├── IdempotencyMismatch   idempotency key reused with different input
      │    ├── RunEnded              the run has ended
+     │    ├── SingletonConflict     a singleton start found a run of the workflow live
      │    └── AnswerConflict        a different answer to a wait that was already answered
      ├── WaitNotOpen            no open wait has that key
      ├── AnswerRejected         the answer does not fit the wait; `.errors`
-     ├── UpdateNotFound         the workflow has no update of that name
      ├── UpdateRejected         the update's validator refused the input; `.reason`
      ├── UpdateFailed           the update handler failed or ran too long; `.error`
      ├── UpdateTimeout          the update was admitted but did not finish in time; `.update_id`
@@ -38,12 +42,24 @@ class TetherError(Exception):
         super().__init__(self.message)
 
 
-class WorkflowNotFound(TetherError):
+class NotFound(TetherError):
+    """A named thing does not exist."""
+
+
+class WorkflowNotFound(NotFound):
     """No workflow is registered under that name."""
 
 
-class ExecutionNotFound(TetherError):
+class ExecutionNotFound(NotFound):
     """No run has that id."""
+
+
+class ProfileNotFound(NotFound):
+    """No runtime profile of that name is configured."""
+
+
+class QueueNotFound(NotFound):
+    """No admission queue of that name is configured."""
 
 
 class InvalidInput(TetherError):
@@ -74,6 +90,14 @@ class RunEnded(Conflict):
     """The run has ended."""
 
 
+class SingletonConflict(Conflict):
+    """A singleton start found a run of that workflow live; `.execution_id` names it."""
+
+    def __init__(self, message: str | None = None, execution_id: str = "") -> None:
+        super().__init__(message)
+        self.execution_id = execution_id
+
+
 class AnswerConflict(Conflict):
     """That wait was already answered differently."""
 
@@ -94,7 +118,7 @@ class AnswerRejected(TetherError):
         self.errors = errors or []
 
 
-class UpdateNotFound(TetherError):
+class UpdateNotFound(NotFound):
     """The workflow has no update of that name."""
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
@@ -17,6 +17,7 @@ from typing import Any, Literal, TypeVar, get_type_hints, overload
 
 from pydantic import TypeAdapter, ValidationError
 
+from tether.runtime import admission
 from tether.runtime.errors import InvalidInput, UpdateNotFound, WorkflowNotFound
 from tether.runtime.policy import NO_RETRY, RetryPolicy, seconds
 
@@ -94,6 +95,12 @@ class WorkflowDef:
     task_support: Literal["optional", "required"] = "optional"
     tasks: bool = False
     updates: dict[str, UpdateDef] = field(default_factory=dict)
+    # Admission (runtime/admission.py): the default queue, the implicit queue's limit, default
+    # labels (merged under a start's), and cron schedules (UTC; runtime/scheduler.py).
+    queue: str | None = None
+    max_active_runs: int | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    schedules: tuple[str, ...] = ()
 
     def input_schema(self) -> dict[str, Any]:
         return self.input_adapter.json_schema()
@@ -295,6 +302,10 @@ class App:
         tool: bool | str = False,
         task_support: Literal["optional", "required"] = "optional",
         tasks: bool = False,
+        queue: str | None = None,
+        max_active_runs: int | None = None,
+        labels: Sequence[str] | Mapping[str, str] | None = None,
+        schedule: str | Sequence[str] | None = None,
     ) -> Callable[[F], F]: ...
 
     def workflow(
@@ -310,6 +321,10 @@ class App:
         tool: bool | str = False,
         task_support: Literal["optional", "required"] = "optional",
         tasks: bool = False,
+        queue: str | None = None,
+        max_active_runs: int | None = None,
+        labels: Sequence[str] | Mapping[str, str] | None = None,
+        schedule: str | Sequence[str] | None = None,
     ) -> Any:
         """Register `async def wf(ctx, input: Model) -> Out` under `name` (default: its name).
 
@@ -323,6 +338,11 @@ class App:
         (`task_support="required"` refuses such calls with -32021 instead). `tasks`: serve
         its runs as MCP tasks without publishing tools for it (e.g. a workflow that a plain
         tool hands back with `ctx.start_task`); `mcp` and `tool` imply it.
+
+        Admission (docs/admission.md): `queue` names the configured queue its runs wait in by
+        default; `max_active_runs=N` admits at most N of its runs at once (an implicit queue of
+        its own; not with `queue`); `labels` (`key=value` or key-only) go on every run;
+        `schedule` (a cron expression, or several, in UTC) starts a run on each tick.
         """
 
         def register(func: F) -> F:
@@ -331,6 +351,7 @@ class App:
                 raise ValueError(f"workflow {wf_name!r} is registered twice")
             input_type, output_type = _param_and_return(func, "workflow")
             retention_s = seconds(retention)
+            rules = admission.workflow_options(wf_name, queue, max_active_runs, labels, schedule)
             self._workflows[wf_name] = WorkflowDef(
                 name=wf_name,
                 fn=func,
@@ -345,6 +366,7 @@ class App:
                 tool=(wf_name if tool is True else (tool or None)),
                 task_support=task_support,
                 tasks=tasks,
+                **rules,
             )
             return func
 

@@ -38,6 +38,10 @@ class NewExecution:
     retention_s: int | None = None
     deadline_at: datetime | None = None
     created_data: dict[str, Any] = field(default_factory=dict)
+    queue: str | None = None  # set: the run is inserted queued (see admit)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    profile: str | None = None
+    profile_env: Mapping[str, str] | None = None
 
 
 async def insert_execution(conn: Conn, new: NewExecution) -> ExecutionRow | None:
@@ -55,6 +59,10 @@ async def insert_execution(conn: Conn, new: NewExecution) -> ExecutionRow | None
             new.retention_s,
             new.deadline_at,
             new.created_data,
+            new.queue,
+            dict(new.labels),
+            new.profile,
+            dict(new.profile_env) if new.profile_env is not None else None,
         )
     return ExecutionRow.from_record(rec) if rec else None
 
@@ -97,7 +105,10 @@ async def list_executions(
     root_id: str | None = None,
     after: tuple[datetime, str] | None = None,
     limit: int = 50,
+    labels: Mapping[str, str] | None = None,
+    label_keys: Sequence[str] | None = None,
 ) -> list[ExecutionRow]:
+    """Newest first; `labels`: pairs a run must carry, `label_keys`: keys it must have."""
     with translated():
         recs = await conn.fetch(
             Q["list_executions"],
@@ -108,6 +119,8 @@ async def list_executions(
             after[0] if after else None,
             after[1] if after else None,
             limit,
+            dict(labels) if labels else None,
+            list(label_keys) if label_keys else None,
         )
     return [ExecutionRow.from_record(r) for r in recs]
 
@@ -335,3 +348,57 @@ async def delete_expired(conn: Conn, batch: int) -> list[str]:
     with translated():
         recs = await conn.fetch(Q["delete_expired"], batch)
     return [r["id"] for r in recs]
+
+
+async def cancel_queued(conn: Conn, execution_id: str, error: Any) -> bool:
+    """End a run still waiting in its queue `cancelled`; False when it is not queued."""
+    with translated():
+        return await conn.fetchrow(Q["cancel_queued"], execution_id, error) is not None
+
+
+async def queues_with_backlog(conn: Conn, queues: Sequence[str]) -> list[str]:
+    """Those of `queues` that have queued runs."""
+    with translated():
+        recs = await conn.fetch(Q["queues_with_backlog"], list(queues))
+    return [r["queue"] for r in recs]
+
+
+async def admit(pool: asyncpg.Pool, queue: str, limit: int) -> list[str]:
+    """Admit queue `queue`'s oldest queued runs while fewer than `limit` of its runs hold a
+    slot; the ids admitted. Atomic across processes: one admitter per queue at a time."""
+    with translated():
+        async with pool.acquire() as conn, conn.transaction():
+            await conn.execute(Q["lock_queue"], queue)
+            recs = await conn.fetch(Q["admit_queued"], queue, limit)
+    return [r["id"] for r in recs]
+
+
+async def lock_workflow_starts(conn: Conn, workflow: str) -> None:
+    """Serialize singleton starts of `workflow` until the caller's transaction ends."""
+    with translated():
+        await conn.execute(Q["lock_workflow_starts"], workflow)
+
+
+async def live_run_of_workflow(conn: Conn, workflow: str, *, count_queued: bool) -> str | None:
+    """The id of a live run of `workflow` (queued runs count only with `count_queued`)."""
+    with translated():
+        value = await conn.fetchval(Q["live_run_of_workflow"], workflow, count_queued)
+    return str(value) if value is not None else None
+
+
+async def ensure_schedule(conn: Conn, workflow: str, cron: str, since: datetime) -> None:
+    with translated():
+        await conn.execute(Q["ensure_schedule"], workflow, cron, since)
+
+
+async def lock_schedule(conn: Conn, workflow: str, cron: str) -> datetime | None:
+    """The schedule's last tick, row locked; None when another scheduler holds it (or it is
+    not registered)."""
+    with translated():
+        value = await conn.fetchval(Q["lock_schedule"], workflow, cron)
+    return value if isinstance(value, datetime) else None
+
+
+async def set_schedule_tick(conn: Conn, workflow: str, cron: str, tick: datetime) -> None:
+    with translated():
+        await conn.execute(Q["set_schedule_tick"], workflow, cron, tick)
