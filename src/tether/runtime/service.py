@@ -13,6 +13,7 @@ import asyncpg
 from tether.runtime import janitor
 from tether.runtime.operations import Operations
 from tether.runtime.registry import App
+from tether.runtime.scheduler import Scheduler, schedules
 from tether.runtime.worker import Worker, WorkerSettings
 from tether.storage import migrate, pool
 from tether.storage.notify import Listener
@@ -26,6 +27,7 @@ class Runtime:
     listener: Listener
     ops: Operations
     workers: list[Worker] = field(default_factory=list)
+    scheduler: Scheduler | None = None
 
 
 @contextlib.asynccontextmanager
@@ -40,8 +42,10 @@ async def running(
     max_payload_bytes: int = 256 * 1024,
     run_migrations: bool = True,
 ) -> AsyncIterator[Runtime]:
-    """Migrate, open the pool and listener, start `workers` claim loops and the janitor; on
-    exit stop the workers (leases handed back), the listener and the pool."""
+    """Migrate, open the pool and listener, start `workers` claim loops, the janitor and (when
+    a workflow has a schedule) the scheduler; on exit stop the workers (leases handed back),
+    the scheduler, the listener and the pool. Queues, profiles and schedule settings come
+    from `worker_settings.admission`."""
     if run_migrations:
         conn = await pool.connect(dsn)
         try:
@@ -50,9 +54,11 @@ async def running(
             await conn.close()
     db = await pool.create_pool(dsn, min_size=1, max_size=pool_size)
     listener = Listener(dsn)
-    rt = Runtime(
-        db, listener, Operations(db, app, listener=listener, max_payload_bytes=max_payload_bytes)
+    admission = (worker_settings or WorkerSettings()).admission
+    ops = Operations(
+        db, app, listener=listener, max_payload_bytes=max_payload_bytes, admission=admission
     )
+    rt = Runtime(db, listener, ops)
     try:
         async with asyncio.TaskGroup() as tg:
             tg.create_task(listener.run(), name="tether-listener")
@@ -67,6 +73,9 @@ async def running(
                 if janitor_interval_s
                 else None
             )
+            if admission.scheduler and schedules(app.workflows):
+                rt.scheduler = Scheduler(ops.env)
+                tg.create_task(rt.scheduler.run(), name="tether-scheduler")
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(10):
                     await listener.ready.wait()
@@ -75,6 +84,8 @@ async def running(
             finally:
                 for worker in rt.workers:
                     worker.stop()
+                if rt.scheduler is not None:
+                    rt.scheduler.stop()
                 if sweeper is not None:
                     sweeper.cancel()
                 listener.stop()

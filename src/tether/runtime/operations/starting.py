@@ -46,6 +46,45 @@ def resolve_queue(env: Env, wf: WorkflowDef, queue: str | None) -> str | None:
     return None
 
 
+def prepare(
+    env: Env,
+    workflow: str,
+    input: Any = None,
+    *,
+    idempotency_key: str | None = None,
+    business_id: str | None = None,
+    retention: float | timedelta | None = None,
+    created: Mapping[str, Any] | None = None,
+    queue: str | None = None,
+    profile: str | None = None,
+    labels: Sequence[str] | Mapping[str, str] | None = None,
+) -> repo.NewExecution:
+    """Validate a start and build the row to insert (see `start`); nothing is stored.
+    Raises WorkflowNotFound, ProfileNotFound, QueueNotFound, InvalidInput."""
+    wf = env.app.get(workflow)
+    prof = env.admission.profile(profile) if profile is not None else None
+    raw = admission.merge_params(prof, input) if prof is not None else input
+    value = wf.dump_input(wf.parse_input(raw)) if wf.takes_input else None
+    env.check_payload(value, errors.InvalidInput)
+    _check_idempotency_key(idempotency_key)
+    retention_s = seconds(retention)
+    new_id = new_execution_id()
+    return repo.NewExecution(
+        id=new_id,
+        workflow=wf.name,
+        business_id=business_id or new_id,
+        input=value,
+        idempotency_key=idempotency_key,
+        retention_s=int(retention_s) if retention_s is not None else wf.retention_s,
+        deadline_at=wf.deadline(),
+        created_data=dict(created or {}),
+        queue=resolve_queue(env, wf, queue),
+        labels={**wf.labels, **admission.parse_labels(labels)},
+        profile=prof.name if prof is not None else None,
+        profile_env=dict(prof.env) if prof is not None else None,
+    )
+
+
 async def start(
     env: Env,
     workflow: str,
@@ -72,29 +111,19 @@ async def start(
     `Singleton`). Raises WorkflowNotFound, ProfileNotFound, QueueNotFound, InvalidInput,
     SingletonConflict, Unavailable.
     """
-    wf = env.app.get(workflow)
-    prof = env.admission.profile(profile) if profile is not None else None
-    raw = admission.merge_params(prof, input) if prof is not None else input
-    value = wf.dump_input(wf.parse_input(raw)) if wf.takes_input else None
-    env.check_payload(value, errors.InvalidInput)
-    _check_idempotency_key(idempotency_key)
     if singleton not in (None, "running", "active"):
         raise errors.InvalidInput(f"singleton must be 'running' or 'active', not {singleton!r}")
-    retention_s = seconds(retention)
-    new_id = new_execution_id()
-    new = repo.NewExecution(
-        id=new_id,
-        workflow=wf.name,
-        business_id=business_id or new_id,
-        input=value,
+    new = prepare(
+        env,
+        workflow,
+        input,
         idempotency_key=idempotency_key,
-        retention_s=int(retention_s) if retention_s is not None else wf.retention_s,
-        deadline_at=wf.deadline(),
-        created_data={"by": by} if by else {},
-        queue=resolve_queue(env, wf, queue),
-        labels={**wf.labels, **admission.parse_labels(labels)},
-        profile=prof.name if prof is not None else None,
-        profile_env=dict(prof.env) if prof is not None else None,
+        business_id=business_id,
+        retention=retention,
+        created={"by": by} if by else None,
+        queue=queue,
+        profile=profile,
+        labels=labels,
     )
     with storage_errors():
         if singleton is not None:
