@@ -15,6 +15,9 @@ from tether.runtime.admission import Admission
 from tether.runtime.registry import App
 from tether.runtime.service import Runtime, running
 from tether.runtime.worker import WorkerSettings
+from tether.storage.notify import CHANGE_CHANNEL, READY_CHANNEL
+
+CHANNELS = (CHANGE_CHANNEL, READY_CHANNEL)
 
 FAST = WorkerSettings(concurrency=8, lease_s=5.0, poll_s=0.05, shutdown_grace_s=1.0)
 
@@ -37,8 +40,21 @@ def start(db_url: str) -> Start:
     return _start
 
 
-async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10.0) -> None:
-    """Re-check a database condition until it holds; fail after `timeout` seconds."""
-    async with asyncio.timeout(timeout):
-        while not await check():
-            await asyncio.sleep(0.02)
+async def eventually(
+    rt: Runtime, check: Callable[[], Awaitable[bool]], timeout: float = 10.0
+) -> None:
+    """Re-check a database condition after each run change or wake-up notification until it
+    holds; fail after `timeout` seconds."""
+    changed = asyncio.Event()
+    offs = [rt.listener.subscribe(ch, lambda _c, _p: changed.set()) for ch in CHANNELS]
+    try:
+        async with asyncio.timeout(timeout):
+            await rt.listener.ready.wait()
+            while True:
+                changed.clear()
+                if await check():
+                    return
+                await changed.wait()
+    finally:
+        for off in offs:
+            off()

@@ -81,7 +81,7 @@ async def test_a_queue_never_runs_more_than_its_limit_across_two_processes_and_a
             )
             return int(n) == 2
 
-        await eventually(parked)
+        await eventually(one, parked)
         assert await _holding(one.pool, "reports") == 2
         for _ in range(len(ids)):  # release the admitted runs one at a time
             holders = await one.pool.fetch(
@@ -98,12 +98,11 @@ async def test_a_queue_never_runs_more_than_its_limit_across_two_processes_and_a
                     " AND admitted_at IS NULL"
                 )
                 waiting = await one.pool.fetchval(
-                    "SELECT count(*) FROM executions WHERE queue = 'reports'"
-                    " AND status = 'waiting'"
+                    "SELECT count(*) FROM executions WHERE queue = 'reports' AND status = 'waiting'"
                 )
                 return int(waiting) == min(2, int(waiting) + int(queued))
 
-            await eventually(refilled)
+            await eventually(one, refilled)
             assert await _holding(one.pool, "reports") <= 2
         rows = await one.pool.fetch(
             "SELECT id, status, created_at, admitted_at, ended_at FROM executions"
