@@ -388,7 +388,7 @@ WITH active AS (
 ), adm AS (
     UPDATE executions e SET admitted_at = now(), wake_at = now(), updated_at = now(),
                             version = e.version + 1
-    FROM nxt WHERE e.id = nxt.id AND e.ended_at IS NULL
+    WHERE e.id = ANY(ARRAY(SELECT id FROM nxt))  -- primary-key probes, whatever the limit
     RETURNING e.id
 )
 SELECT adm.id, pg_notify('tether_ready', adm.id)::text AS notified FROM adm;
@@ -398,11 +398,10 @@ SELECT adm.id, pg_notify('tether_ready', adm.id)::text AS notified FROM adm;
 SELECT pg_advisory_xact_lock(hashtextextended('tether.singleton:' || $1, 0));
 
 -- name: live_run_of_workflow
--- One live run of workflow $1 (the oldest), if any; with $2 false a queued run does not count.
+-- One live run of workflow $1, if any; with $2 false a queued run does not count.
 SELECT id FROM executions
 WHERE workflow = $1 AND ended_at IS NULL
   AND ($2::boolean OR queue IS NULL OR admitted_at IS NOT NULL)
-ORDER BY created_at
 LIMIT 1;
 
 -- name: ensure_schedule
