@@ -77,6 +77,20 @@ class Admission:
 NO_ADMISSION: Final = Admission()
 
 
+@dataclass(frozen=True)
+class WorkflowRules:
+    """A workflow's admission options: its default queue, the limit of its implicit queue
+    (max_active_runs), labels on every run (a start's win per key), cron schedules (UTC)."""
+
+    queue: str | None = None
+    max_active_runs: int | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    schedules: tuple[str, ...] = ()
+
+
+NO_RULES: Final = WorkflowRules()
+
+
 def _check_queue(name: str, limit: int) -> None:
     if not NAME.match(name):
         raise ValueError(f"invalid queue name {name!r}: [a-z0-9][a-z0-9._-]*, at most 128")
@@ -183,7 +197,7 @@ def workflow_options(
     max_active_runs: int | None,
     labels: Sequence[str] | Mapping[str, str] | None,
     schedule: str | Sequence[str] | None,
-) -> dict[str, Any]:
+) -> WorkflowRules:
     """Validate a workflow's admission options. Raises ValueError naming the bad one."""
     if queue is not None and not NAME.match(queue):
         raise ValueError(f"workflow {workflow!r}: invalid queue name {queue!r}")
@@ -205,12 +219,7 @@ def workflow_options(
             CronSim(expr, datetime.now(UTC))
         except CronSimError as exc:
             raise ValueError(f"workflow {workflow!r}: invalid schedule {expr!r}: {exc}") from None
-    return {
-        "queue": queue,
-        "max_active_runs": max_active_runs,
-        "labels": MappingProxyType(parsed),
-        "schedules": crons,
-    }
+    return WorkflowRules(queue, max_active_runs, MappingProxyType(parsed), crons)
 
 
 def merge_params(profile: Profile, value: Any) -> Any:

@@ -95,12 +95,7 @@ class WorkflowDef:
     task_support: Literal["optional", "required"] = "optional"
     tasks: bool = False
     updates: dict[str, UpdateDef] = field(default_factory=dict)
-    # Admission (runtime/admission.py): the default queue, the implicit queue's limit, default
-    # labels (merged under a start's), and cron schedules (UTC; runtime/scheduler.py).
-    queue: str | None = None
-    max_active_runs: int | None = None
-    labels: Mapping[str, str] = field(default_factory=dict)
-    schedules: tuple[str, ...] = ()
+    rules: admission.WorkflowRules = admission.NO_RULES  # queue, labels, schedules
 
     def input_schema(self) -> dict[str, Any]:
         return self.input_adapter.json_schema()
@@ -338,11 +333,7 @@ class App:
         (`task_support="required"` refuses such calls with -32021 instead). `tasks`: serve
         its runs as MCP tasks without publishing tools for it (e.g. a workflow that a plain
         tool hands back with `ctx.start_task`); `mcp` and `tool` imply it.
-
-        Admission (docs/admission.md): `queue` names the configured queue its runs wait in by
-        default; `max_active_runs=N` admits at most N of its runs at once (an implicit queue of
-        its own; not with `queue`); `labels` (`key=value` or key-only) go on every run;
-        `schedule` (a cron expression, or several, in UTC) starts a run on each tick.
+        `queue`, `max_active_runs`, `labels`, `schedule`: admission (docs/admission.md).
         """
 
         def register(func: F) -> F:
@@ -366,7 +357,7 @@ class App:
                 tool=(wf_name if tool is True else (tool or None)),
                 task_support=task_support,
                 tasks=tasks,
-                **rules,
+                rules=rules,
             )
             return func
 

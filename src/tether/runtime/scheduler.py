@@ -27,7 +27,7 @@ from tether.runtime.operations.env import Env
 from tether.runtime.operations.starting import prepare
 from tether.runtime.operations.storage_errors import storage_errors
 from tether.runtime.registry import WorkflowDef
-from tether.storage import repo
+from tether.storage import admitting, repo
 from tether.storage.rows import ExecutionRow
 
 logger = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ def next_tick(cron: str, after: datetime) -> datetime:
 
 def schedules(workflows: Mapping[str, WorkflowDef]) -> list[tuple[WorkflowDef, str]]:
     """Every (workflow, cron) pair of an App's workflows."""
-    return [(wf, cron) for wf in workflows.values() for cron in wf.schedules]
+    return [(wf, cron) for wf in workflows.values() for cron in wf.rules.schedules]
 
 
 def tick_key(workflow: str, tick: datetime) -> str:
@@ -79,8 +79,8 @@ async def _tick_one(env: Env, wf: WorkflowDef, cron: str, now: datetime) -> list
     adm = env.admission
     started: list[ExecutionRow] = []
     async with env.pool.acquire() as conn, conn.transaction():
-        await repo.ensure_schedule(conn, wf.name, cron, now)
-        last = await repo.lock_schedule(conn, wf.name, cron)
+        await admitting.ensure_schedule(conn, wf.name, cron, now)
+        last = await admitting.lock_schedule(conn, wf.name, cron)
         if last is None:
             return []  # another scheduler holds this schedule right now
         due = due_ticks(cron, last, now, adm.catchup, adm.catchup_cap)
@@ -101,7 +101,7 @@ async def _tick_one(env: Env, wf: WorkflowDef, cron: str, now: datetime) -> list
             if row is not None:
                 started.append(row)
         if due:
-            await repo.set_schedule_tick(conn, wf.name, cron, due[-1])
+            await admitting.set_schedule_tick(conn, wf.name, cron, due[-1])
     return started
 
 

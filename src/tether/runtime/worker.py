@@ -19,7 +19,7 @@ from tether.runtime.admission import NO_ADMISSION, Admission, queue_limits
 from tether.runtime.executor import RunIO, execute
 from tether.runtime.ids import new_worker_id
 from tether.runtime.registry import App
-from tether.storage import repo
+from tether.storage import admitting, repo
 from tether.storage.errors import StorageError
 from tether.storage.notify import READY_CHANNEL, Listener
 from tether.storage.rows import ExecutionRow
@@ -93,7 +93,7 @@ class Worker:
         self._stopping = asyncio.Event()
         self._abandon = self.settings.abandon
         self._queues = queue_limits(
-            self.settings.admission, {n: w.max_active_runs for n, w in app.workflows.items()}
+            self.settings.admission, {n: w.rules.max_active_runs for n, w in app.workflows.items()}
         )
         self.running = asyncio.Event()
 
@@ -152,8 +152,8 @@ class Worker:
     async def _admit(self) -> None:
         """Move queued runs into their queues' free slots (oldest first); they are then due
         for the claim like any other run. Raises StorageError."""
-        for queue in await repo.queues_with_backlog(self.pool, list(self._queues)):
-            await repo.admit(self.pool, queue, self._queues[queue])
+        for queue in await admitting.queues_with_backlog(self.pool, list(self._queues)):
+            await admitting.admit(self.pool, queue, self._queues[queue])
 
     async def _sleep(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):

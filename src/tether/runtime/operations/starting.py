@@ -15,7 +15,7 @@ from tether.runtime.operations.env import Env
 from tether.runtime.operations.storage_errors import storage_errors
 from tether.runtime.policy import seconds
 from tether.runtime.registry import WorkflowDef
-from tether.storage import repo
+from tether.storage import admitting, repo
 from tether.storage.rows import ExecutionRow
 
 #: `singleton="running"` refuses while a run of the workflow is admitted and live (Dagu's start);
@@ -37,11 +37,11 @@ def _check_idempotency_key(key: str | None) -> None:
 def resolve_queue(env: Env, wf: WorkflowDef, queue: str | None) -> str | None:
     """The queue a run waits in: the start's `queue`, else the workflow's, else its implicit
     max_active_runs queue, else none. Raises QueueNotFound for an unconfigured named queue."""
-    name = queue if queue is not None else wf.queue
+    name = queue if queue is not None else wf.rules.queue
     if name is not None:
         env.admission.limit(name)
         return name
-    if wf.max_active_runs is not None:
+    if wf.rules.max_active_runs is not None:
         return admission.implicit_queue(wf.name)
     return None
 
@@ -79,7 +79,7 @@ def prepare(
         deadline_at=wf.deadline(),
         created_data=dict(created or {}),
         queue=resolve_queue(env, wf, queue),
-        labels={**wf.labels, **admission.parse_labels(labels)},
+        labels={**wf.rules.labels, **admission.parse_labels(labels)},
         profile=prof.name if prof is not None else None,
         profile_env=dict(prof.env) if prof is not None else None,
     )
@@ -146,14 +146,15 @@ async def _insert_singleton(
 ) -> ExecutionRow | None:
     """Insert under the workflow's start lock unless a run of it is live. None: the
     idempotency key is held (the caller resolves it). Raises SingletonConflict."""
-    await repo.lock_workflow_starts(conn, new.workflow)
+    await admitting.lock_workflow_starts(conn, new.workflow)
     if new.idempotency_key is not None and await repo.get_by_idempotency_key(
         conn, new.workflow, new.idempotency_key
     ):
         return None
-    live = await repo.live_run_of_workflow(conn, new.workflow, count_queued=singleton == "active")
+    active = singleton == "active"
+    live = await admitting.live_run_of_workflow(conn, new.workflow, count_queued=active)
     if live is not None:
-        state = "queued or running" if singleton == "active" else "running"
+        state = "queued or running" if active else "running"
         raise errors.SingletonConflict(
             f"singleton: a run of {new.workflow!r} is already {state}",
             execution_id=live,
