@@ -90,7 +90,7 @@ async def test_an_unknown_profile_is_not_found_and_stores_nothing(start: Start) 
     async with start(_app(), Admission(profiles=PROFILES), workers=0) as rt:
         with pytest.raises(errors.ProfileNotFound) as caught:
             await rt.ops.start("job", {}, profile="staging")
-        assert isinstance(caught.value, errors.NotFound)
+        assert isinstance(caught.value, errors.WorkflowNotFound)  # mapped as not found
         assert await rt.pool.fetchval("SELECT count(*) FROM executions") == 0
 
 

@@ -3,12 +3,11 @@
 Operation errors, raised to callers of `Operations` (every surface maps them to its own wire):
 
     TetherError
-     ├── NotFound               a named thing does not exist
-     │    ├── WorkflowNotFound      no workflow registered under that name
-     │    ├── ExecutionNotFound     no run with that id (never existed, or deleted by retention)
+     ├── WorkflowNotFound       no workflow registered under that name
      │    ├── ProfileNotFound       no runtime profile of that name is configured
-     │    ├── QueueNotFound         no admission queue of that name is configured
-     │    └── UpdateNotFound        the workflow has no update of that name
+     │    └── QueueNotFound         no admission queue of that name is configured
+     ├── ExecutionNotFound      no run with that id (never existed, or deleted by retention)
+     ├── UpdateNotFound         the workflow has no update of that name
      ├── InvalidInput           input fails the workflow's or update's model; `.errors`
      ├── Conflict               the run's state forbids the operation; nothing changed
      │    ├── RunAlreadyActive      idempotency key held by a live run (on_live_match="fail")
@@ -42,23 +41,21 @@ class TetherError(Exception):
         super().__init__(self.message)
 
 
-class NotFound(TetherError):
-    """A named thing does not exist."""
-
-
-class WorkflowNotFound(NotFound):
+class WorkflowNotFound(TetherError):
     """No workflow is registered under that name."""
 
 
-class ExecutionNotFound(NotFound):
+class ExecutionNotFound(TetherError):
     """No run has that id."""
 
 
-class ProfileNotFound(NotFound):
+# A start that names a profile or queue the deployment does not configure is refused like one
+# naming an unknown workflow: every surface already maps WorkflowNotFound to its not-found.
+class ProfileNotFound(WorkflowNotFound):
     """No runtime profile of that name is configured."""
 
 
-class QueueNotFound(NotFound):
+class QueueNotFound(WorkflowNotFound):
     """No admission queue of that name is configured."""
 
 
@@ -118,7 +115,7 @@ class AnswerRejected(TetherError):
         self.errors = errors or []
 
 
-class UpdateNotFound(NotFound):
+class UpdateNotFound(TetherError):
     """The workflow has no update of that name."""
 
 
