@@ -71,6 +71,12 @@ def test_runs_can_be_started_listed_shown_signalled_and_cancelled(db_url: str) -
     assert again["id"] == started["id"]
     listed = as_json(tether(db_url, "runs", "--json", "list", "--workflow", "long_job"))
     assert [r["id"] for r in listed["items"]] == [started["id"]]
+    labelled = as_json(
+        tether(db_url, "runs", "--json", "start", "long_job", '{"steps": 1}', "--label", "team=a")
+    )
+    by_label = as_json(tether(db_url, "runs", "--json", "list", "--label", "team=a"))
+    assert [r["id"] for r in by_label["items"]] == [labelled["id"]]
+    assert as_json(tether(db_url, "runs", "--json", "list", "--label", "team=b"))["items"] == []
     sent = as_json(tether(db_url, "runs", "--json", "signal", started["id"], "nudge", "1"))
     assert sent["status"] == "accepted"
     shown = as_json(tether(db_url, "runs", "--json", "show", started["id"], "--history"))

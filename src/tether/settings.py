@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from tether.loader import DEFAULT_APP
+from tether.runtime.admission import Admission, Profile, parse_profiles, parse_queues
 from tether.runtime.worker import WorkerSettings
 
 
@@ -50,6 +52,37 @@ class Settings(BaseModel):
     allow_unauthenticated: bool = Field(
         False, description="serve mutations without tokens on a non-loopback address"
     )
+    queues: str = Field("", description="admission queues and their limits: default=4,reports=1")
+    profiles: str = Field(
+        "", description="runtime profiles: JSON {name: {env, params}}, or a path to such a file"
+    )
+    schedule_catchup: Literal["none", "all"] = Field(
+        "none", description="missed cron ticks after downtime: none (only the latest) or all"
+    )
+    schedule_catchup_cap: int = Field(10, ge=1, description="at most this many with 'all'")
+    scheduler: bool = Field(True, description="run the cron scheduler loop in this process")
+
+    @field_validator("queues")
+    @classmethod
+    def _valid_queues(cls, value: str) -> str:
+        parse_queues(value)
+        return value
+
+    @field_validator("profiles")
+    @classmethod
+    def _valid_profiles(cls, value: str) -> str:
+        _read_profiles(value)
+        return value
+
+    def admission(self) -> Admission:
+        """Queues, profiles and schedule settings, for the runtime and its operations."""
+        return Admission(
+            queues=parse_queues(self.queues),
+            profiles=_read_profiles(self.profiles),
+            catchup=self.schedule_catchup,
+            catchup_cap=self.schedule_catchup_cap,
+            scheduler=self.scheduler,
+        )
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> Settings:
@@ -85,4 +118,18 @@ class Settings(BaseModel):
             poll_s=self.poll_s,
             shutdown_grace_s=self.shutdown_grace_s,
             max_recovery_attempts=self.max_recovery_attempts,
+            admission=self.admission(),
         )
+
+
+def _read_profiles(value: str) -> dict[str, Profile]:
+    """Profiles from JSON text (starting with `{`) or from the JSON file it names."""
+    text = value.strip()
+    if not text:
+        return {}
+    if text.startswith("{"):
+        return parse_profiles(text)
+    try:
+        return parse_profiles(Path(text).read_bytes())
+    except OSError as exc:
+        raise ValueError(f"cannot read the profiles file {text!r}: {exc.strerror}") from None

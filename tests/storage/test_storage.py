@@ -40,6 +40,15 @@ def test_queries_file_parses_into_the_expected_names() -> None:
         "seal_execution",
         "link_successor",
         "delete_expired",
+        "cancel_queued",
+        "queues_with_backlog",
+        "lock_queue",
+        "admit_queued",
+        "lock_workflow_starts",
+        "live_run_of_workflow",
+        "ensure_schedule",
+        "lock_schedule",
+        "set_schedule_tick",
     }
     assert set(queries.Q) == expected
     assert all(not sql.endswith(";") and not sql.startswith("--") for sql in queries.Q.values())

@@ -123,6 +123,11 @@ def _runs(sub: argparse._SubParsersAction[Parser]) -> None:
     ls.add_argument(
         "--status", action="append", choices=STATUSES, help="only runs with this status"
     )
+    ls.add_argument(
+        "--label",
+        action="append",
+        help="only runs with this label: key=value, or key for any value (repeat: all must hold)",
+    )
     ls.add_argument("--limit", type=int, default=20, help="runs per page")
     ls.add_argument("--cursor", help="the next page (printed under a full page)")
     show = action(
@@ -153,6 +158,9 @@ def _runs_steering(action: Callable[..., Parser]) -> None:
     start.add_argument("workflow", help="workflow name")
     start.add_argument("input", nargs="?", default="null", help="JSON")
     start.add_argument("--idempotency-key", help="a second start with it returns the same run")
+    start.add_argument("--label", action="append", help="key=value label on the run (repeat)")
+    start.add_argument("--queue", help="the queue to wait in (one of TETHER_QUEUES)")
+    start.add_argument("--profile", help="a runtime profile (TETHER_PROFILES) under the input")
     sig = action("signal", "send a signal", "Send signal NAME with PAYLOAD (JSON) to a run.")
     sig.add_argument("id", help="run id")
     sig.add_argument("name", help="signal name")
@@ -160,10 +168,11 @@ def _runs_steering(action: Callable[..., Parser]) -> None:
     ans = action(
         "answer",
         "answer an open wait",
-        "Answer the open wait KEY of a run (`runs show` prints each open wait's key).",
+        "Answer an open wait of a run, named by its key or its name (`runs show` prints each "
+        "open wait with the command that answers it).",
     )
     ans.add_argument("id", help="run id")
-    ans.add_argument("key", help="the wait's key")
+    ans.add_argument("key", metavar="WAIT", help="the wait's key, or its name")
     ans.add_argument("response", help="JSON")
     for name, text in (
         ("cancel", "ask a run to cancel (cooperative: it ends at its next durable call)"),

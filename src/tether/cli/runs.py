@@ -44,7 +44,9 @@ async def runs(args: argparse.Namespace, settings: Settings, dsn: str) -> int:
     out = Output(args.json)
     listener = Listener(dsn) if args.action == "watch" else None
     try:
-        async with operations(dsn, app, pool_size=2, listener=listener) as ops:
+        async with operations(
+            dsn, app, pool_size=2, listener=listener, admission=settings.admission()
+        ) as ops:
             if listener is not None:
                 return await watch(ops, listener, args.id, out, until_wait=args.until_wait)
             return await run_action(args, ops, out)
@@ -57,7 +59,11 @@ async def run_action(args: argparse.Namespace, ops: Operations, out: Output) -> 
     action = args.action
     if action == "list":
         page = await ops.list_runs(
-            workflow=args.workflow, statuses=args.status, limit=args.limit, cursor=args.cursor
+            workflow=args.workflow,
+            statuses=args.status,
+            labels=args.label,
+            limit=args.limit,
+            cursor=args.cursor,
         )
         if out.json:
             items = [render.row_dict(r) for r in page.items]
@@ -89,7 +95,13 @@ async def run_action(args: argparse.Namespace, ops: Operations, out: Output) -> 
         )
     elif action == "start":
         started = await ops.start(
-            args.workflow, json_arg(args.input), idempotency_key=args.idempotency_key, by="cli"
+            args.workflow,
+            json_arg(args.input),
+            idempotency_key=args.idempotency_key,
+            labels=args.label,
+            queue=args.queue,
+            profile=args.profile,
+            by="cli",
         )
         if out.json:
             out.data({**render.row_dict(started.execution), "deduped": started.deduped})

@@ -4,17 +4,20 @@ Operation errors, raised to callers of `Operations` (every surface maps them to 
 
     TetherError
      ├── WorkflowNotFound       no workflow registered under that name
+     │    ├── ProfileNotFound       no runtime profile of that name is configured
+     │    └── QueueNotFound         no admission queue of that name is configured
      ├── ExecutionNotFound      no run with that id (never existed, or deleted by retention)
+     ├── UpdateNotFound         the workflow has no update of that name
      ├── InvalidInput           input fails the workflow's or update's model; `.errors`
      ├── Conflict               the run's state forbids the operation; nothing changed
      │    ├── RunAlreadyActive      idempotency key held by a live run (on_live_match="fail")
      │    ├── IdempotencyMismatch   idempotency key reused with different input
      │    ├── RunEnded              the run has ended
+     │    ├── SingletonConflict     a singleton start found a run of the workflow live
      │    └── AnswerConflict        a different answer to a wait that was already answered
      ├── WaitNotOpen            no open wait has that key or name; `.open_waits` lists the open ones
      │    └── WaitAmbiguous         several open waits have that name: answer by key
      ├── AnswerRejected         the answer does not fit the wait; `.errors`
-     ├── UpdateNotFound         the workflow has no update of that name
      ├── UpdateRejected         the update's validator refused the input; `.reason`
      ├── UpdateFailed           the update handler failed or ran too long; `.error`
      ├── UpdateTimeout          the update was admitted but did not finish in time; `.update_id`
@@ -47,6 +50,16 @@ class ExecutionNotFound(TetherError):
     """No run has that id."""
 
 
+# A start that names a profile or queue the deployment does not configure is refused like one
+# naming an unknown workflow: every surface already maps WorkflowNotFound to its not-found.
+class ProfileNotFound(WorkflowNotFound):
+    """No runtime profile of that name is configured."""
+
+
+class QueueNotFound(WorkflowNotFound):
+    """No admission queue of that name is configured."""
+
+
 class InvalidInput(TetherError):
     """The input does not fit the expected model."""
 
@@ -73,6 +86,14 @@ class IdempotencyMismatch(Conflict):
 
 class RunEnded(Conflict):
     """The run has ended."""
+
+
+class SingletonConflict(Conflict):
+    """A singleton start found a run of that workflow live; `.execution_id` names it."""
+
+    def __init__(self, message: str | None = None, execution_id: str = "") -> None:
+        super().__init__(message)
+        self.execution_id = execution_id
 
 
 class AnswerConflict(Conflict):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
@@ -17,6 +17,7 @@ from typing import Any, Literal, TypeVar, get_type_hints, overload
 
 from pydantic import TypeAdapter, ValidationError
 
+from tether.runtime import admission
 from tether.runtime.errors import InvalidInput, UpdateNotFound, WorkflowNotFound
 from tether.runtime.inputs import ExtraInput, input_type_for
 from tether.runtime.policy import NO_RETRY, RetryPolicy, seconds
@@ -95,6 +96,7 @@ class WorkflowDef:
     task_support: Literal["optional", "required"] = "optional"
     tasks: bool = False
     updates: dict[str, UpdateDef] = field(default_factory=dict)
+    rules: admission.WorkflowRules = admission.NO_RULES  # queue, labels, schedules
 
     def input_schema(self) -> dict[str, Any]:
         return self.input_adapter.json_schema()
@@ -297,6 +299,10 @@ class App:
         task_support: Literal["optional", "required"] = "optional",
         tasks: bool = False,
         extra_input: ExtraInput = "forbid",
+        queue: str | None = None,
+        max_active_runs: int | None = None,
+        labels: Sequence[str] | Mapping[str, str] | None = None,
+        schedule: str | Sequence[str] | None = None,
     ) -> Callable[[F], F]: ...
 
     def workflow(
@@ -313,6 +319,10 @@ class App:
         task_support: Literal["optional", "required"] = "optional",
         tasks: bool = False,
         extra_input: ExtraInput = "forbid",
+        queue: str | None = None,
+        max_active_runs: int | None = None,
+        labels: Sequence[str] | Mapping[str, str] | None = None,
+        schedule: str | Sequence[str] | None = None,
     ) -> Any:
         """Register `async def wf(ctx, input: Model) -> Out` under `name` (default: its name).
 
@@ -329,6 +339,7 @@ class App:
         `extra_input`: what an input field the model does not declare does — `"forbid"` (the
         default: the input is refused, naming the field, on every surface) or `"ignore"`. A
         model that sets `model_config["extra"]` itself keeps its own policy.
+        `queue`, `max_active_runs`, `labels`, `schedule`: admission (docs/admission.md).
         """
 
         def register(func: F) -> F:
@@ -337,6 +348,7 @@ class App:
                 raise ValueError(f"workflow {wf_name!r} is registered twice")
             input_type, output_type = _param_and_return(func, "workflow")
             retention_s = seconds(retention)
+            rules = admission.workflow_options(wf_name, queue, max_active_runs, labels, schedule)
             self._workflows[wf_name] = WorkflowDef(
                 name=wf_name,
                 fn=func,
@@ -351,6 +363,7 @@ class App:
                 tool=(wf_name if tool is True else (tool or None)),
                 task_support=task_support,
                 tasks=tasks,
+                rules=rules,
             )
             return func
 

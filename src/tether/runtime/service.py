@@ -14,8 +14,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from tether.runtime import janitor
+from tether.runtime.admission import NO_ADMISSION, Admission
 from tether.runtime.operations import Operations
 from tether.runtime.registry import App
+from tether.runtime.scheduler import Scheduler, schedules
 from tether.runtime.worker import Worker, WorkerSettings
 from tether.storage import migrate, pool
 from tether.storage.driver import Database
@@ -30,6 +32,7 @@ class Runtime:
     listener: Listener
     ops: Operations
     workers: list[Worker] = field(default_factory=list)
+    scheduler: Scheduler | None = None
 
 
 async def migrate_database(dsn: str) -> list[int]:
@@ -44,14 +47,19 @@ async def migrate_database(dsn: str) -> list[int]:
 
 @contextlib.asynccontextmanager
 async def operations(
-    dsn: str, app: App, *, pool_size: int = 2, listener: Listener | None = None
+    dsn: str,
+    app: App,
+    *,
+    pool_size: int = 2,
+    listener: Listener | None = None,
+    admission: Admission = NO_ADMISSION,
 ) -> AsyncIterator[Operations]:
     """Operations over a small pool of their own, without workers (one-shot commands:
-    `tether runs …`; `listener`, run by the caller, for `runs watch`); the pool is closed on
-    exit."""
+    `tether runs …`; `listener`, run by the caller, for `runs watch`; `admission`: the same
+    queues and profiles as the servers); the pool is closed on exit."""
     db: Database = await pool.create_pool(dsn, min_size=1, max_size=pool_size)
     try:
-        yield Operations(db, app, listener=listener)
+        yield Operations(db, app, listener=listener, admission=admission)
     finally:
         await db.close()
 
@@ -68,15 +76,19 @@ async def running(
     max_payload_bytes: int = 256 * 1024,
     run_migrations: bool = True,
 ) -> AsyncIterator[Runtime]:
-    """Migrate, open the pool and listener, start `workers` claim loops and the janitor; on
-    exit stop the workers (leases handed back), the listener and the pool."""
+    """Migrate, open the pool and listener, start `workers` claim loops, the janitor and (when
+    a workflow has a schedule) the scheduler; on exit stop the workers (leases handed back),
+    the scheduler, the listener and the pool. Queues, profiles and schedule settings come
+    from `worker_settings.admission`."""
     if run_migrations:
         await migrate_database(dsn)
     db: Database = await pool.create_pool(dsn, min_size=1, max_size=pool_size)
     listener = Listener(dsn)
-    rt = Runtime(
-        db, listener, Operations(db, app, listener=listener, max_payload_bytes=max_payload_bytes)
+    admission = (worker_settings or WorkerSettings()).admission
+    ops = Operations(
+        db, app, listener=listener, max_payload_bytes=max_payload_bytes, admission=admission
     )
+    rt = Runtime(db, listener, ops)
     try:
         async with asyncio.TaskGroup() as tg:
             tg.create_task(listener.run(), name="tether-listener")
@@ -91,6 +103,9 @@ async def running(
                 if janitor_interval_s
                 else None
             )
+            if admission.scheduler and schedules(app.workflows):
+                rt.scheduler = Scheduler(ops.env)
+                tg.create_task(rt.scheduler.run(), name="tether-scheduler")
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(10):
                     await listener.ready.wait()
@@ -99,6 +114,8 @@ async def running(
             finally:
                 for worker in rt.workers:
                     worker.stop()
+                if rt.scheduler is not None:
+                    rt.scheduler.stop()
                 if sweeper is not None:
                     sweeper.cancel()
                 listener.stop()

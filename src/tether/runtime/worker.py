@@ -13,10 +13,11 @@ import functools
 import logging
 from dataclasses import dataclass, field
 
+from tether.runtime.admission import NO_ADMISSION, Admission, queue_limits
 from tether.runtime.executor import RunIO, execute
 from tether.runtime.ids import new_worker_id
 from tether.runtime.registry import App
-from tether.storage import repo
+from tether.storage import admitting, repo
 from tether.storage.driver import Database, Notifications
 from tether.storage.errors import StorageError
 from tether.storage.notify import READY_CHANNEL
@@ -35,6 +36,9 @@ class WorkerSettings:
     # A run whose worker is lost this many times in a row while running it (it dies, or loses
     # the database, with no progress in between) ends failed instead of being claimed again.
     max_recovery_attempts: int = 10
+    # Queues (the worker admits queued runs before it claims), profiles and schedules; the
+    # runtime's operations and scheduler use the same configuration (runtime/service.py).
+    admission: Admission = NO_ADMISSION
 
     def __post_init__(self) -> None:
         if self.max_recovery_attempts < 1:
@@ -87,6 +91,9 @@ class Worker:
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
         self._abandon = self.settings.abandon
+        self._queues = queue_limits(
+            self.settings.admission, {n: w.rules.max_active_runs for n, w in app.workflows.items()}
+        )
         self.running = asyncio.Event()
 
     def stop(self) -> None:
@@ -122,6 +129,8 @@ class Worker:
             claimed: list[ExecutionRow] = []
             if free > 0:
                 try:
+                    if self._queues:
+                        await self._admit()
                     claimed = await repo.claim(
                         self.pool, self.owner, self.settings.lease_s, free, self._abandon
                     )
@@ -138,6 +147,12 @@ class Worker:
             if claimed:
                 continue
             await self._sleep(self.settings.poll_s)
+
+    async def _admit(self) -> None:
+        """Move queued runs into their queues' free slots (oldest first); they are then due
+        for the claim like any other run. Raises StorageError."""
+        for queue in await admitting.queues_with_backlog(self.pool, list(self._queues)):
+            await admitting.admit(self.pool, queue, self._queues[queue])
 
     async def _sleep(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):

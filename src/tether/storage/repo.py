@@ -36,6 +36,10 @@ class NewExecution:
     retention_s: int | None = None
     deadline_at: datetime | None = None
     created_data: dict[str, Any] = field(default_factory=dict)
+    queue: str | None = None  # set: the run is inserted queued (see admit)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    profile: str | None = None
+    profile_env: Mapping[str, str] | None = None
 
 
 async def insert_execution(conn: Conn, new: NewExecution) -> ExecutionRow | None:
@@ -53,6 +57,10 @@ async def insert_execution(conn: Conn, new: NewExecution) -> ExecutionRow | None
             new.retention_s,
             new.deadline_at,
             new.created_data,
+            new.queue,
+            dict(new.labels),
+            new.profile,
+            dict(new.profile_env) if new.profile_env is not None else None,
         )
     return ExecutionRow.from_record(rec) if rec else None
 
@@ -95,7 +103,10 @@ async def list_executions(
     root_id: str | None = None,
     after: tuple[datetime, str] | None = None,
     limit: int = 50,
+    labels: Mapping[str, str] | None = None,
+    label_keys: Sequence[str] | None = None,
 ) -> list[ExecutionRow]:
+    """Newest first; `labels`: pairs a run must carry, `label_keys`: keys it must have."""
     with translated():
         recs = await conn.fetch(
             Q["list_executions"],
@@ -106,6 +117,8 @@ async def list_executions(
             after[0] if after else None,
             after[1] if after else None,
             limit,
+            dict(labels) if labels else None,
+            list(label_keys) if label_keys else None,
         )
     return [ExecutionRow.from_record(r) for r in recs]
 
@@ -333,3 +346,9 @@ async def delete_expired(conn: Conn, batch: int) -> list[str]:
     with translated():
         recs = await conn.fetch(Q["delete_expired"], batch)
     return [r["id"] for r in recs]
+
+
+async def cancel_queued(conn: Conn, execution_id: str, error: Any) -> bool:
+    """End a run still waiting in its queue `cancelled`; False when it is not queued."""
+    with translated():
+        return await conn.fetchrow(Q["cancel_queued"], execution_id, error) is not None

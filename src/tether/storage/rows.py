@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, Literal, get_args
 
@@ -60,6 +60,16 @@ class ExecutionRow:
     attempt: int
     run_attempt: int
     lost_leases: int = 0  # leases lost in a row while running it (poison-run guard)
+    queue: str | None = None  # the admission queue it runs on (None: admitted at once)
+    admitted_at: datetime | None = None  # when it left its queue (None while queued)
+    labels: Mapping[str, str] = field(default_factory=dict)  # key → value ("" key-only)
+    profile: str | None = None  # the runtime profile it was started with
+    profile_env: Mapping[str, str] | None = None  # that profile's env, as it was at start
+
+    @property
+    def queued(self) -> bool:
+        """Waiting in its queue for a slot (Dagu's `queued`): never claimed yet."""
+        return self.queue is not None and self.admitted_at is None and self.ended_at is None
 
     @property
     def live(self) -> bool:

@@ -4,7 +4,7 @@
 
 | module | operations |
 |---|---|
-| `starting` | start (idempotency keys) |
+| `starting` | start (idempotency keys; queue, singleton, profile, labels) |
 | `queries` | get (chain following), list_runs (cursor pages), history, steps |
 | `answering` | answer, answer_wait (by key or name), answer_many, signal |
 | `updates` | update (validate, admit, wait for the handler) |
@@ -19,15 +19,16 @@ a refused call changes nothing. Storage errors leave as Unavailable.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Literal
 
+from tether.runtime.admission import NO_ADMISSION, Admission
 from tether.runtime.operations import answering, lifecycle, queries, starting, updates, waiting
 from tether.runtime.operations.answering import AnswerOutcome, AnswerResult, SignalResult
 from tether.runtime.operations.env import DEFAULT_MAX_PAYLOAD_BYTES, POLL_FALLBACK_S, Env
 from tether.runtime.operations.queries import Page, RunView
-from tether.runtime.operations.starting import Started
+from tether.runtime.operations.starting import Singleton, Started
 from tether.runtime.registry import App, WorkflowDef
 from tether.storage.coalesce import RowReader
 from tether.storage.driver import Database, Notifications
@@ -42,6 +43,7 @@ __all__ = [
     "Page",
     "RunView",
     "SignalResult",
+    "Singleton",
     "Started",
 ]
 
@@ -59,8 +61,9 @@ class Operations:
         *,
         listener: Notifications | None = None,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+        admission: Admission = NO_ADMISSION,
     ) -> None:
-        self.env = Env(pool, app, listener, max_payload_bytes)
+        self.env = Env(pool, app, listener, max_payload_bytes, admission=admission)
 
     @property
     def pool(self) -> Database:
@@ -95,6 +98,10 @@ class Operations:
         retention: float | timedelta | None = None,
         on_live_match: Literal["return", "fail"] = "return",
         by: str | None = None,
+        queue: str | None = None,
+        singleton: Singleton | None = None,
+        profile: str | None = None,
+        labels: Sequence[str] | Mapping[str, str] | None = None,
     ) -> Started:
         """Start a run, committed before this returns (see `starting.start`)."""
         return await starting.start(
@@ -106,6 +113,10 @@ class Operations:
             retention=retention,
             on_live_match=on_live_match,
             by=by,
+            queue=queue,
+            singleton=singleton,
+            profile=profile,
+            labels=labels,
         )
 
     async def get(self, execution_id: str, *, follow_chain: bool = True) -> RunView:
@@ -121,6 +132,7 @@ class Operations:
         root_id: str | None = None,
         cursor: str | None = None,
         limit: int = 50,
+        labels: Sequence[str] | None = None,
     ) -> Page:
         """Runs newest first, a page at a time (see `queries.list_runs`)."""
         return await queries.list_runs(
@@ -131,6 +143,7 @@ class Operations:
             root_id=root_id,
             cursor=cursor,
             limit=limit,
+            labels=labels,
         )
 
     async def history(self, execution_id: str) -> list[HistoryEvent]:

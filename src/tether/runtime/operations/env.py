@@ -1,5 +1,6 @@
-"""What every operation runs with: the pool, the App, the listener, the row reader and the
-payload cap, plus the helpers they share (change subscriptions, poll interval, payload check)."""
+"""What every operation runs with: the pool, the App, the listener, the row reader, the
+payload cap and the admission configuration, plus the helpers they share (change
+subscriptions, poll interval, payload check)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 import orjson
 
 from tether.runtime import errors
+from tether.runtime.admission import NO_ADMISSION, Admission
 from tether.runtime.registry import App
 from tether.storage.coalesce import RowReader
 from tether.storage.driver import Database, Notifications
@@ -27,6 +29,7 @@ class Env:
     listener: Notifications | None = None
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
     reader: RowReader = field(init=False)
+    admission: Admission = NO_ADMISSION  # queues and profiles (runtime/admission.py)
 
     def __post_init__(self) -> None:
         # A quarter of the pool for concurrent single-row reads; more readers share statements.

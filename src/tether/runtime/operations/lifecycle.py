@@ -24,11 +24,22 @@ async def cancel(
     if not run.live:
         return run
     async with storage_errors(), env.pool.acquire() as conn, conn.transaction():
-        if await repo.request_cancel(conn, run.id):
+        # A run still in its queue never ran: it ends cancelled now.
+        ended = run.queued and await repo.cancel_queued(conn, run.id, _queued_cancel(reason, by))
+        if not ended and await repo.request_cancel(conn, run.id):
             await repo.append_event(conn, run.id, "cancel_requested", {"reason": reason, "by": by})
         row = await repo.get_execution(conn, run.id)
     assert row is not None  # noqa: S101 — rows are deleted only after they end
     return row
+
+
+def _queued_cancel(reason: str | None, by: str | None) -> dict[str, Any]:
+    return {
+        "kind": "cancelled",
+        "message": reason or "cancelled while queued",
+        "by": by,
+        "queued": True,
+    }
 
 
 async def terminate(
@@ -82,6 +93,10 @@ async def retry(env: Env, execution_id: str, *, by: str | None = None) -> Execut
                 retention_s=old.retention_s,
                 deadline_at=wf.deadline(),
                 created_data={"retry_of": old.id, "by": by},
+                queue=old.queue,
+                labels=old.labels,
+                profile=old.profile,
+                profile_env=old.profile_env,
             ),
         )
         if not await repo.link_successor(conn, old.id, new_id):
@@ -117,6 +132,10 @@ async def rerun(
                 retention_s=old.retention_s,
                 deadline_at=wf.deadline(),
                 created_data={"rerun_of": old.id, "by": by},
+                queue=old.queue,
+                labels=old.labels,
+                profile=old.profile,
+                profile_env=old.profile_env,
             ),
         )
     assert row is not None  # noqa: S101 — no idempotency key, so no conflict

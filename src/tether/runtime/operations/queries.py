@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from tether.runtime import errors
+from tether.runtime.admission import label_filter
 from tether.runtime.chain import follow
 from tether.runtime.ids import is_execution_id
 from tether.runtime.operations.env import Env
@@ -71,8 +72,10 @@ async def list_runs(
     root_id: str | None = None,
     cursor: str | None = None,
     limit: int = 50,
+    labels: Sequence[str] | None = None,
 ) -> Page:
-    """Runs newest first. Raises InvalidInput for a bad cursor, limit or status."""
+    """Runs newest first; `labels` keeps runs carrying every `key=value` (exact) and every
+    bare `key` (any value). Raises InvalidInput for a bad cursor, limit, status or label."""
     if not 1 <= limit <= 1000:
         raise errors.InvalidInput("limit must be 1-1000")
     if statuses is not None:
@@ -80,6 +83,7 @@ async def list_runs(
         if unknown:
             raise errors.InvalidInput(f"unknown statuses {sorted(unknown)}")
     after = _parse_cursor(cursor) if cursor else None
+    pairs, keys = label_filter(labels or ())
     with storage_errors():
         rows = await repo.list_executions(
             env.pool,
@@ -89,6 +93,8 @@ async def list_runs(
             root_id=root_id,
             after=after,
             limit=limit + 1,
+            labels=pairs,
+            label_keys=keys,
         )
     more = len(rows) > limit
     rows = rows[:limit]

@@ -1,11 +1,13 @@
 -- name: insert_execution
 -- Create a pending run with its `created` event, unless (workflow, idempotency_key) is taken;
--- wakes the workers in the same transaction. No row back means the key was taken.
+-- wakes the workers in the same transaction. No row back means the key was taken. A run on a
+-- queue ($11) is inserted queued: wake_at NULL, so no claim sees it until a worker admits it.
 WITH ins AS (
     INSERT INTO executions (id, workflow, business_id, status, input, idempotency_key,
                             predecessor_id, root_id, retention_s, deadline_at, wake_at,
-                            last_event_id)
-    VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8, $9, now(), 1)
+                            last_event_id, queue, labels, profile, profile_env)
+    VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8, $9,
+            CASE WHEN $11::text IS NULL THEN now() END, 1, $11, $12, $13, $14)
     ON CONFLICT (workflow, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING *
 ), ev AS (
@@ -41,13 +43,16 @@ WITH RECURSIVE chain AS (
 SELECT * FROM chain ORDER BY depth;
 
 -- name: list_executions
--- Newest first, with optional filters and a (created_at, id) cursor.
+-- Newest first, with optional filters and a (created_at, id) cursor; labels: $8 the key=value
+-- pairs a run must carry, $9 the keys it must have (any value).
 SELECT * FROM executions
 WHERE ($1::text IS NULL OR workflow = $1)
   AND ($2::text[] IS NULL OR status = ANY($2::text[]))
   AND ($3::text IS NULL OR business_id = $3)
   AND ($4::text IS NULL OR root_id = $4)
   AND ($5::timestamptz IS NULL OR (created_at, id) < ($5::timestamptz, $6::text))
+  AND ($8::jsonb IS NULL OR labels @> $8::jsonb)
+  AND ($9::text[] IS NULL OR labels ?& $9::text[])
 ORDER BY created_at DESC, id DESC
 LIMIT $7;
 
@@ -131,6 +136,7 @@ SELECT
 -- settling is progress, which resets the lost-lease count; a run-level retry drops
 -- the records from the first failed call on ($17) so they run again. A park ('waiting') becomes
 -- 'pending' when an event arrived since the worker last looked ($14), so nothing is missed.
+-- A queued run's end wakes the workers, which admit the next run of its queue.
 -- No row back means the lease was lost and nothing was written.
 WITH lease AS (
     UPDATE executions e SET
@@ -170,7 +176,7 @@ WITH lease AS (
         lost_leases    = CASE WHEN $9::text IS NOT NULL OR jsonb_array_length($4::jsonb) > 0
                               THEN 0 ELSE e.lost_leases END
     WHERE e.id = $1 AND e.lease_owner = $2 AND e.attempt = $3
-    RETURNING e.id, e.status, e.cancel_requested, e.last_event_id, e.wake_at
+    RETURNING e.id, e.status, e.cancel_requested, e.last_event_id, e.wake_at, e.queue
 ), trunc AS (
     DELETE FROM steps s USING lease
     WHERE $17::integer IS NOT NULL AND s.execution_id = lease.id AND s.seq >= $17::integer
@@ -195,7 +201,10 @@ WITH lease AS (
     SELECT pg_notify('tether_change', lease.id) FROM lease WHERE $9::text IS NOT NULL OR $7
     UNION ALL
     SELECT pg_notify('tether_ready', lease.id) FROM lease
-    WHERE lease.status = 'pending' AND lease.wake_at <= now()
+    WHERE (lease.status = 'pending' AND lease.wake_at <= now())
+       OR (lease.queue IS NOT NULL  -- it ended: its queue slot is free
+           AND lease.status IN ('completed', 'failed', 'timed_out', 'cancelled',
+                                'continued_as_new'))
 )
 SELECT lease.id, lease.status, lease.cancel_requested, lease.last_event_id,
        (SELECT count(*) FROM notes) AS notified
@@ -278,10 +287,12 @@ SELECT * FROM updates WHERE id = $1;
 
 -- name: request_cancel
 -- Set the cooperative cancel flag on a live run (the event is appended separately); a run
--- waiting out a retry backoff is woken at once, so the cancel does not wait for the backoff.
+-- waiting out a retry backoff is woken at once, so the cancel does not wait for the backoff
+-- (a queued run is not: cancel_queued ends it without running it).
 UPDATE executions SET
     cancel_requested = true,
-    wake_at = CASE WHEN status = 'pending' THEN now() ELSE wake_at END
+    wake_at = CASE WHEN status = 'pending' AND (queue IS NULL OR admitted_at IS NOT NULL)
+                   THEN now() ELSE wake_at END
 WHERE id = $1 AND ended_at IS NULL
 RETURNING id;
 
@@ -332,3 +343,76 @@ WITH doomed AS (
     FOR UPDATE SKIP LOCKED
 )
 DELETE FROM executions WHERE id IN (SELECT id FROM doomed) RETURNING id;
+
+-- name: cancel_queued
+-- Cancel a run still waiting in its queue: it ends `cancelled` at once (it never ran), with its
+-- `ended` event; watchers are woken. No row back: the run is not queued (or already ended).
+WITH c AS (
+    UPDATE executions SET
+        status = 'cancelled', cancel_requested = true, ended_at = now(), updated_at = now(),
+        version = version + 1, expires_at = now() + make_interval(secs => retention_s),
+        last_event_id = last_event_id + 1, wake_at = NULL, error = $2
+    WHERE id = $1 AND queue IS NOT NULL AND admitted_at IS NULL AND ended_at IS NULL
+    RETURNING id, last_event_id, status, error
+), ev AS (
+    INSERT INTO history (execution_id, event_id, type, data)
+    SELECT id, last_event_id, 'ended', jsonb_build_object('status', status, 'error', error)
+    FROM c
+)
+SELECT c.id, pg_notify('tether_change', c.id)::text AS notified FROM c;
+
+-- name: queues_with_backlog
+-- Which of the queues $1 have queued runs (one index probe each).
+SELECT q AS queue FROM unnest($1::text[]) AS q
+WHERE EXISTS (SELECT 1 FROM executions e
+              WHERE e.queue = q AND e.admitted_at IS NULL AND e.ended_at IS NULL);
+
+-- name: lock_queue
+-- Serialize admissions to queue $1 until the transaction ends (admit_queued must run in a
+-- later statement, so its snapshot sees every admission committed before the lock was granted).
+SELECT pg_advisory_xact_lock(hashtextextended('tether.queue:' || $1, 0));
+
+-- name: admit_queued
+-- Admit the oldest queued runs of queue $1 while fewer than $2 of its runs hold a slot
+-- (admitted and not ended); each becomes due now and its workers are woken. Run it only under
+-- lock_queue, in the same transaction.
+WITH active AS (
+    SELECT count(*) AS n FROM executions
+    WHERE queue = $1 AND admitted_at IS NOT NULL AND ended_at IS NULL
+), nxt AS (
+    SELECT id FROM executions
+    WHERE queue = $1 AND admitted_at IS NULL AND ended_at IS NULL
+    ORDER BY created_at, id
+    LIMIT greatest($2::bigint - (SELECT n FROM active), 0)
+    FOR UPDATE
+), adm AS (
+    UPDATE executions e SET admitted_at = now(), wake_at = now(), updated_at = now(),
+                            version = e.version + 1
+    WHERE e.id = ANY(ARRAY(SELECT id FROM nxt))  -- primary-key probes, whatever the limit
+    RETURNING e.id
+)
+SELECT adm.id, pg_notify('tether_ready', adm.id)::text AS notified FROM adm;
+
+-- name: lock_workflow_starts
+-- Serialize singleton starts of workflow $1 until the transaction ends.
+SELECT pg_advisory_xact_lock(hashtextextended('tether.singleton:' || $1, 0));
+
+-- name: live_run_of_workflow
+-- One live run of workflow $1, if any; with $2 false a queued run does not count.
+SELECT id FROM executions
+WHERE workflow = $1 AND ended_at IS NULL
+  AND ($2::boolean OR queue IS NULL OR admitted_at IS NOT NULL)
+LIMIT 1;
+
+-- name: ensure_schedule
+-- Register a schedule; a new one starts from $3 (no runs for ticks before it existed).
+INSERT INTO schedules (workflow, cron, last_tick) VALUES ($1, $2, $3)
+ON CONFLICT (workflow, cron) DO NOTHING;
+
+-- name: lock_schedule
+-- A schedule's last tick, locked for this transaction; no row when another scheduler holds it.
+SELECT last_tick FROM schedules WHERE workflow = $1 AND cron = $2 FOR UPDATE SKIP LOCKED;
+
+-- name: set_schedule_tick
+-- Move a schedule's last tick (in the transaction that started the tick's runs).
+UPDATE schedules SET last_tick = $3 WHERE workflow = $1 AND cron = $2;
