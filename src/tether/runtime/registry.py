@@ -17,6 +17,7 @@ from typing import Any, Literal, TypeVar, get_type_hints, overload
 
 from pydantic import TypeAdapter, ValidationError
 
+from tether.runtime.dag.catalog import DagCatalog
 from tether.runtime.errors import InvalidInput, UpdateNotFound, WorkflowNotFound
 from tether.runtime.policy import NO_RETRY, RetryPolicy, seconds
 
@@ -171,12 +172,13 @@ class ResourceDef:
     template: bool
 
 
-class App:
-    """A set of workflows. Serve it with `tether serve module:app`."""
+class App(DagCatalog):
+    """A set of workflows (and DAGs, see DagCatalog). Serve it with `tether serve module:app`."""
 
     def __init__(self, name: str = "tether") -> None:
         self.name = name
         self._workflows: dict[str, WorkflowDef] = {}
+        DagCatalog.__init__(self)
         self._tools: dict[str, ToolDef] = {}
         self.prompts: dict[str, PromptDef] = {}
         self.resources: dict[str, ResourceDef] = {}

@@ -332,3 +332,11 @@ WITH doomed AS (
     FOR UPDATE SKIP LOCKED
 )
 DELETE FROM executions WHERE id IN (SELECT id FROM doomed) RETURNING id;
+
+-- name: insert_child_link
+-- Link a child run to its parent (migration 0005): its end will be signalled to the parent.
+INSERT INTO child_runs (child_id, parent_id, step) VALUES ($1, $2, $3);
+
+-- name: get_child_links
+-- The child runs of a parent (ordered by id).
+SELECT child_id, step FROM child_runs WHERE parent_id = $1 ORDER BY child_id;
