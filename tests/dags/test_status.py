@@ -79,7 +79,8 @@ steps:
 """
     )
     app.dag(
-        "name: hard\nsteps:\n  - name: x\n    command: exit 1\n  - name: y\n    command: 'true'\n    depends: x\n"
+        "name: hard\nsteps:\n  - name: x\n    command: exit 1\n"
+        "  - name: y\n    command: 'true'\n    depends: x\n"
     )
     async with start(app) as rt:
         mixed = await run_to_end(rt, "mixed")
