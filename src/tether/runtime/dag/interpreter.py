@@ -13,17 +13,16 @@ started with even when the file is changed or reloaded while it runs.
 from __future__ import annotations
 
 import asyncio
-import functools
-import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict
 
 from tether.runtime.context import Context
 from tether.runtime.dag import gates
+from tether.runtime.dag.replay import apply_call, child_result, fold, parse_snapshot
 from tether.runtime.dag.state import DagState
 from tether.runtime.dag.work import Actions, StepInput, run_work
 from tether.runtime.errors import Rejected
@@ -34,7 +33,6 @@ from tether.specs.dag import (
     HumanTask,
     Step,
     bind_params,
-    load_string,
     retry_delay,
     step_scope,
 )
@@ -46,6 +44,16 @@ class DagFailed(Exception):
     """The DAG run failed: a step failed (without continueOn) or a handler failed."""
 
 
+class RetryPlan(BaseModel):
+    """Retry of run `of` (this run's predecessor): steps in `reset` run again, the rest keep
+    what they ended with."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    of: str
+    reset: list[str]
+
+
 class DagInput(BaseModel):
     """A DAG run's input: parameter overrides as a Dagu params string (`"A B NAME=v"`), a list
     of such items, or a `{NAME: value}` map."""
@@ -53,6 +61,7 @@ class DagInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     params: str | list[str] | dict[str, str] | None = None
+    retry: RetryPlan | None = None  # set by `retry_dag` only (checked against the row)
 
 
 @dataclass(frozen=True)
@@ -62,12 +71,6 @@ class DagHost:
     actions: Actions
     snapshot: Callable[[str], dict[str, str]]  # DAG name → {"name", "file", "text"}
     new_child: Callable[[str, Any, str], repo.NewExecution]  # (dag, input, parent) → row
-
-
-@functools.lru_cache(maxsize=256)
-def parse_snapshot(name: str, file: str, text: str) -> DagSpec:
-    """The recorded spec of a run (cached: every replay and status read parses it)."""
-    return load_string(text, file=file, default_name=name)
 
 
 def split_params(given: str | list[str] | dict[str, str] | None) -> list[tuple[str | None, str]]:
@@ -87,13 +90,18 @@ def split_params(given: str | list[str] | dict[str, str] | None) -> list[tuple[s
 async def run_dag(ctx: Context, host: DagHost, name: str, inp: DagInput) -> dict[str, Any]:
     """Walk the DAG `name`; the output is `{status, outputs}`; a failure raises DagFailed, a
     rejection Rejected (the run ends `failed`; `dag_status` shows them as Dagu does)."""
-    snap = await ctx.step(host.snapshot, name, name="dag:spec")
+    if inp.retry is None:
+        snap = await ctx.step(host.snapshot, name, name="dag:spec")
+    else:
+        plan = inp.retry.model_dump()
+        snap = await ctx.transaction(inherited, ctx.execution_id, plan, name="dag:spec")
     dag = parse_snapshot(snap["name"], snap["file"], snap["text"])
     try:
         positional, named = bind_params(dag.params, split_params(inp.params))
     except ValueError as exc:
         raise DagFailed(str(exc)) from exc
     run = _Run(ctx, host, dag, DagState(dag), positional, named)
+    run.state.inherit(snap.get("inherit") or {})
     run.state.attempts.append((await ctx.uuid()).hex[:6])
     while not run.state.rejected() and (wave := run.state.ready()):
         await run.wave(wave)
@@ -285,21 +293,17 @@ async def start_child(
     return {"child": new.id}
 
 
-def apply_call(state: DagState, name: str, result: dict[str, Any]) -> None:
-    if "error" in result:
-        state.record_work(name, {"status": "failed", "error": result["error"]})
-    else:
-        state.record_child(name, result["child"])
-
-
-def child_result(payload: Mapping[str, Any], output_var: str | None) -> dict[str, Any]:
-    """A call step's result from its child's ending (`output:` gets the child's outputs)."""
-    output = payload.get("output")
-    if payload.get("status") == "completed" and isinstance(output, dict):
-        result: dict[str, Any] = {"status": "succeeded", "child_status": output.get("status")}
-        if output_var:
-            result["outputs"] = {output_var: json.dumps(output.get("outputs") or {})}
-        return result
-    error = payload.get("error") or {}
-    message = error.get("message") if isinstance(error, dict) else None
-    return {"status": "failed", "error": f"sub-DAG run {payload.get('status')}: {message}"}
+async def inherited(conn: Any, execution_id: str, plan: dict[str, Any]) -> dict[str, Any]:
+    """The spec and kept steps of the run this one retries (its predecessor, checked)."""
+    me = await repo.get_execution(conn, execution_id)
+    if me is None or me.predecessor_id != plan["of"]:
+        raise DagFailed("a retry plan must name the run this one retries")
+    records = await repo.get_steps(conn, plan["of"])
+    state, _ = fold(records)
+    if state is None:
+        raise DagFailed(f"run {plan['of']!r} recorded no DAG spec")
+    spec_rec = next(r for r in records if r.name == "dag:spec")
+    snap = dict(spec_rec.result["value"])
+    keep = {n: asdict(node) for n, node in state.nodes.items() if n not in set(plan["reset"])}
+    snap["inherit"] = keep
+    return snap

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any, Final, Literal
 
 from tether.specs.dag import DagSpec, HumanTask, Step, downstream_of, output_order
@@ -47,6 +48,9 @@ class Node:
     continued: bool = False  # failed or skipped, but continueOn lets dependents run
 
 
+_NODE_FIELDS: Final = frozenset(f.name for f in fields(Node))
+
+
 class DagState:
     """Statuses of every step of `dag`; see the module docstring."""
 
@@ -55,6 +59,12 @@ class DagState:
         self.by_name: dict[str, Step] = {s.name: s for s in dag.steps}
         self.nodes: dict[str, Node] = {s.name: Node() for s in dag.steps}
         self.attempts: list[str] = []
+
+    def inherit(self, kept: Mapping[str, Mapping[str, Any]]) -> None:
+        """Start from the kept steps of the run this one retries (see `retrying`)."""
+        for name, data in kept.items():
+            if name in self.nodes:
+                self.nodes[name] = Node(**{k: v for k, v in data.items() if k in _NODE_FIELDS})
 
     # --- readiness ---------------------------------------------------------------------------
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
-from tether.runtime.dag.interpreter import apply_call, child_result, parse_snapshot
+from tether.runtime.dag.replay import fold
 from tether.runtime.dag.state import DagState
-from tether.specs.dag import DagSpec, HumanTask
+from tether.specs.dag import HumanTask
 from tether.storage.rows import ExecutionRow, StepRecord
 
 RUN_STATUSES: Final[Mapping[str, int]] = {
@@ -74,50 +74,6 @@ class RunDetail:
     params: Any
     steps: tuple[StepDetail, ...]
     waiting: tuple[Mapping[str, Any], ...] = ()  # the open approval / human-task waits
-
-
-def fold(records: Sequence[StepRecord]) -> tuple[DagState | None, set[str]]:
-    """The state after the recorded results, and the steps with an open wait."""
-    ordered = sorted(records, key=lambda r: r.seq)
-    spec_rec = next((r for r in ordered if r.name == "dag:spec" and r.done), None)
-    if spec_rec is None:
-        return None, set()
-    snap = spec_rec.result["value"]
-    state = DagState(parse_snapshot(snap["name"], snap["file"], snap["text"]))
-    children: dict[str, str] = {}
-    open_waits: set[str] = set()
-    for rec in ordered:
-        kind, _, subject = rec.name.partition(":")
-        if rec.kind == "uuid" and rec.done:
-            state.attempts.append(rec.result.replace("-", "")[:6])
-        elif rec.kind == "wait" and not rec.done:
-            open_waits.add(_step_name(state.dag, kind, subject, children))
-        elif rec.kind == "step" and kind == "node" and rec.done:
-            state.record_work(subject, rec.result["value"])
-        elif rec.kind == "transaction" and kind == "call" and rec.done:
-            apply_call(state, subject, rec.result["value"])
-            if "child" in rec.result["value"]:
-                children[rec.result["value"]["child"]] = subject
-        elif rec.kind == "wait" and rec.done:
-            _apply_wait(state, kind, subject, rec.result["answers"][rec.name], children)
-    return state, open_waits
-
-
-def _step_name(dag: DagSpec, kind: str, subject: str, children: Mapping[str, str]) -> str:
-    if kind == "child":
-        return children.get(subject, subject)
-    return dag.step(subject).name if kind == "human_task" else subject
-
-
-def _apply_wait(
-    state: DagState, kind: str, subject: str, answer: Mapping[str, Any], children: Mapping[str, str]
-) -> None:
-    if kind == "child":
-        name = children[subject]
-        state.record_work(name, child_result(answer["payload"], state.by_name[name].output))
-    else:
-        name = _step_name(state.dag, kind, subject, children)
-        state.record_answer(name, answer["payload"], answer.get("by"))
 
 
 def dag_status(row: ExecutionRow, steps: Sequence[StepRecord]) -> RunDetail:
