@@ -40,6 +40,8 @@ def test_queries_file_parses_into_the_expected_names() -> None:
         "seal_execution",
         "link_successor",
         "delete_expired",
+        "insert_child_link",
+        "get_child_links",
     }
     assert set(queries.Q) == expected
     assert all(not sql.endswith(";") and not sql.startswith("--") for sql in queries.Q.values())
