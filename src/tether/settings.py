@@ -52,6 +52,15 @@ class Settings(BaseModel):
     allow_unauthenticated: bool = Field(
         False, description="serve mutations without tokens on a non-loopback address"
     )
+    dags: Path | None = Field(
+        None, description="directory of DAG files (Dagu YAML) to serve, reloaded on change"
+    )
+    inline_shell: bool = Field(
+        False, description="let inline DAG specs (over MCP) run command/script steps"
+    )
+    step_output_bytes: int = Field(
+        1024 * 1024, ge=0, description="stdout and stderr kept of each DAG shell step, each"
+    )
     queues: str = Field("", description="admission queues and their limits: default=4,reports=1")
     profiles: str = Field(
         "", description="runtime profiles: JSON {name: {env, params}}, or a path to such a file"

@@ -49,6 +49,8 @@ def test_queries_file_parses_into_the_expected_names() -> None:
         "ensure_schedule",
         "lock_schedule",
         "set_schedule_tick",
+        "insert_child_link",
+        "get_child_links",
     }
     assert set(queries.Q) == expected
     assert all(not sql.endswith(";") and not sql.startswith("--") for sql in queries.Q.values())

@@ -9,7 +9,7 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-from tether.cli import quiet, server
+from tether.cli import dags, quiet, server
 from tether.cli.parser import build_parser
 from tether.cli.runs import BadArgument, runs
 from tether.database_url import NoDatabase, existing_database
@@ -54,6 +54,7 @@ def _dispatch(args: argparse.Namespace, level: str) -> int:
         host=getattr(args, "host", None),
         port=getattr(args, "port", None),
         workers=getattr(args, "workers", None),
+        dags=getattr(args, "dags", None),
     )
     if args.command == "serve":
         code = server.serve(args, settings, level)
@@ -64,5 +65,7 @@ def _dispatch(args: argparse.Namespace, level: str) -> int:
         return server.worker(settings)
     if args.command == "migrate":
         return server.with_db(settings, server.run_migrations)
+    if args.command == "dags":
+        return dags.command(args, settings)
     with existing_database(settings) as dsn:
         return asyncio.run(runs(args, settings, dsn))

@@ -15,6 +15,14 @@ from typing import NoReturn
 from tether.runtime.statuses import STATUSES
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+# `tether runs DECISION RUN STEP …` → the decision an approval gate or human task is given
+DECISIONS = {
+    "approve": "approve",
+    "reject": "reject",
+    "push-back": "push_back",
+    "complete": "complete",
+}
+DAGS_HELP = "directory of DAG files (default: TETHER_DAGS)"
 APP_HELP = "module:attr or path/to/file.py:attr (default: TETHER_APP, else the examples)"
 
 
@@ -74,10 +82,12 @@ def build_parser() -> Parser:
     serve.add_argument("--port", type=int, help="port to listen on (default: TETHER_PORT)")
     serve.add_argument("--workers", type=int, help="concurrent runs in this process")
     serve.add_argument("--no-workers", action="store_true", help="serve HTTP only")
+    serve.add_argument("--dags", help=DAGS_HELP + "; reloaded when its files change")
 
     worker = _command(sub, "worker", "workers only", "Run the App's workflows without HTTP.")
     worker.add_argument("app", nargs="?", help=APP_HELP)
     worker.add_argument("--workers", type=int, help="concurrent runs in this process")
+    worker.add_argument("--dags", help=DAGS_HELP + "; reloaded when its files change")
 
     _command(sub, "migrate", "apply database migrations")
 
@@ -94,12 +104,43 @@ def build_parser() -> Parser:
     tnew.add_argument("role", choices=["reader", "operator", "admin"], help="what it may do")
 
     _runs(sub)
+    _dags(sub)
 
     # Everything after `conformance` goes to the harness's own parser (tether-conformance).
     sub.add_parser(
         "conformance", help="black-box conformance harness (--help for its options)", add_help=False
     )
     return p
+
+
+def _dags(sub: argparse._SubParsersAction[Parser]) -> None:
+    dags = _command(
+        sub,
+        "dags",
+        "DAG workflows (Dagu YAML)",
+        "List, show, validate and start DAG workflows: Dagu YAML files in --dags DIR "
+        "(default TETHER_DAGS). `validate` needs no database.",
+    )
+    dags.add_argument("--app", help=APP_HELP)
+    dags.add_argument("--dags", help=DAGS_HELP)
+    dsub = dags.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    def action(name: str, help_text: str) -> Parser:
+        p = _command(dsub, name, help_text)
+        p.add_argument("--app", default=argparse.SUPPRESS, help=APP_HELP)
+        p.add_argument("--dags", default=argparse.SUPPRESS, help=DAGS_HELP)
+        return p
+
+    action("list", "the DAGs loaded from the directory")
+    action("show", "one DAG: params, steps and their dependencies").add_argument(
+        "name", help="DAG name"
+    )
+    action("validate", "check a DAG file; a refusal names its field and line").add_argument(
+        "file", help="a DAG YAML file"
+    )
+    start = action("start", "start a run of a DAG")
+    start.add_argument("name", help="DAG name")
+    start.add_argument("params", nargs="*", help="positional values and NAME=value")
 
 
 def _runs(sub: argparse._SubParsersAction[Parser]) -> None:
@@ -111,11 +152,13 @@ def _runs(sub: argparse._SubParsersAction[Parser]) -> None:
         "the embedded one under TETHER_DATA_DIR; it is never created here).",
     )
     runs.add_argument("--app", help=APP_HELP)
+    runs.add_argument("--dags", help=DAGS_HELP)
     rsub = runs.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     def action(name: str, help_text: str, description: str = "") -> Parser:
         p = _command(rsub, name, help_text, description)
         p.add_argument("--app", default=argparse.SUPPRESS, help=APP_HELP)
+        p.add_argument("--dags", default=argparse.SUPPRESS, help=DAGS_HELP)
         return p
 
     ls = action("list", "runs, newest first", "List runs, newest first, a page at a time.")
@@ -180,3 +223,14 @@ def _runs_steering(action: Callable[..., Parser]) -> None:
         ("retry", "start a new run after one ended without success"),
     ):
         action(name, text).add_argument("id", help="run id")
+    for name in DECISIONS:
+        cmd = action(
+            name,
+            f"{name} a waiting DAG step",
+            f"{name.capitalize()} the approval gate or human task waiting at STEP of a DAG run.",
+        )
+        cmd.add_argument("id", help="execution id of the DAG run")
+        cmd.add_argument("step", help="step name (a human task: its id)")
+        cmd.add_argument("inputs", nargs="*", help="KEY=VALUE (strings)")
+        cmd.add_argument("--reason", help="why (reject)")
+        cmd.add_argument("--json-inputs", help="a JSON object (typed human-task fields)")

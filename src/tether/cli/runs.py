@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
 
-from tether.cli import render
+from tether.cli import dags, render
 from tether.cli.output import Output
+from tether.cli.parser import DECISIONS
 from tether.cli.watch import watch
 from tether.loader import load_app
 from tether.runtime import errors as rt_errors
 from tether.runtime.notifications import Listener
 from tether.runtime.operations import Operations
+from tether.runtime.rows import ExecutionRow
 from tether.runtime.service import operations
 from tether.settings import Settings
 
@@ -41,6 +44,7 @@ def print_error(exc: rt_errors.TetherError) -> None:
 
 async def runs(args: argparse.Namespace, settings: Settings, dsn: str) -> int:
     app = load_app(settings.app)
+    dags.load_dags(app, settings)
     out = Output(args.json)
     listener = Listener(dsn) if args.action == "watch" else None
     try:
@@ -56,71 +60,92 @@ async def runs(args: argparse.Namespace, settings: Settings, dsn: str) -> int:
 
 
 async def run_action(args: argparse.Namespace, ops: Operations, out: Output) -> int:
-    action = args.action
-    if action == "list":
-        page = await ops.list_runs(
-            workflow=args.workflow,
-            statuses=args.status,
-            labels=args.label,
-            limit=args.limit,
-            cursor=args.cursor,
-        )
-        if out.json:
-            items = [render.row_dict(r) for r in page.items]
-            out.data({"items": items, "next_cursor": page.next_cursor})
-            return 0
-        if page.items:
-            out.show(render.runs_table(page.items, out.now(), out.fancy))
-        else:
-            out.show("no runs")
-        if page.next_cursor:
-            out.console.print(f"more: --cursor '{page.next_cursor}'", markup=False)
-    elif action == "show":
-        view = await ops.get(args.id)
-        history = await ops.history(view.current.id) if args.history else None
-        resolved = args.id if view.current.id != args.id else None
-        if out.json:
-            data = render.row_dict(view.current)
-            if resolved:
-                data["resolved_from"] = resolved
-            if history is not None:
-                data["history"] = [
-                    {"event_id": h.event_id, "type": h.type, "data": h.data, "at": h.at.isoformat()}
-                    for h in history
-                ]
-            out.data(data)
-            return 0
+    handler = _ACTIONS.get(args.action)
+    if handler is not None:
+        await handler(args, ops, out)
+    elif args.action in DECISIONS:
+        out.fields(await dags.run_decision(args, ops))
+    else:
+        steer = {"cancel": ops.cancel, "terminate": ops.terminate}.get(args.action)
+        row = await (steer(args.id, by="cli") if steer else ops.retry(args.id, by="cli"))
+        _row(out, row)
+    return 0
+
+
+def _row(out: Output, row: ExecutionRow, **extra: Any) -> None:
+    if out.json:
+        out.data({**render.row_dict(row), **extra})
+    else:
+        out.show(render.run_detail(row, out.now(), out.fancy))
+
+
+async def _list(args: argparse.Namespace, ops: Operations, out: Output) -> None:
+    page = await ops.list_runs(
+        workflow=args.workflow,
+        statuses=args.status,
+        labels=args.label,
+        limit=args.limit,
+        cursor=args.cursor,
+    )
+    if out.json:
+        items = [render.row_dict(r) for r in page.items]
+        out.data({"items": items, "next_cursor": page.next_cursor})
+        return
+    out.show(render.runs_table(page.items, out.now(), out.fancy) if page.items else "no runs")
+    if page.next_cursor:
+        out.console.print(f"more: --cursor '{page.next_cursor}'", markup=False)
+
+
+async def _show(args: argparse.Namespace, ops: Operations, out: Output) -> None:
+    view = await ops.get(args.id)
+    history = await ops.history(view.current.id) if args.history else None
+    resolved = args.id if view.current.id != args.id else None
+    if not out.json:
         out.show(
             render.show(view.current, out.now(), out.fancy, resolved_from=resolved, history=history)
         )
-    elif action == "start":
-        started = await ops.start(
-            args.workflow,
-            json_arg(args.input),
-            idempotency_key=args.idempotency_key,
-            labels=args.label,
-            queue=args.queue,
-            profile=args.profile,
-            by="cli",
-        )
-        if out.json:
-            out.data({**render.row_dict(started.execution), "deduped": started.deduped})
-            return 0
-        if started.deduped:
-            out.console.print("already started with that idempotency key:", markup=False)
-        out.show(render.run_detail(started.execution, out.now(), out.fancy))
-    elif action == "signal":
-        res = await ops.signal(args.id, args.name, json_arg(args.payload), by="cli")
-        out.fields({"status": res.status, "execution_id": res.execution_id})
-    elif action == "answer":
-        # args.key: the wait's key or its name (the single open wait of that name)
-        ans = await ops.answer_wait(args.id, args.key, json_arg(args.response), by="cli")
-        out.fields({"status": ans.status, "execution_id": ans.execution_id, "key": ans.key})
-    else:
-        steer = {"cancel": ops.cancel, "terminate": ops.terminate}.get(action)
-        row = await (steer(args.id, by="cli") if steer else ops.retry(args.id, by="cli"))
-        if out.json:
-            out.data(render.row_dict(row))
-            return 0
-        out.show(render.run_detail(row, out.now(), out.fancy))
-    return 0
+        return
+    data = render.row_dict(view.current)
+    if resolved:
+        data["resolved_from"] = resolved
+    if history is not None:
+        data["history"] = [
+            {"event_id": h.event_id, "type": h.type, "data": h.data, "at": h.at.isoformat()}
+            for h in history
+        ]
+    out.data(data)
+
+
+async def _start(args: argparse.Namespace, ops: Operations, out: Output) -> None:
+    started = await ops.start(
+        args.workflow,
+        json_arg(args.input),
+        idempotency_key=args.idempotency_key,
+        labels=args.label,
+        queue=args.queue,
+        profile=args.profile,
+        by="cli",
+    )
+    if started.deduped and not out.json:
+        out.console.print("already started with that idempotency key:", markup=False)
+    _row(out, started.execution, deduped=started.deduped)
+
+
+async def _signal(args: argparse.Namespace, ops: Operations, out: Output) -> None:
+    res = await ops.signal(args.id, args.name, json_arg(args.payload), by="cli")
+    out.fields({"status": res.status, "execution_id": res.execution_id})
+
+
+async def _answer(args: argparse.Namespace, ops: Operations, out: Output) -> None:
+    # args.key: the wait's key or its name (the single open wait of that name)
+    ans = await ops.answer_wait(args.id, args.key, json_arg(args.response), by="cli")
+    out.fields({"status": ans.status, "execution_id": ans.execution_id, "key": ans.key})
+
+
+_ACTIONS: dict[str, Callable[[argparse.Namespace, Operations, Output], Awaitable[None]]] = {
+    "list": _list,
+    "show": _show,
+    "start": _start,
+    "signal": _signal,
+    "answer": _answer,
+}

@@ -1,9 +1,6 @@
-"""Registration: `app = tether.App()`, `@app.workflow(...)`, `@app.update(...)`.
-
-A workflow is `async def wf(ctx, input: Model) -> Out`. Input and output types come from the
-annotations; pydantic validates input at the edge (before anything is stored) and publishes
-JSON Schemas for the tool surfaces.
-"""
+"""Registration: `app = tether.App()`, `@app.workflow(...)`, `@app.update(...)`. A workflow is
+`async def wf(ctx, input: Model) -> Out`; pydantic validates its input at the edge (before
+anything is stored) and publishes the JSON Schemas the tool surfaces show."""
 
 from __future__ import annotations
 
@@ -18,6 +15,7 @@ from typing import Any, Literal, TypeVar, get_type_hints, overload
 from pydantic import TypeAdapter, ValidationError
 
 from tether.runtime import admission
+from tether.runtime.dag.catalog import DagCatalog
 from tether.runtime.errors import InvalidInput, UpdateNotFound, WorkflowNotFound
 from tether.runtime.inputs import ExtraInput, input_type_for
 from tether.runtime.policy import NO_RETRY, RetryPolicy, seconds
@@ -174,12 +172,13 @@ class ResourceDef:
     template: bool
 
 
-class App:
-    """A set of workflows. Serve it with `tether serve module:app`."""
+class App(DagCatalog):
+    """A set of workflows (and DAGs, see DagCatalog). Serve it with `tether serve module:app`."""
 
     def __init__(self, name: str = "tether") -> None:
         self.name = name
         self._workflows: dict[str, WorkflowDef] = {}
+        DagCatalog.__init__(self)
         self._tools: dict[str, ToolDef] = {}
         self.prompts: dict[str, PromptDef] = {}
         self.resources: dict[str, ResourceDef] = {}
@@ -326,21 +325,15 @@ class App:
     ) -> Any:
         """Register `async def wf(ctx, input: Model) -> Out` under `name` (default: its name).
 
-        `retention`: how long the run's row lives after it ends (None: forever).
-        `retry`: run-level retry when the workflow raises (default: none).
-        `timeout`: the run ends `timed_out` when it is still live this long after it started.
-        `mcp`: serve the generated tool set (start_<wf>, <wf>_status, <wf>_watch, signal_<wf>,
-        answer_<wf>, <wf>_update_<u>) over MCP. `tool`: also serve the workflow itself as one
-        MCP tool (named `tool`, or the workflow's name when True) whose arguments are its input;
-        with the Tasks extension it returns a task, without it the call runs to the end
-        (`task_support="required"` refuses such calls with -32021 instead). `tasks`: serve
-        its runs as MCP tasks without publishing tools for it (e.g. a workflow that a plain
-        tool hands back with `ctx.start_task`); `mcp` and `tool` imply it.
-        `extra_input`: what an input field the model does not declare does — `"forbid"` (the
-        default: the input is refused, naming the field, on every surface) or `"ignore"`. A
-        model that sets `model_config["extra"]` itself keeps its own policy.
-        `queue`, `max_active_runs`, `labels`, `schedule`: admission (docs/admission.md).
-        """
+        `retention`: row lifetime after the end (None: forever); `retry`: run-level retry;
+        `timeout`: still live this long after it started → `timed_out`. `mcp`: serve the
+        generated tool set (start_, _status, _watch, signal_, answer_, _update_); `tool`: also
+        the workflow itself as one tool (a task with the Tasks extension, else it runs to the
+        end; `task_support="required"` refuses that with -32021); `tasks`: its runs as tasks
+        without tools (`mcp`/`tool` imply it). `extra_input`: an undeclared input field is
+        refused (`"forbid"`, the default, on every surface) or `"ignore"`d (a model's own
+        `model_config["extra"]` wins). `queue`, `max_active_runs`, `labels`, `schedule`:
+        admission (docs/admission.md)."""
 
         def register(func: F) -> F:
             wf_name = _check_name(name or func.__name__, "workflow")

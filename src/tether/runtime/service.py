@@ -12,9 +12,11 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tether.runtime import janitor
 from tether.runtime.admission import NO_ADMISSION, Admission
+from tether.runtime.dag.reloader import DagReloader
 from tether.runtime.operations import Operations
 from tether.runtime.registry import App
 from tether.runtime.scheduler import Scheduler, schedules
@@ -33,6 +35,17 @@ class Runtime:
     ops: Operations
     workers: list[Worker] = field(default_factory=list)
     scheduler: Scheduler | None = None
+    reloader: DagReloader | None = None
+
+    def stop(self) -> None:
+        """Ask every loop to stop: workers hand their leases back, then the scheduler, the DAG
+        reloader and the listener end."""
+        for worker in self.workers:
+            worker.stop()
+        for loop in (self.scheduler, self.reloader):
+            if loop is not None:
+                loop.stop()
+        self.listener.stop()
 
 
 async def migrate_database(dsn: str) -> list[int]:
@@ -75,6 +88,7 @@ async def running(
     pool_size: int = 20,
     max_payload_bytes: int = 256 * 1024,
     run_migrations: bool = True,
+    dags_dir: str | Path | None = None,
 ) -> AsyncIterator[Runtime]:
     """Migrate, open the pool and listener, start `workers` claim loops, the janitor and (when
     a workflow has a schedule) the scheduler; on exit stop the workers (leases handed back),
@@ -82,13 +96,16 @@ async def running(
     from `worker_settings.admission`."""
     if run_migrations:
         await migrate_database(dsn)
+    reloader = DagReloader(app, dags_dir) if dags_dir is not None else None
+    if reloader is not None:
+        reloader.scan()  # before the scheduler and the tool catalog look at the workflows
     db: Database = await pool.create_pool(dsn, min_size=1, max_size=pool_size)
     listener = Listener(dsn)
     admission = (worker_settings or WorkerSettings()).admission
     ops = Operations(
         db, app, listener=listener, max_payload_bytes=max_payload_bytes, admission=admission
     )
-    rt = Runtime(db, listener, ops)
+    rt = Runtime(db, listener, ops, reloader=reloader)
     try:
         async with asyncio.TaskGroup() as tg:
             tg.create_task(listener.run(), name="tether-listener")
@@ -103,21 +120,25 @@ async def running(
                 if janitor_interval_s
                 else None
             )
-            if admission.scheduler and schedules(app.workflows):
-                rt.scheduler = Scheduler(ops.env)
-                tg.create_task(rt.scheduler.run(), name="tether-scheduler")
+            _start_loops(tg, rt, app, admission.scheduler)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(10):
                     await listener.ready.wait()
             try:
                 yield rt
             finally:
-                for worker in rt.workers:
-                    worker.stop()
-                if rt.scheduler is not None:
-                    rt.scheduler.stop()
+                rt.stop()
                 if sweeper is not None:
                     sweeper.cancel()
-                listener.stop()
     finally:
         await db.close()
+
+
+def _start_loops(tg: asyncio.TaskGroup, rt: Runtime, app: App, scheduler: bool) -> None:
+    """The DAG reloader (with `--dags`) and the cron scheduler (when a workflow has a
+    schedule and this process runs one)."""
+    if rt.reloader is not None:
+        tg.create_task(rt.reloader.run(), name="tether-dag-reloader")
+    if scheduler and schedules(app.workflows):
+        rt.scheduler = Scheduler(rt.ops.env)
+        tg.create_task(rt.scheduler.run(), name="tether-scheduler")

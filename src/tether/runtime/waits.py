@@ -19,8 +19,9 @@ import jsonschema
 from pydantic import BaseModel, ValidationError
 
 from tether.runtime.errors import Rejected
+from tether.runtime.scalar_forms import form_errors
 
-KINDS: Final = ("signal", "approval", "human_task", "agent_step", "update")
+KINDS: Final = ("signal", "approval", "human_task", "agent_step", "update", "child")
 ANSWERABLE_KINDS: Final = frozenset({"signal", "approval", "human_task", "agent_step"})
 APPROVAL_DECISIONS: Final = ("approve", "reject", "push_back")
 HUMAN_TASK_DECISIONS: Final = ("complete", "push_back")
@@ -339,6 +340,10 @@ def _human_task_errors(descriptor: dict[str, Any], response: dict[str, Any]) -> 
         return [f"decision: must be one of {list(HUMAN_TASK_DECISIONS)}"]
     fields_ = {k: v for k, v in response.items() if k != "decision"}
     schema = descriptor.get("form") if decision == "complete" else descriptor.get("feedback")
+    if descriptor.get("rules") == "scalar":  # a DAG's flat form: the scalar rules, no coercion
+        if schema is None:
+            return ["decision: this task cannot be pushed back"]
+        return form_errors(schema, fields_)
     return _schema_errors(schema or {}, fields_)
 
 

@@ -352,3 +352,16 @@ async def cancel_queued(conn: Conn, execution_id: str, error: Any) -> bool:
     """End a run still waiting in its queue `cancelled`; False when it is not queued."""
     with translated():
         return await conn.fetchrow(Q["cancel_queued"], execution_id, error) is not None
+
+
+async def insert_child_link(conn: Conn, child_id: str, parent_id: str, step: str) -> None:
+    """Link a child run to its parent; the child's end is then signalled to the parent."""
+    with translated():
+        await conn.execute(Q["insert_child_link"], child_id, parent_id, step)
+
+
+async def get_child_links(conn: Conn, parent_id: str) -> list[tuple[str, str]]:
+    """(child id, step) of every child run of `parent_id`."""
+    with translated():
+        recs = await conn.fetch(Q["get_child_links"], parent_id)
+    return [(r["child_id"], r["step"]) for r in recs]

@@ -416,3 +416,11 @@ SELECT last_tick FROM schedules WHERE workflow = $1 AND cron = $2 FOR UPDATE SKI
 -- name: set_schedule_tick
 -- Move a schedule's last tick (in the transaction that started the tick's runs).
 UPDATE schedules SET last_tick = $3 WHERE workflow = $1 AND cron = $2;
+
+-- name: insert_child_link
+-- Link a child run to its parent (migration 0005): its end will be signalled to the parent.
+INSERT INTO child_runs (child_id, parent_id, step) VALUES ($1, $2, $3);
+
+-- name: get_child_links
+-- The child runs of a parent (ordered by id).
+SELECT child_id, step FROM child_runs WHERE parent_id = $1 ORDER BY child_id;

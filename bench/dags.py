@@ -1,0 +1,151 @@
+"""DAG interpreter overhead: DAG runs against the same work written as plain workflows.
+
+What is measured (each figure the median wall time of ``--repeat`` runs, start → ended, in one
+process with one worker on one PostgreSQL):
+
+* ``chain``: a ``--steps``-step chain of no-op Python actions (``run: noop``) as a DAG, against
+  a plain workflow making the same number of ``ctx.step(noop)`` calls in a row;
+* ``fanout``: ``--width`` independent no-op actions (one wave) as a DAG, against a plain
+  workflow gathering the same ``ctx.step`` calls;
+* ``shell``: a ``--shell-steps``-step chain of shell commands as a DAG, against a loop of
+  ``subprocess.run`` of the same commands (no database at all).
+
+Targets (issue 12): DAG/plain ≤ 1.3 for chain and fan-out; shell DAG/loop ≤ 1.5.
+
+Usage::
+
+    python bench/dags.py [--dsn URL] [--steps 50] [--width 50] [--shell-steps 20] [--repeat 5]
+
+Without ``--dsn`` an embedded PostgreSQL is started under /tmp and stopped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from tether.runtime.context import Context
+from tether.runtime.registry import App
+from tether.runtime.service import Runtime, running
+from tether.runtime.worker import WorkerSettings
+from tether.storage import embedded
+
+SHELL_COMMAND = "echo step"  # --shell-command overrides
+
+
+def noop() -> None:
+    return None
+
+
+def build_app(steps: int, width: int, shell_steps: int, command: str) -> App:
+    app = App("bench-dags")
+    app.action("noop")(noop)
+    chain = "\n".join(f"  - name: s{i}\n    run: noop" for i in range(steps))
+    app.dag(f"name: chain\ntype: chain\nsteps:\n{chain}\n")
+    fan = "\n".join(f"  - name: f{i}\n    run: noop" for i in range(width))
+    app.dag(f"name: fanout\nsteps:\n{fan}\n")
+    shell = "\n".join(f"  - name: c{i}\n    command: {command!r}" for i in range(shell_steps))
+    app.dag(f"name: shell\ntype: chain\nsteps:\n{shell}\n")
+
+    @app.workflow(name="chain_plain")
+    async def chain_plain(ctx: Context) -> None:
+        for i in range(steps):
+            await ctx.step(noop, name=f"s{i}")
+
+    @app.workflow(name="fanout_plain")
+    async def fanout_plain(ctx: Context) -> None:
+        await asyncio.gather(*(ctx.step(noop, name=f"f{i}") for i in range(width)))
+
+    return app
+
+
+async def timed_run(rt: Runtime, workflow: str, input_: Any) -> float:
+    began = time.perf_counter()
+    started = await rt.ops.start(workflow, input_)
+    view = await rt.ops.wait_for_end(started.execution.id, timeout=300)
+    if view.current.status != "completed":
+        raise RuntimeError(f"{workflow} ended {view.current.status}: {view.current.error}")
+    return time.perf_counter() - began
+
+
+def shell_loop(n: int, command: str) -> float:
+    began = time.perf_counter()
+    for _ in range(n):
+        subprocess.run(["sh", "-c", command], check=True, capture_output=True)  # noqa: S607 — the sh DAG steps use
+    return time.perf_counter() - began
+
+
+async def measure(dsn: str, args: argparse.Namespace) -> dict[str, float]:
+    app = build_app(args.steps, args.width, args.shell_steps, args.shell_command)
+    settings = WorkerSettings(concurrency=4, lease_s=30.0, poll_s=0.01, shutdown_grace_s=1.0)
+    times: dict[str, list[float]] = {}
+    async with running(dsn, app, worker_settings=settings, janitor_interval_s=None) as rt:
+        for _ in range(args.repeat):
+            for name, input_ in (
+                ("chain", {}),
+                ("chain_plain", None),
+                ("fanout", {}),
+                ("fanout_plain", None),
+                ("shell", {}),
+            ):
+                times.setdefault(name, []).append(await timed_run(rt, name, input_))
+            times.setdefault("shell_loop", []).append(
+                await asyncio.to_thread(shell_loop, args.shell_steps, args.shell_command)
+            )
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+@contextlib.contextmanager
+def server(dsn: str | None) -> Iterator[str]:
+    if dsn:
+        yield dsn
+        return
+    folder = Path(tempfile.mkdtemp(prefix="tbd", dir="/tmp"))
+    os.chmod(folder, 0o755)  # noqa: S103 — as root, pgserver runs PostgreSQL as another user
+    srv = embedded.start(folder)
+    try:
+        yield srv.uri
+    finally:
+        srv.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def report(m: dict[str, float]) -> None:
+    rows = [
+        ("chain", m["chain"], m["chain_plain"], 1.3),
+        ("fanout", m["fanout"], m["fanout_plain"], 1.3),
+        ("shell", m["shell"], m["shell_loop"], 1.5),
+    ]
+    print(f"{'case':<8} {'dag s':>8} {'baseline s':>11} {'ratio':>7} {'target':>7}")
+    for case, dag, base, target in rows:
+        ratio = dag / base
+        flag = "ok" if ratio <= target else "OVER"
+        print(f"{case:<8} {dag:8.3f} {base:11.3f} {ratio:7.2f} {target:7.1f} {flag}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dsn")
+    parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--width", type=int, default=50)
+    parser.add_argument("--shell-steps", type=int, default=20)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--shell-command", default=SHELL_COMMAND)
+    args = parser.parse_args(argv)
+    with server(args.dsn) as dsn:
+        report(asyncio.run(measure(dsn, args)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,188 @@
+"""The App's DAG side (mixed into `App`): `@app.action`, `app.dag(...)`, `app.load_dags(dir)`,
+`app.inline_dag(text)`. Each DAG is registered as an ordinary workflow named after the DAG
+whose input is `DagInput`, so every DAG run is an ordinary execution."""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+from tether.runtime.context import Context
+from tether.runtime.dag.interpreter import DagHost, DagInput, run_dag
+from tether.runtime.ids import new_execution_id
+from tether.specs.dag import DagSpec, DagSpecError, load_string, shell_steps
+from tether.storage import repo
+
+F = TypeVar("F", bound=Callable[..., Any])
+INLINE_SHELL_ENV = "TETHER_INLINE_SHELL"
+
+
+class InlineShellRefused(DagSpecError):
+    """An inline DAG spec may not run shell steps unless the operator set TETHER_INLINE_SHELL."""
+
+
+@dataclass(frozen=True)
+class DagEntry:
+    """A registered DAG: its parsed spec and the text it came from (recorded by each run)."""
+
+    spec: DagSpec
+    text: str
+    file: str
+    mtime: float | None = None
+
+
+class DagCatalog:
+    """Mixed into `App`; keeps actions and DAGs beside the workflows they become."""
+
+    _workflows: dict[str, Any]
+
+    def __init__(self) -> None:
+        self._actions: dict[str, Callable[..., Any]] = {}
+        self._dags: dict[str, DagEntry] = {}
+        self._host = DagHost(MappingProxyType(self._actions), self._snapshot, self._new_child)
+
+    @property
+    def actions(self) -> Mapping[str, Callable[..., Any]]:
+        return MappingProxyType(self._actions)
+
+    @property
+    def dags(self) -> Mapping[str, DagEntry]:
+        return MappingProxyType(self._dags)
+
+    def action(self, name: str | None = None) -> Callable[[F], F]:
+        """Register a Python function (sync or async) as the action `name` (default: its
+        name) for DAG steps `run: name`; `with:` values are its keyword arguments."""
+
+        def register(fn: F) -> F:
+            key = name or fn.__name__
+            if key in self._actions:
+                raise ValueError(f"action {key!r} is registered twice")
+            if not callable(fn):
+                raise TypeError(f"action {key!r} must be callable")
+            self._actions[key] = fn
+            return fn
+
+        return register
+
+    def dag(self, source: str | Path, *, mcp: bool | None = None) -> DagSpec:
+        """Register (or replace) the DAG in `source`: a path to a YAML file, or YAML text.
+
+        Raises DagSpecError (invalid spec), OSError (unreadable file), ValueError (the name is
+        taken by a workflow that is not a DAG, or is not a valid workflow name).
+        """
+        if isinstance(source, Path):
+            text = source.read_text(encoding="utf-8")
+            spec = load_string(text, file=str(source), default_name=source.stem)
+            entry = DagEntry(spec, text, str(source), source.stat().st_mtime)
+        else:
+            spec = load_string(source)
+            entry = DagEntry(spec, source, spec.file)
+        self._register(entry, mcp=spec.mcp if mcp is None else mcp)
+        return spec
+
+    def inline_dag(self, text: str) -> DagSpec:
+        """Register a DAG spec that arrived inline (over MCP): it may not run `command` /
+        `script` steps unless TETHER_INLINE_SHELL is set; the refusal names the steps."""
+        spec = load_string(text)
+        shell = shell_steps(spec)
+        if shell and not inline_shell_allowed():
+            first = next(s for s in (*spec.steps, *spec.handlers.values()) if s.name == shell[0])
+            raise InlineShellRefused(
+                f"steps {list(shell)} run shell commands (command/script), which an inline "
+                f"spec may not do unless the operator sets {INLINE_SHELL_ENV}",
+                field="command",
+                path=f"steps[{shell[0]}]",
+                file=spec.file,
+                line=first.line,
+            )
+        self._register(DagEntry(spec, text, spec.file), mcp=spec.mcp)
+        return spec
+
+    def load_dags(self, directory: str | Path) -> dict[str, str]:
+        """Register every `*.yaml` / `*.yml` DAG in `directory`; a bad file is reported and
+        the others are kept. Returns {file: problem} for the files that were refused."""
+        problems: dict[str, str] = {}
+        for path in sorted(dag_files(Path(directory))):
+            try:
+                self.dag(path)
+            except (DagSpecError, OSError, ValueError) as exc:
+                problems[str(path)] = str(exc)
+        return problems
+
+    def remove_dag(self, name: str) -> None:
+        """Forget a DAG (its file was deleted); runs already started keep their recorded spec."""
+        if self._dags.pop(name, None) is not None:
+            self._workflows.pop(name, None)
+
+    # --- internals -------------------------------------------------------------------------------
+
+    def _register(self, entry: DagEntry, *, mcp: bool) -> None:
+        name = entry.spec.name
+        if name in self._workflows and name not in self._dags:
+            raise ValueError(f"DAG {name!r}: a workflow of that name is already registered")
+        register = getattr(self, "workflow")  # noqa: B009 — App's decorator
+        previous = self._workflows.pop(name, None)
+        try:
+            register(name=name, mcp=mcp, description=entry.spec.description, **_admission(entry))(
+                _workflow_fn(self._host, name)
+            )
+        except (ValueError, TypeError):
+            if previous is not None:
+                self._workflows[name] = previous
+            raise
+        self._dags[name] = entry
+
+    def _snapshot(self, name: str) -> dict[str, str]:
+        entry = self._dags[name]
+        return {"name": entry.spec.name, "file": entry.file, "text": entry.text}
+
+    def _new_child(self, dag: str, child_input: Any, parent: str) -> repo.NewExecution:
+        if dag not in self._dags:
+            raise LookupError(f"no DAG named {dag!r}")
+        wf = self._workflows[dag]
+        value = wf.dump_input(wf.parse_input(child_input))
+        new_id = new_execution_id()
+        return repo.NewExecution(
+            id=new_id,
+            workflow=dag,
+            business_id=new_id,
+            input=value,
+            retention_s=wf.retention_s,
+            deadline_at=wf.deadline(),
+            created_data={"parent": parent},
+        )
+
+
+def _admission(entry: DagEntry) -> dict[str, Any]:
+    """The DAG's admission fields as workflow options (docs/admission.md): `queue` wins over
+    `maxActiveRuns` (as in Dagu, a global queue's limit applies, not the DAG's)."""
+    spec = entry.spec
+    return {
+        "queue": spec.queue,
+        "max_active_runs": spec.max_active_runs if spec.queue is None else None,
+        "labels": [str(label) for label in spec.labels] or None,
+        "schedule": [s.cron for s in spec.schedules] or None,
+    }
+
+
+def inline_shell_allowed() -> bool:
+    """TETHER_INLINE_SHELL as the settings read it (true/1/yes/on); unset or false: refused."""
+    return os.environ.get(INLINE_SHELL_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def dag_files(directory: Path) -> list[Path]:
+    return [p for p in directory.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file()]
+
+
+def _workflow_fn(host: DagHost, name: str) -> Callable[..., Any]:
+    async def dag_workflow(ctx: Context, inp: DagInput) -> dict[str, Any]:
+        return await run_dag(ctx, host, name, inp)
+
+    dag_workflow.__qualname__ = f"dag:{name}"
+    assert inspect.iscoroutinefunction(dag_workflow)  # noqa: S101
+    return dag_workflow

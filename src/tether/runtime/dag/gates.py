@@ -1,0 +1,91 @@
+"""The waits a DAG run opens: approval gates, human tasks (flat scalar forms given as data)
+and sub-DAG runs. Each hands the raw answer back; the state machine decides what it means."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from tether.runtime import waits as w
+from tether.specs.dag import Form, FormProperty
+
+
+@dataclass(frozen=True)
+class Answer:
+    payload: dict[str, Any]
+    by: str | None
+
+
+@dataclass(frozen=True)
+class Gate(w.Approval):
+    """An approval gate whose answer (approve / reject / push_back) comes back raw."""
+
+    def parse(self, response: Any, by: str | None) -> Answer:  # type: ignore[override]  # raw
+        return Answer(dict(response), by)
+
+
+@dataclass(frozen=True)
+class FormTask(w.WaitSpec):
+    """A human task over a flat scalar form (JSON data, checked by `scalar_forms`)."""
+
+    kind: ClassVar[str] = "human_task"
+    form: dict[str, Any] | None = None
+    feedback: dict[str, Any] | None = None
+
+    def answer_schema(self) -> dict[str, Any]:
+        return w.human_task_schema(self.form or {})
+
+    def extra(self) -> dict[str, Any]:
+        return {"form": self.form, "feedback": self.feedback, "rules": "scalar"}
+
+    def parse(self, response: Any, by: str | None) -> Answer:
+        return Answer(dict(response), by)
+
+
+@dataclass(frozen=True)
+class ChildRun(w.WaitSpec):
+    """The end of a child run (`name` is its execution id); answered by the database when
+    the child ends (migration 0005), never from outside."""
+
+    kind: ClassVar[str] = "child"
+
+    def parse(self, response: Any, by: str | None) -> Answer:
+        return Answer(dict(response), by)
+
+
+def form_schema(form: Form | None, *, feedback: bool = False) -> dict[str, Any]:
+    """A form as the flat JSON schema every surface shows (and `scalar_forms` checks)."""
+    if form is None:
+        return {"type": "object", "properties": {}, "additionalProperties": False}
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {p.name: _property(p) for p in form.properties},
+        "additionalProperties": False if feedback else form.additional_properties,
+    }
+    if form.required:
+        schema["required"] = list(form.required)
+    if form.title:
+        schema["title"] = form.title
+    if form.description:
+        schema["description"] = form.description
+    return schema
+
+
+def _property(p: FormProperty) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": p.type}
+    optional = {
+        "title": p.title,
+        "description": p.description,
+        "default": p.default,
+        "minimum": p.minimum,
+        "maximum": p.maximum,
+        "minLength": p.min_length,
+        "maxLength": p.max_length,
+        "pattern": p.pattern,
+    }
+    out.update({k: v for k, v in optional.items() if v is not None})
+    if p.enum:
+        out["enum"] = list(p.enum)
+    if p.one_of:
+        out["oneOf"] = [{"const": c} for c in p.one_of]
+    return out

@@ -1,0 +1,309 @@
+"""The generic DAG workflow: one execution walks a `DagSpec`, each step a durable call.
+
+It runs in waves: every step that is ready (its dependencies done) starts together, and the
+next wave is computed when the whole wave has finished. Inside a wave, durable calls are made
+in phases (work; then sub-DAG ends; then approvals and human tasks), each phase's calls in the
+DAG's order, so replay assigns every call the same position whatever finished first. A wave
+whose gate or task is still open parks the run; steps of the wave that finished are kept.
+
+The spec is recorded by the run's first step (`dag:spec`), so a run interprets the spec it
+started with even when the file is changed or reloaded while it runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, cast
+
+from pydantic import BaseModel, ConfigDict
+
+from tether.runtime.context import Context
+from tether.runtime.dag import gates
+from tether.runtime.dag.replay import apply_call, child_result, fold, parse_snapshot
+from tether.runtime.dag.state import DagState
+from tether.runtime.dag.work import Actions, StepInput, run_work
+from tether.runtime.errors import Rejected
+from tether.runtime.signals import Park
+from tether.specs.dag import (
+    Call,
+    DagSpec,
+    HumanTask,
+    Step,
+    bind_params,
+    retry_delay,
+    step_scope,
+)
+from tether.specs.dag.model import HandlerEvent
+from tether.storage import repo
+
+
+class DagFailed(Exception):
+    """The DAG run failed: a step failed (without continueOn) or a handler failed."""
+
+
+class RetryPlan(BaseModel):
+    """Retry of run `of` (this run's predecessor): steps in `reset` run again, the rest keep
+    what they ended with."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    of: str
+    reset: list[str]
+
+
+class DagInput(BaseModel):
+    """A DAG run's input: parameter overrides as a Dagu params string (`"A B NAME=v"`), a list
+    of such items, or a `{NAME: value}` map."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    params: str | list[str] | dict[str, str] | None = None
+    retry: RetryPlan | None = None  # set by `retry_dag` only (checked against the row)
+
+
+@dataclass(frozen=True)
+class DagHost:
+    """What the interpreter needs from the app, handed in (it imports no registry)."""
+
+    actions: Actions
+    snapshot: Callable[[str], dict[str, str]]  # DAG name → {"name", "file", "text"}
+    new_child: Callable[[str, Any, str], repo.NewExecution]  # (dag, input, parent) → row
+
+
+def split_params(given: str | list[str] | dict[str, str] | None) -> list[tuple[str | None, str]]:
+    """Run parameters as `(name or None, value)` in the order given."""
+    if given is None:
+        return []
+    if isinstance(given, dict):
+        return list(given.items())
+    items = given.split() if isinstance(given, str) else given
+    out: list[tuple[str | None, str]] = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        out.append((name, value) if sep and name.isidentifier() else (None, item))
+    return out
+
+
+async def run_dag(ctx: Context, host: DagHost, name: str, inp: DagInput) -> dict[str, Any]:
+    """Walk the DAG `name`; the output is `{status, outputs}`; a failure raises DagFailed, a
+    rejection Rejected (the run ends `failed`; `dag_status` shows them as Dagu does)."""
+    if inp.retry is None:
+        snap = await ctx.step(host.snapshot, name, name="dag:spec")
+    else:
+        plan = inp.retry.model_dump()
+        snap = await ctx.transaction(inherited, ctx.execution_id, plan, name="dag:spec")
+    dag = parse_snapshot(snap["name"], snap["file"], snap["text"])
+    try:
+        positional, named = bind_params(dag.params, split_params(inp.params))
+    except ValueError as exc:
+        raise DagFailed(str(exc)) from exc
+    run = _Run(ctx, host, dag, DagState(dag), positional, named)
+    run.state.inherit(snap.get("inherit") or {})
+    run.state.attempts.append((await ctx.uuid()).hex[:6])
+    while not run.state.rejected() and (wave := run.state.ready()):
+        await run.wave(wave)
+    outcome = run.state.outcome()
+    if outcome == "rejected":
+        step = next(n for n, node in run.state.nodes.items() if node.status == "rejected")
+        node = run.state.nodes[step]
+        raise Rejected(step, node.decision.get("reason"), node.decision.get("by"))
+    handlers_ok = await run.handlers("success" if outcome != "failed" else "failure")
+    if outcome == "failed" or not handlers_ok:
+        failed = [n for n, node in run.state.nodes.items() if node.status == "failed"]
+        raise DagFailed(f"DAG {dag.name!r} failed (steps: {', '.join(failed) or 'handlers'})")
+    outputs: dict[str, str] = {}
+    for step_name in dag.order:
+        outputs.update(run.state.nodes[step_name].outputs)
+    return {"status": outcome, "outputs": outputs}
+
+
+@dataclass
+class _Run:
+    ctx: Context
+    host: DagHost
+    dag: DagSpec
+    state: DagState
+    positional: Sequence[str]
+    named: Mapping[str, str]
+
+    def given(self, name: str) -> StepInput:
+        scope = step_scope(
+            os.environ,
+            self.named,
+            self.dag.env,
+            positional=self.positional,
+            outputs=self.state.upstream_outputs(name) if name in self.state.nodes else (),
+            run_values=self.state.run_values(name, self.ctx.business_id)
+            if name in self.state.nodes
+            else {"DAG_NAME": self.dag.name, "DAG_RUN_ID": self.ctx.business_id},
+        )
+        return StepInput(scope, self.positional, self.state.task_outputs())
+
+    async def wave(self, wave: list[str]) -> None:
+        delays = [
+            retry_delay(policy, self.state.nodes[n].retries)
+            for n in wave
+            if self.state.nodes[n].status == "retrying"
+            and (policy := self.state.by_name[n].retry_policy) is not None
+        ]
+        if delays and max(delays) > 0:
+            await self.ctx.sleep(max(delays))
+        steps = [self.state.by_name[n] for n in wave]
+        work = [s for s in steps if not isinstance(s.work, HumanTask)]
+        for step, result in zip(work, await _phase([self._work(s) for s in work]), strict=True):
+            self._apply_work(step, result)
+        calls = [s for s in work if self.state.nodes[s.name].child_id and _running(self, s)]
+        ended = await _phase([self._child_end(s) for s in calls])
+        for step, answer in zip(calls, ended, strict=True):
+            self.state.record_work(step.name, child_result(answer.payload, step.output))
+        asks = [s for s in steps if self.state.nodes[s.name].status == "waiting"]
+        asks += [s for s in steps if isinstance(s.work, HumanTask)]
+        asks.sort(key=lambda s: self.dag.order.index(s.name))
+        answers = await _phase([self._ask(s) for s in asks])
+        for step, answer in zip(asks, answers, strict=True):
+            self.state.record_answer(step.name, answer.payload, answer.by)
+        if asks:
+            self.state.attempts.append((await self.ctx.uuid()).hex[:6])
+
+    async def _work(self, step: Step) -> Any:
+        retries = self.state.nodes[step.name].retries
+        if isinstance(step.work, Call):
+            child_input = {"params": [_param_text(p) for p in step.work.params] or None}
+            return await self.ctx.transaction(
+                start_child,
+                self.host,
+                step.work.dag,
+                child_input,
+                self.ctx.execution_id,
+                step.name,
+                name=f"call:{step.name}",
+            )
+        return await self.ctx.step(
+            execute_step,
+            step,
+            self.given(step.name),
+            self.host.actions,
+            retries,
+            name=f"node:{step.name}",
+        )
+
+    def _apply_work(self, step: Step, result: dict[str, Any]) -> None:
+        if isinstance(step.work, Call):
+            apply_call(self.state, step.name, result)
+        else:
+            self.state.record_work(step.name, result)
+
+    async def _child_end(self, step: Step) -> gates.Answer:
+        child = self.state.nodes[step.name].child_id
+        assert child is not None  # noqa: S101 — only steps with a child are asked
+        (answer,) = await self.ctx.wait_all(gates.ChildRun(child))
+        return answer  # type: ignore[no-any-return]  # ChildRun.parse returns Answer
+
+    async def _ask(self, step: Step) -> gates.Answer:
+        given = self.given(step.name)
+        if isinstance(step.work, HumanTask):
+            task = step.work
+            spec: Any = gates.FormTask(
+                step.id or step.name,
+                given.expand(task.prompt),
+                gates.form_schema(task.form),
+                gates.form_schema(task.push_back.form, feedback=True)
+                if task.push_back is not None
+                else None,
+            )
+        else:
+            gate = step.approval
+            assert gate is not None  # noqa: S101 — waiting steps have a gate
+            prompt = given.expand(gate.prompt) if gate.prompt else None
+            spec = gates.Gate(step.name, prompt, gate.input, gate.required)
+        (answer,) = await self.ctx.wait_all(spec)
+        return answer  # type: ignore[no-any-return]  # both parse to Answer
+
+    async def handlers(self, event: str) -> bool:
+        """Run the `event` handler, then `exit`; whether both succeeded (or are absent)."""
+        ok = True
+        for which in (event, "exit"):
+            step = self.dag.handlers.get(cast(HandlerEvent, which))
+            if step is None:
+                continue
+            result = await self.ctx.step(
+                execute_step,
+                step,
+                self.given(step.name),
+                self.host.actions,
+                0,
+                name=f"handler:{which}",
+            )
+            ok = ok and result["status"] != "failed"
+        return ok
+
+
+def _running(run: _Run, step: Step) -> bool:
+    return run.state.nodes[step.name].status == "running"
+
+
+def _param_text(param: Any) -> str:
+    return f"{param.name}={param.default}" if param.name else str(param.default)
+
+
+async def _phase(calls: list[Any]) -> list[Any]:
+    """Await one phase's durable calls together (started in order, so positions are fixed);
+    parks once for all of them when any must wait."""
+    if not calls:
+        return []
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    parks = [r for r in results if isinstance(r, Park)]
+    for r in results:
+        if isinstance(r, BaseException) and not isinstance(r, Park):
+            raise r
+    if parks:
+        waits = [w for p in parks for w in p.waits]
+        wakes = [p.wake_at for p in parks if p.wake_at is not None]
+        status = "waiting" if any(p.status == "waiting" for p in parks) else "pending"
+        raise Park(waits, min(wakes) if wakes else None, status=status)
+    return list(results)
+
+
+async def execute_step(
+    step: Step, given: StepInput, actions: Actions, retries: int
+) -> dict[str, Any]:
+    """One durable step: the work's result, with `retry` set when its policy allows another."""
+    result = await run_work(step, given, actions)
+    policy = step.retry_policy
+    if result["status"] == "failed" and policy is not None and retries < policy.limit:
+        code = result.get("exit_code")
+        if not policy.exit_codes or code in policy.exit_codes:
+            result["retry"] = True
+    return result
+
+
+async def start_child(
+    conn: Any, host: DagHost, dag: str, child_input: Any, parent: str, step: str
+) -> dict[str, Any]:
+    """Insert the child run and its link in the parent's transaction (exactly once)."""
+    try:
+        new = host.new_child(dag, child_input, parent)
+    except (LookupError, ValueError) as exc:
+        return {"error": f"cannot start DAG {dag!r}: {exc}"}
+    await repo.insert_execution(conn, new)
+    await repo.insert_child_link(conn, new.id, parent, step)
+    return {"child": new.id}
+
+
+async def inherited(conn: Any, execution_id: str, plan: dict[str, Any]) -> dict[str, Any]:
+    """The spec and kept steps of the run this one retries (its predecessor, checked)."""
+    me = await repo.get_execution(conn, execution_id)
+    if me is None or me.predecessor_id != plan["of"]:
+        raise DagFailed("a retry plan must name the run this one retries")
+    records = await repo.get_steps(conn, plan["of"])
+    state, _ = fold(records)
+    if state is None:
+        raise DagFailed(f"run {plan['of']!r} recorded no DAG spec")
+    spec_rec = next(r for r in records if r.name == "dag:spec")
+    snap = dict(spec_rec.result["value"])
+    keep = {n: asdict(node) for n, node in state.nodes.items() if n not in set(plan["reset"])}
+    snap["inherit"] = keep
+    return snap

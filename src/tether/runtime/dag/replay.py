@@ -1,0 +1,84 @@
+"""Replaying a DAG run's recorded results through its state machine (pure): the recorded spec,
+how a call step's records read, and `fold`, which `dag_status` and retries use."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tether.runtime.dag.state import DagState
+from tether.specs.dag import DagSpec, load_string
+from tether.storage.rows import StepRecord
+
+
+@functools.lru_cache(maxsize=256)
+def parse_snapshot(name: str, file: str, text: str) -> DagSpec:
+    """The recorded spec of a run (cached: every replay and status read parses it)."""
+    return load_string(text, file=file, default_name=name)
+
+
+def apply_call(state: DagState, name: str, result: dict[str, Any]) -> None:
+    if "error" in result:
+        state.record_work(name, {"status": "failed", "error": result["error"]})
+    else:
+        state.record_child(name, result["child"])
+
+
+def child_result(payload: Mapping[str, Any], output_var: str | None) -> dict[str, Any]:
+    """A call step's result from its child's ending (`output:` gets the child's outputs)."""
+    output = payload.get("output")
+    if payload.get("status") == "completed" and isinstance(output, dict):
+        result: dict[str, Any] = {"status": "succeeded", "child_status": output.get("status")}
+        if output_var:
+            result["outputs"] = {output_var: json.dumps(output.get("outputs") or {})}
+        return result
+    error = payload.get("error") or {}
+    message = error.get("message") if isinstance(error, dict) else None
+    return {"status": "failed", "error": f"sub-DAG run {payload.get('status')}: {message}"}
+
+
+def fold(records: Sequence[StepRecord]) -> tuple[DagState | None, set[str]]:
+    """The state after the recorded results, and the steps with an open wait."""
+    ordered = sorted(records, key=lambda r: r.seq)
+    spec_rec = next((r for r in ordered if r.name == "dag:spec" and r.done), None)
+    if spec_rec is None:
+        return None, set()
+    snap = spec_rec.result["value"]
+    state = DagState(parse_snapshot(snap["name"], snap["file"], snap["text"]))
+    state.inherit(snap.get("inherit") or {})
+    children: dict[str, str] = {}
+    open_waits: set[str] = set()
+    for rec in ordered:
+        kind, _, subject = rec.name.partition(":")
+        if rec.kind == "uuid" and rec.done:
+            state.attempts.append(rec.result.replace("-", "")[:6])
+        elif rec.kind == "wait" and not rec.done:
+            open_waits.add(_step_name(state.dag, kind, subject, children))
+        elif rec.kind == "step" and kind == "node" and rec.done:
+            state.record_work(subject, rec.result["value"])
+        elif rec.kind == "transaction" and kind == "call" and rec.done:
+            apply_call(state, subject, rec.result["value"])
+            if "child" in rec.result["value"]:
+                children[rec.result["value"]["child"]] = subject
+        elif rec.kind == "wait" and rec.done:
+            _apply_wait(state, kind, subject, rec.result["answers"][rec.name], children)
+    return state, open_waits
+
+
+def _step_name(dag: DagSpec, kind: str, subject: str, children: Mapping[str, str]) -> str:
+    if kind == "child":
+        return children.get(subject, subject)
+    return dag.step(subject).name if kind == "human_task" else subject
+
+
+def _apply_wait(
+    state: DagState, kind: str, subject: str, answer: Mapping[str, Any], children: Mapping[str, str]
+) -> None:
+    if kind == "child":
+        name = children[subject]
+        state.record_work(name, child_result(answer["payload"], state.by_name[name].output))
+    else:
+        name = _step_name(state.dag, kind, subject, children)
+        state.record_answer(name, answer["payload"], answer.get("by"))

@@ -1,0 +1,78 @@
+"""Loading DAGs: a directory (bad files reported, others kept), reloads, inline specs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tether.runtime.dag.catalog import InlineShellRefused
+from tether.runtime.dag.reloader import DagReloader
+from tether.runtime.registry import App
+from tether.specs.dag import UnknownField
+
+GOOD = "steps:\n  - name: s\n    command: echo {word}\n"
+
+
+def write(path: Path, text: str, mtime: float) -> None:
+    path.write_text(text, encoding="utf-8")
+    os.utime(path, (mtime, mtime))
+
+
+def test_a_bad_file_is_reported_and_the_others_are_kept(tmp_path: Path) -> None:
+    """load_dags registers every good file and names the bad one with its problem."""
+    write(tmp_path / "one.yaml", GOOD.format(word="1"), 1)
+    write(tmp_path / "two.yml", "steps:\n  - name: s\n    command: x\n    signalOnStop: TERM\n", 1)
+    app = App()
+    problems = app.load_dags(tmp_path)
+    assert set(app.dags) == {"one"} and "one" in app.workflows
+    assert list(problems) == [str(tmp_path / "two.yml")]
+    assert "signalOnStop" in problems[str(tmp_path / "two.yml")]
+
+
+def test_reloader_replaces_changed_keeps_broken_and_forgets_deleted(tmp_path: Path) -> None:
+    """A changed file replaces its DAG; a file broken by an edit keeps the previous DAG; a
+    deleted file's DAG is forgotten."""
+    app = App()
+    reloader = DagReloader(app, tmp_path)
+    write(tmp_path / "a.yaml", GOOD.format(word="1"), 1)
+    write(tmp_path / "b.yaml", GOOD.format(word="1"), 1)
+    assert sorted(reloader.scan().loaded) == ["a", "b"]
+    assert reloader.scan().loaded == []  # nothing changed
+    write(tmp_path / "a.yaml", GOOD.format(word="2"), 2)
+    write(tmp_path / "b.yaml", "steps: [", 2)
+    report = reloader.scan()
+    assert report.loaded == ["a"] and list(report.problems) == [str(tmp_path / "b.yaml")]
+    assert "echo 2" in app.dags["a"].text and "echo 1" in app.dags["b"].text
+    (tmp_path / "a.yaml").unlink()
+    assert reloader.scan().removed == ["a"]
+    assert "a" not in app.workflows and "b" in app.workflows
+
+
+def test_inline_shell_is_refused_naming_the_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An inline spec with shell steps is refused unless TETHER_INLINE_SHELL is set."""
+    monkeypatch.delenv("TETHER_INLINE_SHELL", raising=False)
+    app = App()
+    text = "name: inl\nsteps:\n  - name: ok\n    run: act\n  - name: sh\n    command: id\n"
+    with pytest.raises(InlineShellRefused) as caught:
+        app.inline_dag(text)
+    assert "'sh'" in str(caught.value) and caught.value.line == 5
+    assert "inl" not in app.workflows
+    monkeypatch.setenv("TETHER_INLINE_SHELL", "1")
+    assert app.inline_dag(text).name == "inl"
+
+
+def test_a_dag_cannot_take_a_python_workflow_name() -> None:
+    """A DAG named like an existing Python workflow is refused; the workflow stays."""
+    app = App()
+
+    @app.workflow(name="taken")
+    async def taken(ctx: object) -> None:  # pragma: no cover — never run
+        return None
+
+    with pytest.raises(ValueError, match="taken"):
+        app.dag("name: taken\nsteps:\n  - name: s\n    command: 'true'\n")
+    with pytest.raises(UnknownField):
+        app.dag("name: x\nsteps:\n  - name: s\n    command: 'true'\n    foreach: [1]\n")
+    assert app.workflows["taken"].fn is taken

@@ -1,0 +1,94 @@
+"""retry_dag: the whole run, or from a step with or without its downstream (digest §5)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tether.runtime import errors
+from tether.runtime.dag.retrying import retry_dag
+from tether.runtime.dag.status import dag_status
+from tether.runtime.registry import App
+
+from .conftest import Start
+from .test_gates import gated_app, parked_on
+
+pytestmark = pytest.mark.postgres
+
+
+def flaky_app(log: Path, gate: Path) -> App:
+    app = App()
+    app.dag(
+        f"""
+name: flaky
+steps:
+  - name: a
+    command: echo a | tee -a {log}
+    output: A
+  - name: b
+    command: "echo b >> {log}; test -e {gate}"
+    depends: a
+  - name: c
+    command: "echo c-${{A}} >> {log}"
+    depends: b
+  - name: d
+    command: echo d >> {log}
+"""
+    )
+    return app
+
+
+async def test_whole_run_retry_reruns_failed_steps_and_downstream(
+    start: Start, tmp_path: Path
+) -> None:
+    """No step named: failed and blocked steps run again; succeeded ones keep their results
+    (their outputs still reach the rerun steps); same dagRunId, a new attemptId."""
+    log, gate = tmp_path / "log", tmp_path / "gate"
+    async with start(flaky_app(log, gate)) as rt:
+        first = (await rt.ops.start("flaky", {})).execution.id
+        old = (await rt.ops.wait_for_end(first, timeout=20)).current
+        assert old.status == "failed"
+        gate.touch()
+        new = await retry_dag(rt.ops, first)
+        row = (await rt.ops.wait_for_end(new.id, timeout=20)).current
+        detail = dag_status(row, await rt.ops.steps(new.id))
+        old_detail = dag_status(
+            (await rt.ops.get(first, follow_chain=False)).current, await rt.ops.steps(first)
+        )
+        with pytest.raises(errors.Conflict):
+            await retry_dag(rt.ops, first)
+    assert row.status == "completed", row.error
+    assert sorted(log.read_text().split()) == sorted(["a", "b", "d", "b", "c-a"])
+    assert {s.name: s.status_label for s in detail.steps} == dict.fromkeys("abcd", "succeeded")
+    assert detail.dag_run_id == old.business_id
+    assert old_detail.status_label == "failed" and old_detail.attempt_id != detail.attempt_id
+
+
+async def test_step_retry_with_and_without_downstream(start: Start, tmp_path: Path) -> None:
+    """From step `a` alone: only `a` runs again; with its downstream: a, b and c do; the
+    unrelated branch `d` keeps its status either way."""
+    log, gate = tmp_path / "log", tmp_path / "gate"
+    gate.touch()
+    async with start(flaky_app(log, gate)) as rt:
+        first = (await rt.ops.start("flaky", {})).execution.id
+        await rt.ops.wait_for_end(first, timeout=20)
+        log.write_text("")
+        alone = await retry_dag(rt.ops, first, "a", include_downstream=False)
+        assert (await rt.ops.wait_for_end(alone.id, timeout=20)).current.status == "completed"
+        assert log.read_text().split() == ["a"]
+        log.write_text("")
+        down = await retry_dag(rt.ops, alone.id, "a", include_downstream=True)
+        assert (await rt.ops.wait_for_end(down.id, timeout=20)).current.status == "completed"
+        assert log.read_text().split() == ["a", "b", "c-a"]
+        with pytest.raises(errors.InvalidInput):
+            await retry_dag(rt.ops, down.id, "nope")
+
+
+async def test_retry_of_an_active_run_is_a_conflict(start: Start, tmp_path: Path) -> None:
+    """A run that is waiting (active) cannot be retried (Dagu: 409)."""
+    async with start(gated_app(tmp_path / "log")) as rt:
+        run = (await rt.ops.start("gated", {})).execution.id
+        await parked_on(rt, run, "approval", "publish")
+        with pytest.raises(errors.Conflict):
+            await retry_dag(rt.ops, run)
