@@ -36,10 +36,11 @@ class NewExecution:
     retention_s: int | None = None
     deadline_at: datetime | None = None
     created_data: dict[str, Any] = field(default_factory=dict)
+    tenant: str | None = None  # the tenant of the principal that started it (successors inherit)
 
 
 async def insert_execution(conn: Conn, new: NewExecution) -> ExecutionRow | None:
-    """Insert a pending run; None when (workflow, idempotency_key) is already taken."""
+    """Insert a pending run; None when (workflow, tenant, idempotency_key) is already taken."""
     with translated():
         rec = await conn.fetchrow(
             Q["insert_execution"],
@@ -53,6 +54,7 @@ async def insert_execution(conn: Conn, new: NewExecution) -> ExecutionRow | None
             new.retention_s,
             new.deadline_at,
             new.created_data,
+            new.tenant,
         )
     return ExecutionRow.from_record(rec) if rec else None
 
@@ -73,9 +75,12 @@ async def get_executions(conn: Conn, execution_ids: Sequence[str]) -> list[Execu
     return [ExecutionRow.from_record(rec) for rec in recs]
 
 
-async def get_by_idempotency_key(conn: Conn, workflow: str, key: str) -> ExecutionRow | None:
+async def get_by_idempotency_key(
+    conn: Conn, workflow: str, key: str, tenant: str | None
+) -> ExecutionRow | None:
+    """The run holding `key` for `workflow` in `tenant` (None: the runs with no tenant)."""
     with translated():
-        rec = await conn.fetchrow(Q["get_by_idempotency_key"], workflow, key)
+        rec = await conn.fetchrow(Q["get_by_idempotency_key"], workflow, key, tenant)
     return ExecutionRow.from_record(rec) if rec else None
 
 
@@ -95,7 +100,10 @@ async def list_executions(
     root_id: str | None = None,
     after: tuple[datetime, str] | None = None,
     limit: int = 50,
+    tenant: str | None = None,
+    every_tenant: bool = True,
 ) -> list[ExecutionRow]:
+    """Newest first. Unless `every_tenant`, only the runs of `tenant` (None: with no tenant)."""
     with translated():
         recs = await conn.fetch(
             Q["list_executions"],
@@ -106,6 +114,8 @@ async def list_executions(
             after[0] if after else None,
             after[1] if after else None,
             limit,
+            not every_tenant,
+            tenant,
         )
     return [ExecutionRow.from_record(r) for r in recs]
 

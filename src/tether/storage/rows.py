@@ -60,6 +60,7 @@ class ExecutionRow:
     attempt: int
     run_attempt: int
     lost_leases: int = 0  # leases lost in a row while running it (poison-run guard)
+    tenant: str | None = None  # the tenant it belongs to (None: no tenant)
 
     @property
     def live(self) -> bool:

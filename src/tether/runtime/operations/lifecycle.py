@@ -47,10 +47,11 @@ async def terminate(
 
 
 async def _ended_run(env: Env, execution_id: str) -> ExecutionRow:
-    """The run itself (no chain following). Raises ExecutionNotFound."""
+    """The run itself (no chain following), if in the env's tenant scope. Raises
+    ExecutionNotFound."""
     with storage_errors():
         old = await repo.get_execution(env.pool, execution_id)
-    if old is None:
+    if old is None or not env.sees(old):
         raise errors.ExecutionNotFound(f"no run {execution_id!r}")
     return old
 
@@ -82,6 +83,7 @@ async def retry(env: Env, execution_id: str, *, by: str | None = None) -> Execut
                 retention_s=old.retention_s,
                 deadline_at=wf.deadline(),
                 created_data={"retry_of": old.id, "by": by},
+                tenant=old.tenant,
             ),
         )
         if not await repo.link_successor(conn, old.id, new_id):
@@ -117,6 +119,7 @@ async def rerun(
                 retention_s=old.retention_s,
                 deadline_at=wf.deadline(),
                 created_data={"rerun_of": old.id, "by": by},
+                tenant=old.tenant,
             ),
         )
     assert row is not None  # noqa: S101 — no idempotency key, so no conflict

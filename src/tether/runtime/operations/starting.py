@@ -60,6 +60,7 @@ async def start(
         retention_s=int(retention_s) if retention_s is not None else wf.retention_s,
         deadline_at=wf.deadline(),
         created_data={"by": by} if by else {},
+        tenant=env.tenant,  # None for an every-tenant scope: the run has no tenant
     )
     with storage_errors():
         for _ in range(3):
@@ -67,7 +68,9 @@ async def start(
             if row is not None:
                 return Started(row, deduped=False)
             assert idempotency_key is not None  # noqa: S101 — only a key can conflict
-            existing = await repo.get_by_idempotency_key(env.pool, wf.name, idempotency_key)
+            existing = await repo.get_by_idempotency_key(
+                env.pool, wf.name, idempotency_key, new.tenant
+            )
             if existing is None:
                 continue  # deleted between the two statements: try the insert again
             if existing.input != value:

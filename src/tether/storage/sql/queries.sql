@@ -1,12 +1,14 @@
 -- name: insert_execution
 -- Create a pending run with its `created` event, unless (workflow, idempotency_key) is taken;
--- wakes the workers in the same transaction. No row back means the key was taken.
+-- wakes the workers in the same transaction. No row back means the key was taken (keys are per
+-- tenant: $11, NULL for none).
 WITH ins AS (
     INSERT INTO executions (id, workflow, business_id, status, input, idempotency_key,
                             predecessor_id, root_id, retention_s, deadline_at, wake_at,
-                            last_event_id)
-    VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8, $9, now(), 1)
-    ON CONFLICT (workflow, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+                            last_event_id, tenant)
+    VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8, $9, now(), 1, $11)
+    ON CONFLICT (workflow, (coalesce(tenant, '')), idempotency_key)
+        WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING *
 ), ev AS (
     INSERT INTO history (execution_id, event_id, type, data)
@@ -27,8 +29,9 @@ SELECT * FROM executions WHERE id = ANY($1::text[]);
 SELECT * FROM executions WHERE id = $1 FOR UPDATE;
 
 -- name: get_by_idempotency_key
--- The run that holds (workflow, idempotency_key).
-SELECT * FROM executions WHERE workflow = $1 AND idempotency_key = $2;
+-- The run that holds (workflow, idempotency_key) in tenant $3 (NULL: no tenant).
+SELECT * FROM executions
+WHERE workflow = $1 AND coalesce(tenant, '') = coalesce($3::text, '') AND idempotency_key = $2;
 
 -- name: get_chain
 -- A run and every successor after it (retry and continue-as-new links), oldest first.
@@ -41,9 +44,11 @@ WITH RECURSIVE chain AS (
 SELECT * FROM chain ORDER BY depth;
 
 -- name: list_executions
--- Newest first, with optional filters and a (created_at, id) cursor.
+-- Newest first, with optional filters and a (created_at, id) cursor. $8 false: every tenant;
+-- true: only tenant $9 (NULL: the runs with no tenant).
 SELECT * FROM executions
-WHERE ($1::text IS NULL OR workflow = $1)
+WHERE (NOT $8::boolean OR tenant = $9::text OR ($9::text IS NULL AND tenant IS NULL))
+  AND ($1::text IS NULL OR workflow = $1)
   AND ($2::text[] IS NULL OR status = ANY($2::text[]))
   AND ($3::text IS NULL OR business_id = $3)
   AND ($4::text IS NULL OR root_id = $4)
