@@ -102,9 +102,7 @@ class TaskService:
                 f"input refused: {exc.message}", {"reason": exc.message, "errors": exc.errors}
             ) from exc
 
-    async def cancel(
-        self, task_id: str, *, by: str | None = None, principal: Any = None
-    ) -> None:
+    async def cancel(self, task_id: str, *, by: str | None = None, principal: Any = None) -> None:
         """Cooperative cancel of the chain's live run; an ended task is acknowledged as is."""
         ops = operations_for(self.ops, principal)
         view = await self._view(ops, task_id)

@@ -214,9 +214,7 @@ class ToolService:
         ops = operations_for(self.ops, ctx.principal)
         view = await ops.get(started.execution.id)
         if self.settings.start_wait_s > 0:
-            view = await ops.wait_for_end(
-                view.requested.id, timeout=self.settings.start_wait_s
-            )
+            view = await ops.wait_for_end(view.requested.id, timeout=self.settings.start_wait_s)
         out = self._summary(ctx, view)
         out["deduped"] = started.deduped
         return results.text_result(out)
