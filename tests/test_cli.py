@@ -93,3 +93,17 @@ def test_bad_input_is_refused_with_a_clear_message_and_exit_code(db_url: str) ->
     assert missing.returncode == 1 and "ExecutionNotFound" in missing.stderr
     not_json = tether(db_url, "runs", "start", "long_job", "{oops", check=False)
     assert not_json.returncode == 2 and "not JSON" in not_json.stderr
+
+
+def test_runs_tenant_scopes_what_the_cli_sees_and_starts(db_url: str) -> None:
+    """Issue 16: `runs --tenant T` acts as a caller bound to T: its starts belong to T, and
+    another tenant's run reads as not found."""
+    started = as_json(
+        tether(db_url, "runs", "--tenant", "acme", "--json", "start", "long_job", '{"steps": 1}')
+    )
+    assert started["tenant"] == "acme"
+    own = as_json(tether(db_url, "runs", "--tenant", "acme", "--json", "list"))
+    assert [r["id"] for r in own["items"]] == [started["id"]]
+    assert as_json(tether(db_url, "runs", "--tenant", "other", "--json", "list"))["items"] == []
+    hidden = tether(db_url, "runs", "--tenant", "other", "show", started["id"], check=False)
+    assert hidden.returncode == 1 and "ExecutionNotFound" in hidden.stderr

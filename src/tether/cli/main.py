@@ -45,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace, level: str) -> int:
     if args.command == "tokens":
-        token, entry = new_token(args.name, args.role)
+        token, entry = new_token(args.name, args.role, args.tenant)
         print(f"token (give it to the client, shown once): {token}")
         print(f"TETHER_API_TOKENS entry (store this):     {entry}")
         return 0

@@ -23,6 +23,7 @@ DECISIONS = {
     "complete": "complete",
 }
 DAGS_HELP = "directory of DAG files (default: TETHER_DAGS)"
+TENANT_HELP = "act as a caller bound to this tenant: see and start only its runs"
 APP_HELP = "module:attr or path/to/file.py:attr (default: TETHER_APP, else the examples)"
 
 
@@ -102,6 +103,7 @@ def build_parser() -> Parser:
     )
     tnew.add_argument("name", help="who the token is for (shown in the audit log)")
     tnew.add_argument("role", choices=["reader", "operator", "admin"], help="what it may do")
+    tnew.add_argument("--tenant", help="bind the token to a tenant: it sees only its runs")
 
     _runs(sub)
     _dags(sub)
@@ -153,12 +155,14 @@ def _runs(sub: argparse._SubParsersAction[Parser]) -> None:
     )
     runs.add_argument("--app", help=APP_HELP)
     runs.add_argument("--dags", help=DAGS_HELP)
+    runs.add_argument("--tenant", help=TENANT_HELP)
     rsub = runs.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     def action(name: str, help_text: str, description: str = "") -> Parser:
         p = _command(rsub, name, help_text, description)
         p.add_argument("--app", default=argparse.SUPPRESS, help=APP_HELP)
         p.add_argument("--dags", default=argparse.SUPPRESS, help=DAGS_HELP)
+        p.add_argument("--tenant", default=argparse.SUPPRESS, help=TENANT_HELP)
         return p
 
     ls = action("list", "runs, newest first", "List runs, newest first, a page at a time.")

@@ -49,6 +49,9 @@ def row_dict(row: ExecutionRow) -> dict[str, Any]:
         "output": row.output,
         "error": row.error,
         "successor_id": row.successor_id,
+        "queue": row.queue,
+        "labels": dict(row.labels),
+        "tenant": row.tenant,
         "created_at": row.created_at.isoformat(),
         "ended_at": row.ended_at.isoformat() if row.ended_at else None,
     }

@@ -51,6 +51,8 @@ async def runs(args: argparse.Namespace, settings: Settings, dsn: str) -> int:
         async with operations(
             dsn, app, pool_size=2, listener=listener, admission=settings.admission()
         ) as ops:
+            if args.tenant:
+                ops = ops.scoped(args.tenant)
             if listener is not None:
                 return await watch(ops, listener, args.id, out, until_wait=args.until_wait)
             return await run_action(args, ops, out)

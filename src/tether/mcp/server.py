@@ -18,6 +18,7 @@ from tether.runtime import errors as runtime_errors
 from tether.runtime.operations import Operations
 from tether.runtime.registry import App, ResourceDef
 from tether.tasks.errors import jsonrpc_errors
+from tether.tasks.scope import operations_for
 from tether.tasks.views import iso
 from tether.tools.context import InputRequired
 
@@ -213,7 +214,8 @@ class McpServer:
         run = RUN_URI.match(uri)
         if run:
             with jsonrpc_errors():
-                contents = await self._run_resource(uri, run.group("id"), run.group("part"))
+                ops = operations_for(self.ops, ctx.principal)
+                contents = await self._run_resource(ops, uri, run.group("id"), run.group("part"))
             if contents is not None:
                 return self._cacheable(ctx, {"contents": contents})
         else:
@@ -226,24 +228,27 @@ class McpServer:
         raise InvalidParams("Resource not found", {"uri": uri})
 
     async def _run_resource(
-        self, uri: str, run_id: str, part: str | None
+        self, ops: Operations, uri: str, run_id: str, part: str | None
     ) -> list[dict[str, Any]] | None:
-        """A run as a resource; None when there is no such run (or it went away meanwhile)."""
+        """A run as a resource; None when there is no such run, it went away meanwhile, or it
+        is outside the caller's tenant (answered alike: no existence oracle)."""
         try:
-            return await self._run_contents(uri, run_id, part)
+            return await self._run_contents(ops, uri, run_id, part)
         except runtime_errors.ExecutionNotFound:
             return None  # a lookup's outcome: answered like any unknown URI
 
-    async def _run_contents(self, uri: str, run_id: str, part: str | None) -> list[dict[str, Any]]:
-        view = await self.ops.get(run_id)
+    async def _run_contents(
+        self, ops: Operations, uri: str, run_id: str, part: str | None
+    ) -> list[dict[str, Any]]:
+        view = await ops.get(run_id)
         if part == "/history":
-            events = await self.ops.history(run_id)
+            events = await ops.history(run_id)
             body: Any = [
                 {"event_id": h.event_id, "type": h.type, "data": h.data, "at": iso(h.at)}
                 for h in events
             ]
         elif part == "/log":
-            steps = await self.ops.steps(run_id)
+            steps = await ops.steps(run_id)
             lines = [f"#{s.seq} {s.kind} {s.name} {'done' if s.done else 'open'}" for s in steps]
             return [{"uri": uri, "mimeType": "text/plain", "text": "\n".join(lines)}]
         else:

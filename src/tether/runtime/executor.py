@@ -248,6 +248,7 @@ async def _continue_as_new(
             retention_s=target.retention_s,
             deadline_at=target.deadline(),
             created_data={"continued_from": row.id},
+            tenant=row.tenant,
         )
         await repo.insert_execution(conn, new)
         cp = ctx.take_buffer(status="continued_as_new", successor_id=new_id)

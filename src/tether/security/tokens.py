@@ -1,7 +1,12 @@
 """API tokens, principals, and resolving a request's principal (DESIGN.md §6).
 
-Tokens are configured hashed: `TETHER_API_TOKENS="name:role:sha256hex,…"` (make one with
-`tether tokens new NAME ROLE`). With tokens, every request needs a known bearer token.
+Tokens are configured hashed: `TETHER_API_TOKENS="name:role:sha256hex[:tenant],…"` (make one
+with `tether tokens new NAME ROLE [--tenant T]`). With tokens, every request needs a known
+bearer token.
+
+A token bound to a tenant sees and steers only that tenant's runs, and the runs it starts belong
+to the tenant. A token bound to no tenant sees only the runs with no tenant, except an admin
+token bound to no tenant, which sees every tenant's runs (`Principal.every_tenant`).
 
 Without tokens the server is in dev mode when it listens on loopback only: every request is
 the `dev` admin. Bound to another address without tokens, every request is the `anonymous`
@@ -14,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import re
 import secrets
 from dataclasses import dataclass
 from typing import Final, Literal
@@ -25,16 +31,26 @@ logger = logging.getLogger(__name__)
 
 Role = Literal["reader", "operator", "admin"]
 ROLES: Final = ("reader", "operator", "admin")
+#: A tenant name (runtime/operations/env.py keeps the same rule; a test checks that they agree).
+TENANT_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 @dataclass(frozen=True)
 class Principal:
     name: str
     role: Role
+    tenant: str | None = None
 
     @property
     def may_mutate(self) -> bool:
         return self.role in ("operator", "admin")
+
+    @property
+    def every_tenant(self) -> bool:
+        """Sees every tenant's runs: an admin bound to no tenant. Anyone else bound to no
+        tenant sees only the runs with no tenant (the safe default: no cross-tenant reads
+        unless an admin token is used)."""
+        return self.tenant is None and self.role == "admin"
 
 
 DEV: Final = Principal("dev", "admin")
@@ -45,25 +61,46 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def new_token(name: str, role: str) -> tuple[str, str]:
-    """A fresh token and its configuration entry `name:role:sha256`."""
+def check_tenant(tenant: str | None) -> None:
+    """Raises ValueError unless `tenant` is None or a valid tenant name."""
+    if tenant is not None and not TENANT_NAME.fullmatch(tenant):
+        raise ValueError(
+            f"tenant {tenant!r} must be 1-64 letters, digits, '_', '.' or '-', starting with "
+            "a letter or digit"
+        )
+
+
+def new_token(name: str, role: str, tenant: str | None = None) -> tuple[str, str]:
+    """A fresh token and its configuration entry `name:role:sha256[:tenant]`.
+    Raises ValueError for an unknown role or a malformed tenant."""
     if role not in ROLES:
         raise ValueError(f"role must be one of {ROLES}")
+    check_tenant(tenant)
     token = "tt_" + secrets.token_urlsafe(32)
-    return token, f"{name}:{role}:{hash_token(token)}"
+    entry = f"{name}:{role}:{hash_token(token)}"
+    return token, entry if tenant is None else f"{entry}:{tenant}"
 
 
 def parse_tokens(text: str) -> dict[str, Principal]:
-    """`name:role:sha256hex,…` → {hash: principal}. Raises ValueError naming a bad entry."""
+    """`name:role:sha256hex[:tenant],…` → {hash: principal}. Raises ValueError naming a bad
+    entry."""
     out: dict[str, Principal] = {}
     for entry in (e.strip() for e in text.split(",")):
         if not entry:
             continue
         parts = entry.split(":")
-        if len(parts) != 3 or parts[1] not in ROLES or len(parts[2]) != 64:
-            raise ValueError(f"bad API token entry {parts[0]!r}: expected name:role:sha256hex")
-        name, role, digest = parts
-        out[digest.lower()] = Principal(name, role)  # type: ignore[arg-type]  # checked above
+        tenant = parts[3] if len(parts) == 4 else None
+        if (
+            len(parts) not in (3, 4)
+            or parts[1] not in ROLES
+            or len(parts[2]) != 64
+            or (tenant is not None and not TENANT_NAME.fullmatch(tenant))
+        ):
+            raise ValueError(
+                f"bad API token entry {parts[0]!r}: expected name:role:sha256hex[:tenant]"
+            )
+        name, role, digest = parts[:3]
+        out[digest.lower()] = Principal(name, role, tenant)  # type: ignore[arg-type]  # checked
     return out
 
 

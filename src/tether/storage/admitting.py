@@ -36,10 +36,13 @@ async def lock_workflow_starts(conn: Conn, workflow: str) -> None:
         await conn.execute(Q["lock_workflow_starts"], workflow)
 
 
-async def live_run_of_workflow(conn: Conn, workflow: str, *, count_queued: bool) -> str | None:
-    """The id of a live run of `workflow` (queued runs count only with `count_queued`)."""
+async def live_run_of_workflow(
+    conn: Conn, workflow: str, tenant: str | None, *, count_queued: bool
+) -> str | None:
+    """The id of a live run of `workflow` in `tenant` (None: no tenant); queued runs count
+    only with `count_queued`."""
     with translated():
-        value = await conn.fetchval(Q["live_run_of_workflow"], workflow, count_queued)
+        value = await conn.fetchval(Q["live_run_of_workflow"], workflow, count_queued, tenant)
     return str(value) if value is not None else None
 
 

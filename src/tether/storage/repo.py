@@ -40,10 +40,11 @@ class NewExecution:
     labels: Mapping[str, str] = field(default_factory=dict)
     profile: str | None = None
     profile_env: Mapping[str, str] | None = None
+    tenant: str | None = None  # the tenant of the principal that started it (successors inherit)
 
 
 async def insert_execution(conn: Conn, new: NewExecution) -> ExecutionRow | None:
-    """Insert a pending run; None when (workflow, idempotency_key) is already taken."""
+    """Insert a pending run; None when (workflow, tenant, idempotency_key) is already taken."""
     with translated():
         rec = await conn.fetchrow(
             Q["insert_execution"],
@@ -61,6 +62,7 @@ async def insert_execution(conn: Conn, new: NewExecution) -> ExecutionRow | None
             dict(new.labels),
             new.profile,
             dict(new.profile_env) if new.profile_env is not None else None,
+            new.tenant,
         )
     return ExecutionRow.from_record(rec) if rec else None
 
@@ -81,9 +83,12 @@ async def get_executions(conn: Conn, execution_ids: Sequence[str]) -> list[Execu
     return [ExecutionRow.from_record(rec) for rec in recs]
 
 
-async def get_by_idempotency_key(conn: Conn, workflow: str, key: str) -> ExecutionRow | None:
+async def get_by_idempotency_key(
+    conn: Conn, workflow: str, key: str, tenant: str | None
+) -> ExecutionRow | None:
+    """The run holding `key` for `workflow` in `tenant` (None: the runs with no tenant)."""
     with translated():
-        rec = await conn.fetchrow(Q["get_by_idempotency_key"], workflow, key)
+        rec = await conn.fetchrow(Q["get_by_idempotency_key"], workflow, key, tenant)
     return ExecutionRow.from_record(rec) if rec else None
 
 
@@ -105,8 +110,11 @@ async def list_executions(
     limit: int = 50,
     labels: Mapping[str, str] | None = None,
     label_keys: Sequence[str] | None = None,
+    tenant: str | None = None,
+    every_tenant: bool = True,
 ) -> list[ExecutionRow]:
-    """Newest first; `labels`: pairs a run must carry, `label_keys`: keys it must have."""
+    """Newest first; `labels`: pairs a run must carry, `label_keys`: keys it must have. Unless
+    `every_tenant`, only the runs of `tenant` (None: with no tenant)."""
     with translated():
         recs = await conn.fetch(
             Q["list_executions"],
@@ -119,6 +127,8 @@ async def list_executions(
             limit,
             dict(labels) if labels else None,
             list(label_keys) if label_keys else None,
+            not every_tenant,
+            tenant,
         )
     return [ExecutionRow.from_record(r) for r in recs]
 

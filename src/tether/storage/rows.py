@@ -65,6 +65,7 @@ class ExecutionRow:
     labels: Mapping[str, str] = field(default_factory=dict)  # key → value ("" key-only)
     profile: str | None = None  # the runtime profile it was started with
     profile_env: Mapping[str, str] | None = None  # that profile's env, as it was at start
+    tenant: str | None = None  # the tenant it belongs to (None: no tenant)
 
     @property
     def queued(self) -> bool:

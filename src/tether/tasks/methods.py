@@ -41,20 +41,29 @@ def register(router: Router, service: TaskService) -> None:
         gate(ctx)
         task_id = _task_id(ctx.params)
         with jsonrpc_errors():
-            return await service.get(task_id, elicitation="form" in ctx.route.elicitation_modes())
+            return await service.get(
+                task_id,
+                elicitation="form" in ctx.route.elicitation_modes(),
+                principal=ctx.principal,
+            )
 
     async def update(ctx: RequestContext) -> dict[str, Any]:
         gate(ctx)
         params = parse_params(UpdateParams, ctx.params)
         with jsonrpc_errors():
-            await service.update(params.taskId, params.inputResponses, by=ctx.principal_name)
+            await service.update(
+                params.taskId,
+                params.inputResponses,
+                by=ctx.principal_name,
+                principal=ctx.principal,
+            )
         return {}
 
     async def cancel(ctx: RequestContext) -> dict[str, Any]:
         gate(ctx)
         params = parse_params(TaskParams, ctx.params)
         with jsonrpc_errors():
-            await service.cancel(params.taskId, by=ctx.principal_name)
+            await service.cancel(params.taskId, by=ctx.principal_name, principal=ctx.principal)
         return {}
 
     # Registered for the 2025 revisions too, so their tasks/* calls get the -32021 of the

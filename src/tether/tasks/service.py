@@ -10,6 +10,7 @@ from tether.runtime import errors as runtime_errors
 from tether.runtime.operations import Operations, RunView
 from tether.runtime.rows import ExecutionRow
 from tether.tasks import views
+from tether.tasks.scope import operations_for
 
 
 class TaskNotFound(Exception):
@@ -39,10 +40,10 @@ class TaskService:
         self.poll_interval_ms = poll_interval_ms
         self.answer_tool = answer_tool  # the workflow's answer tool, if the catalog serves one
 
-    async def _view(self, task_id: str) -> RunView:
+    async def _view(self, ops: Operations, task_id: str) -> RunView:
         try:
-            view = await self.ops.get(task_id)
-        except runtime_errors.ExecutionNotFound:
+            view = await ops.get(task_id)
+        except runtime_errors.ExecutionNotFound:  # also another tenant's run: no oracle
             raise TaskNotFound() from None
         if not self.served(view.requested.workflow):
             raise TaskNotFound()  # runs outside the catalog are not tasks: no existence oracle
@@ -65,16 +66,27 @@ class TaskService:
         )
         return views.create_task_result(task)
 
-    async def get(self, task_id: str, *, elicitation: bool) -> dict[str, Any]:
-        return self.render(await self._view(task_id), elicitation=elicitation)
+    async def get(
+        self, task_id: str, *, elicitation: bool, principal: Any = None
+    ) -> dict[str, Any]:
+        """The task view of `task_id` as `principal` may see it. Raises TaskNotFound (also for
+        another tenant's run)."""
+        view = await self._view(operations_for(self.ops, principal), task_id)
+        return self.render(view, elicitation=elicitation)
 
     async def update(
-        self, task_id: str, responses: dict[str, Any], *, by: str | None = None
+        self,
+        task_id: str,
+        responses: dict[str, Any],
+        *,
+        by: str | None = None,
+        principal: Any = None,
     ) -> None:
         """Deliver accepted answers for open keys; ignore keys that are not outstanding.
         Every entry is checked before any is delivered (one transaction), so a refused update
         changes nothing. Raises TaskNotFound, TaskInputRefused."""
-        view = await self._view(task_id)
+        ops = operations_for(self.ops, principal)
+        view = await self._view(ops, task_id)
         run = view.current
         self._check_live_in_catalog(view)
         open_waits = {w["key"]: w for w in run.waits if w.get("key") in responses}
@@ -84,19 +96,20 @@ class TaskService:
         if not answers:
             return
         try:
-            await self.ops.answer_many(run.id, answers, by=by)
+            await ops.answer_many(run.id, answers, by=by)
         except runtime_errors.AnswerRejected as exc:
             raise TaskInputRefused(
                 f"input refused: {exc.message}", {"reason": exc.message, "errors": exc.errors}
             ) from exc
 
-    async def cancel(self, task_id: str, *, by: str | None = None) -> None:
+    async def cancel(self, task_id: str, *, by: str | None = None, principal: Any = None) -> None:
         """Cooperative cancel of the chain's live run; an ended task is acknowledged as is."""
-        view = await self._view(task_id)
+        ops = operations_for(self.ops, principal)
+        view = await self._view(ops, task_id)
         self._check_live_in_catalog(view)
         if view.requested.sealed_from:
             return  # a sealed run keeps its ending; the task does not follow the rerun
-        await self.ops.cancel(task_id, by=by)
+        await ops.cancel(task_id, by=by)
 
     def _check_live_in_catalog(self, view: RunView) -> None:
         if view.current.live and not self.served(view.current.workflow):

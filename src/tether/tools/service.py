@@ -17,6 +17,7 @@ from tether.jsonrpc.router import RequestContext, Router, parse_params
 from tether.runtime import errors as runtime_errors
 from tether.runtime.operations import Operations, RunView
 from tether.runtime.statuses import ENDED_STATUSES
+from tether.tasks.scope import operations_for
 from tether.tasks.service import TaskService
 from tether.tools import results, state
 from tether.tools.catalog import Catalog, Tool
@@ -120,27 +121,29 @@ class ToolService:
         if tool.kind == "start":
             return await self._start(ctx, tool, args)
         handle = parse_params(HandleArgs, args).handle
-        view = await self._resolve(tool, handle)
+        ops = operations_for(self.ops, ctx.principal)
+        view = await self._resolve(ops, tool, handle)
         if view is None:
             return results.not_found(handle)
         if tool.kind == "status":
             return results.text_result(self._summary(ctx, view))
         if tool.kind == "watch":
-            return await self._watch(ctx, view, parse_params(WatchArgs, args).timeout_seconds)
+            timeout = parse_params(WatchArgs, args).timeout_seconds
+            return await self._watch(ctx, ops, view, timeout)
         by = ctx.principal_name
         if tool.kind == "answer":
             aa = parse_params(AnswerArgs, args)
-            answered = await self.ops.answer_wait(handle, aa.wait, aa.response, by=by)
+            answered = await ops.answer_wait(handle, aa.wait, aa.response, by=by)
             return results.text_result(results.answered(answered))
         if tool.kind == "signal":
             sa = parse_params(SignalArgs, args)
-            res = await self.ops.signal(
+            res = await ops.signal(
                 handle, sa.name, sa.payload, idempotency_key=sa.idempotency_key, by=by
             )
             return results.text_result({"status": res.status, "execution_id": res.execution_id})
         ua = parse_params(UpdateArgs, args)
         _, update_name = tool.target.split("/", 1)
-        output = await self.ops.update(handle, update_name, ua.input, by=by)
+        output = await ops.update(handle, update_name, ua.input, by=by)
         return results.text_result({"execution_id": view.current.id, "output": output})
 
     def _summary(self, ctx: RequestContext, view: RunView) -> dict[str, Any]:
@@ -150,11 +153,12 @@ class ToolService:
             tasks_update=ctx.route.declares_tasks(),
         )
 
-    async def _resolve(self, tool: Tool, handle: str) -> RunView | None:
-        """A handle of another workflow is refused like an unknown one (no existence oracle)."""
+    async def _resolve(self, ops: Operations, tool: Tool, handle: str) -> RunView | None:
+        """A handle of another workflow, or another tenant's, is refused like an unknown one
+        (no existence oracle)."""
         workflow = tool.target.split("/", 1)[0]
         try:
-            view = await self.ops.get(handle)
+            view = await ops.get(handle)
         except runtime_errors.ExecutionNotFound:
             return None
         return view if view.requested.workflow == workflow else None
@@ -164,7 +168,8 @@ class ToolService:
     async def _start_run(
         self, ctx: RequestContext, workflow: str, body: Any, key: str | None
     ) -> Any:
-        return await self.ops.start(
+        """Start a run in the caller's tenant (its principal's; none for an unbound one)."""
+        return await operations_for(self.ops, ctx.principal).start(
             workflow, body, idempotency_key=_idempotency_key(ctx, key), by=ctx.principal_name
         )
 
@@ -178,7 +183,8 @@ class ToolService:
         if wf.task_support == "required":
             raise tasks_capability_required(f"tool {tool.name!r} runs only as a task")
         started = await self._start_run(ctx, wf.name, args, None)
-        view = await self.ops.wait_for_end(started.execution.id, timeout=self.settings.sync_limit_s)
+        ops = operations_for(self.ops, ctx.principal)
+        view = await ops.wait_for_end(started.execution.id, timeout=self.settings.sync_limit_s)
         return self._final_result(view, tool.name)
 
     def _final_result(self, view: RunView, tool_name: str) -> dict[str, Any]:
@@ -205,16 +211,17 @@ class ToolService:
         started = await self._start_run(ctx, tool.target, sa.body, sa.idempotency_key)
         if ctx.route.declares_tasks():
             return self.tasks.created(started.execution)
-        view = await self.ops.get(started.execution.id)
+        ops = operations_for(self.ops, ctx.principal)
+        view = await ops.get(started.execution.id)
         if self.settings.start_wait_s > 0:
-            view = await self.ops.wait_for_end(
-                view.requested.id, timeout=self.settings.start_wait_s
-            )
+            view = await ops.wait_for_end(view.requested.id, timeout=self.settings.start_wait_s)
         out = self._summary(ctx, view)
         out["deduped"] = started.deduped
         return results.text_result(out)
 
-    async def _watch(self, ctx: RequestContext, view: RunView, timeout: float) -> dict[str, Any]:
+    async def _watch(
+        self, ctx: RequestContext, ops: Operations, view: RunView, timeout: float
+    ) -> dict[str, Any]:
         """Progress notifications on every visible change until the run ends or parks."""
         progress = 0
         last: tuple[str, str | None, int] | None = None
@@ -250,7 +257,7 @@ class ToolService:
             def changed(row: Any, seen: int = seen) -> bool:
                 return bool(row.version != seen or stop(row))
 
-            current = await self.ops.wait_until(view.requested.id, changed, timeout=remaining)
+            current = await ops.wait_until(view.requested.id, changed, timeout=remaining)
             await emit(current)
         out = self._summary(ctx, current)
         out["completed"] = current.current.status in ENDED_STATUSES

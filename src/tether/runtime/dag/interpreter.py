@@ -13,6 +13,7 @@ started with even when the file is changed or reloaded while it runs.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -288,6 +289,9 @@ async def start_child(
         new = host.new_child(dag, child_input, parent)
     except (LookupError, ValueError) as exc:
         return {"error": f"cannot start DAG {dag!r}: {exc}"}
+    parent_row = await repo.get_execution(conn, parent)
+    if parent_row is not None:  # the child belongs to its parent's tenant
+        new = dataclasses.replace(new, tenant=parent_row.tenant)
     await repo.insert_execution(conn, new)
     await repo.insert_child_link(conn, new.id, parent, step)
     return {"child": new.id}

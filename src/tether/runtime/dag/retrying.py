@@ -61,7 +61,7 @@ async def retry_dag(
     with storage_errors():
         old = await repo.get_execution(ops.pool, run_id)
         records = await repo.get_steps(ops.pool, run_id) if old is not None else []
-    if old is None:
+    if old is None or not ops.env.sees(old):  # another tenant's run reads as missing
         raise errors.ExecutionNotFound(f"no run {run_id!r}")
     if old.live:
         raise errors.Conflict(f"run {old.id!r} is still {old.status}; stop it first")
@@ -90,6 +90,11 @@ async def retry_dag(
                 retention_s=old.retention_s,
                 deadline_at=wf.deadline(),
                 created_data={"retry_of": old.id, "step": step_name, "by": by},
+                queue=old.queue,
+                labels=old.labels,
+                profile=old.profile,
+                profile_env=old.profile_env,
+                tenant=old.tenant,
             ),
         )
     assert row is not None  # noqa: S101 — no idempotency key, so no conflict

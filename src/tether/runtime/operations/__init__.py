@@ -15,14 +15,21 @@
 
 Each operation validates its input first and raises a typed TetherError that names the problem;
 a refused call changes nothing. Storage errors leave as Unavailable.
+
+Tenants: `Operations(...)` sees every tenant's runs and starts runs with no tenant (workers, the
+CLI, an admin bound to no tenant). `ops.scoped(tenant)` is the same API for a caller bound to a
+tenant: it sees only that tenant's runs (None: only the runs with no tenant), a run outside reads
+exactly as a missing one (ExecutionNotFound), and the runs it starts belong to the tenant.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Literal
 
+from tether.runtime import errors
 from tether.runtime.admission import NO_ADMISSION, Admission
 from tether.runtime.operations import answering, lifecycle, queries, starting, updates, waiting
 from tether.runtime.operations.answering import AnswerOutcome, AnswerResult, SignalResult
@@ -64,6 +71,38 @@ class Operations:
         admission: Admission = NO_ADMISSION,
     ) -> None:
         self.env = Env(pool, app, listener, max_payload_bytes, admission=admission)
+        self._scopes: dict[str | None, Operations] = {}
+
+    @property
+    def tenant(self) -> str | None:
+        """The tenant these operations are bound to (None: no tenant, or every tenant)."""
+        return self.env.tenant
+
+    @property
+    def every_tenant(self) -> bool:
+        """Whether these operations see every tenant's runs (not `scoped`)."""
+        return self.env.every_tenant
+
+    def scoped(self, tenant: str | None) -> Operations:
+        """These operations for a caller bound to `tenant` (None: the runs with no tenant):
+        they see and steer only its runs, and the runs they start belong to it. Built once per
+        tenant and kept, so a request pays a dict lookup, not an allocation. Scoped operations
+        only narrow: asking one for another tenant raises.
+
+        Raises:
+            InvalidInput: a malformed tenant name, or a tenant other than this scope's own.
+        """
+        if not self.env.every_tenant:
+            if tenant == self.env.tenant:
+                return self
+            raise errors.InvalidInput("tenant-scoped operations cannot reach another tenant")
+        found = self._scopes.get(tenant)
+        if found is None:
+            found = copy.copy(self)
+            found.env = self.env.narrowed(tenant)
+            found._scopes = {}
+            self._scopes[tenant] = found
+        return found
 
     @property
     def pool(self) -> Database:

@@ -154,7 +154,7 @@ async def answer_many(
         env.check_payload(response, errors.AnswerRejected)
     async with storage_errors(), env.pool.acquire() as conn, conn.transaction():
         row = await repo.get_execution(conn, execution_id, lock=True)
-        if row is None:
+        if row is None or not env.sees(row):
             raise errors.ExecutionNotFound(f"no run {execution_id!r}")
         open_waits = {d["key"]: d for d in row.waits if d.get("kind") in waits.ANSWERABLE_KINDS}
         outcomes: list[AnswerOutcome] = []

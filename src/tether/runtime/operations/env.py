@@ -1,9 +1,11 @@
-"""What every operation runs with: the pool, the App, the listener, the row reader, the
-payload cap and the admission configuration, plus the helpers they share (change
-subscriptions, poll interval, payload check)."""
+"""What every operation runs with: the pool, the App, the listener, the row reader, the payload
+cap, the admission configuration and the tenant scope, plus the helpers they share (change
+subscriptions, poll interval, payload check, tenant visibility)."""
 
 from __future__ import annotations
 
+import copy
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,9 +17,22 @@ from tether.runtime.admission import NO_ADMISSION, Admission
 from tether.runtime.registry import App
 from tether.storage.coalesce import RowReader
 from tether.storage.driver import Database, Notifications
+from tether.storage.rows import ExecutionRow
 
 DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024
 POLL_FALLBACK_S = 0.25
+#: A tenant name: what `TETHER_API_TOKENS` and `--tenant` accept (security/tokens.py keeps the
+#: same rule; a test checks that they agree).
+TENANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def check_tenant(tenant: str | None) -> None:
+    """Raises InvalidInput unless `tenant` is None or a valid tenant name."""
+    if tenant is not None and not TENANT_NAME.fullmatch(tenant):
+        raise errors.InvalidInput(
+            f"tenant {tenant!r} must be 1-64 letters, digits, '_', '.' or '-', starting with "
+            "a letter or digit"
+        )
 
 
 @dataclass(frozen=True)
@@ -30,6 +45,11 @@ class Env:
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
     reader: RowReader = field(init=False)
     admission: Admission = NO_ADMISSION  # queues and profiles (runtime/admission.py)
+    # The tenant scope. every_tenant: every run is visible (an unbound admin, the CLI, workers)
+    # and new runs have no tenant. Otherwise only runs of `tenant` are visible (None: the runs
+    # with no tenant) and new runs belong to it. See `narrowed`.
+    tenant: str | None = field(default=None, init=False)
+    every_tenant: bool = field(default=True, init=False)
 
     def __post_init__(self) -> None:
         # A quarter of the pool for concurrent single-row reads; more readers share statements.
@@ -37,6 +57,20 @@ class Env:
         max_size = getattr(self.pool, "get_max_size", None)
         size = max_size() if callable(max_size) else 1
         object.__setattr__(self, "reader", RowReader(self.pool, max_statements=max(1, size // 4)))
+
+    def narrowed(self, tenant: str | None) -> Env:
+        """This env for a caller bound to `tenant` (None: the runs with no tenant). It shares
+        the pool, listener and row reader. Raises InvalidInput for a malformed tenant name."""
+        check_tenant(tenant)
+        env = copy.copy(self)
+        object.__setattr__(env, "tenant", tenant)
+        object.__setattr__(env, "every_tenant", False)
+        return env
+
+    def sees(self, row: ExecutionRow) -> bool:
+        """Whether this scope may see `row`. A run it may not see is reported exactly as a run
+        that does not exist (no existence oracle)."""
+        return self.every_tenant or row.tenant == self.tenant
 
     def subscribe(self, channel: str, callback: Callable[[str, str], None]) -> Callable[[], None]:
         """Call `callback` on each notification on `channel`; returns the unsubscribe."""

@@ -58,10 +58,11 @@ async def terminate(
 
 
 async def _ended_run(env: Env, execution_id: str) -> ExecutionRow:
-    """The run itself (no chain following). Raises ExecutionNotFound."""
+    """The run itself (no chain following), if in the env's tenant scope. Raises
+    ExecutionNotFound."""
     with storage_errors():
         old = await repo.get_execution(env.pool, execution_id)
-    if old is None:
+    if old is None or not env.sees(old):
         raise errors.ExecutionNotFound(f"no run {execution_id!r}")
     return old
 
@@ -97,6 +98,7 @@ async def retry(env: Env, execution_id: str, *, by: str | None = None) -> Execut
                 labels=old.labels,
                 profile=old.profile,
                 profile_env=old.profile_env,
+                tenant=old.tenant,
             ),
         )
         if not await repo.link_successor(conn, old.id, new_id):
@@ -136,6 +138,7 @@ async def rerun(
                 labels=old.labels,
                 profile=old.profile,
                 profile_env=old.profile_env,
+                tenant=old.tenant,
             ),
         )
     assert row is not None  # noqa: S101 — no idempotency key, so no conflict

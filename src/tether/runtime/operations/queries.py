@@ -48,17 +48,19 @@ def _parse_cursor(cursor: str) -> tuple[datetime, str]:
 async def get(env: Env, execution_id: str, *, follow_chain: bool = True) -> RunView:
     """Resolve a handle; follows retry and continue-as-new links to the live run.
 
-    One primary-key read when the run has no successor. Raises ExecutionNotFound.
+    One primary-key read when the run has no successor; the tenant check is a comparison on
+    that row. A run outside the env's tenant scope raises exactly as a missing one, and a
+    chain is followed only through runs in scope. Raises ExecutionNotFound.
     """
     if not is_execution_id(execution_id):
         raise errors.ExecutionNotFound("no run with that id")  # not even the shape of one
     with storage_errors():
         row = await env.reader.get(execution_id)
-        if row is None:
+        if row is None or not (env.every_tenant or row.tenant == env.tenant):
             raise errors.ExecutionNotFound(f"no run {execution_id!r}")
         if not follow_chain or row.successor_id is None:
             return RunView(row, row, (row,))
-        chain = await repo.get_chain(env.pool, execution_id)
+        chain = [r for r in await repo.get_chain(env.pool, execution_id) if env.sees(r)]
     current = follow({r.id: r for r in chain}, execution_id)
     return RunView(row, current, tuple(chain))
 
@@ -74,8 +76,9 @@ async def list_runs(
     limit: int = 50,
     labels: Sequence[str] | None = None,
 ) -> Page:
-    """Runs newest first; `labels` keeps runs carrying every `key=value` (exact) and every
-    bare `key` (any value). Raises InvalidInput for a bad cursor, limit, status or label."""
+    """Runs newest first, only those in the env's tenant scope; `labels` keeps runs carrying
+    every `key=value` (exact) and every bare `key` (any value). Raises InvalidInput for a bad
+    cursor, limit, status or label."""
     if not 1 <= limit <= 1000:
         raise errors.InvalidInput("limit must be 1-1000")
     if statuses is not None:
@@ -95,6 +98,8 @@ async def list_runs(
             limit=limit + 1,
             labels=pairs,
             label_keys=keys,
+            tenant=env.tenant,
+            every_tenant=env.every_tenant,
         )
     more = len(rows) > limit
     rows = rows[:limit]

@@ -82,6 +82,7 @@ def prepare(
         labels={**wf.rules.labels, **admission.parse_labels(labels)},
         profile=prof.name if prof is not None else None,
         profile_env=dict(prof.env) if prof is not None else None,
+        tenant=env.tenant,  # None for an every-tenant scope: the run has no tenant
     )
 
 
@@ -148,11 +149,11 @@ async def _insert_singleton(
     idempotency key is held (the caller resolves it). Raises SingletonConflict."""
     await admitting.lock_workflow_starts(conn, new.workflow)
     if new.idempotency_key is not None and await repo.get_by_idempotency_key(
-        conn, new.workflow, new.idempotency_key
+        conn, new.workflow, new.idempotency_key, new.tenant
     ):
         return None
     active = singleton == "active"
-    live = await admitting.live_run_of_workflow(conn, new.workflow, count_queued=active)
+    live = await admitting.live_run_of_workflow(conn, new.workflow, new.tenant, count_queued=active)
     if live is not None:
         state = "queued or running" if active else "running"
         raise errors.SingletonConflict(
@@ -169,7 +170,7 @@ async def _holder(
     Raises IdempotencyMismatch, RunAlreadyActive."""
     key = new.idempotency_key
     assert key is not None  # noqa: S101 — only a key can conflict
-    existing = await repo.get_by_idempotency_key(conn, new.workflow, key)
+    existing = await repo.get_by_idempotency_key(conn, new.workflow, key, new.tenant)
     if existing is None:
         return None  # deleted between the two statements: try the insert again
     if existing.input != new.input:

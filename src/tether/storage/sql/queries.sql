@@ -1,14 +1,16 @@
 -- name: insert_execution
 -- Create a pending run with its `created` event, unless (workflow, idempotency_key) is taken;
--- wakes the workers in the same transaction. No row back means the key was taken. A run on a
--- queue ($11) is inserted queued: wake_at NULL, so no claim sees it until a worker admits it.
+-- wakes the workers in the same transaction. No row back means the key was taken (keys are per
+-- tenant: $15, NULL for none). A run on a queue ($11) is inserted queued: wake_at NULL, so no
+-- claim sees it until a worker admits it.
 WITH ins AS (
     INSERT INTO executions (id, workflow, business_id, status, input, idempotency_key,
                             predecessor_id, root_id, retention_s, deadline_at, wake_at,
-                            last_event_id, queue, labels, profile, profile_env)
+                            last_event_id, queue, labels, profile, profile_env, tenant)
     VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8, $9,
-            CASE WHEN $11::text IS NULL THEN now() END, 1, $11, $12, $13, $14)
-    ON CONFLICT (workflow, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+            CASE WHEN $11::text IS NULL THEN now() END, 1, $11, $12, $13, $14, $15)
+    ON CONFLICT (workflow, (coalesce(tenant, '')), idempotency_key)
+        WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING *
 ), ev AS (
     INSERT INTO history (execution_id, event_id, type, data)
@@ -29,8 +31,9 @@ SELECT * FROM executions WHERE id = ANY($1::text[]);
 SELECT * FROM executions WHERE id = $1 FOR UPDATE;
 
 -- name: get_by_idempotency_key
--- The run that holds (workflow, idempotency_key).
-SELECT * FROM executions WHERE workflow = $1 AND idempotency_key = $2;
+-- The run that holds (workflow, idempotency_key) in tenant $3 (NULL: no tenant).
+SELECT * FROM executions
+WHERE workflow = $1 AND coalesce(tenant, '') = coalesce($3::text, '') AND idempotency_key = $2;
 
 -- name: get_chain
 -- A run and every successor after it (retry and continue-as-new links), oldest first.
@@ -44,9 +47,11 @@ SELECT * FROM chain ORDER BY depth;
 
 -- name: list_executions
 -- Newest first, with optional filters and a (created_at, id) cursor; labels: $8 the key=value
--- pairs a run must carry, $9 the keys it must have (any value).
+-- pairs a run must carry, $9 the keys it must have (any value). $10 false: every tenant; true:
+-- only tenant $11 (NULL: the runs with no tenant).
 SELECT * FROM executions
-WHERE ($1::text IS NULL OR workflow = $1)
+WHERE (NOT $10::boolean OR tenant = $11::text OR ($11::text IS NULL AND tenant IS NULL))
+  AND ($1::text IS NULL OR workflow = $1)
   AND ($2::text[] IS NULL OR status = ANY($2::text[]))
   AND ($3::text IS NULL OR business_id = $3)
   AND ($4::text IS NULL OR root_id = $4)
@@ -398,10 +403,13 @@ SELECT adm.id, pg_notify('tether_ready', adm.id)::text AS notified FROM adm;
 SELECT pg_advisory_xact_lock(hashtextextended('tether.singleton:' || $1, 0));
 
 -- name: live_run_of_workflow
--- One live run of workflow $1, if any; with $2 false a queued run does not count.
+-- One live run of workflow $1 in tenant $3 (NULL: no tenant), if any; with $2 false a queued
+-- run does not count. A singleton is a tenant's own: another tenant's run neither blocks a
+-- start nor is named in the refusal.
 SELECT id FROM executions
 WHERE workflow = $1 AND ended_at IS NULL
   AND ($2::boolean OR queue IS NULL OR admitted_at IS NOT NULL)
+  AND coalesce(tenant, '') = coalesce($3::text, '')
 LIMIT 1;
 
 -- name: ensure_schedule
