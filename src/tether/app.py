@@ -147,6 +147,7 @@ def create_app(
             janitor_interval_s=settings.janitor_interval_s,
             pool_size=settings.pool_size,
             max_payload_bytes=settings.max_payload_bytes,
+            encryption=settings.encryption(),
         ) as rt:
             web.state.endpoint = build_endpoint(app, rt, settings)
             web.state.runtime = rt

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from tether.runtime.payloads import Encryption
 from tether.runtime.worker import WorkerSettings
 
 
@@ -41,6 +42,15 @@ class Settings(BaseModel):
     allow_unauthenticated: bool = Field(
         False, description="serve mutations without tokens on a non-loopback address"
     )
+    encryption_keys: str = Field(
+        "",
+        repr=False,
+        description="kid:base64key,… seal payloads at rest; the first seals new writes "
+        "(tether keys new)",
+    )
+    decrypt_for: str = Field(
+        "", description="comma-separated roles besides admin that read decoded outputs"
+    )
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> Settings:
@@ -52,6 +62,13 @@ class Settings(BaseModel):
                 values[name] = raw
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls.model_validate(values)
+
+    def encryption(self) -> Encryption | None:
+        """The payload keys and read gate, or None when TETHER_ENCRYPTION_KEYS is unset.
+        Raises ValueError naming a bad key entry (never echoing key material)."""
+        if not self.encryption_keys.strip():
+            return None
+        return Encryption.parse(self.encryption_keys, self.decrypt_for.split(","))
 
     def worker_settings(self) -> WorkerSettings:
         return WorkerSettings(

@@ -13,7 +13,7 @@ import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-from tether.runtime import janitor
+from tether.runtime import janitor, payloads
 from tether.runtime.operations import Operations
 from tether.runtime.registry import App
 from tether.runtime.worker import Worker, WorkerSettings
@@ -42,15 +42,35 @@ async def migrate_database(dsn: str) -> list[int]:
         await conn.close()
 
 
-@contextlib.asynccontextmanager
-async def operations(dsn: str, app: App, *, pool_size: int = 2) -> AsyncIterator[Operations]:
-    """Operations over a small pool of their own, without workers or a listener (one-shot
-    commands: `tether runs …`); the pool is closed on exit."""
-    db: Database = await pool.create_pool(dsn, min_size=1, max_size=pool_size)
+async def rotate_keys(
+    dsn: str,
+    keys: payloads.KeyRing,
+    *,
+    batch: int = payloads.DEFAULT_BATCH,
+    progress: payloads.Progress | None = None,
+) -> payloads.RotationReport:
+    """Re-seal every stored payload on `dsn` under `keys.current` (`tether keys rotate`; see
+    payloads.rotate, which says what it raises)."""
+    db: Database = await pool.create_pool(dsn, min_size=1, max_size=1)
     try:
-        yield Operations(db, app)
+        return await payloads.rotate(db, keys, batch=batch, progress=progress)
     finally:
         await db.close()
+
+
+@contextlib.asynccontextmanager
+async def operations(
+    dsn: str, app: App, *, pool_size: int = 2, encryption: payloads.Encryption | None = None
+) -> AsyncIterator[Operations]:
+    """Operations over a small pool of their own, without workers or a listener (one-shot
+    commands: `tether runs …`); the pool is closed on exit. `encryption`: the keys payloads
+    are sealed and opened with (payloads.installed) while the block runs."""
+    with payloads.installed(encryption):
+        db: Database = await pool.create_pool(dsn, min_size=1, max_size=pool_size)
+        try:
+            yield Operations(db, app)
+        finally:
+            await db.close()
 
 
 @contextlib.asynccontextmanager
@@ -64,11 +84,30 @@ async def running(
     pool_size: int = 20,
     max_payload_bytes: int = 256 * 1024,
     run_migrations: bool = True,
+    encryption: payloads.Encryption | None = None,
 ) -> AsyncIterator[Runtime]:
     """Migrate, open the pool and listener, start `workers` claim loops and the janitor; on
-    exit stop the workers (leases handed back), the listener and the pool."""
+    exit stop the workers (leases handed back), the listener and the pool. `encryption`: the
+    keys payloads are sealed and opened with, and the read gate (payloads.installed)."""
     if run_migrations:
         await migrate_database(dsn)
+    with payloads.installed(encryption):
+        async with _running(
+            dsn, app, worker_settings, workers, janitor_interval_s, pool_size, max_payload_bytes
+        ) as rt:
+            yield rt
+
+
+@contextlib.asynccontextmanager
+async def _running(
+    dsn: str,
+    app: App,
+    worker_settings: WorkerSettings | None,
+    workers: int,
+    janitor_interval_s: float | None,
+    pool_size: int,
+    max_payload_bytes: int,
+) -> AsyncIterator[Runtime]:
     db: Database = await pool.create_pool(dsn, min_size=1, max_size=pool_size)
     listener = Listener(dsn)
     rt = Runtime(

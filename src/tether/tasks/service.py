@@ -8,6 +8,7 @@ from typing import Any
 
 from tether.runtime import errors as runtime_errors
 from tether.runtime.operations import Operations, RunView
+from tether.runtime.payloads import shown_view
 from tether.runtime.rows import ExecutionRow
 from tether.tasks import views
 
@@ -65,8 +66,11 @@ class TaskService:
         )
         return views.create_task_result(task)
 
-    async def get(self, task_id: str, *, elicitation: bool) -> dict[str, Any]:
-        return self.render(await self._view(task_id), elicitation=elicitation)
+    async def get(self, task_id: str, *, elicitation: bool, reveal: bool = False) -> dict[str, Any]:
+        """The task; its result decoded only when the read gate admits the caller
+        (`reveal`, runtime/payloads.py), else holding the stored envelope."""
+        view = shown_view(await self._view(task_id), reveal)
+        return self.render(view, elicitation=elicitation)
 
     async def update(
         self, task_id: str, responses: dict[str, Any], *, by: str | None = None
