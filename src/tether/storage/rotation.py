@@ -24,8 +24,8 @@ DEFAULT_BATCH = 500
 
 @dataclass
 class RotationReport:
-    """What a rotation did, per table: payloads re-sealed, and payloads left because they
-    changed between the read and the write."""
+    """What a rotation did, per table: payloads re-sealed, and payloads left because their
+    row changed between the read and the write (counted by row: a row is written whole)."""
 
     resealed: dict[str, int] = field(default_factory=dict)
     changed: dict[str, int] = field(default_factory=dict)
@@ -65,14 +65,19 @@ async def rotate(
             writes = [w for w in (step(ring, dict(r)) for r in recs) if w is not None]
             if writes:
                 with translated():
-                    done = await conn.fetch(Q[f"reseal_{table}"], writes)
-                report.resealed[table] += len(done)
-                report.changed[table] += len(writes) - len(done)
+                    done = {tuple(r) for r in await conn.fetch(Q[f"reseal_{table}"], writes)}
+                for write in writes:
+                    counter = report.resealed if _key(table, write) in done else report.changed
+                    counter[table] += sum(1 for k in write if k.startswith("old"))
                 if progress is not None:
                     progress(table, report.resealed[table])
             last = recs[-1]
             cursor = (last["execution_id"], last["seq"]) if table == "steps" else (last["id"],)
     return report
+
+
+def _key(table: str, write: dict[str, Any]) -> tuple[Any, ...]:
+    return (write["execution_id"], write["seq"]) if table == "steps" else (write["id"],)
 
 
 Step = Callable[[sealing.KeyRing, dict[str, Any]], dict[str, Any] | None]

@@ -360,7 +360,7 @@ WHERE (execution_id, seq) > ($1, $2) ORDER BY execution_id, seq LIMIT $3;
 UPDATE steps s SET result = u.result
 FROM jsonb_to_recordset($1::jsonb) AS u(execution_id text, seq integer, result jsonb, old jsonb)
 WHERE s.execution_id = u.execution_id AND s.seq = u.seq AND s.result = u.old
-RETURNING s.seq;
+RETURNING s.execution_id, s.seq;
 
 -- name: rotate_page_signals
 -- Key rotation: the next page of signal payloads after id $1.
