@@ -149,6 +149,7 @@ def create_app(
             pool_size=settings.pool_size,
             max_payload_bytes=settings.max_payload_bytes,
             dags_dir=settings.dags,
+            encryption=settings.encryption(),
         ) as rt:
             web.state.endpoint = build_endpoint(app, rt, settings)
             web.state.runtime = rt

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from tether.loader import DEFAULT_APP
 from tether.runtime.admission import Admission, Profile, parse_profiles, parse_queues
+from tether.runtime.payloads import Encryption
 from tether.runtime.worker import WorkerSettings
 
 
@@ -93,6 +94,16 @@ class Settings(BaseModel):
             scheduler=self.scheduler,
         )
 
+    encryption_keys: str = Field(
+        "",
+        repr=False,
+        description="kid:base64key,… seal payloads at rest; the first seals new writes "
+        "(tether keys new)",
+    )
+    decrypt_for: str = Field(
+        "", description="comma-separated roles besides admin that read decoded outputs"
+    )
+
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> Settings:
         """Read TETHER_* from `env` (default: the process environment), then apply overrides.
@@ -119,6 +130,13 @@ class Settings(BaseModel):
             field = str(first["loc"][0]) if first["loc"] else ""
             where = source.get(field, f"TETHER_{field.upper()}")
             raise SettingsError(f"{where}: {first['msg']}") from exc
+
+    def encryption(self) -> Encryption | None:
+        """The payload keys and read gate, or None when TETHER_ENCRYPTION_KEYS is unset.
+        Raises ValueError naming a bad key entry (never echoing key material)."""
+        if not self.encryption_keys.strip():
+            return None
+        return Encryption.parse(self.encryption_keys, self.decrypt_for.split(","))
 
     def worker_settings(self) -> WorkerSettings:
         return WorkerSettings(

@@ -9,7 +9,7 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-from tether.cli import dags, quiet, server
+from tether.cli import dags, keys, quiet, server
 from tether.cli.parser import build_parser
 from tether.cli.runs import BadArgument, runs
 from tether.database_url import NoDatabase, existing_database
@@ -67,5 +67,7 @@ def _dispatch(args: argparse.Namespace, level: str) -> int:
         return server.with_db(settings, server.run_migrations)
     if args.command == "dags":
         return dags.command(args, settings)
+    if args.command == "keys":
+        return keys.handle(args, settings)
     with existing_database(settings) as dsn:
         return asyncio.run(runs(args, settings, dsn))

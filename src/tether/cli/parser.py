@@ -107,6 +107,18 @@ def build_parser() -> Parser:
 
     _runs(sub)
     _dags(sub)
+    keys = _command(sub, "keys", "payload encryption keys (encryption at rest)")
+    ksub = keys.add_subparsers(dest="action", required=True, metavar="ACTION")
+    _command(ksub, "new", "print a fresh key as a TETHER_ENCRYPTION_KEYS entry").add_argument(
+        "kid", nargs="?", help="its key id (default: k<UTC timestamp>)"
+    )
+    _command(
+        ksub,
+        "rotate",
+        "re-seal every stored payload under the current (first) key",
+        "Re-seal every stored payload under the first key of TETHER_ENCRYPTION_KEYS, a batch "
+        "at a time; runs may go on meanwhile. Afterwards the older keys can be dropped.",
+    ).add_argument("--batch", type=int, default=500, help="rows per statement")
 
     # Everything after `conformance` goes to the harness's own parser (tether-conformance).
     sub.add_parser(

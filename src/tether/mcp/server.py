@@ -16,6 +16,7 @@ from tether.jsonrpc.headers import Era
 from tether.jsonrpc.router import RequestContext, Router, parse_params
 from tether.runtime import errors as runtime_errors
 from tether.runtime.operations import Operations
+from tether.runtime.payloads import reveals, shown
 from tether.runtime.registry import App, ResourceDef
 from tether.tasks.errors import jsonrpc_errors
 from tether.tasks.scope import operations_for
@@ -215,7 +216,10 @@ class McpServer:
         if run:
             with jsonrpc_errors():
                 ops = operations_for(self.ops, ctx.principal)
-                contents = await self._run_resource(ops, uri, run.group("id"), run.group("part"))
+                reveal = reveals(ctx.principal)
+                contents = await self._run_resource(
+                    ops, uri, run.group("id"), run.group("part"), reveal
+                )
             if contents is not None:
                 return self._cacheable(ctx, {"contents": contents})
         else:
@@ -228,17 +232,18 @@ class McpServer:
         raise InvalidParams("Resource not found", {"uri": uri})
 
     async def _run_resource(
-        self, ops: Operations, uri: str, run_id: str, part: str | None
+        self, ops: Operations, uri: str, run_id: str, part: str | None, reveal: bool
     ) -> list[dict[str, Any]] | None:
         """A run as a resource; None when there is no such run, it went away meanwhile, or it
-        is outside the caller's tenant (answered alike: no existence oracle)."""
+        is outside the caller's tenant (answered alike: no existence oracle). Its output is
+        decoded only when the read gate admits the caller (`reveal`)."""
         try:
-            return await self._run_contents(ops, uri, run_id, part)
+            return await self._run_contents(ops, uri, run_id, part, reveal)
         except runtime_errors.ExecutionNotFound:
             return None  # a lookup's outcome: answered like any unknown URI
 
     async def _run_contents(
-        self, ops: Operations, uri: str, run_id: str, part: str | None
+        self, ops: Operations, uri: str, run_id: str, part: str | None, reveal: bool
     ) -> list[dict[str, Any]]:
         view = await ops.get(run_id)
         if part == "/history":
@@ -252,7 +257,7 @@ class McpServer:
             lines = [f"#{s.seq} {s.kind} {s.name} {'done' if s.done else 'open'}" for s in steps]
             return [{"uri": uri, "mimeType": "text/plain", "text": "\n".join(lines)}]
         else:
-            row = view.current
+            row = shown(view.current, reveal)
             body = {
                 "id": row.id,
                 "workflow": row.workflow,

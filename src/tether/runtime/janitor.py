@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from tether.storage import repo
+from tether.storage import retention
 from tether.storage.driver import Database
 from tether.storage.errors import StorageError
 
@@ -16,7 +16,7 @@ async def sweep(pool: Database, *, batch: int = 500) -> int:
     """Delete every expired run now, one batch at a time; returns how many were deleted."""
     total = 0
     while True:
-        deleted = await repo.delete_expired(pool, batch)
+        deleted = await retention.delete_expired(pool, batch)
         total += len(deleted)
         if len(deleted) < batch:
             return total

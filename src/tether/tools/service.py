@@ -16,6 +16,7 @@ from tether.jsonrpc.errors import InvalidParams, tasks_capability_required
 from tether.jsonrpc.router import RequestContext, Router, parse_params
 from tether.runtime import errors as runtime_errors
 from tether.runtime.operations import Operations, RunView
+from tether.runtime.payloads import reveals, shown_view
 from tether.runtime.statuses import ENDED_STATUSES
 from tether.tasks.scope import operations_for
 from tether.tasks.service import TaskService
@@ -148,7 +149,7 @@ class ToolService:
 
     def _summary(self, ctx: RequestContext, view: RunView) -> dict[str, Any]:
         return results.summary(
-            view,
+            shown_view(view, reveals(ctx.principal)),
             answer_tool=self.catalog.answer_tool(view.current.workflow),
             tasks_update=ctx.route.declares_tasks(),
         )
@@ -185,7 +186,7 @@ class ToolService:
         started = await self._start_run(ctx, wf.name, args, None)
         ops = operations_for(self.ops, ctx.principal)
         view = await ops.wait_for_end(started.execution.id, timeout=self.settings.sync_limit_s)
-        return self._final_result(view, tool.name)
+        return self._final_result(shown_view(view, reveals(ctx.principal)), tool.name)
 
     def _final_result(self, view: RunView, tool_name: str) -> dict[str, Any]:
         task = self.tasks.render(view, elicitation=False)

@@ -217,7 +217,8 @@ FROM lease;
 
 -- name: finish_update
 -- Record an update handler's outcome (fenced like checkpoint), hand it to the workflow as a
--- signal on channel 'update:<name>', and wake whoever waits for the update.
+-- signal on channel 'update:<name>' (payload $8: {id, input, output, error}, sealed like any
+-- signal payload when encryption is on), and wake whoever waits for the update.
 WITH lease AS (
     UPDATE executions e SET
         version       = e.version + 1,
@@ -231,10 +232,7 @@ WITH lease AS (
     RETURNING u.id, u.name, u.input, u.by_principal
 ), sig AS (
     INSERT INTO signals (execution_id, channel, payload, by_principal)
-    SELECT lease.id, 'update:' || upd.name,
-           jsonb_build_object('id', upd.id, 'input', upd.input, 'output', $6::jsonb,
-                              'error', $7::jsonb),
-           upd.by_principal
+    SELECT lease.id, 'update:' || upd.name, $8::jsonb, upd.by_principal
     FROM lease, upd
 ), ev AS (
     INSERT INTO history (execution_id, event_id, type, data)
@@ -429,6 +427,62 @@ UPDATE schedules SET last_tick = $3 WHERE workflow = $1 AND cron = $2;
 -- Link a child run to its parent (migration 0005): its end will be signalled to the parent.
 INSERT INTO child_runs (child_id, parent_id, step) VALUES ($1, $2, $3);
 
--- name: get_child_links
--- The child runs of a parent (ordered by id).
-SELECT child_id, step FROM child_runs WHERE parent_id = $1 ORDER BY child_id;
+-- name: rotate_page_executions
+-- Key rotation (`tether keys rotate`): the next page of runs' payloads after id $1.
+SELECT id, input, output FROM executions WHERE id > $1 ORDER BY id LIMIT $2;
+
+-- name: reseal_executions
+-- Key rotation: write re-sealed payloads ($1: [{id, input?, old_input?, output?, old_output?}]);
+-- a column is written only while it still holds what was read (a write meanwhile wins).
+UPDATE executions e SET
+    input  = CASE WHEN u.input IS NOT NULL AND e.input = u.old_input THEN u.input
+                  ELSE e.input END,
+    output = CASE WHEN u.output IS NOT NULL AND e.output = u.old_output THEN u.output
+                  ELSE e.output END
+FROM jsonb_to_recordset($1::jsonb)
+     AS u(id text, input jsonb, old_input jsonb, output jsonb, old_output jsonb)
+WHERE e.id = u.id
+  AND ((u.input IS NOT NULL AND e.input = u.old_input)
+       OR (u.output IS NOT NULL AND e.output = u.old_output))
+RETURNING e.id;
+
+-- name: rotate_page_steps
+-- Key rotation: the next page of step results after ($1, $2).
+SELECT execution_id, seq, result FROM steps
+WHERE (execution_id, seq) > ($1, $2) ORDER BY execution_id, seq LIMIT $3;
+
+-- name: reseal_steps
+-- Key rotation: write re-sealed step results ($1: [{execution_id, seq, result, old}]).
+UPDATE steps s SET result = u.result
+FROM jsonb_to_recordset($1::jsonb) AS u(execution_id text, seq integer, result jsonb, old jsonb)
+WHERE s.execution_id = u.execution_id AND s.seq = u.seq AND s.result = u.old
+RETURNING s.execution_id, s.seq;
+
+-- name: rotate_page_signals
+-- Key rotation: the next page of signal payloads after id $1.
+SELECT id, execution_id, channel, key, payload FROM signals WHERE id > $1 ORDER BY id LIMIT $2;
+
+-- name: reseal_signals
+-- Key rotation: write re-sealed signal payloads ($1: [{id, payload, old}]).
+UPDATE signals s SET payload = u.payload
+FROM jsonb_to_recordset($1::jsonb) AS u(id bigint, payload jsonb, old jsonb)
+WHERE s.id = u.id AND s.payload = u.old
+RETURNING s.id;
+
+-- name: rotate_page_updates
+-- Key rotation: the next page of updates' payloads after id $1.
+SELECT id, execution_id, input, output FROM updates WHERE id > $1 ORDER BY id LIMIT $2;
+
+-- name: reseal_updates
+-- Key rotation: write re-sealed update payloads (as reseal_executions).
+UPDATE updates d SET
+    input  = CASE WHEN u.input IS NOT NULL AND d.input = u.old_input THEN u.input
+                  ELSE d.input END,
+    output = CASE WHEN u.output IS NOT NULL AND d.output = u.old_output THEN u.output
+                  ELSE d.output END
+FROM jsonb_to_recordset($1::jsonb)
+     AS u(id text, input jsonb, old_input jsonb, output jsonb, old_output jsonb)
+WHERE d.id = u.id
+  AND ((u.input IS NOT NULL AND d.input = u.old_input)
+       OR (u.output IS NOT NULL AND d.output = u.old_output))
+RETURNING d.id;
