@@ -31,6 +31,7 @@ ROLES: Final = ("reader", "operator", "admin")
 class Principal:
     name: str
     role: Role
+    tenant: str | None = None
 
     @property
     def may_mutate(self) -> bool:
