@@ -41,6 +41,15 @@ class Settings(BaseModel):
     allow_unauthenticated: bool = Field(
         False, description="serve mutations without tokens on a non-loopback address"
     )
+    rate_limit: str = Field(
+        "", description="per-caller request rate, e.g. '20/s burst 40'; empty: unlimited"
+    )
+    max_streams_per_token: int = Field(
+        32, ge=1, description="open SSE streams per caller (token, else remote address)"
+    )
+    audit_retention_days: float = Field(
+        90.0, gt=0, description="audit rows older than this are deleted by the janitor"
+    )
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> Settings:

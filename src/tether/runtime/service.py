@@ -64,6 +64,7 @@ async def running(
     pool_size: int = 20,
     max_payload_bytes: int = 256 * 1024,
     run_migrations: bool = True,
+    audit_retention_days: float | None = None,
 ) -> AsyncIterator[Runtime]:
     """Migrate, open the pool and listener, start `workers` claim loops and the janitor; on
     exit stop the workers (leases handed back), the listener and the pool."""
@@ -83,7 +84,12 @@ async def running(
                 tg.create_task(worker.run(), name=f"tether-worker-{worker.owner}")
             sweeper = (
                 tg.create_task(
-                    janitor.run(db, interval_s=janitor_interval_s), name="tether-janitor"
+                    janitor.run(
+                        db,
+                        interval_s=janitor_interval_s,
+                        audit_retention_days=audit_retention_days,
+                    ),
+                    name="tether-janitor",
                 )
                 if janitor_interval_s
                 else None
