@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Final
 
 from starlette.applications import Starlette
@@ -47,6 +47,21 @@ logger = logging.getLogger(__name__)
 
 def _csv(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _recorder(
+    auditor: AuditWriter | None,
+) -> Callable[[RequestContext, dict[str, Any] | None, JsonRpcError | None], None]:
+    """Records the outcome of each audited MCP call (roles.audit_facts) with `auditor`."""
+
+    def record(
+        ctx: RequestContext, result: dict[str, Any] | None, error: JsonRpcError | None
+    ) -> None:
+        facts = roles.audit_facts(ctx, result, error) if auditor is not None else None
+        if facts is not None and auditor is not None:
+            auditor.record(audit.entry(surface="mcp", **vars(facts)))
+
+    return record
 
 
 def _principal(name: str, role: str, tenant: str | None) -> Principal:
@@ -89,12 +104,7 @@ def build_endpoint(
     task_methods.register(router, tasks)
     server_info = info.implementation()
 
-    def record(
-        ctx: RequestContext, result: dict[str, Any] | None, error: JsonRpcError | None
-    ) -> None:
-        facts = roles.audit_facts(ctx, result, error) if auditor is not None else None
-        if facts is not None and auditor is not None:
-            auditor.record(audit.entry(surface="mcp", **vars(facts)))
+    record = _recorder(auditor)
 
     def stamp(ctx: RequestContext, result: dict[str, Any]) -> None:
         record(ctx, result, None)

@@ -16,6 +16,7 @@ import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+from tether.runtime.operations.storage_errors import storage_errors
 from tether.storage import access
 from tether.storage.access import AuditEntry
 from tether.storage.driver import Database
@@ -54,9 +55,10 @@ def entry(
 
 
 async def write(db: Database, entries: Sequence[AuditEntry]) -> None:
-    """Append entries now. Raises StorageError."""
+    """Append entries now. Raises Unavailable."""
     if entries:
-        await access.insert_audit(db, entries)
+        with storage_errors():
+            await access.insert_audit(db, entries)
 
 
 async def list_entries(
@@ -67,10 +69,11 @@ async def list_entries(
     execution_id: str | None = None,
     limit: int = 100,
 ) -> list[AuditEntry]:
-    """Audit rows newest first, filtered."""
-    return await access.list_audit(
-        db, since=since, principal=principal, execution_id=execution_id, limit=limit
-    )
+    """Audit rows newest first, filtered. Raises Unavailable."""
+    with storage_errors():
+        return await access.list_audit(
+            db, since=since, principal=principal, execution_id=execution_id, limit=limit
+        )
 
 
 async def sweep(db: Database, *, days: float, batch: int = 1000) -> int:

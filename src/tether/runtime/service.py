@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from tether.runtime import janitor
 from tether.runtime.operations import Operations
+from tether.runtime.operations.storage_errors import storage_errors
 from tether.runtime.registry import App
 from tether.runtime.worker import Worker, WorkerSettings
 from tether.storage import migrate, pool
@@ -40,6 +41,19 @@ async def migrate_database(dsn: str) -> list[int]:
         return await migrate.migrate(conn)
     finally:
         await conn.close()
+
+
+@contextlib.asynccontextmanager
+async def database(dsn: str, *, pool_size: int = 2) -> AsyncIterator[Database]:
+    """A small pool of its own (one-shot commands: `tether tokens …`, `tether audit`), after
+    applying pending migrations; closed on exit. Raises Unavailable."""
+    with storage_errors():
+        await migrate_database(dsn)
+        db: Database = await pool.create_pool(dsn, min_size=1, max_size=pool_size)
+    try:
+        yield db
+    finally:
+        await db.close()
 
 
 @contextlib.asynccontextmanager

@@ -21,6 +21,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Generic, TypeVar
 
+from tether.runtime.errors import Conflict
+from tether.runtime.operations.storage_errors import storage_errors
 from tether.storage import access
 from tether.storage.access import TokenInfo
 from tether.storage.driver import Database, Notifications
@@ -35,7 +37,7 @@ Make = Callable[[str, str, str | None], P]
 __all__ = ["TokenExists", "TokenInfo", "TokenStore", "create", "list_all", "revoke"]
 
 
-class TokenExists(Exception):
+class TokenExists(Conflict):
     """A live token already has this name."""
 
 
@@ -52,21 +54,26 @@ async def create(
 
     Raises:
         TokenExists: a live token has this name.
+        Unavailable: the database failed.
     """
-    try:
-        return await access.insert_token(db, name, role, tenant, digest, expires_at)
-    except IntegrityError as exc:
-        raise TokenExists(f"a live token is already named {name!r}") from exc
+    with storage_errors():
+        try:
+            return await access.insert_token(db, name, role, tenant, digest, expires_at)
+        except IntegrityError as exc:
+            raise TokenExists(f"a live token is already named {name!r}") from exc
 
 
 async def list_all(db: Database, *, include_revoked: bool = False) -> list[TokenInfo]:
-    return await access.list_tokens(db, include_revoked=include_revoked)
+    """Raises Unavailable."""
+    with storage_errors():
+        return await access.list_tokens(db, include_revoked=include_revoked)
 
 
 async def revoke(db: Database, name: str) -> bool:
     """Revoke the live token `name` (every server refuses it once its cache reloads, within
-    one notification's latency); False when there is none."""
-    return await access.revoke_token(db, name)
+    one notification's latency); False when there is none. Raises Unavailable."""
+    with storage_errors():
+        return await access.revoke_token(db, name)
 
 
 class TokenStore(Generic[P]):
