@@ -49,6 +49,16 @@ def _csv(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+def _state_key(settings: Settings) -> bytes:
+    if settings.state_key:
+        return settings.state_key.encode()
+    logger.warning(
+        "TETHER_STATE_KEY is not set: MRTR requestState is only valid on this "
+        "instance until it restarts"
+    )
+    return secrets.token_bytes(32)
+
+
 def _recorder(
     auditor: AuditWriter | None,
 ) -> Callable[[RequestContext, dict[str, Any] | None, JsonRpcError | None], None]:
@@ -72,14 +82,7 @@ def build_endpoint(
     app: App, rt: Runtime, settings: Settings, auditor: AuditWriter | None = None
 ) -> McpEndpoint:
     """The MCP endpoint over a running runtime; `auditor` receives its audit entries."""
-    if settings.state_key:
-        state_key = settings.state_key.encode()
-    else:
-        state_key = secrets.token_bytes(32)
-        logger.warning(
-            "TETHER_STATE_KEY is not set: MRTR requestState is only valid on this "
-            "instance until it restarts"
-        )
+    state_key = _state_key(settings)
     info = ServerInfo()
     catalog = Catalog.build(app)
     tasks = TaskService(

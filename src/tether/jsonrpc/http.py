@@ -83,6 +83,23 @@ def header_map(scope: Scope) -> dict[str, str]:
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
 
 
+def _guarded(response: ASGIApp, release: Callable[[], None], task: asyncio.Task[None]) -> ASGIApp:
+    """`response`, then the stream slot given back and the request's task ended however the
+    stream ends — even when the client left before the first event (the event generator then
+    never starts, so its own cleanup never runs)."""
+
+    async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await response(scope, receive, send)
+        finally:
+            release()
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    return guarded
+
+
 def _nothing() -> None:
     """A stream slot that was never limited."""
 
@@ -259,16 +276,4 @@ class McpEndpoint:
             media_type=headers.SSE,
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
-
-        async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
-            # The slot is given back however the stream ends, even when the client left
-            # before the first event (the generator above then never starts).
-            try:
-                await response(scope, receive, send)
-            finally:
-                release()
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-
-        return guarded
+        return _guarded(response, release, task)
