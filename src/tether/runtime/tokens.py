@@ -107,6 +107,10 @@ class TokenStore(Generic[P]):
         #: Counts completed reloads (tests wait for it to move past a change).
         self.generation = 0
 
+    def __contains__(self, digest: object) -> bool:
+        """Whether a live token hashes to `digest` (expiry aside; no last use noted)."""
+        return digest in self._by_hash
+
     def lookup(self, digest: str) -> P | None:
         """The principal of the live, unexpired token whose secret hashes to `digest`."""
         entry = self._by_hash.get(digest)
