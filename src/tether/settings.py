@@ -71,6 +71,24 @@ class Settings(BaseModel):
     )
     schedule_catchup_cap: int = Field(10, ge=1, description="at most this many with 'all'")
     scheduler: bool = Field(True, description="run the cron scheduler loop in this process")
+    encryption_keys: str = Field(
+        "",
+        repr=False,
+        description="kid:base64key,… seal payloads at rest; the first seals new writes "
+        "(tether keys new)",
+    )
+    decrypt_for: str = Field(
+        "", description="comma-separated roles besides admin that read decoded outputs"
+    )
+    rate_limit: str = Field(
+        "", description="per-caller request rate, e.g. '20/s burst 40'; empty: unlimited"
+    )
+    max_streams_per_token: int = Field(
+        32, ge=1, description="open SSE streams per caller (token, else remote address)"
+    )
+    audit_retention_days: float = Field(
+        90.0, gt=0, description="audit rows older than this are deleted by the janitor"
+    )
 
     @field_validator("queues")
     @classmethod
@@ -93,16 +111,6 @@ class Settings(BaseModel):
             catchup_cap=self.schedule_catchup_cap,
             scheduler=self.scheduler,
         )
-
-    encryption_keys: str = Field(
-        "",
-        repr=False,
-        description="kid:base64key,… seal payloads at rest; the first seals new writes "
-        "(tether keys new)",
-    )
-    decrypt_for: str = Field(
-        "", description="comma-separated roles besides admin that read decoded outputs"
-    )
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> Settings:

@@ -58,6 +58,14 @@ def test_queries_file_parses_into_the_expected_names() -> None:
         "reseal_signals",
         "rotate_page_updates",
         "reseal_updates",
+        "insert_token",
+        "list_tokens",
+        "load_tokens",
+        "revoke_token",
+        "touch_tokens",
+        "insert_audit",
+        "list_audit",
+        "delete_old_audit",
     }
     assert set(queries.Q) == expected
     assert all(not sql.endswith(";") and not sql.startswith("--") for sql in queries.Q.values())

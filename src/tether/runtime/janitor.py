@@ -1,10 +1,12 @@
-"""Retention: delete ended runs past their expiry, in batches, oldest expiry first."""
+"""Retention: delete ended runs past their expiry, in batches, oldest expiry first; and audit
+rows older than the audit retention (TETHER_AUDIT_RETENTION_DAYS), when one is set."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 
+from tether.runtime import audit
 from tether.storage import retention
 from tether.storage.driver import Database
 from tether.storage.errors import StorageError
@@ -22,13 +24,23 @@ async def sweep(pool: Database, *, batch: int = 500) -> int:
             return total
 
 
-async def run(pool: Database, *, interval_s: float = 60.0, batch: int = 500) -> None:
+async def run(
+    pool: Database,
+    *,
+    interval_s: float = 60.0,
+    batch: int = 500,
+    audit_retention_days: float | None = None,
+) -> None:
     """Sweep every `interval_s` until cancelled; database errors are logged and retried."""
     while True:
         try:
             deleted = await sweep(pool, batch=batch)
             if deleted:
                 logger.info("retention deleted %d ended runs", deleted)
+            if audit_retention_days is not None:
+                deleted = await audit.sweep(pool, days=audit_retention_days)
+                if deleted:
+                    logger.info("audit retention deleted %d rows", deleted)
         except StorageError:
             logger.warning("retention sweep failed; will retry")
         await asyncio.sleep(interval_s)

@@ -18,6 +18,7 @@ from tether.runtime import janitor, payloads
 from tether.runtime.admission import NO_ADMISSION, Admission
 from tether.runtime.dag.reloader import DagReloader
 from tether.runtime.operations import Operations
+from tether.runtime.operations.storage_errors import storage_errors
 from tether.runtime.registry import App
 from tether.runtime.scheduler import Scheduler, schedules
 from tether.runtime.worker import Worker, WorkerSettings
@@ -56,6 +57,19 @@ async def migrate_database(dsn: str) -> list[int]:
         return await migrate.migrate(conn)
     finally:
         await conn.close()
+
+
+@contextlib.asynccontextmanager
+async def database(dsn: str, *, pool_size: int = 2) -> AsyncIterator[Database]:
+    """A small pool of its own (one-shot commands: `tether tokens …`, `tether audit`), after
+    applying pending migrations; closed on exit. Raises Unavailable."""
+    with storage_errors():
+        await migrate_database(dsn)
+        db: Database = await pool.create_pool(dsn, min_size=1, max_size=pool_size)
+    try:
+        yield db
+    finally:
+        await db.close()
 
 
 @contextlib.asynccontextmanager
@@ -109,12 +123,14 @@ async def running(
     run_migrations: bool = True,
     dags_dir: str | Path | None = None,
     encryption: payloads.Encryption | None = None,
+    audit_retention_days: float | None = None,
 ) -> AsyncIterator[Runtime]:
     """Migrate, open the pool and listener, start `workers` claim loops, the janitor and (when
     a workflow has a schedule) the scheduler; on exit stop the workers (leases handed back),
     the scheduler, the listener and the pool. Queues, profiles and schedule settings come
     from `worker_settings.admission`; `encryption`: the keys payloads are sealed and opened
-    with, and the read gate (payloads.installed)."""
+    with, and the read gate (payloads.installed); `audit_retention_days`: the janitor deletes
+    older audit rows."""
     if run_migrations:
         await migrate_database(dsn)
     with payloads.installed(encryption):
@@ -127,6 +143,7 @@ async def running(
             pool_size,
             max_payload_bytes,
             dags_dir,
+            audit_retention_days,
         ) as rt:
             yield rt
 
@@ -141,6 +158,7 @@ async def _running(
     pool_size: int,
     max_payload_bytes: int,
     dags_dir: str | Path | None,
+    audit_retention_days: float | None,
 ) -> AsyncIterator[Runtime]:
     reloader = DagReloader(app, dags_dir) if dags_dir is not None else None
     if reloader is not None:
@@ -161,7 +179,12 @@ async def _running(
                 tg.create_task(worker.run(), name=f"tether-worker-{worker.owner}")
             sweeper = (
                 tg.create_task(
-                    janitor.run(db, interval_s=janitor_interval_s), name="tether-janitor"
+                    janitor.run(
+                        db,
+                        interval_s=janitor_interval_s,
+                        audit_retention_days=audit_retention_days,
+                    ),
+                    name="tether-janitor",
                 )
                 if janitor_interval_s
                 else None

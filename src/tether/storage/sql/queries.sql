@@ -69,6 +69,63 @@ SELECT event_id, type, data, at FROM history WHERE execution_id = $1 ORDER BY ev
 -- A run's recorded durable calls in order.
 SELECT seq, kind, name, result, done, at FROM steps WHERE execution_id = $1 ORDER BY seq;
 
+-- name: insert_token
+-- A new API token (its secret's SHA-256 only); tells every server to reload its token cache.
+WITH ins AS (
+    INSERT INTO api_tokens (name, role, tenant, hash, expires_at)
+    VALUES ($1, $2, $3, $4, $5)
+    RETURNING *
+)
+SELECT ins.*, pg_notify('tether_tokens', ins.id::text)::text AS notified FROM ins;
+
+-- name: list_tokens
+-- Tokens oldest first, revoked ones only when $1; never a hash.
+SELECT id, name, role, tenant, created_at, expires_at, revoked_at, last_used_at
+FROM api_tokens
+WHERE $1::boolean OR revoked_at IS NULL
+ORDER BY created_at, id;
+
+-- name: load_tokens
+-- Every token's hash and principal for a server's cache (revoked rows count as "tokens exist").
+SELECT hash, name, role, tenant, expires_at, revoked_at IS NOT NULL AS revoked FROM api_tokens;
+
+-- name: revoke_token
+-- Revoke the live token named $1; tells every server to reload. No row: no such live token.
+WITH rev AS (
+    UPDATE api_tokens SET revoked_at = now()
+    WHERE name = $1 AND revoked_at IS NULL
+    RETURNING id
+)
+SELECT rev.id, pg_notify('tether_tokens', rev.id::text)::text AS notified FROM rev;
+
+-- name: touch_tokens
+-- Record the last use of the tokens with these hashes (written at most once a minute each).
+UPDATE api_tokens SET last_used_at = now() WHERE hash = ANY($1::text[]);
+
+-- name: insert_audit
+-- Append audit rows, one per element of the parallel arrays.
+INSERT INTO audit (at, principal, tenant, surface, method, tool, execution_id, outcome,
+                   error_code, remote)
+SELECT * FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::text[],
+                     $6::text[], $7::text[], $8::text[], $9::integer[], $10::text[]);
+
+-- name: list_audit
+-- Audit rows newest first, with optional filters: since, principal, execution id.
+SELECT * FROM audit
+WHERE ($1::timestamptz IS NULL OR at >= $1)
+  AND ($2::text IS NULL OR principal = $2)
+  AND ($3::text IS NULL OR execution_id = $3)
+ORDER BY at DESC, id DESC
+LIMIT $4;
+
+-- name: delete_old_audit
+-- Audit retention: delete up to $2 rows older than $1 days, oldest first.
+WITH doomed AS (
+    SELECT id FROM audit WHERE at < now() - make_interval(secs => $1::float8 * 86400)
+    ORDER BY at LIMIT $2
+)
+DELETE FROM audit WHERE id IN (SELECT id FROM doomed) RETURNING id;
+
 -- name: claim_executions
 -- Lease up to $3 due runs (pending, woken timers, expired leases) to worker $1 for $2 seconds.
 -- A running row keeps wake_at = lease_until, so an expired lease is simply due again: such a
