@@ -49,10 +49,11 @@ def dag_params(params: str | None) -> Any:
     return params
 
 
-def _register_inline(ops: Operations, inp: ExecuteInput) -> None:
-    """Register the inline spec under `name`; refuses a name held by a stored DAG."""
+def _register_inline(ops: Operations, inp: ExecuteInput, inline: set[str]) -> None:
+    """Register the inline spec under `name`; refuses a name held by a DAG that was not
+    registered inline through this tool (`inline`: the names that were)."""
     held = ops.app.dags.get(inp.name)
-    if held is not None and held.file != INLINE:
+    if held is not None and (held.file != INLINE or inp.name not in inline):
         raise DaguError(
             CONFLICT,
             f"DAG {inp.name!r} is a stored DAG; an inline spec may not replace it",
@@ -63,6 +64,7 @@ def _register_inline(ops: Operations, inp: ExecuteInput) -> None:
     assert inp.spec is not None  # noqa: S101 — targetType inline_spec requires it
     try:
         ops.app.inline_dag(inp.spec, default_name=inp.name)
+        inline.add(inp.name)
     except InlineShellRefused as exc:
         raise DaguError(INVALID_TOOL_INPUT, str(exc), field="spec") from exc
     except DagSpecError as exc:
@@ -85,12 +87,14 @@ def _check_inline_name(ops: Operations, inp: ExecuteInput) -> None:
         )
 
 
-async def start(ops: Operations, inp: ExecuteInput, by: str | None) -> ExecutionRow:
+async def start(
+    ops: Operations, inp: ExecuteInput, by: str | None, inline: set[str]
+) -> ExecutionRow:
     """start / enqueue. `start` refuses a singleton while a run is running; `enqueue` also
     while one is queued, and may pick the queue."""
     if inp.target_type == "inline_spec":
         _check_inline_name(ops, inp)
-        _register_inline(ops, inp)
+        _register_inline(ops, inp, inline)
     elif inp.name not in ops.app.dags:
         raise DaguError(RESOURCE_NOT_FOUND, f"no DAG named {inp.name!r}", field="name")
     if inp.dag_run_id is not None and await resolve.find_run(ops, inp.name, inp.dag_run_id):
@@ -155,6 +159,6 @@ async def stop(ops: Operations, inp: ExecuteInput, by: str | None) -> ExecutionR
             details={"status": read.status.status, "statusLabel": read.status.status_label},
         )
     try:
-        return await ops.cancel(row.id, reason="stopped through dagu_execute", by=by)
+        return await ops.terminate(row.id, reason="stopped through dagu_execute", by=by)
     except errors.TetherError as exc:
         raise translate(exc) from exc

@@ -52,6 +52,7 @@ def authorize(principal: Any) -> None:
 class DaguExecute:
     def __init__(self, ops: Operations) -> None:
         self.ops = ops
+        self.inline: set[str] = set()  # DAG names registered from inline specs by this tool
 
     async def call(self, args: Any, principal: Any) -> dict[str, Any]:
         echo = inputs.partial(args)
@@ -105,7 +106,7 @@ class DaguExecute:
 
     async def _perform(self, inp: ExecuteInput, by: str | None) -> tuple[ExecutionRow, bool]:
         if inp.action in ("start", "enqueue"):
-            return await actions.start(self.ops, inp, by), False
+            return await actions.start(self.ops, inp, by, self.inline), False
         if inp.action == "retry":
             return await actions.retry(self.ops, inp, by), False
         if inp.action == "stop":
