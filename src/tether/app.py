@@ -39,7 +39,8 @@ from tether.security.tokens import ANONYMOUS, Authenticator, Principal
 from tether.settings import Settings
 from tether.tasks import methods as task_methods
 from tether.tasks.service import TaskService
-from tether.tools.catalog import Catalog
+from tether.tools.catalog import Catalog, DaguNames
+from tether.tools.dagu.reading import DaguResources
 from tether.tools.service import ToolService, ToolSettings
 
 logger = logging.getLogger(__name__)
@@ -85,7 +86,9 @@ def build_endpoint(
     """The MCP endpoint over a running runtime; `auditor` receives its audit entries."""
     state_key = _state_key(settings)
     info = ServerInfo()
-    catalog = Catalog.build(app)
+    catalog = Catalog.build(
+        app, dagu=DaguNames(settings.dagu_tool_name, settings.dagu_read_tool_name)
+    )
     tasks = TaskService(
         rt.ops,
         served=catalog.in_catalog,
@@ -103,7 +106,7 @@ def build_endpoint(
         ),
     )
     router = Router()
-    McpServer(app, rt.ops, info).register(router)
+    McpServer(app, rt.ops, info, dagu=DaguResources(rt.ops) if app.dags else None).register(router)
     tools.register(router)
     task_methods.register(router, tasks)
     server_info = info.implementation()
@@ -120,7 +123,8 @@ def build_endpoint(
         record(ctx, None, error)
 
     def authorize(ctx: RequestContext) -> None:
-        roles.authorize(ctx, catalog.read_only(ctx.params.get("name")))
+        name = ctx.params.get("name")
+        roles.authorize(ctx, catalog.read_only(name) or catalog.authorizes_itself(name))
 
     def param_schema(name: str) -> dict[str, Any] | None:
         tool = catalog.get(name)

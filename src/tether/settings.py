@@ -56,6 +56,12 @@ class Settings(BaseModel):
     dags: Path | None = Field(
         None, description="directory of DAG files (Dagu YAML) to serve, reloaded on change"
     )
+    dagu_tool_name: str = Field(
+        "dagu_execute", min_length=1, description="the name of the Dagu execute tool"
+    )
+    dagu_read_tool_name: str = Field(
+        "dagu_read", min_length=1, description="the name of the Dagu read tool"
+    )
     inline_shell: bool = Field(
         False, description="let inline DAG specs (over MCP) run command/script steps"
     )

@@ -22,6 +22,7 @@ from tether.tasks.errors import jsonrpc_errors
 from tether.tasks.scope import operations_for
 from tether.tasks.views import iso
 from tether.tools.context import InputRequired
+from tether.tools.dagu.reading import DaguResources
 
 RUN_URI = re.compile(r"^tether://runs/(?P<id>[A-Za-z0-9_]+)(?P<part>/history|/log)?$")
 
@@ -70,10 +71,13 @@ def _template_match(template: str, uri: str) -> dict[str, str] | None:
 
 
 class McpServer:
-    def __init__(self, app: App, ops: Operations, info: ServerInfo) -> None:
+    def __init__(
+        self, app: App, ops: Operations, info: ServerInfo, *, dagu: DaguResources | None = None
+    ) -> None:
         self.app = app
         self.ops = ops
         self.info = info
+        self.dagu = dagu  # dagu:// run and DAG resources (served when the app has DAGs)
 
     def register(self, router: Router) -> None:
         both: tuple[Era, ...] = ("modern", "legacy")
@@ -208,12 +212,19 @@ class McpServer:
                 "mimeType": "text/plain",
             },
         ]
+        if self.dagu is not None:
+            templates += self.dagu.templates()
         return self._cacheable(ctx, {"resourceTemplates": templates})
 
     async def resources_read(self, ctx: RequestContext) -> dict[str, Any]:
         uri = parse_params(ResourceRead, ctx.params).uri
         run = RUN_URI.match(uri)
-        if run:
+        if self.dagu is not None and uri.startswith("dagu://"):
+            with jsonrpc_errors():
+                found = await self.dagu.read(uri, operations_for(self.ops, ctx.principal))
+            if found is not None:
+                return self._cacheable(ctx, {"contents": found})
+        elif run:
             with jsonrpc_errors():
                 ops = operations_for(self.ops, ctx.principal)
                 reveal = reveals(ctx.principal)

@@ -23,6 +23,8 @@ from tether.tasks.service import TaskService
 from tether.tools import results, state
 from tether.tools.catalog import Catalog, Tool
 from tether.tools.context import InputRequired, ToolContext, ToolError
+from tether.tools.dagu.execute import DaguExecute
+from tether.tools.dagu.reading import dagu_read
 from tether.tools.errors import WorkflowProtocolError, tool_call
 
 logger = logging.getLogger(__name__)
@@ -93,6 +95,7 @@ class ToolService:
         self.catalog = catalog
         self.tasks = tasks
         self.settings = settings
+        self.dagu = DaguExecute(ops)
 
     def register(self, router: Router) -> None:
         router.add("tools/list", self.list_tools, eras=("modern", "legacy"))
@@ -117,6 +120,12 @@ class ToolService:
     ) -> dict[str, Any]:
         if tool.kind == "plain":
             return await self._plain(ctx, tool, params, args)
+        if tool.kind == "dagu_execute":
+            return await self.dagu.call(
+                args, ctx.principal, operations_for(self.ops, ctx.principal)
+            )
+        if tool.kind == "dagu_read":
+            return await dagu_read(operations_for(self.ops, ctx.principal), args)
         if tool.kind == "workflow":
             return await self._workflow(ctx, tool, args)
         if tool.kind == "start":
