@@ -107,3 +107,17 @@ def test_runs_tenant_scopes_what_the_cli_sees_and_starts(db_url: str) -> None:
     assert as_json(tether(db_url, "runs", "--tenant", "other", "--json", "list"))["items"] == []
     hidden = tether(db_url, "runs", "--tenant", "other", "show", started["id"], check=False)
     assert hidden.returncode == 1 and "ExecutionNotFound" in hidden.stderr
+
+
+def test_cli_mutations_leave_audit_rows_refused_ones_too(db_url: str) -> None:
+    """Issue 16: one audit row per CLI mutation (surface `cli`), a refused one included; reads
+    leave none."""
+    started = as_json(tether(db_url, "runs", "--json", "start", "long_job", '{"steps": 1}'))
+    tether(db_url, "runs", "--json", "list")
+    refused = tether(db_url, "runs", "signal", "ex_nope", "nudge", "1", check=False)
+    assert refused.returncode == 1
+    rows = as_json(tether(db_url, "--json", "audit"))
+    mine = [(r["method"], r["outcome"], r["execution_id"]) for r in rows if r["surface"] == "cli"]
+    assert sorted(mine) == sorted(
+        [("runs/start", "ok", started["id"]), ("runs/signal", "refused", "ex_nope")]
+    )

@@ -9,11 +9,12 @@ from typing import Any
 
 import orjson
 
-from tether.cli import dags, render
+from tether.cli import access, dags, render
 from tether.cli.output import Output
 from tether.cli.parser import DECISIONS
 from tether.cli.watch import watch
 from tether.loader import load_app
+from tether.runtime import audit
 from tether.runtime import errors as rt_errors
 from tether.runtime.notifications import Listener
 from tether.runtime.operations import Operations
@@ -66,17 +67,40 @@ async def runs(args: argparse.Namespace, settings: Settings, dsn: str) -> int:
         return 1
 
 
+READS = frozenset({"list", "show", "watch"})  # every other `runs` action is audited
+
+
 async def run_action(args: argparse.Namespace, ops: Operations, out: Output) -> int:
+    """Run one `runs` action; a mutation leaves one audit row (issue 16), refused ones too."""
+    if args.action in READS:
+        await _act(args, ops, out)
+        return 0
+    method = f"runs/{args.action}"
+    try:
+        acted_on = await _act(args, ops, out)
+    except rt_errors.TetherError as exc:
+        refused = access.cli_entry(
+            method, outcome="refused", execution_id=getattr(args, "id", None), tenant=ops.tenant
+        )
+        await audit.write(ops.pool, [refused])
+        raise exc from None
+    entry = access.cli_entry(method, execution_id=acted_on, tenant=ops.tenant)
+    await audit.write(ops.pool, [entry])
+    return 0
+
+
+async def _act(args: argparse.Namespace, ops: Operations, out: Output) -> str | None:
+    """The action; the id of the run it acted on (None for reads)."""
     handler = _ACTIONS.get(args.action)
     if handler is not None:
-        await handler(args, ops, out)
-    elif args.action in DECISIONS:
+        return await handler(args, ops, out)
+    if args.action in DECISIONS:
         out.fields(await dags.run_decision(args, ops))
-    else:
-        steer = {"cancel": ops.cancel, "terminate": ops.terminate}.get(args.action)
-        row = await (steer(args.id, by="cli") if steer else ops.retry(args.id, by="cli"))
-        _row(out, row)
-    return 0
+        return str(args.id)
+    steer = {"cancel": ops.cancel, "terminate": ops.terminate}.get(args.action)
+    row = await (steer(args.id, by="cli") if steer else ops.retry(args.id, by="cli"))
+    _row(out, row)
+    return row.id
 
 
 def _row(out: Output, row: ExecutionRow, **extra: Any) -> None:
@@ -86,7 +110,7 @@ def _row(out: Output, row: ExecutionRow, **extra: Any) -> None:
         out.show(render.run_detail(row, out.now(), out.fancy))
 
 
-async def _list(args: argparse.Namespace, ops: Operations, out: Output) -> None:
+async def _list(args: argparse.Namespace, ops: Operations, out: Output) -> str | None:
     page = await ops.list_runs(
         workflow=args.workflow,
         statuses=args.status,
@@ -97,13 +121,14 @@ async def _list(args: argparse.Namespace, ops: Operations, out: Output) -> None:
     if out.json:
         items = [render.row_dict(r) for r in page.items]
         out.data({"items": items, "next_cursor": page.next_cursor})
-        return
+        return None
     out.show(render.runs_table(page.items, out.now(), out.fancy) if page.items else "no runs")
     if page.next_cursor:
         out.console.print(f"more: --cursor '{page.next_cursor}'", markup=False)
+    return None
 
 
-async def _show(args: argparse.Namespace, ops: Operations, out: Output) -> None:
+async def _show(args: argparse.Namespace, ops: Operations, out: Output) -> str | None:
     view = await ops.get(args.id)
     history = await ops.history(view.current.id) if args.history else None
     resolved = args.id if view.current.id != args.id else None
@@ -111,7 +136,7 @@ async def _show(args: argparse.Namespace, ops: Operations, out: Output) -> None:
         out.show(
             render.show(view.current, out.now(), out.fancy, resolved_from=resolved, history=history)
         )
-        return
+        return None
     data = render.row_dict(view.current)
     if resolved:
         data["resolved_from"] = resolved
@@ -121,9 +146,10 @@ async def _show(args: argparse.Namespace, ops: Operations, out: Output) -> None:
             for h in history
         ]
     out.data(data)
+    return None
 
 
-async def _start(args: argparse.Namespace, ops: Operations, out: Output) -> None:
+async def _start(args: argparse.Namespace, ops: Operations, out: Output) -> str | None:
     started = await ops.start(
         args.workflow,
         json_arg(args.input),
@@ -136,20 +162,23 @@ async def _start(args: argparse.Namespace, ops: Operations, out: Output) -> None
     if started.deduped and not out.json:
         out.console.print("already started with that idempotency key:", markup=False)
     _row(out, started.execution, deduped=started.deduped)
+    return started.execution.id
 
 
-async def _signal(args: argparse.Namespace, ops: Operations, out: Output) -> None:
+async def _signal(args: argparse.Namespace, ops: Operations, out: Output) -> str | None:
     res = await ops.signal(args.id, args.name, json_arg(args.payload), by="cli")
     out.fields({"status": res.status, "execution_id": res.execution_id})
+    return res.execution_id
 
 
-async def _answer(args: argparse.Namespace, ops: Operations, out: Output) -> None:
+async def _answer(args: argparse.Namespace, ops: Operations, out: Output) -> str | None:
     # args.key: the wait's key or its name (the single open wait of that name)
     ans = await ops.answer_wait(args.id, args.key, json_arg(args.response), by="cli")
     out.fields({"status": ans.status, "execution_id": ans.execution_id, "key": ans.key})
+    return ans.execution_id
 
 
-_ACTIONS: dict[str, Callable[[argparse.Namespace, Operations, Output], Awaitable[None]]] = {
+_ACTIONS: dict[str, Callable[[argparse.Namespace, Operations, Output], Awaitable[str | None]]] = {
     "list": _list,
     "show": _show,
     "start": _start,
