@@ -25,7 +25,10 @@ from tether.jsonrpc.errors import Unavailable
 from tether.jsonrpc.http import PRINCIPAL_KEY, McpEndpoint
 from tether.jsonrpc.router import RequestContext, Router
 from tether.mcp.server import McpServer, ServerInfo
+from tether.mcp.subscriptions import Limits, Subscriptions, run_resource
+from tether.runtime.changes import ChangeHub
 from tether.runtime.registry import App
+from tether.runtime.resource_watches import ResourceWatches
 from tether.runtime.service import Runtime, running
 from tether.security import roles
 from tether.security.hosts import HostPolicy
@@ -78,6 +81,10 @@ def build_endpoint(app: App, rt: Runtime, settings: Settings) -> McpEndpoint:
     tools.register(router)
     task_methods.register(router, tasks)
     server_info = info.implementation()
+    # Resources a listen stream can follow: a surface registers `resolve(uri) -> execution id`
+    # and which of the run's changes count (runtime/resource_watches.py).
+    watches = ResourceWatches()
+    watches.register(run_resource)
 
     def stamp(ctx: RequestContext, result: dict[str, Any]) -> None:
         if ctx.route.era == "modern":
@@ -91,6 +98,18 @@ def build_endpoint(app: App, rt: Runtime, settings: Settings) -> McpEndpoint:
         tool = catalog.get(name)
         return tool.input_schema if tool is not None else None
 
+    Subscriptions(
+        router,
+        rt.ops,
+        ChangeHub(rt.listener),
+        watches=watches,
+        authorize=authorize,
+        limits=Limits(
+            max_subscriptions=settings.max_subscriptions,
+            max_ids=settings.max_subscription_ids,
+            send_timeout_s=settings.subscription_send_timeout_s,
+        ),
+    ).register(router)
     return McpEndpoint(
         router,
         max_body_bytes=settings.max_body_bytes,
