@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Final
 
 from starlette.applications import Starlette
@@ -47,6 +47,29 @@ def _csv(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+def _subscriptions(
+    router: Router, rt: Runtime, settings: Settings, authorize: Callable[[RequestContext], None]
+) -> Subscriptions:
+    """subscriptions/listen over the router's tasks/get and resources/read, fed by one change
+    hub on the runtime's listener. Resources a stream can follow: a surface registers
+    `resolve(uri) -> execution id | None` and which of the run's changes count
+    (runtime/resource_watches.py) on `watches` here."""
+    watches = ResourceWatches()
+    watches.register(run_resource)
+    return Subscriptions(
+        router,
+        rt.ops,
+        ChangeHub(rt.listener),
+        watches=watches,
+        authorize=authorize,
+        limits=Limits(
+            max_subscriptions=settings.max_subscriptions,
+            max_ids=settings.max_subscription_ids,
+            send_timeout_s=settings.subscription_send_timeout_s,
+        ),
+    )
+
+
 def build_endpoint(app: App, rt: Runtime, settings: Settings) -> McpEndpoint:
     """The MCP endpoint over a running runtime."""
     if settings.state_key:
@@ -81,10 +104,6 @@ def build_endpoint(app: App, rt: Runtime, settings: Settings) -> McpEndpoint:
     tools.register(router)
     task_methods.register(router, tasks)
     server_info = info.implementation()
-    # Resources a listen stream can follow: a surface registers `resolve(uri) -> execution id`
-    # and which of the run's changes count (runtime/resource_watches.py).
-    watches = ResourceWatches()
-    watches.register(run_resource)
 
     def stamp(ctx: RequestContext, result: dict[str, Any]) -> None:
         if ctx.route.era == "modern":
@@ -98,18 +117,7 @@ def build_endpoint(app: App, rt: Runtime, settings: Settings) -> McpEndpoint:
         tool = catalog.get(name)
         return tool.input_schema if tool is not None else None
 
-    Subscriptions(
-        router,
-        rt.ops,
-        ChangeHub(rt.listener),
-        watches=watches,
-        authorize=authorize,
-        limits=Limits(
-            max_subscriptions=settings.max_subscriptions,
-            max_ids=settings.max_subscription_ids,
-            send_timeout_s=settings.subscription_send_timeout_s,
-        ),
-    ).register(router)
+    _subscriptions(router, rt, settings, authorize).register(router)
     return McpEndpoint(
         router,
         max_body_bytes=settings.max_body_bytes,

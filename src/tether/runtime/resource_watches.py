@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from tether.runtime.statuses import ENDED_STATUSES
+from tether.runtime.watching import answerable_waits, watch_stop
 from tether.storage.rows import ExecutionRow
 
 #: uri -> the execution id it follows, or None when the URI is not this surface's.
@@ -27,14 +27,14 @@ def any_change(before: ExecutionRow | None, after: ExecutionRow) -> bool:
 
 
 def _checkpoint(row: ExecutionRow) -> tuple[str, str, tuple[str, ...]]:
-    keys = tuple(str(w.get("key")) for w in row.waits) if row.status == "waiting" else ()
-    return (row.id, row.status, keys)
+    return (row.id, row.status, tuple(str(w.get("key")) for w in answerable_waits(row)))
 
 
 def settles(before: ExecutionRow | None, after: ExecutionRow) -> bool:
-    """Only the run's terminal state and each new waiting checkpoint (a new set of open
-    waits) count; steps, details and retries in between do not."""
-    if after.status not in ENDED_STATUSES and after.status != "waiting":
+    """Only the run's terminal state and each new waiting checkpoint (a new set of waits the
+    caller answers: approval, human task, signal, agent step) count; steps, details, sleeps
+    and retries in between do not."""
+    if watch_stop(after) is None:
         return False
     return before is None or _checkpoint(before) != _checkpoint(after)
 
