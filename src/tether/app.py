@@ -26,9 +26,12 @@ from tether.jsonrpc.errors import JsonRpcError, Unavailable
 from tether.jsonrpc.http import PRINCIPAL_KEY, McpEndpoint
 from tether.jsonrpc.router import RequestContext, Router
 from tether.mcp.server import McpServer, ServerInfo
+from tether.mcp.subscriptions import Limits, Subscriptions, run_resource
 from tether.runtime import audit
 from tether.runtime.audit import AuditWriter
+from tether.runtime.changes import ChangeHub
 from tether.runtime.registry import App
+from tether.runtime.resource_watches import ResourceWatches, settles
 from tether.runtime.service import Runtime, running
 from tether.runtime.tokens import TokenStore
 from tether.security import roles
@@ -41,6 +44,7 @@ from tether.tasks import methods as task_methods
 from tether.tasks.service import TaskService
 from tether.tools.catalog import Catalog, DaguNames
 from tether.tools.dagu.reading import DaguResources
+from tether.tools.dagu.resolve import resolve_run_uri
 from tether.tools.service import ToolService, ToolSettings
 
 logger = logging.getLogger(__name__)
@@ -48,6 +52,35 @@ logger = logging.getLogger(__name__)
 
 def _csv(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _subscriptions(
+    router: Router, rt: Runtime, settings: Settings, authorize: Callable[[RequestContext], None]
+) -> Subscriptions:
+    """subscriptions/listen over the router's tasks/get and resources/read, fed by one change
+    hub on the runtime's listener. Resources a stream can follow: a surface registers
+    `resolve(uri) -> execution id | None` and which of the run's changes count
+    (runtime/resource_watches.py) on `watches` here."""
+    watches = ResourceWatches()
+    watches.register(run_resource)
+    if rt.ops.app.dags:  # dagu://runs/{name}/{dagRunId}: terminal state and each checkpoint
+
+        async def dagu_run(uri: str) -> str | None:
+            return await resolve_run_uri(rt.ops, uri)
+
+        watches.register(dagu_run, counts=settles)
+    return Subscriptions(
+        router,
+        rt.ops,
+        ChangeHub(rt.listener),
+        watches=watches,
+        authorize=authorize,
+        limits=Limits(
+            max_subscriptions=settings.max_subscriptions,
+            max_ids=settings.max_subscription_ids,
+            send_timeout_s=settings.subscription_send_timeout_s,
+        ),
+    )
 
 
 def _state_key(settings: Settings) -> bytes:
@@ -130,6 +163,7 @@ def build_endpoint(
         tool = catalog.get(name)
         return tool.input_schema if tool is not None else None
 
+    _subscriptions(router, rt, settings, authorize).register(router)
     return McpEndpoint(
         router,
         max_body_bytes=settings.max_body_bytes,

@@ -44,6 +44,15 @@ class Settings(BaseModel):
     sync_limit_s: float = Field(60.0, description="a workflow tool called without tasks waits")
     start_wait_s: float = Field(0.0, description="start_<wf> without tasks waits this long")
     state_key: str | None = Field(None, description="HMAC key for MRTR requestState")
+    max_subscriptions: int = Field(
+        32, ge=1, description="open subscriptions/listen streams per principal per server"
+    )
+    max_subscription_ids: int = Field(
+        256, ge=1, description="task ids plus resource URIs one subscriptions/listen may cover"
+    )
+    subscription_send_timeout_s: float = Field(
+        10.0, gt=0, description="a listen stream that takes no frame for this long is dropped"
+    )
     allowed_hosts: str = Field("", description="comma-separated Host/Origin names besides loopback")
     allowed_origins: str = Field("", description="comma-separated exact Origins allowed")
     max_body_bytes: int = 4 * 1024 * 1024

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
@@ -327,9 +328,47 @@ class Fake:
             return {"resultType": "complete", "contents": [], "ttlMs": 0, "cacheScope": "public"}
         if method.startswith("tasks/") and method in ("tasks/get", "tasks/update", "tasks/cancel"):
             return self.task_method(method, params, caps)
-        if method == "subscriptions/listen" and "listen-ok" in f:
-            return {"resultType": "complete"}
+        if method == "subscriptions/listen":
+            return self.listen(rid, params, caps)
         raise RpcError(spec.METHOD_NOT_FOUND, f"Method not found: {method}")
+
+    def listen(
+        self, rid: Any, params: dict[str, Any], caps: dict[str, Any]
+    ) -> dict[str, Any] | Reply:
+        """Task notifications: the ack, each task's view now and at its end, the result."""
+        f = self.f
+        wanted = (params.get("notifications") or {}).get("taskIds")
+        if "listen-ok" in f:
+            return {"resultType": "complete"}
+        if wanted is not None and spec.TASKS_EXTENSION not in (caps.get("extensions") or {}):
+            raise needs_tasks()
+        ids = [i for i in wanted or [] if i in self.tasks.tasks]
+        sub = {spec.META_SUBSCRIPTION_ID: rid}
+        agreed = [*ids, "tk-unrequested"] if "listen-ack-extra-ids" in f else ids
+        ack = {"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+               "params": {"_meta": sub, "notifications": {"taskIds": agreed}}}  # fmt: skip
+        frames: list[dict[str, Any]] = []
+        for tid in ids:
+            task = self.tasks.tasks[tid]
+            for _ in range(2):
+                view = self.tasks.shape(task, caps=caps)
+                if "listen-view-result-type" not in f:
+                    del view["resultType"]
+                if "listen-view-differs" in f and task.ended:
+                    view["statusMessage"] = "not what tasks/get says"
+                frames.append({"jsonrpc": "2.0", "method": "notifications/tasks",
+                               "params": {**view, "_meta": sub}})  # fmt: skip
+                task.ends = min(task.ends or 0.0, time.time())
+                self.tasks.advance(task)
+        if "listen-progress" in f:
+            frames.append({"jsonrpc": "2.0", "method": "notifications/progress",
+                           "params": {"progressToken": rid, "progress": 1}})  # fmt: skip
+        if "listen-unrequested" in f:
+            frames.append({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+                           "params": {"_meta": sub}})  # fmt: skip
+        done = {"jsonrpc": "2.0", "id": rid, "result": {"resultType": "complete", "_meta": sub}}
+        messages = [*frames[:1], ack, *frames[1:]] if "listen-ack-late" in f else [ack, *frames]
+        return Reply(200, sse=[*messages, done], headers={"x-accel-buffering": "no"})
 
     def discover(self, caps: dict[str, Any]) -> dict[str, Any] | Reply:
         f = self.f

@@ -119,6 +119,12 @@ FAULTS: dict[str, tuple[str, ...]] = {
     "legacy-task-param": ("caps:legacy-task-param-no-ext",),
     "prompt-task": ("caps:no-task-for-prompts-resources",),
     "listen-ok": ("caps:listen-without-ext",),
+    "listen-ack-late": ("notify:ack-first",),
+    "listen-ack-extra-ids": ("notify:ack-first",),
+    "listen-view-result-type": ("notify:task-view",),
+    "listen-view-differs": ("notify:task-view",),
+    "listen-progress": ("notify:nothing-unrequested",),
+    "listen-unrequested": ("notify:nothing-unrequested",),
     "missing-cap-data-array": ("caps:missing-capability-data", "errors:capability-data"),
     # task creation
     "create-sync": ("create:task-result",),

@@ -611,7 +611,6 @@ async def test_unknown_removed_and_unadvertised_methods_are_not_found(server: Co
             ("resources/unsubscribe", {"uri": "fixture://hello"}, None),
             ("tasks/result", {"taskId": task_id}, MT),
             ("tasks/list", {}, MT),
-            ("subscriptions/listen", {"notifications": {"taskIds": [task_id]}}, M0),
             (
                 "completion/complete",
                 {
@@ -625,6 +624,10 @@ async def test_unknown_removed_and_unadvertised_methods_are_not_found(server: Co
             resp = await c.request(method, params, capabilities=caps)
             assert resp.status_code == 404, (method, resp.text)
             error_of(resp, codes.METHOD_NOT_FOUND, 404)
+        # subscriptions/listen is served (issue 15): taskIds without the extension is -32021.
+        listen = {"notifications": {"taskIds": [task_id]}}
+        resp = await c.request("subscriptions/listen", listen, capabilities=M0)
+        error_of(resp, codes.MISSING_REQUIRED_CLIENT_CAPABILITY, 400)
 
 
 async def test_a_modern_initialize_is_told_which_versions_are_served(server: Connect) -> None:

@@ -27,7 +27,7 @@ from tether.cli.output import Output
 from tether.runtime.notifications import Listener
 from tether.runtime.operations import Operations
 from tether.runtime.rows import ExecutionRow
-from tether.runtime.statuses import ENDED_STATUSES
+from tether.runtime.watching import watch_stop
 
 WAITING_FOR_INPUT = 3
 LISTEN_READY_S = 5.0  # how long to wait for LISTEN before relying on the fallback re-reads
@@ -130,7 +130,8 @@ async def follow(
             if (row.id, row.version) != shown:
                 display.changed(row)
                 shown = (row.id, row.version)
-            if row.status in ENDED_STATUSES:
+            stop = watch_stop(row)  # the same decision as the <wf>_watch tool's
+            if stop == "ended":
                 display.ended(row)
                 return exit_code(row)
             waits = render.open_waits(row) if row.live else []
@@ -138,6 +139,6 @@ async def follow(
                 if wait.get("key") not in announced:
                     announced.add(str(wait.get("key")))
                     display.wait_opened(row, wait)
-            if until_wait and waits:
+            if until_wait and stop == "needs_answer":
                 return WAITING_FOR_INPUT
             view = await ops.wait_until(run_id, _changed_since(shown), timeout=RECHECK_S)

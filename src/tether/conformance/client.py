@@ -277,6 +277,31 @@ class Client:
         rid = self.next_id() if request_id is None else request_id
         return await self.post({"jsonrpc": "2.0", "id": rid, "method": method, "params": p}, h)
 
+    async def listen(self, params: dict[str, Any], request_id: Any, window: float) -> Exchange:
+        """`subscriptions/listen`, read until the stream ends or `window` seconds pass (a
+        listen stream may stay open for ever); the messages read so far are recorded."""
+        p = dict(params)
+        p.setdefault("_meta", make_meta(spec.CAPS_TASKS))
+        body = dumps(
+            {"jsonrpc": "2.0", "id": request_id, "method": "subscriptions/listen", "params": p}
+        )
+        pairs = list(self.headers("subscriptions/listen", p).items())
+        ex = Exchange("POST", self.url, pairs, body.decode("utf-8"), sent=_loads(body))
+        chunks: list[str] = []
+        try:
+            async with self.http.stream("POST", self.url, headers=pairs, content=body) as resp:
+                try:
+                    async with asyncio.timeout(window):
+                        async for chunk in resp.aiter_text():
+                            chunks.append(chunk)  # noqa: PERF401 — keep what came before a timeout
+                except TimeoutError:
+                    pass  # the window closed; what arrived is judged
+                _fill(ex, resp.status_code, resp.headers.multi_items(), "".join(chunks))
+        except httpx.HTTPError as exc:
+            ex.transport_error = f"{type(exc).__name__}: {exc}"
+        self.exchanges.append(ex)
+        return ex
+
     def _raw_allowed(self) -> bool:
         u = httpx.URL(self.url)
         proxied = any(os.environ.get(k) for k in ("HTTP_PROXY", "http_proxy", "ALL_PROXY"))

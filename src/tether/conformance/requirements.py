@@ -203,6 +203,11 @@ _r("cancel:unknown-task", "SHOULD", (127,), spec.URL_TASKS_ERRORS, "tasks/cancel
 _r("cancel:stays-cancelled", "MUST", (128,), spec.URL_TASKS_CANCEL, "a cancelled task stays cancelled")
 _r("cancel:notification-ignored", "MUST", (129,), spec.URL_TASKS_CANCEL, "notifications/cancelled for the creating call changes nothing")
 
+# --- L. status notifications (subscriptions/listen) ----------------------------------------------------------------
+_r("notify:ack-first", "MUST", (133,), spec.URL_TASKS_NOTIFICATIONS, "the listen stream's first message is the ack naming the subscription, listing only requested ids")
+_r("notify:task-view", "MUST", (134,), spec.URL_TASKS_NOTIFICATIONS, "every notifications/tasks is the tasks/get DetailedTask without resultType, with the subscriptionId _meta")
+_r("notify:nothing-unrequested", "MUST", (135,), spec.URL_TASKS_NOTIFICATIONS, "the listen stream carries no progress, log or unrequested notifications")
+
 # --- M. error-code hygiene --------------------------------------------------------------------------------------
 _r("errors:no-forbidden-codes", "MUST", (136,), spec.URL_ERRORS, "no reply uses a legacy, obsolete or undefined MCP error code")
 _r("errors:capability-data", "MUST", (137,), spec.URL_ERRORS, "every -32021 has data.requiredCapabilities as an object")
@@ -223,10 +228,6 @@ DEFERRED: Final[Mapping[int, str]] = MappingProxyType(
         "identity and the harness cannot tell a public server from a misconfigured one",
         131: "needs credentials for two principals with different permissions (not in the "
         "fixture contract)",
-        133: "notifications/tasks is optional and needs a long-lived subscriptions/listen "
-        "stream; the official suite defers it too (tasks-status-notifications)",
-        134: "as 133: needs the subscriptions/listen stream",
-        135: "as 133: needs the subscriptions/listen stream",
     }
 )
 

@@ -146,6 +146,7 @@ URL_TASKS_UPDATE: Final = f"{_TASKS}#updating-tasks"
 URL_TASKS_CANCEL: Final = f"{_TASKS}#cancelling-tasks"
 URL_TASKS_HEADERS: Final = f"{_TASKS}#streamable-http-routing-headers"
 URL_TASKS_ERRORS: Final = f"{_TASKS}#error-handling"
+URL_TASKS_NOTIFICATIONS: Final = f"{_TASKS}#status-notifications"
 URL_TASKS_SECURITY: Final = f"{_TASKS}#security-considerations"
 URL_TASKS_COMPAT: Final = (
     "https://github.com/modelcontextprotocol/modelcontextprotocol/blob/main/seps/"

@@ -31,6 +31,9 @@ UNAUTHORIZED: Final = -31001
 UNAUTHENTICATED: Final = -31002
 #: Too many requests (or open streams) for this caller now; retry after the `Retry-After` delay.
 RATE_LIMITED: Final = -31003
+#: A per-principal or per-stream limit was reached (open subscriptions, a stream that fell
+#: behind); close something and retry.
+LIMIT_REACHED: Final = -31010
 
 #: A reason that refines the HTTP status of a code (the wire code stays the same): a -32602 for a
 #: required `_meta` key that is missing or malformed marks a malformed request (HTTP 400,
@@ -51,6 +54,7 @@ HTTP_STATUS: Final[Mapping[int | tuple[int, str], int]] = MappingProxyType(
         UNAUTHORIZED: 403,
         UNAUTHENTICATED: 401,
         RATE_LIMITED: 429,
+        LIMIT_REACHED: 429,
         (INVALID_PARAMS, MALFORMED_META): 400,
     }
 )

@@ -14,7 +14,8 @@ JsonRpcError                             code HTTP  raised by
  ├── Unavailable                       -31000  503  tasks/errors.py: database down; app: starting
  ├── Unauthorized                      -31001  403  security: Host/Origin refused, role may not
  ├── Unauthenticated                   -31002  401  security: no or unknown bearer token
- └── RateLimited                       -31003  429  security: request rate or open streams
+ ├── RateLimited                       -31003  429  security: request rate or open streams
+ └── LimitReached                      -31010  429  mcp: too many subscriptions; stream behind
 """
 
 from __future__ import annotations
@@ -132,6 +133,12 @@ class RateLimited(JsonRpcError):
     """Too many requests."""
 
     code = codes.RATE_LIMITED
+
+
+class LimitReached(JsonRpcError):
+    """A limit was reached; close something and retry."""
+
+    code = codes.LIMIT_REACHED
 
 
 def tasks_capability_required(message: str | None = None) -> MissingRequiredClientCapability:

@@ -41,6 +41,8 @@ ErrorHook = Callable[[RequestContext, JsonRpcError], None]
 OpenStream = Callable[[RequestContext], Callable[[], None]]
 
 _JSON_HEADER = (b"content-type", headers.JSON.encode())
+#: Frames a stream holds for a client that is slow to read before notify() waits.
+STREAM_QUEUE_FRAMES: Final = 64
 
 
 class Reply:
@@ -206,7 +208,7 @@ class McpEndpoint:
             if (
                 self.router.streams(msg.method)
                 and headers.accepts_sse(hdrs)
-                and _wants_notifications(ctx)
+                and (self.router.always_streams(msg.method) or _wants_notifications(ctx))
             ):
                 self.router.resolve(msg.method, route.era)
                 release = self.open_stream(ctx) if self.open_stream is not None else _nothing
@@ -226,7 +228,9 @@ class McpEndpoint:
         """SSE scoped to the request — chosen only once the handler has sent a notification.
         A handler that answers (or fails) before notifying gets a plain JSON response, so
         its error keeps its HTTP status (a 400 is not hidden inside a 200 stream)."""
-        queue: asyncio.Queue[tuple[bool, bytes, int]] = asyncio.Queue()  # (final, body, status)
+        # (final, body, status). Bounded: a handler whose client stops reading blocks in
+        # notify() instead of buffering without bound (a listen stream then drops it).
+        queue: asyncio.Queue[tuple[bool, bytes, int]] = asyncio.Queue(STREAM_QUEUE_FRAMES)
 
         async def notify(method: str, params: dict[str, Any]) -> None:
             await queue.put((False, codec.encode_notification(method, params), 200))

@@ -69,6 +69,7 @@ class _Entry:
     handler: Handler
     eras: frozenset[str]
     streams: bool
+    always_streams: bool = False  # an SSE stream even without a progress token (a listen)
 
 
 def problems(exc: ValidationError) -> list[dict[str, Any]]:
@@ -107,10 +108,13 @@ class Router:
         *,
         eras: tuple[Era, ...] = ("modern",),
         streams: bool = False,
+        always_streams: bool = False,
     ) -> None:
         if name in self._methods:
             raise ValueError(f"method {name!r} registered twice")
-        self._methods[name] = _Entry(handler, frozenset(eras), streams)
+        self._methods[name] = _Entry(
+            handler, frozenset(eras), streams or always_streams, always_streams
+        )
 
     def notification(self, name: str, handler: NotificationHandler) -> None:
         self._notifications[name] = handler
@@ -118,6 +122,11 @@ class Router:
     def streams(self, method: str) -> bool:
         entry = self._methods.get(method)
         return entry is not None and entry.streams
+
+    def always_streams(self, method: str) -> bool:
+        """The method answers with an SSE stream whenever the client accepts one."""
+        entry = self._methods.get(method)
+        return entry is not None and entry.always_streams
 
     def methods(self, era: Era) -> list[str]:
         return sorted(n for n, e in self._methods.items() if era in e.eras)

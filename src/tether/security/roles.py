@@ -33,6 +33,7 @@ READ_METHODS: Final = frozenset(
         "resources/templates/list",
         "resources/read",
         "completion/complete",
+        "subscriptions/listen",  # following tasks is authorized as tasks/get (mcp/subscriptions)
         "logging/setLevel",
     }
 )

@@ -15,9 +15,10 @@ from tether.jsonrpc import codes, headers
 from tether.jsonrpc.errors import InvalidParams, tasks_capability_required
 from tether.jsonrpc.router import RequestContext, Router, parse_params
 from tether.runtime import errors as runtime_errors
+from tether.runtime.hints import answer_hints
 from tether.runtime.operations import Operations, RunView
 from tether.runtime.payloads import reveals, shown_view
-from tether.runtime.statuses import ENDED_STATUSES
+from tether.runtime.watching import answerable_waits, watch_stop
 from tether.tasks.scope import operations_for
 from tether.tasks.service import TaskService
 from tether.tools import results, state
@@ -232,16 +233,17 @@ class ToolService:
     async def _watch(
         self, ctx: RequestContext, ops: Operations, view: RunView, timeout: float
     ) -> dict[str, Any]:
-        """Progress notifications on every visible change until the run ends or parks."""
+        """Progress notifications on every visible change, across sleeps, retries and
+        continue-as-new, until the run ends or waits for the caller (runtime/watching.py);
+        the last frame then names the wait and how to answer it."""
         progress = 0
-        last: tuple[str, str | None, int] | None = None
-
-        def stop(row: Any) -> bool:
-            return row.status in ENDED_STATUSES or row.status == "waiting"
+        last: tuple[str, str, str | None, int] | None = None
+        tasks_update = ctx.route.declares_tasks()
 
         async def emit(v: RunView) -> None:
             nonlocal progress, last
-            marker = (v.current.status, v.current.details, len(v.current.waits))
+            row = v.current
+            marker = (row.id, row.status, row.details, row.version if row.waits else 0)
             if marker == last or ctx.progress_token is None:
                 return
             last = marker
@@ -251,26 +253,28 @@ class ToolService:
                 {
                     "progressToken": ctx.progress_token,
                     "progress": progress,
-                    "message": v.current.details or v.current.status,
+                    "message": _frame(v, self.catalog.answer_tool(row.workflow), tasks_update),
                 },
             )
 
         deadline = asyncio.get_running_loop().time() + min(timeout, self.settings.watch_limit_s)
         current = view
         await emit(current)
-        while not stop(current.current):
+        while watch_stop(current.current) is None:
             remaining = deadline - asyncio.get_running_loop().time()
             if remaining <= 0:
                 break
-            seen = current.current.version
+            seen = (current.current.id, current.current.version)
 
-            def changed(row: Any, seen: int = seen) -> bool:
-                return bool(row.version != seen or stop(row))
+            def changed(row: Any, seen: tuple[str, int] = seen) -> bool:
+                return (row.id, row.version) != seen
 
             current = await ops.wait_until(view.requested.id, changed, timeout=remaining)
             await emit(current)
         out = self._summary(ctx, current)
-        out["completed"] = current.current.status in ENDED_STATUSES
+        stop = watch_stop(current.current)
+        out["completed"] = stop == "ended"
+        out["stopped"] = stop or "timeout"
         return results.text_result(out)
 
     # --- plain tools -------------------------------------------------------------------------
@@ -331,3 +335,17 @@ class ToolService:
         if isinstance(value, dict) and ("content" in value or "resultType" in value):
             return value
         return results.text_result(value)
+
+
+def _frame(view: RunView, answer_tool: str | None, tasks_update: bool) -> str:
+    """A watch frame's words: the run's status and details, or the wait and how to answer."""
+    row = view.current
+    waits = answerable_waits(row) if watch_stop(row) == "needs_answer" else []
+    if not waits:
+        return row.details or row.status
+    named = "; ".join(
+        f"waiting for {w.get('kind')} {w.get('name')!r}: "
+        + " | ".join(answer_hints(row, w, tool=answer_tool, tasks_update=tasks_update))
+        for w in waits
+    )
+    return f"{row.details} — {named}" if row.details else named

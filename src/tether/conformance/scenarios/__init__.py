@@ -16,6 +16,7 @@ from tether.conformance.scenarios import (
     hygiene,
     meta,
     mrtr,
+    notifications,
     origin,
     ttl,
     update,
@@ -35,6 +36,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     get.SCENARIO,
     update.SCENARIO,
     cancel.SCENARIO,
+    notifications.SCENARIO,
     ttl.SCENARIO,
     mrtr.SCENARIO,
 )

@@ -1,0 +1,65 @@
+"""One change fan-out per process: live subscribers (`subscriptions/listen` streams) hear about
+the runs they cover without a connection, a poll or a callback scan of their own.
+
+The runtime's listener already LISTENs on the change channel, on one dedicated connection, and
+every write that changes a run notifies its id in the same transaction (any process, any
+instance). `ChangeHub` subscribes to that channel once and wakes only the watchers of that id;
+an empty payload (the listener reconnected: something may have been missed) wakes everyone, who
+then re-read their rows. Watchers never receive data, only "look again": views are always
+computed from the row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from tether.storage.driver import Notifications
+from tether.storage.notify import CHANGE_CHANNEL
+
+Wake = Callable[[str], None]
+
+
+class ChangeHub:
+    """Routes change notifications by execution id to the watchers of that id."""
+
+    def __init__(self, listener: Notifications | None) -> None:
+        self._by_id: dict[str, set[Wake]] = {}
+        self._all: set[Wake] = set()  # every watcher, for an empty (reconnect) payload
+        self._unsubscribe = (
+            listener.subscribe(CHANGE_CHANNEL, self._dispatch) if listener is not None else None
+        )
+
+    def _dispatch(self, _channel: str, payload: str) -> None:
+        wakes = self._by_id.get(payload, ()) if payload else self._all
+        for wake in list(wakes):
+            wake(payload)
+
+    def watch(self, wake: Wake, ids: Iterable[str]) -> None:
+        """Call `wake(id)` when one of `ids` changes (adds to what `wake` already watches)."""
+        self._all.add(wake)
+        for execution_id in ids:
+            self._by_id.setdefault(execution_id, set()).add(wake)
+
+    def unwatch(self, wake: Wake, ids: Iterable[str]) -> None:
+        """Stop waking `wake` for `ids` (it still hears a reconnect until `leave`)."""
+        for execution_id in ids:
+            wakes = self._by_id.get(execution_id)
+            if wakes is not None:
+                wakes.discard(wake)
+                if not wakes:
+                    del self._by_id[execution_id]
+
+    def leave(self, wake: Wake, ids: Iterable[str]) -> None:
+        """Forget `wake` entirely (`ids`: everything it watches)."""
+        self.unwatch(wake, ids)
+        self._all.discard(wake)
+
+    @property
+    def watched_ids(self) -> int:
+        """How many execution ids someone watches (for tests and the benchmark)."""
+        return len(self._by_id)
+
+    def close(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
