@@ -26,6 +26,14 @@ Order (`graph`): `ready_steps(spec, progress) -> Readiness`.
 
 from __future__ import annotations
 
+from tether.specs.realm.conditions import (
+    ConditionContext,
+    ConditionSyntaxError,
+    ConditionUnresolved,
+    evaluate,
+    parse_condition,
+    resolve,
+)
 from tether.specs.realm.errors import (
     InvalidReference,
     InvalidValue,
@@ -33,6 +41,15 @@ from tether.specs.realm.errors import (
     RealmSpecError,
     UnknownField,
 )
+from tether.specs.realm.graph import (
+    Progress,
+    Readiness,
+    Skip,
+    finalizers_for,
+    ready_steps,
+    upstream_verdict,
+)
+from tether.specs.realm.loader import load_file, load_string
 from tether.specs.realm.model import (
     Condition,
     ConditionPath,
@@ -49,22 +66,36 @@ from tether.specs.realm.schemas import Schema, Violation, check_schema, validate
 
 __all__ = [
     "Condition",
+    "ConditionContext",
     "ConditionPath",
+    "ConditionSyntaxError",
+    "ConditionUnresolved",
     "Diagnostic",
     "Gate",
     "InvalidReference",
     "InvalidValue",
     "InvalidYaml",
+    "Progress",
     "Protocol",
+    "Readiness",
     "RealmSpecError",
     "Retry",
     "Schema",
     "Settlement",
+    "Skip",
     "Step",
     "UnknownField",
     "ValidationExhaustion",
     "Violation",
     "WorkflowSpec",
     "check_schema",
+    "evaluate",
+    "finalizers_for",
+    "load_file",
+    "load_string",
+    "parse_condition",
+    "ready_steps",
+    "resolve",
+    "upstream_verdict",
     "validate_payload",
 ]

@@ -27,6 +27,7 @@ TraceValidationMode = Literal["warn", "enforce"]
 Operator = Literal["==", "!=", ">", ">=", "<", "<="]
 ConditionField = Literal["when", "preconditions", "abort_unless"]
 PathRoot = Literal["step", "params", "settlement"]
+ChoicesSource = Literal["gate", "input_schema", "default"]
 Scalar = str | int | float | bool | None
 EMPTY: Mapping[str, object] = MappingProxyType({})
 
@@ -133,7 +134,7 @@ class Gate:
     """
 
     choices: tuple[str, ...] = DEFAULT_CHOICES
-    choices_source: Literal["gate", "input_schema", "default"] = "default"
+    choices_source: ChoicesSource = "default"
     message: str | None = None
     owner: str | None = None
     resolution_messages: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
