@@ -18,7 +18,7 @@ from tether.specs.realm.errors import InvalidReference
 from tether.specs.realm.model import Outcome, Step, TriggerRule, WorkflowSpec
 from tether.specs.realm.nodes import At
 
-SkipReason = Literal["upstream", "when_false"]
+SkipReason = Literal["trigger_rule_unsatisfiable", "when_false"]
 Verdict = Literal["wait", "run", "skip"]
 
 
@@ -42,7 +42,8 @@ class Progress:
 
 @dataclass(frozen=True)
 class Skip:
-    """A step to record as skipped: its upstream rule can never hold, or its `when` is false."""
+    """A step to record as skipped, with Realm's reason: `trigger_rule_unsatisfiable` (its
+    dependencies settled in a way its rule excludes) or `when_false` (`detail` is the condition)."""
 
     step: str
     reason: SkipReason
@@ -138,11 +139,21 @@ def ready_steps(spec: WorkflowSpec, progress: Progress) -> Readiness:
 
 def _skip(step: Step, verdict: Verdict, progress: Progress) -> Skip | None:
     if verdict == "skip":
-        return Skip(step.id, "upstream", f"trigger_rule {step.trigger_rule} cannot hold")
+        return Skip(step.id, "trigger_rule_unsatisfiable", _why(step, progress))
     for condition in step.when:
         if not evaluate(condition, progress.context):
             return Skip(step.id, "when_false", condition.text)
     return None
+
+
+def _why(step: Step, progress: Progress) -> str:
+    """Realm's wording: `one_failed, dep pay completed`."""
+    for dep in step.depends_on:
+        for state, ids in (("failed", progress.failed), ("skipped", progress.skipped),
+                           ("completed", progress.completed)):  # fmt: skip
+            if dep in ids:
+                return f"{step.trigger_rule}, dep {dep} {state}"
+    return step.trigger_rule
 
 
 def finalizers_for(spec: WorkflowSpec, outcome: Outcome) -> tuple[Step, ...]:

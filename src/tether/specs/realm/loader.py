@@ -1,7 +1,8 @@
 """Load a protocol workflow from a file or a string; refuse anything outside the subset.
 
 Top level: `id`, `name`, `version` (a number), `steps` (a map) are required; `description`,
-`params_schema`, `protocol{quick_start, rules}` and `x-` keys (carried, never read) are
+`params_schema`, `protocol{quick_start, rules}`, `x-` keys (carried, never read) and
+`extensions` (checked, reported, not loaded: handlers are `@app.handler` functions) are
 optional. Realm's other top-level fields are refused by name, as is any unknown key.
 Returns the spec and the diagnostics: what Realm accepts with a warning.
 """
@@ -18,7 +19,17 @@ from tether.specs.realm.blocks import Report, note, schema
 from tether.specs.realm.errors import InvalidValue, UnknownField
 from tether.specs.realm.graph import topological
 from tether.specs.realm.model import Diagnostic, Protocol, Step, WorkflowSpec
-from tether.specs.realm.nodes import At, Fields, compose, items, nonblank, number, plain, string
+from tether.specs.realm.nodes import (
+    At,
+    Fields,
+    compose,
+    items,
+    nonblank,
+    number,
+    plain,
+    string,
+    strings,
+)
 from tether.specs.realm.steps import check_id, parse_step
 
 INLINE: Final = "<inline>"
@@ -27,7 +38,6 @@ OUTSIDE: Final = {
     "mcp_servers": "`realm agent` tool servers",
     "templates": "step templates; write the steps out",
     "profiles_dir": "agent profiles",
-    "extensions": "code modules; register handlers with `@app.handler`",
     "workflow_context": "prompt context files",
     "context_wrapper": "prompt context files",
     "trigger": "webhook triggers; start runs with `start_run`",
@@ -54,10 +64,11 @@ def load_string(text: str, *, file: str = INLINE) -> tuple[WorkflowSpec, list[Di
     report: Report = []
     root = compose(text, file)
     fields = Fields(root, At(file, root.start_mark.line + 1, "", ""))
-    for name, what in OUTSIDE.items():
-        if taken := fields.take(name):
-            taken[1].fail(f"field {name!r} is not supported ({what} are outside Tether's "
-                          "subset)", UnknownField)  # fmt: skip
+    for name, _, at in fields.drain(lambda n: n in OUTSIDE)[:1]:
+        at.fail(f"field {name!r} is not supported ({OUTSIDE[name]} are outside Tether's "
+                "subset)", UnknownField)  # fmt: skip
+    if extensions_f := fields.take("extensions"):
+        _code_modules(*extensions_f, report)
     extensions = _extensions(fields, report)
     workflow_id = _id(fields)
     name_f = fields.take("name") or fields.at.fail("missing required field 'name'")
@@ -101,6 +112,16 @@ def _extensions(fields: Fields, report: Report) -> MappingProxyType[str, object]
         out[name] = plain(node)
         note(report, "extension_key", f"extension key {name!r} carried, never read", at)
     return MappingProxyType(out)
+
+
+def _code_modules(node: yaml.Node, at: At, report: Report) -> None:
+    """`extensions`: Realm's code modules. Tether's handlers are `@app.handler` functions, so
+    the paths are checked (relative, as Realm requires) and reported, never loaded."""
+    for path in strings(node, at):
+        if not path.strip() or path.startswith("/"):
+            at.fail(f"'extensions' entry {path!r} must be a path relative to the workflow")
+    note(report, "extensions_not_loaded", "'extensions' are not loaded: Tether runs the "
+         "handlers registered with @app.handler under the names the steps give", at)  # fmt: skip
 
 
 def _protocol(node: yaml.Node, at: At) -> Protocol:

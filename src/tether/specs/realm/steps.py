@@ -175,8 +175,8 @@ def _kind_fields(
     """The fields whose parsing depends on the kind or on other fields of the step."""
     if "handler" in got:
         fields["handler"] = nonblank(*got["handler"])
-    elif kind in ("auto", "finalizer"):
-        at.fail(f"execution: {kind} requires 'handler'")
+    elif kind == "finalizer":
+        at.fail("execution: finalizer requires 'handler'")
     if kind == "guard" and not fields["abort_unless"]:
         at.fail("execution: guard requires 'abort_unless'")
     if kind == "finalizer":
