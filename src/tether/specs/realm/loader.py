@@ -34,7 +34,7 @@ from tether.specs.realm.steps import check_id, parse_step
 
 INLINE: Final = "<inline>"
 OUTSIDE: Final = {
-    "services": "services and adapters; use auto steps with `handler`",
+    "services": "services and adapters; use auto steps with a `handler`",
     "mcp_servers": "`realm agent` tool servers",
     "templates": "step templates; write the steps out",
     "profiles_dir": "agent profiles",
@@ -65,8 +65,8 @@ def load_string(text: str, *, file: str = INLINE) -> tuple[WorkflowSpec, list[Di
     root = compose(text, file)
     fields = Fields(root, At(file, root.start_mark.line + 1, "", ""))
     for name, _, at in fields.drain(lambda n: n in OUTSIDE)[:1]:
-        at.fail(f"field {name!r} is not supported ({OUTSIDE[name]} are outside Tether's "
-                "subset)", UnknownField)  # fmt: skip
+        at.fail(f"field {name!r} is outside Tether's subset of Realm's format "
+                f"({OUTSIDE[name]})", UnknownField)  # fmt: skip
     if extensions_f := fields.take("extensions"):
         _code_modules(*extensions_f, report)
     extensions = _extensions(fields, report)

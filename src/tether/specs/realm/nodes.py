@@ -6,6 +6,7 @@ spellings); `finish` refuses whatever is left, so no key is ever silently ignore
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import NoReturn, cast
@@ -14,7 +15,22 @@ import yaml
 
 from tether.specs.realm.errors import InvalidValue, InvalidYaml, RealmSpecError, UnknownField
 
-_CONSTRUCTOR = yaml.SafeLoader("")
+
+class _Yaml12(yaml.SafeLoader):
+    """SafeLoader reading booleans as YAML 1.2 does (Realm's parser): only true / false, so
+    `yes`, `no`, `on` and `off` stay text."""
+
+
+_Yaml12.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Yaml12.add_implicit_resolver(
+    "tag:yaml.org,2002:bool",
+    re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+    list("tTfF"),
+)
+_CONSTRUCTOR = _Yaml12("")
 _STR = "tag:yaml.org,2002:str"
 _INT = "tag:yaml.org,2002:int"
 _FLOAT = "tag:yaml.org,2002:float"
@@ -50,7 +66,7 @@ def compose(text: str, file: str) -> yaml.MappingNode:
         InvalidYaml: not YAML, several documents, or not a mapping.
     """
     try:
-        docs = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        docs = list(yaml.compose_all(text, Loader=_Yaml12))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1

@@ -73,15 +73,15 @@ KINDS: Final = {
     "on_outcome": "nnny",
 }
 OUTSIDE: Final = {
-    "use_template": "templates are outside Tether's subset; write the steps out",
-    "uses_service": "services are outside Tether's subset; use an auto step's `handler`",
-    "service_method": "services are outside Tether's subset",
-    "operation": "services are outside Tether's subset",
-    "agent_profile": "agent profiles are outside Tether's subset; use `instructions`",
-    "tools": "`realm agent` tool servers are outside Tether's subset",
-    "max_tool_calls": "`realm agent` tool limits are outside Tether's subset",
-    "max_fan_out": "`realm agent` tool limits are outside Tether's subset",
-    "tool_timeout": "`realm agent` tool limits are outside Tether's subset",
+    "use_template": "templates: write the steps out",
+    "uses_service": "services: use an auto step's `handler`",
+    "service_method": "services: use an auto step's `handler`",
+    "operation": "services: use an auto step's `handler`",
+    "agent_profile": "agent profiles: use `instructions`",
+    "tools": "`realm agent` tool servers",
+    "max_tool_calls": "`realm agent` tool limits",
+    "max_fan_out": "`realm agent` tool limits",
+    "tool_timeout": "`realm agent` tool limits",
 }
 _ID_BAD: Final = frozenset(" \t\n.'\"=!<>")
 
@@ -99,7 +99,8 @@ def parse_step(step_id: str, node: yaml.Node, at: At, ids: frozenset[str], repor
     fields = Fields(node, at)
     for name, hint in OUTSIDE.items():
         if taken := fields.take(name):
-            taken[1].fail(f"field {name!r} is not supported ({hint})", UnknownField)
+            taken[1].fail(f"field {name!r} is outside Tether's subset of Realm's format "
+                          f"({hint})", UnknownField)  # fmt: skip
     description = fields.take("description") or at.fail("missing required field 'description'")
     execution_f = fields.take("execution") or at.fail("missing required field 'execution'")
     kind = cast(Execution, choice(*execution_f, EXECUTIONS))
