@@ -54,7 +54,7 @@ INVALID: list[tuple[str, type[RealmSpecError], str, int]] = [
         InvalidReference,
         "$settlement",
         5,
-    ),  # fmt: skip
+    ),
     (STEPS + "  a.b:\n    description: A\n    execution: agent\n", InvalidValue, "a.b", 5),
     (STEPS + "  a:\n    execution: agent\n", InvalidValue, "a", 5),
     (STEPS + "  a:\n    description: A\n", InvalidValue, "a", 5),
@@ -71,7 +71,7 @@ INVALID: list[tuple[str, type[RealmSpecError], str, int]] = [
         InvalidValue,
         "input_map",
         11,
-    ),  # fmt: skip
+    ),
     (step("    execution: agent\n    handler: h\n"), InvalidValue, "handler", 11),
     (step("    execution: agent\n    timeout_seconds: 3\n"), InvalidValue, "timeout_seconds", 11),
     (
@@ -79,27 +79,28 @@ INVALID: list[tuple[str, type[RealmSpecError], str, int]] = [
         InvalidValue,
         "output_schema",
         11,
-    ),  # fmt: skip
+    ),
     (
         step("    execution: guard\n    trust: human_confirmed\n    abort_unless: a.x\n"),
         InvalidValue,
         "trust",
         11,
-    ),  # fmt: skip
+    ),
     (
         step(
-            "    execution: finalizer\n    handler: h\n    on_outcome: always\n    depends_on: [a]\n"
+            "    execution: finalizer\n    handler: h\n    on_outcome: always\n"
+            "    depends_on: [a]\n"
         ),
         InvalidValue,
         "depends_on",
         13,
-    ),  # fmt: skip
+    ),
     (
         step("    execution: finalizer\n    handler: h\n    on_outcome: always\n    retry: {}\n"),
         InvalidValue,
         "retry",
         13,
-    ),  # fmt: skip
+    ),
     (step("    execution: auto\n    abort_unless: a.x\n"), InvalidValue, "abort_unless", 11),
     # required per kind
     (step("    execution: guard\n"), InvalidValue, "s", 8),
@@ -110,7 +111,7 @@ INVALID: list[tuple[str, type[RealmSpecError], str, int]] = [
         InvalidValue,
         "on_outcome",
         12,
-    ),  # fmt: skip
+    ),
     # ordering
     (step("    execution: agent\n    depends_on: [b]\n"), InvalidReference, "depends_on", 11),
     (step("    execution: agent\n    depends_on: a\n"), InvalidValue, "depends_on", 11),
@@ -122,7 +123,7 @@ INVALID: list[tuple[str, type[RealmSpecError], str, int]] = [
         InvalidReference,
         "depends_on",
         5,
-    ),  # fmt: skip
+    ),
     (
         STEPS + AGENT + "  f:\n    description: F\n    execution: finalizer\n    handler: h\n"
         "    on_outcome: always\n  b:\n    description: B\n    execution: agent\n"
@@ -130,13 +131,13 @@ INVALID: list[tuple[str, type[RealmSpecError], str, int]] = [
         InvalidReference,
         "depends_on",
         13,
-    ),  # fmt: skip
+    ),
     (
         step("    execution: agent\n    depends_on: [a]\n    trigger_rule: any\n"),
         InvalidValue,
         "trigger_rule",
         12,
-    ),  # fmt: skip
+    ),
     # conditions
     (step("    execution: agent\n    when: 'a.x == 1'\n"), InvalidReference, "when", 11),
     (
@@ -144,26 +145,26 @@ INVALID: list[tuple[str, type[RealmSpecError], str, int]] = [
         InvalidValue,
         "when",
         12,
-    ),  # fmt: skip
+    ),
     (
         step("    execution: agent\n    depends_on: [a]\n    when: 'a.x == 1 or a.y == 2'\n"),
         InvalidValue,
         "when",
         12,
-    ),  # fmt: skip
+    ),
     (step("    execution: agent\n    depends_on: [a]\n    when: []\n"), InvalidValue, "when", 12),
     (
         step("    execution: agent\n    depends_on: [a]\n    when: 'context.resources.a.x == 1'\n"),
         InvalidReference,
         "when",
         12,
-    ),  # fmt: skip
+    ),
     (
         step("    execution: agent\n    depends_on: [a]\n    when: 'run.x == 1'\n"),
         InvalidValue,
         "when",
         12,
-    ),  # fmt: skip
+    ),
     (
         step(
             "    execution: agent\n    depends_on: [a]\n    when: '$settlement.a.failed == true'\n"
@@ -171,50 +172,50 @@ INVALID: list[tuple[str, type[RealmSpecError], str, int]] = [
         InvalidValue,
         "when",
         12,
-    ),  # fmt: skip
+    ),
     (
         step("    execution: agent\n    depends_on: [a]\n    when: '$settlement.a.colour == 1'\n"),
         InvalidValue,
         "when",
         12,
-    ),  # fmt: skip
+    ),
     (
         step("    execution: agent\n    preconditions: 'a.x == 1'\n"),
         InvalidValue,
         "preconditions",
         11,
-    ),  # fmt: skip
+    ),
     (
         step("    execution: agent\n    preconditions: ['a.x']\n"),
         InvalidValue,
         "preconditions",
         11,
-    ),  # fmt: skip
+    ),
     (
         step("    execution: agent\n    preconditions: ['zz.x == 1']\n"),
         InvalidReference,
         "preconditions",
         11,
-    ),  # fmt: skip
+    ),
     (
         step("    execution: guard\n    abort_unless:\n      - a.x ==\n"),
         InvalidValue,
         "abort_unless",
         12,
-    ),  # fmt: skip
+    ),
     (
         step('    execution: guard\n    abort_unless: "a.x == \'open"\n'),
         InvalidValue,
         "abort_unless",
         11,
-    ),  # fmt: skip
+    ),
     # schemas
     (
         step("    execution: agent\n    input_schema: {type: strin}\n"),
         InvalidValue,
         "input_schema",
         11,
-    ),  # fmt: skip
+    ),
     (step("    execution: agent\n    input_schema: [a]\n"), InvalidValue, "input_schema", 11),
     (
         step(
@@ -224,7 +225,7 @@ INVALID: list[tuple[str, type[RealmSpecError], str, int]] = [
         InvalidValue,
         "output_schema",
         11,
-    ),  # fmt: skip
+    ),
     (HEAD + "params_schema: {format: email}\nsteps:\n" + AGENT, InvalidValue, "params_schema", 4),
     # gates
     (step("    execution: auto\n    trust: human_confirmd\n"), InvalidValue, "trust", 11),
@@ -234,13 +235,13 @@ INVALID: list[tuple[str, type[RealmSpecError], str, int]] = [
         InvalidValue,
         "choices",
         12,
-    ),  # fmt: skip
+    ),
     (
         step("    execution: auto\n    trust: human_confirmed\n    gate: {timeout_seconds: 0}\n"),
         InvalidValue,
         "timeout_seconds",
         12,
-    ),  # fmt: skip
+    ),
     (
         step(
             "    execution: auto\n    trust: human_confirmed\n    gate: {timeout_seconds: 5,"
@@ -249,7 +250,7 @@ INVALID: list[tuple[str, type[RealmSpecError], str, int]] = [
         InvalidValue,
         "on_expiry",
         12,
-    ),  # fmt: skip
+    ),
     (
         step(
             "    execution: auto\n    trust: human_confirmed\n    gate: {timeout_seconds: 5,"
@@ -258,7 +259,7 @@ INVALID: list[tuple[str, type[RealmSpecError], str, int]] = [
         InvalidValue,
         "on_expiry",
         12,
-    ),  # fmt: skip
+    ),
     (
         step(
             "    execution: auto\n    trust: human_confirmed\n    gate: {timeout_seconds: 5,"
@@ -267,13 +268,13 @@ INVALID: list[tuple[str, type[RealmSpecError], str, int]] = [
         InvalidValue,
         "default_choice",
         12,
-    ),  # fmt: skip
+    ),
     (
         step("    execution: auto\n    trust: human_confirmed\n    gate: {reminder_max: 0}\n"),
         InvalidValue,
         "reminder_max",
         12,
-    ),  # fmt: skip
+    ),
     # retry, timeouts, exhaustion
     (step("    execution: auto\n    timeout_seconds: 0\n"), InvalidValue, "timeout_seconds", 11),
     (step("    execution: auto\n    timeout_seconds: 1.5\n"), InvalidValue, "timeout_seconds", 11),
@@ -284,7 +285,7 @@ INVALID: list[tuple[str, type[RealmSpecError], str, int]] = [
         InvalidValue,
         "base_delay_ms",
         11,
-    ),  # fmt: skip
+    ),
     (step("    execution: auto\n    retry: {on_timeout: true}\n"), InvalidValue, "on_timeout", 11),
     (step("    execution: auto\n    idempotent: 'yes'\n"), InvalidValue, "idempotent", 11),
     (
@@ -292,19 +293,19 @@ INVALID: list[tuple[str, type[RealmSpecError], str, int]] = [
         InvalidValue,
         "threshold",
         11,
-    ),  # fmt: skip
+    ),
     (
         step("    execution: agent\n    validation_exhaustion: {mode: skip}\n"),
         InvalidValue,
         "mode",
         11,
-    ),  # fmt: skip
+    ),
     (
         step("    execution: agent\n    validation_exhaustion: {limit: 3}\n"),
         UnknownField,
         "limit",
         11,
-    ),  # fmt: skip
+    ),
     (
         step(
             "    execution: agent\n    output_schema: {type: object}\n"
@@ -313,7 +314,7 @@ INVALID: list[tuple[str, type[RealmSpecError], str, int]] = [
         InvalidValue,
         "validation_exhaustion",
         12,
-    ),  # fmt: skip
+    ),
     (
         step(
             "    execution: agent\n    validation_exhaustion: {mode: default, default_output: {}}\n"
@@ -321,7 +322,7 @@ INVALID: list[tuple[str, type[RealmSpecError], str, int]] = [
         InvalidValue,
         "default_output",
         11,
-    ),  # fmt: skip
+    ),
     (
         step(
             "    execution: agent\n    output_schema: {type: object, required: [c]}\n"
@@ -330,19 +331,19 @@ INVALID: list[tuple[str, type[RealmSpecError], str, int]] = [
         InvalidValue,
         "default_output",
         12,
-    ),  # fmt: skip
+    ),
     (
         step("    execution: agent\n    trace_validation_mode: strict\n"),
         InvalidValue,
         "trace_validation_mode",
         11,
-    ),  # fmt: skip
+    ),
     (
         step("    execution: agent\n    structured_output: loose\n"),
         InvalidValue,
         "structured_output",
         11,
-    ),  # fmt: skip
+    ),
     (step("    execution: auto\n    input_map: [a]\n"), InvalidValue, "input_map", 11),
 ]
 
@@ -368,51 +369,51 @@ VALID: list[tuple[str, str, str, object]] = [
         "s",
         "effective_timeout",
         30,
-    ),  # fmt: skip
+    ),
     (
         step("    execution: agent\n    depends_on: [a]\n    trigger_rule: one_failed\n"),
         "s",
         "trigger_rule",
         "one_failed",
-    ),  # fmt: skip
+    ),
     (step("    execution: agent\n    depends_on: []\n"), "s", "depends_on", ()),
     (
         step("    execution: finalizer\n    handler: h\n    on_outcome: always\n"),
         "s",
         "on_outcome",
         ("always",),
-    ),  # fmt: skip
+    ),
     (
         step("    execution: finalizer\n    handler: h\n    on_outcome: [fail, abort]\n"),
         "s",
         "on_outcome",
         ("fail", "abort"),
-    ),  # fmt: skip
+    ),
     (
         step("    execution: auto\n    input_map: {path: run.params.path, n: 3}\n"),
         "s",
         "input_map",
         {"path": "run.params.path", "n": 3},
-    ),  # fmt: skip
+    ),
     (step("    execution: auto\n    config: {mode: fast}\n"), "s", "config", {"mode": "fast"}),
     (
         step("    execution: auto\n    idempotent: true\n    retry: {on_timeout: true}\n"),
         "s",
         "idempotent",
         True,
-    ),  # fmt: skip
+    ),
     (
         step("    execution: agent\n    structured_output: strict\n    llm_timeout_seconds: 9\n"),
         "s",
         "structured_output",
         True,
-    ),  # fmt: skip
+    ),
     (
         step("    execution: agent\n    trace_validation_mode: enforce\n"),
         "s",
         "trace_validation_mode",
         "enforce",
-    ),  # fmt: skip
+    ),
     (step("    execution: agent\n    trust: human_reviewed\n"), "s", "gated", True),
     (step("    execution: auto\n    trust: auto\n"), "s", "gated", False),
     (
@@ -420,7 +421,7 @@ VALID: list[tuple[str, str, str, object]] = [
         "s",
         "abort_message",
         "no",
-    ),  # fmt: skip
+    ),
     (
         step(
             "    execution: agent\n    depends_on: [a]\n    trigger_rule: all_done\n"
@@ -429,13 +430,13 @@ VALID: list[tuple[str, str, str, object]] = [
         "s",
         "trigger_rule",
         "all_done",
-    ),  # fmt: skip
+    ),
     (
         step("    execution: agent\n    preconditions: ['a.count > 0']\n"),
         "s",
         "preconditions",
         "a.count > 0",
-    ),  # fmt: skip
+    ),
 ]
 
 
@@ -458,11 +459,15 @@ def test_top_level_fields_are_carried() -> None:
     )
     spec, diagnostics = load_string(text, file="review.yaml")
     assert (spec.id, spec.name, spec.version, spec.description) == (
-        "review-note", "Review a note", 1.5, "Reads a note."
-    )  # fmt: skip
+        "review-note",
+        "Review a note",
+        1.5,
+        "Reads a note.",
+    )
     assert spec.protocol.quick_start is None  # an empty quick_start is ignored
     assert spec.protocol.rules == ("Never guess.",)
     assert dict(spec.extensions) == {"x-owner": "docs-team"}
-    assert spec.params_schema is not None and spec.params_schema.document["required"] == ["path"]
+    assert spec.params_schema is not None
+    assert spec.params_schema.document == {"type": "object", "required": ["path"]}
     assert spec.file == "review.yaml" and spec.source == text
     assert [(d.code, d.path, d.line) for d in diagnostics] == [("extension_key", "x-owner", 5)]
