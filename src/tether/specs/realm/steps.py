@@ -83,6 +83,7 @@ OUTSIDE: Final = {
     "max_fan_out": "`realm agent` tool limits",
     "tool_timeout": "`realm agent` tool limits",
 }
+SERVICE_TRUST: Final = ("engine_delivered", "engine_managed", "agent_provided")
 _ID_BAD: Final = frozenset(" \t\n.'\"=!<>")
 
 
@@ -191,11 +192,7 @@ def _kind_fields(
                  "each attempt is bounded by the default (3600s)", got["retry"][1])  # fmt: skip
     if kind == "agent":
         _agent_fields(at, got, fields, report)
-    trust = (
-        choice(*got["trust"], ("auto", "human_confirmed", "human_reviewed"))
-        if "trust" in got
-        else "auto"
-    )
+    trust = _trust(*got["trust"]) if "trust" in got else "auto"
     fields["trust"] = trust
     if trust != "auto":
         gate_node = got["gate"] if "gate" in got else (_null_node(at), at)
@@ -203,6 +200,13 @@ def _kind_fields(
     elif "gate" in got:
         note(report, "gate_inert", "the 'gate:' block is inert — this step declares no gate "
              "trust", got["gate"][1])  # fmt: skip
+
+
+def _trust(node: yaml.Node, at: At) -> str:
+    if isinstance(node, yaml.ScalarNode) and node.value in SERVICE_TRUST:
+        at.fail(f"{node.value!r} is a trust value of a service, not of a step; a step's "
+                "'trust' accepts auto, human_confirmed, human_reviewed")  # fmt: skip
+    return choice(node, at, ("auto", "human_confirmed", "human_reviewed"))
 
 
 def _agent_fields(
