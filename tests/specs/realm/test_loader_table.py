@@ -417,10 +417,10 @@ VALID: list[tuple[str, str, str, object]] = [
     (step("    execution: agent\n    trust: human_reviewed\n"), "s", "gated", True),
     (step("    execution: auto\n    trust: auto\n"), "s", "gated", False),
     (
-        step("    execution: guard\n    abort_unless: a.x\n    abort_message: no\n"),
+        step("    execution: guard\n    abort_unless: a.x\n    abort_message: Stop.\n"),
         "s",
         "abort_message",
-        "no",
+        "Stop.",
     ),
     (
         step(
@@ -471,3 +471,13 @@ def test_top_level_fields_are_carried() -> None:
     assert spec.params_schema.document == {"type": "object", "required": ["path"]}
     assert spec.file == "review.yaml" and spec.source == text
     assert [(d.code, d.path, d.line) for d in diagnostics] == [("extension_key", "x-owner", 5)]
+
+
+def test_booleans_are_read_as_yaml_1_2_does() -> None:
+    """`no`, `yes`, `on`, `off` are text (Realm's parser); only true/false are booleans."""
+    text = step("    execution: guard\n    abort_unless: a.x\n    abort_message: no\n")
+    assert load_string(text)[0].step("s").abort_message == "no"
+    with pytest.raises(InvalidValue) as caught:
+        load_string(step("    execution: auto\n    idempotent: yes\n"))
+    assert caught.value.field == "idempotent"
+    assert load_string(step("    execution: auto\n    idempotent: True\n"))[0].step("s").idempotent
