@@ -19,6 +19,8 @@ Data model (`tether.specs.realm.model`, all frozen dataclasses):
 Loading (`loader`): `load_file(path) -> (WorkflowSpec, list[Diagnostic])`,
 `load_string(text, file=...) -> (WorkflowSpec, list[Diagnostic])`; refusals raise
 `RealmSpecError` (`.field`, `.path`, `.file`, `.line`).
+`create_workflow` (`plans`): `plan_workflow(arguments) -> (WorkflowSpec, list[Diagnostic])`
+(agent steps only; dropped fields as diagnostics; id = name + content hash).
 Conditions (`conditions`): `parse_condition(text, field)`, `evaluate(condition, context)`.
 Order (`graph`): `ready_steps(spec, progress) -> Readiness`.
 `schema.json` beside this module publishes the subset as a JSON Schema.
@@ -62,6 +64,7 @@ from tether.specs.realm.model import (
     ValidationExhaustion,
     WorkflowSpec,
 )
+from tether.specs.realm.plans import plan_workflow
 from tether.specs.realm.schemas import Schema, Violation, check_schema, validate_payload
 
 __all__ = [
@@ -94,6 +97,7 @@ __all__ = [
     "load_file",
     "load_string",
     "parse_condition",
+    "plan_workflow",
     "ready_steps",
     "resolve",
     "upstream_verdict",
