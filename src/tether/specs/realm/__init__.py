@@ -21,8 +21,12 @@ Loading (`loader`): `load_file(path) -> (WorkflowSpec, list[Diagnostic])`,
 `RealmSpecError` (`.field`, `.path`, `.file`, `.line`).
 `create_workflow` (`plans`): `plan_workflow(arguments) -> (WorkflowSpec, list[Diagnostic])`
 (agent steps only; dropped fields as diagnostics; id = name + content hash).
-Conditions (`conditions`): `parse_condition(text, field)`, `evaluate(condition, context)`.
-Order (`graph`): `ready_steps(spec, progress) -> Readiness`.
+Conditions (`conditions`): `parse_condition(text, field)`, `evaluate(condition, context)`
+(`ConditionContext(outputs, params, settlements)`; raises `ConditionUnresolved` only for
+`abort_unless`), `resolve(path, context)` (the value, or `MISSING`) for "Resolved value: …".
+Order (`graph`): `ready_steps(spec, Progress(completed, failed, skipped, active, context))
+-> Readiness(ready, skipped: tuple[Skip(step, reason, detail)])`, `upstream_verdict`,
+`finalizers_for(spec, outcome)`.
 `schema.json` beside this module publishes the subset as a JSON Schema.
 """
 
