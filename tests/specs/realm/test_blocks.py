@@ -231,6 +231,8 @@ def test_default_is_never_applied() -> None:
         ({"properties": {"format": {"type": "string"}}}, None),  # a property named format
         ({"enum": [{"format": "x"}]}, None),  # data, not a schema
         ({"type": "strin"}, "valid draft-07"),
+        ({"$ref": "https://example.com/s.json"}, "/$ref"),
+        ({"definitions": {"a": {"type": "string"}}, "items": {"$ref": "#/definitions/a"}}, None),
         ("object", "mapping"),
         (True, None),
     ],

@@ -82,7 +82,8 @@ def validate_payload(schema: Schema | None, value: object) -> list[Violation]:
 def check_schema(document: object) -> str | None:
     """Why `document` is not an acceptable schema block (None when it is).
 
-    It must be a draft-07 schema (an object or a boolean) that uses no `format` keyword.
+    It must be a draft-07 schema (an object or a boolean) that uses no `format` keyword and
+    no `$ref` outside itself.
     """
     if not isinstance(document, (dict, bool)):
         return "a JSON Schema must be a mapping (or a boolean)"
@@ -91,29 +92,33 @@ def check_schema(document: object) -> str | None:
     except SchemaError as exc:
         where = "/".join(str(p) for p in exc.path) or "(root)"
         return f"not a valid draft-07 schema at {where}: {exc.message}"
-    for where in _formats(document, ""):
-        return f"`format` is not supported in schemas (at {where or '(root)'})"
+    for where, why in _refused(document, ""):
+        return f"{why} (at {where or '(root)'})"
     return None
 
 
-def _formats(node: object, where: str) -> Iterator[str]:
-    """The places where a subschema of `node` uses the `format` keyword."""
+def _refused(node: object, where: str) -> Iterator[tuple[str, str]]:
+    """The places where a subschema of `node` uses `format`, or a `$ref` outside the document
+    (which a validator would fetch)."""
     if not isinstance(node, dict):
         return
     if "format" in node:
-        yield f"{where}/format"
+        yield f"{where}/format", "`format` is not supported in schemas"
+    ref = node.get("$ref")
+    if isinstance(ref, str) and not ref.startswith("#"):
+        yield f"{where}/$ref", "only a `$ref` within the same schema (`#…`) is supported"
     for key in _SCHEMA_MAPS:
         sub = node.get(key)
         if isinstance(sub, dict):
             for name, child in sub.items():
-                yield from _formats(child, f"{where}/{key}/{name}")
+                yield from _refused(child, f"{where}/{key}/{name}")
     for key in _SCHEMA_ONE:
-        yield from _formats(node.get(key), f"{where}/{key}")
+        yield from _refused(node.get(key), f"{where}/{key}")
     for key in _SCHEMA_LISTS:
         sub = node.get(key)
         if isinstance(sub, list):
             for i, child in enumerate(sub):
-                yield from _formats(child, f"{where}/{key}/{i}")
+                yield from _refused(child, f"{where}/{key}/{i}")
 
 
 def _violation(error: ValidationError) -> Violation:
