@@ -200,8 +200,8 @@ def test_validate_payload_lists_violations_like_ajv() -> None:
             "instancePath": "/summary",
             "schemaPath": "#/properties/summary/minLength",
             "keyword": "minLength",
-            "params": {"minLength": 10},
-            "message": "'short' is too short",
+            "params": {"limit": 10},
+            "message": "must NOT have fewer than 10 characters",
         }
     ]
     missing = validate_payload(schema, {"x": 1})
@@ -209,7 +209,13 @@ def test_validate_payload_lists_violations_like_ajv() -> None:
         ("additionalProperties", ""),
         ("required", ""),
     ]
+    assert missing[0].params == {"additionalProperty": "x"}
     assert missing[1].params == {"missingProperty": "summary"}
+    assert [str(v) for v in missing] == [
+        "(root) must NOT have additional properties",
+        "(root) must have required property 'summary'",
+    ]
+    assert str(short[0]) == "/summary must NOT have fewer than 10 characters"
     assert validate_payload(None, "anything") == []
 
 
@@ -243,3 +249,26 @@ def test_check_schema(document: object, refused: str | None) -> None:
         assert why is None
     else:
         assert why is not None and refused in why
+
+
+@pytest.mark.parametrize(
+    ("schema", "value", "message"),
+    [
+        ({"type": "string"}, 1, "must be string"),
+        ({"type": ["string", "null"]}, 1, "must be string,null"),
+        ({"enum": ["a", "b"]}, "c", "must be equal to one of the allowed values"),
+        ({"const": "a"}, "c", "must be equal to constant"),
+        ({"pattern": "^CUST-[0-9]{4}$"}, "x", 'must match pattern "^CUST-[0-9]{4}$"'),
+        ({"minimum": 1}, 0, "must be >= 1"),
+        ({"maximum": 1}, 2, "must be <= 1"),
+        ({"exclusiveMinimum": 1}, 1, "must be > 1"),
+        ({"minItems": 1}, [], "must NOT have fewer than 1 items"),
+        ({"maxLength": 2}, "abc", "must NOT have more than 2 characters"),
+        ({"multipleOf": 2}, 3, "must be multiple of 2"),
+        ({"uniqueItems": True}, [1, 1], "must NOT have duplicate items"),
+        ({"not": {"type": "string"}}, "a", "should not be valid"),
+    ],
+)
+def test_violations_use_ajv_words(schema: dict[str, object], value: object, message: str) -> None:
+    (violation,) = validate_payload(Schema(schema), value)
+    assert message in violation.message

@@ -1,14 +1,16 @@
 """Draft-07 JSON Schema blocks, strict: checked at load, `format` refused, `default` not applied.
 
 `Schema` wraps one checked document; `validate_payload(schema, value)` lists the violations
-(empty when the value fits). Violations read like Ajv's errors, which Realm replies with.
+(empty when the value fits). Violations use Ajv's words and params, as Realm's replies do
+(`/summary must NOT have fewer than 10 characters`, `(root) must have required property 'x'`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from jsonschema import Draft7Validator
 from jsonschema.exceptions import SchemaError, ValidationError
@@ -122,12 +124,74 @@ def _refused(node: object, where: str) -> Iterator[tuple[str, str]]:
 
 
 def _violation(error: ValidationError) -> Violation:
+    """jsonschema's error in Ajv's words and params (Realm replies with Ajv's errors)."""
     pointer = "".join(f"/{p}" for p in error.absolute_path)
     schema_path = "#" + "".join(f"/{p}" for p in error.absolute_schema_path)
     keyword = str(error.validator)
-    params: dict[str, object] = {keyword: error.validator_value}
-    required = error.validator_value
-    if keyword == "required" and isinstance(error.instance, dict) and isinstance(required, list):
-        missing = [k for k in required if k not in error.instance]
-        params = {"missingProperty": missing[0]} if missing else params
-    return Violation(pointer, schema_path, keyword, error.message, params)
+    words = _AJV.get(keyword)
+    message, params = words(error) if words else (error.message, {})
+    return Violation(pointer, schema_path, keyword, message, params)
+
+
+_Words = tuple[str, dict[str, object]]
+
+
+def _required(error: ValidationError) -> _Words:
+    have = error.instance if isinstance(error.instance, dict) else {}
+    wanted = error.validator_value if isinstance(error.validator_value, list) else []
+    name = next((k for k in wanted if k not in have), "")
+    return f"must have required property '{name}'", {"missingProperty": name}
+
+
+def _additional(error: ValidationError) -> _Words:
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    declared = schema.get("properties") or {}
+    patterns = list(schema.get("patternProperties") or {})
+    have = error.instance if isinstance(error.instance, dict) else {}
+    extra = next(
+        (k for k in have if k not in declared and not any(re.search(p, k) for p in patterns)),
+        "",
+    )
+    return "must NOT have additional properties", {"additionalProperty": extra}
+
+
+def _limit(text: str, unit: str = "") -> Callable[[ValidationError], _Words]:
+    def words(error: ValidationError) -> _Words:
+        return f"must {text} {error.validator_value}{unit}", {"limit": error.validator_value}
+
+    return words
+
+
+def _type(error: ValidationError) -> _Words:
+    value = error.validator_value
+    return f"must be {','.join(value) if isinstance(value, list) else value}", {"type": value}
+
+
+def _simple(message: str, param: str) -> Callable[[ValidationError], _Words]:
+    def words(error: ValidationError) -> _Words:
+        value = error.validator_value
+        return message.format(value=value), ({param: value} if param else {})
+
+    return words
+
+
+_AJV: Final[Mapping[str, Callable[[ValidationError], _Words]]] = {
+    "required": _required,
+    "additionalProperties": _additional,
+    "type": _type,
+    "enum": _simple("must be equal to one of the allowed values", "allowedValues"),
+    "const": _simple("must be equal to constant", "allowedValue"),
+    "pattern": _simple('must match pattern "{value}"', "pattern"),
+    "multipleOf": _simple("must be multiple of {value}", "multipleOf"),
+    "uniqueItems": _simple("must NOT have duplicate items", ""),
+    "minLength": _limit("NOT have fewer than", " characters"),
+    "maxLength": _limit("NOT have more than", " characters"),
+    "minItems": _limit("NOT have fewer than", " items"),
+    "maxItems": _limit("NOT have more than", " items"),
+    "minProperties": _limit("NOT have fewer than", " properties"),
+    "maxProperties": _limit("NOT have more than", " properties"),
+    "minimum": _limit("be >="),
+    "maximum": _limit("be <="),
+    "exclusiveMinimum": _limit("be >"),
+    "exclusiveMaximum": _limit("be <"),
+}
