@@ -1,0 +1,186 @@
+"""`create_workflow` plans: an agent's list of steps made into a `WorkflowSpec` (pure).
+
+A plan is `{steps: [{id, description, depends_on?, input_schema?, structured_output?,
+llm_timeout_seconds?}], metadata?: {name, description, task_description, model, agent}}`.
+Every step is an agent step. As in Realm, a field outside that list is left out and reported
+as a diagnostic (the tool also puts it in `warnings`). A malformed plan is refused with
+`InvalidValue` naming the field (the tool replies `provide_input`, without an `error_code`).
+The workflow id is the plan's name plus a hash of its content, so the same plan gets the same id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final, NoReturn
+
+from tether.specs.realm.errors import InvalidValue, RealmSpecError, UnknownField
+from tether.specs.realm.model import Diagnostic, Protocol, Step, ValidationExhaustion, WorkflowSpec
+from tether.specs.realm.nodes import At
+from tether.specs.realm.schemas import Schema, check_schema
+from tether.specs.realm.steps import check_id
+
+PLAN_FILE: Final = "<create_workflow>"
+STEP_KEYS: Final = (
+    "id", "description", "depends_on", "input_schema", "structured_output", "llm_timeout_seconds",
+)  # fmt: skip
+METADATA_KEYS: Final = ("name", "description", "task_description", "model", "agent")
+DYNAMIC_PREFIX: Final = "dynamic"
+
+
+def _fail(path: str, reason: str, kind: type[RealmSpecError] = InvalidValue) -> NoReturn:
+    field = path.rsplit(".", 1)[-1].split("[", 1)[0]
+    raise kind(reason, field=field, path=path, file=PLAN_FILE, line=0)
+
+
+def _note(report: list[Diagnostic], code: str, path: str, message: str) -> None:
+    report.append(Diagnostic(code, message, path, 0))
+
+
+def plan_workflow(arguments: Mapping[str, object]) -> tuple[WorkflowSpec, list[Diagnostic]]:
+    """The workflow a `create_workflow` call describes, and what was left out of it.
+
+    Raises:
+        InvalidValue: the plan is malformed (no steps, a duplicate id, a bad reference or
+            schema); UnknownField: it names `extensions`.
+    """
+    report: list[Diagnostic] = []
+    if "extensions" in arguments:
+        _fail("extensions", "extensions is not supported on dynamically-created workflows",
+              UnknownField)  # fmt: skip
+    for key in arguments:
+        if key not in ("steps", "metadata"):
+            _note(report, "unknown_plan_key", key, _ignored_top(key))
+    metadata = _metadata(arguments.get("metadata"), report)
+    raw = arguments.get("steps")
+    if not isinstance(raw, list) or not raw:
+        _fail("steps", "Array must contain at least 1 element(s) at steps")
+    steps: dict[str, Step] = {}
+    for index, item in enumerate(raw):
+        step = _step(item, f"steps[{index}]", steps, report)
+        steps[step.id] = step
+    name = metadata.get("name")
+    workflow_id = f"{name or DYNAMIC_PREFIX}-{_digest(metadata, raw)}"
+    spec = WorkflowSpec(
+        id=workflow_id,
+        name=name or workflow_id,
+        version=1,
+        steps=MappingProxyType(steps),
+        order=tuple(steps),
+        description=metadata.get("description"),
+        protocol=Protocol(quick_start=metadata.get("task_description") or None),
+        file=PLAN_FILE,
+        source=json.dumps(dict(arguments), sort_keys=True, default=str),
+    )
+    return spec, report
+
+
+def _ignored_top(key: str) -> str:
+    if key == "workflow_id":
+        return ("'workflow_id' is ignored — create_workflow mints its own workflow id and "
+                "returns it as data.workflow_id")  # fmt: skip
+    if key in METADATA_KEYS:
+        return f"'{key}' belongs under metadata — submitted at the top level it is ignored"
+    return f"unknown key '{key}' — ignored (not a recognized create_workflow field)"
+
+
+def _metadata(raw: object, report: list[Diagnostic]) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        _fail("metadata", "must be an object")
+    out: dict[str, str] = {}
+    for key, value in raw.items():
+        if key not in METADATA_KEYS:
+            _note(report, "unknown_plan_key", f"metadata.{key}", f"unknown key '{key}' — ignored")
+        elif value is not None and not isinstance(value, str):
+            _fail(f"metadata.{key}", "must be a string")
+        elif value:
+            out[key] = value
+    if "/" in out.get("name", ""):
+        _fail("metadata.name", "a workflow name must not contain '/'")
+    return out
+
+
+def _at(path: str) -> At:
+    return At(PLAN_FILE, 0, path, path.rsplit(".", 1)[-1])
+
+
+def _step(raw: object, path: str, earlier: Mapping[str, Step], report: list[Diagnostic]) -> Step:
+    if not isinstance(raw, dict):
+        _fail(path, "a step must be an object")
+    for key in raw:
+        if key == "timeout_seconds":
+            _note(report, "removed_field", f"{path}.{key}", "'timeout_seconds' was removed — "
+                  "nothing enforces it on agent steps; use 'llm_timeout_seconds'")  # fmt: skip
+        elif key not in STEP_KEYS:
+            _note(report, "unknown_step_key", f"{path}.{key}",
+                  f"step '{raw.get('id')}': unknown key '{key}' — ignored")  # fmt: skip
+    step_id = _text(raw.get("id"), f"{path}.id")
+    check_id(step_id, _at(f"{path}.id"))
+    if step_id in earlier:
+        _fail(f"{path}.id", f"Duplicate step id: '{step_id}'")
+    depends = _depends(raw.get("depends_on"), f"{path}.depends_on", step_id, earlier)
+    schema = None
+    if (document := raw.get("input_schema")) is not None:
+        if (why := check_schema(document)) is not None:
+            _fail(f"{path}.input_schema", f"'input_schema' is not a valid JSON Schema — {why}")
+        schema = Schema(document)
+    return Step(
+        id=step_id,
+        execution="agent",
+        description=_text(raw.get("description"), f"{path}.description"),
+        depends_on=depends,
+        input_schema=schema,
+        exhaustion=ValidationExhaustion(),
+        structured_output=_strict(raw.get("structured_output"), f"{path}.structured_output"),
+        llm_timeout_seconds=_seconds(raw.get("llm_timeout_seconds"), f"{path}.llm_timeout_seconds"),
+    )
+
+
+def _text(value: object, path: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        _fail(path, "required: a non-empty string")
+    return value
+
+
+def _depends(
+    value: object, path: str, step_id: str, earlier: Mapping[str, Step]
+) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        _fail(path, "must be a list of step ids")
+    for name in value:
+        if name == step_id or name not in earlier:
+            _fail(path, f"Step '{step_id}': depends_on must reference a step that appears "
+                  f"earlier in the list (not '{name}')")  # fmt: skip
+    if len(set(value)) != len(value):
+        _fail(path, f"Step '{step_id}': depends_on lists a step twice")
+    return tuple(value)
+
+
+def _strict(value: object, path: str) -> bool:
+    if value is None:
+        return False
+    if value != "strict":
+        _fail(path, "must be 'strict'")
+    return True
+
+
+def _seconds(value: object, path: str) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        _fail(path, "must be a positive integer")
+    return value
+
+
+def _digest(metadata: Mapping[str, str], steps: list[object]) -> str:
+    """16 hex digits of SHA-256 over the plan's accepted content (canonical JSON)."""
+    kept = [{k: v for k, v in s.items() if k in STEP_KEYS} for s in steps if isinstance(s, dict)]
+    meta = {k: v for k, v in metadata.items() if k in ("name", "description", "task_description")}
+    canonical = json.dumps({"metadata": meta, "steps": kept}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]

@@ -1,0 +1,183 @@
+"""`create_workflow` plans, against Realm's guide (agent-created-workflows.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tether.specs.realm import (
+    InvalidReference,
+    InvalidValue,
+    RealmSpecError,
+    UnknownField,
+    plan_workflow,
+)
+
+RELEASE_NOTES: dict[str, object] = {
+    "metadata": {
+        "name": "release-notes",
+        "description": "Draft release notes for a version.",
+        "task_description": "Collect the merged changes, group them, then write the notes.",
+    },
+    "steps": [
+        {
+            "id": "collect",
+            "description": "List the changes merged since the last release.",
+            "input_schema": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["changes"],
+                "properties": {"changes": {"type": "array", "items": {"type": "string"}}},
+            },
+        },
+        {"id": "group", "description": "Group the changes.", "depends_on": ["collect"]},
+        {
+            "id": "write",
+            "description": "Write the notes.",
+            "depends_on": ["group"],
+            "structured_output": "strict",
+            "llm_timeout_seconds": 60,
+        },
+    ],
+}
+
+
+def test_a_plan_becomes_a_workflow_of_agent_steps() -> None:
+    spec, diagnostics = plan_workflow(RELEASE_NOTES)
+    assert diagnostics == []
+    assert spec.id.startswith("release-notes-") and len(spec.id) == len("release-notes-") + 16
+    assert (spec.name, spec.description, spec.version) == (
+        "release-notes",
+        "Draft release notes for a version.",
+        1,
+    )
+    assert spec.protocol.quick_start == (
+        "Collect the merged changes, group them, then write the notes."
+    )
+    assert spec.order == ("collect", "group", "write")
+    assert {s.execution for s in spec.steps.values()} == {"agent"}
+    assert spec.step("group").depends_on == ("collect",)
+    assert spec.step("collect").input_schema is not None
+    assert spec.step("write").structured_output and spec.step("write").llm_timeout_seconds == 60
+    assert spec.step("write").exhaustion is not None
+
+
+def test_the_same_plan_gets_the_same_id_and_another_plan_another() -> None:
+    first, _ = plan_workflow(RELEASE_NOTES)
+    assert plan_workflow(dict(RELEASE_NOTES))[0].id == first.id
+    other = {**RELEASE_NOTES, "metadata": {"name": "release-notes", "description": "Other."}}
+    assert plan_workflow(other)[0].id != first.id
+    nameless, _ = plan_workflow({"steps": [{"id": "a", "description": "A"}]})
+    assert nameless.id.startswith("dynamic-")
+
+
+def test_fields_outside_the_plan_are_left_out_and_reported() -> None:
+    plan = {
+        "workflow_id": "mine",
+        "name": "top",
+        "services": {},
+        "metadata": {"name": "p", "colour": "red"},
+        "steps": [
+            {
+                "id": "a",
+                "description": "A",
+                "trust": "human_confirmed",
+                "gate": {},
+                "execution": "auto",
+                "timeout_seconds": 3,
+            }
+        ],
+    }
+    spec, diagnostics = plan_workflow(plan)
+    step = spec.step("a")
+    assert (step.execution, step.gate, step.trust) == ("agent", None, "auto")
+    assert [(d.code, d.path) for d in diagnostics] == [
+        ("unknown_plan_key", "workflow_id"),
+        ("unknown_plan_key", "name"),
+        ("unknown_plan_key", "services"),
+        ("unknown_plan_key", "metadata.colour"),
+        ("unknown_step_key", "steps[0].trust"),
+        ("unknown_step_key", "steps[0].gate"),
+        ("unknown_step_key", "steps[0].execution"),
+        ("removed_field", "steps[0].timeout_seconds"),
+    ]
+    assert "data.workflow_id" in diagnostics[0].message
+    assert "belongs under metadata" in diagnostics[1].message
+
+
+@pytest.mark.parametrize(
+    ("plan", "kind", "path", "words"),
+    [
+        ({"steps": []}, InvalidValue, "steps", "at least 1 element"),
+        ({}, InvalidValue, "steps", "at least 1 element"),
+        (
+            {"steps": [{"id": "a", "description": "A"}, {"id": "a", "description": "B"}]},
+            InvalidValue,
+            "steps[1].id",
+            "Duplicate step id: 'a'",
+        ),
+        (
+            {"steps": [{"id": "a", "description": "A", "depends_on": ["zzz"]}]},
+            InvalidValue,
+            "steps[0].depends_on",
+            "earlier in the list",
+        ),
+        (
+            {
+                "steps": [
+                    {"id": "a", "description": "A", "depends_on": ["b"]},
+                    {"id": "b", "description": "B"},
+                ]
+            },
+            InvalidValue,
+            "steps[0].depends_on",
+            "earlier in the list",
+        ),
+        (
+            {"steps": [{"id": "a", "description": "A", "input_schema": {"type": "strin"}}]},
+            InvalidValue,
+            "steps[0].input_schema",
+            "not a valid JSON Schema",
+        ),
+        (
+            {"steps": [{"id": "a", "description": "A", "input_schema": {"format": "date"}}]},
+            InvalidValue,
+            "steps[0].input_schema",
+            "`format`",
+        ),
+        ({"steps": [{"id": "a"}]}, InvalidValue, "steps[0].description", "non-empty"),
+        ({"steps": [{"description": "A"}]}, InvalidValue, "steps[0].id", "non-empty"),
+        (
+            {"steps": [{"id": "run", "description": "A"}]},
+            InvalidReference,
+            "steps[0].id",
+            "reserved",
+        ),
+        ({"steps": ["a"]}, InvalidValue, "steps[0]", "object"),
+        (
+            {"steps": [{"id": "a", "description": "A", "llm_timeout_seconds": 0}]},
+            InvalidValue,
+            "steps[0].llm_timeout_seconds",
+            "positive",
+        ),
+        (
+            {"steps": [{"id": "a", "description": "A", "structured_output": "loose"}]},
+            InvalidValue,
+            "steps[0].structured_output",
+            "strict",
+        ),
+        (
+            {"metadata": "x", "steps": [{"id": "a", "description": "A"}]},
+            InvalidValue,
+            "metadata",
+            "object",
+        ),
+        ({"extensions": "./r.mjs", "steps": []}, UnknownField, "extensions", "not supported"),
+    ],
+)
+def test_refused_plans(
+    plan: dict[str, object], kind: type[RealmSpecError], path: str, words: str
+) -> None:
+    with pytest.raises(kind) as caught:
+        plan_workflow(plan)
+    assert caught.value.path == path
+    assert words in caught.value.reason
