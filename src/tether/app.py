@@ -7,6 +7,7 @@ the JSON-RPC router, and the MCP surfaces (server methods, tools, tasks).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import secrets
 from collections.abc import AsyncIterator
@@ -24,7 +25,11 @@ from tether.jsonrpc import codec, codes
 from tether.jsonrpc.errors import Unavailable
 from tether.jsonrpc.http import PRINCIPAL_KEY, McpEndpoint
 from tether.jsonrpc.router import RequestContext, Router
+from tether.mcp import observe
 from tether.mcp.server import McpServer, ServerInfo
+from tether.observability import exposition, metrics, tracing
+from tether.observability.exposition import Scrape
+from tether.runtime import health
 from tether.runtime.registry import App
 from tether.runtime.service import Runtime, running
 from tether.security import roles
@@ -97,6 +102,8 @@ def build_endpoint(app: App, rt: Runtime, settings: Settings) -> McpEndpoint:
         param_schema=param_schema,
         authorize=authorize,
         on_result=stamp,
+        observe=observe.observer(router.knows, lambda name: catalog.get(name) is not None),
+        on_stream=metrics.stream_changed,
     )
 
 
@@ -113,7 +120,10 @@ def security(settings: Settings) -> Middleware:
 
 
 HEALTH_PATH: Final = "/healthz"
-PROBES: Final = frozenset({HEALTH_PATH})  # answered to anonymous callers (Kubernetes probes)
+READY_PATH: Final = "/readyz"
+METRICS_PATH: Final = "/metrics"
+# answered to anonymous callers (Kubernetes probes), who learn only the status
+PROBES: Final = frozenset({HEALTH_PATH, READY_PATH})
 
 
 class _McpRoute:
@@ -138,6 +148,9 @@ def create_app(
     `tune_gc`: once started, tune this process's garbage collector (gc_tuning.tune_gc) — for a
     process that serves only this app, as `tether serve` does."""
 
+    metrics.enabled = settings.metrics
+    tracing.configure()
+
     @contextlib.asynccontextmanager
     async def lifespan(web: Starlette) -> AsyncIterator[None]:
         async with running(
@@ -151,11 +164,13 @@ def create_app(
             dags_dir=settings.dags,
         ) as rt:
             web.state.endpoint = build_endpoint(app, rt, settings)
+            web.state.scrape = Scrape(functools.partial(health.snapshot, rt))
             web.state.runtime = rt
             if tune_gc:
                 gc_tuning.tune_gc()
             try:
-                yield
+                async with metrics_port(settings, web.state.scrape):
+                    yield
             finally:
                 web.state.runtime = None
                 web.state.endpoint = None
@@ -179,6 +194,45 @@ def create_app(
 
     routes = [
         Route(HEALTH_PATH, health),
+        Route(READY_PATH, ready),
+        Route(METRICS_PATH, metrics_route),
         Route(settings.mcp_path, _McpRoute()),  # every method: the endpoint answers 405 itself
     ]
     return Starlette(routes=routes, lifespan=lifespan, middleware=[security(settings)])
+
+
+async def ready(request: Request) -> JSONResponse:
+    """Readiness: 200 when every check passes, else 503 naming the failing checks (an
+    anonymous probe learns only the status)."""
+    rt: Runtime | None = getattr(request.app.state, "runtime", None)
+    if rt is None:
+        return JSONResponse({"status": "starting"}, status_code=503)
+    checks = await health.readiness(rt)
+    ok = all(checks.values())
+    body: dict[str, Any] = {"status": "ready" if ok else "not ready"}
+    if request.scope.get(PRINCIPAL_KEY) is not ANONYMOUS:
+        body["checks"] = checks
+    return JSONResponse(body, status_code=200 if ok else 503)
+
+
+async def metrics_route(request: Request) -> Response:
+    """The Prometheus exposition (any authenticated principal: reader and up)."""
+    scrape: Scrape | None = getattr(request.app.state, "scrape", None)
+    if scrape is None or getattr(request.app.state, "runtime", None) is None:
+        return JSONResponse({"status": "starting"}, status_code=503)
+    return Response(await scrape.render(), media_type=exposition.CONTENT_TYPE)
+
+
+@contextlib.asynccontextmanager
+async def metrics_port(settings: Settings, scrape: Scrape) -> AsyncIterator[None]:
+    """With TETHER_METRICS_PORT, also serve /metrics there (plain, no security layer: bind
+    it to a network only the scraper reaches)."""
+    if settings.metrics_port is None:
+        yield
+        return
+    server = await exposition.serve(settings.host, settings.metrics_port, scrape)
+    try:
+        yield
+    finally:
+        server.close()
+        await server.wait_closed()

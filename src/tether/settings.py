@@ -70,6 +70,16 @@ class Settings(BaseModel):
     )
     schedule_catchup_cap: int = Field(10, ge=1, description="at most this many with 'all'")
     scheduler: bool = Field(True, description="run the cron scheduler loop in this process")
+    log_format: Literal["text", "json"] = Field(
+        "text", description="text, or json: one JSON object per log line (docs/observability.md)"
+    )
+    audit_log: Path | None = Field(
+        None, description="write the audit stream (tether.audit) to this file, not stderr"
+    )
+    metrics: bool = Field(True, description="record Prometheus metrics (served at /metrics)")
+    metrics_port: int | None = Field(
+        None, ge=0, le=65535, description="also serve /metrics on this port (tether worker)"
+    )
 
     @field_validator("queues")
     @classmethod

@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from starlette.responses import StreamingResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -34,6 +34,26 @@ PRINCIPAL_KEY: Final = "user"
 # Decides whether the principal may call the method (raises a JsonRpcError to refuse).
 Authorize = Callable[[RequestContext], None]
 ResultHook = Callable[[RequestContext, dict[str, Any]], None]
+
+
+class Observation(Protocol):
+    """One request being observed (metrics, a trace span): entered around its handling,
+    told how it ended exactly once (`result` or `error`), possibly after the block when the
+    answer streams."""
+
+    def __enter__(self) -> Observation: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def result(self, result: dict[str, Any]) -> None: ...
+
+    def error(self, error: JsonRpcError) -> None: ...
+
+
+# Starts observing a request (None: this one is not observed).
+Observe = Callable[[RequestContext], Observation | None]
+# Told +1 when an SSE response stream opens and -1 when it closes.
+StreamHook = Callable[[int], None]
 
 _JSON_HEADER = (b"content-type", headers.JSON.encode())
 
@@ -93,12 +113,16 @@ class McpEndpoint:
         param_schema: headers.ParamSchema | None = None,
         authorize: Authorize | None = None,
         on_result: ResultHook | None = None,
+        observe: Observe | None = None,
+        on_stream: StreamHook | None = None,
     ) -> None:
         self.router = router
         self.max_body_bytes = max_body_bytes
         self.param_schema = param_schema
         self.authorize = authorize
         self.on_result = on_result
+        self.observe = observe
+        self.on_stream = on_stream
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -164,24 +188,43 @@ class McpEndpoint:
             await self.router.deliver(ctx)
             return Reply(202)
         assert msg.id is not None  # noqa: S101 — not a notification
+        seen = self.observe(ctx) if self.observe is not None else None
+        if seen is None:
+            return await self._call(ctx, msg.id, hdrs, None)
+        with seen:
+            return await self._call(ctx, msg.id, hdrs, seen)
+
+    async def _call(
+        self,
+        ctx: RequestContext,
+        request_id: codec.RequestId,
+        hdrs: dict[str, str],
+        seen: Observation | None,
+    ) -> ASGIApp:
         try:
             if self.authorize is not None:
                 self.authorize(ctx)
             if (
-                self.router.streams(msg.method)
+                self.router.streams(ctx.method)
                 and headers.accepts_sse(hdrs)
                 and _wants_notifications(ctx)
             ):
-                self.router.resolve(msg.method, route.era)
-                return await self._stream(ctx, msg.id)
+                self.router.resolve(ctx.method, ctx.route.era)
+                return await self._stream(ctx, request_id, seen)
             result = await self.router.dispatch(ctx)
         except JsonRpcError as exc:
-            return _error(msg.id, exc)
+            if seen is not None:
+                seen.error(exc)
+            return _error(request_id, exc)
         if self.on_result is not None:
             self.on_result(ctx, result)
-        return _json(codec.encode_result(msg.id, result))
+        if seen is not None:
+            seen.result(result)
+        return _json(codec.encode_result(request_id, result))
 
-    async def _stream(self, ctx: RequestContext, request_id: codec.RequestId) -> ASGIApp:
+    async def _stream(
+        self, ctx: RequestContext, request_id: codec.RequestId, seen: Observation | None = None
+    ) -> ASGIApp:
         """SSE scoped to the request — chosen only once the handler has sent a notification.
         A handler that answers (or fails) before notifying gets a plain JSON response, so
         its error keeps its HTTP status (a 400 is not hidden inside a 200 stream)."""
@@ -198,8 +241,12 @@ class McpEndpoint:
                 result = await self.router.dispatch(ctx)
                 if self.on_result is not None:
                     self.on_result(ctx, result)
+                if seen is not None:
+                    seen.result(result)
                 await queue.put((True, codec.encode_result(request_id, result), 200))
             except JsonRpcError as exc:
+                if seen is not None:
+                    seen.error(exc)
                 await queue.put((True, codec.encode_error(request_id, exc), exc.http_status))
 
         task = asyncio.create_task(run())
@@ -209,6 +256,8 @@ class McpEndpoint:
             return _json(body, status)
 
         async def events() -> AsyncIterator[bytes]:
+            if self.on_stream is not None:
+                self.on_stream(1)
             try:
                 yield b"event: message\ndata: " + body + b"\n\n"
                 while True:
@@ -217,6 +266,8 @@ class McpEndpoint:
                     if done:
                         return
             finally:
+                if self.on_stream is not None:
+                    self.on_stream(-1)
                 # The client closing the stream cancels the request (Streamable HTTP).
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
