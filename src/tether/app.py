@@ -29,7 +29,7 @@ from tether.mcp import observe
 from tether.mcp.server import McpServer, ServerInfo
 from tether.observability import exposition, metrics, tracing
 from tether.observability.exposition import Scrape
-from tether.runtime import health
+from tether.runtime import health as probes
 from tether.runtime.registry import App
 from tether.runtime.service import Runtime, running
 from tether.security import roles
@@ -164,7 +164,7 @@ def create_app(
             dags_dir=settings.dags,
         ) as rt:
             web.state.endpoint = build_endpoint(app, rt, settings)
-            web.state.scrape = Scrape(functools.partial(health.snapshot, rt))
+            web.state.scrape = Scrape(functools.partial(probes.snapshot, rt))
             web.state.runtime = rt
             if tune_gc:
                 gc_tuning.tune_gc()
@@ -207,7 +207,7 @@ async def ready(request: Request) -> JSONResponse:
     rt: Runtime | None = getattr(request.app.state, "runtime", None)
     if rt is None:
         return JSONResponse({"status": "starting"}, status_code=503)
-    checks = await health.readiness(rt)
+    checks = await probes.readiness(rt)
     ok = all(checks.values())
     body: dict[str, Any] = {"status": "ready" if ok else "not ready"}
     if request.scope.get(PRINCIPAL_KEY) is not ANONYMOUS:

@@ -28,10 +28,8 @@ def _task_id(ctx: RequestContext, result: dict[str, Any] | None) -> str | None:
     task_id = ctx.params.get("taskId")
     if isinstance(task_id, str):
         return task_id
-    task = (result or {}).get("task")
-    if isinstance(task, dict) and isinstance(task.get("taskId"), str):
-        return str(task["taskId"])
-    return None
+    created = (result or {}).get("taskId")  # a CreateTaskResult
+    return created if isinstance(created, str) else None
 
 
 def _carrier(ctx: RequestContext) -> tuple[str | None, str | None]:
