@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-
 from reliability.cluster import Postgres
+
 from tests.e2e.conftest import serve
 from tether.runtime.registry import App
 from tether.runtime.service import migrate_database
@@ -53,7 +53,10 @@ async def test_readyz_is_not_ready_while_the_database_is_down_and_recovers(
         base = url.removesuffix("/mcp")
         ok = await until_status(http, base, 200)
         assert ok.json()["checks"] == {
-            "database": True, "migrations": True, "listener": True, "workers": True
+            "database": True,
+            "migrations": True,
+            "listener": True,
+            "workers": True,
         }
         socket_dir = await asyncio.to_thread(own_postgres.stop)
         try:
