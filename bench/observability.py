@@ -95,8 +95,11 @@ async def main_async(args: argparse.Namespace) -> int:
                 seen["tasks/get"].setdefault(mode, []).append(rps)
                 eng = await engine_rps(mode, dsn, args.runs)
                 seen["engine"].setdefault(mode, []).append(eng)
-                print(f"round {rnd} {mode}: tasks/get {rps:.0f}/s, engine {eng:.0f} runs/s",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"round {rnd} {mode}: tasks/get {rps:.0f}/s, engine {eng:.0f} runs/s",
+                    file=sys.stderr,
+                    flush=True,
+                )
         failed = False
         print("| measure | mode | median /s | ratio to off | target |")
         print("| --- | --- | --- | --- | --- |")
@@ -109,8 +112,10 @@ async def main_async(args: argparse.Namespace) -> int:
                 ok = target is None or ratio >= target
                 failed |= not ok
                 shown = f"≥ {target:.2f}" if target else ""
-                print(f"| {measure} | {mode} | {median:.0f} | {ratio:.3f} | {shown} "
-                      f"{'' if ok else '(missed)'} |")
+                print(
+                    f"| {measure} | {mode} | {median:.0f} | {ratio:.3f} | {shown} "
+                    f"{'' if ok else '(missed)'} |"
+                )
         return 1 if failed else 0
 
 
