@@ -51,6 +51,10 @@ def test_queries_file_parses_into_the_expected_names() -> None:
         "set_schedule_tick",
         "insert_child_link",
         "get_child_links",
+        "status_counts",
+        "queue_backlog",
+        "created_traceparent",
+        "applied_migration",
     }
     assert set(queries.Q) == expected
     assert all(not sql.endswith(";") and not sql.startswith("--") for sql in queries.Q.values())
