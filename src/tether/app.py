@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -25,9 +26,13 @@ from tether.jsonrpc import codec, codes
 from tether.jsonrpc.errors import JsonRpcError, Unavailable
 from tether.jsonrpc.http import PRINCIPAL_KEY, McpEndpoint
 from tether.jsonrpc.router import RequestContext, Router
+from tether.mcp import observe
 from tether.mcp.server import McpServer, ServerInfo
 from tether.mcp.subscriptions import Limits, Subscriptions, run_resource
+from tether.observability import exposition, metrics, tracing
+from tether.observability.exposition import Scrape
 from tether.runtime import audit
+from tether.runtime import health as probes
 from tether.runtime.audit import AuditWriter
 from tether.runtime.changes import ChangeHub
 from tether.runtime.registry import App
@@ -113,6 +118,27 @@ def _principal(name: str, role: str, tenant: str | None) -> Principal:
     return Principal(name, role, tenant)  # type: ignore[arg-type]  # role: a DB CHECK
 
 
+def _authorizer(catalog: Catalog) -> Callable[[RequestContext], None]:
+    """The role check, given what the catalog says of the tool called (read-only, or one
+    that authorizes itself, as dagu_execute does)."""
+
+    def authorize(ctx: RequestContext) -> None:
+        name = ctx.params.get("name")
+        roles.authorize(ctx, catalog.read_only(name) or catalog.authorizes_itself(name))
+
+    return authorize
+
+
+def _param_schema(catalog: Catalog) -> Callable[[str], dict[str, Any] | None]:
+    """A tool's input schema by name (the header ladder checks Mcp-Param-* against it)."""
+
+    def param_schema(name: str) -> dict[str, Any] | None:
+        tool = catalog.get(name)
+        return tool.input_schema if tool is not None else None
+
+    return param_schema
+
+
 def build_endpoint(
     app: App, rt: Runtime, settings: Settings, auditor: AuditWriter | None = None
 ) -> McpEndpoint:
@@ -155,23 +181,19 @@ def build_endpoint(
     def failed(ctx: RequestContext, error: JsonRpcError) -> None:
         record(ctx, None, error)
 
-    def authorize(ctx: RequestContext) -> None:
-        name = ctx.params.get("name")
-        roles.authorize(ctx, catalog.read_only(name) or catalog.authorizes_itself(name))
-
-    def param_schema(name: str) -> dict[str, Any] | None:
-        tool = catalog.get(name)
-        return tool.input_schema if tool is not None else None
+    authorize = _authorizer(catalog)
 
     _subscriptions(router, rt, settings, authorize).register(router)
     return McpEndpoint(
         router,
         max_body_bytes=settings.max_body_bytes,
-        param_schema=param_schema,
+        param_schema=_param_schema(catalog),
         authorize=authorize,
         on_result=stamp,
         on_error=failed,
         open_stream=stream_guard(StreamSlots(settings.max_streams_per_token)),
+        observe=observe.observer(router.knows, lambda name: catalog.get(name) is not None),
+        on_stream=metrics.stream_changed,
     )
 
 
@@ -219,7 +241,10 @@ async def access_control(rt: Runtime, auth: Authenticator) -> AsyncIterator[Audi
 
 
 HEALTH_PATH: Final = "/healthz"
-PROBES: Final = frozenset({HEALTH_PATH})  # answered to anonymous callers (Kubernetes probes)
+READY_PATH: Final = "/readyz"
+METRICS_PATH: Final = "/metrics"
+# answered to anonymous callers (Kubernetes probes), who learn only the status
+PROBES: Final = frozenset({HEALTH_PATH, READY_PATH})
 
 
 class _McpRoute:
@@ -267,6 +292,8 @@ def create_app(
     `tune_gc`: once started, tune this process's garbage collector (gc_tuning.tune_gc) — for a
     process that serves only this app, as `tether serve` does."""
     auth = authenticator(settings)
+    metrics.enabled = settings.metrics
+    tracing.configure()
 
     @contextlib.asynccontextmanager
     async def lifespan(web: Starlette) -> AsyncIterator[None]:
@@ -286,13 +313,15 @@ def create_app(
             access_control(rt, auth) as auditor,
         ):
             web.state.endpoint = build_endpoint(app, rt, settings, auditor)
+            web.state.scrape = Scrape(functools.partial(probes.snapshot, rt))
             web.state.runtime = rt
             web.state.auditor = auditor
             web.state.tokens = auth.store
             if tune_gc:
                 gc_tuning.tune_gc()
             try:
-                yield
+                async with metrics_port(settings, web.state.scrape):
+                    yield
             finally:
                 web.state.runtime = None
                 web.state.endpoint = None
@@ -301,6 +330,45 @@ def create_app(
 
     routes = [
         Route(HEALTH_PATH, _health(app)),
+        Route(READY_PATH, ready),
+        Route(METRICS_PATH, metrics_route),
         Route(settings.mcp_path, _McpRoute()),  # every method: the endpoint answers 405 itself
     ]
     return Starlette(routes=routes, lifespan=lifespan, middleware=[security(settings, auth)])
+
+
+async def ready(request: Request) -> JSONResponse:
+    """Readiness: 200 when every check passes, else 503 naming the failing checks (an
+    anonymous probe learns only the status)."""
+    rt: Runtime | None = getattr(request.app.state, "runtime", None)
+    if rt is None:
+        return JSONResponse({"status": "starting"}, status_code=503)
+    checks = await probes.readiness(rt)
+    ok = all(checks.values())
+    body: dict[str, Any] = {"status": "ready" if ok else "not ready"}
+    if request.scope.get(PRINCIPAL_KEY) is not ANONYMOUS:
+        body["checks"] = checks
+    return JSONResponse(body, status_code=200 if ok else 503)
+
+
+async def metrics_route(request: Request) -> Response:
+    """The Prometheus exposition (any authenticated principal: reader and up)."""
+    scrape: Scrape | None = getattr(request.app.state, "scrape", None)
+    if scrape is None or getattr(request.app.state, "runtime", None) is None:
+        return JSONResponse({"status": "starting"}, status_code=503)
+    return Response(await scrape.render(), media_type=exposition.CONTENT_TYPE)
+
+
+@contextlib.asynccontextmanager
+async def metrics_port(settings: Settings, scrape: Scrape) -> AsyncIterator[None]:
+    """With TETHER_METRICS_PORT, also serve /metrics there (plain, no security layer: bind
+    it to a network only the scraper reaches)."""
+    if settings.metrics_port is None:
+        yield
+        return
+    server = await exposition.serve(settings.host, settings.metrics_port, scrape)
+    try:
+        yield
+    finally:
+        server.close()
+        await server.wait_closed()

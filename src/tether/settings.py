@@ -104,6 +104,16 @@ class Settings(BaseModel):
     audit_retention_days: float = Field(
         90.0, gt=0, description="audit rows older than this are deleted by the janitor"
     )
+    log_format: Literal["text", "json"] = Field(
+        "text", description="text, or json: one JSON object per log line (docs/observability.md)"
+    )
+    audit_log: Path | None = Field(
+        None, description="write the audit stream (tether.audit) to this file, not stderr"
+    )
+    metrics: bool = Field(True, description="record Prometheus metrics (served at /metrics)")
+    metrics_port: int | None = Field(
+        None, ge=0, le=65535, description="also serve /metrics on this port (tether worker)"
+    )
 
     @field_validator("queues")
     @classmethod

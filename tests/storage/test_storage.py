@@ -66,6 +66,10 @@ def test_queries_file_parses_into_the_expected_names() -> None:
         "insert_audit",
         "list_audit",
         "delete_old_audit",
+        "status_counts",
+        "queue_backlog",
+        "created_traceparent",
+        "applied_migration",
     }
     assert set(queries.Q) == expected
     assert all(not sql.endswith(";") and not sql.startswith("--") for sql in queries.Q.values())

@@ -29,7 +29,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return conformance(rest)
     args = build_parser().parse_args(argv)
     level = quiet.log_level(args.command, args.log_level, args.verbose)
-    quiet.configure(level, args.verbose)
+    try:
+        logged: Settings | None = Settings.from_env()
+    except SettingsError:
+        logged = None  # plain logging; the command reports the bad setting itself
+    quiet.configure(level, args.verbose, logged)
     try:
         return _dispatch(args, level)
     except (SettingsError, BadArgument) as exc:

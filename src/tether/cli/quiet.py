@@ -11,6 +11,9 @@ from __future__ import annotations
 import logging
 import warnings
 
+from tether.observability import logs
+from tether.settings import Settings
+
 LONG_RUNNING = frozenset({"serve", "worker"})
 NOISY = ("pgserver", "asyncio")
 
@@ -25,9 +28,12 @@ def log_level(command: str, requested: str | None, verbose: bool) -> str:
     return "INFO" if command in LONG_RUNNING else "WARNING"
 
 
-def configure(level: str, verbose: bool) -> None:
-    """Set up logging once for this process."""
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+def configure(level: str, verbose: bool, settings: Settings | None = None) -> None:
+    """Set up logging once for this process (format and audit file from `settings`)."""
+    if settings is None:
+        logs.configure(level)
+    else:
+        logs.configure(level, settings.log_format, settings.audit_log)
     if not verbose:
         for name in NOISY:
             logging.getLogger(name).setLevel(logging.WARNING)

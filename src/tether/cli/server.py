@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import logging
 import signal
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from tether import gc_tuning
+from tether.app import metrics_port
 from tether.database_url import database_url
 from tether.loader import load_app
+from tether.observability import metrics, tracing
+from tether.observability.exposition import Scrape
+from tether.runtime import health
 from tether.runtime.service import migrate_database, running
 from tether.settings import Settings
 
@@ -62,6 +67,8 @@ def _exit_on_signal(signum: int, _frame: object) -> None:
 
 def worker(settings: Settings) -> int:
     app = load_app(settings.app)
+    metrics.enabled = settings.metrics
+    tracing.configure()
 
     async def run(dsn: str) -> int:
         stop = asyncio.Event()
@@ -79,7 +86,8 @@ def worker(settings: Settings) -> int:
         ) as rt:
             logger.info("worker %s running %d workflows", rt.workers[0].owner, len(app.workflows))
             gc_tuning.tune_gc()
-            await stop.wait()
+            async with metrics_port(settings, Scrape(functools.partial(health.snapshot, rt))):
+                await stop.wait()
         return 0
 
     return with_db(settings, run)

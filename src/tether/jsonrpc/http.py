@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from starlette.responses import StreamingResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -39,6 +39,26 @@ ErrorHook = Callable[[RequestContext, JsonRpcError], None]
 # Takes a stream slot for the request before it may stream: returns the function that gives
 # the slot back, or raises a JsonRpcError to refuse (too many open streams).
 OpenStream = Callable[[RequestContext], Callable[[], None]]
+
+
+class Observation(Protocol):
+    """One request being observed (metrics, a trace span): entered around its handling,
+    told how it ended exactly once (`result` or `error`), possibly after the block when the
+    answer streams."""
+
+    def __enter__(self) -> Observation: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def result(self, result: dict[str, Any]) -> None: ...
+
+    def error(self, error: JsonRpcError) -> None: ...
+
+
+# Starts observing a request (None: this one is not observed).
+Observe = Callable[[RequestContext], Observation | None]
+# Told +1 when an SSE response stream opens and -1 when it closes.
+StreamHook = Callable[[int], None]
 
 _JSON_HEADER = (b"content-type", headers.JSON.encode())
 #: Frames a stream holds for a client that is slow to read before notify() waits.
@@ -123,6 +143,8 @@ class McpEndpoint:
         on_result: ResultHook | None = None,
         on_error: ErrorHook | None = None,
         open_stream: OpenStream | None = None,
+        observe: Observe | None = None,
+        on_stream: StreamHook | None = None,
     ) -> None:
         self.router = router
         self.max_body_bytes = max_body_bytes
@@ -131,6 +153,8 @@ class McpEndpoint:
         self.on_result = on_result
         self.on_error = on_error
         self.open_stream = open_stream
+        self.observe = observe
+        self.on_stream = on_stream
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -202,28 +226,57 @@ class McpEndpoint:
             await self.router.deliver(ctx)
             return Reply(202)
         assert msg.id is not None  # noqa: S101 — not a notification
+        seen = self.observe(ctx) if self.observe is not None else None
+        if seen is None:
+            return await self._call(ctx, msg.id, hdrs, None)
+        with seen:
+            return await self._call(ctx, msg.id, hdrs, seen)
+
+    async def _call(
+        self,
+        ctx: RequestContext,
+        request_id: codec.RequestId,
+        hdrs: dict[str, str],
+        seen: Observation | None,
+    ) -> ASGIApp:
         try:
             if self.authorize is not None:
                 self.authorize(ctx)
             if (
-                self.router.streams(msg.method)
+                self.router.streams(ctx.method)
                 and headers.accepts_sse(hdrs)
-                and (self.router.always_streams(msg.method) or _wants_notifications(ctx))
+                and (self.router.always_streams(ctx.method) or _wants_notifications(ctx))
             ):
-                self.router.resolve(msg.method, route.era)
+                self.router.resolve(ctx.method, ctx.route.era)
                 release = self.open_stream(ctx) if self.open_stream is not None else _nothing
-                return await self._stream(ctx, msg.id, release)
+                return await self._stream(ctx, request_id, release, seen)
             result = await self.router.dispatch(ctx)
         except JsonRpcError as exc:
-            if self.on_error is not None:
-                self.on_error(ctx, exc)
-            return _error(msg.id, exc)
+            self._failed(ctx, seen, exc)
+            return _error(request_id, exc)
+        self._answered(ctx, seen, result)
+        return _json(codec.encode_result(request_id, result))
+
+    def _answered(
+        self, ctx: RequestContext, seen: Observation | None, result: dict[str, Any]
+    ) -> None:
         if self.on_result is not None:
             self.on_result(ctx, result)
-        return _json(codec.encode_result(msg.id, result))
+        if seen is not None:
+            seen.result(result)
+
+    def _failed(self, ctx: RequestContext, seen: Observation | None, exc: JsonRpcError) -> None:
+        if self.on_error is not None:
+            self.on_error(ctx, exc)
+        if seen is not None:
+            seen.error(exc)
 
     async def _stream(
-        self, ctx: RequestContext, request_id: codec.RequestId, release: Callable[[], None]
+        self,
+        ctx: RequestContext,
+        request_id: codec.RequestId,
+        release: Callable[[], None],
+        seen: Observation | None = None,
     ) -> ASGIApp:
         """SSE scoped to the request — chosen only once the handler has sent a notification.
         A handler that answers (or fails) before notifying gets a plain JSON response, so
@@ -241,12 +294,10 @@ class McpEndpoint:
         async def run() -> None:
             try:
                 result = await self.router.dispatch(ctx)
-                if self.on_result is not None:
-                    self.on_result(ctx, result)
+                self._answered(ctx, seen, result)
                 await queue.put((True, codec.encode_result(request_id, result), 200))
             except JsonRpcError as exc:
-                if self.on_error is not None:
-                    self.on_error(ctx, exc)
+                self._failed(ctx, seen, exc)
                 await queue.put((True, codec.encode_error(request_id, exc), exc.http_status))
 
         task = asyncio.create_task(run())
@@ -261,23 +312,34 @@ class McpEndpoint:
             await task
             return _json(body, status)
 
-        async def events() -> AsyncIterator[bytes]:
-            try:
-                yield b"event: message\ndata: " + body + b"\n\n"
-                while True:
-                    done, item, _ = await queue.get()
-                    yield b"event: message\ndata: " + item + b"\n\n"
-                    if done:
-                        return
-            finally:
-                # The client closing the stream cancels the request (Streamable HTTP).
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-
         response = StreamingResponse(
-            events(),
+            _events(body, queue, task, self.on_stream),
             media_type=headers.SSE,
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
         return _guarded(response, release, task)
+
+
+async def _events(
+    first: bytes,
+    queue: asyncio.Queue[tuple[bool, bytes, int]],
+    task: asyncio.Task[None],
+    on_stream: StreamHook | None,
+) -> AsyncIterator[bytes]:
+    """The SSE body: the first frame, then each queued one until the final answer. The client
+    closing the stream cancels the request (Streamable HTTP)."""
+    if on_stream is not None:
+        on_stream(1)
+    try:
+        yield b"event: message\ndata: " + first + b"\n\n"
+        while True:
+            done, item, _ = await queue.get()
+            yield b"event: message\ndata: " + item + b"\n\n"
+            if done:
+                return
+    finally:
+        if on_stream is not None:
+            on_stream(-1)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

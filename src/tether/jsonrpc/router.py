@@ -119,6 +119,10 @@ class Router:
     def notification(self, name: str, handler: NotificationHandler) -> None:
         self._notifications[name] = handler
 
+    def knows(self, method: str) -> bool:
+        """Whether a handler is registered for `method` (in any era)."""
+        return method in self._methods
+
     def streams(self, method: str) -> bool:
         entry = self._methods.get(method)
         return entry is not None and entry.streams

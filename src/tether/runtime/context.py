@@ -20,6 +20,7 @@ from typing import Any, NoReturn, Protocol, TypeVar
 
 from pydantic import BaseModel, TypeAdapter
 
+from tether.observability import instrument
 from tether.runtime import waits
 from tether.runtime.errors import NonDeterminism, StepFailed, WaitTimeout
 from tether.runtime.policy import NO_RETRY, RetryPolicy, seconds
@@ -152,10 +153,11 @@ class Context:
         policy = retry or NO_RETRY
         try:
             async with asyncio.timeout(seconds(timeout)):
-                if inspect.iscoroutinefunction(fn):
-                    value = await fn(*args, **kwargs)
-                else:
-                    value = await asyncio.to_thread(fn, *args, **kwargs)
+                with instrument.step(self.workflow, step_name):
+                    if inspect.iscoroutinefunction(fn):
+                        value = await fn(*args, **kwargs)
+                    else:
+                        value = await asyncio.to_thread(fn, *args, **kwargs)
             encoded = adapter.dump_python(value, mode="json")
         except Exception as exc:
             failures += 1

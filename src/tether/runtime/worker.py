@@ -13,8 +13,10 @@ import functools
 import logging
 from dataclasses import dataclass, field
 
+from tether.observability import metrics
+from tether.runtime import observe
 from tether.runtime.admission import NO_ADMISSION, Admission, queue_limits
-from tether.runtime.executor import RunIO, execute
+from tether.runtime.executor import RunIO
 from tether.runtime.ids import new_worker_id
 from tether.runtime.registry import App
 from tether.storage import admitting, repo
@@ -165,15 +167,17 @@ class Worker:
             stale.task.cancel()
         if row.status != "running":  # the claim abandoned it (poison-run guard): never run it
             self.stats.abandoned += 1
+            metrics.run_abandoned(row.workflow)
             logger.warning(
                 "abandoned a run of %r: its worker was lost %d times in a row while running it",
                 row.workflow,
                 row.lost_leases,
             )
             return
+        metrics.run_claimed(row.workflow, row.attempt, row.lost_leases)
         io = RunIO(self.pool, row.id, self.owner, row.attempt, row.last_event_id)
         task = asyncio.create_task(
-            execute(
+            observe.run_attempt(
                 self.pool,
                 self.app,
                 row,

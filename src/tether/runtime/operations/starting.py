@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal
 
+from tether.observability import tracing
 from tether.runtime import admission, errors
 from tether.runtime.ids import new_execution_id
 from tether.runtime.operations.env import Env
@@ -77,7 +78,7 @@ def prepare(
         idempotency_key=idempotency_key,
         retention_s=int(retention_s) if retention_s is not None else wf.retention_s,
         deadline_at=wf.deadline(),
-        created_data=dict(created or {}),
+        created_data=_with_trace(created),
         queue=resolve_queue(env, wf, queue),
         labels={**wf.rules.labels, **admission.parse_labels(labels)},
         profile=prof.name if prof is not None else None,
@@ -178,3 +179,13 @@ async def _holder(
     if on_live_match == "fail" and existing.live:
         raise errors.RunAlreadyActive(execution_id=existing.id)
     return existing
+
+
+def _with_trace(created: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The `created` event's data, with the caller's trace context while tracing (every
+    attempt of the run continues that trace, on whichever worker)."""
+    data = dict(created or {})
+    traceparent = tracing.current_traceparent()
+    if traceparent is not None:
+        data.setdefault(tracing.TRACEPARENT, traceparent)
+    return data

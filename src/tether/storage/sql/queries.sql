@@ -543,3 +543,30 @@ WHERE d.id = u.id
   AND ((u.input IS NOT NULL AND d.input = u.old_input)
        OR (u.output IS NOT NULL AND d.output = u.old_output))
 RETURNING d.id;
+
+-- name: status_counts
+-- Observability (issue 18): runs by status for the `tether_runs` gauge (one grouped count,
+-- cached by the scraper for a second).
+SELECT status, count(*)::integer AS n FROM executions GROUP BY status;
+
+-- name: queue_backlog
+-- Runnable runs not yet claimed, by admission queue ('' outside any), with the age of the
+-- oldest: due runs (the claim's wake_at index; a running row is due only once its lease
+-- expired) and queued runs waiting for a slot (the executions_queued index).
+SELECT queue, count(*)::integer AS depth,
+       coalesce(extract(epoch FROM now() - min(since)), 0)::float8 AS oldest_age_s
+FROM (
+    SELECT coalesce(queue, '') AS queue, wake_at AS since FROM executions
+    WHERE wake_at <= now()
+    UNION ALL
+    SELECT queue, created_at FROM executions
+    WHERE queue IS NOT NULL AND admitted_at IS NULL AND ended_at IS NULL
+) runnable
+GROUP BY queue;
+
+-- name: created_traceparent
+-- The W3C trace context stored with a run when it was created (tracing only).
+SELECT data->>'traceparent' FROM history WHERE execution_id = $1 AND event_id = 1;
+
+-- name: applied_migration
+SELECT coalesce(max(version), 0) FROM schema_migrations;
