@@ -12,6 +12,14 @@ process with one worker on one PostgreSQL):
 
 Targets (issue 12): DAG/plain ≤ 1.3 for chain and fan-out; shell DAG/loop ≤ 1.5.
 
+The shell case also prints where a DAG shell step's time goes: the command (spawn, read its
+output, reap it; timed around the shell runner), the durable writes (timed around the run's
+fenced checkpoint writes: one per step, plus the recorded spec and the final settle), and the
+rest (start, claim, wake-ups, the interpreter). Against it, the floor: a bare `subprocess.run`
+and the commit of a one-row insert (one WAL flush) on the same PostgreSQL. A finished step's
+result must be durable before the next step starts, so one commit per step is the floor; on a
+disk other processes are flushing to as well, that commit is most of the gap.
+
 Usage::
 
     python bench/dags.py [--dsn URL] [--steps 50] [--width 50] [--shell-steps 20] [--repeat 5]
@@ -34,13 +42,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tether.runtime import executor
 from tether.runtime.context import Context
+from tether.runtime.dag import work
 from tether.runtime.registry import App
 from tether.runtime.service import Runtime, running
 from tether.runtime.worker import WorkerSettings
 from tether.storage import embedded
 
 SHELL_COMMAND = "echo step"  # --shell-command overrides
+RUNNER = "run_command"  # the shell runner as the DAG step's work calls it (work.run_command)
 
 
 def noop() -> None:
@@ -85,10 +96,70 @@ def shell_loop(n: int, command: str) -> float:
     return time.perf_counter() - began
 
 
+class Probe:
+    """While entered, times every shell command the DAG runner runs and every durable write a
+    run makes (wrapping `work.run_command` and `RunIO.write`); `take()` returns and resets the
+    sums: `{"command": s, "write": s, "writes": n}`."""
+
+    def __init__(self) -> None:
+        self.sums: dict[str, float] = {"command": 0.0, "write": 0.0, "writes": 0}
+        self._saved: tuple[Any, Any] | None = None
+
+    def __enter__(self) -> Probe:
+        command, write = getattr(work, RUNNER), executor.RunIO.write
+        self._saved = (command, write)
+        sums = self.sums
+
+        async def timed_command(*args: Any, **kwargs: Any) -> Any:
+            began = time.perf_counter()
+            try:
+                return await command(*args, **kwargs)
+            finally:
+                sums["command"] += time.perf_counter() - began
+
+        async def timed_write(io: executor.RunIO, cp: Any) -> Any:
+            began = time.perf_counter()
+            try:
+                return await write(io, cp)
+            finally:
+                sums["write"] += time.perf_counter() - began
+                sums["writes"] += 1
+
+        setattr(work, RUNNER, timed_command)
+        setattr(executor.RunIO, "write", timed_write)  # noqa: B010 — mypy: method-assign
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        assert self._saved is not None
+        setattr(work, RUNNER, self._saved[0])
+        setattr(executor.RunIO, "write", self._saved[1])  # noqa: B010 — mypy: method-assign
+
+    def take(self) -> dict[str, float]:
+        out = dict(self.sums)
+        self.sums.update(command=0.0, write=0.0, writes=0)
+        return out
+
+
+async def commit_floor(rt: Runtime, n: int = 50) -> float:
+    """Median time of committing a one-row insert (one WAL flush) on the run's database."""
+    times = []
+    async with rt.pool.acquire() as conn:
+        await conn.execute("CREATE TABLE bench_commit_floor (id bigserial PRIMARY KEY, v text)")
+        try:
+            for _ in range(n):
+                began = time.perf_counter()
+                await conn.execute("INSERT INTO bench_commit_floor (v) VALUES ('step')")
+                times.append(time.perf_counter() - began)
+        finally:
+            await conn.execute("DROP TABLE bench_commit_floor")
+    return statistics.median(times)
+
+
 async def measure(dsn: str, args: argparse.Namespace) -> dict[str, float]:
     app = build_app(args.steps, args.width, args.shell_steps, args.shell_command)
     settings = WorkerSettings(concurrency=4, lease_s=30.0, poll_s=0.01, shutdown_grace_s=1.0)
     times: dict[str, list[float]] = {}
+    rounds: list[dict[str, float]] = []  # the probe's sums, one per shell DAG run
     async with running(dsn, app, worker_settings=settings, janitor_interval_s=None) as rt:
         for _ in range(args.repeat):
             for name, input_ in (
@@ -96,13 +167,21 @@ async def measure(dsn: str, args: argparse.Namespace) -> dict[str, float]:
                 ("chain_plain", None),
                 ("fanout", {}),
                 ("fanout_plain", None),
-                ("shell", {}),
             ):
                 times.setdefault(name, []).append(await timed_run(rt, name, input_))
+            with Probe() as probe:
+                times.setdefault("shell", []).append(await timed_run(rt, "shell", {}))
+            rounds.append(probe.take())
             times.setdefault("shell_loop", []).append(
                 await asyncio.to_thread(shell_loop, args.shell_steps, args.shell_command)
             )
-    return {name: statistics.median(values) for name, values in times.items()}
+            times.setdefault("commit", []).append(await commit_floor(rt))
+    out = {name: statistics.median(values) for name, values in times.items()}
+    # The breakdown is that of the median shell run (medians of parts would not add up).
+    middle = sorted(range(len(rounds)), key=lambda i: times["shell"][i])[len(rounds) // 2]
+    out.update({f"shell_{key}": value for key, value in rounds[middle].items()})
+    out["shell_median_run"] = times["shell"][middle]
+    return out
 
 
 @contextlib.contextmanager
@@ -120,7 +199,7 @@ def server(dsn: str | None) -> Iterator[str]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def report(m: dict[str, float]) -> None:
+def report(m: dict[str, float], steps: int) -> None:
     rows = [
         ("chain", m["chain"], m["chain_plain"], 1.3),
         ("fanout", m["fanout"], m["fanout_plain"], 1.3),
@@ -131,6 +210,23 @@ def report(m: dict[str, float]) -> None:
         ratio = dag / base
         flag = "ok" if ratio <= target else "OVER"
         print(f"{case:<8} {dag:8.3f} {base:11.3f} {ratio:7.2f} {target:7.1f} {flag}")
+    shell_breakdown(m, steps)
+
+
+def shell_breakdown(m: dict[str, float], steps: int) -> None:
+    """Where one DAG shell step's time goes, per step (ms), against the floor."""
+    ms = 1000.0 / steps
+    total, command = m["shell_median_run"] * ms, m["shell_command"] * ms
+    write = m["shell_write"] * ms
+    bare, commit = m["shell_loop"] * ms, m["commit"] * 1000.0
+    print(f"\nshell, per step (ms; {steps} steps, {m['shell_writes']:.0f} writes a run):")
+    print(f"  DAG step       {total:7.2f}   bare subprocess.run  {bare:7.2f}")
+    print(f"    command      {command:7.2f}   (spawn, read output, reap)")
+    print(f"    writes       {write:7.2f}   one-row commit floor {commit:7.2f}")
+    print(
+        f"    rest         {total - command - write:7.2f}   (start, claim, wake-ups, interpreter)"
+    )
+    print(f"  floor ratio (bare + one commit) / bare = {(bare + commit) / bare:.2f}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -143,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shell-command", default=SHELL_COMMAND)
     args = parser.parse_args(argv)
     with server(args.dsn) as dsn:
-        report(asyncio.run(measure(dsn, args)))
+        report(asyncio.run(measure(dsn, args)), args.shell_steps)
     return 0
 
 
