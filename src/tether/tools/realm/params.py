@@ -143,7 +143,8 @@ def _type_name(value: Any) -> str:
         return "boolean"
     if isinstance(value, int | float):
         return "number"
-    return {str: "string", dict: "object", list: "array"}.get(type(value), type(value).__name__)
+    names: dict[type, str] = {str: "string", dict: "object", list: "array"}
+    return names.get(type(value), type(value).__name__)
 
 
 def _fits(param: Param, value: Any) -> bool:
