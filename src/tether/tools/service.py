@@ -23,6 +23,7 @@ from tether.tools import results, state
 from tether.tools.catalog import Catalog, Tool
 from tether.tools.context import InputRequired, ToolContext, ToolError
 from tether.tools.errors import WorkflowProtocolError, tool_call
+from tether.tools.realm.service import RealmTools
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +93,7 @@ class ToolService:
         self.catalog = catalog
         self.tasks = tasks
         self.settings = settings
+        self.realm = RealmTools(ops)
 
     def register(self, router: Router) -> None:
         router.add("tools/list", self.list_tools, eras=("modern", "legacy"))
@@ -120,6 +122,9 @@ class ToolService:
             return await self._workflow(ctx, tool, args)
         if tool.kind == "start":
             return await self._start(ctx, tool, args)
+        if tool.kind == "realm":
+            ops = operations_for(self.ops, ctx.principal)
+            return await self.realm.call(ops, tool.name, args, ctx.principal_name)
         handle = parse_params(HandleArgs, args).handle
         ops = operations_for(self.ops, ctx.principal)
         view = await self._resolve(ops, tool, handle)
