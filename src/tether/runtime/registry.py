@@ -174,7 +174,8 @@ class ResourceDef:
 
 
 class App(DagCatalog, ProtocolCatalog):
-    """A set of workflows (and DAGs, see DagCatalog; step protocols, see ProtocolCatalog). Serve it with `tether serve module:app`."""
+    """A set of workflows (DAGs: DagCatalog; step protocols: ProtocolCatalog). Serve it with
+    `tether serve module:app`."""
 
     def __init__(self, name: str = "tether") -> None:
         self.name = name

@@ -34,18 +34,16 @@ SERVED: Final = (
 
 
 def realm_definitions(app: App) -> list[dict[str, Any]]:
-    out = []
-    for name in SERVED:
-        out.append(
-            {
-                "name": name,
-                "description": DESCRIPTIONS[name],
-                "inputSchema": params.object_schema(params.TOOLS[name]),
-                "annotations": {
-                    "readOnlyHint": name in READ_ONLY,
-                    "destructiveHint": name == "abandon_run",
-                    "openWorldHint": False,
-                },
-            }
-        )
-    return out
+    return [
+        {
+            "name": name,
+            "description": DESCRIPTIONS[name],
+            "inputSchema": params.object_schema(params.TOOLS[name]),
+            "annotations": {
+                "readOnlyHint": name in READ_ONLY,
+                "destructiveHint": name == "abandon_run",
+                "openWorldHint": False,
+            },
+        }
+        for name in SERVED
+    ]

@@ -6,7 +6,7 @@ the auto steps and guards the call made ready), and replies with one envelope (e
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import jsonschema
 
@@ -113,7 +113,7 @@ class RealmTools:
                 f"params do not fit the params_schema of '{wf}'.",
                 error_details={"errors": problems},
             )
-        live = "fail" if a.get("on_live_match") == "fail" else "return"
+        live: Literal["return", "fail"] = "fail" if a.get("on_live_match") == "fail" else "return"
         try:
             started = await ops.start(
                 wf,
