@@ -174,8 +174,7 @@ class ResourceDef:
 
 
 class App(DagCatalog, ProtocolCatalog):
-    """A set of workflows (DAGs: DagCatalog; step protocols: ProtocolCatalog). Serve it with
-    `tether serve module:app`."""
+    """Workflows, DAGs (DagCatalog), step protocols (ProtocolCatalog); `tether serve mod:app`."""
 
     def __init__(self, name: str = "tether") -> None:
         self.name = name

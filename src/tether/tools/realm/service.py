@@ -18,6 +18,7 @@ from tether.runtime.rows import ExecutionRow, StepRecord
 from tether.tools import results
 from tether.tools.realm import envelope, params, runs
 from tether.tools.realm.envelope import Reply, refusal
+from tether.tools.realm.views import protocol_view
 
 SETTLE_S: Final = 30.0
 THRESHOLD: Final = 6
@@ -461,47 +462,3 @@ def _next_status(row: ExecutionRow, actions: list[dict[str, Any]]) -> str:
     if runs.phase(row) == "gate_waiting":
         return "gate_open"
     return "ready" if actions else "in_flight"
-
-
-def protocol_view(plan: Plan) -> dict[str, Any]:
-    """get_workflow_protocol's reply."""
-    rules = list(plan.rules) or list(DEFAULT_RULES)
-    steps = []
-    for s in plan.steps:
-        entry: dict[str, Any] = {
-            "id": s.id,
-            "description": s.description,
-            "execution": s.kind,
-            "agent_involvement": "agent_executes" if s.kind == "agent" else "none",
-        }
-        if s.input_schema:
-            entry["input_schema"] = dict(s.input_schema)
-        if s.depends_on:
-            entry["depends_on"] = list(s.depends_on)
-        steps.append(entry)
-    agent = [s.id for s in plan.steps if s.kind == "agent"]
-    out: dict[str, Any] = {"workflow_id": plan.id, "name": plan.name}
-    if plan.description:
-        out["description"] = plan.description
-    out.update(
-        quick_start=plan.quick_start
-        or f"Call start_run with workflow_id '{plan.id}', then follow next_actions.",
-        rules=[*rules, *CONCURRENCY_RULES],
-        steps=steps,
-        agent_steps_summary=f"{len(agent)} agent step(s): {', '.join(agent) or 'none'}.",
-        error_handling="Follow agent_action in every error or blocked reply.",
-    )
-    return out
-
-
-DEFAULT_RULES: Final = (
-    "Call steps only as next_actions names them.",
-    "Submit each step's output with execute_step, fitting its schema.",
-    "Follow agent_action on every error or blocked reply.",
-    "Never invent a step name or a run ID.",
-    "Read the run with get_run_state when unsure where it stands.",
-)
-CONCURRENCY_RULES: Final = (
-    "Only one caller should act on a run at a time.",
-    "A reply's run_version rises with every change; re-read the run when it jumped.",
-)
