@@ -6,10 +6,11 @@ the JSON-RPC router, and the MCP surfaces (server methods, tools, tasks).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Final
 
 from starlette.applications import Starlette
@@ -21,20 +22,25 @@ from starlette.types import Receive, Scope, Send
 
 from tether import __version__, gc_tuning
 from tether.jsonrpc import codec, codes
-from tether.jsonrpc.errors import Unavailable
+from tether.jsonrpc.errors import JsonRpcError, Unavailable
 from tether.jsonrpc.http import PRINCIPAL_KEY, McpEndpoint
 from tether.jsonrpc.router import RequestContext, Router
 from tether.mcp.server import McpServer, ServerInfo
+from tether.runtime import audit
+from tether.runtime.audit import AuditWriter
 from tether.runtime.registry import App
 from tether.runtime.service import Runtime, running
+from tether.runtime.tokens import TokenStore
 from tether.security import roles
 from tether.security.hosts import HostPolicy
+from tether.security.limits import RateLimiter, StreamSlots, parse_rate, stream_guard
 from tether.security.middleware import SecurityMiddleware
-from tether.security.tokens import ANONYMOUS, Authenticator
+from tether.security.tokens import ANONYMOUS, Authenticator, Principal
 from tether.settings import Settings
 from tether.tasks import methods as task_methods
 from tether.tasks.service import TaskService
-from tether.tools.catalog import Catalog
+from tether.tools.catalog import Catalog, DaguNames
+from tether.tools.dagu.reading import DaguResources
 from tether.tools.service import ToolService, ToolSettings
 
 logger = logging.getLogger(__name__)
@@ -44,19 +50,45 @@ def _csv(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def build_endpoint(app: App, rt: Runtime, settings: Settings) -> McpEndpoint:
-    """The MCP endpoint over a running runtime."""
+def _state_key(settings: Settings) -> bytes:
     if settings.state_key:
-        state_key = settings.state_key.encode()
-    else:
-        state_key = secrets.token_bytes(32)
-        logger.warning(
-            "TETHER_STATE_KEY is not set: MRTR requestState is only valid on this "
-            "instance until it restarts; set it to the same secret on every server, e.g. "
-            "TETHER_STATE_KEY=$(python3 -c 'import secrets; print(secrets.token_hex(32))')"
-        )
+        return settings.state_key.encode()
+    logger.warning(
+        "TETHER_STATE_KEY is not set: MRTR requestState is only valid on this "
+        "instance until it restarts; set it to the same secret on every server, e.g. "
+        "TETHER_STATE_KEY=$(python3 -c 'import secrets; print(secrets.token_hex(32))')"
+    )
+    return secrets.token_bytes(32)
+
+
+def _recorder(
+    auditor: AuditWriter | None,
+) -> Callable[[RequestContext, dict[str, Any] | None, JsonRpcError | None], None]:
+    """Records the outcome of each audited MCP call (roles.audit_facts) with `auditor`."""
+
+    def record(
+        ctx: RequestContext, result: dict[str, Any] | None, error: JsonRpcError | None
+    ) -> None:
+        facts = roles.audit_facts(ctx, result, error) if auditor is not None else None
+        if facts is not None and auditor is not None:
+            auditor.record(audit.entry(surface="mcp", **vars(facts)))
+
+    return record
+
+
+def _principal(name: str, role: str, tenant: str | None) -> Principal:
+    return Principal(name, role, tenant)  # type: ignore[arg-type]  # role: a DB CHECK
+
+
+def build_endpoint(
+    app: App, rt: Runtime, settings: Settings, auditor: AuditWriter | None = None
+) -> McpEndpoint:
+    """The MCP endpoint over a running runtime; `auditor` receives its audit entries."""
+    state_key = _state_key(settings)
     info = ServerInfo()
-    catalog = Catalog.build(app)
+    catalog = Catalog.build(
+        app, dagu=DaguNames(settings.dagu_tool_name, settings.dagu_read_tool_name)
+    )
     tasks = TaskService(
         rt.ops,
         served=catalog.in_catalog,
@@ -74,18 +106,25 @@ def build_endpoint(app: App, rt: Runtime, settings: Settings) -> McpEndpoint:
         ),
     )
     router = Router()
-    McpServer(app, rt.ops, info).register(router)
+    McpServer(app, rt.ops, info, dagu=DaguResources(rt.ops) if app.dags else None).register(router)
     tools.register(router)
     task_methods.register(router, tasks)
     server_info = info.implementation()
 
+    record = _recorder(auditor)
+
     def stamp(ctx: RequestContext, result: dict[str, Any]) -> None:
+        record(ctx, result, None)
         if ctx.route.era == "modern":
             meta = result.setdefault("_meta", {})
             meta[codes.META_SERVER_INFO] = server_info
 
+    def failed(ctx: RequestContext, error: JsonRpcError) -> None:
+        record(ctx, None, error)
+
     def authorize(ctx: RequestContext) -> None:
-        roles.authorize(ctx, catalog.read_only(ctx.params.get("name")))
+        name = ctx.params.get("name")
+        roles.authorize(ctx, catalog.read_only(name) or catalog.authorizes_itself(name))
 
     def param_schema(name: str) -> dict[str, Any] | None:
         tool = catalog.get(name)
@@ -97,19 +136,52 @@ def build_endpoint(app: App, rt: Runtime, settings: Settings) -> McpEndpoint:
         param_schema=param_schema,
         authorize=authorize,
         on_result=stamp,
+        on_error=failed,
+        open_stream=stream_guard(StreamSlots(settings.max_streams_per_token)),
     )
 
 
-def security(settings: Settings) -> Middleware:
-    """The security layer around every route: Host/Origin policy and authentication."""
+def authenticator(settings: Settings) -> Authenticator:
+    """The static tokens (TETHER_API_TOKENS); the lifespan attaches the database's store."""
+    return Authenticator.from_settings(
+        settings.api_tokens, settings.host, settings.allow_unauthenticated
+    )
+
+
+def security(settings: Settings, auth: Authenticator | None = None) -> Middleware:
+    """The security layer around every route: Host/Origin policy, authentication, the body cap
+    and the request rate."""
+    rate = parse_rate(settings.rate_limit)
     return Middleware(
         SecurityMiddleware,
         hosts=HostPolicy(_csv(settings.allowed_hosts), _csv(settings.allowed_origins)),
-        authenticator=Authenticator.from_settings(
-            settings.api_tokens, settings.host, settings.allow_unauthenticated
-        ),
+        authenticator=auth or authenticator(settings),
         probes=PROBES,
+        max_body_bytes=settings.max_body_bytes,
+        limiter=RateLimiter(rate) if rate is not None else None,
     )
+
+
+@contextlib.asynccontextmanager
+async def access_control(rt: Runtime, auth: Authenticator) -> AsyncIterator[AuditWriter]:
+    """The database's token store (loaded before serving, attached to `auth`) and the audit
+    writer, each running in the background; both write what they hold on the way out."""
+    store = TokenStore(rt.pool, rt.listener, _principal)
+    auditor = AuditWriter(rt.pool)
+    await store.reload()
+    auth.attach(store)
+    try:
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(store.run(), name="tether-tokens")
+            tg.create_task(auditor.run(), name="tether-audit")
+            try:
+                yield auditor
+            finally:
+                auth.attach(None)
+                store.stop()
+                auditor.stop()
+    finally:
+        auth.attach(None)
 
 
 HEALTH_PATH: Final = "/healthz"
@@ -131,34 +203,8 @@ class _McpRoute:
         await endpoint(scope, receive, send)
 
 
-def create_app(
-    app: App, settings: Settings, dsn: str, *, run_workers: bool = True, tune_gc: bool = False
-) -> Starlette:
-    """The HTTP application; its lifespan runs the runtime (workers unless run_workers=False).
-    `tune_gc`: once started, tune this process's garbage collector (gc_tuning.tune_gc) — for a
-    process that serves only this app, as `tether serve` does."""
-
-    @contextlib.asynccontextmanager
-    async def lifespan(web: Starlette) -> AsyncIterator[None]:
-        async with running(
-            dsn,
-            app,
-            worker_settings=settings.worker_settings(),
-            workers=1 if run_workers else 0,
-            janitor_interval_s=settings.janitor_interval_s,
-            pool_size=settings.pool_size,
-            max_payload_bytes=settings.max_payload_bytes,
-            dags_dir=settings.dags,
-        ) as rt:
-            web.state.endpoint = build_endpoint(app, rt, settings)
-            web.state.runtime = rt
-            if tune_gc:
-                gc_tuning.tune_gc()
-            try:
-                yield
-            finally:
-                web.state.runtime = None
-                web.state.endpoint = None
+def _health(app: App) -> Callable[[Request], Awaitable[JSONResponse]]:
+    """GET /healthz: alive (503 while starting); details only for an authenticated caller."""
 
     async def health(request: Request) -> JSONResponse:
         rt: Runtime | None = getattr(request.app.state, "runtime", None)
@@ -177,8 +223,50 @@ def create_app(
             }
         )
 
+    return health
+
+
+def create_app(
+    app: App, settings: Settings, dsn: str, *, run_workers: bool = True, tune_gc: bool = False
+) -> Starlette:
+    """The HTTP application; its lifespan runs the runtime (workers unless run_workers=False).
+    `tune_gc`: once started, tune this process's garbage collector (gc_tuning.tune_gc) — for a
+    process that serves only this app, as `tether serve` does."""
+    auth = authenticator(settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(web: Starlette) -> AsyncIterator[None]:
+        async with (
+            running(
+                dsn,
+                app,
+                worker_settings=settings.worker_settings(),
+                workers=1 if run_workers else 0,
+                janitor_interval_s=settings.janitor_interval_s,
+                pool_size=settings.pool_size,
+                max_payload_bytes=settings.max_payload_bytes,
+                dags_dir=settings.dags,
+                encryption=settings.encryption(),
+                audit_retention_days=settings.audit_retention_days,
+            ) as rt,
+            access_control(rt, auth) as auditor,
+        ):
+            web.state.endpoint = build_endpoint(app, rt, settings, auditor)
+            web.state.runtime = rt
+            web.state.auditor = auditor
+            web.state.tokens = auth.store
+            if tune_gc:
+                gc_tuning.tune_gc()
+            try:
+                yield
+            finally:
+                web.state.runtime = None
+                web.state.endpoint = None
+                web.state.auditor = None
+                web.state.tokens = None
+
     routes = [
-        Route(HEALTH_PATH, health),
+        Route(HEALTH_PATH, _health(app)),
         Route(settings.mcp_path, _McpRoute()),  # every method: the endpoint answers 405 itself
     ]
-    return Starlette(routes=routes, lifespan=lifespan, middleware=[security(settings)])
+    return Starlette(routes=routes, lifespan=lifespan, middleware=[security(settings, auth)])

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from tether.loader import DEFAULT_APP
 from tether.runtime.admission import Admission, Profile, parse_profiles, parse_queues
+from tether.runtime.payloads import Encryption
 from tether.runtime.worker import WorkerSettings
 
 
@@ -55,6 +56,12 @@ class Settings(BaseModel):
     dags: Path | None = Field(
         None, description="directory of DAG files (Dagu YAML) to serve, reloaded on change"
     )
+    dagu_tool_name: str = Field(
+        "dagu_execute", min_length=1, description="the name of the Dagu execute tool"
+    )
+    dagu_read_tool_name: str = Field(
+        "dagu_read", min_length=1, description="the name of the Dagu read tool"
+    )
     inline_shell: bool = Field(
         False, description="let inline DAG specs (over MCP) run command/script steps"
     )
@@ -70,6 +77,24 @@ class Settings(BaseModel):
     )
     schedule_catchup_cap: int = Field(10, ge=1, description="at most this many with 'all'")
     scheduler: bool = Field(True, description="run the cron scheduler loop in this process")
+    encryption_keys: str = Field(
+        "",
+        repr=False,
+        description="kid:base64key,… seal payloads at rest; the first seals new writes "
+        "(tether keys new)",
+    )
+    decrypt_for: str = Field(
+        "", description="comma-separated roles besides admin that read decoded outputs"
+    )
+    rate_limit: str = Field(
+        "", description="per-caller request rate, e.g. '20/s burst 40'; empty: unlimited"
+    )
+    max_streams_per_token: int = Field(
+        32, ge=1, description="open SSE streams per caller (token, else remote address)"
+    )
+    audit_retention_days: float = Field(
+        90.0, gt=0, description="audit rows older than this are deleted by the janitor"
+    )
 
     @field_validator("queues")
     @classmethod
@@ -119,6 +144,13 @@ class Settings(BaseModel):
             field = str(first["loc"][0]) if first["loc"] else ""
             where = source.get(field, f"TETHER_{field.upper()}")
             raise SettingsError(f"{where}: {first['msg']}") from exc
+
+    def encryption(self) -> Encryption | None:
+        """The payload keys and read gate, or None when TETHER_ENCRYPTION_KEYS is unset.
+        Raises ValueError naming a bad key entry (never echoing key material)."""
+        if not self.encryption_keys.strip():
+            return None
+        return Encryption.parse(self.encryption_keys, self.decrypt_for.split(","))
 
     def worker_settings(self) -> WorkerSettings:
         return WorkerSettings(

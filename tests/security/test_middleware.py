@@ -215,3 +215,18 @@ async def test_lifespan_passes_through_and_a_refused_websocket_is_closed() -> No
     sent = await drive(layer(inner), "websocket", [(b"origin", b"http://evil.example")])
     assert sent == [{"type": "websocket.close", "code": 1008}]
     assert len(inner.scopes) == 1
+
+
+async def test_every_route_refuses_a_declared_body_over_the_cap(client_for: Any) -> None:
+    """TETHER_MAX_BODY_BYTES on every route, in the layer (413 before any handler); a body at
+    the cap passes the layer."""
+    web = web_app(max_body_bytes=len(MUTATION) - 1)
+    client: httpx.AsyncClient = client_for(web)
+    for method, path in routes(web):
+        resp = await client.request(method, path, content=MUTATION)
+        assert resp.status_code == 413, (method, path)
+    web = web_app(max_body_bytes=len(MUTATION))
+    client = client_for(web)
+    for _method, path in routes(web):
+        if path not in PROBES:
+            assert (await client.post(path, content=MUTATION)).status_code == 503, path

@@ -50,7 +50,22 @@ def test_queries_file_parses_into_the_expected_names() -> None:
         "lock_schedule",
         "set_schedule_tick",
         "insert_child_link",
-        "get_child_links",
+        "rotate_page_executions",
+        "reseal_executions",
+        "rotate_page_steps",
+        "reseal_steps",
+        "rotate_page_signals",
+        "reseal_signals",
+        "rotate_page_updates",
+        "reseal_updates",
+        "insert_token",
+        "list_tokens",
+        "load_tokens",
+        "revoke_token",
+        "touch_tokens",
+        "insert_audit",
+        "list_audit",
+        "delete_old_audit",
     }
     assert set(queries.Q) == expected
     assert all(not sql.endswith(";") and not sql.startswith("--") for sql in queries.Q.values())

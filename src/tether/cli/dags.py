@@ -171,5 +171,7 @@ def command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _start(args: argparse.Namespace, settings: Settings, dsn: str, app: App) -> Any:
-    async with operations(dsn, app, admission=settings.admission()) as ops:
+    async with operations(
+        dsn, app, admission=settings.admission(), encryption=settings.encryption()
+    ) as ops:
         return await run_dags(args, ops, app)

@@ -9,7 +9,7 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-from tether.cli import dags, quiet, server
+from tether.cli import access, dags, keys, quiet, server
 from tether.cli.parser import build_parser
 from tether.cli.runs import BadArgument, runs
 from tether.database_url import NoDatabase, existing_database
@@ -44,6 +44,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace, level: str) -> int:
+    if args.command == "audit" or (args.command == "tokens" and args.action != "new"):
+        return access.run(args, Settings.from_env())
     if args.command == "tokens":
         token, entry = new_token(args.name, args.role, args.tenant)
         print(f"token (give it to the client, shown once): {token}")
@@ -67,5 +69,7 @@ def _dispatch(args: argparse.Namespace, level: str) -> int:
         return server.with_db(settings, server.run_migrations)
     if args.command == "dags":
         return dags.command(args, settings)
+    if args.command == "keys":
+        return keys.handle(args, settings)
     with existing_database(settings) as dsn:
         return asyncio.run(runs(args, settings, dsn))

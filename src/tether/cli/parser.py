@@ -71,6 +71,21 @@ def build_parser() -> Parser:
     _global_flags(p, root=True)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    _servers(sub)
+    _command(sub, "migrate", "apply database migrations")
+    _tokens(sub)
+    _runs(sub)
+    _dags(sub)
+    _keys(sub)
+
+    # Everything after `conformance` goes to the harness's own parser (tether-conformance).
+    sub.add_parser(
+        "conformance", help="black-box conformance harness (--help for its options)", add_help=False
+    )
+    return p
+
+
+def _servers(sub: argparse._SubParsersAction[Parser]) -> None:
     serve = _command(
         sub,
         "serve",
@@ -90,9 +105,15 @@ def build_parser() -> Parser:
     worker.add_argument("--workers", type=int, help="concurrent runs in this process")
     worker.add_argument("--dags", help=DAGS_HELP + "; reloaded when its files change")
 
-    _command(sub, "migrate", "apply database migrations")
 
-    tokens = _command(sub, "tokens", "API tokens")
+def _tokens(sub: argparse._SubParsersAction[Parser]) -> None:
+    tokens = _command(
+        sub,
+        "tokens",
+        "API tokens",
+        "API tokens: `new` makes an entry for TETHER_API_TOKENS (no database); `create`, "
+        "`list`, `revoke` manage the token store in the database.",
+    )
     tsub = tokens.add_subparsers(dest="action", required=True, metavar="ACTION")
     tnew = _command(
         tsub,
@@ -104,15 +125,49 @@ def build_parser() -> Parser:
     tnew.add_argument("name", help="who the token is for (shown in the audit log)")
     tnew.add_argument("role", choices=["reader", "operator", "admin"], help="what it may do")
     tnew.add_argument("--tenant", help="bind the token to a tenant: it sees only its runs")
-
-    _runs(sub)
-    _dags(sub)
-
-    # Everything after `conformance` goes to the harness's own parser (tether-conformance).
-    sub.add_parser(
-        "conformance", help="black-box conformance harness (--help for its options)", add_help=False
+    create = _command(
+        tsub,
+        "create",
+        "store a token in the database; prints it once",
+        "Store a new API token in the database (as a hash) and print its secret once. Every "
+        "server sharing the database accepts it at once; `tokens revoke` withdraws it.",
     )
-    return p
+    create.add_argument("--role", required=True, choices=["reader", "operator", "admin"])
+    create.add_argument("--name", help="default: token-<random>")
+    create.add_argument("--tenant", help="bind the token to a tenant: it sees only its runs")
+    create.add_argument("--expires", help="30d, 12h, … or an ISO date; default: never")
+    _command(tsub, "list", "stored tokens (never their secrets)").add_argument(
+        "--all", action="store_true", help="include revoked tokens"
+    )
+    _command(tsub, "revoke", "revoke a stored token by name").add_argument(
+        "name", help="the token's name"
+    )
+    audit = _command(
+        sub,
+        "audit",
+        "the audit trail, newest first",
+        "The audit trail, newest first: one row per tool call, tasks/update, tasks/cancel and "
+        "token change, refused ones included.",
+    )
+    audit.add_argument("--since", help="1h, 7d, … or an ISO date")
+    audit.add_argument("--principal", help="only this principal's rows")
+    audit.add_argument("--run", help="only rows about this execution id")
+    audit.add_argument("--limit", type=int, default=100, help="at most this many rows")
+
+
+def _keys(sub: argparse._SubParsersAction[Parser]) -> None:
+    keys = _command(sub, "keys", "payload encryption keys (encryption at rest)")
+    ksub = keys.add_subparsers(dest="action", required=True, metavar="ACTION")
+    _command(ksub, "new", "print a fresh key as a TETHER_ENCRYPTION_KEYS entry").add_argument(
+        "kid", nargs="?", help="its key id (default: k<UTC timestamp>)"
+    )
+    _command(
+        ksub,
+        "rotate",
+        "re-seal every stored payload under the current (first) key",
+        "Re-seal every stored payload under the first key of TETHER_ENCRYPTION_KEYS, a batch "
+        "at a time; runs may go on meanwhile. Afterwards the older keys can be dropped.",
+    ).add_argument("--batch", type=int, default=500, help="rows per statement")
 
 
 def _dags(sub: argparse._SubParsersAction[Parser]) -> None:

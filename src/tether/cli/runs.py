@@ -49,7 +49,12 @@ async def runs(args: argparse.Namespace, settings: Settings, dsn: str) -> int:
     listener = Listener(dsn) if args.action == "watch" else None
     try:
         async with operations(
-            dsn, app, pool_size=2, listener=listener, admission=settings.admission()
+            dsn,
+            app,
+            pool_size=2,
+            listener=listener,
+            admission=settings.admission(),
+            encryption=settings.encryption(),
         ) as ops:
             if args.tenant:
                 ops = ops.scoped(args.tenant)

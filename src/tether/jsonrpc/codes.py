@@ -29,6 +29,8 @@ UNAVAILABLE: Final = -31000
 UNAUTHORIZED: Final = -31001
 #: The caller did not present valid credentials.
 UNAUTHENTICATED: Final = -31002
+#: Too many requests (or open streams) for this caller now; retry after the `Retry-After` delay.
+RATE_LIMITED: Final = -31003
 
 #: A reason that refines the HTTP status of a code (the wire code stays the same): a -32602 for a
 #: required `_meta` key that is missing or malformed marks a malformed request (HTTP 400,
@@ -48,6 +50,7 @@ HTTP_STATUS: Final[Mapping[int | tuple[int, str], int]] = MappingProxyType(
         UNAVAILABLE: 503,
         UNAUTHORIZED: 403,
         UNAUTHENTICATED: 401,
+        RATE_LIMITED: 429,
         (INVALID_PARAMS, MALFORMED_META): 400,
     }
 )

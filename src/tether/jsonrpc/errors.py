@@ -13,7 +13,8 @@ JsonRpcError                             code HTTP  raised by
  ├── UnsupportedProtocolVersion        -32022  400  ladder: version not served
  ├── Unavailable                       -31000  503  tasks/errors.py: database down; app: starting
  ├── Unauthorized                      -31001  403  security: Host/Origin refused, role may not
- └── Unauthenticated                   -31002  401  security: no or unknown bearer token
+ ├── Unauthenticated                   -31002  401  security: no or unknown bearer token
+ └── RateLimited                       -31003  429  security: request rate or open streams
 """
 
 from __future__ import annotations
@@ -125,6 +126,12 @@ class Unauthenticated(JsonRpcError):
     """Not authenticated."""
 
     code = codes.UNAUTHENTICATED
+
+
+class RateLimited(JsonRpcError):
+    """Too many requests."""
+
+    code = codes.RATE_LIMITED
 
 
 def tasks_capability_required(message: str | None = None) -> MissingRequiredClientCapability:

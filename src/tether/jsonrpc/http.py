@@ -34,6 +34,11 @@ PRINCIPAL_KEY: Final = "user"
 # Decides whether the principal may call the method (raises a JsonRpcError to refuse).
 Authorize = Callable[[RequestContext], None]
 ResultHook = Callable[[RequestContext, dict[str, Any]], None]
+# Told of every request that was refused or failed with a JSON-RPC error (after authorize).
+ErrorHook = Callable[[RequestContext, JsonRpcError], None]
+# Takes a stream slot for the request before it may stream: returns the function that gives
+# the slot back, or raises a JsonRpcError to refuse (too many open streams).
+OpenStream = Callable[[RequestContext], Callable[[], None]]
 
 _JSON_HEADER = (b"content-type", headers.JSON.encode())
 
@@ -78,6 +83,27 @@ def header_map(scope: Scope) -> dict[str, str]:
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
 
 
+def _guarded(response: ASGIApp, release: Callable[[], None], task: asyncio.Task[None]) -> ASGIApp:
+    """`response`, then the stream slot given back and the request's task ended however the
+    stream ends — even when the client left before the first event (the event generator then
+    never starts, so its own cleanup never runs)."""
+
+    async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await response(scope, receive, send)
+        finally:
+            release()
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    return guarded
+
+
+def _nothing() -> None:
+    """A stream slot that was never limited."""
+
+
 class _Disconnected(Exception):
     """The client went away before its body arrived."""
 
@@ -93,12 +119,16 @@ class McpEndpoint:
         param_schema: headers.ParamSchema | None = None,
         authorize: Authorize | None = None,
         on_result: ResultHook | None = None,
+        on_error: ErrorHook | None = None,
+        open_stream: OpenStream | None = None,
     ) -> None:
         self.router = router
         self.max_body_bytes = max_body_bytes
         self.param_schema = param_schema
         self.authorize = authorize
         self.on_result = on_result
+        self.on_error = on_error
+        self.open_stream = open_stream
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -119,7 +149,10 @@ class McpEndpoint:
         body = await self._read(receive)
         if body is None:
             return Reply(413)
-        return await self._serve(hdrs, body, scope.get(PRINCIPAL_KEY))
+        client = scope.get("client")
+        return await self._serve(
+            hdrs, body, scope.get(PRINCIPAL_KEY), client[0] if client else None
+        )
 
     async def _read(self, receive: Receive) -> bytes | None:
         """The whole body; None when it exceeds max_body_bytes."""
@@ -139,7 +172,9 @@ class McpEndpoint:
 
     # --- JSON-RPC -----------------------------------------------------------------------------
 
-    async def _serve(self, hdrs: dict[str, str], body: bytes, principal: Any) -> ASGIApp:
+    async def _serve(
+        self, hdrs: dict[str, str], body: bytes, principal: Any, remote: str | None = None
+    ) -> ASGIApp:
         try:
             msg = codec.decode(body)
         except codec.DecodeError as exc:
@@ -157,6 +192,7 @@ class McpEndpoint:
             headers=hdrs,
             request_id=msg.id,
             principal=principal,
+            remote=remote,
         )
         if msg.is_notification:
             # Notifications we have no use for (e.g. notifications/cancelled on HTTP) are
@@ -173,15 +209,20 @@ class McpEndpoint:
                 and _wants_notifications(ctx)
             ):
                 self.router.resolve(msg.method, route.era)
-                return await self._stream(ctx, msg.id)
+                release = self.open_stream(ctx) if self.open_stream is not None else _nothing
+                return await self._stream(ctx, msg.id, release)
             result = await self.router.dispatch(ctx)
         except JsonRpcError as exc:
+            if self.on_error is not None:
+                self.on_error(ctx, exc)
             return _error(msg.id, exc)
         if self.on_result is not None:
             self.on_result(ctx, result)
         return _json(codec.encode_result(msg.id, result))
 
-    async def _stream(self, ctx: RequestContext, request_id: codec.RequestId) -> ASGIApp:
+    async def _stream(
+        self, ctx: RequestContext, request_id: codec.RequestId, release: Callable[[], None]
+    ) -> ASGIApp:
         """SSE scoped to the request — chosen only once the handler has sent a notification.
         A handler that answers (or fails) before notifying gets a plain JSON response, so
         its error keeps its HTTP status (a 400 is not hidden inside a 200 stream)."""
@@ -200,11 +241,19 @@ class McpEndpoint:
                     self.on_result(ctx, result)
                 await queue.put((True, codec.encode_result(request_id, result), 200))
             except JsonRpcError as exc:
+                if self.on_error is not None:
+                    self.on_error(ctx, exc)
                 await queue.put((True, codec.encode_error(request_id, exc), exc.http_status))
 
         task = asyncio.create_task(run())
-        final, body, status = await queue.get()
+        try:
+            final, body, status = await queue.get()
+        except BaseException:
+            release()
+            task.cancel()
+            raise
         if final:
+            release()
             await task
             return _json(body, status)
 
@@ -222,8 +271,9 @@ class McpEndpoint:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
-        return StreamingResponse(
+        response = StreamingResponse(
             events(),
             media_type=headers.SSE,
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
+        return _guarded(response, release, task)

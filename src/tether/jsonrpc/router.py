@@ -40,6 +40,8 @@ class RequestContext:
     headers: Mapping[str, str]
     request_id: RequestId | None = None
     principal: Any = None
+    #: The client's address (the ASGI scope's `client` host), for the audit trail and limits.
+    remote: str | None = None
     notify: Notify = _drop
     streaming: bool = False
     extras: dict[str, Any] = field(default_factory=dict)

@@ -16,11 +16,13 @@ from tether.jsonrpc.headers import Era
 from tether.jsonrpc.router import RequestContext, Router, parse_params
 from tether.runtime import errors as runtime_errors
 from tether.runtime.operations import Operations
+from tether.runtime.payloads import reveals, shown
 from tether.runtime.registry import App, ResourceDef
 from tether.tasks.errors import jsonrpc_errors
 from tether.tasks.scope import operations_for
 from tether.tasks.views import iso
 from tether.tools.context import InputRequired
+from tether.tools.dagu.reading import DaguResources
 
 RUN_URI = re.compile(r"^tether://runs/(?P<id>[A-Za-z0-9_]+)(?P<part>/history|/log)?$")
 
@@ -69,10 +71,13 @@ def _template_match(template: str, uri: str) -> dict[str, str] | None:
 
 
 class McpServer:
-    def __init__(self, app: App, ops: Operations, info: ServerInfo) -> None:
+    def __init__(
+        self, app: App, ops: Operations, info: ServerInfo, *, dagu: DaguResources | None = None
+    ) -> None:
         self.app = app
         self.ops = ops
         self.info = info
+        self.dagu = dagu  # dagu:// run and DAG resources (served when the app has DAGs)
 
     def register(self, router: Router) -> None:
         both: tuple[Era, ...] = ("modern", "legacy")
@@ -207,15 +212,25 @@ class McpServer:
                 "mimeType": "text/plain",
             },
         ]
+        if self.dagu is not None:
+            templates += self.dagu.templates()
         return self._cacheable(ctx, {"resourceTemplates": templates})
 
     async def resources_read(self, ctx: RequestContext) -> dict[str, Any]:
         uri = parse_params(ResourceRead, ctx.params).uri
         run = RUN_URI.match(uri)
-        if run:
+        if self.dagu is not None and uri.startswith("dagu://"):
+            with jsonrpc_errors():
+                found = await self.dagu.read(uri, operations_for(self.ops, ctx.principal))
+            if found is not None:
+                return self._cacheable(ctx, {"contents": found})
+        elif run:
             with jsonrpc_errors():
                 ops = operations_for(self.ops, ctx.principal)
-                contents = await self._run_resource(ops, uri, run.group("id"), run.group("part"))
+                reveal = reveals(ctx.principal)
+                contents = await self._run_resource(
+                    ops, uri, run.group("id"), run.group("part"), reveal
+                )
             if contents is not None:
                 return self._cacheable(ctx, {"contents": contents})
         else:
@@ -228,17 +243,18 @@ class McpServer:
         raise InvalidParams("Resource not found", {"uri": uri})
 
     async def _run_resource(
-        self, ops: Operations, uri: str, run_id: str, part: str | None
+        self, ops: Operations, uri: str, run_id: str, part: str | None, reveal: bool
     ) -> list[dict[str, Any]] | None:
         """A run as a resource; None when there is no such run, it went away meanwhile, or it
-        is outside the caller's tenant (answered alike: no existence oracle)."""
+        is outside the caller's tenant (answered alike: no existence oracle). Its output is
+        decoded only when the read gate admits the caller (`reveal`)."""
         try:
-            return await self._run_contents(ops, uri, run_id, part)
+            return await self._run_contents(ops, uri, run_id, part, reveal)
         except runtime_errors.ExecutionNotFound:
             return None  # a lookup's outcome: answered like any unknown URI
 
     async def _run_contents(
-        self, ops: Operations, uri: str, run_id: str, part: str | None
+        self, ops: Operations, uri: str, run_id: str, part: str | None, reveal: bool
     ) -> list[dict[str, Any]]:
         view = await ops.get(run_id)
         if part == "/history":
@@ -252,7 +268,7 @@ class McpServer:
             lines = [f"#{s.seq} {s.kind} {s.name} {'done' if s.done else 'open'}" for s in steps]
             return [{"uri": uri, "mimeType": "text/plain", "text": "\n".join(lines)}]
         else:
-            row = view.current
+            row = shown(view.current, reveal)
             body = {
                 "id": row.id,
                 "workflow": row.workflow,

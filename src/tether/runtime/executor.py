@@ -24,9 +24,15 @@ from tether.runtime.signals import CancelledRun, ContinueAsNew, LeaseGone, Park
 from tether.runtime.statuses import ENDED_STATUSES
 from tether.storage import repo
 from tether.storage.driver import Connection, Database
-from tether.storage.errors import LeaseLost, StorageError, translated
+from tether.storage.errors import (
+    LeaseLost,
+    PayloadUnreadable,
+    StorageError,
+    TamperedPayload,
+    translated,
+)
 from tether.storage.repo import Checkpoint, CheckpointResult
-from tether.storage.rows import ExecutionRow, RunState
+from tether.storage.rows import ExecutionRow, RunState, unsealed
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +110,11 @@ async def execute(
     or 'lost' when the lease went away (nothing more was written)."""
     io = io or RunIO(pool, row.id, owner, row.attempt, row.last_event_id)
     try:
-        return await _execute(pool, app, row, io, update_timeout)
+        return await _execute_sealed(pool, app, row, io, update_timeout)
+    except PayloadUnreadable:
+        # A key this worker lacks (a rollout in progress): leave the run to one that has it.
+        logger.error("a run's payload is sealed with a key not configured here", exc_info=True)
+        return "lost"
     except (LeaseLost, LeaseGone):
         logger.info("lease on a run was lost; another worker owns it now")
         return "lost"
@@ -118,6 +128,18 @@ async def execute(
                     io.write(Checkpoint(status="pending", wake_at=datetime.now(UTC)))
                 )
         raise
+
+
+async def _execute_sealed(
+    pool: Database, app: App, row: ExecutionRow, io: RunIO, update_timeout: float
+) -> str:
+    """`_execute` on the row's opened payloads; a payload that fails authentication ends the
+    run failed (never run on wrong data)."""
+    try:
+        return await _execute(pool, app, unsealed(row), io, update_timeout)
+    except TamperedPayload as exc:
+        logger.error("a stored payload of a run failed authentication; the run fails: %s", exc)
+        return await _settle(io, Checkpoint(status="failed", error=_error("payload", exc)))
 
 
 async def _execute(
@@ -292,6 +314,14 @@ async def _run_updates(
                 error = {"type": type(exc).__name__, "message": str(exc)}
         async with translated(), pool.acquire() as conn:
             await repo.finish_update(
-                conn, row.id, io.owner, io.attempt, pending.id, output=output, error=error
+                conn,
+                row.id,
+                io.owner,
+                io.attempt,
+                pending.id,
+                name=pending.name,
+                input=pending.input,
+                output=output,
+                error=error,
             )
         io.seen_event_id += 1

@@ -1,11 +1,13 @@
-"""Retention: delete ended runs past their expiry, in batches, oldest expiry first."""
+"""Retention: delete ended runs past their expiry, in batches, oldest expiry first; and audit
+rows older than the audit retention (TETHER_AUDIT_RETENTION_DAYS), when one is set."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 
-from tether.storage import repo
+from tether.runtime import audit
+from tether.storage import retention
 from tether.storage.driver import Database
 from tether.storage.errors import StorageError
 
@@ -16,19 +18,29 @@ async def sweep(pool: Database, *, batch: int = 500) -> int:
     """Delete every expired run now, one batch at a time; returns how many were deleted."""
     total = 0
     while True:
-        deleted = await repo.delete_expired(pool, batch)
+        deleted = await retention.delete_expired(pool, batch)
         total += len(deleted)
         if len(deleted) < batch:
             return total
 
 
-async def run(pool: Database, *, interval_s: float = 60.0, batch: int = 500) -> None:
+async def run(
+    pool: Database,
+    *,
+    interval_s: float = 60.0,
+    batch: int = 500,
+    audit_retention_days: float | None = None,
+) -> None:
     """Sweep every `interval_s` until cancelled; database errors are logged and retried."""
     while True:
         try:
             deleted = await sweep(pool, batch=batch)
             if deleted:
                 logger.info("retention deleted %d ended runs", deleted)
+            if audit_retention_days is not None:
+                deleted = await audit.sweep(pool, days=audit_retention_days)
+                if deleted:
+                    logger.info("audit retention deleted %d rows", deleted)
         except StorageError:
             logger.warning("retention sweep failed; will retry")
         await asyncio.sleep(interval_s)

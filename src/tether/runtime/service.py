@@ -14,10 +14,11 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tether.runtime import janitor
+from tether.runtime import janitor, payloads
 from tether.runtime.admission import NO_ADMISSION, Admission
 from tether.runtime.dag.reloader import DagReloader
 from tether.runtime.operations import Operations
+from tether.runtime.operations.storage_errors import storage_errors
 from tether.runtime.registry import App
 from tether.runtime.scheduler import Scheduler, schedules
 from tether.runtime.worker import Worker, WorkerSettings
@@ -59,6 +60,19 @@ async def migrate_database(dsn: str) -> list[int]:
 
 
 @contextlib.asynccontextmanager
+async def database(dsn: str, *, pool_size: int = 2) -> AsyncIterator[Database]:
+    """A small pool of its own (one-shot commands: `tether tokens …`, `tether audit`), after
+    applying pending migrations; closed on exit. Raises Unavailable."""
+    with storage_errors():
+        await migrate_database(dsn)
+        db: Database = await pool.create_pool(dsn, min_size=1, max_size=pool_size)
+    try:
+        yield db
+    finally:
+        await db.close()
+
+
+@contextlib.asynccontextmanager
 async def operations(
     dsn: str,
     app: App,
@@ -66,13 +80,32 @@ async def operations(
     pool_size: int = 2,
     listener: Listener | None = None,
     admission: Admission = NO_ADMISSION,
+    encryption: payloads.Encryption | None = None,
 ) -> AsyncIterator[Operations]:
     """Operations over a small pool of their own, without workers (one-shot commands:
     `tether runs …`; `listener`, run by the caller, for `runs watch`; `admission`: the same
-    queues and profiles as the servers); the pool is closed on exit."""
-    db: Database = await pool.create_pool(dsn, min_size=1, max_size=pool_size)
+    queues and profiles as the servers; `encryption`: the keys payloads are sealed and opened
+    with while the block runs); the pool is closed on exit."""
+    with payloads.installed(encryption):
+        db: Database = await pool.create_pool(dsn, min_size=1, max_size=pool_size)
+        try:
+            yield Operations(db, app, listener=listener, admission=admission)
+        finally:
+            await db.close()
+
+
+async def rotate_keys(
+    dsn: str,
+    keys: payloads.KeyRing,
+    *,
+    batch: int = payloads.DEFAULT_BATCH,
+    progress: payloads.Progress | None = None,
+) -> payloads.RotationReport:
+    """Re-seal every stored payload on `dsn` under `keys.current` (`tether keys rotate`; see
+    payloads.rotate, which says what it raises)."""
+    db: Database = await pool.create_pool(dsn, min_size=1, max_size=1)
     try:
-        yield Operations(db, app, listener=listener, admission=admission)
+        return await payloads.rotate(db, keys, batch=batch, progress=progress)
     finally:
         await db.close()
 
@@ -89,13 +122,44 @@ async def running(
     max_payload_bytes: int = 256 * 1024,
     run_migrations: bool = True,
     dags_dir: str | Path | None = None,
+    encryption: payloads.Encryption | None = None,
+    audit_retention_days: float | None = None,
 ) -> AsyncIterator[Runtime]:
     """Migrate, open the pool and listener, start `workers` claim loops, the janitor and (when
     a workflow has a schedule) the scheduler; on exit stop the workers (leases handed back),
     the scheduler, the listener and the pool. Queues, profiles and schedule settings come
-    from `worker_settings.admission`."""
+    from `worker_settings.admission`; `encryption`: the keys payloads are sealed and opened
+    with, and the read gate (payloads.installed); `audit_retention_days`: the janitor deletes
+    older audit rows."""
     if run_migrations:
         await migrate_database(dsn)
+    with payloads.installed(encryption):
+        async with _running(
+            dsn,
+            app,
+            worker_settings,
+            workers,
+            janitor_interval_s,
+            pool_size,
+            max_payload_bytes,
+            dags_dir,
+            audit_retention_days,
+        ) as rt:
+            yield rt
+
+
+@contextlib.asynccontextmanager
+async def _running(
+    dsn: str,
+    app: App,
+    worker_settings: WorkerSettings | None,
+    workers: int,
+    janitor_interval_s: float | None,
+    pool_size: int,
+    max_payload_bytes: int,
+    dags_dir: str | Path | None,
+    audit_retention_days: float | None,
+) -> AsyncIterator[Runtime]:
     reloader = DagReloader(app, dags_dir) if dags_dir is not None else None
     if reloader is not None:
         reloader.scan()  # before the scheduler and the tool catalog look at the workflows
@@ -115,7 +179,12 @@ async def running(
                 tg.create_task(worker.run(), name=f"tether-worker-{worker.owner}")
             sweeper = (
                 tg.create_task(
-                    janitor.run(db, interval_s=janitor_interval_s), name="tether-janitor"
+                    janitor.run(
+                        db,
+                        interval_s=janitor_interval_s,
+                        audit_retention_days=audit_retention_days,
+                    ),
+                    name="tether-janitor",
                 )
                 if janitor_interval_s
                 else None

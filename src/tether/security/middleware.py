@@ -5,7 +5,11 @@ whatever comes next — passes the same checks before any handler runs:
 1. Host and Origin (hosts.HostPolicy) → 403, a JSON-RPC Unauthorized error without an id;
 2. authentication (tokens.Authenticator) → 401 with a Bearer challenge, a JSON-RPC
    Unauthenticated error without an id;
-3. the principal goes into the ASGI scope under `PRINCIPAL_KEY` (Starlette's `user`), where
+3. a declared body over `max_body_bytes` → 413 (the MCP endpoint, the one route that reads a
+   body, also caps a body streamed without a length);
+4. the caller's request rate (limits.RateLimiter, per token, or per remote address for callers
+   without one) → 429 with `Retry-After` and a JSON-RPC RateLimited error;
+5. the principal goes into the ASGI scope under `PRINCIPAL_KEY` (Starlette's `user`), where
    handlers read it; they never look at these headers again.
 
 Probe paths (`/healthz`) pass the same Host/Origin check, but a caller without a valid token
@@ -19,13 +23,16 @@ hot path). Lifespan events pass through untouched.
 
 from __future__ import annotations
 
+import time
+
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tether.jsonrpc import codec
-from tether.jsonrpc.errors import JsonRpcError, Unauthenticated, Unauthorized
+from tether.jsonrpc.errors import JsonRpcError, RateLimited, Unauthenticated, Unauthorized
 from tether.jsonrpc.http import PRINCIPAL_KEY, Reply
 from tether.security.hosts import HostPolicy
-from tether.security.tokens import ANONYMOUS, Authenticator
+from tether.security.limits import RateLimiter, caller_key, retry_after
+from tether.security.tokens import ANONYMOUS, DEV, Authenticator, Principal
 
 _JSON = (b"content-type", b"application/json")
 _CHALLENGE = (b"www-authenticate", b'Bearer realm="tether"')
@@ -46,18 +53,23 @@ class SecurityMiddleware:
         hosts: HostPolicy,
         authenticator: Authenticator,
         probes: frozenset[str] = frozenset(),
+        max_body_bytes: int | None = None,
+        limiter: RateLimiter | None = None,
     ) -> None:
         self.app = app
         self.hosts = hosts
         self.authenticator = authenticator
         self.probes = probes
+        self.max_body_bytes = max_body_bytes
+        self.limiter = limiter
         self._forbidden = _refusal(Unauthorized("Origin or Host not allowed"))
+        self._too_large = Reply(413)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        host = origin = authorization = None
+        host = origin = authorization = length = None
         for raw_name, value in scope["headers"]:
             name = raw_name.lower()
             if name == b"host":
@@ -66,20 +78,44 @@ class SecurityMiddleware:
                 origin = value.decode("latin-1")
             elif name == b"authorization":
                 authorization = value.decode("latin-1")
+            elif name == b"content-length":
+                length = value
         refusal: Reply | None = None
         if not self.hosts.allows(host, origin):
             refusal = self._forbidden
         else:
             try:
-                scope[PRINCIPAL_KEY] = self.authenticator.principal(authorization)
+                principal = self.authenticator.principal(authorization)
             except Unauthenticated as exc:
                 if scope.get("path") in self.probes:
-                    scope[PRINCIPAL_KEY] = ANONYMOUS
+                    principal = ANONYMOUS
                 else:
                     refusal = _refusal(exc, _CHALLENGE)
+            if refusal is None:
+                scope[PRINCIPAL_KEY] = principal
+                refusal = self._limits(scope, principal, length)
         if refusal is None:
             await self.app(scope, receive, send)
         elif scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": _POLICY_VIOLATION})
         else:
             await refusal(scope, receive, send)
+
+    def _limits(self, scope: Scope, principal: Principal, length: bytes | None) -> Reply | None:
+        """The refusal of a request over the body cap or the caller's rate, if it is one."""
+        if self.max_body_bytes is not None and length is not None:
+            try:
+                if int(length) > self.max_body_bytes:
+                    return self._too_large
+            except ValueError:
+                return self._too_large  # the server refuses it too; never let it through
+        if self.limiter is None:
+            return None
+        client = scope.get("client")
+        anonymous = principal is ANONYMOUS or principal is DEV
+        key = caller_key(principal.name, anonymous, client[0] if client else None)
+        wait = self.limiter.take(key, time.monotonic())
+        if wait <= 0.0:
+            return None
+        error = RateLimited("too many requests", data={"retryAfter": wait})
+        return _refusal(error, (b"retry-after", retry_after(wait).encode()))

@@ -9,9 +9,10 @@ put in the ASGI scope; it never looks at a header.
 from __future__ import annotations
 
 import logging
-from typing import Final
+from dataclasses import dataclass
+from typing import Any, Final
 
-from tether.jsonrpc.errors import Unauthorized
+from tether.jsonrpc.errors import JsonRpcError, RateLimited, Unauthorized
 from tether.jsonrpc.router import RequestContext
 from tether.security.tokens import ANONYMOUS, Principal
 
@@ -48,3 +49,60 @@ def authorize(ctx: RequestContext, read_only_tool: bool) -> None:
     if reads or principal.may_mutate:
         return
     raise Unauthorized(f"{principal.name} ({principal.role}) may not call {ctx.method}")
+
+
+@dataclass(frozen=True)
+class AuditFacts:
+    """What the audit trail records of one MCP call (the app adds the time and surface)."""
+
+    principal: str
+    tenant: str | None
+    method: str
+    tool: str | None
+    execution_id: str | None
+    outcome: str  # ok | refused | error
+    error_code: int | None
+    remote: str | None
+
+
+def _execution_id(ctx: RequestContext, result: dict[str, Any] | None) -> str | None:
+    """The run a call concerns: its taskId (params or a created task), or a tool's handle."""
+    for source in (ctx.params, result or {}, ctx.params.get("arguments")):
+        if isinstance(source, dict):
+            for key in ("taskId", "handle", "execution_id"):
+                value = source.get(key)
+                if isinstance(value, str):
+                    return value
+    structured = (result or {}).get("structuredContent")
+    if isinstance(structured, dict):
+        value = structured.get("execution_id") or structured.get("taskId")
+        return value if isinstance(value, str) else None
+    return None
+
+
+def audit_facts(
+    ctx: RequestContext, result: dict[str, Any] | None, error: JsonRpcError | None
+) -> AuditFacts | None:
+    """The audit facts of a call that acts (AUDITED_METHODS), or None for a call that is not
+    audited (reads, tasks/get polls). A refusal by role or limit is `refused`; any other
+    JSON-RPC error, or a tool result flagged isError, is `error` (with the code, if any)."""
+    if ctx.method not in AUDITED_METHODS:
+        return None
+    principal = ctx.principal if isinstance(ctx.principal, Principal) else ANONYMOUS
+    name = ctx.params.get("name") if ctx.method == "tools/call" else None
+    if error is None:
+        outcome = "error" if result is not None and result.get("isError") is True else "ok"
+        code = None
+    else:
+        refused = isinstance(error, Unauthorized | RateLimited)
+        outcome, code = ("refused" if refused else "error"), error.code
+    return AuditFacts(
+        principal=principal.name,
+        tenant=principal.tenant,
+        method=ctx.method,
+        tool=name if isinstance(name, str) else None,
+        execution_id=_execution_id(ctx, result),
+        outcome=outcome,
+        error_code=code,
+        remote=ctx.remote,
+    )

@@ -1,12 +1,20 @@
 """API tokens, principals, and resolving a request's principal (DESIGN.md §6).
 
-Tokens are configured hashed: `TETHER_API_TOKENS="name:role:sha256hex[:tenant],…"` (make one
-with `tether tokens new NAME ROLE [--tenant T]`). With tokens, every request needs a known
-bearer token.
+Tokens come from two sources, merged: `TETHER_API_TOKENS="name:role:sha256hex[:tenant],…"`
+(make one with `tether tokens new NAME ROLE [--tenant T]`; stateless deployments) and the
+database's token store (`tether tokens create`), which the app injects as a `TokenLookup` —
+this package never reaches storage. With tokens from either source (in the store: any token
+row, revoked or expired included, so revoking the last token never reopens a server), every
+request needs a known, live bearer token.
 
 A token bound to a tenant sees and steers only that tenant's runs, and the runs it starts belong
 to the tenant. A token bound to no tenant sees only the runs with no tenant, except an admin
 token bound to no tenant, which sees every tenant's runs (`Principal.every_tenant`).
+
+A token is looked up by the SHA-256 of the presented secret, as a dict key. That is not a
+timing oracle worth having: a lookup's timing can only reveal something about the hash of what
+the caller sent, and the secrets are 256-bit random values, so knowing how a stored hash begins
+brings an attacker no closer to a secret that hashes to it.
 
 Without tokens the server is in dev mode when it listens on loopback only: every request is
 the `dev` admin. Bound to another address without tokens, every request is the `anonymous`
@@ -17,12 +25,11 @@ is intended.
 from __future__ import annotations
 
 import hashlib
-import hmac
 import logging
 import re
 import secrets
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, Protocol
 
 from tether.jsonrpc.errors import Unauthenticated
 from tether.security.hosts import LOOPBACK
@@ -58,7 +65,8 @@ ANONYMOUS: Final = Principal("anonymous", "reader")
 
 
 def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
+    """The hex SHA-256 of a secret (surrogates and all: a header is latin-1, never fails)."""
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def check_tenant(tenant: str | None) -> None:
@@ -104,12 +112,42 @@ def parse_tokens(text: str) -> dict[str, Principal]:
     return out
 
 
+class TokenLookup(Protocol):
+    """A store of tokens by the SHA-256 of their secrets, answering from memory (no I/O: this
+    runs on every request). The runtime's `TokenStore[Principal]` is one."""
+
+    @property
+    def configured(self) -> bool:
+        """Whether the store holds any token at all (then authentication is required)."""
+        ...
+
+    def lookup(self, digest: str) -> Principal | None:
+        """The principal of the live, unexpired token hashing to `digest`; None otherwise."""
+        ...
+
+
 class Authenticator:
     """Resolves the principal of a request from its Authorization header."""
 
-    def __init__(self, tokens: dict[str, Principal], *, open_mutations: bool) -> None:
+    def __init__(
+        self,
+        tokens: dict[str, Principal],
+        *,
+        open_mutations: bool,
+        store: TokenLookup | None = None,
+    ) -> None:
         self.tokens = tokens
         self.open_mutations = open_mutations
+        self.store = store
+
+    def attach(self, store: TokenLookup | None) -> None:
+        """Use (or, with None, stop using) a database token store besides the static tokens."""
+        self.store = store
+
+    @property
+    def required(self) -> bool:
+        """Whether requests need a token (some token exists in either source)."""
+        return bool(self.tokens) or (self.store is not None and self.store.configured)
 
     @classmethod
     def from_settings(
@@ -130,13 +168,16 @@ class Authenticator:
         Raises:
             Unauthenticated: tokens are configured and the header holds no known bearer token.
         """
-        if not self.tokens:
+        if not self.required:
             return DEV if self.open_mutations else ANONYMOUS
         scheme, _, token = (authorization or "").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
             raise Unauthenticated("a bearer token is required")
-        digest = hash_token(token.strip())
-        for known, principal in self.tokens.items():
-            if hmac.compare_digest(known, digest):
-                return principal
-        raise Unauthenticated("unknown token")
+        digest = hash_token(token)
+        principal = self.tokens.get(digest)
+        if principal is None and self.store is not None:
+            principal = self.store.lookup(digest)
+        if principal is None:
+            raise Unauthenticated("unknown, expired or revoked token")
+        return principal

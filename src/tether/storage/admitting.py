@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from tether.storage.driver import Database
 from tether.storage.errors import translated
@@ -62,3 +63,9 @@ async def lock_schedule(conn: Conn, workflow: str, cron: str) -> datetime | None
 async def set_schedule_tick(conn: Conn, workflow: str, cron: str, tick: datetime) -> None:
     with translated():
         await conn.execute(Q["set_schedule_tick"], workflow, cron, tick)
+
+
+async def cancel_queued(conn: Conn, execution_id: str, error: Any) -> bool:
+    """End a run still waiting in its queue `cancelled`; False when it is not queued."""
+    with translated():
+        return await conn.fetchrow(Q["cancel_queued"], execution_id, error) is not None

@@ -4,7 +4,10 @@ StorageError
  ├── DatabaseUnavailable   the server cannot be reached or went away (retryable)
  ├── LeaseLost             a fenced write found another owner or attempt on the row
  ├── IntegrityError        the database refused a write (constraint violation)
- └── InvalidData           the database refused a value (invalid text or number)
+ ├── InvalidData           the database refused a value (invalid text or number)
+ └── PayloadUnreadable     a sealed payload cannot be opened (sealing.py)
+      ├── UnknownKey       its key id is not configured here
+      └── TamperedPayload  authentication failed: altered, or moved from another row
 
 One map (`_TO_STORAGE`) turns the driver's errors into these, applied by `translated()` around
 every call into asyncpg. Only errors of the database connection itself read as losing the
@@ -46,6 +49,18 @@ class IntegrityError(StorageError):
 
 class InvalidData(StorageError):
     """The database refused a value."""
+
+
+class PayloadUnreadable(StorageError):
+    """A stored payload is sealed and cannot be opened here; nothing was read."""
+
+
+class UnknownKey(PayloadUnreadable):
+    """A stored payload is sealed with a key id this process does not have."""
+
+
+class TamperedPayload(PayloadUnreadable):
+    """A stored payload failed authentication: altered, or moved from another row or column."""
 
 
 _X = asyncpg.exceptions

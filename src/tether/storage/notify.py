@@ -23,6 +23,7 @@ logger = logging.getLogger(__name__)
 READY_CHANNEL: Final = "tether_ready"  # a run became runnable (payload: execution id)
 CHANGE_CHANNEL: Final = "tether_change"  # a run's visible state changed (payload: execution id)
 UPDATE_CHANNEL: Final = "tether_update"  # an update finished (payload: update id)
+TOKENS_CHANNEL: Final = "tether_tokens"  # an API token was created or revoked (payload: its id)
 
 
 class Listener:
@@ -62,7 +63,7 @@ class Listener:
     async def run(self) -> None:
         """Listen until stop(); reconnect with exponential backoff when the connection drops."""
         backoff = 0.1
-        channels = (READY_CHANNEL, CHANGE_CHANNEL, UPDATE_CHANNEL)
+        channels = (READY_CHANNEL, CHANGE_CHANNEL, UPDATE_CHANNEL, TOKENS_CHANNEL)
         while not self._stopping.is_set():
             conn: asyncpg.Connection | None = None
             try:
@@ -73,7 +74,7 @@ class Listener:
                 self._lost.clear()
                 self.ready.set()
                 # Wake everyone once: something may have happened while we were not listening.
-                for channel in (READY_CHANNEL, CHANGE_CHANNEL, UPDATE_CHANNEL):
+                for channel in channels:
                     self._dispatch(None, 0, channel, "")
                 backoff = 0.1
                 await _first(self._stopping.wait(), self._lost.wait(), self._probe(conn))

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from tether.storage import sealing
 from tether.storage.driver import Queryable
 from tether.storage.errors import LeaseLost, translated
 from tether.storage.queries import Q
@@ -51,7 +52,7 @@ async def insert_execution(conn: Conn, new: NewExecution) -> ExecutionRow | None
             new.id,
             new.workflow,
             new.business_id,
-            new.input,
+            sealing.stored(new.input, sealing.execution_input, new.id),
             new.idempotency_key,
             new.predecessor_id,
             new.root_id or new.id,
@@ -142,7 +143,7 @@ async def get_history(conn: Conn, execution_id: str) -> list[HistoryEvent]:
 async def get_steps(conn: Conn, execution_id: str) -> list[StepRecord]:
     with translated():
         recs = await conn.fetch(Q["get_steps"], execution_id)
-    return [StepRecord.from_mapping(r) for r in recs]
+    return [StepRecord.from_mapping(r, execution_id) for r in recs]
 
 
 @dataclass(frozen=True)
@@ -166,7 +167,9 @@ async def claim(
     conn: Conn, owner: str, lease_s: float, limit: int, abandon: Abandon | None = None
 ) -> list[ExecutionRow]:
     """Lease up to `limit` due runs to `owner`. A row back with status 'running' is leased to
-    `owner`; one with 'failed' was abandoned by this claim (`abandon`) and must not run."""
+    `owner`; one with 'failed' was abandoned by this claim (`abandon`) and must not run.
+    Payloads come back as stored: the executor opens each row (`rows.unsealed`) on its own,
+    so one unreadable row does not fail the claim of the others."""
     abandon = abandon or Abandon()
     with translated():
         recs = await conn.fetch(
@@ -178,7 +181,7 @@ async def claim(
             dict(abandon.error),
             abandon.message,
         )
-    return [ExecutionRow.from_record(r) for r in recs]
+    return [ExecutionRow.from_record(r, unseal=False) for r in recs]
 
 
 async def load_run_state(conn: Conn, execution_id: str) -> RunState:
@@ -186,9 +189,9 @@ async def load_run_state(conn: Conn, execution_id: str) -> RunState:
         rec = await conn.fetchrow(Q["load_run_state"], execution_id)
     assert rec is not None  # noqa: S101 — a SELECT of scalar subqueries always returns a row
     return RunState(
-        steps=tuple(StepRecord.from_mapping(m) for m in rec["steps"]),
-        signals=tuple(BufferedSignal.from_mapping(m) for m in rec["signals"]),
-        updates=tuple(PendingUpdate.from_mapping(m) for m in rec["updates"]),
+        steps=tuple(StepRecord.from_mapping(m, execution_id) for m in rec["steps"]),
+        signals=tuple(BufferedSignal.from_mapping(m, execution_id) for m in rec["signals"]),
+        updates=tuple(PendingUpdate.from_mapping(m, execution_id) for m in rec["updates"]),
     )
 
 
@@ -222,19 +225,28 @@ async def checkpoint(
     conn: Conn, execution_id: str, owner: str, attempt: int, seen_event_id: int, cp: Checkpoint
 ) -> CheckpointResult:
     """Apply a worker write. Raises LeaseLost (nothing written) when the fence fails."""
+    records, output = cp.records, cp.output
+    ring = sealing.ring()
+    if ring is not None:
+        where = sealing.step_result
+        records = [
+            {**r, "result": sealing.seal(ring, r["result"], where(execution_id, r["seq"]))}
+            for r in records
+        ]
+        output = sealing.seal(ring, output, sealing.execution_output(execution_id))
     with translated():
         rec = await conn.fetchrow(
             Q["checkpoint"],
             execution_id,
             owner,
             attempt,
-            cp.records,
+            records,
             cp.consumed,
             cp.events,
             cp.set_details,
             cp.details,
             cp.status,
-            cp.output,
+            output,
             cp.error,
             cp.waits,
             cp.wake_at,
@@ -255,14 +267,28 @@ async def finish_update(
     attempt: int,
     update_id: str,
     *,
+    name: str,
+    input: Any,
     output: Any,
     error: Any,
 ) -> int:
-    """Record an update's outcome (fenced); returns the run's new last_event_id."""
+    """Record an update's outcome (fenced) and hand it to the workflow as a signal on channel
+    `update:<name>` (`{id, input, output, error}`); returns the run's new last_event_id."""
     status = "failed" if error is not None else "completed"
+    payload = {"id": update_id, "input": input, "output": output, "error": error}
+    stored = sealing.stored(output, sealing.update_output, execution_id, update_id)
+    signal = sealing.stored(payload, sealing.signal_payload, execution_id, f"update:{name}", None)
     with translated():
         rec = await conn.fetchrow(
-            Q["finish_update"], execution_id, owner, attempt, update_id, status, output, error
+            Q["finish_update"],
+            execution_id,
+            owner,
+            attempt,
+            update_id,
+            status,
+            stored,
+            error,
+            signal,
         )
     if rec is None:
         raise LeaseLost()
@@ -307,7 +333,14 @@ async def insert_signal(
 ) -> int | None:
     """Buffer a signal; None when `key` was already answered."""
     with translated():
-        value = await conn.fetchval(Q["insert_signal"], execution_id, channel, key, payload, by)
+        value = await conn.fetchval(
+            Q["insert_signal"],
+            execution_id,
+            channel,
+            key,
+            sealing.stored(payload, sealing.signal_payload, execution_id, channel, key),
+            by,
+        )
     return int(value) if value is not None else None
 
 
@@ -316,14 +349,25 @@ async def get_signal_by_key(conn: Conn, execution_id: str, key: str) -> Buffered
         rec = await conn.fetchrow(Q["get_signal_by_key"], execution_id, key)
     if rec is None:
         return None
-    return BufferedSignal(0, rec["channel"], key, rec["payload"], rec["by_principal"])
+    payload = rec["payload"]
+    if sealing.is_envelope(payload):
+        where = sealing.signal_payload(execution_id, rec["channel"], key)
+        payload = sealing.unseal(sealing.ring(), payload, where)
+    return BufferedSignal(0, rec["channel"], key, payload, rec["by_principal"])
 
 
 async def insert_update(
     conn: Conn, update_id: str, execution_id: str, name: str, input_: Any, by: str | None
 ) -> None:
     with translated():
-        await conn.execute(Q["insert_update"], update_id, execution_id, name, input_, by)
+        await conn.execute(
+            Q["insert_update"],
+            update_id,
+            execution_id,
+            name,
+            sealing.stored(input_, sealing.update_input, execution_id, update_id),
+            by,
+        )
 
 
 async def get_update(conn: Conn, update_id: str) -> UpdateRow | None:
@@ -350,28 +394,3 @@ async def seal(conn: Conn, execution_id: str) -> bool:
 async def link_successor(conn: Conn, execution_id: str, successor_id: str) -> bool:
     with translated():
         return await conn.fetchval(Q["link_successor"], execution_id, successor_id) is not None
-
-
-async def delete_expired(conn: Conn, batch: int) -> list[str]:
-    with translated():
-        recs = await conn.fetch(Q["delete_expired"], batch)
-    return [r["id"] for r in recs]
-
-
-async def cancel_queued(conn: Conn, execution_id: str, error: Any) -> bool:
-    """End a run still waiting in its queue `cancelled`; False when it is not queued."""
-    with translated():
-        return await conn.fetchrow(Q["cancel_queued"], execution_id, error) is not None
-
-
-async def insert_child_link(conn: Conn, child_id: str, parent_id: str, step: str) -> None:
-    """Link a child run to its parent; the child's end is then signalled to the parent."""
-    with translated():
-        await conn.execute(Q["insert_child_link"], child_id, parent_id, step)
-
-
-async def get_child_links(conn: Conn, parent_id: str) -> list[tuple[str, str]]:
-    """(child id, step) of every child run of `parent_id`."""
-    with translated():
-        recs = await conn.fetch(Q["get_child_links"], parent_id)
-    return [(r["child_id"], r["step"]) for r in recs]

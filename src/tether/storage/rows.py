@@ -9,6 +9,8 @@ from typing import Any, Literal, get_args
 
 import asyncpg
 
+from tether.storage import sealing
+
 RecordLike = Mapping[str, Any] | asyncpg.Record
 
 Status = Literal[
@@ -67,6 +69,10 @@ class ExecutionRow:
     profile_env: Mapping[str, str] | None = None  # that profile's env, as it was at start
     tenant: str | None = None  # the tenant it belongs to (None: no tenant)
 
+    # With encryption on: the stored envelopes of `input`/`output` (which hold the plaintext),
+    # for readers the read gate does not admit (runtime/payloads.py). None: nothing sealed.
+    sealed: Mapping[str, Any] | None = None
+
     @property
     def queued(self) -> bool:
         """Waiting in its queue for a slot (Dagu's `queued`): never claimed yet."""
@@ -77,15 +83,47 @@ class ExecutionRow:
         return self.status in LIVE_STATUSES
 
     @classmethod
-    def from_record(cls, record: RecordLike) -> ExecutionRow:
+    def from_record(cls, record: RecordLike, *, unseal: bool = True) -> ExecutionRow:
+        """The row; with a key ring installed and `unseal`, its sealed input and output
+        opened (raises PayloadUnreadable). `unseal=False` leaves them as stored."""
         # On the hot path of every read (tasks/get): fill the frozen instance directly instead
         # of going through the generated __init__ with keyword arguments (≈ 9 µs a row).
         row = object.__new__(cls)
         row.__dict__.update({name: record[name] for name in _EXECUTION_FIELDS})
+        if sealing.RINGS and unseal:  # encryption off: this one check is all it costs
+            _unseal_execution(row.__dict__, sealing.RINGS[-1])
         return row
 
 
-_EXECUTION_FIELDS = tuple(f.name for f in fields(ExecutionRow))
+_EXECUTION_FIELDS = tuple(f.name for f in fields(ExecutionRow) if f.name != "sealed")
+
+
+def _unseal_execution(values: dict[str, Any], ring: sealing.KeyRing | None) -> None:
+    """Open a row's sealed input and output in place, keeping the envelopes in `sealed`."""
+    stored: dict[str, Any] = {}
+    for column, context in (
+        ("input", sealing.execution_input),
+        ("output", sealing.execution_output),
+    ):
+        value = values[column]
+        if sealing.is_envelope(value):
+            stored[column] = value
+            values[column] = sealing.unseal(ring, value, context(values["id"]))
+    if stored:
+        values["sealed"] = stored
+
+
+def unsealed(row: ExecutionRow) -> ExecutionRow:
+    """`row` with its payloads opened, also when no ring is installed (then an envelope raises
+    UnknownKey): what a worker runs must never be an envelope. Raises PayloadUnreadable."""
+    if row.sealed is not None or not (
+        sealing.is_envelope(row.input) or sealing.is_envelope(row.output)
+    ):
+        return row
+    opened = object.__new__(ExecutionRow)
+    opened.__dict__.update(row.__dict__)
+    _unseal_execution(opened.__dict__, sealing.ring())
+    return opened
 
 
 @dataclass(frozen=True)
@@ -109,8 +147,14 @@ class StepRecord:
     done: bool
 
     @classmethod
-    def from_mapping(cls, m: RecordLike) -> StepRecord:
-        return cls(m["seq"], m["kind"], m["name"], m["result"], m["done"])
+    def from_mapping(cls, m: RecordLike, execution_id: str = "") -> StepRecord:
+        """The record, its result opened when sealed (`execution_id` names its place).
+        Raises PayloadUnreadable."""
+        result = m["result"]
+        if sealing.is_envelope(result):
+            where = sealing.step_result(execution_id, m["seq"])
+            result = sealing.unseal(sealing.ring(), result, where)
+        return cls(m["seq"], m["kind"], m["name"], result, m["done"])
 
 
 @dataclass(frozen=True)
@@ -122,8 +166,13 @@ class BufferedSignal:
     by: str | None
 
     @classmethod
-    def from_mapping(cls, m: RecordLike) -> BufferedSignal:
-        return cls(m["id"], m["channel"], m["key"], m["payload"], m["by"])
+    def from_mapping(cls, m: RecordLike, execution_id: str = "") -> BufferedSignal:
+        """The signal, its payload opened when sealed. Raises PayloadUnreadable."""
+        payload = m["payload"]
+        if sealing.is_envelope(payload):
+            where = sealing.signal_payload(execution_id, m["channel"], m["key"])
+            payload = sealing.unseal(sealing.ring(), payload, where)
+        return cls(m["id"], m["channel"], m["key"], payload, m["by"])
 
 
 @dataclass(frozen=True)
@@ -133,8 +182,13 @@ class PendingUpdate:
     input: Any
 
     @classmethod
-    def from_mapping(cls, m: RecordLike) -> PendingUpdate:
-        return cls(m["id"], m["name"], m["input"])
+    def from_mapping(cls, m: RecordLike, execution_id: str = "") -> PendingUpdate:
+        """The update, its input opened when sealed. Raises PayloadUnreadable."""
+        value = m["input"]
+        if sealing.is_envelope(value):
+            where = sealing.update_input(execution_id, m["id"])
+            value = sealing.unseal(sealing.ring(), value, where)
+        return cls(m["id"], m["name"], value)
 
 
 @dataclass(frozen=True)
@@ -152,7 +206,13 @@ class UpdateRow:
 
     @classmethod
     def from_record(cls, record: RecordLike) -> UpdateRow:
-        return cls(**{f.name: record[f.name] for f in fields(cls)})
+        """The row, its sealed input and output opened. Raises PayloadUnreadable."""
+        values = {f.name: record[f.name] for f in fields(cls)}
+        for column, context in (("input", sealing.update_input), ("output", sealing.update_output)):
+            if sealing.is_envelope(values[column]):
+                where = context(values["execution_id"], values["id"])
+                values[column] = sealing.unseal(sealing.ring(), values[column], where)
+        return cls(**values)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tether.jsonrpc.errors import tasks_capability_required
 from tether.jsonrpc.headers import Era
 from tether.jsonrpc.router import RequestContext, Router, parse_params
+from tether.runtime.payloads import reveals
 from tether.tasks.errors import jsonrpc_errors
 from tether.tasks.service import TaskService
 
@@ -45,6 +46,7 @@ def register(router: Router, service: TaskService) -> None:
                 task_id,
                 elicitation="form" in ctx.route.elicitation_modes(),
                 principal=ctx.principal,
+                reveal=reveals(ctx.principal),
             )
 
     async def update(ctx: RequestContext) -> dict[str, Any]:

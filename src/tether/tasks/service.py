@@ -8,6 +8,7 @@ from typing import Any
 
 from tether.runtime import errors as runtime_errors
 from tether.runtime.operations import Operations, RunView
+from tether.runtime.payloads import shown_view
 from tether.runtime.rows import ExecutionRow
 from tether.tasks import views
 from tether.tasks.scope import operations_for
@@ -67,11 +68,12 @@ class TaskService:
         return views.create_task_result(task)
 
     async def get(
-        self, task_id: str, *, elicitation: bool, principal: Any = None
+        self, task_id: str, *, elicitation: bool, principal: Any = None, reveal: bool = False
     ) -> dict[str, Any]:
-        """The task view of `task_id` as `principal` may see it. Raises TaskNotFound (also for
-        another tenant's run)."""
-        view = await self._view(operations_for(self.ops, principal), task_id)
+        """The task view of `task_id` as `principal` may see it; its result decoded only when
+        the read gate admits the caller (`reveal`, runtime/payloads.py), else holding the
+        stored envelope. Raises TaskNotFound (also for another tenant's run)."""
+        view = shown_view(await self._view(operations_for(self.ops, principal), task_id), reveal)
         return self.render(view, elicitation=elicitation)
 
     async def update(

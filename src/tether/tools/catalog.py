@@ -18,6 +18,7 @@ from typing import Any
 from tether.runtime import waits
 from tether.runtime.registry import App, UpdateDef, WorkflowDef
 from tether.tools.realm.definitions import realm_definitions
+from tether.tools.dagu import tools as dagu_tools
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +32,7 @@ class Tool:
     """One served tool: its tools/list entry and what a call does."""
 
     name: str
-    kind: str  # plain | workflow | start | status | watch | signal | answer | update | realm
+    kind: str  # plain | workflow | start | status | watch | signal | answer | update | realm | dagu_*
     definition: dict[str, Any]
     target: str  # the plain tool, workflow, or workflow/update it serves
 
@@ -68,10 +69,13 @@ def _workflow_tool(wf: WorkflowDef, name: str) -> Tool:
     return Tool(name, "workflow", definition, wf.name)
 
 
-def _generated(wf: WorkflowDef) -> list[Tool]:
+def _generated(wf: WorkflowDef, *, dag: bool = False) -> list[Tool]:
     """An MCP workflow's set: start, status, watch, signal, answer, then one tool per MCP
-    update."""
+    update. A DAG gets start, status and watch only (its gates are decided through
+    dagu_execute, tasks/update or the CLI)."""
     n = wf.name
+    if dag:
+        return [_start_tool(wf), _status_tool(n), _watch_tool(n)]
     tools = [_start_tool(wf), _status_tool(n), _watch_tool(n), _signal_tool(n), _answer_tool(n)]
     tools.extend(_update_tool(wf.name, up) for up in wf.updates.values() if up.mcp)
     return tools
@@ -243,9 +247,27 @@ def _plain(app: App) -> Iterator[Tool]:
         yield Tool(td.name, "plain", definition, td.name)
 
 
+@dataclass(frozen=True)
+class DaguNames:
+    execute: str = "dagu_execute"
+    read: str = "dagu_read"
+
+
+#: Tool kinds that authorize per call (see Catalog.authorizes_itself).
+SELF_AUTHORIZING = frozenset({"dagu_execute"})
+
+
+def _dagu_tools(names: DaguNames) -> list[Tool]:
+    return [
+        Tool(names.execute, "dagu_execute", dagu_tools.execute_definition(names.execute), ""),
+        Tool(names.read, "dagu_read", dagu_tools.read_definition(names.read), ""),
+    ]
+
+
 class Catalog:
     def __init__(self, tools: list[Tool], task_only: frozenset[str] = frozenset()) -> None:
         self._tools = {t.name: t for t in tools}
+        self._self_authorizing = frozenset(t.name for t in tools if t.kind in SELF_AUTHORIZING)
         self.listing = [t.definition for t in tools]
         self._task_workflows = task_only | {
             t.target for t in tools if t.kind in ("workflow", "start")
@@ -269,13 +291,20 @@ class Catalog:
         annotations = tool.definition.get("annotations") if tool is not None else None
         return bool(isinstance(annotations, dict) and annotations.get("readOnlyHint"))
 
+    def authorizes_itself(self, name: object) -> bool:
+        """Whether the tool checks the caller's role itself and answers a refusal as its own
+        error result (dagu_execute: `unauthorized` / `unauthenticated`, per the seed)."""
+        return isinstance(name, str) and name in self._self_authorizing
+
     def in_catalog(self, workflow: str) -> bool:
         """Whether runs of `workflow` are served as tasks: its tools made the catalog, or it
         is registered with tasks=True."""
         return workflow in self._task_workflows
 
     @classmethod
-    def build(cls, app: App) -> Catalog:
+    def build(cls, app: App, *, dagu: DaguNames | None = None) -> Catalog:
+        """`dagu`: the names of the dagu_execute and dagu_read tools, served when the app
+        has DAGs (None: not served)."""
         tools: list[Tool] = []
         names: set[str] = set()
 
@@ -289,12 +318,14 @@ class Catalog:
 
         for tool in _plain(app):
             admit([tool], f"tool {tool.name}")
+        if dagu is not None and app.dags:
+            admit(_dagu_tools(dagu), "the dagu tools")
         for wf in app.workflows.values():
             if wf.tool:
                 admit([_workflow_tool(wf, wf.tool)], f"workflow {wf.name}")
         for wf in app.workflows.values():
             if wf.mcp:
-                admit(_generated(wf), f"workflow {wf.name}")
+                admit(_generated(wf, dag=wf.name in app.dags), f"workflow {wf.name}")
         if app.protocols or app.allow_create_workflow:
             realm = [Tool(d["name"], "realm", d, d["name"]) for d in realm_definitions(app)]
             admit(realm, "Realm's step protocol")

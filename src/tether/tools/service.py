@@ -16,12 +16,15 @@ from tether.jsonrpc.errors import InvalidParams, tasks_capability_required
 from tether.jsonrpc.router import RequestContext, Router, parse_params
 from tether.runtime import errors as runtime_errors
 from tether.runtime.operations import Operations, RunView
+from tether.runtime.payloads import reveals, shown_view
 from tether.runtime.statuses import ENDED_STATUSES
 from tether.tasks.scope import operations_for
 from tether.tasks.service import TaskService
 from tether.tools import results, state
 from tether.tools.catalog import Catalog, Tool
 from tether.tools.context import InputRequired, ToolContext, ToolError
+from tether.tools.dagu.execute import DaguExecute
+from tether.tools.dagu.reading import dagu_read
 from tether.tools.errors import WorkflowProtocolError, tool_call
 from tether.tools.realm.service import RealmTools
 
@@ -94,6 +97,7 @@ class ToolService:
         self.tasks = tasks
         self.settings = settings
         self.realm = RealmTools(ops)
+        self.dagu = DaguExecute(ops)
 
     def register(self, router: Router) -> None:
         router.add("tools/list", self.list_tools, eras=("modern", "legacy"))
@@ -118,6 +122,12 @@ class ToolService:
     ) -> dict[str, Any]:
         if tool.kind == "plain":
             return await self._plain(ctx, tool, params, args)
+        if tool.kind == "dagu_execute":
+            return await self.dagu.call(
+                args, ctx.principal, operations_for(self.ops, ctx.principal)
+            )
+        if tool.kind == "dagu_read":
+            return await dagu_read(operations_for(self.ops, ctx.principal), args)
         if tool.kind == "workflow":
             return await self._workflow(ctx, tool, args)
         if tool.kind == "start":
@@ -153,7 +163,7 @@ class ToolService:
 
     def _summary(self, ctx: RequestContext, view: RunView) -> dict[str, Any]:
         return results.summary(
-            view,
+            shown_view(view, reveals(ctx.principal)),
             answer_tool=self.catalog.answer_tool(view.current.workflow),
             tasks_update=ctx.route.declares_tasks(),
         )
@@ -190,7 +200,7 @@ class ToolService:
         started = await self._start_run(ctx, wf.name, args, None)
         ops = operations_for(self.ops, ctx.principal)
         view = await ops.wait_for_end(started.execution.id, timeout=self.settings.sync_limit_s)
-        return self._final_result(view, tool.name)
+        return self._final_result(shown_view(view, reveals(ctx.principal)), tool.name)
 
     def _final_result(self, view: RunView, tool_name: str) -> dict[str, Any]:
         task = self.tasks.render(view, elicitation=False)

@@ -85,10 +85,11 @@ class DagCatalog:
         self._register(entry, mcp=spec.mcp if mcp is None else mcp)
         return spec
 
-    def inline_dag(self, text: str) -> DagSpec:
+    def inline_dag(self, text: str, *, default_name: str | None = None) -> DagSpec:
         """Register a DAG spec that arrived inline (over MCP): it may not run `command` /
-        `script` steps unless TETHER_INLINE_SHELL is set; the refusal names the steps."""
-        spec = load_string(text)
+        `script` steps unless TETHER_INLINE_SHELL is set; the refusal names the steps.
+        `default_name`: the DAG's name when the spec sets none."""
+        spec = load_string(text, default_name=default_name)
         shell = shell_steps(spec)
         if shell and not inline_shell_allowed():
             first = next(s for s in (*spec.steps, *spec.handlers.values()) if s.name == shell[0])

@@ -38,7 +38,7 @@ from tether.specs.dag import (
     step_scope,
 )
 from tether.specs.dag.model import HandlerEvent
-from tether.storage import repo
+from tether.storage import children, repo
 
 
 class DagFailed(Exception):
@@ -293,7 +293,7 @@ async def start_child(
     if parent_row is not None:  # the child belongs to its parent's tenant
         new = dataclasses.replace(new, tenant=parent_row.tenant)
     await repo.insert_execution(conn, new)
-    await repo.insert_child_link(conn, new.id, parent, step)
+    await children.insert_child_link(conn, new.id, parent, step)
     return {"child": new.id}
 
 

@@ -11,7 +11,7 @@ from tether.runtime.ids import new_execution_id
 from tether.runtime.operations.env import Env
 from tether.runtime.operations.queries import get
 from tether.runtime.operations.storage_errors import storage_errors
-from tether.storage import repo
+from tether.storage import admitting, repo
 from tether.storage.rows import ExecutionRow
 
 
@@ -25,7 +25,9 @@ async def cancel(
         return run
     async with storage_errors(), env.pool.acquire() as conn, conn.transaction():
         # A run still in its queue never ran: it ends cancelled now.
-        ended = run.queued and await repo.cancel_queued(conn, run.id, _queued_cancel(reason, by))
+        ended = run.queued and await admitting.cancel_queued(
+            conn, run.id, _queued_cancel(reason, by)
+        )
         if not ended and await repo.request_cancel(conn, run.id):
             await repo.append_event(conn, run.id, "cancel_requested", {"reason": reason, "by": by})
         row = await repo.get_execution(conn, run.id)

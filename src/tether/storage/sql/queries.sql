@@ -69,6 +69,63 @@ SELECT event_id, type, data, at FROM history WHERE execution_id = $1 ORDER BY ev
 -- A run's recorded durable calls in order.
 SELECT seq, kind, name, result, done, at FROM steps WHERE execution_id = $1 ORDER BY seq;
 
+-- name: insert_token
+-- A new API token (its secret's SHA-256 only); tells every server to reload its token cache.
+WITH ins AS (
+    INSERT INTO api_tokens (name, role, tenant, hash, expires_at)
+    VALUES ($1, $2, $3, $4, $5)
+    RETURNING *
+)
+SELECT ins.*, pg_notify('tether_tokens', ins.id::text)::text AS notified FROM ins;
+
+-- name: list_tokens
+-- Tokens oldest first, revoked ones only when $1; never a hash.
+SELECT id, name, role, tenant, created_at, expires_at, revoked_at, last_used_at
+FROM api_tokens
+WHERE $1::boolean OR revoked_at IS NULL
+ORDER BY created_at, id;
+
+-- name: load_tokens
+-- Every token's hash and principal for a server's cache (revoked rows count as "tokens exist").
+SELECT hash, name, role, tenant, expires_at, revoked_at IS NOT NULL AS revoked FROM api_tokens;
+
+-- name: revoke_token
+-- Revoke the live token named $1; tells every server to reload. No row: no such live token.
+WITH rev AS (
+    UPDATE api_tokens SET revoked_at = now()
+    WHERE name = $1 AND revoked_at IS NULL
+    RETURNING id
+)
+SELECT rev.id, pg_notify('tether_tokens', rev.id::text)::text AS notified FROM rev;
+
+-- name: touch_tokens
+-- Record the last use of the tokens with these hashes (written at most once a minute each).
+UPDATE api_tokens SET last_used_at = now() WHERE hash = ANY($1::text[]);
+
+-- name: insert_audit
+-- Append audit rows, one per element of the parallel arrays.
+INSERT INTO audit (at, principal, tenant, surface, method, tool, execution_id, outcome,
+                   error_code, remote)
+SELECT * FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::text[], $5::text[],
+                     $6::text[], $7::text[], $8::text[], $9::integer[], $10::text[]);
+
+-- name: list_audit
+-- Audit rows newest first, with optional filters: since, principal, execution id.
+SELECT * FROM audit
+WHERE ($1::timestamptz IS NULL OR at >= $1)
+  AND ($2::text IS NULL OR principal = $2)
+  AND ($3::text IS NULL OR execution_id = $3)
+ORDER BY at DESC, id DESC
+LIMIT $4;
+
+-- name: delete_old_audit
+-- Audit retention: delete up to $2 rows older than $1 days, oldest first.
+WITH doomed AS (
+    SELECT id FROM audit WHERE at < now() - make_interval(secs => $1::float8 * 86400)
+    ORDER BY at LIMIT $2
+)
+DELETE FROM audit WHERE id IN (SELECT id FROM doomed) RETURNING id;
+
 -- name: claim_executions
 -- Lease up to $3 due runs (pending, woken timers, expired leases) to worker $1 for $2 seconds.
 -- A running row keeps wake_at = lease_until, so an expired lease is simply due again: such a
@@ -217,7 +274,8 @@ FROM lease;
 
 -- name: finish_update
 -- Record an update handler's outcome (fenced like checkpoint), hand it to the workflow as a
--- signal on channel 'update:<name>', and wake whoever waits for the update.
+-- signal on channel 'update:<name>' (payload $8: {id, input, output, error}, sealed like any
+-- signal payload when encryption is on), and wake whoever waits for the update.
 WITH lease AS (
     UPDATE executions e SET
         version       = e.version + 1,
@@ -231,10 +289,7 @@ WITH lease AS (
     RETURNING u.id, u.name, u.input, u.by_principal
 ), sig AS (
     INSERT INTO signals (execution_id, channel, payload, by_principal)
-    SELECT lease.id, 'update:' || upd.name,
-           jsonb_build_object('id', upd.id, 'input', upd.input, 'output', $6::jsonb,
-                              'error', $7::jsonb),
-           upd.by_principal
+    SELECT lease.id, 'update:' || upd.name, $8::jsonb, upd.by_principal
     FROM lease, upd
 ), ev AS (
     INSERT INTO history (execution_id, event_id, type, data)
@@ -429,6 +484,62 @@ UPDATE schedules SET last_tick = $3 WHERE workflow = $1 AND cron = $2;
 -- Link a child run to its parent (migration 0005): its end will be signalled to the parent.
 INSERT INTO child_runs (child_id, parent_id, step) VALUES ($1, $2, $3);
 
--- name: get_child_links
--- The child runs of a parent (ordered by id).
-SELECT child_id, step FROM child_runs WHERE parent_id = $1 ORDER BY child_id;
+-- name: rotate_page_executions
+-- Key rotation (`tether keys rotate`): the next page of runs' payloads after id $1.
+SELECT id, input, output FROM executions WHERE id > $1 ORDER BY id LIMIT $2;
+
+-- name: reseal_executions
+-- Key rotation: write re-sealed payloads ($1: [{id, input?, old_input?, output?, old_output?}]);
+-- a column is written only while it still holds what was read (a write meanwhile wins).
+UPDATE executions e SET
+    input  = CASE WHEN u.input IS NOT NULL AND e.input = u.old_input THEN u.input
+                  ELSE e.input END,
+    output = CASE WHEN u.output IS NOT NULL AND e.output = u.old_output THEN u.output
+                  ELSE e.output END
+FROM jsonb_to_recordset($1::jsonb)
+     AS u(id text, input jsonb, old_input jsonb, output jsonb, old_output jsonb)
+WHERE e.id = u.id
+  AND ((u.input IS NOT NULL AND e.input = u.old_input)
+       OR (u.output IS NOT NULL AND e.output = u.old_output))
+RETURNING e.id;
+
+-- name: rotate_page_steps
+-- Key rotation: the next page of step results after ($1, $2).
+SELECT execution_id, seq, result FROM steps
+WHERE (execution_id, seq) > ($1, $2) ORDER BY execution_id, seq LIMIT $3;
+
+-- name: reseal_steps
+-- Key rotation: write re-sealed step results ($1: [{execution_id, seq, result, old}]).
+UPDATE steps s SET result = u.result
+FROM jsonb_to_recordset($1::jsonb) AS u(execution_id text, seq integer, result jsonb, old jsonb)
+WHERE s.execution_id = u.execution_id AND s.seq = u.seq AND s.result = u.old
+RETURNING s.execution_id, s.seq;
+
+-- name: rotate_page_signals
+-- Key rotation: the next page of signal payloads after id $1.
+SELECT id, execution_id, channel, key, payload FROM signals WHERE id > $1 ORDER BY id LIMIT $2;
+
+-- name: reseal_signals
+-- Key rotation: write re-sealed signal payloads ($1: [{id, payload, old}]).
+UPDATE signals s SET payload = u.payload
+FROM jsonb_to_recordset($1::jsonb) AS u(id bigint, payload jsonb, old jsonb)
+WHERE s.id = u.id AND s.payload = u.old
+RETURNING s.id;
+
+-- name: rotate_page_updates
+-- Key rotation: the next page of updates' payloads after id $1.
+SELECT id, execution_id, input, output FROM updates WHERE id > $1 ORDER BY id LIMIT $2;
+
+-- name: reseal_updates
+-- Key rotation: write re-sealed update payloads (as reseal_executions).
+UPDATE updates d SET
+    input  = CASE WHEN u.input IS NOT NULL AND d.input = u.old_input THEN u.input
+                  ELSE d.input END,
+    output = CASE WHEN u.output IS NOT NULL AND d.output = u.old_output THEN u.output
+                  ELSE d.output END
+FROM jsonb_to_recordset($1::jsonb)
+     AS u(id text, input jsonb, old_input jsonb, output jsonb, old_output jsonb)
+WHERE d.id = u.id
+  AND ((u.input IS NOT NULL AND d.input = u.old_input)
+       OR (u.output IS NOT NULL AND d.output = u.old_output))
+RETURNING d.id;

@@ -1,0 +1,164 @@
+"""The run actions of `dagu_execute`: start / enqueue (a stored DAG or an inline spec), retry,
+stop. Each returns the execution row the action produced or acted on, or raises DaguError."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from tether.runtime import errors
+from tether.runtime.dag.catalog import InlineShellRefused
+from tether.runtime.dag.retrying import retry_dag
+from tether.runtime.operations import Operations
+from tether.runtime.rows import ExecutionRow
+from tether.specs.dag import DagSpecError, load_string
+from tether.specs.dag.loader import INLINE
+from tether.tools.dagu import resolve
+from tether.tools.dagu.inputs import ExecuteInput
+from tether.tools.dagu.results import (
+    CONFLICT,
+    INVALID_TOOL_INPUT,
+    RESOURCE_NOT_FOUND,
+    DaguError,
+    translate,
+)
+
+#: Which input field a start's runtime refusal is about.
+_START_FIELD = {
+    errors.ProfileNotFound: "profile",
+    errors.QueueNotFound: "queue",
+    errors.SingletonConflict: "singleton",
+}
+
+
+def dag_params(params: str | None) -> Any:
+    """The DAG input's `params`: an object's canonical JSON becomes named params (non-string
+    values as JSON text); any other string is a Dagu params string."""
+    if params is None:
+        return None
+    if params.startswith("{"):
+        try:
+            loaded = orjson.loads(params)
+        except orjson.JSONDecodeError:
+            return params
+        if isinstance(loaded, dict):
+            return {
+                k: v if isinstance(v, str) else orjson.dumps(v).decode() for k, v in loaded.items()
+            }
+    return params
+
+
+def _register_inline(ops: Operations, inp: ExecuteInput, inline: set[str]) -> None:
+    """Register the inline spec under `name`; refuses a name held by a DAG that was not
+    registered inline through this tool (`inline`: the names that were)."""
+    held = ops.app.dags.get(inp.name)
+    if held is not None and (held.file != INLINE or inp.name not in inline):
+        raise DaguError(
+            CONFLICT,
+            f"DAG {inp.name!r} is a stored DAG; an inline spec may not replace it",
+            field="name",
+        )
+    if inp.name in ops.app.workflows and held is None:
+        raise DaguError(CONFLICT, f"{inp.name!r} names a workflow that is not a DAG", field="name")
+    assert inp.spec is not None  # noqa: S101 — targetType inline_spec requires it
+    try:
+        ops.app.inline_dag(inp.spec, default_name=inp.name)
+        inline.add(inp.name)
+    except InlineShellRefused as exc:
+        raise DaguError(INVALID_TOOL_INPUT, str(exc), field="spec") from exc
+    except DagSpecError as exc:
+        raise DaguError(INVALID_TOOL_INPUT, str(exc), field="spec") from exc
+    except ValueError as exc:
+        raise DaguError(CONFLICT, str(exc), field="name") from exc
+
+
+def _check_inline_name(ops: Operations, inp: ExecuteInput) -> None:
+    assert inp.spec is not None  # noqa: S101
+    try:
+        spec = load_string(inp.spec, default_name=inp.name)
+    except DagSpecError as exc:
+        raise DaguError(INVALID_TOOL_INPUT, str(exc), field="spec") from exc
+    if spec.name != inp.name:
+        raise DaguError(
+            INVALID_TOOL_INPUT,
+            f"the spec names its DAG {spec.name!r}, not {inp.name!r}",
+            field="name",
+        )
+
+
+async def start(
+    ops: Operations, inp: ExecuteInput, by: str | None, inline: set[str]
+) -> ExecutionRow:
+    """start / enqueue. `start` refuses a singleton while a run is running; `enqueue` also
+    while one is queued, and may pick the queue."""
+    if inp.target_type == "inline_spec":
+        _check_inline_name(ops, inp)
+        _register_inline(ops, inp, inline)
+    elif inp.name not in ops.app.dags:
+        raise DaguError(RESOURCE_NOT_FOUND, f"no DAG named {inp.name!r}", field="name")
+    if inp.dag_run_id is not None and await resolve.find_run(ops, inp.name, inp.dag_run_id):
+        raise DaguError(
+            CONFLICT, f"DAG-run {inp.dag_run_id!r} of {inp.name!r} already exists", field="dagRunId"
+        )
+    enqueue = inp.action == "enqueue"
+    try:
+        started = await ops.start(
+            inp.name,
+            {"params": dag_params(inp.params)},
+            business_id=inp.dag_run_id,
+            by=by,
+            queue=inp.queue if enqueue else None,
+            singleton=("active" if enqueue else "running") if inp.singleton else None,
+            profile=inp.profile,
+            labels=list(inp.labels) or None,
+        )
+    except errors.TetherError as exc:
+        field = next((f for cls, f in _START_FIELD.items() if isinstance(exc, cls)), None)
+        if isinstance(exc, errors.InvalidInput):
+            field = "labels" if "label" in exc.message else "params"
+        raise translate(exc, field) from exc
+    return started.execution
+
+
+async def current(ops: Operations, inp: ExecuteInput) -> ExecutionRow:
+    assert inp.dag_run_id is not None  # noqa: S101 — run actions require it
+    if inp.name not in ops.app.dags:
+        raise DaguError(RESOURCE_NOT_FOUND, f"no DAG named {inp.name!r}", field="name")
+    row = await resolve.find_run(ops, inp.name, inp.dag_run_id)
+    if row is None:
+        raise DaguError(
+            RESOURCE_NOT_FOUND, f"no DAG-run {inp.dag_run_id!r} of {inp.name!r}", field="dagRunId"
+        )
+    return row
+
+
+async def retry(ops: Operations, inp: ExecuteInput, by: str | None) -> ExecutionRow:
+    row = await current(ops, inp)
+    if inp.step_name is not None:
+        read = await resolve.load(ops, row)
+        if read.step(inp.step_name) is None:
+            raise DaguError(
+                RESOURCE_NOT_FOUND, f"run has no step {inp.step_name!r}", field="stepName"
+            )
+    try:
+        return await retry_dag(
+            ops, row.id, inp.step_name, include_downstream=inp.include_downstream, by=by
+        )
+    except errors.TetherError as exc:
+        raise translate(exc, "stepName" if inp.step_name else None) from exc
+
+
+async def stop(ops: Operations, inp: ExecuteInput, by: str | None) -> ExecutionRow:
+    row = await current(ops, inp)
+    if not row.live:
+        read = await resolve.load(ops, row)
+        raise DaguError(
+            CONFLICT,
+            f"DAG-run {inp.dag_run_id!r} is not running; it is {read.status.status_label}",
+            details={"status": read.status.status, "statusLabel": read.status.status_label},
+        )
+    try:
+        return await ops.terminate(row.id, reason="stopped through dagu_execute", by=by)
+    except errors.TetherError as exc:
+        raise translate(exc) from exc

@@ -1,0 +1,110 @@
+"""Step decisions of `dagu_execute` (approve / reject / push_back) on approval gates and human
+tasks, in the run or one of its sub-DAG runs, through the one runtime `answer` path (the same
+one `tether runs approve|reject|push-back|complete` uses).
+
+Checks, in order, each refusing with nothing changed: the run (and sub-run) exists; it has the
+step; `attemptId` is the run's current attempt (else `conflict`, `details.attemptId`); the
+step waits (else `conflict` naming its status); a human task is not rejected; an approval's
+inputs are strings. The answer itself checks required inputs and the task's forms.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tether.runtime import errors
+from tether.runtime.operations import Operations
+from tether.runtime.rows import ExecutionRow
+from tether.specs.dag import HumanTask
+from tether.tools.dagu import resolve
+from tether.tools.dagu.detail import RunRead
+from tether.tools.dagu.inputs import ExecuteInput
+from tether.tools.dagu.results import (
+    CONFLICT,
+    INVALID_TOOL_INPUT,
+    RESOURCE_NOT_FOUND,
+    DaguError,
+    translate,
+)
+
+_MAX_DEPTH = 8  # sub-DAG nesting searched for subDAGRunId
+
+
+async def _sub_run(ops: Operations, root: RunRead, sub_id: str) -> RunRead:
+    """The sub-DAG run `sub_id` among the run's descendants."""
+    frontier, depth = [root], 0
+    while frontier and depth < _MAX_DEPTH:
+        nxt: list[RunRead] = []
+        for read in frontier:
+            for step in read.status.steps:
+                for child in step.sub_runs:
+                    try:
+                        row = (await ops.get(child)).current
+                    except errors.ExecutionNotFound:
+                        continue
+                    child_read = await resolve.load(ops, row)
+                    if row.business_id == sub_id:
+                        return child_read
+                    nxt.append(child_read)
+        frontier, depth = nxt, depth + 1
+    raise DaguError(
+        RESOURCE_NOT_FOUND, f"the run has no sub-DAG run {sub_id!r}", field="subDAGRunId"
+    )
+
+
+def _response(inp: ExecuteInput, is_task: bool) -> dict[str, Any]:
+    inputs = dict(inp.inputs or {})
+    if is_task:
+        if inp.action == "reject":
+            raise DaguError(INVALID_TOOL_INPUT, "a human task cannot be rejected", field="action")
+        decision = "complete" if inp.action == "approve" else "push_back"
+    else:
+        bad = sorted(k for k, v in inputs.items() if not isinstance(v, str))
+        if bad:
+            raise DaguError(
+                INVALID_TOOL_INPUT,
+                f"approval inputs must be strings; {bad} are not",
+                field="inputs",
+            )
+        decision = inp.action
+    response: dict[str, Any] = {"decision": decision, **inputs}
+    if inp.reason is not None:
+        response["reason"] = inp.reason
+    return response
+
+
+async def decide(ops: Operations, inp: ExecuteInput, root: ExecutionRow, by: str | None) -> RunRead:
+    """Decide the step; returns the run read the decision was checked against."""
+    read = await resolve.load(ops, root)
+    if inp.sub_dag_run_id is not None:
+        read = await _sub_run(ops, read, inp.sub_dag_run_id)
+    assert inp.step_name is not None  # noqa: S101 — decisions require it
+    step = read.step(inp.step_name)
+    if step is None:
+        raise DaguError(
+            RESOURCE_NOT_FOUND, f"the run has no step {inp.step_name!r}", field="stepName"
+        )
+    current = read.status.attempt_id
+    if inp.attempt_id is not None and inp.attempt_id != current:
+        raise DaguError(
+            CONFLICT,
+            f"attempt {inp.attempt_id!r} is not the run's current attempt {current!r}",
+            field="attemptId",
+            details={"attemptId": current},
+        )
+    wait = read.open_wait(step)
+    detail = read.step_detail(step)
+    if wait is None:
+        label = detail.status_label if detail is not None else "not_started"
+        raise DaguError(
+            CONFLICT,
+            f"step {step.name!r} is not waiting; its status is {label}",
+            field="stepName",
+            details={"status": detail.status if detail else 0, "statusLabel": label},
+        )
+    response = _response(inp, isinstance(step.work, HumanTask))
+    try:
+        await ops.answer(read.row.id, str(wait["key"]), response, by=by)
+    except errors.TetherError as exc:
+        raise translate(exc, "inputs" if isinstance(exc, errors.AnswerRejected) else None) from exc
+    return read
