@@ -1,21 +1,26 @@
-"""What the interpreter needs of a protocol, as plain frozen data: its steps in order, each
-an `agent` step (a wait of kind `agent_step`), an `auto` step (a registered handler) or a
-`guard` (decided in the write that makes it ready).
+"""What the interpreter runs of a protocol: the workflow loaded by `tether.specs.realm` (the
+one YAML loader, the one condition evaluator), seen as steps in dependency order.
 
-A bridge: the strict loader (`tether.specs.realm`) validates the YAML; `plan_from_mapping`
-reads the subset the interpreter runs from an already-parsed document, so runs record and
-replay the text they started with whatever the loader becomes.
+`plan_from_text` loads the text with `load_string` and refuses, by name, what this
+interpreter does not run yet (finalizer steps, `preconditions`, trigger rules other than
+`all_success`), so a protocol either runs as written or is refused when it is registered.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
-import yaml
-
-KINDS: Final = ("agent", "auto", "guard")
+from tether.specs.realm import (
+    Condition,
+    Diagnostic,
+    Gate,
+    RealmSpecError,
+    Step,
+    WorkflowSpec,
+    load_string,
+)
 
 
 class PlanError(ValueError):
@@ -24,18 +29,67 @@ class PlanError(ValueError):
 
 @dataclass(frozen=True)
 class PlanStep:
-    id: str
-    description: str
-    kind: str
-    depends_on: tuple[str, ...] = ()
-    input_schema: Mapping[str, Any] | None = None
-    output_schema: Mapping[str, Any] | None = None
-    prompt: str | None = None
-    instructions: str | None = None
-    handler: str | None = None
-    config: Mapping[str, Any] | None = None
-    abort_unless: tuple[str, ...] = ()
-    abort_message: str | None = None
+    """One step as the interpreter and the tools read it (`spec` is the loaded step)."""
+
+    spec: Step
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def kind(self) -> str:
+        return self.spec.execution
+
+    @property
+    def description(self) -> str:
+        return self.spec.description
+
+    @property
+    def depends_on(self) -> tuple[str, ...]:
+        return self.spec.depends_on
+
+    @property
+    def prompt(self) -> str | None:
+        return self.spec.prompt
+
+    @property
+    def instructions(self) -> str | None:
+        return self.spec.instructions
+
+    @property
+    def handler(self) -> str | None:
+        return self.spec.handler
+
+    @property
+    def config(self) -> Mapping[str, Any]:
+        return self.spec.config
+
+    @property
+    def when(self) -> tuple[Condition, ...]:
+        return self.spec.when
+
+    @property
+    def abort_unless(self) -> tuple[Condition, ...]:
+        return self.spec.abort_unless
+
+    @property
+    def abort_message(self) -> str | None:
+        return self.spec.abort_message
+
+    @property
+    def gate(self) -> Gate | None:
+        return self.spec.gate
+
+    @property
+    def input_schema(self) -> Mapping[str, Any] | None:
+        s = self.spec.input_schema
+        return s.document if s is not None and isinstance(s.document, Mapping) else None
+
+    @property
+    def output_schema(self) -> Mapping[str, Any] | None:
+        s = self.spec.output_schema
+        return s.document if s is not None and isinstance(s.document, Mapping) else None
 
     @property
     def answer_schema(self) -> dict[str, Any]:
@@ -45,92 +99,70 @@ class PlanStep:
 
 @dataclass(frozen=True)
 class Plan:
-    id: str
-    name: str
-    version: int | float
+    """A loaded protocol: `steps` in the spec's topological order."""
+
+    spec: WorkflowSpec
     steps: tuple[PlanStep, ...]
-    description: str | None = None
-    params_schema: Mapping[str, Any] | None = None
-    quick_start: str | None = None
-    rules: tuple[str, ...] = ()
+    diagnostics: tuple[Diagnostic, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def version(self) -> int | float:
+        return self.spec.version
+
+    @property
+    def description(self) -> str | None:
+        return self.spec.description
+
+    @property
+    def params_schema(self) -> Mapping[str, Any] | None:
+        s = self.spec.params_schema
+        return s.document if s is not None and isinstance(s.document, Mapping) else None
+
+    @property
+    def quick_start(self) -> str | None:
+        return self.spec.protocol.quick_start
+
+    @property
+    def rules(self) -> tuple[str, ...]:
+        return self.spec.protocol.rules or ()
 
     def step(self, step_id: str) -> PlanStep | None:
         return next((s for s in self.steps if s.id == step_id), None)
 
 
-def plan_from_text(text: str) -> Plan:
-    doc = yaml.safe_load(text)
-    if not isinstance(doc, dict):
-        raise PlanError("a protocol is a YAML mapping")
-    return plan_from_mapping(doc)
+def _unsupported(step: Step) -> str | None:
+    if step.execution == "finalizer":
+        return "execution: finalizer steps are not run by Tether yet"
+    if step.preconditions:
+        return "preconditions: not run by Tether yet"
+    if step.trigger_rule != "all_success":
+        return f"trigger_rule: only all_success is run by Tether yet (got {step.trigger_rule})"
+    return None
 
 
-def _str_tuple(value: Any, where: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    items = value if isinstance(value, list) else [value]
-    if not all(isinstance(v, str) for v in items):
-        raise PlanError(f"{where}: a string or a list of strings")
-    return tuple(items)
+def plan_from_spec(spec: WorkflowSpec, diagnostics: tuple[Diagnostic, ...] = ()) -> Plan:
+    """The interpretable plan of a loaded workflow. Raises PlanError (an unsupported field)."""
+    for step in spec.steps.values():
+        why = _unsupported(step)
+        if why is not None:
+            raise PlanError(f"steps.{step.id}.{why}")
+    steps = tuple(PlanStep(spec.steps[sid]) for sid in spec.order)
+    return Plan(spec, steps, diagnostics)
 
 
-def _step(sid: str, raw: Any) -> PlanStep:
-    if not isinstance(raw, dict):
-        raise PlanError(f"steps.{sid}: a mapping")
-    kind = raw.get("execution")
-    if kind not in KINDS:
-        raise PlanError(f"steps.{sid}.execution: one of {list(KINDS)} (got {kind!r})")
-    if kind == "auto" and not isinstance(raw.get("handler"), str):
-        raise PlanError(f"steps.{sid}.handler: required for an auto step")
-    return PlanStep(
-        id=sid,
-        description=str(raw.get("description") or ""),
-        kind=kind,
-        depends_on=_str_tuple(raw.get("depends_on"), f"steps.{sid}.depends_on"),
-        input_schema=raw.get("input_schema"),
-        output_schema=raw.get("output_schema"),
-        prompt=raw.get("prompt"),
-        instructions=raw.get("instructions"),
-        handler=raw.get("handler"),
-        config=raw.get("config"),
-        abort_unless=_str_tuple(raw.get("abort_unless"), f"steps.{sid}.abort_unless"),
-        abort_message=raw.get("abort_message"),
-    )
-
-
-def plan_from_mapping(doc: Mapping[str, Any]) -> Plan:
-    """The interpretable subset of a parsed protocol document. Raises PlanError."""
-    steps_raw = doc.get("steps")
-    if not isinstance(doc.get("id"), str) or not isinstance(steps_raw, dict) or not steps_raw:
-        raise PlanError("a protocol needs an `id` and a non-empty `steps` map")
-    steps = tuple(_step(str(sid), raw) for sid, raw in steps_raw.items())
-    ids = {s.id for s in steps}
-    for s in steps:
-        missing = [d for d in s.depends_on if d not in ids]
-        if missing:
-            raise PlanError(f"steps.{s.id}.depends_on: no step {missing}")
-    protocol = doc.get("protocol") or {}
-    return Plan(
-        id=doc["id"],
-        name=str(doc.get("name") or doc["id"]),
-        version=doc.get("version", 1),
-        steps=_ordered(steps),
-        description=doc.get("description"),
-        params_schema=doc.get("params_schema"),
-        quick_start=protocol.get("quick_start"),
-        rules=_str_tuple(protocol.get("rules"), "protocol.rules"),
-    )
-
-
-def _ordered(steps: tuple[PlanStep, ...]) -> tuple[PlanStep, ...]:
-    """Steps in dependency order, the file's order among the ready ones (deterministic)."""
-    done: list[PlanStep] = []
-    left = list(steps)
-    while left:
-        names = {s.id for s in done}
-        ready = next((s for s in left if set(s.depends_on) <= names), None)
-        if ready is None:
-            raise PlanError(f"steps {[s.id for s in left]} depend on each other in a cycle")
-        done.append(ready)
-        left.remove(ready)
-    return tuple(done)
+def plan_from_text(text: str, *, file: str = "<inline>") -> Plan:
+    """Load `text` (Realm's workflow YAML) and plan it. Raises PlanError (the loader's
+    refusal, with its field and line, or an unsupported field)."""
+    try:
+        spec, diagnostics = load_string(text, file=file)
+    except RealmSpecError as exc:
+        raise PlanError(str(exc)) from exc
+    return plan_from_spec(spec, tuple(diagnostics))

@@ -24,7 +24,7 @@ def phase(row: ExecutionRow) -> str:
         return "abandoned"
     if row.status in ENDED_STATUSES:
         err = row.error if isinstance(row.error, dict) else {}
-        return "aborted" if err.get("type") == "GuardAborted" else "failed"
+        return "aborted" if err.get("type") in ("GuardAborted", "GateExpired") else "failed"
     if any(w.get("kind") == "approval" for w in row.waits):
         return "gate_waiting"
     return "running"
