@@ -17,8 +17,8 @@ from typing import Any
 
 from tether.runtime import waits
 from tether.runtime.registry import App, UpdateDef, WorkflowDef
-from tether.tools.realm.definitions import realm_definitions
 from tether.tools.dagu import tools as dagu_tools
+from tether.tools.realm.definitions import realm_definitions
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +32,9 @@ class Tool:
     """One served tool: its tools/list entry and what a call does."""
 
     name: str
-    kind: str  # plain | workflow | start | status | watch | signal | answer | update | realm | dagu_*
+    kind: (
+        str  # plain | workflow | start | status | watch | signal | answer | update | realm | dagu_*
+    )
     definition: dict[str, Any]
     target: str  # the plain tool, workflow, or workflow/update it serves
 

@@ -30,6 +30,7 @@ SERVED: Final = (
     "advance_run",
     "get_run_state",
     "abandon_run",
+    "submit_human_response",
 )
 
 

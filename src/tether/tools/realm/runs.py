@@ -46,6 +46,11 @@ def open_step(row: ExecutionRow, step: str) -> dict[str, Any] | None:
     )
 
 
+def open_gate(row: ExecutionRow) -> dict[str, Any] | None:
+    """The open gate (an approval wait with choices), if any."""
+    return next((w for w in row.waits if w.get("kind") == "approval"), None)
+
+
 def open_agent_steps(row: ExecutionRow) -> list[dict[str, Any]]:
     return [w for w in row.waits if w.get("kind") == "agent_step"]
 

@@ -16,7 +16,7 @@ from tether.runtime.realm.interpreter import ProtocolInput
 from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow, StepRecord
 from tether.tools import results
-from tether.tools.realm import envelope, params, runs
+from tether.tools.realm import gates, params, replies, runs
 from tether.tools.realm.envelope import Reply, refusal
 from tether.tools.realm.views import protocol_view
 
@@ -55,6 +55,7 @@ class RealmTools:
             "advance_run": self.advance_run,
             "get_run_state": self.get_run_state,
             "abandon_run": self.abandon_run,
+            "submit_human_response": self.submit_human_response,
         }
 
     def served(self) -> list[str]:
@@ -73,6 +74,11 @@ class RealmTools:
     def _plan(self, workflow: str) -> Plan | None:
         entry = self.ops.app.protocols.get(workflow)
         return entry.plan if entry is not None else None
+
+    async def submit_human_response(
+        self, ops: Operations, a: Args, w: list[str], by: str | None
+    ) -> Any:
+        return await gates.submit_human_response(self._settle, self._plan, ops, a, w, by)
 
     # --- reading ----------------------------------------------------------------------------
 
@@ -135,10 +141,10 @@ class RealmTools:
                     "STATE_IDEMPOTENCY_KEY_USED",
                     f"idempotency_key is held by the ended run '{row.id}'.",
                 )
-            return self._progress("start_run", plan, row, runs.Chain([], [], None), deduped=True)
+            return replies.progress("start_run", plan, row, runs.Chain([], [], None), deduped=True)
         row, chain = await self._settle(ops, row, [])
         hint = f"Run '{row.id}' created for workflow '{wf}'."
-        return self._progress("start_run", plan, row, chain, deduped=False, lead=hint)
+        return replies.progress("start_run", plan, row, chain, deduped=False, lead=hint)
 
     # --- acting -----------------------------------------------------------------------------
 
@@ -160,10 +166,10 @@ class RealmTools:
                 run_version=row.version,
             )
         if runs.ended(row):
-            return self._ended(step, row, "no steps executed.")
+            return replies.ended(step, row, "no steps executed.")
         wait = runs.open_step(row, step)
         if wait is None:
-            return self._blocked(step, plan, row)
+            return replies.blocked(step, plan, row)
         before = await ops.steps(row.id)
         answer = a.get("params") or {}
         try:
@@ -175,14 +181,14 @@ class RealmTools:
                 "VALIDATION_OUTPUT_SCHEMA",
                 f"The output of step '{step}' does not fit its output_schema.",
                 run_version=row.version,
-                next_actions=[_step_entry(row.id, plan, step)],
+                next_actions=[replies.step_entry(row.id, plan, step)],
                 error_details={"errors": exc.errors, "rejections": 1, "threshold": THRESHOLD},
                 run_phase=runs.phase(row),
             )
         except (rt.WaitNotOpen, rt.AnswerConflict):
-            return self._blocked(step, plan, (await ops.get(row.id)).current)
+            return replies.blocked(step, plan, (await ops.get(row.id)).current)
         row, chain = await self._settle(ops, row, before)
-        return self._progress(step, plan, row, chain)
+        return replies.progress(step, plan, row, chain)
 
     async def advance_run(self, ops: Operations, a: Args, w: list[str], by: Any) -> Any:
         run_id = a["run_id"]
@@ -207,7 +213,7 @@ class RealmTools:
             )
         before = await ops.steps(row.id)
         row, chain = await self._settle(ops, row, before)
-        reply = self._progress("advance_run", plan, row, chain, warnings=w)
+        reply = replies.progress("advance_run", plan, row, chain, warnings=w)
         wire = reply.to_wire()
         wire["continued_by"] = _CONTINUED
         return wire
@@ -274,7 +280,7 @@ class RealmTools:
         plan = self._plan(row.workflow)
         records = await ops.steps(row.id)
         done = runs.completed_steps(plan, records)
-        actions = _open_entries(row, plan)
+        actions = replies.open_entries(row, plan)
         p = runs.phase(row)
         out = Reply(
             "get_run_state",
@@ -288,7 +294,7 @@ class RealmTools:
             run_phase=p,
             terminal_state=runs.ended(row),
             completed_steps=done,
-            next_actions_status=_next_status(row, actions),
+            next_actions_status=replies.next_status(row, actions),
         )
         if runs.ended(row) and isinstance(row.error, dict):
             out["terminal_reason"] = row.error.get("message")
@@ -319,146 +325,5 @@ class RealmTools:
         after = await ops.steps(now.id)
         return now, runs.chain(before, after, runs.phase(now))
 
-    def _progress(
-        self,
-        command: str,
-        plan: Plan | None,
-        row: ExecutionRow,
-        chain: runs.Chain,
-        *,
-        deduped: bool | None = None,
-        lead: str = "",
-        warnings: list[str] | None = None,
-    ) -> Reply:
-        p = runs.phase(row)
-        extra: dict[str, Any] = {
-            "run_phase": p,
-            "deduped": deduped,
-            "chained_auto_steps": chain.chained or None,
-            "guards": chain.guards or None,
-            "ended_by": chain.ended_by,
-        }
-        warns = list(warnings or [])
-        if chain.ended_by is not None:
-            g = chain.ended_by["step"]
-            hint = {
-                "guard_abort": f"Guard step '{g}' aborted the run.",
-                "guard_resolution_error": f"Guard step '{g}' failed with a resolution error. "
-                "Run is terminated.",
-            }[chain.ended_by["arm"]]
-            return Reply(
-                command, row.id, "ok", _join(lead, hint), row.version, warnings=warns, extra=extra
-            )
-        if p == "failed":
-            failed = runs.failed_step([])
-            err = row.error if isinstance(row.error, dict) else {}
-            message = str(err.get("message", "the run failed"))
-            step = err.get("step") or (failed[0] if failed else None)
-            code = (
-                "ENGINE_HANDLER_NOT_REGISTERED"
-                if "HandlerNotRegistered" in message or err.get("type") == "HandlerNotRegistered"
-                else "ENGINE_STEP_FAILED"
-            )
-            hint = _join(lead, f"The run failed: {message}", runs.way_back(row, step))
-            return refusal(
-                command,
-                row.id,
-                code,
-                message,
-                run_version=row.version,
-                action="stop",
-                context_hint=hint,
-                **extra,
-            )
-        if p == "completed":
-            return Reply(
-                command,
-                row.id,
-                "ok",
-                _join(lead, "Run completed."),
-                row.version,
-                warnings=warns,
-                extra=extra,
-            )
-        actions = _open_entries(row, plan)
-        names = ", ".join(f"'{w['name']}'" for w in runs.open_agent_steps(row))
-        hint = _join(lead, f"Ready agent steps: {names}." if names else "")
-        return Reply(
-            command,
-            row.id,
-            "ok",
-            hint or "Nothing is ready.",
-            row.version,
-            next_actions=actions,
-            warnings=warns,
-            extra=extra,
-        )
-
-    def _ended(self, command: str, row: ExecutionRow, what: str) -> Reply:
-        p = runs.phase(row)
-        err = row.error if isinstance(row.error, dict) else {}
-        hint = _join(
-            f"Run '{row.id}' is already terminal ({p}); {what}", runs.way_back(row, err.get("step"))
-        )
-        return Reply(
-            command, row.id, "ok", hint, row.version, extra={"run_phase": p, "agent_action": "stop"}
-        )
-
-    def _blocked(self, step: str, plan: Plan, row: ExecutionRow) -> Reply:
-        actions = _open_entries(row, plan)
-        eligible = [w["name"] for w in runs.open_agent_steps(row)]
-        if actions:
-            suggestion = "Call one of the steps indicated in next_actions instead."
-        else:
-            suggestion = "No other step can be called now."
-        why = "it has already completed" if step in _done_names(row) else "it is not ready"
-        return Reply(
-            step,
-            row.id,
-            "blocked",
-            f"Step '{step}' cannot be called now: {why}.",
-            row.version,
-            next_actions=actions,
-            extra={
-                "run_phase": runs.phase(row),
-                "error_code": None,
-                "agent_action": "resolve_precondition" if actions else "report_to_user",
-                "blocked_reason": {"eligible_steps": eligible, "suggestion": suggestion},
-            },
-        )
-
 
 _CONTINUED: Final = {"by": None, "absent_cause": "driver_not_recorded"}
-
-
-def _done_names(row: ExecutionRow) -> set[str]:
-    out = row.output if isinstance(row.output, dict) else {}
-    return set(out.get("outputs", {}))
-
-
-def _join(*parts: str) -> str:
-    return " ".join(p for p in parts if p)
-
-
-def _step_entry(run_id: str, plan: Plan | None, step: str) -> dict[str, Any]:
-    s = plan.step(step) if plan is not None else None
-    return envelope.step_action(
-        run_id,
-        step,
-        input_schema=dict(s.answer_schema) if s is not None else None,
-        prompt=(s.prompt or s.description) if s is not None else None,
-    )
-
-
-def _open_entries(row: ExecutionRow, plan: Plan | None) -> list[dict[str, Any]]:
-    if runs.ended(row):
-        return []
-    return [_step_entry(row.id, plan, w["name"]) for w in runs.open_agent_steps(row)]
-
-
-def _next_status(row: ExecutionRow, actions: list[dict[str, Any]]) -> str:
-    if runs.ended(row):
-        return "terminal"
-    if runs.phase(row) == "gate_waiting":
-        return "gate_open"
-    return "ready" if actions else "in_flight"
