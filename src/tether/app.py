@@ -307,6 +307,7 @@ def create_app(
                 pool_size=settings.pool_size,
                 max_payload_bytes=settings.max_payload_bytes,
                 dags_dir=settings.dags,
+                protocols_dir=settings.protocols,
                 encryption=settings.encryption(),
                 audit_retention_days=settings.audit_retention_days,
             ) as rt,

@@ -65,6 +65,9 @@ class Settings(BaseModel):
     dags: Path | None = Field(
         None, description="directory of DAG files (Dagu YAML) to serve, reloaded on change"
     )
+    protocols: Path | None = Field(
+        None, description="directory of protocol workflows (Realm YAML) loaded at start"
+    )
     dagu_tool_name: str = Field(
         "dagu_execute", min_length=1, description="the name of the Dagu execute tool"
     )

@@ -61,6 +61,7 @@ def _dispatch(args: argparse.Namespace, level: str) -> int:
         port=getattr(args, "port", None),
         workers=getattr(args, "workers", None),
         dags=getattr(args, "dags", None),
+        protocols=getattr(args, "protocols", None),
     )
     if args.command == "serve":
         code = server.serve(args, settings, level)

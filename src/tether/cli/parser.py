@@ -23,6 +23,7 @@ DECISIONS = {
     "complete": "complete",
 }
 DAGS_HELP = "directory of DAG files (default: TETHER_DAGS)"
+PROTOCOLS_HELP = "directory of protocol workflows, Realm YAML (default: TETHER_PROTOCOLS)"
 TENANT_HELP = "act as a caller bound to this tenant: see and start only its runs"
 APP_HELP = "module:attr or path/to/file.py:attr (default: TETHER_APP, else the examples)"
 
@@ -99,11 +100,13 @@ def _servers(sub: argparse._SubParsersAction[Parser]) -> None:
     serve.add_argument("--workers", type=int, help="concurrent runs in this process")
     serve.add_argument("--no-workers", action="store_true", help="serve HTTP only")
     serve.add_argument("--dags", help=DAGS_HELP + "; reloaded when its files change")
+    serve.add_argument("--protocols", help=PROTOCOLS_HELP)
 
     worker = _command(sub, "worker", "workers only", "Run the App's workflows without HTTP.")
     worker.add_argument("app", nargs="?", help=APP_HELP)
     worker.add_argument("--workers", type=int, help="concurrent runs in this process")
     worker.add_argument("--dags", help=DAGS_HELP + "; reloaded when its files change")
+    worker.add_argument("--protocols", help=PROTOCOLS_HELP)
 
 
 def _tokens(sub: argparse._SubParsersAction[Parser]) -> None:

@@ -82,6 +82,7 @@ def worker(settings: Settings) -> int:
             janitor_interval_s=settings.janitor_interval_s,
             pool_size=settings.pool_size,
             dags_dir=settings.dags,
+            protocols_dir=settings.protocols,
             encryption=settings.encryption(),
         ) as rt:
             logger.info("worker %s running %d workflows", rt.workers[0].owner, len(app.workflows))

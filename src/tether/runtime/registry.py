@@ -19,6 +19,7 @@ from tether.runtime.dag.catalog import DagCatalog
 from tether.runtime.errors import InvalidInput, UpdateNotFound, WorkflowNotFound
 from tether.runtime.inputs import ExtraInput, input_type_for
 from tether.runtime.policy import NO_RETRY, RetryPolicy, seconds
+from tether.runtime.realm.catalog import ProtocolCatalog
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]{0,99}$")
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
@@ -172,13 +173,14 @@ class ResourceDef:
     template: bool
 
 
-class App(DagCatalog):
-    """A set of workflows (and DAGs, see DagCatalog). Serve it with `tether serve module:app`."""
+class App(DagCatalog, ProtocolCatalog):
+    """Workflows, DAGs (DagCatalog), step protocols (ProtocolCatalog); `tether serve mod:app`."""
 
     def __init__(self, name: str = "tether") -> None:
         self.name = name
         self._workflows: dict[str, WorkflowDef] = {}
         DagCatalog.__init__(self)
+        ProtocolCatalog.__init__(self)
         self._tools: dict[str, ToolDef] = {}
         self.prompts: dict[str, PromptDef] = {}
         self.resources: dict[str, ResourceDef] = {}

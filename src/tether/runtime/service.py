@@ -122,6 +122,7 @@ async def running(
     max_payload_bytes: int = 256 * 1024,
     run_migrations: bool = True,
     dags_dir: str | Path | None = None,
+    protocols_dir: str | Path | None = None,
     encryption: payloads.Encryption | None = None,
     audit_retention_days: float | None = None,
 ) -> AsyncIterator[Runtime]:
@@ -130,7 +131,11 @@ async def running(
     the scheduler, the listener and the pool. Queues, profiles and schedule settings come
     from `worker_settings.admission`; `encryption`: the keys payloads are sealed and opened
     with, and the read gate (payloads.installed); `audit_retention_days`: the janitor deletes
-    older audit rows."""
+    older audit rows. `protocols_dir`: Realm protocol workflows (`*.yaml`) registered before
+    the tool catalog is built; a refused file is logged and skipped."""
+    if protocols_dir is not None:
+        for file, problem in app.load_protocols(protocols_dir).items():
+            logger.error("protocol %s refused: %s", file, problem)
     if run_migrations:
         await migrate_database(dsn)
     with payloads.installed(encryption):

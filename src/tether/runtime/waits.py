@@ -314,6 +314,9 @@ def validate_answer(descriptor: dict[str, Any], response: Any) -> list[str]:
 
 def _approval_errors(descriptor: dict[str, Any], response: dict[str, Any]) -> list[str]:
     decision = response.get("decision")
+    choices = descriptor.get("choices")  # a protocol gate: its own choices, no inputs
+    if choices:
+        return [] if decision in choices else [f"decision: must be one of {list(choices)}"]
     if decision not in APPROVAL_DECISIONS:
         return [f"decision: must be one of {list(APPROVAL_DECISIONS)}"]
     errors = []

@@ -2,7 +2,8 @@
 
 Order: plain tools, workflows served as tools, then each MCP workflow's generated set
 (start_<wf>, <wf>_status, <wf>_watch, signal_<wf>, answer_<wf>, <wf>_update_<u>) in
-registration order.
+registration order, then Realm's step-protocol tools (one group) when the app has protocols
+or allows create_workflow.
 A generated set whose names collide with a tool already in the catalog is left out whole
 (with a warning), never shipped with a tool quietly missing.
 """
@@ -17,6 +18,7 @@ from typing import Any
 from tether.runtime import waits
 from tether.runtime.registry import App, UpdateDef, WorkflowDef
 from tether.tools.dagu import tools as dagu_tools
+from tether.tools.realm.definitions import realm_definitions
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +32,9 @@ class Tool:
     """One served tool: its tools/list entry and what a call does."""
 
     name: str
-    kind: str  # plain | workflow | start | status | watch | signal | answer | update | dagu_*
+    kind: (
+        str  # plain | workflow | start | status | watch | signal | answer | update | realm | dagu_*
+    )
     definition: dict[str, Any]
     target: str  # the plain tool, workflow, or workflow/update it serves
 
@@ -324,5 +328,10 @@ class Catalog:
         for wf in app.workflows.values():
             if wf.mcp:
                 admit(_generated(wf, dag=wf.name in app.dags), f"workflow {wf.name}")
+        if app.protocols or app.allow_create_workflow:
+            realm = [Tool(d["name"], "realm", d, d["name"]) for d in realm_definitions(app)]
+            admit(realm, "Realm's step protocol")
         task_only = frozenset(w.name for w in app.workflows.values() if w.tasks)
+        if any(t.kind == "realm" for t in tools):  # protocol runs are MCP tasks too
+            task_only |= frozenset(app.protocols)
         return cls(tools, task_only)

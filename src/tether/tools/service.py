@@ -27,6 +27,7 @@ from tether.tools.context import InputRequired, ToolContext, ToolError
 from tether.tools.dagu.execute import DaguExecute
 from tether.tools.dagu.reading import dagu_read
 from tether.tools.errors import WorkflowProtocolError, tool_call
+from tether.tools.realm.service import RealmTools
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +97,7 @@ class ToolService:
         self.catalog = catalog
         self.tasks = tasks
         self.settings = settings
+        self.realm = RealmTools(ops)
         self.dagu = DaguExecute(ops)
 
     def register(self, router: Router) -> None:
@@ -131,6 +133,9 @@ class ToolService:
             return await self._workflow(ctx, tool, args)
         if tool.kind == "start":
             return await self._start(ctx, tool, args)
+        if tool.kind == "realm":
+            ops = operations_for(self.ops, ctx.principal)
+            return await self.realm.call(ops, tool.name, args, ctx.principal_name)
         handle = parse_params(HandleArgs, args).handle
         ops = operations_for(self.ops, ctx.principal)
         view = await self._resolve(ops, tool, handle)

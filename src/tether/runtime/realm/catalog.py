@@ -1,0 +1,112 @@
+"""The App's protocol side (mixed into `App`): `@app.handler`, `app.protocol(source)`,
+`app.load_protocols(dir)`. Each protocol is registered as an ordinary workflow named after its
+id whose input is `ProtocolInput`, so every protocol run is an ordinary execution."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+from tether.runtime.context import Context
+from tether.runtime.realm.interpreter import ProtocolHost, ProtocolInput, run_protocol
+from tether.runtime.realm.plan import Plan, PlanError, plan_from_text
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class ProtocolEntry:
+    """A registered protocol: its plan and the text it came from (recorded by each run)."""
+
+    plan: Plan
+    text: str
+    file: str | None = None
+
+
+class ProtocolCatalog:
+    """Mixed into `App`; keeps handlers and protocols beside the workflows they become.
+    `create_workflow` (the tool) is served when `allow_create_workflow` is set."""
+
+    _workflows: dict[str, Any]
+
+    def __init__(self) -> None:
+        self._handlers: dict[str, Callable[..., Any]] = {}
+        self._protocols: dict[str, ProtocolEntry] = {}
+        self.allow_create_workflow = False
+        self._protocol_host = ProtocolHost(MappingProxyType(self._handlers), self._plan_text)
+
+    @property
+    def handlers(self) -> Mapping[str, Callable[..., Any]]:
+        return MappingProxyType(self._handlers)
+
+    @property
+    def protocols(self) -> Mapping[str, ProtocolEntry]:
+        return MappingProxyType(self._protocols)
+
+    def handler(self, name: str | None = None) -> Callable[[F], F]:
+        """Register a Python function (sync or async) as the handler `name` (default: its
+        name) for `auto` steps; it is called with `{"params", "steps", "config"}`."""
+
+        def register(fn: F) -> F:
+            key = name or fn.__name__
+            if key in self._handlers:
+                raise ValueError(f"handler {key!r} is registered twice")
+            self._handlers[key] = fn
+            return fn
+
+        return register
+
+    def protocol(self, source: str | Path) -> Plan:
+        """Register (or replace) the protocol in `source`: a path to a YAML file, or YAML text.
+        Raises PlanError, OSError, ValueError (the id is taken by another workflow)."""
+        if isinstance(source, Path):
+            text = source.read_text(encoding="utf-8")
+            entry = ProtocolEntry(plan_from_text(text), text, str(source))
+        else:
+            entry = ProtocolEntry(plan_from_text(source), source)
+        self._register_protocol(entry)
+        return entry.plan
+
+    def load_protocols(self, directory: str | Path) -> dict[str, str]:
+        """Register every `*.yaml` / `*.yml` protocol in `directory`; returns {file: problem}
+        for the files that were refused (the others are kept)."""
+        problems: dict[str, str] = {}
+        for path in sorted(Path(directory).iterdir()):
+            if path.suffix in (".yaml", ".yml") and path.is_file():
+                try:
+                    self.protocol(path)
+                except (PlanError, OSError, ValueError) as exc:
+                    problems[str(path)] = str(exc)
+        return problems
+
+    def _register_protocol(self, entry: ProtocolEntry) -> None:
+        name = entry.plan.id
+        if name in self._workflows and name not in self._protocols:
+            raise ValueError(f"protocol {name!r}: a workflow of that name is already registered")
+        register = getattr(self, "workflow")  # noqa: B009 — App's decorator
+        previous = self._workflows.pop(name, None)
+        try:
+            register(name=name, description=entry.plan.description)(
+                _workflow_fn(self._protocol_host, name)
+            )
+        except (ValueError, TypeError):
+            if previous is not None:
+                self._workflows[name] = previous
+            raise
+        self._protocols[name] = entry
+
+    def _plan_text(self, name: str) -> dict[str, str]:
+        return {"id": name, "text": self._protocols[name].text}
+
+
+def _workflow_fn(host: ProtocolHost, name: str) -> Callable[..., Any]:
+    async def protocol_workflow(ctx: Context, inp: ProtocolInput) -> dict[str, Any]:
+        return await run_protocol(ctx, host, name, inp)
+
+    protocol_workflow.__qualname__ = f"protocol:{name}"
+    assert inspect.iscoroutinefunction(protocol_workflow)  # noqa: S101
+    return protocol_workflow

@@ -1,0 +1,226 @@
+"""The generic protocol workflow: one execution walks a `Plan` step by step.
+
+- the protocol's text is recorded by the run's first step (`realm:spec`), so a run interprets
+  the protocol it started with even when it is replaced while the run goes on;
+- a step whose `when` is false is skipped (no output, `realm:skip:<id>`);
+- an `auto` step is a durable step running its registered handler (`realm:auto:<id>`); one
+  with no handler passes its one dependency's output on (the params with none, `{}` with
+  several);
+- a `guard` is decided by a durable step in the same replay that made it ready
+  (`realm:guard:<id>`): every `abort_unless` condition true passes it, a false one aborts
+  the run (GuardAborted), a path that names nothing fails it (GuardResolutionError);
+- an `agent` step is a wait of kind `agent_step` named after the step, whose schema is the
+  step's `output_schema`: the one runtime `answer` path checks an answer against it, so a
+  refused answer changes nothing;
+- a gated step (`trust: human_*`) then opens an approval wait (`GateWait`) with the gate's
+  choices and the step's output as preview; its deadline is the gate's `timeout_seconds`.
+  When the deadline passes first, the run (woken by the worker, or by the next act on it)
+  carries out `on_expiry`: `settle_default` records the default choice with
+  `resolved_by: "timeout"`, `abort` ends the run aborted (GateExpired); without `on_expiry`
+  the gate stays open. The step's output gains `choice` (read as `<step>.choice`).
+The output is `{"outputs": {step: output}, "gates": {step: resolution}}`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tether.runtime import waits
+from tether.runtime.context import Context
+from tether.runtime.errors import WaitTimeout
+from tether.runtime.realm.plan import Plan, PlanStep, plan_from_text
+from tether.specs.realm import ConditionContext, ConditionUnresolved, evaluate
+
+Handlers = Mapping[str, Callable[..., Any]]
+
+
+class ProtocolInput(BaseModel):
+    """A protocol run's input: the run's params (checked against `params_schema` by the tool
+    before the run is created)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class GuardAborted(Exception):
+    """A guard's condition was false: the run ends `aborted` (phase) with its abort message."""
+
+    def __init__(self, step: str, reason: str | None) -> None:
+        super().__init__(reason or f"Guard step '{step}' aborted the run.")
+        self.step = step
+        self.reason = reason
+
+
+class GateExpired(GuardAborted):
+    """A gate's time ran out with `on_expiry: abort`: the run ends `aborted`, with no answer."""
+
+
+class GuardResolutionError(Exception):
+    """A guard's condition named nothing: the run fails at that guard."""
+
+
+class HandlerNotRegistered(Exception):
+    """An auto step names a handler this process does not have."""
+
+
+@dataclass(frozen=True)
+class AgentAnswer(waits.WaitSpec):
+    """An agent step's wait: the answer is any JSON fitting the step's JSON schema (checked by
+    `waits.validate_answer` from the descriptor before it is delivered)."""
+
+    kind: ClassVar[str] = "agent_step"
+    json_schema: Mapping[str, Any] | None = None
+    input_schema: Mapping[str, Any] | None = None
+
+    def answer_schema(self) -> dict[str, Any]:
+        return dict(self.json_schema or {"type": "object"})
+
+    def extra(self) -> dict[str, Any]:
+        return {"step": self.name, "input_schema": dict(self.input_schema or {})}
+
+
+@dataclass(frozen=True)
+class GateWait(waits.WaitSpec):
+    """A protocol gate: an approval wait whose `decision` is one of the gate's `choices`."""
+
+    kind: ClassVar[str] = "approval"
+    choices: tuple[str, ...] = ("approve", "reject")
+    preview: Any = None
+    agent_hint: str | None = None
+    on_expiry: str | None = None
+    default_choice: str | None = None
+
+    def answer_schema(self) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {"decision": {"type": "string", "enum": list(self.choices)}},
+            "required": ["decision"],
+        }
+
+    def extra(self) -> dict[str, Any]:
+        return {
+            "step": self.name,
+            "choices": list(self.choices),
+            "preview": self.preview,
+            "agent_hint": self.agent_hint,
+            "on_expiry": self.on_expiry,
+            "default_choice": self.default_choice,
+            "inputs": [],
+            "required": [],
+        }
+
+    def parse(self, response: Any, by: str | None) -> Any:
+        return {"choice": response["decision"], "resolved_by": "human", "by": by}
+
+
+@dataclass(frozen=True)
+class ProtocolHost:
+    """What the interpreter needs from the app, handed in (it imports no registry)."""
+
+    handlers: Handlers
+    snapshot: Callable[[str], dict[str, str]]  # protocol id → {"id", "text"}
+
+
+def _context(params: dict[str, Any], outputs: dict[str, Any]) -> ConditionContext:
+    return ConditionContext(outputs=outputs, params=params)
+
+
+def decide_guard(step: PlanStep, params: dict[str, Any], outputs: dict[str, Any]) -> dict[str, Any]:
+    """A guard's outcome, pure: `pass`, `abort` (with the abort message) or
+    `resolution_error` (with the error)."""
+    try:
+        ok = all(evaluate(c, _context(params, outputs)) for c in step.abort_unless)
+    except ConditionUnresolved as exc:
+        return {"outcome": "resolution_error", "reason": str(exc)}
+    if ok:
+        return {"outcome": "pass"}
+    return {"outcome": "abort", "reason": step.abort_message}
+
+
+def decide_when(step: PlanStep, params: dict[str, Any], outputs: dict[str, Any]) -> bool:
+    """Whether the step runs (`when`, all true) — pure."""
+    return all(evaluate(c, _context(params, outputs)) for c in step.when)
+
+
+async def _run_handler(
+    handlers: Handlers, step: PlanStep, params: dict[str, Any], outputs: dict[str, Any]
+) -> Any:
+    if step.handler is None:  # a pass-through step
+        deps = step.depends_on
+        if not deps:
+            return dict(params)
+        return outputs.get(deps[0]) if len(deps) == 1 else {}
+    fn = handlers.get(step.handler)
+    if fn is None:
+        raise HandlerNotRegistered(f"no handler {step.handler!r} is registered (@app.handler)")
+    value = fn({"params": params, "steps": dict(outputs), "config": dict(step.config or {})})
+    if hasattr(value, "__await__"):
+        value = await value
+    return value
+
+
+async def _gate(ctx: Context, step: PlanStep, output: Any) -> dict[str, Any]:
+    """Open the step's gate and return its resolution (`choice`, `resolved_by`)."""
+    gate = step.gate
+    assert gate is not None  # noqa: S101 — only called for gated steps
+    spec = GateWait(
+        step.id,
+        gate.message or step.prompt or step.description,
+        gate.choices,
+        output,
+        step.instructions,
+        gate.on_expiry,
+        gate.default_choice,
+    )
+    timeout = gate.timeout_seconds if gate.on_expiry is not None else None
+    try:
+        (resolution,) = await ctx.wait_all(spec, timeout=timeout)
+    except WaitTimeout as exc:
+        if gate.on_expiry == "abort":
+            raise GateExpired(step.id, f"Gate '{step.id}' expired; the run is aborted.") from exc
+        return {"choice": gate.default_choice, "resolved_by": "timeout", "by": None}
+    return dict(resolution)
+
+
+async def run_protocol(
+    ctx: Context, host: ProtocolHost, name: str, inp: ProtocolInput
+) -> dict[str, Any]:
+    """Walk protocol `name` from its first step to its end."""
+    snap = await ctx.step(host.snapshot, name, name="realm:spec")
+    plan: Plan = plan_from_text(snap["text"])
+    outputs: dict[str, Any] = {}
+    gates: dict[str, Any] = {}
+    for step in plan.steps:
+        if step.when and not await ctx.step(
+            decide_when, step, inp.params, outputs, name=f"realm:when:{step.id}"
+        ):
+            continue
+        if step.kind == "auto":
+            outputs[step.id] = await ctx.step(
+                _run_handler, host.handlers, step, inp.params, outputs, name=f"realm:auto:{step.id}"
+            )
+        elif step.kind == "guard":
+            verdict = await ctx.step(
+                decide_guard, step, inp.params, outputs, name=f"realm:guard:{step.id}"
+            )
+            if verdict["outcome"] == "abort":
+                raise GuardAborted(step.id, verdict.get("reason"))
+            if verdict["outcome"] == "resolution_error":
+                raise GuardResolutionError(verdict["reason"])
+            outputs[step.id] = {"passed": True}
+        else:
+            spec = AgentAnswer(
+                step.id, step.prompt or step.description, step.answer_schema, step.input_schema
+            )
+            (answer,) = await ctx.wait_all(spec)
+            outputs[step.id] = answer
+        if step.gate is not None:
+            gates[step.id] = await _gate(ctx, step, outputs[step.id])
+            base = outputs[step.id] if isinstance(outputs[step.id], dict) else {}
+            outputs[step.id] = {**base, "choice": gates[step.id]["choice"]}
+    return {"outputs": outputs, "gates": gates}

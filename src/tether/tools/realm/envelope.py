@@ -1,0 +1,317 @@
+"""Realm's reply envelope, pure: one JSON object per reply, with the seed's presence rules
+(seeds/realm-mcp-tools.md "The reply"; spec/REALM-PROTOCOL.md §2-§3).
+
+Always present: `command`, `run_id`, `status`, `context_hint`, `next_actions`, `warnings`,
+`errors`, `data`, `evidence`, and `run_version` (except on a refusal from `get_run_state` or
+`abandon_run`). Every other field is present only when it applies; `Reply` refuses a
+combination the seed rules out (an `ok` reply with an action other than `stop`, a
+`confirm_required` reply without its gate, `retry_after` without `wait_and_proceed` …), so a
+tool cannot build a reply an agent written against Realm would misread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Final, Literal
+
+Status = Literal["ok", "error", "blocked", "confirm_required"]
+Action = Literal[
+    "provide_input",
+    "resolve_precondition",
+    "report_to_user",
+    "wait_for_human",
+    "wait_and_proceed",
+    "stop",
+]
+
+STATUSES: Final = frozenset({"ok", "error", "blocked", "confirm_required"})
+ACTIONS: Final = frozenset(
+    {
+        "provide_input",
+        "resolve_precondition",
+        "report_to_user",
+        "wait_for_human",
+        "wait_and_proceed",
+        "stop",
+    }
+)
+
+#: Error code → its default `agent_action` (digest §3). A reply may override it by the rules
+#: in `action_for` (failing before the run is read, a failed step on an open run …).
+CODE_ACTIONS: Final[Mapping[str, Action]] = MappingProxyType(
+    {
+        # stop
+        "STATE_WORKFLOW_UNREADABLE": "stop",
+        "VALIDATION_EXHAUSTED": "stop",
+        "ENGINE_INTERNAL": "stop",
+        "ENGINE_STORE_FAILED": "stop",
+        "ENGINE_ADAPTER_NOT_REGISTERED": "stop",
+        "ENGINE_HANDLER_NOT_REGISTERED": "stop",
+        "ENGINE_STEP_FAILED": "stop",
+        "GATE_MESSAGE_UNRESOLVABLE": "stop",
+        "FILTER_UNKNOWN": "stop",
+        # report_to_user
+        "STATE_RUN_NOT_FOUND": "report_to_user",
+        "STATE_WORKFLOW_NOT_FOUND": "report_to_user",
+        "STATE_RUN_TERMINAL": "report_to_user",
+        "STATE_SNAPSHOT_MISMATCH": "report_to_user",
+        "STATE_RUN_BUSY": "report_to_user",
+        "STATE_TRANSITION_DENIED": "report_to_user",
+        "STATE_RUN_ALREADY_ACTIVE": "report_to_user",
+        "STATE_IDEMPOTENCY_KEY_USED": "report_to_user",
+        "STEP_NOT_FOUND": "report_to_user",
+        "VALIDATION_TRUST_VALUE": "report_to_user",
+        "VALIDATION_ACTOR_INVALID": "report_to_user",
+        "STEP_TIMEOUT": "report_to_user",
+        "STEP_ABORTED": "report_to_user",
+        "STEP_RETRY_EXHAUSTED": "report_to_user",
+        # provide_input
+        "VALIDATION_OUTPUT_SCHEMA": "provide_input",
+        "VALIDATION_TRACE_SCHEMA": "provide_input",
+        "VALIDATION_EMPTY_VALUE": "provide_input",
+        "VALIDATION_BATCH_TOO_LARGE": "provide_input",
+        "VALIDATION_BATCH_ITEMS": "provide_input",
+        "BUFFER_FULL": "provide_input",
+        "VALIDATION_INPUT_SCHEMA": "provide_input",
+        # resolve_precondition
+        "STATE_STEP_ALREADY_CLAIMED": "resolve_precondition",
+        "STATE_CLAIM_LOST": "resolve_precondition",
+        "STATE_BLOCKED": "resolve_precondition",
+        "STATE_STEP_NOT_ELIGIBLE": "resolve_precondition",
+        "STATE_STEP_ALREADY_SETTLED": "resolve_precondition",
+        # report_to_user or stop, by reply
+        "VALIDATION_WORKFLOW_SCHEMA": "report_to_user",
+        "ENGINE_ADAPTER_FAILED": "report_to_user",
+        "ENGINE_HANDLER_FAILED": "report_to_user",
+        # wait_and_proceed (the only code that sets retry_after)
+        "SERVICE_RATE_LIMITED": "wait_and_proceed",
+    }
+)
+
+SCHEMA_CODES: Final = frozenset({"VALIDATION_INPUT_SCHEMA", "VALIDATION_OUTPUT_SCHEMA"})
+
+
+def action_for(
+    code: str, *, run_read: bool = True, run_ended: bool = False, step_failed: bool = False
+) -> Action:
+    """The `agent_action` for `code` in this reply (digest §3 "Reply overrides"): a refusal
+    before the run is read turns provide_input and resolve_precondition into report_to_user;
+    a failed step that ended the run gives stop; a failed step on an open run turns stop,
+    provide_input and resolve_precondition into report_to_user; a schema refusal keeps
+    provide_input."""
+    action: Action = CODE_ACTIONS.get(code, "report_to_user")
+    if code in SCHEMA_CODES and run_read:
+        return "provide_input"
+    if not run_read and action in ("provide_input", "resolve_precondition"):
+        return "report_to_user"
+    if step_failed and run_ended:
+        return "stop"
+    if step_failed and action in ("stop", "provide_input", "resolve_precondition"):
+        return "report_to_user"
+    return action
+
+
+# --- next_actions ------------------------------------------------------------------------------
+
+ANSWER_PLACEHOLDER: Final = "<an object matching input_schema>"
+
+
+def next_action(
+    tool: str,
+    params: Mapping[str, Any],
+    *,
+    call_with: Mapping[str, Any] | None = None,
+    human_readable: str,
+    orientation: str,
+    input_schema: Mapping[str, Any] | None = None,
+    prompt: str | None = None,
+) -> dict[str, Any]:
+    """One `next_actions` entry: `instruction{tool, params, call_with}` (`call_with` is the
+    whole argument object, with `<…>` placeholders where the caller fills in a value),
+    `input_schema?`, `prompt?`, `human_readable` and `orientation`."""
+    entry: dict[str, Any] = {
+        "instruction": {
+            "tool": tool,
+            "params": dict(params),
+            "call_with": dict(call_with if call_with is not None else params),
+        }
+    }
+    if input_schema is not None:
+        entry["input_schema"] = dict(input_schema)
+    if prompt is not None:
+        entry["prompt"] = prompt
+    entry["human_readable"] = human_readable
+    entry["orientation"] = orientation
+    return entry
+
+
+def step_action(
+    run_id: str, step: str, *, input_schema: Mapping[str, Any] | None, prompt: str | None
+) -> dict[str, Any]:
+    """Call agent step `step` with `execute_step`."""
+    return next_action(
+        "execute_step",
+        {"run_id": run_id, "command": step},
+        call_with={"run_id": run_id, "command": step, "params": ANSWER_PLACEHOLDER},
+        input_schema=input_schema or {"type": "object"},
+        prompt=prompt,
+        human_readable=f"Do step '{step}' and submit its output with execute_step.",
+        orientation=f"Agent step '{step}' is ready.",
+    )
+
+
+def gate_action(run_id: str, gate_id: str, step: str, choices: Sequence[str]) -> dict[str, Any]:
+    """Answer the open question (gate) `gate_id` with `submit_human_response`."""
+    return next_action(
+        "submit_human_response",
+        {"run_id": run_id, "gate_id": gate_id},
+        call_with={
+            "run_id": run_id,
+            "gate_id": gate_id,
+            "choice": f"<one of: {', '.join(choices)}>",
+        },
+        input_schema={"type": "object", "properties": {"choice": {"enum": list(choices)}}},
+        human_readable=f"Show the gate of step '{step}' to the person and pass on their "
+        "choice with submit_human_response.",
+        orientation=f"Step '{step}' waits for a person's choice.",
+    )
+
+
+def advance_action(run_id: str) -> dict[str, Any]:
+    """`advance_run`: the engine owes work (guards, auto steps, an expiry)."""
+    return next_action(
+        "advance_run",
+        {"run_id": run_id},
+        human_readable="Call advance_run to let the engine run the work it owes.",
+        orientation="The engine owes work on this run.",
+    )
+
+
+def ordered(actions: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`next_actions` in the seed's order: an `advance_run` entry comes last."""
+    return sorted(actions, key=lambda a: a["instruction"]["tool"] == "advance_run")
+
+
+# --- the reply ---------------------------------------------------------------------------------
+
+#: Optional fields, in the order they are written after the ones always present.
+OPTIONAL: Final = (
+    "run_phase",
+    "error_code",
+    "error_details",
+    "agent_action",
+    "retry_after",
+    "blocked_reason",
+    "gate",
+    "deduped",
+    "rerun_of",
+    "chained_auto_steps",
+    "stopped_step",
+    "guards",
+    "ended_by",
+    "answer_recorded",
+    "gate_claim",
+    "adopted_own",
+    "adopted_anonymous",
+    "preserved_foreign",
+    "settled_by_default",
+    "defaulted_steps",
+    "diagnostics",
+    "continued_by",
+)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One reply of the shared shape. `run_version=None` only for a refusal from
+    `get_run_state` or `abandon_run`. Raises ValueError for a combination the seed rules out."""
+
+    command: str
+    run_id: str
+    status: Status
+    context_hint: str
+    run_version: int | None = 0
+    next_actions: Sequence[dict[str, Any]] = ()
+    warnings: Sequence[str] = ()
+    errors: Sequence[str] = ()
+    data: Mapping[str, Any] = field(default_factory=dict)
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check(self.status, self.run_version, self.command, self.extra)
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"command": self.command, "run_id": self.run_id}
+        if self.run_version is not None:
+            out["run_version"] = self.run_version
+        out.update(
+            status=self.status,
+            context_hint=self.context_hint,
+            next_actions=ordered(self.next_actions),
+            warnings=list(self.warnings),
+            errors=list(self.errors),
+            data=dict(self.data),
+            evidence=dict(self.evidence),
+        )
+        out.update({k: self.extra[k] for k in OPTIONAL if self.extra.get(k) is not None})
+        return out
+
+
+def check(status: str, run_version: int | None, command: str, extra: Mapping[str, Any]) -> None:
+    """The presence rules (seed table) a reply must keep. Pure; raises ValueError."""
+    unknown = set(extra) - set(OPTIONAL)
+    if unknown:
+        raise ValueError(f"not a reply field: {sorted(unknown)}")
+    if status not in STATUSES:
+        raise ValueError(f"status {status!r} is not one of {sorted(STATUSES)}")
+    action = extra.get("agent_action")
+    if action is not None and action not in ACTIONS:
+        raise ValueError(f"agent_action {action!r} is not one of {sorted(ACTIONS)}")
+    if status in ("error", "blocked") and action is None:
+        raise ValueError(f"a {status} reply needs agent_action")
+    if status == "confirm_required" and action is not None:
+        raise ValueError("a confirm_required reply has no agent_action")
+    if status == "ok" and action not in (None, "stop"):
+        raise ValueError("an ok reply carries agent_action only as stop")
+    if (extra.get("retry_after") is not None) != (action == "wait_and_proceed"):
+        raise ValueError("retry_after goes with wait_and_proceed, and only with it")
+    if (extra.get("gate") is not None) != (status == "confirm_required"):
+        raise ValueError("gate goes with confirm_required, and only with it")
+    if status == "blocked" and extra.get("blocked_reason") is None:
+        raise ValueError("a blocked reply needs blocked_reason")
+    if extra.get("error_code") is not None and status != "error":
+        raise ValueError("error_code only on an error reply")
+    if extra.get("answer_recorded") not in (None, False):
+        raise ValueError("answer_recorded is never true: a recorded answer leaves it out")
+    if run_version is None and command not in ("get_run_state", "abandon_run"):
+        raise ValueError("run_version is left out only by get_run_state and abandon_run")
+
+
+def refusal(
+    command: str,
+    run_id: str,
+    code: str | None,
+    message: str,
+    *,
+    run_version: int | None = 0,
+    action: Action | None = None,
+    context_hint: str | None = None,
+    next_actions: Sequence[dict[str, Any]] = (),
+    **extra: Any,
+) -> Reply:
+    """An `error` reply: `errors=[message]`, the code's action unless `action` overrides it."""
+    chosen: Action = action or (action_for(code) if code is not None else "provide_input")
+    fields: dict[str, Any] = {"error_code": code, "agent_action": chosen, **extra}
+    return Reply(
+        command=command,
+        run_id=run_id,
+        status="error",
+        context_hint=context_hint or message,
+        run_version=run_version,
+        next_actions=next_actions,
+        errors=[message],
+        extra=fields,
+    )

@@ -1,0 +1,293 @@
+"""`submit_human_response`: a person's choice at a protocol gate (digest §4), and the
+late-answer rules.
+
+The gate is the run's open approval wait; `gate_id` is its key. An answer in time goes
+through the one runtime `answer` path (`decision` = the choice). A late answer is never
+recorded: when the gate's deadline has passed, the call first lets the expiry happen (the
+run wakes at its deadline and carries out `on_expiry`), then replies with
+`answer_recorded: false` and `error_details{winning_choice, resolved_by, expired_at,
+overdue_ms}`. A gate already resolved is read from the run's wait record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from tether.runtime import errors as rt
+from tether.runtime import waits
+from tether.runtime.operations import Operations
+from tether.runtime.realm.plan import Plan
+from tether.runtime.rows import ExecutionRow, StepRecord
+from tether.tools.realm import envelope, replies, runs
+from tether.tools.realm.envelope import Reply, refusal
+
+COMMAND: Final = "submit_human_response"
+WRONG_GATE: Final = "submit_gate"  # the seed's word for an answer that names no open gate
+Settle = Callable[
+    [Operations, ExecutionRow, list[StepRecord]], Awaitable[tuple[ExecutionRow, runs.Chain]]
+]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _actor_problem(name: str | None) -> str | None:
+    if name is None:
+        return None
+    if len(name) > 200 or any(ord(ch) < 32 or ord(ch) == 127 for ch in name):
+        return "responded_by must be at most 200 characters, with no control characters."
+    return None
+
+
+def _claim(gate: dict[str, Any], token: str | None, *, spent: str | None = None) -> dict[str, Any]:
+    """`gate_claim{proof, cause?, opened_by}` (digest §4)."""
+    if spent is not None:
+        return {"proof": "spent", "cause": spent, "opened_by": None}
+    if token is None:
+        return {"proof": "absent", "opened_by": None}
+    ok = token != "" and token == replies.claim_token(gate)
+    return {"proof": "matched" if ok else "mismatch", "opened_by": None}
+
+
+def _resolution(records: list[StepRecord], step: str) -> dict[str, Any] | None:
+    """How the gate of `step` was resolved, from its wait record (None: not yet)."""
+    channel = f"approval:{step}"
+    rec = next((r for r in records if r.kind == "wait" and r.name == channel and r.done), None)
+    if rec is None or not isinstance(rec.result, dict):
+        return None
+    if rec.result.get("timed_out"):
+        return {"resolved_by": "timeout", "deadline": rec.result.get("deadline")}
+    answer = rec.result.get("answers", {}).get(channel, {})
+    payload = answer.get("payload") or {}
+    return {"resolved_by": "human", "choice": payload.get("decision")}
+
+
+async def submit_human_response(
+    settle: Settle,
+    plan_of: Callable[[str], Plan | None],
+    ops: Operations,
+    a: dict[str, Any],
+    w: list[str],
+    by: str | None,
+) -> Reply:
+    run_id, gate_id, choice = a["run_id"], a["gate_id"], a["choice"]
+    try:
+        row = (await ops.get(run_id)).current
+    except rt.ExecutionNotFound:
+        return refusal(COMMAND, run_id, "STATE_RUN_NOT_FOUND", f"Run '{run_id}' not found.")
+    problem = _actor_problem(a.get("responded_by"))
+    if problem is not None:
+        return refusal(
+            COMMAND, row.id, "VALIDATION_ACTOR_INVALID", problem, run_version=row.version
+        )
+    plan = plan_of(row.workflow)
+    gate = runs.open_gate(row)
+    if gate is not None and gate["key"] == gate_id:
+        return await _answer_open(settle, plan, ops, row, gate, a, w, by)
+    parts = waits.parse_key(gate_id)
+    step = parts.name if parts is not None and parts.execution_id == row.id else None
+    resolved = _resolution(await ops.steps(row.id), step) if step is not None else None
+    if step is None or resolved is None:
+        return _wrong_gate(row, gate, plan)
+    return _already(plan, row, step, resolved, choice, w)
+
+
+async def _answer_open(
+    settle: Settle,
+    plan: Plan | None,
+    ops: Operations,
+    row: ExecutionRow,
+    gate: dict[str, Any],
+    a: dict[str, Any],
+    w: list[str],
+    by: str | None,
+) -> Reply:
+    choice, choices = a["choice"], list(gate.get("choices") or [])
+    deadline = gate.get("deadline")
+    if deadline and _now() >= datetime.fromisoformat(deadline):
+        return await _late(settle, plan, ops, row, gate, a, w)
+    if choice not in choices:
+        return refusal(
+            COMMAND,
+            row.id,
+            "VALIDATION_INPUT_SCHEMA",
+            f"choice must be one of {choices} (got {choice!r}).",
+            run_version=row.version,
+            next_actions=[envelope.gate_action(row.id, gate["key"], gate["name"], choices)],
+        )
+    before = await ops.steps(row.id)
+    try:
+        await ops.answer(row.id, gate["key"], {"decision": choice}, by=a.get("responded_by") or by)
+    except (rt.WaitNotOpen, rt.AnswerConflict):
+        now = (await ops.get(row.id)).current
+        return _wrong_gate(now, runs.open_gate(now), plan)
+    now, chain = await settle(ops, row, before)
+    reply = replies.progress(COMMAND, plan, now, chain, warnings=w)
+    claim = _claim(gate, a.get("claim_token"))
+    warns = list(reply.warnings)
+    if claim["proof"] != "matched":
+        warns.append(f"gate_claim proof is '{claim['proof']}'.")
+    return _with(
+        reply,
+        warnings=warns,
+        gate_claim=claim,
+        chained_auto_steps=None,
+        guards=chain.guards or None,
+    )
+
+
+async def _late(
+    settle: Settle,
+    plan: Plan | None,
+    ops: Operations,
+    row: ExecutionRow,
+    gate: dict[str, Any],
+    a: dict[str, Any],
+    w: list[str],
+) -> Reply:
+    """The deadline has passed: let the expiry happen first; the answer is not recorded."""
+    expired_at = gate["deadline"]
+    overdue = int((_now() - datetime.fromisoformat(expired_at)).total_seconds() * 1000)
+    now, _ = await settle(ops, row, await ops.steps(row.id))
+    details = {"resolved_by": "timeout", "expired_at": expired_at, "overdue_ms": overdue}
+    if gate.get("on_expiry") == "abort":
+        return refusal(
+            COMMAND,
+            now.id,
+            "STATE_RUN_TERMINAL",
+            f"Gate '{gate['name']}' expired and aborted the run; the answer was not recorded.",
+            run_version=now.version,
+            answer_recorded=False,
+            run_phase=runs.phase(now),
+            error_details={**details, "winning_choice": None},
+        )
+    winning = gate.get("default_choice")
+    details["winning_choice"] = winning
+    if a["choice"] != winning:
+        return refusal(
+            COMMAND,
+            now.id,
+            "STATE_BLOCKED",
+            f"Gate '{gate['name']}' expired and recorded '{winning}'; the answer was not recorded.",
+            run_version=now.version,
+            action="report_to_user",
+            answer_recorded=False,
+            error_details=details,
+            run_phase=runs.phase(now),
+        )
+    hint = f"Gate '{gate['name']}' expired and recorded '{winning}' (resolved_by timeout)."
+    return Reply(
+        COMMAND,
+        now.id,
+        "ok",
+        hint,
+        now.version,
+        warnings=w,
+        next_actions=replies.open_entries(now, plan),
+        extra={
+            "run_phase": runs.phase(now),
+            "answer_recorded": False,
+            "error_details": details,
+            "gate_claim": _claim(gate, a.get("claim_token"), spent="expired"),
+        },
+    )
+
+
+def _already(
+    plan: Plan | None,
+    row: ExecutionRow,
+    step: str,
+    resolved: dict[str, Any],
+    choice: str,
+    w: list[str],
+) -> Reply:
+    winning = resolved.get("choice")
+    if resolved["resolved_by"] == "timeout":
+        gstep = plan.step(step) if plan is not None else None
+        gate = gstep.gate if gstep is not None else None
+        if gate is None or gate.on_expiry == "abort":
+            return refusal(
+                COMMAND,
+                row.id,
+                "STATE_RUN_TERMINAL",
+                f"Gate '{step}' expired and aborted the run.",
+                run_version=row.version,
+                context_hint=replies.join(
+                    f"Gate '{step}' expired and aborted the run.", runs.way_back(row, step)
+                ),
+            )
+        winning = gate.default_choice
+    details = {"winning_choice": winning, "resolved_by": resolved["resolved_by"]}
+    if choice != winning:
+        return refusal(
+            COMMAND,
+            row.id,
+            "STATE_BLOCKED",
+            f"Gate '{step}' was already resolved with choice '{winning}'.",
+            run_version=row.version,
+            action="report_to_user",
+            error_details=details,
+        )
+    cause = "expired" if resolved["resolved_by"] == "timeout" else "answered"
+    hint = f"Gate '{step}' was already resolved with choice '{winning}' — no action was taken."
+    extra: dict[str, Any] = {
+        "run_phase": runs.phase(row),
+        "gate_claim": {"proof": "spent", "cause": cause, "opened_by": None},
+    }
+    if cause == "expired":
+        extra.update(answer_recorded=False, error_details=details)
+    return Reply(
+        COMMAND,
+        row.id,
+        "ok",
+        hint,
+        row.version,
+        warnings=w,
+        next_actions=replies.open_entries(row, plan),
+        extra=extra,
+    )
+
+
+def _wrong_gate(row: ExecutionRow, gate: dict[str, Any] | None, plan: Plan | None) -> Reply:
+    if runs.ended(row):
+        return refusal(
+            WRONG_GATE,
+            row.id,
+            "STATE_RUN_TERMINAL",
+            f"Run '{row.id}' has already ended ({runs.phase(row)}).",
+            run_version=row.version,
+        )
+    actions = []
+    if gate is not None:
+        actions.append(
+            envelope.gate_action(row.id, gate["key"], gate["name"], list(gate.get("choices") or []))
+        )
+    return refusal(
+        WRONG_GATE,
+        row.id,
+        "STATE_BLOCKED",
+        "That gate is not the open one.",
+        run_version=row.version,
+        next_actions=actions,
+        action="resolve_precondition" if actions else "report_to_user",
+    )
+
+
+def _with(reply: Reply, *, warnings: list[str], **fields: Any) -> Reply:
+    extra = {**reply.extra, **fields}
+    return Reply(
+        reply.command,
+        reply.run_id,
+        reply.status,
+        reply.context_hint,
+        reply.run_version,
+        next_actions=reply.next_actions,
+        warnings=warnings,
+        errors=reply.errors,
+        data=reply.data,
+        evidence=reply.evidence,
+        extra=extra,
+    )

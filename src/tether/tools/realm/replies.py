@@ -1,0 +1,209 @@
+"""The replies of Realm's tools that report where a run stands (pure: rows in, envelope out):
+`progress` (moved, ended, failed, or stopped at agent steps or a gate), `ended` (an act on a
+run that has already ended), `blocked` (a step that cannot be called now)."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from tether.runtime.realm.plan import Plan
+from tether.runtime.rows import ExecutionRow
+from tether.tools.realm import envelope, runs
+from tether.tools.realm.envelope import Reply, refusal
+
+
+def progress(
+    command: str,
+    plan: Plan | None,
+    row: ExecutionRow,
+    chain: runs.Chain,
+    *,
+    deduped: bool | None = None,
+    lead: str = "",
+    warnings: list[str] | None = None,
+) -> Reply:
+    p = runs.phase(row)
+    extra: dict[str, Any] = {
+        "run_phase": p,
+        "deduped": deduped,
+        "chained_auto_steps": chain.chained or None,
+        "guards": chain.guards or None,
+        "ended_by": chain.ended_by,
+    }
+    warns = list(warnings or [])
+    if chain.ended_by is not None:
+        g = chain.ended_by["step"]
+        hint = {
+            "guard_abort": f"Guard step '{g}' aborted the run.",
+            "guard_resolution_error": f"Guard step '{g}' failed with a resolution error. "
+            "Run is terminated.",
+        }[chain.ended_by["arm"]]
+        return Reply(
+            command, row.id, "ok", join(lead, hint), row.version, warnings=warns, extra=extra
+        )
+    if p == "failed":
+        return _failed(command, row, lead, extra)
+    if p == "completed":
+        hint = join(lead, "Run completed.")
+        return Reply(command, row.id, "ok", hint, row.version, warnings=warns, extra=extra)
+    gate = runs.open_gate(row)
+    if gate is not None:
+        return _confirm(command, plan, row, gate, lead, warns, extra)
+    if runs.ended(row):
+        err = row.error if isinstance(row.error, dict) else {}
+        hint = join(lead, f"Run ended ({p}): {err.get('message', '')}")
+        return Reply(command, row.id, "ok", hint, row.version, warnings=warns, extra=extra)
+    actions = open_entries(row, plan)
+    names = ", ".join(f"'{w['name']}'" for w in runs.open_agent_steps(row))
+    hint = join(lead, f"Ready agent steps: {names}." if names else "")
+    return Reply(
+        command,
+        row.id,
+        "ok",
+        hint or "Nothing is ready.",
+        row.version,
+        next_actions=actions,
+        warnings=warns,
+        extra=extra,
+    )
+
+
+def _failed(command: str, row: ExecutionRow, lead: str, extra: dict[str, Any]) -> Reply:
+    failed = runs.failed_step([])
+    err = row.error if isinstance(row.error, dict) else {}
+    message = str(err.get("message", "the run failed"))
+    step = err.get("step") or (failed[0] if failed else None)
+    code = (
+        "ENGINE_HANDLER_NOT_REGISTERED"
+        if "HandlerNotRegistered" in message or err.get("type") == "HandlerNotRegistered"
+        else "ENGINE_STEP_FAILED"
+    )
+    hint = join(lead, f"The run failed: {message}", runs.way_back(row, step))
+    return refusal(
+        command,
+        row.id,
+        code,
+        message,
+        run_version=row.version,
+        action="stop",
+        context_hint=hint,
+        **extra,
+    )
+
+
+def _confirm(
+    command: str,
+    plan: Plan | None,
+    row: ExecutionRow,
+    gate: dict[str, Any],
+    lead: str,
+    warns: list[str],
+    extra: dict[str, Any],
+) -> Reply:
+    view = gate_view(row, gate, plan)
+    return Reply(
+        command,
+        row.id,
+        "confirm_required",
+        join(lead, f"Step '{view['step_name']}' waits for a person's choice."),
+        row.version,
+        next_actions=[envelope.gate_action(row.id, gate["key"], gate["name"], view["choices"])],
+        warnings=warns,
+        extra={**extra, "gate": view},
+    )
+
+
+def ended(command: str, row: ExecutionRow, what: str) -> Reply:
+    p = runs.phase(row)
+    err = row.error if isinstance(row.error, dict) else {}
+    hint = join(
+        f"Run '{row.id}' is already terminal ({p}); {what}", runs.way_back(row, err.get("step"))
+    )
+    return Reply(
+        command, row.id, "ok", hint, row.version, extra={"run_phase": p, "agent_action": "stop"}
+    )
+
+
+def blocked(step: str, plan: Plan, row: ExecutionRow) -> Reply:
+    actions = open_entries(row, plan)
+    eligible = [w["name"] for w in runs.open_agent_steps(row)]
+    if actions:
+        suggestion = "Call one of the steps indicated in next_actions instead."
+    else:
+        suggestion = "No other step can be called now."
+    why = "it has already completed" if step in done_names(row) else "it is not ready"
+    return Reply(
+        step,
+        row.id,
+        "blocked",
+        f"Step '{step}' cannot be called now: {why}.",
+        row.version,
+        next_actions=actions,
+        extra={
+            "run_phase": runs.phase(row),
+            "error_code": None,
+            "agent_action": "resolve_precondition" if actions else "report_to_user",
+            "blocked_reason": {"eligible_steps": eligible, "suggestion": suggestion},
+        },
+    )
+
+
+def done_names(row: ExecutionRow) -> set[str]:
+    out = row.output if isinstance(row.output, dict) else {}
+    return set(out.get("outputs", {}))
+
+
+def join(*parts: str) -> str:
+    return " ".join(p for p in parts if p)
+
+
+def step_entry(run_id: str, plan: Plan | None, step: str) -> dict[str, Any]:
+    s = plan.step(step) if plan is not None else None
+    return envelope.step_action(
+        run_id,
+        step,
+        input_schema=dict(s.answer_schema) if s is not None else None,
+        prompt=(s.prompt or s.description) if s is not None else None,
+    )
+
+
+def open_entries(row: ExecutionRow, plan: Plan | None) -> list[dict[str, Any]]:
+    if runs.ended(row):
+        return []
+    return [step_entry(row.id, plan, w["name"]) for w in runs.open_agent_steps(row)]
+
+
+def next_status(row: ExecutionRow, actions: list[dict[str, Any]]) -> str:
+    if runs.ended(row):
+        return "terminal"
+    if runs.phase(row) == "gate_waiting":
+        return "gate_open"
+    return "ready" if actions else "in_flight"
+
+
+def claim_token(gate: dict[str, Any]) -> str:
+    """The gate's claim token: a digest of its key and opening time (proof of which reply
+    opened it; never required, never decides what is recorded)."""
+    seed = f"{gate['key']}|{gate.get('opened_at')}".encode()
+    return hashlib.sha256(seed).hexdigest()[:24]
+
+
+def gate_view(row: ExecutionRow, gate: dict[str, Any], plan: Plan | None) -> dict[str, Any]:
+    """The `gate` field of a `confirm_required` reply."""
+    choices = list(gate.get("choices") or [])
+    view: dict[str, Any] = {
+        "gate_id": gate["key"],
+        "step_name": gate["name"],
+        "preview": gate.get("preview"),
+        "choices": choices,
+        "response_spec": {"choices": choices},
+    }
+    if gate.get("prompt"):
+        view["display"] = gate["prompt"]
+    if gate.get("agent_hint"):
+        view["agent_hint"] = gate["agent_hint"]
+    if gate.get("deadline"):
+        view["expires_at"] = gate["deadline"]
+    view["claim_token"] = claim_token(gate)
+    return view

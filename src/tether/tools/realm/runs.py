@@ -1,0 +1,131 @@
+"""A protocol run as Realm sees it, pure: its phase, its open agent step, the auto steps and
+guards a call ran (from the run's step records), and the ways back into an ended run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from tether.runtime.realm.plan import Plan
+from tether.runtime.rows import ExecutionRow, StepRecord
+from tether.runtime.statuses import ENDED_STATUSES
+
+AUTO_PREFIX: Final = "realm:auto:"
+GUARD_PREFIX: Final = "realm:guard:"
+RESUME: Final = "tether runs resume {run} --from {step}"
+
+
+def phase(row: ExecutionRow) -> str:
+    """`running | gate_waiting | completed | failed | abandoned | aborted` (digest §1)."""
+    if row.status == "completed":
+        return "completed"
+    if row.status in ("cancelled", "terminated"):
+        return "abandoned"
+    if row.status in ENDED_STATUSES:
+        err = row.error if isinstance(row.error, dict) else {}
+        return "aborted" if err.get("type") in ("GuardAborted", "GateExpired") else "failed"
+    if any(w.get("kind") == "approval" for w in row.waits):
+        return "gate_waiting"
+    return "running"
+
+
+def ended(row: ExecutionRow) -> bool:
+    return row.status in ENDED_STATUSES
+
+
+def settled(row: ExecutionRow) -> bool:
+    """The run stopped at a wait or ended: nothing more happens without an answer."""
+    return row.status == "waiting" or ended(row)
+
+
+def open_step(row: ExecutionRow, step: str) -> dict[str, Any] | None:
+    """The open `agent_step` wait of `step`, if any."""
+    return next(
+        (w for w in row.waits if w.get("kind") == "agent_step" and w.get("name") == step), None
+    )
+
+
+def open_gate(row: ExecutionRow) -> dict[str, Any] | None:
+    """The open gate (an approval wait with choices), if any."""
+    return next((w for w in row.waits if w.get("kind") == "approval"), None)
+
+
+def open_agent_steps(row: ExecutionRow) -> list[dict[str, Any]]:
+    return [w for w in row.waits if w.get("kind") == "agent_step"]
+
+
+@dataclass(frozen=True)
+class Chain:
+    """What a call's write ran: `chained_auto_steps`, `guards`, and the guard that ended it."""
+
+    chained: list[dict[str, Any]]
+    guards: list[dict[str, Any]]
+    ended_by: dict[str, Any] | None
+
+
+def chain(before: Sequence[StepRecord], after: Sequence[StepRecord], final_phase: str) -> Chain:
+    """The auto steps and guards recorded after `before` (each with the run's phase after
+    it: `running` until the last, which has the run's phase now)."""
+    seen = {r.seq for r in before if r.done}
+    ran = [
+        r
+        for r in after
+        if r.done and r.seq not in seen and r.name.startswith((AUTO_PREFIX, GUARD_PREFIX))
+    ]
+    chained: list[dict[str, Any]] = []
+    guards: list[dict[str, Any]] = []
+    ended_by: dict[str, Any] | None = None
+    for i, rec in enumerate(ran):
+        is_guard = rec.name.startswith(GUARD_PREFIX)
+        step = rec.name.removeprefix(GUARD_PREFIX if is_guard else AUTO_PREFIX)
+        if not is_guard and isinstance(rec.result, dict) and "error" in rec.result:
+            continue  # a failed auto step is the one the call stopped at, not a chained one
+        last = i == len(ran) - 1
+        chained.append({"step": step, "run_phase": final_phase if last else "running"})
+        if is_guard:
+            verdict = rec.result.get("value", {}) if isinstance(rec.result, dict) else {}
+            outcome = verdict.get("outcome", "pass")
+            guards.append({"step": step, "outcome": outcome})
+            if outcome != "pass":
+                arm = "guard_abort" if outcome == "abort" else "guard_resolution_error"
+                ended_by = {"arm": arm, "step": step}
+                if verdict.get("reason"):
+                    ended_by["reason"] = verdict["reason"]
+    return Chain(chained, guards, ended_by)
+
+
+def failed_step(after: Sequence[StepRecord]) -> tuple[str, str] | None:
+    """The auto step whose failure ended the run: (step, error message)."""
+    for rec in reversed(after):
+        if rec.name.startswith(AUTO_PREFIX) and isinstance(rec.result, dict):
+            error = rec.result.get("error")
+            if rec.done and isinstance(error, dict):
+                return rec.name.removeprefix(AUTO_PREFIX), str(error.get("message", ""))
+    return None
+
+
+def way_back(row: ExecutionRow, step: str | None) -> str:
+    """The sentence an ended run's reply ends with (seed "A run that has ended")."""
+    p = phase(row)
+    if p == "abandoned":
+        err = row.error if isinstance(row.error, dict) else {}
+        reason = err.get("message") or ""
+        return (
+            f'An operator ended this run, with the reason "{reason}"; to run the work again, '
+            "start a new run."
+        )
+    if p == "failed" and step is not None:
+        return "To make the failed step runnable again: " + RESUME.format(run=row.id, step=step)
+    return ""
+
+
+def completed_steps(plan: Plan | None, records: Sequence[StepRecord]) -> list[str]:
+    done = {
+        r.name.removeprefix(AUTO_PREFIX).removeprefix(GUARD_PREFIX)
+        for r in records
+        if r.done and r.name.startswith((AUTO_PREFIX, GUARD_PREFIX))
+    }
+    done |= {r.name.removeprefix("agent_step:") for r in records if r.done and r.kind == "wait"}
+    order = [s.id for s in plan.steps] if plan is not None else sorted(done)
+    return [s for s in order if s in done]

@@ -1,0 +1,329 @@
+"""Realm's tools over the runtime: each call checks its parameters (params.py), acts through
+`Operations`, waits for the run to stop at its next agent step, gate or end (the worker runs
+the auto steps and guards the call made ready), and replies with one envelope (envelope.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, Literal
+
+import jsonschema
+
+from tether.runtime import errors as rt
+from tether.runtime.operations import Operations
+from tether.runtime.realm.interpreter import ProtocolInput
+from tether.runtime.realm.plan import Plan
+from tether.runtime.rows import ExecutionRow, StepRecord
+from tether.tools import results
+from tether.tools.realm import gates, params, replies, runs
+from tether.tools.realm.envelope import Reply, refusal
+from tether.tools.realm.views import protocol_view
+
+SETTLE_S: Final = 30.0
+THRESHOLD: Final = 6
+Args = dict[str, Any]
+
+
+def reply_result(reply: Reply | dict[str, Any]) -> dict[str, Any]:
+    """One JSON text item, as Realm's replies are."""
+    wire = reply.to_wire() if isinstance(reply, Reply) else reply
+    out = results.text_result(wire)
+    out.pop("structuredContent", None)
+    return out
+
+
+def _schema_errors(schema: Any, value: Any) -> list[str]:
+    validator = jsonschema.Draft7Validator(schema or {})
+    return [
+        f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}"
+        for e in validator.iter_errors(value)
+    ]
+
+
+class RealmTools:
+    """The 11 tools; `call(name, args, by)` returns the MCP result."""
+
+    def __init__(self, ops: Operations) -> None:
+        self.ops = ops
+        self._tools: dict[str, Callable[[Operations, Args, list[str], str | None], Awaitable[Any]]]
+        self._tools = {
+            "list_workflows": self.list_workflows,
+            "get_workflow_protocol": self.get_workflow_protocol,
+            "start_run": self.start_run,
+            "execute_step": self.execute_step,
+            "advance_run": self.advance_run,
+            "get_run_state": self.get_run_state,
+            "abandon_run": self.abandon_run,
+            "submit_human_response": self.submit_human_response,
+        }
+
+    def served(self) -> list[str]:
+        return [name for name in params.TOOLS if name in self._tools]
+
+    async def call(
+        self, ops: Operations, name: str, args: dict[str, Any] | None, by: str | None
+    ) -> dict[str, Any]:
+        """Raises InvalidParams (missing or wrong-typed required parameter)."""
+        known, warnings = params.checked(name, args)
+        out = await self._tools[name](ops, known, warnings, by)
+        if isinstance(out, dict) and "content" in out:
+            return out
+        return reply_result(out)
+
+    def _plan(self, workflow: str) -> Plan | None:
+        entry = self.ops.app.protocols.get(workflow)
+        return entry.plan if entry is not None else None
+
+    async def submit_human_response(
+        self, ops: Operations, a: Args, w: list[str], by: str | None
+    ) -> Any:
+        return await gates.submit_human_response(self._settle, self._plan, ops, a, w, by)
+
+    # --- reading ----------------------------------------------------------------------------
+
+    async def list_workflows(self, ops: Operations, a: Args, w: list[str], by: Any) -> Any:
+        items = [
+            {"id": e.plan.id, "name": e.plan.name, "version": e.plan.version}
+            for e in self.ops.app.protocols.values()
+        ]
+        return {
+            "status": "ok",
+            "workflows": items,
+            "unreadable": [],
+            "warnings": w,
+            "hint": "Call get_workflow_protocol with a workflow_id to read its steps.",
+        }
+
+    async def get_workflow_protocol(self, ops: Operations, a: Args, w: list[str], by: Any) -> Any:
+        plan = self._plan(a["workflow_id"])
+        if plan is None:
+            return results.text_result(f"Workflow '{a['workflow_id']}' not found.", is_error=True)
+        return protocol_view(plan)
+
+    # --- starting ---------------------------------------------------------------------------
+
+    async def start_run(self, ops: Operations, a: Args, w: list[str], by: str | None) -> Any:
+        wf = a["workflow_id"]
+        plan = self._plan(wf)
+        if plan is None:
+            return refusal(
+                "start_run", "", "STATE_WORKFLOW_NOT_FOUND", f"Workflow '{wf}' not found."
+            )
+        run_params = a.get("params") or {}
+        problems = _schema_errors(plan.params_schema, run_params) if plan.params_schema else []
+        if problems:
+            return refusal(
+                "start_run",
+                "",
+                "VALIDATION_INPUT_SCHEMA",
+                f"params do not fit the params_schema of '{wf}'.",
+                error_details={"errors": problems},
+            )
+        live: Literal["return", "fail"] = "fail" if a.get("on_live_match") == "fail" else "return"
+        try:
+            started = await ops.start(
+                wf,
+                ProtocolInput(params=run_params).model_dump(),
+                idempotency_key=a.get("idempotency_key"),
+                on_live_match=live,
+                by=by,
+            )
+        except rt.RunAlreadyActive as exc:
+            return refusal("start_run", "", "STATE_RUN_ALREADY_ACTIVE", exc.message)
+        row = started.execution
+        if started.deduped:
+            terminal = a.get("on_terminal_match", "reuse")
+            if runs.ended(row) and terminal == "reject":
+                return refusal(
+                    "start_run",
+                    "",
+                    "STATE_IDEMPOTENCY_KEY_USED",
+                    f"idempotency_key is held by the ended run '{row.id}'.",
+                )
+            return replies.progress("start_run", plan, row, runs.Chain([], [], None), deduped=True)
+        row, chain = await self._settle(ops, row, [])
+        hint = f"Run '{row.id}' created for workflow '{wf}'."
+        return replies.progress("start_run", plan, row, chain, deduped=False, lead=hint)
+
+    # --- acting -----------------------------------------------------------------------------
+
+    async def execute_step(self, ops: Operations, a: Args, w: list[str], by: str | None) -> Any:
+        step, run_id = a["command"], a["run_id"]
+        if a.get("writer_nonce") is not None and not a["writer_nonce"].strip():
+            return refusal(step, run_id, "VALIDATION_EMPTY_VALUE", "writer_nonce is blank.")
+        try:
+            row = (await ops.get(run_id)).current
+        except rt.ExecutionNotFound:
+            return refusal(step, run_id, "STATE_RUN_NOT_FOUND", f"Run '{run_id}' not found.")
+        plan = self._plan(row.workflow)
+        if plan is None or plan.step(step) is None:
+            return refusal(
+                step,
+                row.id,
+                "STEP_NOT_FOUND",
+                f"Step '{step}' is not in this workflow.",
+                run_version=row.version,
+            )
+        if runs.ended(row):
+            return replies.ended(step, row, "no steps executed.")
+        wait = runs.open_step(row, step)
+        if wait is None:
+            return replies.blocked(step, plan, row)
+        before = await ops.steps(row.id)
+        answer = a.get("params") or {}
+        try:
+            await ops.answer(row.id, wait["key"], answer, by=by)
+        except rt.AnswerRejected as exc:
+            return refusal(
+                step,
+                row.id,
+                "VALIDATION_OUTPUT_SCHEMA",
+                f"The output of step '{step}' does not fit its output_schema.",
+                run_version=row.version,
+                next_actions=[replies.step_entry(row.id, plan, step)],
+                error_details={"errors": exc.errors, "rejections": 1, "threshold": THRESHOLD},
+                run_phase=runs.phase(row),
+            )
+        except (rt.WaitNotOpen, rt.AnswerConflict):
+            return replies.blocked(step, plan, (await ops.get(row.id)).current)
+        row, chain = await self._settle(ops, row, before)
+        return replies.progress(step, plan, row, chain)
+
+    async def advance_run(self, ops: Operations, a: Args, w: list[str], by: Any) -> Any:
+        run_id = a["run_id"]
+        try:
+            row = (await ops.get(run_id)).current
+        except rt.ExecutionNotFound:
+            return refusal(
+                "advance_run", run_id, "STATE_RUN_NOT_FOUND", f"Run '{run_id}' not found."
+            )
+        plan = self._plan(row.workflow)
+        if runs.ended(row):
+            p = runs.phase(row)
+            hint = f"Run '{row.id}' is already terminal ({p}); nothing ran."
+            return Reply(
+                "advance_run",
+                row.id,
+                "ok",
+                hint,
+                row.version,
+                warnings=w,
+                extra={"run_phase": p, "continued_by": _CONTINUED},
+            )
+        before = await ops.steps(row.id)
+        row, chain = await self._settle(ops, row, before)
+        reply = replies.progress("advance_run", plan, row, chain, warnings=w)
+        wire = reply.to_wire()
+        wire["continued_by"] = _CONTINUED
+        return wire
+
+    async def abandon_run(self, ops: Operations, a: Args, w: list[str], by: str | None) -> Any:
+        run_id = a["run_id"]
+        reason = a.get("reason") or "Abandoned via abandon_run"
+        try:
+            row = (await ops.get(run_id)).current
+        except rt.ExecutionNotFound:
+            return refusal(
+                "abandon_run",
+                run_id,
+                "STATE_RUN_NOT_FOUND",
+                f"Run '{run_id}' not found.",
+                run_version=None,
+            )
+        note = f"Run '{row.id}' abandoned."
+        if runs.phase(row) == "abandoned":
+            note = "already abandoned (no change this call)"
+        elif runs.ended(row):
+            return refusal(
+                "abandon_run",
+                row.id,
+                "STATE_RUN_TERMINAL",
+                f"Run '{row.id}' has already ended ({runs.phase(row)}).",
+                run_version=None,
+            )
+        elif runs.phase(row) == "gate_waiting":
+            return refusal(
+                "abandon_run",
+                row.id,
+                "STATE_TRANSITION_DENIED",
+                "A gate is open: answer it before abandoning the run.",
+                run_version=None,
+            )
+        else:
+            try:
+                row = await ops.terminate(row.id, reason=reason, by=by)
+            except rt.RunEnded:
+                row = (await ops.get(row.id)).current
+        err = row.error if isinstance(row.error, dict) else {}
+        base = Reply("abandon_run", row.id, "ok", note, row.version).to_wire()
+        return {
+            **base,
+            "run_phase": "abandoned",
+            "terminal_state": True,
+            "terminal_reason": err.get("message", reason),
+            "note": note,
+        }
+
+    async def get_run_state(self, ops: Operations, a: Args, w: list[str], by: Any) -> Any:
+        run_id = a["run_id"]
+        try:
+            row = (await ops.get(run_id)).current
+        except rt.ExecutionNotFound:
+            return refusal(
+                "get_run_state",
+                run_id,
+                "STATE_RUN_NOT_FOUND",
+                f"Run '{run_id}' not found.",
+                run_version=None,
+            )
+        plan = self._plan(row.workflow)
+        records = await ops.steps(row.id)
+        done = runs.completed_steps(plan, records)
+        actions = replies.open_entries(row, plan)
+        p = runs.phase(row)
+        out = Reply(
+            "get_run_state",
+            row.id,
+            "ok",
+            f"Run '{row.id}' is {p}.",
+            row.version,
+            next_actions=actions,
+        ).to_wire()
+        out.update(
+            run_phase=p,
+            terminal_state=runs.ended(row),
+            completed_steps=done,
+            next_actions_status=replies.next_status(row, actions),
+        )
+        if runs.ended(row) and isinstance(row.error, dict):
+            out["terminal_reason"] = row.error.get("message")
+        if a.get("include_steps"):
+            out["steps"] = [
+                {
+                    "id": s.id,
+                    "execution": s.kind,
+                    "state": "completed" if s.id in done else "pending",
+                }
+                for s in (plan.steps if plan is not None else ())
+            ]
+        return out
+
+    # --- replies ----------------------------------------------------------------------------
+
+    async def _settle(
+        self, ops: Operations, row: ExecutionRow, before: list[StepRecord]
+    ) -> tuple[ExecutionRow, runs.Chain]:
+        """Wait until the run stops at a wait or ends; what ran meanwhile."""
+        seen = row.version
+
+        def moved(r: ExecutionRow) -> bool:
+            return runs.settled(r) and (r.version > seen or runs.ended(r))
+
+        view = await ops.wait_until(row.id, moved, timeout=SETTLE_S)
+        now = view.current
+        after = await ops.steps(now.id)
+        return now, runs.chain(before, after, runs.phase(now))
+
+
+_CONTINUED: Final = {"by": None, "absent_cause": "driver_not_recorded"}

@@ -1,0 +1,109 @@
+"""Realm's human gates end to end over real HTTP: `confirm_required` with the gate's choices
+and claim token, an answer in time (`gate_claim.proof`), a wrong choice, and an answer after
+the gate's expiry (never recorded: `answer_recorded:false`, `winning_choice`, `resolved_by`,
+`overdue_ms`) — seeds/realm-mcp-tools.md, digest §4."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import ServeFn
+from tests.e2e.test_answer_tool import Client
+from tests.e2e.test_realm_tools import tool
+from tests.mcp_client import McpClient
+from tether.runtime.registry import App
+
+pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
+
+GATED = """
+id: payout
+name: Payout
+version: 1
+steps:
+  draft:
+    description: Draft the payout
+    execution: agent
+    trust: human_confirmed
+    instructions: Show the amount to the person.
+    gate:
+      choices: [pay, hold]
+      message: Pay it?
+      timeout_seconds: {timeout}
+      on_expiry: settle_default
+      default_choice: hold
+  paid:
+    description: Only paid payouts go on
+    execution: guard
+    depends_on: [draft]
+    abort_unless: ["draft.choice == 'pay'"]
+    abort_message: The payout was held.
+"""
+
+
+def build_app(timeout: int) -> App:
+    app = App("realm-gates")
+    app.protocol(GATED.format(timeout=timeout))
+    return app
+
+
+async def _open_gate(c: McpClient) -> dict[str, Any]:
+    run = (await tool(c, "start_run", {"workflow_id": "payout"}))["run_id"]
+    out = await tool(c, "execute_step", {"run_id": run, "command": "draft", "params": {"n": 5}})
+    assert out["status"] == "confirm_required"
+    return out
+
+
+async def test_gate_answered_in_time(mcp_server: ServeFn, client: Client) -> None:
+    """The reply that opens the gate carries it; an answer with its claim token is matched."""
+    async with mcp_server(build_app(3600)) as url:
+        c = client(url)
+        opened = await _open_gate(c)
+        gate = opened["gate"]
+        assert "agent_action" not in opened
+        assert gate["choices"] == ["pay", "hold"]
+        assert gate["preview"] == {"n": 5}
+        assert gate["display"] == "Pay it?"
+        assert gate["agent_hint"] == "Show the amount to the person."
+        assert "expires_at" in gate
+        assert opened["next_actions"][0]["instruction"]["tool"] == "submit_human_response"
+        run = opened["run_id"]
+        bad = await tool(
+            c, "submit_human_response", {"run_id": run, "gate_id": gate["gate_id"], "choice": "x"}
+        )
+        assert bad["error_code"] == "VALIDATION_INPUT_SCHEMA"
+        args = {"run_id": run, "gate_id": gate["gate_id"], "choice": "pay"}
+        ok = await tool(c, "submit_human_response", {**args, "claim_token": gate["claim_token"]})
+        assert ok["status"] == "ok"
+        assert ok["run_phase"] == "completed"
+        assert ok["gate_claim"]["proof"] == "matched"
+        assert "answer_recorded" not in ok
+        again = await tool(c, "submit_human_response", args)
+        assert again["status"] == "ok"
+        assert again["gate_claim"] == {"proof": "spent", "cause": "answered", "opened_by": None}
+        other = await tool(c, "submit_human_response", {**args, "choice": "hold"})
+        assert other["error_code"] == "STATE_BLOCKED"
+        assert other["agent_action"] == "report_to_user"
+
+
+async def test_gate_answered_after_its_expiry(mcp_server: ServeFn, client: Client) -> None:
+    """A late answer is never recorded: the expiry recorded the default choice."""
+    async with mcp_server(build_app(1)) as url:
+        c = client(url)
+        opened = await _open_gate(c)
+        run, gate_id = opened["run_id"], opened["gate"]["gate_id"]
+        async with asyncio.timeout(15):  # the worker carries out the expiry at the deadline
+            while (await tool(c, "get_run_state", {"run_id": run}))["terminal_state"] is False:
+                pass
+        args = {"run_id": run, "gate_id": gate_id, "choice": "pay"}
+        late = await tool(c, "submit_human_response", args)
+        assert late["error_code"] == "STATE_BLOCKED"
+        assert late["error_details"] == {"winning_choice": "hold", "resolved_by": "timeout"}
+        same = await tool(c, "submit_human_response", {**args, "choice": "hold"})
+        assert same["status"] == "ok"
+        assert same["answer_recorded"] is False
+        assert same["error_details"]["winning_choice"] == "hold"
+        state = await tool(c, "get_run_state", {"run_id": run})
+        assert state["run_phase"] == "aborted"  # the guard read draft.choice == 'hold'

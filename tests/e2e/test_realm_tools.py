@@ -1,0 +1,172 @@
+"""Realm's step-protocol tools end to end over real HTTP: an agent run with a refused then
+accepted answer, an auto chain, a guard that aborts, abandon_run, the same run read through
+tasks/get, and parameter refusals as JSON-RPC -32602 (seeds/realm-mcp-tools.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from tests.e2e.conftest import ServeFn
+from tests.e2e.test_answer_tool import PLAIN, TASKS_ONLY, Client
+from tests.mcp_client import McpClient
+from tether.jsonrpc import codes
+from tether.runtime.registry import App
+
+pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
+
+PROTOCOL = """
+id: refund
+name: Refund review
+version: 1
+params_schema:
+  type: object
+  properties: {amount: {type: integer}}
+  required: [amount]
+steps:
+  assess:
+    description: Assess the refund request
+    execution: agent
+    output_schema:
+      type: object
+      properties: {risk: {type: string, enum: [low, high]}}
+      required: [risk]
+  score:
+    description: Score it
+    execution: auto
+    handler: score
+    depends_on: [assess]
+  only_low_risk:
+    description: Only low-risk refunds are paid automatically
+    execution: guard
+    depends_on: [score]
+    abort_unless: ["assess.risk == 'low'"]
+    abort_message: High-risk refunds are not paid automatically.
+  confirm:
+    description: Write the confirmation
+    execution: agent
+    depends_on: [only_low_risk]
+"""
+
+
+def build_app() -> App:
+    app = App("realm-e2e")
+    app.protocol(PROTOCOL)
+
+    @app.handler()
+    def score(inputs: dict[str, Any]) -> dict[str, Any]:
+        return {"points": inputs["params"]["amount"] * 2}
+
+    return app
+
+
+async def tool(c: McpClient, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    result = await c.result("tools/call", {"name": name, "arguments": args}, capabilities=PLAIN)
+    assert len(result["content"]) == 1, result
+    assert result["isError"] is False, result
+    reply: dict[str, Any] = orjson.loads(result["content"][0]["text"])
+    return reply
+
+
+async def test_agent_run_refused_then_accepted_auto_chain_and_tasks_get(
+    mcp_server: ServeFn, client: Client
+) -> None:
+    async with mcp_server(build_app()) as url:
+        c = client(url)
+        listed = await tool(c, "list_workflows", {})
+        assert listed["workflows"] == [{"id": "refund", "name": "Refund review", "version": 1}]
+        started = await tool(c, "start_run", {"workflow_id": "refund", "params": {"amount": 3}})
+        assert started["status"] == "ok"
+        assert started["deduped"] is False
+        run = started["run_id"]
+        (action,) = started["next_actions"]
+        assert action["instruction"]["params"] == {"run_id": run, "command": "assess"}
+
+        task = await c.result("tasks/get", {"taskId": run}, capabilities=TASKS_ONLY)
+        assert task["status"] in ("working", "input_required")
+
+        refused = await tool(
+            c, "execute_step", {"run_id": run, "command": "assess", "params": {"risk": "medium"}}
+        )
+        assert refused["status"] == "error"
+        assert refused["error_code"] == "VALIDATION_OUTPUT_SCHEMA"
+        assert refused["agent_action"] == "provide_input"
+        assert refused["run_version"] == started["run_version"]  # refused: nothing changed
+
+        done = await tool(
+            c, "execute_step", {"run_id": run, "command": "assess", "params": {"risk": "low"}}
+        )
+        assert done["status"] == "ok", done
+        assert [s["step"] for s in done["chained_auto_steps"]] == ["score", "only_low_risk"]
+        assert done["guards"] == [{"step": "only_low_risk", "outcome": "pass"}]
+        assert done["next_actions"][0]["instruction"]["params"]["command"] == "confirm"
+        assert done["run_version"] > started["run_version"]
+
+        again = await tool(
+            c, "execute_step", {"run_id": run, "command": "assess", "params": {"risk": "low"}}
+        )
+        assert again["status"] == "blocked"
+        assert again["blocked_reason"]["eligible_steps"] == ["confirm"]
+
+        end = await tool(
+            c, "execute_step", {"run_id": run, "command": "confirm", "params": {"text": "paid"}}
+        )
+        assert end["status"] == "ok"
+        assert end["run_phase"] == "completed"
+        task = await c.result("tasks/get", {"taskId": run}, capabilities=TASKS_ONLY)
+        assert task["status"] == "completed"
+        state = await tool(c, "get_run_state", {"run_id": run})
+        assert state["completed_steps"] == ["assess", "score", "only_low_risk", "confirm"]
+        assert state["terminal_state"] is True
+
+
+async def test_guard_aborts_and_abandon(mcp_server: ServeFn, client: Client) -> None:
+    async with mcp_server(build_app()) as url:
+        c = client(url)
+        run = (await tool(c, "start_run", {"workflow_id": "refund", "params": {"amount": 1}}))[
+            "run_id"
+        ]
+        out = await tool(
+            c, "execute_step", {"run_id": run, "command": "assess", "params": {"risk": "high"}}
+        )
+        assert out["status"] == "ok"
+        assert out["run_phase"] == "aborted"
+        assert out["context_hint"] == "Guard step 'only_low_risk' aborted the run."
+        assert out["ended_by"] == {
+            "arm": "guard_abort",
+            "step": "only_low_risk",
+            "reason": "High-risk refunds are not paid automatically.",
+        }
+        late = await tool(c, "execute_step", {"run_id": run, "command": "confirm", "params": {}})
+        assert late["status"] == "ok"
+        assert late["agent_action"] == "stop"
+        terminal = await tool(c, "abandon_run", {"run_id": run})
+        assert terminal["error_code"] == "STATE_RUN_TERMINAL"
+        assert "run_version" not in terminal
+
+        other = await tool(c, "start_run", {"workflow_id": "refund", "params": {"amount": 1}})
+        gone = await tool(c, "abandon_run", {"run_id": other["run_id"], "reason": "no longer"})
+        assert gone["run_phase"] == "abandoned"
+        assert gone["terminal_reason"] == "no longer"
+        twice = await tool(c, "abandon_run", {"run_id": other["run_id"]})
+        assert twice["note"].startswith("already abandoned (no change this call)")
+
+
+async def test_refusals(mcp_server: ServeFn, client: Client) -> None:
+    async with mcp_server(build_app()) as url:
+        c = client(url)
+        body = await c.call(
+            "tools/call", {"name": "execute_step", "arguments": {"run_id": "x"}}, capabilities=PLAIN
+        )
+        assert body["error"]["code"] == codes.INVALID_PARAMS
+        bad = await tool(c, "start_run", {"workflow_id": "refund", "params": {}})
+        assert (bad["error_code"], bad["run_id"]) == ("VALIDATION_INPUT_SCHEMA", "")
+        missing = await tool(c, "start_run", {"workflow_id": "nope"})
+        assert missing["error_code"] == "STATE_WORKFLOW_NOT_FOUND"
+        unknown = await tool(c, "execute_step", {"run_id": "ex_nope", "command": "assess"})
+        assert unknown["error_code"] == "STATE_RUN_NOT_FOUND"
+        assert unknown["agent_action"] == "report_to_user"
+        runs = await tool(c, "get_run_state", {"run_id": "ex_nope"})
+        assert "run_version" not in runs

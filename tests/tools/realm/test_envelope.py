@@ -1,0 +1,164 @@
+"""The reply envelope's presence rules, statuses and actions (seeds/realm-mcp-tools.md "The
+reply"; spec/REALM-PROTOCOL.md §2-§3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tether.tools.realm import envelope
+from tether.tools.realm.envelope import Reply, action_for, refusal
+
+ALWAYS = {
+    "command",
+    "run_id",
+    "run_version",
+    "status",
+    "context_hint",
+    "next_actions",
+    "warnings",
+    "errors",
+    "data",
+    "evidence",
+}
+
+GATE = {"gate_id": "g1", "step_name": "approve", "preview": {}, "choices": ["approve", "reject"]}
+BLOCKED = {"eligible_steps": [], "suggestion": "No other step can be called now."}
+
+
+@pytest.mark.parametrize(
+    ("status", "extra"),
+    [
+        ("ok", {}),
+        ("ok", {"agent_action": "stop"}),
+        ("error", {"agent_action": "provide_input", "error_code": "VALIDATION_OUTPUT_SCHEMA"}),
+        ("error", {"agent_action": "wait_and_proceed", "retry_after": 3}),
+        ("blocked", {"agent_action": "resolve_precondition", "blocked_reason": BLOCKED}),
+        ("confirm_required", {"gate": GATE}),
+    ],
+)
+def test_each_status_writes_the_fields_always_present(status: Any, extra: dict[str, Any]) -> None:
+    """Every reply of the shared shape carries the ten fields always present (seed table)."""
+    wire = Reply("s", "r1", status, "hint", run_version=3, extra=extra).to_wire()
+    assert set(wire) >= ALWAYS
+    assert set(wire) - ALWAYS == set(extra)
+    assert wire["run_version"] == 3
+
+
+@pytest.mark.parametrize(
+    ("status", "extra"),
+    [
+        ("error", {}),  # an error needs its action
+        ("blocked", {"agent_action": "resolve_precondition"}),  # blocked needs blocked_reason
+        ("blocked", {"blocked_reason": BLOCKED}),
+        ("ok", {"agent_action": "report_to_user"}),  # ok carries only stop
+        ("confirm_required", {"gate": GATE, "agent_action": "stop"}),
+        ("confirm_required", {}),  # without its gate
+        ("ok", {"gate": GATE}),
+        ("error", {"agent_action": "stop", "retry_after": 2}),
+        ("error", {"agent_action": "wait_and_proceed"}),
+        ("ok", {"error_code": "STATE_BLOCKED"}),
+        ("ok", {"answer_recorded": True}),
+        ("ok", {"not_a_field": 1}),
+        ("done", {}),
+        ("error", {"agent_action": "retry"}),
+    ],
+)
+def test_combinations_the_seed_rules_out_are_refused(status: Any, extra: dict[str, Any]) -> None:
+    """A reply the seed's presence rules forbid cannot be built."""
+    with pytest.raises(ValueError):
+        Reply("s", "r1", status, "hint", extra=extra)
+
+
+def test_run_version_is_left_out_only_by_get_run_state_and_abandon_run() -> None:
+    """A refusal from get_run_state or abandon_run has no run_version; no other reply."""
+    for command in ("get_run_state", "abandon_run"):
+        wire = refusal(command, "x", "STATE_RUN_NOT_FOUND", "no run", run_version=None).to_wire()
+        assert "run_version" not in wire
+    with pytest.raises(ValueError):
+        refusal("execute_step", "x", "STATE_RUN_NOT_FOUND", "no run", run_version=None)
+
+
+def test_empty_optional_fields_are_left_out() -> None:
+    """A field that does not apply is absent, not null."""
+    wire = Reply("start_run", "r", "ok", "h", extra={"deduped": None, "run_phase": "running"})
+    assert "deduped" not in wire.to_wire()
+    assert wire.to_wire()["run_phase"] == "running"
+
+
+@pytest.mark.parametrize(
+    ("code", "action"),
+    [
+        ("STATE_RUN_NOT_FOUND", "report_to_user"),
+        ("STATE_WORKFLOW_NOT_FOUND", "report_to_user"),
+        ("STATE_RUN_TERMINAL", "report_to_user"),
+        ("STATE_TRANSITION_DENIED", "report_to_user"),
+        ("STATE_RUN_ALREADY_ACTIVE", "report_to_user"),
+        ("STATE_IDEMPOTENCY_KEY_USED", "report_to_user"),
+        ("STEP_NOT_FOUND", "report_to_user"),
+        ("VALIDATION_ACTOR_INVALID", "report_to_user"),
+        ("VALIDATION_OUTPUT_SCHEMA", "provide_input"),
+        ("VALIDATION_INPUT_SCHEMA", "provide_input"),
+        ("VALIDATION_EMPTY_VALUE", "provide_input"),
+        ("VALIDATION_BATCH_TOO_LARGE", "provide_input"),
+        ("VALIDATION_BATCH_ITEMS", "provide_input"),
+        ("BUFFER_FULL", "provide_input"),
+        ("STATE_BLOCKED", "resolve_precondition"),
+        ("STATE_STEP_NOT_ELIGIBLE", "resolve_precondition"),
+        ("VALIDATION_EXHAUSTED", "stop"),
+        ("ENGINE_STORE_FAILED", "stop"),
+        ("ENGINE_HANDLER_NOT_REGISTERED", "stop"),
+        ("SERVICE_RATE_LIMITED", "wait_and_proceed"),
+    ],
+)
+def test_each_code_has_its_documented_action(code: str, action: str) -> None:
+    """Codes by action (digest §3)."""
+    assert action_for(code) == action
+
+
+def test_reply_overrides() -> None:
+    """Digest §3: before the run is read P and R become U; a failed step that ends the run
+    gives S; a failed step on an open run turns S, P and R into U; a schema refusal keeps P."""
+    assert action_for("STATE_BLOCKED", run_read=False) == "report_to_user"
+    assert action_for("VALIDATION_EMPTY_VALUE", run_read=False) == "report_to_user"
+    assert action_for("STEP_TIMEOUT", step_failed=True, run_ended=True) == "stop"
+    assert action_for("ENGINE_STEP_FAILED", step_failed=True) == "report_to_user"
+    assert action_for("VALIDATION_OUTPUT_SCHEMA", step_failed=True) == "provide_input"
+
+
+def test_next_actions_put_advance_run_last() -> None:
+    """An advance_run entry comes last (digest §1)."""
+    entries = [
+        envelope.advance_action("r"),
+        envelope.step_action("r", "draft", input_schema=None, prompt="Write it"),
+        envelope.gate_action("r", "g", "approve", ["approve", "reject"]),
+    ]
+    wire = Reply("start_run", "r", "ok", "h", next_actions=entries).to_wire()
+    tools = [a["instruction"]["tool"] for a in wire["next_actions"]]
+    assert tools == ["execute_step", "submit_human_response", "advance_run"]
+
+
+def test_a_step_entry_carries_its_call_with_template() -> None:
+    """call_with is the whole argument object, with a placeholder for the answer."""
+    entry = envelope.step_action("r", "draft", input_schema={"type": "object"}, prompt="p")
+    assert entry == {
+        "instruction": {
+            "tool": "execute_step",
+            "params": {"run_id": "r", "command": "draft"},
+            "call_with": {"run_id": "r", "command": "draft", "params": envelope.ANSWER_PLACEHOLDER},
+        },
+        "input_schema": {"type": "object"},
+        "prompt": "p",
+        "human_readable": "Do step 'draft' and submit its output with execute_step.",
+        "orientation": "Agent step 'draft' is ready.",
+    }
+
+
+def test_refusal_takes_its_codes_action_and_names_the_error() -> None:
+    wire = refusal("start_run", "", "STATE_WORKFLOW_NOT_FOUND", "no workflow 'x'").to_wire()
+    assert wire["status"] == "error"
+    assert wire["agent_action"] == "report_to_user"
+    assert wire["errors"] == ["no workflow 'x'"]
+    assert wire["run_id"] == ""
+    assert wire["run_version"] == 0
