@@ -35,10 +35,12 @@ import asyncpg
 import httpx
 import orjson
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.apps.every_kind import app
 from tests.e2e.conftest import serve
-from tests.mcp_client import McpClient
+from tests.mcp_client import McpClient, meta
 from tether.jsonrpc import codes
 from tether.runtime import tokens
 from tether.runtime.ids import new_execution_id
@@ -547,3 +549,50 @@ async def test_the_matrix_reports_a_policy_it_does_not_match(
     assert flipped and len(reported) == len(flipped) + len(check(out.records))
     assert {line.split(": expected")[0] for line in reported} >= set(flipped)
     assert all("observed forbidden" in line for line in reported if "tasks/get" in line)
+
+
+def _headers_near(secrets: list[str]) -> st.SearchStrategy[str]:
+    """Authorization values: arbitrary header text, and near misses of real secrets (another
+    scheme, a cut, one character changed, another case, extra spaces)."""
+    chars = st.characters(min_codepoint=0x20, max_codepoint=0xFF, exclude_characters="\x7f")
+    text = st.text(chars, max_size=80)
+    secret = st.sampled_from(secrets)
+    scheme = st.sampled_from(["Bearer", "bearer", "BEARER", "Basic", "Token", "Bearer:", ""])
+    mangled = st.tuples(secret, st.integers(0, 60), text.map(lambda t: t[:2])).map(
+        lambda p: p[0][: p[1]] + p[2] + p[0][p[1] + len(p[2]) :]
+    )
+    value = st.one_of(secret, mangled, secret.map(str.swapcase), text)
+    joined = st.tuples(scheme, st.sampled_from([" ", "  ", "\t", ""]), value)
+    return st.one_of(text, joined.map("".join)).map(str.strip)
+
+
+async def test_a_fuzzed_authorization_header_over_http(db_url: str) -> None:
+    """Hypothesis, over real HTTP with the database's token store: a header authenticates
+    only when it is `Bearer` (any case) and a live secret; anything else — near misses, the
+    expired and the revoked secrets, arbitrary text — is 401 with a Bearer challenge, never a
+    server error. (tests/security/test_limits.py fuzzes the middleware in process.)"""
+    secrets = await create_tokens(db_url)
+    live = {v for k, v in secrets.items() if k not in ("expired", "revoked")}
+    async with serve(app, db_url) as url:
+
+        @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+        @given(_headers_near(sorted(secrets.values())))
+        def fuzz(header: str) -> None:
+            body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta()}}
+            headers = McpClient(url).headers("tools/list", {})
+            resp = http.post(
+                url,
+                content=orjson.dumps(body),
+                headers=[
+                    *((k.encode(), v.encode()) for k, v in headers.items()),
+                    (b"authorization", header.encode("latin-1")),
+                ],
+            )
+            scheme, _, token = header.partition(" ")
+            known = scheme.lower() == "bearer" and token.strip() in live
+            assert resp.status_code == (200 if known else 401), (header, resp.text)
+            if not known:
+                assert resp.headers["www-authenticate"].startswith("Bearer")
+
+        with httpx.Client(timeout=30) as http:
+            await asyncio.to_thread(fuzz)
