@@ -100,15 +100,19 @@ def _state_key(settings: Settings) -> bytes:
 
 
 def _recorder(
-    auditor: AuditWriter | None,
+    auditor: AuditWriter | None, authorizes_itself: Callable[[object], bool]
 ) -> Callable[[RequestContext, dict[str, Any] | None, JsonRpcError | None], None]:
-    """Records the outcome of each audited MCP call (roles.audit_facts) with `auditor`."""
+    """Records the outcome of each audited MCP call (roles.audit_facts) with `auditor`;
+    `authorizes_itself(tool name)`: the tool refuses callers itself (as a tool error)."""
 
     def record(
         ctx: RequestContext, result: dict[str, Any] | None, error: JsonRpcError | None
     ) -> None:
-        facts = roles.audit_facts(ctx, result, error) if auditor is not None else None
-        if facts is not None and auditor is not None:
+        if auditor is None:
+            return
+        own = ctx.method == "tools/call" and authorizes_itself(ctx.params.get("name"))
+        facts = roles.audit_facts(ctx, result, error, self_authorizing=own)
+        if facts is not None:
             auditor.record(audit.entry(surface="mcp", **vars(facts)))
 
     return record
@@ -170,7 +174,7 @@ def build_endpoint(
     task_methods.register(router, tasks)
     server_info = info.implementation()
 
-    record = _recorder(auditor)
+    record = _recorder(auditor, catalog.authorizes_itself)
 
     def stamp(ctx: RequestContext, result: dict[str, Any]) -> None:
         record(ctx, result, None)

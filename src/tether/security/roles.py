@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Final
 
+from tether.jsonrpc.codes import UNAUTHENTICATED, UNAUTHORIZED
 from tether.jsonrpc.errors import JsonRpcError, RateLimited, Unauthorized
 from tether.jsonrpc.router import RequestContext
 from tether.security.tokens import ANONYMOUS, Principal
@@ -81,19 +82,37 @@ def _execution_id(ctx: RequestContext, result: dict[str, Any] | None) -> str | N
     return None
 
 
+#: The codes a tool that authorizes itself (dagu_execute) refuses a caller with, as the
+#: JSON-RPC codes the audit trail records for the same refusal by role.
+_TOOL_REFUSALS: Final = {"unauthorized": UNAUTHORIZED, "unauthenticated": UNAUTHENTICATED}
+
+
+def _tool_refusal(result: dict[str, Any] | None) -> int | None:
+    structured = (result or {}).get("structuredContent")
+    code = structured.get("code") if isinstance(structured, dict) else None
+    return _TOOL_REFUSALS.get(code) if isinstance(code, str) else None
+
+
 def audit_facts(
-    ctx: RequestContext, result: dict[str, Any] | None, error: JsonRpcError | None
+    ctx: RequestContext,
+    result: dict[str, Any] | None,
+    error: JsonRpcError | None,
+    *,
+    self_authorizing: bool = False,
 ) -> AuditFacts | None:
     """The audit facts of a call that acts (AUDITED_METHODS), or None for a call that is not
-    audited (reads, tasks/get polls). A refusal by role or limit is `refused`; any other
-    JSON-RPC error, or a tool result flagged isError, is `error` (with the code, if any)."""
+    audited (reads, tasks/get polls). A refusal by role or limit is `refused` — and so is the
+    `unauthorized`/`unauthenticated` tool error of a tool that authorizes itself
+    (`self_authorizing`); any other JSON-RPC error, or a tool result flagged isError, is
+    `error` (with the code, if any)."""
     if ctx.method not in AUDITED_METHODS:
         return None
     principal = ctx.principal if isinstance(ctx.principal, Principal) else ANONYMOUS
     name = ctx.params.get("name") if ctx.method == "tools/call" else None
     if error is None:
-        outcome = "error" if result is not None and result.get("isError") is True else "ok"
-        code = None
+        failed = result is not None and result.get("isError") is True
+        code = _tool_refusal(result) if failed and self_authorizing else None
+        outcome = "refused" if code is not None else "error" if failed else "ok"
     else:
         refused = isinstance(error, Unauthorized | RateLimited)
         outcome, code = ("refused" if refused else "error"), error.code
