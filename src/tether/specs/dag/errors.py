@@ -10,17 +10,11 @@ DagSpecError            any refusal; `.field` (the key as written), `.path`, `.f
 
 from __future__ import annotations
 
+from tether.specs.errors import LocatedSpecError
 
-class DagSpecError(Exception):
+
+class DagSpecError(LocatedSpecError):
     """The DAG spec is invalid."""
-
-    def __init__(self, reason: str, *, field: str, path: str, file: str, line: int) -> None:
-        self.reason = reason
-        self.field = field
-        self.path = path
-        self.file = file
-        self.line = line
-        super().__init__(f"{file}:{line}: {path}: {reason}")
 
 
 class InvalidYaml(DagSpecError):

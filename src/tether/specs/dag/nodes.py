@@ -1,46 +1,48 @@
-"""Located YAML: PyYAML composer nodes read field by field, every refusal carrying file + line.
+"""Located YAML for DAG specs: the shared readers (`specs.yaml_nodes`) raising `DagSpecError`s.
 
-`Fields` wraps one mapping node. Callers `take` the keys they know (with their accepted
-spellings); `finish` refuses whatever is left, so no key is ever silently ignored.
+Dagu reads YAML 1.1 (PyYAML's SafeLoader): `yes`, `no`, `on` and `off` are booleans.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import NoReturn
-
 import yaml
 
-from tether.specs.dag.errors import DagSpecError, InvalidValue, InvalidYaml, UnknownField
+from tether.specs import yaml_nodes
+from tether.specs.dag.errors import InvalidValue, InvalidYaml, UnknownField
+from tether.specs.yaml_nodes import (
+    boolean,
+    integer,
+    is_null,
+    items,
+    nonblank,
+    plain,
+    string,
+    strings,
+)
 
-_CONSTRUCTOR = yaml.SafeLoader("")
-_STR = "tag:yaml.org,2002:str"
-_INT = "tag:yaml.org,2002:int"
-_FLOAT = "tag:yaml.org,2002:float"
-_BOOL = "tag:yaml.org,2002:bool"
-_NULL = "tag:yaml.org,2002:null"
+__all__ = [
+    "At",
+    "Fields",
+    "boolean",
+    "compose",
+    "integer",
+    "is_null",
+    "items",
+    "nonblank",
+    "plain",
+    "string",
+    "strings",
+]
 
 
-@dataclass(frozen=True)
-class At:
-    """A node's place: the file, its 1-based line, and the dotted path of the field."""
+class At(yaml_nodes.At):
+    """A place in a DAG spec; its refusals are `InvalidValue` unless told otherwise."""
 
-    file: str
-    line: int
-    path: str
-    field: str
-
-    def child(self, node: yaml.Node, field: str, *, index: int | None = None) -> At:
-        path = f"{self.path}[{index}]" if index is not None else _join(self.path, field)
-        return At(self.file, node.start_mark.line + 1, path, field)
-
-    def fail(self, reason: str, kind: type[DagSpecError] = InvalidValue) -> NoReturn:
-        raise kind(reason, field=self.field, path=self.path, file=self.file, line=self.line)
+    invalid = InvalidValue
+    unknown = UnknownField
 
 
-def _join(path: str, field: str) -> str:
-    return f"{path}.{field}" if path else field
+Fields = yaml_nodes.Fields[At]
 
 
 def compose(text: str, file: str) -> yaml.MappingNode:
@@ -49,120 +51,6 @@ def compose(text: str, file: str) -> yaml.MappingNode:
     Raises:
         InvalidYaml: not YAML, several documents, or not a mapping.
     """
-    try:
-        docs = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 1
-        raise InvalidYaml(
-            f"not valid YAML: {exc}", field="", path="", file=file, line=line
-        ) from exc
-    if len(docs) != 1 or not isinstance(docs[0], yaml.MappingNode):
-        line = docs[1].start_mark.line + 1 if len(docs) > 1 else 1
-        why = "several YAML documents (`---`) are not supported" if len(docs) > 1 else ""
-        raise InvalidYaml(
-            why or "a DAG spec must be one YAML mapping", field="", path="", file=file, line=line
-        )
-    return docs[0]
-
-
-class Fields:
-    """The keys of one YAML mapping, consumed by name; leftovers are refused by `finish`."""
-
-    def __init__(self, node: yaml.Node, at: At) -> None:
-        if not isinstance(node, yaml.MappingNode):
-            at.fail("must be a mapping")
-        self.at = at
-        self._items: dict[str, tuple[yaml.Node, yaml.Node]] = {}
-        for key, value in node.value:
-            if not isinstance(key, yaml.ScalarNode) or key.tag == _NULL:
-                at.child(key, "?").fail("mapping keys must be strings")
-            if key.value in self._items:
-                at.child(key, key.value).fail(f"duplicate key {key.value!r}")
-            self._items[key.value] = (key, value)
-
-    def take(self, *spellings: str) -> tuple[yaml.Node, At] | None:
-        """The value of the first spelling present, and its place; two spellings is an error."""
-        found = [s for s in spellings if s in self._items]
-        if len(found) > 1:
-            key, _ = self._items[found[1]]
-            self.at.child(key, found[1]).fail(f"{found[0]!r} and {found[1]!r} are the same field")
-        if not found:
-            return None
-        key, value = self._items.pop(found[0])
-        return value, self.at.child(key, found[0])
-
-    def has(self, *spellings: str) -> bool:
-        return any(s in self._items for s in spellings)
-
-    def remaining(self) -> Iterator[str]:
-        return iter(list(self._items))
-
-    def finish(self, hint: dict[str, str] | None = None) -> None:
-        """Refuse the first key nobody took, naming it and its line."""
-        for name, (key, _) in self._items.items():
-            extra = (hint or {}).get(name)
-            reason = f"field {name!r} is not supported" + (f" ({extra})" if extra else "")
-            self.at.child(key, name).fail(reason, UnknownField)
-
-
-def plain(node: yaml.Node) -> object:
-    """The node as plain Python data (str, int, float, bool, None, list, dict)."""
-    return _CONSTRUCTOR.construct_object(node, deep=True)
-
-
-def string(node: yaml.Node, at: At, *, allow_scalars: bool = False) -> str:
-    """A string; with `allow_scalars`, numbers and booleans become their YAML text."""
-    if isinstance(node, yaml.ScalarNode):
-        if node.tag == _STR:
-            return str(node.value)
-        if allow_scalars and node.tag in (_INT, _FLOAT, _BOOL):
-            return str(node.value)
-    return at.fail("must be a string")
-
-
-def nonblank(node: yaml.Node, at: At) -> str:
-    text = string(node, at)
-    if not text.strip():
-        at.fail("must not be blank")
-    return text
-
-
-def integer(node: yaml.Node, at: At, *, minimum: int | None = None, digits: bool = False) -> int:
-    """An integer; with `digits`, a string of decimal digits is accepted too (Dagu allows it)."""
-    value: object = None
-    if isinstance(node, yaml.ScalarNode) and node.tag == _INT:
-        value = plain(node)
-    elif digits and isinstance(node, yaml.ScalarNode) and node.tag == _STR:
-        text = str(node.value).strip()
-        if text.lstrip("-").isdigit():
-            value = int(text)
-    if not isinstance(value, int) or isinstance(value, bool):
-        at.fail("must be an integer")
-    if minimum is not None and value < minimum:
-        at.fail(f"must be at least {minimum}")
-    return value
-
-
-def boolean(node: yaml.Node, at: At) -> bool:
-    if isinstance(node, yaml.ScalarNode) and node.tag == _BOOL:
-        return bool(plain(node))
-    return at.fail("must be true or false")
-
-
-def items(node: yaml.Node, at: At) -> list[tuple[yaml.Node, At]]:
-    """The elements of a sequence, each with its own place (`path[i]`)."""
-    if not isinstance(node, yaml.SequenceNode):
-        at.fail("must be a list")
-    return [(item, at.child(item, at.field, index=i)) for i, item in enumerate(node.value)]
-
-
-def strings(node: yaml.Node, at: At, *, allow_scalars: bool = False) -> tuple[str, ...]:
-    """A string or a list of strings, as a tuple."""
-    if isinstance(node, yaml.SequenceNode):
-        return tuple(string(n, a, allow_scalars=allow_scalars) for n, a in items(node, at))
-    return (string(node, at, allow_scalars=allow_scalars),)
-
-
-def is_null(node: yaml.Node) -> bool:
-    return isinstance(node, yaml.ScalarNode) and node.tag == _NULL
+    return yaml_nodes.compose(
+        text, file, loader=yaml.SafeLoader, error=InvalidYaml, what="a DAG spec"
+    )

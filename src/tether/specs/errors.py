@@ -1,0 +1,19 @@
+"""The base of every spec loader's refusals: a reason located at a field, a file and a line.
+
+Each dialect (`specs.dag`, `specs.realm`) derives its own tree from `LocatedSpecError`, so
+callers catch `DagSpecError` or `RealmSpecError` and never the other's.
+"""
+
+from __future__ import annotations
+
+
+class LocatedSpecError(Exception):
+    """A spec is invalid; `.field` (the key as written), `.path`, `.file`, `.line` say where."""
+
+    def __init__(self, reason: str, *, field: str, path: str, file: str, line: int) -> None:
+        self.reason = reason
+        self.field = field
+        self.path = path
+        self.file = file
+        self.line = line
+        super().__init__(f"{file}:{line}: {path}: {reason}" if path else f"{file}:{line}: {reason}")
