@@ -260,17 +260,15 @@ async def _continue_as_new(
         return await _settle(io, ctx.take_buffer(status="failed", error=_error("workflow", exc)))
     new_id = new_execution_id()
     async with translated(), pool.acquire() as conn, conn.transaction():
-        new = repo.NewExecution(
+        new = repo.NewExecution.following(
+            row,
             id=new_id,
-            workflow=target.name,
             business_id=row.business_id,
             input=new_input,
-            predecessor_id=row.id,
-            root_id=row.root_id,
-            retention_s=target.retention_s,
             deadline_at=target.deadline(),
             created_data={"continued_from": row.id},
-            tenant=row.tenant,
+            workflow=target.name,
+            retention_s=target.retention_s,
         )
         await repo.insert_execution(conn, new)
         cp = ctx.take_buffer(status="continued_as_new", successor_id=new_id)

@@ -21,27 +21,11 @@ from tether.storage.rows import (
     StepRecord,
     UpdateRow,
 )
+from tether.storage.rows import (
+    NewExecution as NewExecution,  # callers build it as repo.NewExecution
+)
 
 Conn = Queryable  # what a query runs on: a pool, or a connection inside a transaction
-
-
-@dataclass(frozen=True)
-class NewExecution:
-    id: str
-    workflow: str
-    business_id: str
-    input: Any
-    idempotency_key: str | None = None
-    predecessor_id: str | None = None
-    root_id: str | None = None
-    retention_s: int | None = None
-    deadline_at: datetime | None = None
-    created_data: dict[str, Any] = field(default_factory=dict)
-    queue: str | None = None  # set: the run is inserted queued (see admit)
-    labels: Mapping[str, str] = field(default_factory=dict)
-    profile: str | None = None
-    profile_env: Mapping[str, str] | None = None
-    tenant: str | None = None  # the tenant of the principal that started it (successors inherit)
 
 
 async def insert_execution(conn: Conn, new: NewExecution) -> ExecutionRow | None:

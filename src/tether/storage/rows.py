@@ -127,6 +127,63 @@ def unsealed(row: ExecutionRow) -> ExecutionRow:
 
 
 @dataclass(frozen=True)
+class NewExecution:
+    """A run to insert (`repo.insert_execution`)."""
+
+    id: str
+    workflow: str
+    business_id: str
+    input: Any
+    idempotency_key: str | None = None
+    predecessor_id: str | None = None
+    root_id: str | None = None
+    retention_s: int | None = None
+    deadline_at: datetime | None = None
+    created_data: dict[str, Any] = field(default_factory=dict)
+    queue: str | None = None  # set: the run is inserted queued (see admit)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    profile: str | None = None
+    profile_env: Mapping[str, str] | None = None
+    tenant: str | None = None  # the tenant of the principal that started it (successors inherit)
+
+    @classmethod
+    def following(
+        cls,
+        old: ExecutionRow,
+        *,
+        id: str,
+        business_id: str,
+        input: Any,
+        deadline_at: datetime | None,
+        created_data: dict[str, Any],
+        workflow: str | None = None,
+        retention_s: int | None = None,
+    ) -> NewExecution:
+        """The run that follows `old` (a retry, a rerun, a continue-as-new) in its chain: it
+        keeps `old`'s root, labels, profile and tenant. Without `workflow` it is `old`'s
+        workflow with `old`'s retention and queue; with one (continue-as-new), it has that
+        workflow's `retention_s` (None: kept forever) and keeps the queue only when the
+        workflow is `old`'s own, so a run cannot leave its queue by continuing as new."""
+        same = workflow is None or workflow == old.workflow
+        return cls(
+            id=id,
+            workflow=workflow or old.workflow,
+            business_id=business_id,
+            input=input,
+            predecessor_id=old.id,
+            root_id=old.root_id,
+            retention_s=old.retention_s if workflow is None else retention_s,
+            deadline_at=deadline_at,
+            created_data=created_data,
+            queue=old.queue if same else None,
+            labels=old.labels,
+            profile=old.profile,
+            profile_env=old.profile_env,
+            tenant=old.tenant,
+        )
+
+
+@dataclass(frozen=True)
 class HistoryEvent:
     event_id: int
     type: str

@@ -80,21 +80,13 @@ async def retry_dag(
             raise errors.Conflict(f"run {old.id!r} was retried concurrently")
         row = await repo.insert_execution(
             conn,
-            repo.NewExecution(
+            repo.NewExecution.following(
+                old,
                 id=new_id,
-                workflow=old.workflow,
                 business_id=old.business_id,
                 input=wf.dump_input(wf.parse_input(new_input)),
-                predecessor_id=old.id,
-                root_id=old.root_id,
-                retention_s=old.retention_s,
                 deadline_at=wf.deadline(),
                 created_data={"retry_of": old.id, "step": step_name, "by": by},
-                queue=old.queue,
-                labels=old.labels,
-                profile=old.profile,
-                profile_env=old.profile_env,
-                tenant=old.tenant,
             ),
         )
     assert row is not None  # noqa: S101 — no idempotency key, so no conflict

@@ -86,21 +86,13 @@ async def retry(env: Env, execution_id: str, *, by: str | None = None) -> Execut
     async with storage_errors(), env.pool.acquire() as conn, conn.transaction():
         row = await repo.insert_execution(
             conn,
-            repo.NewExecution(
+            repo.NewExecution.following(
+                old,
                 id=new_id,
-                workflow=old.workflow,
                 business_id=new_id,
                 input=old.input,
-                predecessor_id=old.id,
-                root_id=old.root_id,
-                retention_s=old.retention_s,
                 deadline_at=wf.deadline(),
                 created_data={"retry_of": old.id, "by": by},
-                queue=old.queue,
-                labels=old.labels,
-                profile=old.profile,
-                profile_env=old.profile_env,
-                tenant=old.tenant,
             ),
         )
         if not await repo.link_successor(conn, old.id, new_id):
@@ -126,21 +118,13 @@ async def rerun(
             raise errors.Conflict(f"run {old.id!r} was sealed concurrently")
         row = await repo.insert_execution(
             conn,
-            repo.NewExecution(
+            repo.NewExecution.following(
+                old,
                 id=new_id,
-                workflow=old.workflow,
                 business_id=old.business_id,
                 input=value,
-                predecessor_id=old.id,
-                root_id=old.root_id,
-                retention_s=old.retention_s,
                 deadline_at=wf.deadline(),
                 created_data={"rerun_of": old.id, "by": by},
-                queue=old.queue,
-                labels=old.labels,
-                profile=old.profile,
-                profile_env=old.profile_env,
-                tenant=old.tenant,
             ),
         )
     assert row is not None  # noqa: S101 — no idempotency key, so no conflict
