@@ -13,7 +13,9 @@ from tether.runtime import errors
 from tether.runtime.admission import Admission, implicit_queue
 from tether.runtime.context import Context
 from tether.runtime.registry import App
+from tether.storage.admitting import admit
 from tether.storage.driver import Queryable
+from tether.storage.queries import Q
 
 from .conftest import Start, eventually
 
@@ -116,6 +118,33 @@ async def test_a_queue_never_runs_more_than_its_limit_across_two_processes_and_a
     order = sorted(rows, key=lambda r: (r["admitted_at"], r["created_at"], r["id"]))
     by_admitted = [r["id"] for r in order]
     assert by_admitted == by_created
+
+
+async def test_an_admission_that_waited_for_the_queue_lock_is_stamped_after_the_slot_freed(
+    start: Start,
+) -> None:
+    """An admitter whose transaction began before the lock was free admits into the slot of a
+    run that ended while it waited; its admitted_at must not precede that run's ended_at (it
+    did when admitted_at was the transaction's start, and the slot history showed an overlap
+    the queue never had)."""
+    app = _app()
+    async with start(app, Admission(queues={"reports": 1}), workers=1) as rt:
+        first = await rt.ops.start("report")
+        second = await rt.ops.start("report")
+        await rt.ops.wait_until(first.execution.id, lambda r: r.status == "waiting", timeout=10)
+        async with rt.pool.acquire() as holder:
+            tx = holder.transaction()
+            await tx.start()
+            await holder.execute(Q["lock_queue"], "reports")
+            blocked = asyncio.create_task(admit(rt.pool, "reports", 1))
+            await asyncio.sleep(0.1)  # the admitter's transaction has begun and waits
+            await rt.ops.terminate(first.execution.id, reason="frees the slot")  # ends it now
+            await tx.rollback()
+        assert await asyncio.wait_for(blocked, 10) == [second.execution.id]
+        await rt.ops.wait_until(second.execution.id, lambda r: r.status == "waiting", timeout=10)
+        ended = (await rt.ops.get(first.execution.id)).current.ended_at
+        admitted = (await rt.ops.get(second.execution.id)).current.admitted_at
+    assert ended is not None and admitted is not None and admitted >= ended
 
 
 async def test_max_active_runs_is_a_queue_of_its_own(start: Start) -> None:

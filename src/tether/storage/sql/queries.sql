@@ -435,7 +435,9 @@ SELECT pg_advisory_xact_lock(hashtextextended('tether.queue:' || $1, 0));
 -- name: admit_queued
 -- Admit the oldest queued runs of queue $1 while fewer than $2 of its runs hold a slot
 -- (admitted and not ended); each becomes due now and its workers are woken. Run it only under
--- lock_queue, in the same transaction.
+-- lock_queue, in the same transaction. admitted_at is the clock after this statement's snapshot,
+-- not now() (the transaction's start, which may precede the lock wait): a slot freed by a run
+-- whose end committed while we waited then never appears to overlap the run admitted into it.
 WITH active AS (
     SELECT count(*) AS n FROM executions
     WHERE queue = $1 AND admitted_at IS NOT NULL AND ended_at IS NULL
@@ -446,7 +448,7 @@ WITH active AS (
     LIMIT greatest($2::bigint - (SELECT n FROM active), 0)
     FOR UPDATE
 ), adm AS (
-    UPDATE executions e SET admitted_at = now(), wake_at = now(), updated_at = now(),
+    UPDATE executions e SET admitted_at = clock_timestamp(), wake_at = now(), updated_at = now(),
                             version = e.version + 1
     WHERE e.id = ANY(ARRAY(SELECT id FROM nxt))  -- primary-key probes, whatever the limit
     RETURNING e.id
