@@ -132,14 +132,11 @@ async def test_an_admission_that_waited_for_the_queue_lock_is_stamped_after_the_
         first = await rt.ops.start("report")
         second = await rt.ops.start("report")
         await rt.ops.wait_until(first.execution.id, lambda r: r.status == "waiting", timeout=10)
-        async with rt.pool.acquire() as holder:
-            tx = holder.transaction()
-            await tx.start()
+        async with rt.pool.acquire() as holder, holder.transaction():
             await holder.execute(Q["lock_queue"], "reports")
             blocked = asyncio.create_task(admit(rt.pool, "reports", 1))
             await asyncio.sleep(0.1)  # the admitter's transaction has begun and waits
             await rt.ops.terminate(first.execution.id, reason="frees the slot")  # ends it now
-            await tx.rollback()
         assert await asyncio.wait_for(blocked, 10) == [second.execution.id]
         await rt.ops.wait_until(second.execution.id, lambda r: r.status == "waiting", timeout=10)
         ended = (await rt.ops.get(first.execution.id)).current.ended_at
