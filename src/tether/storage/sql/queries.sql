@@ -447,8 +447,10 @@ WITH active AS (
     ORDER BY created_at, id
     LIMIT greatest($2::bigint - (SELECT n FROM active), 0)
     FOR UPDATE
+), stamp AS (
+    SELECT clock_timestamp() AS t  -- once: the runs admitted together share it
 ), adm AS (
-    UPDATE executions e SET admitted_at = clock_timestamp(), wake_at = now(), updated_at = now(),
+    UPDATE executions e SET admitted_at = (SELECT t FROM stamp), wake_at = now(), updated_at = now(),
                             version = e.version + 1
     WHERE e.id = ANY(ARRAY(SELECT id FROM nxt))  -- primary-key probes, whatever the limit
     RETURNING e.id
