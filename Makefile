@@ -19,7 +19,7 @@ serve: $(BIN)/tether
 
 # The suite with branch coverage ([tool.coverage] in pyproject); fails under the recorded floor.
 test: lint docs
-	$(BIN)/python -m pytest --cov --cov-report=term:skip-covered
+	$(BIN)/python -m pytest --cov --cov-report=term:skip-covered --durations=25
 
 # The whole suite, then the short reliability suite, against a throwaway cluster of Debian's
 # `postgresql` package (installed when missing; a different major version from the embedded one).
