@@ -214,12 +214,15 @@ class _Run:
                 gates.form_schema(task.push_back.form, feedback=True)
                 if task.push_back is not None
                 else None,
+                attempt=self.state.attempts[-1],
             )
         else:
             gate = step.approval
             assert gate is not None  # noqa: S101 — waiting steps have a gate
             prompt = given.expand(gate.prompt) if gate.prompt else None
-            spec = gates.Gate(step.name, prompt, gate.input, gate.required)
+            spec = gates.Gate(
+                step.name, prompt, gate.input, gate.required, attempt=self.state.attempts[-1]
+            )
         (answer,) = await self.ctx.wait_all(spec)
         return answer  # type: ignore[no-any-return]  # both parse to Answer
 
