@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 from tether.runtime import errors
-from tether.runtime.dag.catalog import InlineShellRefused
+from tether.runtime.dag.catalog import InlineShellRefused, inline_key
 from tether.runtime.dag.retrying import retry_dag
 from tether.runtime.operations import Operations
 from tether.runtime.rows import ExecutionRow
@@ -103,7 +103,10 @@ async def start(
     try:
         started = await ops.start(
             inp.name,
-            {"params": dag_params(inp.params)},
+            {
+                "params": dag_params(inp.params),
+                "inline": inline_key(inp.spec) if inp.spec else None,
+            },
             idempotency_key=run_id_key(inp.dag_run_id),
             business_id=inp.dag_run_id,
             by=by,
