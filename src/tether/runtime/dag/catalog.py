@@ -15,8 +15,9 @@ from typing import Any, TypeVar
 
 from tether.runtime.context import Context
 from tether.runtime.dag.interpreter import DagHost, DagInput, run_dag
+from tether.runtime.dag.work import unknown_action
 from tether.runtime.ids import new_execution_id
-from tether.specs.dag import DagSpec, DagSpecError, load_string, shell_steps
+from tether.specs.dag import Action, DagSpec, DagSpecError, load_string, shell_steps
 from tether.specs.dag.loader import INLINE
 from tether.storage import repo
 
@@ -110,6 +111,7 @@ class DagCatalog:
                 file=spec.file,
                 line=first.line,
             )
+        _check_actions(spec, self._actions)
         self._register(DagEntry(spec, text, spec.file), mcp=spec.mcp)
         self._inline.pop((spec.name, inline_key(text)), None)
         self._inline[(spec.name, inline_key(text))] = text
@@ -190,6 +192,20 @@ def _admission(entry: DagEntry) -> dict[str, Any]:
         "labels": [str(label) for label in spec.labels] or None,
         "schedule": [s.cron for s in spec.schedules] or None,
     }
+
+
+def _check_actions(spec: DagSpec, actions: Mapping[str, Any]) -> None:
+    """An inline spec arrives once the app is set up: a `run:` naming no registered action is
+    refused by name now (a stored DAG's may be registered later; its run fails naming it)."""
+    for step in (*spec.steps, *spec.handlers.values()):
+        if isinstance(step.work, Action) and step.work.name not in actions:
+            raise DagSpecError(
+                unknown_action(step.work.name),
+                field="run",
+                path=f"steps[{step.name}]",
+                file=spec.file,
+                line=step.line,
+            )
 
 
 def inline_shell_allowed() -> bool:
