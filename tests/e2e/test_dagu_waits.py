@@ -147,12 +147,13 @@ async def test_an_inline_spec_runs_to_completion_and_its_output_reads_back(
         assert calls == [21]
 
 
-SLOW = """
-name: slow
+HOLDER = """
+name: holder
 queue: q1
 steps:
-  - name: nap
-    command: "sleep 30"
+  - name: hold
+    command: "true"
+    approval: {prompt: "Let the queue go?"}
 """
 
 
@@ -163,11 +164,11 @@ async def test_an_inline_run_runs_the_spec_it_was_started_with(
     runs its own spec."""
     monkeypatch.setenv("TETHER_INLINE_SHELL", "1")
     app = App()
-    app.dag(SLOW)
+    app.dag(HOLDER)
     spec = "steps:\n  - name: say\n    command: echo said-{}\n"
     async with mcp_server(app, queues="q1=1") as url:
         c = client(url)
-        ok(await execute(c, action="enqueue", name="slow", dagRunId="s-1"))
+        ok(await execute(c, action="enqueue", name="holder", dagRunId="h-1", wait=True))
         inline = {"targetType": "inline_spec", "name": "adhoc"}
         ok(
             await execute(
@@ -176,7 +177,7 @@ async def test_an_inline_run_runs_the_spec_it_was_started_with(
         )
         b = ok(await execute(c, action="start", **inline, spec=spec.format("B"), wait=True))
         assert b["statusLabel"] == "succeeded", b
-        ok(await execute(c, action="stop", name="slow", dagRunId="s-1"))
+        ok(await execute(c, action="approve", name="holder", dagRunId="h-1", stepName="hold"))
         uri = "dagu://runs/adhoc/a-1"
         async with asyncio.timeout(20):
             while (await read(c, uri))["statusLabel"] in ("queued", "running"):  # noqa: ASYNC110 — a reader polls
