@@ -43,6 +43,17 @@ async def sub_checkpoint(ops: Operations, row: ExecutionRow, depth: int = 0) -> 
     return False
 
 
-async def stops(ops: Operations, row: ExecutionRow) -> bool:
-    """The wait's predicate: terminal, a checkpoint in the run, or one in a sub-DAG run."""
-    return notifies(row) or await sub_checkpoint(ops, row)
+class Stops:
+    """The wait's predicate: terminal, a checkpoint in the run, or one in a sub-DAG run.
+    `in_sub_run` says whether the run it last judged stopped because of a sub-DAG run."""
+
+    def __init__(self, ops: Operations) -> None:
+        self.ops = ops
+        self.in_sub_run = False
+
+    async def __call__(self, row: ExecutionRow) -> bool:
+        self.in_sub_run = False
+        if notifies(row):
+            return True
+        self.in_sub_run = await sub_checkpoint(self.ops, row)
+        return self.in_sub_run

@@ -18,7 +18,7 @@ from tether.runtime.dag.status import RUN_STATUSES
 from tether.runtime.operations import Operations
 from tether.runtime.rows import ExecutionRow
 from tether.tools.dagu import actions, inputs, resolve
-from tether.tools.dagu.checkpoint import stops, sub_checkpoint
+from tether.tools.dagu.checkpoint import Stops
 from tether.tools.dagu.decide import decide
 from tether.tools.dagu.detail import run_detail
 from tether.tools.dagu.inputs import DECISIONS, ExecuteInput, InputError
@@ -140,9 +140,9 @@ class DaguExecute:
         """Wait for a terminal state or a waiting checkpoint; a failure is `waitError`."""
         out: dict[str, Any] = {"completed": False}
         try:
-            view = await ops.wait_until(row.id, lambda r: stops(ops, r), timeout=timeout_s)
-            current = view.current
-            in_child = not notifies(current) and await sub_checkpoint(ops, current)
+            stops = Stops(ops)
+            view = await ops.wait_until(row.id, stops, timeout=timeout_s)
+            current, in_child = view.current, stops.in_sub_run
             read = await resolve.load(ops, current)
         except errors.TetherError as exc:
             out["waitError"] = f"the wait failed: {exc}"
