@@ -54,6 +54,7 @@ def test_inline_shell_is_refused_naming_the_step(monkeypatch: pytest.MonkeyPatch
     """An inline spec with shell steps is refused unless TETHER_INLINE_SHELL is set."""
     monkeypatch.delenv("TETHER_INLINE_SHELL", raising=False)
     app = App()
+    app.action("act")(lambda: None)  # an inline spec's `run:` must name a registered action
     text = "name: inl\nsteps:\n  - name: ok\n    run: act\n  - name: sh\n    command: id\n"
     with pytest.raises(InlineShellRefused) as caught:
         app.inline_dag(text)

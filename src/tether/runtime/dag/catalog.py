@@ -4,6 +4,7 @@ whose input is `DagInput`, so every DAG run is an ordinary execution."""
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import os
 from collections.abc import Callable, Mapping
@@ -14,12 +15,20 @@ from typing import Any, TypeVar
 
 from tether.runtime.context import Context
 from tether.runtime.dag.interpreter import DagHost, DagInput, run_dag
+from tether.runtime.dag.work import unknown_action
 from tether.runtime.ids import new_execution_id
-from tether.specs.dag import DagSpec, DagSpecError, load_string, shell_steps
+from tether.specs.dag import Action, DagSpec, DagSpecError, load_string, shell_steps
+from tether.specs.dag.loader import INLINE
 from tether.storage import repo
 
 F = TypeVar("F", bound=Callable[..., Any])
 INLINE_SHELL_ENV = "TETHER_INLINE_SHELL"
+INLINE_KEPT = 256  # inline spec texts kept for runs not yet started (oldest dropped first)
+
+
+def inline_key(text: str) -> str:
+    """The content key of an inline spec text (what its runs carry in `DagInput.inline`)."""
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class InlineShellRefused(DagSpecError):
@@ -44,6 +53,7 @@ class DagCatalog:
     def __init__(self) -> None:
         self._actions: dict[str, Callable[..., Any]] = {}
         self._dags: dict[str, DagEntry] = {}
+        self._inline: dict[tuple[str, str], str] = {}  # (DAG name, inline_key) → text
         self._host = DagHost(MappingProxyType(self._actions), self._snapshot, self._new_child)
 
     @property
@@ -101,7 +111,12 @@ class DagCatalog:
                 file=spec.file,
                 line=first.line,
             )
+        _check_actions(spec, self._actions)
         self._register(DagEntry(spec, text, spec.file), mcp=spec.mcp)
+        self._inline.pop((spec.name, inline_key(text)), None)
+        self._inline[(spec.name, inline_key(text))] = text
+        while len(self._inline) > INLINE_KEPT:
+            del self._inline[next(iter(self._inline))]
         return spec
 
     def load_dags(self, directory: str | Path) -> dict[str, str]:
@@ -138,9 +153,17 @@ class DagCatalog:
             raise
         self._dags[name] = entry
 
-    def _snapshot(self, name: str) -> dict[str, str]:
-        entry = self._dags[name]
-        return {"name": entry.spec.name, "file": entry.file, "text": entry.text}
+    def _snapshot(self, name: str, inline: str | None = None) -> dict[str, str]:
+        if inline is None:
+            entry = self._dags[name]
+            return {"name": entry.spec.name, "file": entry.file, "text": entry.text}
+        text = self._inline.get((name, inline))
+        if text is None:
+            raise LookupError(
+                f"inline spec {inline[:12]} of DAG {name!r} is not known to this process "
+                "(registered by another server, or dropped): start it again"
+            )
+        return {"name": name, "file": INLINE, "text": text}
 
     def _new_child(self, dag: str, child_input: Any, parent: str) -> repo.NewExecution:
         if dag not in self._dags:
@@ -169,6 +192,20 @@ def _admission(entry: DagEntry) -> dict[str, Any]:
         "labels": [str(label) for label in spec.labels] or None,
         "schedule": [s.cron for s in spec.schedules] or None,
     }
+
+
+def _check_actions(spec: DagSpec, actions: Mapping[str, Any]) -> None:
+    """An inline spec arrives once the app is set up: a `run:` naming no registered action is
+    refused by name now (a stored DAG's may be registered later; its run fails naming it)."""
+    for step in (*spec.steps, *spec.handlers.values()):
+        if isinstance(step.work, Action) and step.work.name not in actions:
+            raise DagSpecError(
+                unknown_action(step.work.name),
+                field="run",
+                path=f"steps[{step.name}]",
+                file=spec.file,
+                line=step.line,
+            )
 
 
 def inline_shell_allowed() -> bool:

@@ -16,9 +16,20 @@ class Answer:
     by: str | None
 
 
+def _attempt(attempt: str | None) -> dict[str, Any]:
+    """The DAG run's attempt the wait opened under (Dagu's attemptId), kept in the wait's
+    descriptor so a decision checks it against the very wait it answers."""
+    return {} if attempt is None else {"attempt": attempt}
+
+
 @dataclass(frozen=True)
 class Gate(w.Approval):
     """An approval gate whose answer (approve / reject / push_back) comes back raw."""
+
+    attempt: str | None = None
+
+    def extra(self) -> dict[str, Any]:
+        return {**super().extra(), **_attempt(self.attempt)}
 
     def parse(self, response: Any, by: str | None) -> Answer:  # type: ignore[override]  # raw
         return Answer(dict(response), by)
@@ -31,12 +42,14 @@ class FormTask(w.WaitSpec):
     kind: ClassVar[str] = "human_task"
     form: dict[str, Any] | None = None
     feedback: dict[str, Any] | None = None
+    attempt: str | None = None
 
     def answer_schema(self) -> dict[str, Any]:
         return w.human_task_schema(self.form or {})
 
     def extra(self) -> dict[str, Any]:
-        return {"form": self.form, "feedback": self.feedback, "rules": "scalar"}
+        extra = {"form": self.form, "feedback": self.feedback, "rules": "scalar"}
+        return {**extra, **_attempt(self.attempt)}
 
     def parse(self, response: Any, by: str | None) -> Answer:
         return Answer(dict(response), by)

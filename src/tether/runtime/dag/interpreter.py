@@ -63,6 +63,9 @@ class DagInput(BaseModel):
 
     params: str | list[str] | dict[str, str] | None = None
     retry: RetryPlan | None = None  # set by `retry_dag` only (checked against the row)
+    # An inline spec's content key (`catalog.inline_key`): the run records exactly the spec
+    # it was started with, even if its name is given another spec before it runs.
+    inline: str | None = None
 
 
 @dataclass(frozen=True)
@@ -70,7 +73,8 @@ class DagHost:
     """What the interpreter needs from the app, handed in (it imports no registry)."""
 
     actions: Actions
-    snapshot: Callable[[str], dict[str, str]]  # DAG name → {"name", "file", "text"}
+    # (DAG name, inline spec key or None) → {"name", "file", "text"}
+    snapshot: Callable[[str, str | None], dict[str, str]]
     new_child: Callable[[str, Any, str], repo.NewExecution]  # (dag, input, parent) → row
 
 
@@ -92,7 +96,7 @@ async def run_dag(ctx: Context, host: DagHost, name: str, inp: DagInput) -> dict
     """Walk the DAG `name`; the output is `{status, outputs}`; a failure raises DagFailed, a
     rejection Rejected (the run ends `failed`; `dag_status` shows them as Dagu does)."""
     if inp.retry is None:
-        snap = await ctx.step(host.snapshot, name, name="dag:spec")
+        snap = await ctx.step(host.snapshot, name, inp.inline, name="dag:spec")
     else:
         plan = inp.retry.model_dump()
         snap = await ctx.transaction(inherited, ctx.execution_id, plan, name="dag:spec")
@@ -214,12 +218,15 @@ class _Run:
                 gates.form_schema(task.push_back.form, feedback=True)
                 if task.push_back is not None
                 else None,
+                attempt=self.state.attempts[-1],
             )
         else:
             gate = step.approval
             assert gate is not None  # noqa: S101 — waiting steps have a gate
             prompt = given.expand(gate.prompt) if gate.prompt else None
-            spec = gates.Gate(step.name, prompt, gate.input, gate.required)
+            spec = gates.Gate(
+                step.name, prompt, gate.input, gate.required, attempt=self.state.attempts[-1]
+            )
         (answer,) = await self.ctx.wait_all(spec)
         return answer  # type: ignore[no-any-return]  # both parse to Answer
 

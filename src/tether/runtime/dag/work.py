@@ -79,10 +79,19 @@ async def _shell(step: Step, work: Shell, given: StepInput) -> dict[str, Any]:
     return out
 
 
+def unknown_action(name: str) -> str:
+    """The refusal of a `run:` that names no registered action (Dagu's `run:` is shell text;
+    here a shell command is `command:` or `script:`)."""
+    return (
+        f"`run: {name}` names no registered action; "
+        "for a shell command (Dagu's `run:`) use `command` or `script`"
+    )
+
+
 async def _action(step: Step, work: Action, given: StepInput, actions: Actions) -> dict[str, Any]:
     fn = actions.get(work.name)
     if fn is None:
-        return {"status": "failed", "error": f"no action registered as {work.name!r}"}
+        return {"status": "failed", "error": unknown_action(work.name)}
     kwargs = {k: _expand_value(v, given) for k, v in work.with_.items()}
     try:
         async with asyncio.timeout(float(step.timeout_sec) if step.timeout_sec else None):

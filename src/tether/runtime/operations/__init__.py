@@ -25,7 +25,7 @@ exactly as a missing one (ExecutionNotFound), and the runs it starts belong to t
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -261,11 +261,12 @@ class Operations:
     async def wait_until(
         self,
         execution_id: str,
-        predicate: Callable[[ExecutionRow], bool],
+        predicate: waiting.Predicate,
         *,
         timeout: float,
     ) -> RunView:
-        """Re-read the handle until `predicate` holds or `timeout` passes (see `waiting`)."""
+        """Re-read the handle until `predicate` (sync or async) holds or `timeout` passes
+        (see `waiting`)."""
         return await waiting.wait_until(self.env, execution_id, predicate, timeout=timeout)
 
     async def wait_for_end(self, execution_id: str, *, timeout: float) -> RunView:

@@ -126,6 +126,11 @@ def _work(fields: Fields, at: At, step_id: str | None, handler: bool) -> tuple[W
         if fields.has(*keys)
     ]
     if not kinds:
+        if published := fields.take("output"):  # Dagu's output-only step publishes a mapping
+            published[1].fail(
+                "a step that only publishes `output` values is outside the subset; "
+                "a step needs one of `command`, `script`, `call`, `run` or `action`"
+            )
         at.fail("a step needs one of `command`, `script`, `call`, `run` or `action`")
     if len(kinds) > 1:
         at.fail(f"a step has one kind of work; found {' and '.join(kinds)}")

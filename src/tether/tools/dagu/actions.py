@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 from tether.runtime import errors
-from tether.runtime.dag.catalog import InlineShellRefused
+from tether.runtime.dag.catalog import InlineShellRefused, inline_key
 from tether.runtime.dag.retrying import retry_dag
 from tether.runtime.operations import Operations
 from tether.runtime.rows import ExecutionRow
@@ -98,14 +98,16 @@ async def start(
     elif inp.name not in ops.app.dags:
         raise DaguError(RESOURCE_NOT_FOUND, f"no DAG named {inp.name!r}", field="name")
     if inp.dag_run_id is not None and await resolve.find_run(ops, inp.name, inp.dag_run_id):
-        raise DaguError(
-            CONFLICT, f"DAG-run {inp.dag_run_id!r} of {inp.name!r} already exists", field="dagRunId"
-        )
+        raise _taken(inp)  # a run under this id, however it was started
     enqueue = inp.action == "enqueue"
     try:
         started = await ops.start(
             inp.name,
-            {"params": dag_params(inp.params)},
+            {
+                "params": dag_params(inp.params),
+                "inline": inline_key(inp.spec) if inp.spec else None,
+            },
+            idempotency_key=run_id_key(inp.dag_run_id),
             business_id=inp.dag_run_id,
             by=by,
             queue=inp.queue if enqueue else None,
@@ -113,12 +115,29 @@ async def start(
             profile=inp.profile,
             labels=list(inp.labels) or None,
         )
+    except errors.IdempotencyMismatch as exc:
+        raise _taken(inp) from exc
     except errors.TetherError as exc:
         field = next((f for cls, f in _START_FIELD.items() if isinstance(exc, cls)), None)
         if isinstance(exc, errors.InvalidInput):
             field = "labels" if "label" in exc.message else "params"
         raise translate(exc, field) from exc
+    if started.deduped:
+        raise _taken(inp)  # a concurrent start took the id first
     return started.execution
+
+
+def run_id_key(dag_run_id: str | None) -> str | None:
+    """The idempotency key a start with an explicit `dagRunId` inserts its run under: the
+    database's unique index on (DAG, tenant, key) lets exactly one of concurrent starts with
+    the same id in; the others find the holder and are refused (no check-then-insert)."""
+    return None if dag_run_id is None else f"dagu_execute:dagRunId:{dag_run_id}"
+
+
+def _taken(inp: ExecuteInput) -> DaguError:
+    return DaguError(
+        CONFLICT, f"DAG-run {inp.dag_run_id!r} of {inp.name!r} already exists", field="dagRunId"
+    )
 
 
 async def current(ops: Operations, inp: ExecuteInput) -> ExecutionRow:

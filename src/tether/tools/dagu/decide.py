@@ -3,9 +3,12 @@ tasks, in the run or one of its sub-DAG runs, through the one runtime `answer` p
 one `tether runs approve|reject|push-back|complete` uses).
 
 Checks, in order, each refusing with nothing changed: the run (and sub-run) exists; it has the
-step; `attemptId` is the run's current attempt (else `conflict`, `details.attemptId`); the
-step waits (else `conflict` naming its status); a human task is not rejected; an approval's
-inputs are strings. The answer itself checks required inputs and the task's forms.
+step; `attemptId` is the attempt the step's open wait was opened under (recorded in the wait
+itself, so the check and the answered key come from one row), or the run's current attempt
+when it does not wait (else `conflict`, `details.attemptId`); the step waits (else `conflict`
+naming its status); a human task is not rejected; an approval's inputs are strings. The answer
+itself checks required inputs and the task's forms, and lands only while that very wait is
+open: a decision that lost a race to another is a `conflict` naming the attempt now.
 """
 
 from __future__ import annotations
@@ -84,17 +87,12 @@ async def decide(ops: Operations, inp: ExecuteInput, root: ExecutionRow, by: str
         raise DaguError(
             RESOURCE_NOT_FOUND, f"the run has no step {inp.step_name!r}", field="stepName"
         )
-    current = read.status.attempt_id
-    if inp.attempt_id is not None and inp.attempt_id != current:
-        raise DaguError(
-            CONFLICT,
-            f"attempt {inp.attempt_id!r} is not the run's current attempt {current!r}",
-            field="attemptId",
-            details={"attemptId": current},
-        )
     wait = read.open_wait(step)
-    detail = read.step_detail(step)
+    # The attempt the open wait belongs to, from the same row as its key (else the run's).
+    current = str(wait.get("attempt") or "") if wait is not None else ""
+    _check_attempt(inp, current or read.status.attempt_id)
     if wait is None:
+        detail = read.step_detail(step)
         label = detail.status_label if detail is not None else "not_started"
         raise DaguError(
             CONFLICT,
@@ -104,7 +102,37 @@ async def decide(ops: Operations, inp: ExecuteInput, root: ExecutionRow, by: str
         )
     response = _response(inp, isinstance(step.work, HumanTask))
     try:
+        # The key names this one park of the step: the answer lands only while it is open
+        # (judged under the run's row lock), so it can never reach a later attempt's wait.
         await ops.answer(read.row.id, str(wait["key"]), response, by=by)
+    except (errors.AnswerConflict, errors.WaitNotOpen) as exc:
+        raise await _moved_on(ops, read, inp) from exc
     except errors.TetherError as exc:
         raise translate(exc, "inputs" if isinstance(exc, errors.AnswerRejected) else None) from exc
     return read
+
+
+def _check_attempt(inp: ExecuteInput, current: str | None) -> None:
+    if inp.attempt_id is not None and inp.attempt_id != current:
+        raise DaguError(
+            CONFLICT,
+            f"attempt {inp.attempt_id!r} is not the current attempt {current!r}",
+            field="attemptId",
+            details={"attemptId": current},
+        )
+
+
+async def _moved_on(ops: Operations, read: RunRead, inp: ExecuteInput) -> DaguError:
+    """The wait was decided (or closed) by someone else between the read and the answer:
+    a conflict naming the attempt the run (or sub-run) is at now."""
+    try:
+        now = (await resolve.load(ops, (await ops.get(read.row.id)).current)).status.attempt_id
+    except errors.TetherError:
+        now = None
+    return DaguError(
+        CONFLICT,
+        f"step {inp.step_name!r} was decided by another call in the meantime; "
+        f"the current attempt is {now!r}",
+        field="attemptId" if inp.attempt_id is not None else "stepName",
+        details={"attemptId": now},
+    )

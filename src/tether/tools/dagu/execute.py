@@ -4,7 +4,8 @@ answer in the seed's output shape (results.py).
 
 Waiting uses the runtime's change notifications (LISTEN/NOTIFY through `Operations.wait_until`),
 not Dagu's 2-second polling: the reply leaves as soon as the run's row reaches a terminal state
-or a waiting checkpoint (`uris.notifies`).
+or a waiting checkpoint (`uris.notifies`), or a sub-DAG run it is parked on stops at one
+(`checkpoint.py`).
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ import logging
 from typing import Any, Final
 
 from tether.runtime import errors
+from tether.runtime.dag.status import RUN_STATUSES
 from tether.runtime.operations import Operations
 from tether.runtime.rows import ExecutionRow
 from tether.tools.dagu import actions, inputs, resolve
+from tether.tools.dagu.checkpoint import Stops
 from tether.tools.dagu.decide import decide
 from tether.tools.dagu.detail import run_detail
 from tether.tools.dagu.inputs import DECISIONS, ExecuteInput, InputError
@@ -137,17 +140,19 @@ class DaguExecute:
         """Wait for a terminal state or a waiting checkpoint; a failure is `waitError`."""
         out: dict[str, Any] = {"completed": False}
         try:
-            view = await ops.wait_until(row.id, notifies, timeout=timeout_s)
-            read = await resolve.load(ops, view.current)
+            stops = Stops(ops)
+            view = await ops.wait_until(row.id, stops, timeout=timeout_s)
+            current, in_child = view.current, stops.in_sub_run
+            read = await resolve.load(ops, current)
         except errors.TetherError as exc:
             out["waitError"] = f"the wait failed: {exc}"
             return out
-        status = read.status
-        out["completed"] = not view.current.live
-        out["status"] = status.status
-        out["statusLabel"] = status.status_label
-        out["run"] = run_detail(read)
-        if not notifies(view.current):
+        out["completed"] = not current.live
+        out["run"] = run = run_detail(read)
+        if in_child:  # Dagu: a parent step waits while its child waits; so does the run
+            run["status"], run["statusLabel"] = RUN_STATUSES["waiting"], "waiting"
+        out["status"], out["statusLabel"] = run["status"], run["statusLabel"]
+        if not (in_child or notifies(current)):
             out["waitTimedOut"] = True
         return out
 

@@ -1,0 +1,90 @@
+"""The field combinations Dagu's current public examples use, each through Tether's loader: it
+loads, or it is refused naming the field (issue 13). Never silently ignored.
+
+Read from github.com/dagucloud/dagu at 532c51294: examples/embedded/*/workflow.yaml,
+deploy/k8s/example-dag.yaml, the first-run examples (internal/persis/file/dag/examples_unix.go),
+`dagu example` (internal/cmd/example.go) and the README's YAML samples. The snippets below are
+ours: minimal DAGs with each example's combination of fields, not copies of the files. (The
+older dagu-org examples are in test_dagu_examples.py.)
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tether.runtime.registry import App
+from tether.specs.dag import DagSpecError, load_string
+
+STEP = "steps:\n  - name: a\n    command: echo a\n"
+
+#: (where Dagu uses it, our snippet, the field a refusal names; None: it loads)
+COMBINATIONS: list[tuple[str, str, str | None]] = [
+    # Dagu v2 writes shell text under `run:`; Tether's `run` names a Python action
+    ("readme, first-run 01/02/04, k8s: run shell text",
+     'steps:\n  - name: a\n    run: echo "hi"\n', "run"),
+    ("first-run 01: ids, depends lists, type graph",
+     "type: graph\nsteps:\n  - id: a\n    command: echo a\n  - id: b\n    command: echo b\n"
+     "    depends: [a]\n", None),
+    ("readme 08: type build", "type: build\n" + STEP, "type"),
+    ("dagu example: defaults (retry for every step)",
+     "defaults:\n  retry_policy: {limit: 2}\n" + STEP, "defaults"),
+    ("dagu example: step retry_policy", STEP + "    retry_policy:\n      limit: 2\n"
+     "      interval_sec: 5\n", None),
+    ("dagu example: custom actions", "actions:\n  greet: {}\n" + STEP, "actions"),
+    ("dagu example: harness", "harness: {provider: x}\n" + STEP, "harness"),
+    ("dagu example: harnesses", "harnesses: {x: {}}\n" + STEP, "harnesses"),
+    ("dagu example: output-only steps", "steps:\n  - id: a\n    output:\n      v: '1'\n",
+     "output"),
+    ("dagu example: template.render action",
+     "steps:\n  - id: a\n    action: template.render\n    with: {template: x}\n", "action"),
+    ("readme: http.request action",
+     "steps:\n  - id: a\n    action: http.request\n    with: {url: 'http://x'}\n", "action"),
+    ("dagu example: typed params",
+     "params:\n  - name: ENV\n    type: string\n    default: DEV\n" + STEP, "type"),
+    ("dagu example: env list", "env:\n  - LOG_LEVEL: info\n" + STEP, None),
+    ("dagu example: schedule", "schedule: '0 * * * *'\n" + STEP, None),
+    ("dagu example: preconditions", STEP + "    preconditions:\n"
+     "      - condition: '$ENV'\n        expected: DEV\n", None),
+    ("dagu example: lifecycle hooks", "handler_on:\n  success:\n    command: echo ok\n" + STEP,
+     None),
+    ("dagu example: sub-DAG call", "steps:\n  - name: a\n    call: child\n    params: X=1\n",
+     None),
+    ("dagu example: docker container", STEP + "    container: {image: alpine}\n", "container"),
+    ("first-run 03: history retention", "hist_retention_days: 7\n" + STEP,
+     "hist_retention_days"),
+    ("readme: ssh", "ssh: {host: x}\n" + STEP, "ssh"),
+    ("readme: tools", "tools: [jq]\n" + STEP, "tools"),
+    ("readme: working_dir", "working_dir: .\n" + STEP, "working_dir"),
+    ("readme: approval gate", STEP + "    approval:\n      prompt: ok?\n      input: [X]\n",
+     None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("where", "text", "field"), COMBINATIONS, ids=[c[0] for c in COMBINATIONS])
+def test_each_combination_loads_or_is_refused_naming_its_field(
+    where: str, text: str, field: str | None
+) -> None:
+    if field is None:
+        assert load_string(text, default_name="x").steps
+        return
+    with pytest.raises(DagSpecError) as info:
+        load_string(text, default_name="x")
+    assert info.value.field == field, (where, str(info.value))
+    assert field in str(info.value)
+
+
+def test_a_one_word_run_that_names_no_action_is_refused_for_an_inline_spec() -> None:
+    """`run: date` is Dagu's shell command `date`; here it would name an action. An inline
+    spec (the app is set up by then) is refused naming `run`; one that names a registered
+    action loads."""
+    app = App()
+
+    @app.action("twice")
+    def twice(n: int) -> int:
+        return 2 * n
+
+    with pytest.raises(DagSpecError) as info:
+        app.inline_dag("steps:\n  - name: a\n    run: date\n", default_name="x")
+    assert info.value.field == "run" and "command" in str(info.value)
+    assert "x" not in app.dags
+    assert app.inline_dag("steps:\n  - name: a\n    run: twice\n", default_name="y").steps
