@@ -24,7 +24,7 @@ SYMBOLS: Final = {
     "queued": "…",
     "not_started": "○",
     "running": "▶",
-    "waiting": "⏸",
+    "waiting": "‖",
     "completed": "✓",
     "succeeded": "✓",
     "partially_succeeded": "◐",

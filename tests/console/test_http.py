@@ -1,0 +1,145 @@
+"""The console over plain HTTP (no browser): CSRF, sign-in, the setting's default, audit rows,
+the SSE stream, and the pure parts (forms, DAG layout)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import asyncpg
+import httpx
+import pytest
+
+from tests.console.conftest import Site
+from tether.console import forms, graph
+from tether.console.session import console_key, csrf_ok, csrf_token, issue, read
+from tether.settings import Settings
+
+pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
+
+
+def _field(html: str, name: str) -> str:
+    found = re.search(rf'name="{re.escape(name)}" value="([^"]+)"', html)
+    assert found is not None, name
+    return found.group(1)
+
+
+async def _signed_in(http: httpx.AsyncClient, site: Site, who: str) -> None:
+    page = await http.get(site.url("/sign-in"))
+    reply = await http.post(
+        site.url("/sign-in"), data={"csrf": _field(page.text, "csrf"), "token": site.tokens[who]}
+    )
+    assert reply.status_code == 303
+
+
+async def test_csrf_signin_audit_and_live_stream(site: Site) -> None:
+    run_id = await site.start("gate")
+    async with httpx.AsyncClient() as http:
+        page = await http.get(site.url("/sign-in"))
+        assert "httponly" in page.headers["set-cookie"].lower()
+        assert "samesite=strict" in page.headers["set-cookie"].lower()
+        wrong = await http.post(
+            site.url("/sign-in"), data={"csrf": _field(page.text, "csrf"), "token": "tt_nope"}
+        )
+        assert wrong.status_code == 401 and "unknown, expired or revoked" in wrong.text
+        await _signed_in(http, site, "operator")
+        run = await http.get(site.url(f"/runs/{run_id}"))
+        key = _field(run.text, "key")
+        forged = await http.post(
+            site.url(f"/runs/{run_id}/answer"),
+            data={"csrf": "0" * 40, "key": key, "decision": "approve", "f.ticket": "T"},
+        )
+        assert forged.status_code == 403
+        assert await site.status(run_id) == "waiting"
+
+        async with http.stream("GET", site.url(f"/runs/{run_id}/events")) as stream:
+            lines = stream.aiter_lines()
+            assert await _until(lines, "event: update")
+            answered = await http.post(
+                site.url(f"/runs/{run_id}/answer"),
+                data={"csrf": _field(run.text, "csrf"), "key": key, "decision": "approve",
+                      "f.ticket": "T-9"},
+            )  # fmt: skip
+            assert answered.status_code == 303
+            assert await _until(lines, "completed")
+    conn = await asyncpg.connect(site.db_url)
+    try:
+        async with asyncio.timeout(5):
+            while True:
+                rows = await conn.fetch(
+                    "SELECT outcome FROM audit WHERE surface = 'console' AND execution_id = $1"
+                    " ORDER BY at",
+                    run_id,
+                )
+                if len(rows) >= 2:
+                    break
+                await asyncio.sleep(0.1)
+    finally:
+        await conn.close()
+    assert [r["outcome"] for r in rows] == ["refused", "ok"]
+
+
+async def _until(lines: object, text: str) -> bool:
+    async with asyncio.timeout(10):
+        async for line in lines:  # type: ignore[attr-defined]
+            if text in line:
+                return True
+    return False
+
+
+def test_console_is_on_only_for_a_dev_server_unless_set() -> None:
+    assert Settings.from_env({}).console_enabled()
+    assert not Settings.from_env({"TETHER_DATABASE_URL": "postgresql://x/y"}).console_enabled()
+    assert not Settings.from_env({"TETHER_HOST": "0.0.0.0"}).console_enabled()  # noqa: S104
+    on = {"TETHER_DATABASE_URL": "postgresql://x/y", "TETHER_CONSOLE": "true"}
+    assert Settings.from_env(on).console_enabled()
+
+
+def test_sessions_are_signed_and_expire() -> None:
+    key = console_key(b"secret")
+    s = issue(key, "t", "ab" * 32, now=1000.0)
+    assert read(key, s.value, 1001.0) == s
+    assert read(key, s.value, s.expires + 1.0) is None
+    assert read(console_key(b"other"), s.value, 1001.0) is None
+    assert read(key, s.value.replace("t.", "n.", 1), 1001.0) is None
+    assert csrf_ok(key, s, csrf_token(key, s))
+    assert not csrf_ok(key, issue(key, "n", "", 1000.0), csrf_token(key, s))
+
+
+def test_human_task_form_fields_and_typed_answer() -> None:
+    schema = {
+        "properties": {
+            "title": {"type": "string", "title": "Title"},
+            "count": {"type": "integer"},
+            "ratio": {"type": "number"},
+            "ok": {"type": "boolean"},
+            "size": {"enum": ["s", "m"]},
+        },
+        "required": ["title", "count"],
+    }
+    wait = {"key": "k", "kind": "human_task", "name": "fill", "form": schema, "feedback": {}}
+    form = forms.wait_form(wait)
+    widgets = {f.name: (f.widget, f.required) for f in form.fields}
+    assert widgets == {
+        "f.title": ("text", True),
+        "f.count": ("integer", True),
+        "f.ratio": ("number", False),
+        "f.ok": ("checkbox", False),
+        "f.size": ("select", False),
+    }
+    data = {"decision": "complete", "f.title": "x", "f.count": "3", "f.ratio": "2.5",
+            "f.ok": "true", "f.size": ""}  # fmt: skip
+    assert forms.response(form, data) == {
+        "decision": "complete", "title": "x", "count": 3, "ratio": 2.5, "ok": True,
+    }  # fmt: skip
+    # not a number: passed on as typed, for the answer path to refuse with its own message
+    assert forms.response(form, {**data, "f.count": "three"})["count"] == "three"
+
+
+def test_dag_layout_puts_each_step_right_of_its_dependencies() -> None:
+    g = graph.layout(["a", "b", "c", "d"], {"b": ["a"], "c": ["a"], "d": ["b", "c"]}, {})
+    at = {n.name: n for n in g.nodes}
+    assert at["a"].x < at["b"].x == at["c"].x < at["d"].x
+    assert at["b"].y != at["c"].y
+    assert len(g.edges) == 4
+    assert all(e.x1 < e.x2 for e in g.edges)
