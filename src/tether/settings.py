@@ -13,7 +13,6 @@ from tether.runtime.admission import Admission, Profile, parse_profiles, parse_q
 from tether.runtime.payloads import Encryption
 from tether.runtime.worker import WorkerSettings
 
-
 _LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 
 

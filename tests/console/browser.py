@@ -30,7 +30,7 @@ SCREENS: Final = REPO / "docs" / "console-screens"
 def ensure_chromium() -> str:
     """The browser binary, installed first if missing. Raises RuntimeError when it cannot be."""
     if not os.access(CHROMIUM, os.X_OK):
-        done = subprocess.run(  # noqa: S603 — our own script
+        done = subprocess.run(
             [str(REPO / "scripts" / "ensure-chromium")], capture_output=True, text=True
         )
         if done.returncode != 0 or not os.access(CHROMIUM, os.X_OK):
@@ -42,7 +42,7 @@ def ensure_axe() -> str:
     """axe-core's browser bundle (npm install into .tether/npm once). Raises RuntimeError."""
     if not AXE.exists():
         NPM_DIR.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(  # noqa: S603
+        done = subprocess.run(
             ["npm", "install", "--no-audit", "--no-fund", "--silent", "axe-core@4"],  # noqa: S607
             cwd=NPM_DIR,
             capture_output=True,

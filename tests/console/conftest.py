@@ -58,7 +58,11 @@ class Site:
             while True:
                 row = await _row(self, run_id)
                 if row["status"] not in ("pending", "running", "waiting"):
-                    return orjson.loads(row["output"]) if isinstance(row["output"], str) else row["output"]
+                    return (
+                        orjson.loads(row["output"])
+                        if isinstance(row["output"], str)
+                        else row["output"]
+                    )
                 await asyncio.sleep(0.05)
 
 

@@ -193,9 +193,7 @@ async def test_keyboard_only_answering(browser: Browser, site: Site) -> None:
     await page.context.close()
 
 
-async def test_pages_have_no_serious_accessibility_violations(
-    browser: Browser, site: Site
-) -> None:
+async def test_pages_have_no_serious_accessibility_violations(browser: Browser, site: Site) -> None:
     axe = ensure_axe()
     run_id = await site.start("gate")
     context = await browser.new_context(bypass_csp=True)  # to inject axe-core

@@ -57,9 +57,13 @@ async def test_csrf_signin_audit_and_live_stream(site: Site) -> None:
             assert await _until(lines, "event: update")
             answered = await http.post(
                 site.url(f"/runs/{run_id}/answer"),
-                data={"csrf": _field(run.text, "csrf"), "key": key, "decision": "approve",
-                      "f.ticket": "T-9"},
-            )  # fmt: skip
+                data={
+                    "csrf": _field(run.text, "csrf"),
+                    "key": key,
+                    "decision": "approve",
+                    "f.ticket": "T-9",
+                },
+            )
             assert answered.status_code == 303
             assert await _until(lines, "completed")
     conn = await asyncpg.connect(site.db_url)
@@ -127,11 +131,21 @@ def test_human_task_form_fields_and_typed_answer() -> None:
         "f.ok": ("checkbox", False),
         "f.size": ("select", False),
     }
-    data = {"decision": "complete", "f.title": "x", "f.count": "3", "f.ratio": "2.5",
-            "f.ok": "true", "f.size": ""}  # fmt: skip
+    data = {
+        "decision": "complete",
+        "f.title": "x",
+        "f.count": "3",
+        "f.ratio": "2.5",
+        "f.ok": "true",
+        "f.size": "",
+    }
     assert forms.response(form, data) == {
-        "decision": "complete", "title": "x", "count": 3, "ratio": 2.5, "ok": True,
-    }  # fmt: skip
+        "decision": "complete",
+        "title": "x",
+        "count": 3,
+        "ratio": 2.5,
+        "ok": True,
+    }
     # not a number: passed on as typed, for the answer path to refuse with its own message
     assert forms.response(form, {**data, "f.count": "three"})["count"] == "three"
 

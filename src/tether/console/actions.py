@@ -40,9 +40,15 @@ async def _form(request: Request) -> dict[str, str]:
 
 
 def _csrf_refused(c: Console, request: Request, v: Visitor) -> Response:
-    return render(c, request, v, "refused.html", 403,
-                  why="This form has expired or did not come from this console. "
-                      "Reload the page and try again.")  # fmt: skip
+    return render(
+        c,
+        request,
+        v,
+        "refused.html",
+        403,
+        why="This form has expired or did not come from this console. "
+        "Reload the page and try again.",
+    )
 
 
 async def sign_in(request: Request) -> Response:
@@ -55,8 +61,16 @@ async def sign_in(request: Request) -> Response:
     nxt = safe_next(data.get("next"), f"{PREFIX}/runs")
     principal = c.auth.by_digest(hash_token(token)) if token else None
     if principal is None:
-        return render(c, request, v, "sign_in.html", 401, next=nxt, required=c.auth.required,
-                      error="That token is unknown, expired or revoked.")  # fmt: skip
+        return render(
+            c,
+            request,
+            v,
+            "sign_in.html",
+            401,
+            next=nxt,
+            required=c.auth.required,
+            error="That token is unknown, expired or revoked.",
+        )
     signed = session.issue(c.key, "t", hash_token(token), time.time())
     response = redirect(request, v, nxt)
     set_session(response, request, signed)
@@ -141,7 +155,7 @@ async def _answer_again(
     code = 409 if extra.get("stale") else 422
     if data.get("next", "").startswith(f"{PREFIX}/inbox"):
         ctx = await inbox_context(scoped_ops(c, v))
-        base = {"values": {}, "problems": {}, "stale": None}
+        base: dict[str, Any] = {"values": {}, "problems": {}, "stale": None}
         return render(c, request, v, "inbox.html", code, **ctx, **{**base, **extra})
     return await _run_page(c, request, v, run_id, code, **extra)
 
@@ -158,8 +172,14 @@ async def confirm(request: Request) -> Response:
     except errors.ExecutionNotFound:
         return not_found(c, request, v, f"run {run_id}")
     if not v.may_answer:
-        return render(c, request, v, "refused.html", 403,
-                      why=f"{v.principal.name} ({v.principal.role}) may not {action} runs.")  # fmt: skip
+        return render(
+            c,
+            request,
+            v,
+            "refused.html",
+            403,
+            why=f"{v.principal.name} ({v.principal.role}) may not {action} runs.",
+        )
     return render(c, request, v, "confirm.html", row=row, action=action)
 
 

@@ -7,10 +7,10 @@ cookie and the console's security headers.
 from __future__ import annotations
 
 import time
-from urllib.parse import quote
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import quote
 
 import jinja2
 from starlette.requests import Request

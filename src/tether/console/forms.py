@@ -138,9 +138,16 @@ def _approval(wait: Mapping[str, Any]) -> WaitForm:
         for name in ([] if choices else wait.get("inputs") or [])
     )
     return WaitForm(
-        wait["key"], "approval", wait["name"], wait.get("prompt"), decisions, fields,
-        None, reason=not choices, payload=False,
-    )  # fmt: skip
+        wait["key"],
+        "approval",
+        wait["name"],
+        wait.get("prompt"),
+        decisions,
+        fields,
+        None,
+        reason=not choices,
+        payload=False,
+    )
 
 
 APPROVAL_CHOICES: Final = tuple((d, _DECISION_LABELS[d]) for d in waits.APPROVAL_DECISIONS)
@@ -156,13 +163,20 @@ def _human_task(wait: Mapping[str, Any]) -> WaitForm:
         feedback = schema_fields(feedback_schema, FEEDBACK) or (
             Field(FEEDBACK + "comment", "comment", "textarea"),
         )
-    decisions = (("complete", "Complete"),)
+    decisions: tuple[tuple[str, str], ...] = (("complete", "Complete"),)
     if feedback is not None:
         decisions += (("push_back", "Push back"),)
     return WaitForm(
-        wait["key"], "human_task", wait["name"], wait.get("prompt"), decisions,
-        schema_fields(wait.get("form")), feedback, reason=False, payload=False,
-    )  # fmt: skip
+        wait["key"],
+        "human_task",
+        wait["name"],
+        wait.get("prompt"),
+        decisions,
+        schema_fields(wait.get("form")),
+        feedback,
+        reason=False,
+        payload=False,
+    )
 
 
 def wait_form(wait: Mapping[str, Any]) -> WaitForm:
@@ -174,9 +188,16 @@ def wait_form(wait: Mapping[str, Any]) -> WaitForm:
         return _human_task(wait)
     fields = schema_fields(wait.get("schema"))
     return WaitForm(
-        wait["key"], str(kind), wait["name"], wait.get("prompt"), (), fields, None,
-        reason=False, payload=not fields,
-    )  # fmt: skip
+        wait["key"],
+        str(kind),
+        wait["name"],
+        wait.get("prompt"),
+        (),
+        fields,
+        None,
+        reason=False,
+        payload=not fields,
+    )
 
 
 # --- reading a submitted form -------------------------------------------------------------

@@ -87,7 +87,9 @@ async def run_events(request: Request) -> Response:
         return _live(c, v, "run_live.html", values={}, problems={}, stale=None, **ctx)
 
     return _response(
-        _stream(render, changed), lambda: c.hub.watch(wake, watched), lambda: c.hub.leave(wake, watched)
+        _stream(render, changed),
+        lambda: c.hub.watch(wake, watched),
+        lambda: c.hub.leave(wake, watched),
     )
 
 

@@ -72,14 +72,33 @@ async def _runs(
             limit=PAGE,
         )
     except errors.InvalidInput as exc:
-        return render(c, request, v, "runs.html", 400, runs=[], next_cursor=None,
-                      filters=filters, mine=mine, statuses=STATUSES, notice=exc.message)  # fmt: skip
+        return render(
+            c,
+            request,
+            v,
+            "runs.html",
+            400,
+            runs=[],
+            next_cursor=None,
+            filters=filters,
+            mine=mine,
+            statuses=STATUSES,
+            notice=exc.message,
+        )
     rows = [r for r in page.items if not mine or answerable_waits(r)]
     return render(
-        c, request, v, "runs.html", code,
-        runs=[_summary(r) for r in rows], next_cursor=page.next_cursor, filters=filters,
-        mine=mine, statuses=STATUSES, notice=notice,
-    )  # fmt: skip
+        c,
+        request,
+        v,
+        "runs.html",
+        code,
+        runs=[_summary(r) for r in rows],
+        next_cursor=page.next_cursor,
+        filters=filters,
+        mine=mine,
+        statuses=STATUSES,
+        notice=notice,
+    )
 
 
 def _summary(row: ExecutionRow) -> dict[str, Any]:
@@ -112,7 +131,7 @@ async def run_context(ops: Operations, run_id: str) -> dict[str, Any]:
         "error": views.pretty(row.error),
         "input": views.pretty(row.input),
         "waits": [forms.wait_form(w) for w in answerable_waits(current)],
-        "wait_keys": " ".join(w["key"] for w in answerable_waits(current)),
+        "wait_keys": " ".join(str(w["key"]) for w in answerable_waits(current)),
         "stamp": views.stamp,
     }
 
@@ -128,8 +147,17 @@ async def run_page(request: Request) -> Response:
     except errors.ExecutionNotFound:
         return not_found(c, request, v, f"run {run_id}")
     notice = request.query_params.get("done")
-    return render(c, request, v, "run.html", notice=_NOTICES.get(notice or ""), **ctx,
-                  values={}, problems={}, stale=None)  # fmt: skip
+    return render(
+        c,
+        request,
+        v,
+        "run.html",
+        notice=_NOTICES.get(notice or ""),
+        **ctx,
+        values={},
+        problems={},
+        stale=None,
+    )
 
 
 _NOTICES: Final = {
@@ -159,10 +187,11 @@ async def dag_page(request: Request) -> Response:
 
 async def inbox_context(ops: Operations) -> dict[str, Any]:
     page = await ops.list_runs(statuses=["waiting"], limit=INBOX_LIMIT)
-    items = [
-        {"row": r, "form": forms.wait_form(w)} for r in page.items for w in answerable_waits(r)
-    ]
-    return {"items": items, "keys": " ".join(i["form"].key for i in items)}
+    items = [(r, forms.wait_form(w)) for r in page.items for w in answerable_waits(r)]
+    return {
+        "items": [{"row": r, "form": f} for r, f in items],
+        "keys": " ".join(f.key for _, f in items),
+    }
 
 
 async def inbox_page(request: Request) -> Response:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
@@ -49,11 +49,13 @@ def _router() -> Router:
     )
 
 
-def _only_steering(handler: object) -> object:
+def _only_steering(
+    handler: Callable[[Request], Awaitable[Response]],
+) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         if request.path_params["action"] not in ("cancel", "retry"):
             return PlainTextResponse("not found", status_code=404, headers=HEADERS)
-        return await handler(request)  # type: ignore[operator, no-any-return]
+        return await handler(request)
 
     return endpoint
 

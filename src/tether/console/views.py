@@ -16,8 +16,8 @@ import orjson
 from tether.console.graph import Layout, layout
 from tether.runtime.dag.replay import fold
 from tether.runtime.dag.status import RunDetail, dag_status
-from tether.runtime.watching import answerable_waits
 from tether.runtime.rows import ExecutionRow, HistoryEvent, StepRecord
+from tether.runtime.watching import answerable_waits
 
 SYMBOLS: Final = {
     "pending": "…",
