@@ -1,5 +1,5 @@
 """Console fixtures: a real Tether server on loopback with the console on and three tokens
-(operator, reader, and an operator of another tenant), serving tests/apps/answering.py."""
+(operator, reader, and an operator of another tenant), serving tests/apps/console.py."""
 
 from __future__ import annotations
 
@@ -10,13 +10,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
-import httpx
 import orjson
 import pytest
 
-from tests.apps.answering import app
-from tests.e2e.conftest import serve
+from tests.apps.console import app
+from tests.e2e.conftest import on_loopback
+from tether.app import create_app
+from tether.runtime.operations import Operations
 from tether.security import new_token
+from tether.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -24,29 +26,17 @@ class Site:
     base: str  # http://127.0.0.1:port
     tokens: dict[str, str]  # operator, reader, other (an operator of tenant "globex")
     db_url: str
+    ops: Operations  # the server's own (every tenant)
 
     def url(self, path: str) -> str:
         return f"{self.base}/console{path}"
 
-    async def start(self, workflow: str, who: str = "operator") -> str:
-        """Start a run over MCP (tools/call start_<workflow>) as `who`; its execution id."""
-        async with httpx.AsyncClient() as http:
-            body = {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "tools/call",
-                "params": {"name": f"start_{workflow}", "arguments": {"body": {}}},
-            }
-            headers = {
-                "Authorization": f"Bearer {self.tokens[who]}",
-                "Accept": "application/json, text/event-stream",
-                "MCP-Protocol-Version": "2025-11-25",
-            }
-            reply = await http.post(f"{self.base}/mcp", json=body, headers=headers)
-            reply.raise_for_status()
-            result = reply.json()["result"]
-            assert not result.get("isError"), result
-            return str(result["structuredContent"]["execution_id"])
+    async def start(self, workflow: str, input: Any = None) -> str:
+        """Start a run (bound to no tenant) and wait until it is parked; its execution id."""
+        run_id = (await self.ops.start(workflow, {} if input is None else input)).execution.id
+        view = await self.ops.wait_until(run_id, lambda r: r.status == "waiting", timeout=10)
+        assert view.current.status == "waiting", view.current
+        return run_id
 
     async def status(self, run_id: str) -> str:
         """The run's status, read from the database (what the console changed, or not)."""
@@ -88,8 +78,17 @@ async def console_site(db_url: str) -> AsyncIterator[Site]:
         token, entry = new_token(name, role, tenant)
         tokens[name] = token
         entries.append(entry)
-    async with serve(app, db_url, console=True, api_tokens=",".join(entries)) as mcp_url:
-        yield Site(mcp_url.removesuffix("/mcp"), tokens, db_url)
+    settings = Settings(
+        database_url=db_url,
+        poll_s=0.05,
+        janitor_interval_s=3600.0,
+        state_key="test-key",
+        console=True,
+        api_tokens=",".join(entries),
+    )
+    web = create_app(app, settings, db_url)
+    async with on_loopback(web, "") as base:
+        yield Site(base, tokens, db_url, web.state.runtime.ops)
 
 
 @pytest.fixture

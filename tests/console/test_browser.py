@@ -106,6 +106,19 @@ async def test_answer_an_approval_and_watch_the_run_finish(browser: Browser, sit
     await page.context.close()
 
 
+async def test_a_lost_stream_is_shown(browser: Browser, site: Site) -> None:
+    run_id = await site.start("gate")
+    page = await signed_in(browser, site, "operator")
+    await page.route("**/events", lambda route: route.abort())  # the stream cannot connect
+    await page.goto(site.url(f"/runs/{run_id}"))
+    banner = page.locator("#conn")
+    await expect(banner).to_be_visible()
+    await expect(banner).to_contain_text("Connection lost")
+    await page.unroute("**/events")  # the browser reconnects by itself: the banner goes
+    await expect(banner).to_be_hidden(timeout=WAIT_MS)
+    await page.context.close()
+
+
 async def test_human_task_form_with_every_scalar_type(browser: Browser, site: Site) -> None:
     run_id = await site.start("form")
     page = await signed_in(browser, site, "operator")
@@ -193,6 +206,27 @@ async def test_keyboard_only_answering(browser: Browser, site: Site) -> None:
     await page.context.close()
 
 
+async def test_dag_page_draws_each_step_with_its_status(browser: Browser, site: Site) -> None:
+    run_id = await site.start("gated")
+    page = await signed_in(browser, site, "operator")
+    await page.goto(site.url(f"/runs/{run_id}"))
+    await page.get_by_role("link", name="DAG graph").click()
+    graph = page.locator("svg.dag")
+    await expect(graph.locator("g.node", has_text="build")).to_contain_text("succeeded")
+    await expect(graph.locator("g.node", has_text="publish")).to_contain_text("waiting")
+    await expect(graph.locator("g.node", has_text="after")).to_contain_text("not started")
+    assert await graph.locator("path.edge").count() == 2
+    await page.screenshot(path=shot("dag"), full_page=True)
+
+    await page.goto(site.url(f"/runs/{run_id}"))  # the DAG's approval, answered here
+    await page.get_by_label("TICKET (required)").fill("D-7")
+    await page.get_by_role("button", name="Approve").click()
+    await expect(page.locator("#run-status")).to_contain_text("completed", timeout=WAIT_MS)
+    await page.goto(site.url(f"/runs/{run_id}/dag"))
+    await expect(graph.locator("g.node", has_text="after")).to_contain_text("succeeded")
+    await page.context.close()
+
+
 async def test_pages_have_no_serious_accessibility_violations(browser: Browser, site: Site) -> None:
     axe = ensure_axe()
     run_id = await site.start("gate")
@@ -206,7 +240,9 @@ async def test_pages_have_no_serious_accessibility_violations(browser: Browser, 
     await expect(page.get_by_role("heading", name="Runs")).to_be_visible()
     await page.screenshot(path=shot("runs"), full_page=True)
     found["runs"] = await axe_violations(page, axe)
-    for name, path in (("run", f"/runs/{run_id}"), ("inbox", "/inbox")):
+    dag_run = await site.start("gated")
+    pages = (("run", f"/runs/{run_id}"), ("dag", f"/runs/{dag_run}/dag"), ("inbox", "/inbox"))
+    for name, path in pages:
         await page.goto(site.url(path))
         found[name] = await axe_violations(page, axe)
     await page.screenshot(path=shot("inbox"), full_page=True)

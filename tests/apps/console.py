@@ -1,0 +1,54 @@
+"""The console's test app (tests/console): an approval with a required input (`gate`), a
+human task with a field of each scalar type (`form`), and a DAG with an approval between two
+shell steps (`gated`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.apps.answering import Fields, NoArgs
+from tether import Approved, Completed
+from tether.runtime.context import Context
+from tether.runtime.errors import Rejected
+from tether.runtime.registry import App
+
+app = App("console-tests")
+
+GATED = """
+name: gated
+steps:
+  - name: build
+    command: "echo built"
+  - name: publish
+    command: "echo publishing $TICKET"
+    depends: build
+    approval:
+      prompt: Publish the build?
+      input: [TICKET, NOTE]
+      required: [TICKET]
+  - name: after
+    command: "echo done"
+    depends: publish
+"""
+app.dag(GATED)
+
+
+@app.workflow(mcp=True)
+async def gate(ctx: Context, args: NoArgs) -> dict[str, Any]:
+    try:
+        decision = await ctx.approval(
+            "publish", prompt="Publish?", inputs=["ticket", "comment"], required=["ticket"]
+        )
+    except Rejected as exc:
+        return {"decision": "rejected", "reason": exc.reason}
+    if isinstance(decision, Approved):
+        return {"decision": "approved", "inputs": decision.inputs}
+    return {"decision": "pushed_back", "feedback": decision.feedback}
+
+
+@app.workflow(mcp=True)
+async def form(ctx: Context, args: NoArgs) -> dict[str, Any]:
+    done = await ctx.human_task("fill", form=Fields, prompt="Fill it in")
+    if isinstance(done, Completed):
+        return {"values": done.values.model_dump()}
+    return {"pushed_back": done.feedback}
