@@ -111,6 +111,8 @@ def main() -> None:
         f"{'change -> raw LISTEN (ceiling)':<34} {pct(listen, 0.5):8.2f} {pct(listen, 0.99):8.2f}"
     )
     print(f"{'change -> run page SSE frame':<34} {pct(sse, 0.5):8.2f} {pct(sse, 0.99):8.2f}")
+    own = [s - r for s, r in zip(sse, listen, strict=True)]
+    print(f"{'  of which after the notification':<34} {pct(own, 0.5):8.2f} {pct(own, 0.99):8.2f}")
     p99 = pct(sse, 0.99)
     ceiling = max(pct(listen, 0.99), 0.001)
     print(
