@@ -157,3 +157,50 @@ def test_dag_layout_puts_each_step_right_of_its_dependencies() -> None:
     assert at["b"].y != at["c"].y
     assert len(g.edges) == 4
     assert all(e.x1 < e.x2 for e in g.edges)
+
+
+async def test_cancel_and_retry_need_confirmation_and_an_operator(site: Site) -> None:
+    run_id = await site.start("gate")
+    async with httpx.AsyncClient() as reader, httpx.AsyncClient() as operator:
+        await _signed_in(reader, site, "reader")
+        await _signed_in(operator, site, "operator")
+        assert (await reader.get(site.url(f"/runs/{run_id}/cancel"))).status_code == 403
+        page = await reader.get(site.url(f"/runs/{run_id}"))
+        assert "Cancel run" not in page.text
+        refused = await reader.post(
+            site.url(f"/runs/{run_id}/cancel"), data={"csrf": _field(page.text, "csrf")}
+        )
+        assert refused.status_code == 403
+        assert await site.status(run_id) == "waiting"
+
+        confirm = await operator.get(site.url(f"/runs/{run_id}/cancel"))
+        assert confirm.status_code == 200 and "Yes, cancel this run" in confirm.text
+        assert await site.status(run_id) == "waiting"  # asking is not doing
+        done = await operator.post(
+            site.url(f"/runs/{run_id}/cancel"), data={"csrf": _field(confirm.text, "csrf")}
+        )
+        assert done.status_code == 303
+        view = await site.ops.wait_until(run_id, lambda r: not r.live, timeout=10)
+        assert view.current.status == "cancelled"
+
+        confirm = await operator.get(site.url(f"/runs/{run_id}/retry"))
+        retried = await operator.post(
+            site.url(f"/runs/{run_id}/retry"), data={"csrf": _field(confirm.text, "csrf")}
+        )
+        assert retried.status_code == 303
+        new_id = retried.headers["location"].split("/runs/")[1].split("?")[0]
+        assert new_id != run_id
+        assert (await site.ops.get(run_id)).current.id == new_id  # the handle follows
+        assert (await operator.get(site.url(f"/runs/{run_id}/terminate"))).status_code == 404
+
+
+async def test_inbox_stream_shows_a_new_wait_without_polling(site: Site) -> None:
+    async with httpx.AsyncClient() as http:
+        await _signed_in(http, site, "operator")
+        async with http.stream("GET", site.url("/inbox/events")) as stream:
+            lines = stream.aiter_lines()
+            assert await _until(lines, "open wait")
+            run_id = await site.start("gate")
+            assert await _until(lines, run_id)
+    async with httpx.AsyncClient() as anonymous:
+        assert (await anonymous.get(site.url("/inbox/events"))).status_code == 401
