@@ -54,7 +54,13 @@ async def follow(http: httpx.AsyncClient, url: str, frames: asyncio.Queue[float]
 
 
 async def measure(dsn: str, pages: int, rounds: int) -> tuple[list[float], list[float]]:
-    settings = Settings(database_url=dsn, console=True, poll_s=0.5, janitor_interval_s=3600.0)
+    settings = Settings(
+        database_url=dsn,
+        console=True,
+        poll_s=0.5,
+        janitor_interval_s=3600.0,
+        max_streams_per_token=pages + 10,  # every page is the dev admin, from one address
+    )
     web = create_app(app, settings, dsn)
     async with on_loopback(web, "/console") as base:
         ops = web.state.runtime.ops

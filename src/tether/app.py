@@ -231,7 +231,9 @@ def console(
     """The console's parts while the runtime runs (None when the console is off)."""
     if not settings.console_enabled():
         return contextlib.nullcontext(None)
-    return running_console(rt.ops, auth, settings.state_key, PRINCIPAL_KEY, auditor)
+    return running_console(
+        rt.ops, auth, settings.state_key, PRINCIPAL_KEY, auditor, settings.max_streams_per_token
+    )
 
 
 @contextlib.asynccontextmanager

@@ -67,7 +67,7 @@ async def _row(site: Site, run_id: str) -> asyncpg.Record:
 
 
 @contextlib.asynccontextmanager
-async def console_site(db_url: str) -> AsyncIterator[Site]:
+async def console_site(db_url: str, **overrides: Any) -> AsyncIterator[Site]:
     tokens: dict[str, str] = {}
     entries = []
     for name, role, tenant in (
@@ -85,6 +85,7 @@ async def console_site(db_url: str) -> AsyncIterator[Site]:
         state_key="test-key",
         console=True,
         api_tokens=",".join(entries),
+        **overrides,
     )
     web = create_app(app, settings, db_url)
     async with on_loopback(web, "") as base:

@@ -10,7 +10,7 @@ import asyncpg
 import httpx
 import pytest
 
-from tests.console.conftest import Site
+from tests.console.conftest import Site, console_site
 from tether.console import forms, graph
 from tether.console.session import console_key, csrf_ok, csrf_token, issue, read
 from tether.settings import Settings
@@ -204,3 +204,16 @@ async def test_inbox_stream_shows_a_new_wait_without_polling(site: Site) -> None
             assert await _until(lines, run_id)
     async with httpx.AsyncClient() as anonymous:
         assert (await anonymous.get(site.url("/inbox/events"))).status_code == 401
+
+
+async def test_live_streams_are_capped_per_caller(db_url: str) -> None:
+    async with console_site(db_url, max_streams_per_token=1) as small:
+        run_id = await small.start("gate")
+        async with httpx.AsyncClient() as http:
+            await _signed_in(http, small, "operator")
+            url = small.url(f"/runs/{run_id}/events")
+            async with http.stream("GET", url) as first:
+                assert first.status_code == 200
+                assert (await http.get(small.url("/inbox/events"))).status_code == 429
+            async with http.stream("GET", url) as again:  # the slot came back
+                assert again.status_code == 200

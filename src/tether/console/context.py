@@ -7,7 +7,7 @@ cookie and the console's security headers.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import quote
@@ -22,6 +22,7 @@ from tether.runtime import audit
 from tether.runtime.audit import AuditWriter
 from tether.runtime.changes import ChangeHub
 from tether.runtime.operations import Operations
+from tether.security.limits import StreamSlots
 from tether.security.tokens import ANONYMOUS, Authenticator, Principal
 from tether.tasks.scope import operations_for
 
@@ -62,6 +63,8 @@ class Console:
     principal_key: str  # where the security layer leaves the principal in the ASGI scope
     auditor: AuditWriter | None = None
     env: jinja2.Environment | None = None
+    #: open live streams per caller (TETHER_MAX_STREAMS_PER_TOKEN, as for MCP streams)
+    slots: StreamSlots = field(default_factory=lambda: StreamSlots(32))
 
     def __post_init__(self) -> None:
         if self.env is None:
@@ -165,7 +168,7 @@ def record(
         audit.entry(
             principal=p.name,
             surface="console",
-            method=method,
+            method=f"runs/{method}",
             outcome=outcome,
             tenant=p.tenant,
             execution_id=run_id,

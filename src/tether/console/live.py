@@ -19,6 +19,8 @@ from starlette.responses import Response, StreamingResponse
 from tether.console.context import HEADERS, Console, Visitor, scoped_ops, visitor
 from tether.console.pages import console_of, inbox_context, run_context
 from tether.runtime import errors
+from tether.security.limits import caller_key
+from tether.security.tokens import ANONYMOUS, DEV
 
 KEEPALIVE_S: Final = 15.0
 RETRY_MS: Final = 2000
@@ -56,6 +58,16 @@ def _refuse(code: int) -> Response:
     return Response(status_code=code, headers=HEADERS)
 
 
+def _slot(c: Console, request: Request, v: Visitor) -> Callable[[], None] | None:
+    """A stream slot of the caller (None: it holds its cap already); returns its release."""
+    p = v.principal or ANONYMOUS
+    client = request.client
+    key = caller_key(p.name, p is ANONYMOUS or p is DEV, client.host if client else None)
+    if not c.slots.acquire(key):
+        return None
+    return lambda: c.slots.release(key)
+
+
 async def run_events(request: Request) -> Response:
     """GET /runs/{id}/events: the run page's live parts, on every change of its chain."""
     c = console_of(request)
@@ -87,6 +99,9 @@ async def run_events(request: Request) -> Response:
         return _live(c, v, "run_live.html", values={}, problems={}, stale=None, **ctx)
 
     return _response(
+        c,
+        request,
+        v,
         _stream(render, changed),
         lambda: c.hub.watch(wake, watched),
         lambda: c.hub.leave(wake, watched),
@@ -110,7 +125,12 @@ async def inbox_events(request: Request) -> Response:
         return _live(c, v, "inbox_live.html", values={}, problems={}, stale=None, **ctx)
 
     return _response(
-        _stream(render, changed), lambda: c.hub.watch_every(wake), lambda: c.hub.leave(wake, ())
+        c,
+        request,
+        v,
+        _stream(render, changed),
+        lambda: c.hub.watch_every(wake),
+        lambda: c.hub.leave(wake, ()),
     )
 
 
@@ -120,17 +140,27 @@ def _live(c: Console, v: Visitor, name: str, **ctx: object) -> str:
 
 
 def _response(
-    body: AsyncIterator[bytes], start: Callable[[], None], done: Callable[[], None]
+    c: Console,
+    request: Request,
+    v: Visitor,
+    body: AsyncIterator[bytes],
+    start: Callable[[], None],
+    done: Callable[[], None],
 ) -> Response:
-    """The stream; it watches (`start`) while it is open and stops (`done`) however it ends."""
+    """The stream, holding one of the caller's stream slots (429 when it holds them all); it
+    watches (`start`) while it is open and stops (`done`) however it ends."""
+    release = _slot(c, request, v)
+    if release is None:
+        return _refuse(429)
 
     async def guarded() -> AsyncIterator[bytes]:
-        start()
         try:
+            start()
             async for chunk in body:
                 yield chunk
         finally:
             done()
+            release()
 
     headers = {**HEADERS, "x-accel-buffering": "no"}
     return StreamingResponse(guarded(), media_type="text/event-stream", headers=headers)

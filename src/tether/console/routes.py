@@ -20,6 +20,7 @@ from tether.console.session import console_key
 from tether.runtime.audit import AuditWriter
 from tether.runtime.changes import ChangeHub
 from tether.runtime.operations import Operations
+from tether.security.limits import StreamSlots
 from tether.security.tokens import Authenticator
 
 logger = logging.getLogger(__name__)
@@ -85,6 +86,7 @@ async def running_console(
     state_key: str | None,
     principal_key: str,
     auditor: AuditWriter | None,
+    max_streams: int = 32,
 ) -> AsyncIterator[Console]:
     """The console's parts while the runtime runs: its own change hub on the runtime's
     listener, and its session key from the server secret (TETHER_STATE_KEY; without one, a
@@ -96,6 +98,7 @@ async def running_console(
         secret = secrets.token_bytes(32)
     hub = ChangeHub(ops.listener)
     try:
-        yield Console(ops, hub, auth, console_key(secret), principal_key, auditor)
+        slots = StreamSlots(max_streams)
+        yield Console(ops, hub, auth, console_key(secret), principal_key, auditor, slots=slots)
     finally:
         hub.close()
