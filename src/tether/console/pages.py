@@ -4,6 +4,7 @@ the visitor's tenant-scoped operations; a run outside the scope is a 404 like a 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Final
 
 from starlette.requests import Request
@@ -114,8 +115,7 @@ async def run_context(ops: Operations, run_id: str) -> dict[str, Any]:
     """Everything the run page (and its live part) shows. Raises ExecutionNotFound."""
     view = await ops.get(run_id)
     row = view.requested
-    history = await ops.history(row.id)
-    records = await ops.steps(row.id)
+    history, records = await asyncio.gather(ops.history(row.id), ops.steps(row.id))
     dag = views.dag_view(row, records)
     current = view.current
     return {
