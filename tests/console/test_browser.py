@@ -3,12 +3,15 @@ sign in, find a waiting run, answer an approval with a required input (first wit
 error shows and nothing changes), watch the run finish on its open page without reloading;
 a human task form with every scalar type; a reader cannot answer; another tenant's run is not
 found; a stale form; keyboard-only answering; axe-core finds no serious violation. Each page
-is photographed into docs/console-screens/ for docs/console.md."""
+is photographed (into docs/console-screens/ for docs/console.md with TETHER_CONSOLE_SCREENS=1)."""
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -22,6 +25,7 @@ from tests.console.conftest import Site, console_site
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 WAIT_MS = 10_000
+SCRATCH = Path(tempfile.gettempdir()) / "tether-console-screens"
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -71,8 +75,12 @@ async def signed_in(browser: Browser, site: Site, who: str, **options: Any) -> P
 
 
 def shot(name: str) -> str:
-    SCREENS.mkdir(parents=True, exist_ok=True)
-    return str(SCREENS / f"{name}.png")
+    """Where a page's screenshot goes: docs/console-screens/ with TETHER_CONSOLE_SCREENS=1
+    (to refresh docs/console.md's pictures), else a scratch directory (the suite must not
+    change tracked files on every run)."""
+    folder = SCREENS if os.environ.get("TETHER_CONSOLE_SCREENS") == "1" else SCRATCH
+    folder.mkdir(parents=True, exist_ok=True)
+    return str(folder / f"{name}.png")
 
 
 async def test_answer_an_approval_and_watch_the_run_finish(browser: Browser, site: Site) -> None:
