@@ -10,7 +10,9 @@ import asyncpg
 import httpx
 import pytest
 
+from tests.apps.console import app
 from tests.console.conftest import Site, console_site
+from tether.app import create_app
 from tether.console import forms, graph
 from tether.console.session import console_key, csrf_ok, csrf_token, issue, read
 from tether.settings import Settings
@@ -217,3 +219,12 @@ async def test_live_streams_are_capped_per_caller(db_url: str) -> None:
                 assert (await http.get(small.url("/inbox/events"))).status_code == 429
             async with http.stream("GET", url) as again:  # the slot came back
                 assert again.status_code == 200
+
+
+def test_a_production_server_serves_no_console_unless_told() -> None:
+    def paths(**settings: str) -> set[str]:
+        web = create_app(app, Settings.model_validate(settings), "postgresql://unused")
+        return {getattr(route, "path", "") for route in web.routes}
+
+    assert "/console" not in paths(database_url="postgresql://db/tether")
+    assert "/console" in paths(database_url="postgresql://db/tether", console="true")
