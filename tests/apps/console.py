@@ -1,12 +1,12 @@
 """The console's test app (tests/console): an approval with a required input (`gate`), a
 human task with a field of each scalar type (`form`), and a DAG with an approval between two
-shell steps (`gated`)."""
+shell steps (`gated`), a typed signal (`sig`) and a signal with a free payload (`free`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from tests.apps.answering import Fields, NoArgs
+from tests.apps.answering import Fields, Go, NoArgs
 from tether import Approved, Completed
 from tether.runtime.context import Context
 from tether.runtime.errors import Rejected
@@ -52,3 +52,14 @@ async def form(ctx: Context, args: NoArgs) -> dict[str, Any]:
     if isinstance(done, Completed):
         return {"values": done.values.model_dump()}
     return {"pushed_back": done.feedback}
+
+
+@app.workflow(mcp=True)
+async def sig(ctx: Context, args: NoArgs) -> dict[str, Any]:
+    go = await ctx.wait_for_signal("go", schema=Go)
+    return {"n": go.n}
+
+
+@app.workflow(mcp=True)
+async def free(ctx: Context, args: NoArgs) -> dict[str, Any]:
+    return {"got": await ctx.wait_for_signal("anything")}

@@ -228,3 +228,26 @@ def test_a_production_server_serves_no_console_unless_told() -> None:
 
     assert "/console" not in paths(database_url="postgresql://db/tether")
     assert "/console" in paths(database_url="postgresql://db/tether", console="true")
+
+
+@pytest.mark.parametrize(
+    ("workflow", "fields", "output"),
+    [
+        ("sig", {"f.n": "7"}, {"n": 7}),
+        ("free", {"payload": '{"a": [1, 2]}'}, {"got": {"a": [1, 2]}}),
+    ],
+)
+async def test_a_signal_form_sends_its_payload(
+    site: Site, workflow: str, fields: dict[str, str], output: dict[str, object]
+) -> None:
+    run_id = await site.start(workflow)
+    async with httpx.AsyncClient() as http:
+        await _signed_in(http, site, "operator")
+        page = await http.get(site.url(f"/runs/{run_id}"))
+        assert ('name="payload"' in page.text) == (workflow == "free")
+        sent = await http.post(
+            site.url(f"/runs/{run_id}/answer"),
+            data={"csrf": _field(page.text, "csrf"), "key": _field(page.text, "key"), **fields},
+        )
+        assert sent.status_code == 303, sent.text
+    assert await site.output(run_id) == output
