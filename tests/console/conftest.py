@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
 import orjson
-import pytest
+import pytest_asyncio
 
 from tests.apps.console import app
+from tests.conftest import with_database
 from tests.e2e.conftest import on_loopback
 from tether.app import create_app
 from tether.runtime.operations import Operations
@@ -92,7 +94,25 @@ async def console_site(db_url: str, **overrides: Any) -> AsyncIterator[Site]:
         yield Site(base, tokens, db_url, web.state.runtime.ops)
 
 
-@pytest.fixture
-async def site(db_url: str) -> AsyncIterator[Site]:
-    async with console_site(db_url) as s:
+#: One database and one server per test module (a module's tests start runs of their own).
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def module_db(server_url: str, template_db: str) -> AsyncIterator[str]:
+    name = "t_console_" + secrets.token_hex(4)
+    conn = await asyncpg.connect(server_url)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
+    finally:
+        await conn.close()
+    yield with_database(server_url, name)
+    conn = await asyncpg.connect(server_url)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await conn.close()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def site(module_db: str) -> AsyncIterator[Site]:
+    async with console_site(module_db) as s:
         yield s

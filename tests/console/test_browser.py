@@ -14,41 +14,16 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import pytest
 import pytest_asyncio
 from playwright.async_api import Browser, Page, async_playwright, expect
 
-from tests.conftest import with_database
 from tests.console.browser import ARGS, SCREENS, axe_violations, ensure_axe, ensure_chromium
-from tests.console.conftest import Site, console_site
+from tests.console.conftest import Site
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 WAIT_MS = 10_000
 SCRATCH = Path(tempfile.gettempdir()) / "tether-console-screens"
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def module_db(server_url: str, template_db: str) -> AsyncIterator[str]:
-    name = "t_console_browser"
-    conn = await asyncpg.connect(server_url)
-    try:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
-    finally:
-        await conn.close()
-    yield with_database(server_url, name)
-    conn = await asyncpg.connect(server_url)
-    try:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await conn.close()
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def site(module_db: str) -> AsyncIterator[Site]:
-    async with console_site(module_db) as s:
-        yield s
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

@@ -1,5 +1,5 @@
-"""The console over plain HTTP (no browser): CSRF, sign-in, the setting's default, audit rows,
-the SSE stream, and the pure parts (forms, DAG layout)."""
+"""The console over plain HTTP (no browser): CSRF, sign-in, cookie flags, audit rows, the SSE
+streams and their cap, cancel and retry, signal forms."""
 
 from __future__ import annotations
 
@@ -10,14 +10,9 @@ import asyncpg
 import httpx
 import pytest
 
-from tests.apps.console import app
 from tests.console.conftest import Site, console_site
-from tether.app import create_app
-from tether.console import forms, graph
-from tether.console.session import console_key, csrf_ok, csrf_token, issue, read
-from tether.settings import Settings
 
-pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
+pytestmark = [pytest.mark.postgres, pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
 
 def _field(html: str, name: str) -> str:
@@ -93,74 +88,6 @@ async def _until(lines: object, text: str) -> bool:
     return False
 
 
-def test_console_is_on_only_for_a_dev_server_unless_set() -> None:
-    assert Settings.from_env({}).console_enabled()
-    assert not Settings.from_env({"TETHER_DATABASE_URL": "postgresql://x/y"}).console_enabled()
-    assert not Settings.from_env({"TETHER_HOST": "0.0.0.0"}).console_enabled()  # noqa: S104
-    on = {"TETHER_DATABASE_URL": "postgresql://x/y", "TETHER_CONSOLE": "true"}
-    assert Settings.from_env(on).console_enabled()
-
-
-def test_sessions_are_signed_and_expire() -> None:
-    key = console_key(b"secret")
-    s = issue(key, "t", "ab" * 32, now=1000.0)
-    assert read(key, s.value, 1001.0) == s
-    assert read(key, s.value, s.expires + 1.0) is None
-    assert read(console_key(b"other"), s.value, 1001.0) is None
-    assert read(key, s.value.replace("t.", "n.", 1), 1001.0) is None
-    assert csrf_ok(key, s, csrf_token(key, s))
-    assert not csrf_ok(key, issue(key, "n", "", 1000.0), csrf_token(key, s))
-
-
-def test_human_task_form_fields_and_typed_answer() -> None:
-    schema = {
-        "properties": {
-            "title": {"type": "string", "title": "Title"},
-            "count": {"type": "integer"},
-            "ratio": {"type": "number"},
-            "ok": {"type": "boolean"},
-            "size": {"enum": ["s", "m"]},
-        },
-        "required": ["title", "count"],
-    }
-    wait = {"key": "k", "kind": "human_task", "name": "fill", "form": schema, "feedback": {}}
-    form = forms.wait_form(wait)
-    widgets = {f.name: (f.widget, f.required) for f in form.fields}
-    assert widgets == {
-        "f.title": ("text", True),
-        "f.count": ("integer", True),
-        "f.ratio": ("number", False),
-        "f.ok": ("checkbox", False),
-        "f.size": ("select", False),
-    }
-    data = {
-        "decision": "complete",
-        "f.title": "x",
-        "f.count": "3",
-        "f.ratio": "2.5",
-        "f.ok": "true",
-        "f.size": "",
-    }
-    assert forms.response(form, data) == {
-        "decision": "complete",
-        "title": "x",
-        "count": 3,
-        "ratio": 2.5,
-        "ok": True,
-    }
-    # not a number: passed on as typed, for the answer path to refuse with its own message
-    assert forms.response(form, {**data, "f.count": "three"})["count"] == "three"
-
-
-def test_dag_layout_puts_each_step_right_of_its_dependencies() -> None:
-    g = graph.layout(["a", "b", "c", "d"], {"b": ["a"], "c": ["a"], "d": ["b", "c"]}, {})
-    at = {n.name: n for n in g.nodes}
-    assert at["a"].x < at["b"].x == at["c"].x < at["d"].x
-    assert at["b"].y != at["c"].y
-    assert len(g.edges) == 4
-    assert all(e.x1 < e.x2 for e in g.edges)
-
-
 async def test_cancel_and_retry_need_confirmation_and_an_operator(site: Site) -> None:
     run_id = await site.start("gate")
     async with httpx.AsyncClient() as reader, httpx.AsyncClient() as operator:
@@ -208,8 +135,8 @@ async def test_inbox_stream_shows_a_new_wait_without_polling(site: Site) -> None
         assert (await anonymous.get(site.url("/inbox/events"))).status_code == 401
 
 
-async def test_live_streams_are_capped_per_caller(db_url: str) -> None:
-    async with console_site(db_url, max_streams_per_token=1) as small:
+async def test_live_streams_are_capped_per_caller(module_db: str) -> None:
+    async with console_site(module_db, max_streams_per_token=1) as small:
         run_id = await small.start("gate")
         async with httpx.AsyncClient() as http:
             await _signed_in(http, small, "operator")
@@ -219,15 +146,6 @@ async def test_live_streams_are_capped_per_caller(db_url: str) -> None:
                 assert (await http.get(small.url("/inbox/events"))).status_code == 429
             async with http.stream("GET", url) as again:  # the slot came back
                 assert again.status_code == 200
-
-
-def test_a_production_server_serves_no_console_unless_told() -> None:
-    def paths(**settings: str) -> set[str]:
-        web = create_app(app, Settings.model_validate(settings), "postgresql://unused")
-        return {getattr(route, "path", "") for route in web.routes}
-
-    assert "/console" not in paths(database_url="postgresql://db/tether")
-    assert "/console" in paths(database_url="postgresql://db/tether", console="true")
 
 
 @pytest.mark.parametrize(
