@@ -1,6 +1,7 @@
 """The console's test app (tests/console): an approval with a required input (`gate`), a
 human task with a field of each scalar type (`form`), and a DAG with an approval between two
-shell steps (`gated`), a typed signal (`sig`) and a signal with a free payload (`free`)."""
+shell steps (`gated`), a typed signal (`sig`), a signal with a free payload (`free`), and two
+successive approvals of one name (`twice`)."""
 
 from __future__ import annotations
 
@@ -63,3 +64,14 @@ async def sig(ctx: Context, args: NoArgs) -> dict[str, Any]:
 @app.workflow(mcp=True)
 async def free(ctx: Context, args: NoArgs) -> dict[str, Any]:
     return {"got": await ctx.wait_for_signal("anything")}
+
+
+@app.workflow(mcp=True)
+async def twice(ctx: Context, args: NoArgs) -> list[str]:
+    """Two approvals of the same name, one after the other: a form for the first is stale
+    once it is answered, though a wait of that name is open again."""
+    seen = []
+    for _ in range(2):
+        decision = await ctx.approval("review", inputs=["note"])
+        seen.append(decision.inputs.get("note", "") if isinstance(decision, Approved) else "-")
+    return seen

@@ -169,3 +169,23 @@ async def test_a_signal_form_sends_its_payload(
         )
         assert sent.status_code == 303, sent.text
     assert await site.output(run_id) == output
+
+
+async def test_a_stale_form_never_answers_the_next_wait_of_the_same_name(site: Site) -> None:
+    run_id = await site.start("twice")
+    async with httpx.AsyncClient() as http:
+        await _signed_in(http, site, "operator")
+        page = await http.get(site.url(f"/runs/{run_id}"))
+        csrf, first = _field(page.text, "csrf"), _field(page.text, "key")
+        answer = {"csrf": csrf, "key": first, "decision": "approve", "f.note": "one"}
+        assert (await http.post(site.url(f"/runs/{run_id}/answer"), data=answer)).status_code == 303
+        view = await site.ops.wait_until(
+            run_id, lambda r: any(w["key"] != first for w in r.waits), timeout=10
+        )
+        second = view.current.waits[0]["key"]
+        stale = await http.post(site.url(f"/runs/{run_id}/answer"), data={**answer, "f.note": "x"})
+        assert stale.status_code == 409
+        assert "This form is stale" in stale.text
+        assert f'value="{second}"' in stale.text  # the wait open now, with its own form
+    row = (await site.ops.get(run_id)).current
+    assert row.status == "waiting" and row.waits[0]["key"] == second  # nothing changed
