@@ -23,6 +23,8 @@ from tether.security.limits import caller_key
 from tether.security.tokens import ANONYMOUS, DEV
 
 KEEPALIVE_S: Final = 15.0
+#: The inbox hears every change of every run: it renders at most this often.
+INBOX_SETTLE_S: Final = 0.2
 RETRY_MS: Final = 2000
 
 
@@ -33,10 +35,10 @@ def frame(event: str, html: str) -> bytes:
 
 
 async def _stream(
-    render: Callable[[], Awaitable[str]],
-    changed: asyncio.Event,
-    after: Callable[[], Awaitable[None]] | None = None,
+    render: Callable[[], Awaitable[str]], changed: asyncio.Event, settle_s: float = 0.0
 ) -> AsyncIterator[bytes]:
+    """Frames of `render()` each time `changed` is set (and it renders something new);
+    `settle_s`: wait this long after a change first, so a burst of changes is one render."""
     yield f"retry: {RETRY_MS}\n: open\n\n".encode()
     last = None
     while True:
@@ -45,11 +47,10 @@ async def _stream(
         if html != last:
             last = html
             yield frame("update", html)
-        if after is not None:
-            await after()
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(KEEPALIVE_S):
                 await changed.wait()
+                await asyncio.sleep(settle_s)
                 continue
         yield b": keepalive\n\n"
 
@@ -128,7 +129,7 @@ async def inbox_events(request: Request) -> Response:
         c,
         request,
         v,
-        _stream(render, changed),
+        _stream(render, changed, INBOX_SETTLE_S),
         lambda: c.hub.watch_every(wake),
         lambda: c.hub.leave(wake, ()),
     )

@@ -1,5 +1,6 @@
-"""One change fan-out per process: live subscribers (`subscriptions/listen` streams) hear about
-the runs they cover without a connection, a poll or a callback scan of their own.
+"""One change fan-out per process: live subscribers (`subscriptions/listen` streams, the
+console's live pages) hear about the runs they cover without a connection, a poll or a callback
+scan of their own; `watch_every` hears every run (the console's inbox).
 
 The runtime's listener already LISTENs on the change channel, on one dedicated connection, and
 every write that changes a run notifies its id in the same transaction (any process, any
