@@ -18,10 +18,12 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
 from tether import __version__, gc_tuning
+from tether.console import PREFIX as CONSOLE_PREFIX
+from tether.console import Console, console_route, running_console
 from tether.jsonrpc import codec, codes
 from tether.jsonrpc.errors import JsonRpcError, Unavailable
 from tether.jsonrpc.http import PRINCIPAL_KEY, McpEndpoint
@@ -210,7 +212,7 @@ def authenticator(settings: Settings) -> Authenticator:
 
 def security(settings: Settings, auth: Authenticator | None = None) -> Middleware:
     """The security layer around every route: Host/Origin policy, authentication, the body cap
-    and the request rate."""
+    and the request rate. The console's paths pass without a token: it signs in by cookie."""
     rate = parse_rate(settings.rate_limit)
     return Middleware(
         SecurityMiddleware,
@@ -219,6 +221,18 @@ def security(settings: Settings, auth: Authenticator | None = None) -> Middlewar
         probes=PROBES,
         max_body_bytes=settings.max_body_bytes,
         limiter=RateLimiter(rate) if rate is not None else None,
+        session_prefix=CONSOLE_PREFIX if settings.console_enabled() else None,
+    )
+
+
+def console(
+    settings: Settings, rt: Runtime, auth: Authenticator, auditor: AuditWriter | None
+) -> contextlib.AbstractAsyncContextManager[Console | None]:
+    """The console's parts while the runtime runs (None when the console is off)."""
+    if not settings.console_enabled():
+        return contextlib.nullcontext(None)
+    return running_console(
+        rt.ops, auth, settings.state_key, PRINCIPAL_KEY, auditor, settings.max_streams_per_token
     )
 
 
@@ -316,12 +330,14 @@ def create_app(
                 audit_retention_days=settings.audit_retention_days,
             ) as rt,
             access_control(rt, auth) as auditor,
+            console(settings, rt, auth, auditor) as web_console,
         ):
             web.state.endpoint = build_endpoint(app, rt, settings, auditor)
             web.state.scrape = Scrape(functools.partial(probes.snapshot, rt))
             web.state.runtime = rt
             web.state.auditor = auditor
             web.state.tokens = auth.store
+            web.state.console = web_console
             if tune_gc:
                 gc_tuning.tune_gc()
             try:
@@ -332,13 +348,16 @@ def create_app(
                 web.state.endpoint = None
                 web.state.auditor = None
                 web.state.tokens = None
+                web.state.console = None
 
-    routes = [
+    routes: list[BaseRoute] = [
         Route(HEALTH_PATH, _health(app)),
         Route(READY_PATH, ready),
         Route(METRICS_PATH, metrics_route),
         Route(settings.mcp_path, _McpRoute()),  # every method: the endpoint answers 405 itself
     ]
+    if settings.console_enabled():
+        routes.append(console_route())
     return Starlette(routes=routes, lifespan=lifespan, middleware=[security(settings, auth)])
 
 

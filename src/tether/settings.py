@@ -13,6 +13,8 @@ from tether.runtime.admission import Admission, Profile, parse_profiles, parse_q
 from tether.runtime.payloads import Encryption
 from tether.runtime.worker import WorkerSettings
 
+_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+
 
 class SettingsError(ValueError):
     """A setting's value does not fit: names the variable (or flag) and what is wrong."""
@@ -114,6 +116,11 @@ class Settings(BaseModel):
         None, description="write the audit stream (tether.audit) to this file, not stderr"
     )
     metrics: bool = Field(True, description="record Prometheus metrics (served at /metrics)")
+    console: bool | None = Field(
+        None,
+        description="serve the web console at /console; unset: on only in dev (embedded "
+        "database, loopback address), off otherwise",
+    )
     metrics_port: int | None = Field(
         None, ge=0, le=65535, description="also serve /metrics on this port (tether worker)"
     )
@@ -173,6 +180,14 @@ class Settings(BaseModel):
         if not self.encryption_keys.strip():
             return None
         return Encryption.parse(self.encryption_keys, self.decrypt_for.split(","))
+
+    def console_enabled(self) -> bool:
+        """TETHER_CONSOLE if set; unset, on only for a dev server: the embedded database
+        (no TETHER_DATABASE_URL) on a loopback address. A production server (a database URL,
+        or any other address) serves it only when TETHER_CONSOLE=true says so."""
+        if self.console is not None:
+            return self.console
+        return self.database_url is None and self.host in _LOOPBACK
 
     def worker_settings(self) -> WorkerSettings:
         return WorkerSettings(

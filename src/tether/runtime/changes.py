@@ -1,5 +1,6 @@
-"""One change fan-out per process: live subscribers (`subscriptions/listen` streams) hear about
-the runs they cover without a connection, a poll or a callback scan of their own.
+"""One change fan-out per process: live subscribers (`subscriptions/listen` streams, the
+console's live pages) hear about the runs they cover without a connection, a poll or a callback
+scan of their own; `watch_every` hears every run (the console's inbox).
 
 The runtime's listener already LISTENs on the change channel, on one dedicated connection, and
 every write that changes a run notifies its id in the same transaction (any process, any
@@ -25,6 +26,7 @@ class ChangeHub:
     def __init__(self, listener: Notifications | None) -> None:
         self._by_id: dict[str, set[Wake]] = {}
         self._all: set[Wake] = set()  # every watcher, for an empty (reconnect) payload
+        self._every: set[Wake] = set()  # watchers of every run (the console's inbox)
         self._unsubscribe = (
             listener.subscribe(CHANGE_CHANNEL, self._dispatch) if listener is not None else None
         )
@@ -33,6 +35,14 @@ class ChangeHub:
         wakes = self._by_id.get(payload, ()) if payload else self._all
         for wake in list(wakes):
             wake(payload)
+        if payload:
+            for wake in list(self._every):
+                wake(payload)
+
+    def watch_every(self, wake: Wake) -> None:
+        """Call `wake(id)` on every change of any run (and on a reconnect), until `leave`."""
+        self._all.add(wake)
+        self._every.add(wake)
 
     def watch(self, wake: Wake, ids: Iterable[str]) -> None:
         """Call `wake(id)` when one of `ids` changes (adds to what `wake` already watches)."""
@@ -53,6 +63,7 @@ class ChangeHub:
         """Forget `wake` entirely (`ids`: everything it watches)."""
         self.unwatch(wake, ids)
         self._all.discard(wake)
+        self._every.discard(wake)
 
     @property
     def watched_ids(self) -> int:

@@ -15,7 +15,8 @@ whatever comes next — passes the same checks before any handler runs:
 Probe paths (`/healthz`) pass the same Host/Origin check, but a caller without a valid token
 gets through as the anonymous principal: Kubernetes probes carry no token. Such routes must
 answer an anonymous caller with nothing worth protecting (the health route then says only
-whether the server is up).
+whether the server is up). Paths under `session_prefix` (the console, which signs in with a
+cookie of its own and checks it itself) are let through the same way without a token.
 
 Headers are read once, straight from the scope (no Request object: this is on the tasks/get
 hot path). Lifespan events pass through untouched.
@@ -55,6 +56,7 @@ class SecurityMiddleware:
         probes: frozenset[str] = frozenset(),
         max_body_bytes: int | None = None,
         limiter: RateLimiter | None = None,
+        session_prefix: str | None = None,
     ) -> None:
         self.app = app
         self.hosts = hosts
@@ -62,6 +64,7 @@ class SecurityMiddleware:
         self.probes = probes
         self.max_body_bytes = max_body_bytes
         self.limiter = limiter
+        self.session_prefix = session_prefix
         self._forbidden = _refusal(Unauthorized("Origin or Host not allowed"))
         self._too_large = Reply(413)
 
@@ -87,7 +90,7 @@ class SecurityMiddleware:
             try:
                 principal = self.authenticator.principal(authorization)
             except Unauthenticated as exc:
-                if scope.get("path") in self.probes:
+                if self._anonymous_allowed(scope.get("path") or ""):
                     principal = ANONYMOUS
                 else:
                     refusal = _refusal(exc, _CHALLENGE)
@@ -100,6 +103,13 @@ class SecurityMiddleware:
             await send({"type": "websocket.close", "code": _POLICY_VIOLATION})
         else:
             await refusal(scope, receive, send)
+
+    def _anonymous_allowed(self, path: str) -> bool:
+        """Whether a caller without a valid token gets through as the anonymous principal."""
+        if path in self.probes:
+            return True
+        prefix = self.session_prefix
+        return prefix is not None and (path == prefix or path.startswith(prefix + "/"))
 
     def _limits(self, scope: Scope, principal: Principal, length: bytes | None) -> Reply | None:
         """The refusal of a request over the body cap or the caller's rate, if it is one."""

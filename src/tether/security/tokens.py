@@ -174,10 +174,15 @@ class Authenticator:
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             raise Unauthenticated("a bearer token is required")
-        digest = hash_token(token)
+        principal = self.by_digest(hash_token(token))
+        if principal is None:
+            raise Unauthenticated("unknown, expired or revoked token")
+        return principal
+
+    def by_digest(self, digest: str) -> Principal | None:
+        """The principal of the live token hashing to `digest` (a console session keeps the
+        digest, never the token, and asks again on every request); None when there is none."""
         principal = self.tokens.get(digest)
         if principal is None and self.store is not None:
             principal = self.store.lookup(digest)
-        if principal is None:
-            raise Unauthenticated("unknown, expired or revoked token")
         return principal

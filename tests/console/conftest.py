@@ -1,0 +1,118 @@
+"""Console fixtures: a real Tether server on loopback with the console on and three tokens
+(operator, reader, and an operator of another tenant), serving tests/apps/console.py."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+import orjson
+import pytest_asyncio
+
+from tests.apps.console import app
+from tests.conftest import with_database
+from tests.e2e.conftest import on_loopback
+from tether.app import create_app
+from tether.runtime.operations import Operations
+from tether.security import new_token
+from tether.settings import Settings
+
+
+@dataclass(frozen=True)
+class Site:
+    base: str  # http://127.0.0.1:port
+    tokens: dict[str, str]  # operator, reader, other (an operator of tenant "globex")
+    db_url: str
+    ops: Operations  # the server's own (every tenant)
+
+    def url(self, path: str) -> str:
+        return f"{self.base}/console{path}"
+
+    async def start(self, workflow: str, input: Any = None) -> str:
+        """Start a run (bound to no tenant) and wait until it is parked; its execution id."""
+        run_id = (await self.ops.start(workflow, {} if input is None else input)).execution.id
+        view = await self.ops.wait_until(run_id, lambda r: r.status == "waiting", timeout=10)
+        assert view.current.status == "waiting", view.current
+        return run_id
+
+    async def status(self, run_id: str) -> str:
+        """The run's status, read from the database (what the console changed, or not)."""
+        return str((await _row(self, run_id))["status"])
+
+    async def output(self, run_id: str) -> Any:
+        """The run's output once it has ended (waits up to 10 s)."""
+        async with asyncio.timeout(10):
+            while True:
+                row = await _row(self, run_id)
+                if row["status"] not in ("pending", "running", "waiting"):
+                    return (
+                        orjson.loads(row["output"])
+                        if isinstance(row["output"], str)
+                        else row["output"]
+                    )
+                await asyncio.sleep(0.05)
+
+
+async def _row(site: Site, run_id: str) -> asyncpg.Record:
+    conn = await asyncpg.connect(site.db_url)
+    try:
+        row = await conn.fetchrow("SELECT status, output FROM executions WHERE id = $1", run_id)
+    finally:
+        await conn.close()
+    assert row is not None
+    return row
+
+
+@contextlib.asynccontextmanager
+async def console_site(db_url: str, **overrides: Any) -> AsyncIterator[Site]:
+    tokens: dict[str, str] = {}
+    entries = []
+    for name, role, tenant in (
+        ("operator", "operator", None),
+        ("reader", "reader", None),
+        ("other", "operator", "globex"),
+    ):
+        token, entry = new_token(name, role, tenant)
+        tokens[name] = token
+        entries.append(entry)
+    settings = Settings(
+        database_url=db_url,
+        poll_s=0.05,
+        janitor_interval_s=3600.0,
+        state_key="test-key",
+        console=True,
+        api_tokens=",".join(entries),
+        **overrides,
+    )
+    web = create_app(app, settings, db_url)
+    async with on_loopback(web, "") as base:
+        yield Site(base, tokens, db_url, web.state.runtime.ops)
+
+
+#: One database and one server per test module (a module's tests start runs of their own).
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def module_db(server_url: str, template_db: str) -> AsyncIterator[str]:
+    name = "t_console_" + secrets.token_hex(4)
+    conn = await asyncpg.connect(server_url)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
+    finally:
+        await conn.close()
+    yield with_database(server_url, name)
+    conn = await asyncpg.connect(server_url)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await conn.close()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def site(module_db: str) -> AsyncIterator[Site]:
+    async with console_site(module_db) as s:
+        yield s
