@@ -19,6 +19,7 @@ serve: $(BIN)/tether
 
 # The suite with branch coverage ([tool.coverage] in pyproject); fails under the recorded floor.
 test: lint docs
+	scripts/ensure-chromium  # Debian's chromium for the console's browser tests (tests/console)
 	$(BIN)/python -m pytest --cov --cov-report=term:skip-covered --durations=25
 
 # The whole suite, then the short reliability suite, against a throwaway cluster of Debian's
