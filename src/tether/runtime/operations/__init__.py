@@ -39,7 +39,7 @@ from tether.runtime.operations.starting import Singleton, Started
 from tether.runtime.registry import App, WorkflowDef
 from tether.storage.coalesce import RowReader
 from tether.storage.driver import Database, Notifications
-from tether.storage.rows import ExecutionRow, HistoryEvent, StepRecord
+from tether.storage.rows import BufferedSignal, ExecutionRow, HistoryEvent, StepRecord
 
 __all__ = [
     "DEFAULT_MAX_PAYLOAD_BYTES",
@@ -190,6 +190,10 @@ class Operations:
 
     async def steps(self, execution_id: str) -> list[StepRecord]:
         return await queries.steps(self.env, execution_id)
+
+    async def buffered_signals(self, execution_id: str, name: str) -> list[BufferedSignal]:
+        """Signals named `name` the run holds unconsumed (see `queries.buffered_signals`)."""
+        return await queries.buffered_signals(self.env, execution_id, name)
 
     async def answer(
         self, execution_id: str, key: str, response: Any, *, by: str | None = None
