@@ -168,6 +168,13 @@ async def claim(
     return [ExecutionRow.from_record(r, unseal=False) for r in recs]
 
 
+async def get_buffered_signals(conn: Conn, execution_id: str, channel: str) -> list[BufferedSignal]:
+    """The unconsumed signals on `channel`, oldest first (payloads opened)."""
+    with translated():
+        recs = await conn.fetch(Q["get_buffered_signals"], execution_id, channel)
+    return [BufferedSignal.from_mapping(r, execution_id) for r in recs]
+
+
 async def load_run_state(conn: Conn, execution_id: str) -> RunState:
     with translated():
         rec = await conn.fetchrow(Q["load_run_state"], execution_id)

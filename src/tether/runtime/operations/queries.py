@@ -125,5 +125,4 @@ async def buffered_signals(env: Env, execution_id: str, name: str) -> list[Buffe
     ExecutionNotFound."""
     await get(env, execution_id, follow_chain=False)
     with storage_errors():
-        state = await repo.load_run_state(env.pool, execution_id)
-    return [s for s in state.signals if s.channel == f"signal:{name}"]
+        return await repo.get_buffered_signals(env.pool, execution_id, f"signal:{name}")

@@ -333,6 +333,11 @@ VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (execution_id, key) WHERE key IS NOT NULL DO NOTHING
 RETURNING id;
 
+-- name: get_buffered_signals
+-- The signals on one channel a run holds and has not consumed, oldest first.
+SELECT id, channel, key, payload, by_principal AS by FROM signals
+WHERE execution_id = $1 AND channel = $2 AND consumed_seq IS NULL ORDER BY id;
+
 -- name: get_signal_by_key
 -- The answer already given for a wait key, if any.
 SELECT channel, payload, by_principal, at FROM signals WHERE execution_id = $1 AND key = $2;

@@ -64,6 +64,13 @@ class Chain:
     ended_by: dict[str, Any] | None
 
 
+def upto(records: Sequence[StepRecord], step: str) -> list[StepRecord]:
+    """The records up to the answer of agent step `step` (what ran before that answer)."""
+    name = f"agent_step:{step}"
+    last = max((r.seq for r in records if r.kind == "wait" and r.name == name), default=-1)
+    return [r for r in records if r.seq <= last]
+
+
 def chain(before: Sequence[StepRecord], after: Sequence[StepRecord], final_phase: str) -> Chain:
     """The auto steps and guards recorded after `before` (each with the run's phase after
     it: `running` until the last, which has the run's phase now)."""

@@ -168,7 +168,6 @@ class RealmTools:
         wait = runs.open_step(row, step)
         if wait is None:
             return replies.blocked(step, plan, row)
-        before = await ops.steps(row.id)
         answer = a.get("params") or {}
         try:
             await ops.answer(row.id, wait["key"], answer, by=by)
@@ -186,7 +185,7 @@ class RealmTools:
             )
         except (rt.WaitNotOpen, rt.AnswerConflict):
             return replies.blocked(step, plan, (await ops.get(row.id)).current)
-        row, chain = await self._settle(ops, row, before)
+        row, chain = await self._settle(ops, row, [], answered=step)
         traced = await ops.buffered_signals(row.id, traces.channel(step))
         adopted = traces.adoption([t.payload for t in traced], a.get("writer_nonce"))
         return {**replies.progress(step, plan, row, chain).to_wire(), **adopted}
@@ -313,9 +312,14 @@ class RealmTools:
     # --- replies ----------------------------------------------------------------------------
 
     async def _settle(
-        self, ops: Operations, row: ExecutionRow, before: list[StepRecord]
+        self,
+        ops: Operations,
+        row: ExecutionRow,
+        before: list[StepRecord],
+        answered: str | None = None,
     ) -> tuple[ExecutionRow, runs.Chain]:
-        """Wait until the run stops at a wait or ends; what ran meanwhile."""
+        """Wait until the run stops at a wait or ends; what ran meanwhile (after `before`, or
+        after the answer of agent step `answered`)."""
         seen = row.version
 
         def moved(r: ExecutionRow) -> bool:
@@ -324,6 +328,8 @@ class RealmTools:
         view = await ops.wait_until(row.id, moved, timeout=SETTLE_S)
         now = view.current
         after = await ops.steps(now.id)
+        if answered is not None:
+            before = runs.upto(after, answered)
         return now, runs.chain(before, after, runs.phase(now))
 
 
