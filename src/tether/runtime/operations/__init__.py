@@ -256,6 +256,12 @@ class Operations:
         """A new run after one ended without success (see `lifecycle.retry`)."""
         return await lifecycle.retry(self.env, execution_id, by=by)
 
+    async def resume(
+        self, execution_id: str, *, from_step: str, by: str | None = None
+    ) -> ExecutionRow:
+        """A new run that goes on from `from_step` of an ended run (see `lifecycle.resume`)."""
+        return await lifecycle.resume(self.env, execution_id, from_step=from_step, by=by)
+
     async def rerun(
         self, execution_id: str, *, input: Any = None, by: str | None = None
     ) -> ExecutionRow:

@@ -3,6 +3,7 @@ guards a call ran (from the run's step records), and the ways back into an ended
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -112,9 +113,24 @@ def failed_step(after: Sequence[StepRecord]) -> tuple[str, str] | None:
     return None
 
 
+_STEP_FAILED: Final = re.compile(r"step '(?:realm:(?:auto|guard|when):)?(.+?)' failed: (.*)", re.S)
+
+
+def failure(row: ExecutionRow) -> tuple[str | None, str]:
+    """The protocol step whose failure ended the run (None if no step did), and the error in
+    the protocol's words (`Step '<step>' failed: <error>`)."""
+    err = row.error if isinstance(row.error, dict) else {}
+    message = str(err.get("message", "the run failed"))
+    found = _STEP_FAILED.fullmatch(message) if err.get("type") == "StepFailed" else None
+    if found is None:
+        return err.get("step"), message
+    return found.group(1), f"Step '{found.group(1)}' failed: {found.group(2)}"
+
+
 def way_back(row: ExecutionRow, step: str | None) -> str:
     """The sentence an ended run's reply ends with (seed "A run that has ended")."""
     p = phase(row)
+    step = step or failure(row)[0]
     if p == "abandoned":
         err = row.error if isinstance(row.error, dict) else {}
         reason = err.get("message") or ""
