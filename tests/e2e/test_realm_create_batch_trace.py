@@ -175,6 +175,7 @@ async def test_append_trace_and_adoption(mcp_server: ServeFn, client: Client) ->
             "execute_step",
             {"run_id": run, "command": "assess", "params": {"risk": "low"}, "writer_nonce": "w1"},
         )
+        assert "adopted_own" in done, done
         assert (done["adopted_own"], done["adopted_anonymous"], done["preserved_foreign"]) == (
             2, 2, 1,
         )  # fmt: skip

@@ -2,8 +2,8 @@
 one YAML loader, the one condition evaluator), seen as steps in dependency order.
 
 `plan_from_text` loads the text with `load_string` and refuses, by name, what this
-interpreter does not run yet (finalizer steps, `preconditions`, trigger rules other than
-`all_success`), so a protocol either runs as written or is refused when it is registered.
+interpreter does not run yet (`preconditions`), so a protocol either runs as written or is
+refused when it is registered. Finalizers are `spec.finalizers` (not in `steps`).
 """
 
 from __future__ import annotations
@@ -145,12 +145,8 @@ class Plan:
 
 
 def _unsupported(step: Step) -> str | None:
-    if step.execution == "finalizer":
-        return "execution: finalizer steps are not run by Tether yet"
     if step.preconditions:
         return "preconditions: not run by Tether yet"
-    if step.trigger_rule != "all_success":
-        return f"trigger_rule: only all_success is run by Tether yet (got {step.trigger_rule})"
     return None
 
 

@@ -143,12 +143,31 @@ def way_back(row: ExecutionRow, step: str | None) -> str:
     return ""
 
 
+def _failed_record(r: StepRecord) -> bool:
+    """An auto step whose last try failed, or a guard that did not pass."""
+    if not isinstance(r.result, dict):
+        return False
+    verdict = r.result.get("value")
+    if r.name.startswith(GUARD_PREFIX) and isinstance(verdict, dict):
+        return bool(verdict.get("outcome", "pass") != "pass")
+    return isinstance(r.result.get("error"), dict)
+
+
 def completed_steps(plan: Plan | None, records: Sequence[StepRecord]) -> list[str]:
     done = {
         r.name.removeprefix(AUTO_PREFIX).removeprefix(GUARD_PREFIX)
         for r in records
-        if r.done and r.name.startswith((AUTO_PREFIX, GUARD_PREFIX))
+        if r.done and r.name.startswith((AUTO_PREFIX, GUARD_PREFIX)) and not _failed_record(r)
     }
     done |= {r.name.removeprefix("agent_step:") for r in records if r.done and r.kind == "wait"}
     order = [s.id for s in plan.steps] if plan is not None else sorted(done)
     return [s for s in order if s in done]
+
+
+def failed_steps(records: Sequence[StepRecord]) -> list[str]:
+    """The auto steps whose last try failed (in record order)."""
+    return [
+        r.name.removeprefix(AUTO_PREFIX)
+        for r in records
+        if r.done and r.name.startswith(AUTO_PREFIX) and _failed_record(r)
+    ]

@@ -163,6 +163,8 @@ class RealmTools:
                 f"Step '{step}' is not in this workflow.",
                 run_version=row.version,
             )
+        if not runs.settled(row):  # a replay in flight (woken by a signal, a trace …)
+            row = (await ops.wait_until(row.id, runs.settled, timeout=SETTLE_S)).current
         if runs.ended(row):
             return replies.ended(step, row, "no steps executed.")
         wait = runs.open_step(row, step)
@@ -290,10 +292,12 @@ class RealmTools:
             row.version,
             next_actions=actions,
         ).to_wire()
+        failed = runs.failed_steps(records)
         out.update(
             run_phase=p,
             terminal_state=runs.ended(row),
             completed_steps=done,
+            failed_steps=failed,
             next_actions_status=replies.next_status(row, actions),
         )
         if runs.ended(row) and isinstance(row.error, dict):
@@ -303,7 +307,11 @@ class RealmTools:
                 {
                     "id": s.id,
                     "execution": s.kind,
-                    "state": "completed" if s.id in done else "pending",
+                    "state": "completed"
+                    if s.id in done
+                    else "failed"
+                    if s.id in failed
+                    else "pending",
                 }
                 for s in (plan.steps if plan is not None else ())
             ]
