@@ -1,7 +1,8 @@
 """A protocol app for the kill -9 test of Realm's tools (tests/e2e/test_realm_kill.py).
 
 `tether serve tests/apps/killable_realm.py:app` serves protocol `payout`: agent step `assess`,
-then auto step `pay` (handler `pay`), then agent step `confirm`. The handler appends
+then auto step `pay` (handler `pay`), then agent step `confirm`; `payout_gate` is the same
+with a gate on `assess` (the chain follows the person's answer). The handler appends
 `<run> pay` to `$SIDE_EFFECT_DIR/pay.log`, so the test counts how often the chain ran. With
 `KILL_IN_PAY=1` the first call (no `$SIDE_EFFECT_DIR/killed` marker yet) SIGKILLs its own
 server process before it writes, as a power cut would right after the answer committed.
@@ -39,8 +40,16 @@ steps:
     depends_on: [pay]
 """
 
+GATED = PROTOCOL.replace("id: payout", "id: payout_gate").replace(
+    "    execution: agent\n    output_schema:",
+    "    execution: agent\n    trust: human_confirmed\n    gate: {choices: [pay, hold]}\n"
+    "    output_schema:",
+    1,
+)
+
 app = App("killable-realm")
 app.protocol(PROTOCOL)
+app.protocol(GATED)
 
 
 @app.handler()
