@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 
 from tests.e2e.conftest import ServeFn
-from tests.e2e.test_answer_tool import PLAIN, Client
+from tests.e2e.test_answer_tool import PLAIN, TASKS_ONLY, Client
 from tests.e2e.test_realm_tools import build_app, tool
 from tether.jsonrpc import codes
 
@@ -66,6 +66,10 @@ async def test_create_workflow_runs_its_plan_and_refuses_a_bad_one(
             c, "execute_step", {"run_id": run, "command": "read", "params": {"summary": "s"}}
         )
         assert ok["next_actions"][0]["instruction"]["params"]["command"] == "reply"
+
+        task = await c.result("tasks/get", {"taskId": run}, capabilities=TASKS_ONLY)
+        assert task["status"] == "working"  # a created workflow's run is an MCP task too
+        assert "agent step 'reply'" in task["statusMessage"]
 
         again = await tool(c, "create_workflow", PLAN)  # same plan: same id, a new run
         assert again["data"]["workflow_id"] == wf
