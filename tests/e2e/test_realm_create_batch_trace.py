@@ -186,3 +186,26 @@ async def test_append_trace_and_adoption(mcp_server: ServeFn, client: Client) ->
         late = await tool(c, "append_trace", mine)
         assert late["error_code"] == "STATE_STEP_NOT_ELIGIBLE"
         assert late["error_details"] == {"step_state": "completed"}
+
+
+async def test_terminal_match_policies(mcp_server: ServeFn, client: Client) -> None:
+    async with mcp_server(build_app()) as url:
+        c = client(url)
+        start = {"workflow_id": "refund", "params": {"amount": 1}, "idempotency_key": "once"}
+        first = await tool(c, "start_run", start)
+        await tool(c, "abandon_run", {"run_id": first["run_id"]})
+        reused = await tool(c, "start_run", start)
+        assert (reused["run_id"], reused["deduped"]) == (first["run_id"], True)
+        rejected = await tool(c, "start_run", {**start, "on_terminal_match": "reject"})
+        assert (rejected["error_code"], rejected["run_id"]) == ("STATE_IDEMPOTENCY_KEY_USED", "")
+        rerun = await tool(c, "start_run", {**start, "on_terminal_match": "rerun"})
+        assert rerun["rerun_of"] == first["run_id"]
+        assert rerun["run_id"] != first["run_id"]
+        assert rerun["next_actions"][0]["instruction"]["params"]["command"] == "assess"
+        moved = await tool(c, "start_run", start)  # the key moved to the rerun
+        assert (moved["run_id"], moved["deduped"]) == (rerun["run_id"], True)
+        live = await tool(c, "start_run", {**start, "on_live_match": "fail"})
+        assert live["error_code"] == "STATE_RUN_ALREADY_ACTIVE"
+        await tool(c, "abandon_run", {"run_id": rerun["run_id"]})
+        again = await tool(c, "start_run", {**start, "on_terminal_match": "rerun_if_failed"})
+        assert (again["run_id"], again["deduped"]) == (rerun["run_id"], True)  # not failed

@@ -79,6 +79,11 @@ async def start_one(
             message=f"idempotency_key '{key}' is held by a run started with other params.",
         )
     row = started.execution
+    if started.deduped and row.sealed_from is not None:  # the key moved to its rerun
+        row = (await ops.list_runs(business_id=row.business_id, limit=1)).items[0]
+        if not runs.ended(row) and live == "fail":
+            message = f"idempotency_key is held by the live run '{row.id}'."
+            return Outcome(None, code="STATE_RUN_ALREADY_ACTIVE", message=message)
     if not started.deduped or not runs.ended(row):
         return Outcome(row, deduped=started.deduped)
     policy = terminal or "reuse"
@@ -88,7 +93,7 @@ async def start_one(
             code="STATE_IDEMPOTENCY_KEY_USED",
             message=f"idempotency_key is held by the ended run '{row.id}'.",
         )
-    if policy == "rerun" or (policy == "rerun_if_failed" and runs.phase(row) != "completed"):
+    if policy == "rerun" or (policy == "rerun_if_failed" and runs.phase(row) == "failed"):
         try:
             new = await ops.rerun(row.id, input=inp, by=by)
         except rt.Conflict as exc:
