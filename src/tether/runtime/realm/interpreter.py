@@ -7,9 +7,9 @@
   step whose `when` is false (`realm:when:<id>`); a skipped step has no output;
 - an `auto` step is a durable step running its registered handler (`realm:auto:<id>`); one
   with no handler passes its one dependency's output on (the params with none, `{}` with
-  several). Its failure ends the run (StepFailed) unless a step depending on it runs on a
-  failure (`all_failed`, `all_done`, `one_failed`): then the walk goes on, and the run
-  completes with `failed_steps` (outcome `completed_with_failed_steps`);
+  several). Its failure ends the run (StepFailed) unless a step depending on it can run after
+  a failure (`all_failed`, `all_done`, `one_failed`, `one_success`): then the walk goes on,
+  and the run completes with `failed_steps` (outcome `completed_with_failed_steps`);
 - a `guard` is decided by a durable step in the same replay that made it ready
   (`realm:guard:<id>`): every `abort_unless` condition true passes it, a false one aborts
   the run (GuardAborted), a path that names nothing fails it (GuardResolutionError);
@@ -204,7 +204,7 @@ async def _gate(ctx: Context, step: PlanStep, output: Any) -> dict[str, Any]:
     return dict(resolution)
 
 
-FAILURE_RULES = frozenset({"all_failed", "all_done", "one_failed"})
+FAILURE_RULES = frozenset({"all_failed", "all_done", "one_failed", "one_success"})
 
 
 @dataclass
@@ -227,8 +227,9 @@ class Walk:
 
 
 def handled(plan: Plan, step: PlanStep) -> bool:
-    """Whether a failure of `step` lets the run go on: a step depending on it runs on a
-    failure (`all_failed`, `all_done`, `one_failed`). Otherwise the failure ends the run."""
+    """Whether a failure of `step` lets the run go on: a step depending on it can still run
+    after that failure (`all_failed`, `all_done`, `one_failed`, `one_success`). Otherwise the
+    failure ends the run."""
     return any(step.id in s.depends_on and s.spec.trigger_rule in FAILURE_RULES for s in plan.steps)
 
 
