@@ -77,3 +77,16 @@ async def test_refund_routes_by_outcome_and_finalizes_once(
         assert state["completed_steps"] == done  # flag_large: when false (20 <= 50), skipped
         assert state["failed_steps"] == (["pay"] if fail_pay else [])
         assert len(notes) == noted
+
+
+async def test_an_abandoned_run_runs_no_finalizer(mcp_server: ServeFn, client: Client) -> None:
+    notes: list[str] = []
+    async with mcp_server(build_app(False, notes)) as url:
+        c = client(url)
+        run = (await tool(c, "start_run", {"workflow_id": "refund"}))["run_id"]
+        gone = await tool(c, "abandon_run", {"run_id": run})
+        assert gone["run_phase"] == "abandoned"
+        state = await _state(c, run)
+        assert state["completed_steps"] == []
+        await asyncio.sleep(0.3)  # a finalizer, were one to run, would have run by now
+        assert notes == []
