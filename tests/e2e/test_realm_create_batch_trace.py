@@ -152,14 +152,14 @@ async def test_start_run_batch(mcp_server: ServeFn, client: Client, db_url: str)
 async def test_append_trace_and_adoption(mcp_server: ServeFn, client: Client) -> None:
     async with mcp_server(build_app()) as url:
         c = client(url)
-        run = (await tool(c, "start_run", {"workflow_id": "refund", "params": {"amount": 3}}))[
-            "run_id"
-        ]
+        started = await tool(c, "start_run", {"workflow_id": "refund", "params": {"amount": 3}})
+        run = started["run_id"]
         entries = [{"event": "looked", "data": {"n": 1}}, {"event": "thought"}]
         mine = {"run_id": run, "step_id": "assess", "entries": entries, "writer_nonce": "w1"}
         out = await tool(c, "append_trace", mine)
         assert out["status"] == "ok", out
         assert out["accepted"] == 2
+        assert out["run_version"] == started["run_version"]  # a note does not wake the run
         assert out["writer"]["entries"] == 2
         await tool(c, "append_trace", {**mine, "writer_nonce": "w2", "entries": entries[:1]})
         await tool(c, "append_trace", {k: v for k, v in mine.items() if k != "writer_nonce"})

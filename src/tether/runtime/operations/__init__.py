@@ -228,6 +228,12 @@ class Operations:
             self.env, execution_id, name, payload, idempotency_key=idempotency_key, by=by
         )
 
+    async def note(
+        self, execution_id: str, name: str, payload: Any, *, by: str | None = None
+    ) -> None:
+        """Buffer a note for the live run without waking it (see `answering.note`)."""
+        await answering.note(self.env, execution_id, name, payload, by=by)
+
     async def update(
         self,
         execution_id: str,

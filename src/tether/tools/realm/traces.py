@@ -2,9 +2,10 @@
 adoption by the `execute_step` that does it (digest §1 "append_trace"; seed `adopted_own`,
 `adopted_anonymous`, `preserved_foreign`).
 
-The entries of one call are one buffered signal of the run, named `realm.trace.<step>`,
-through `Operations.signal` (the run's own input buffer: durable, in the run's tenant, sealed
-like any signal payload). The protocol never consumes it, so the notes stay with the run.
+The entries of one call are one note of the run on channel `realm.trace.<step>`, through
+`Operations.note` (the run's own input buffer: durable, in the run's tenant, sealed like any
+signal payload; the run is not woken). The protocol never consumes it, so the notes stay
+with the run.
 Limits: 200 entries / 102400 bytes per writer (`writer_nonce`), 400 / 204800 per step; a call
 that would pass one is refused whole with `BUFFER_FULL`.
 """
@@ -137,7 +138,7 @@ async def _buffer(
         return _full(run_id, version, "step", STEP_LIMIT, s_n, s_b)
     payload = {"writer": writer, "entries": kept, "bytes": size}
     try:
-        await ops.signal(run_id, channel(step), payload, by=by)
+        await ops.note(run_id, channel(step), payload, by=by)
     except rt.RunEnded:
         return _not_eligible(step, run_id, version, "terminal")
     row = (await ops.get(run_id)).current
