@@ -43,7 +43,8 @@ async def _runs(db_url: str) -> int:
 async def test_create_workflow_runs_its_plan_and_refuses_a_bad_one(
     mcp_server: ServeFn, client: Client
 ) -> None:
-    async with mcp_server(build_app()) as url:
+    app = build_app()
+    async with mcp_server(app) as url:
         c = client(url)
         made = await tool(c, "create_workflow", {**PLAN, "workflow_id": "mine"})
         assert made["status"] == "ok", made
@@ -89,6 +90,13 @@ async def test_create_workflow_runs_its_plan_and_refuses_a_bad_one(
         assert (refused["run_id"], refused["run_version"]) == ("", 0)
         assert "depends_on" in refused["errors"][0]
         assert await tool(c, "list_workflows", {}) == before  # nothing registered
+
+        app.max_created_workflows = 1  # a second, different plan is refused
+        other = {"steps": [{"id": "a", "description": "A"}]}
+        capped = await tool(c, "create_workflow", other)
+        assert (capped["status"], capped["run_id"]) == ("error", "")
+        assert "created workflows already" in capped["errors"][0]
+        assert await tool(c, "list_workflows", {}) == before
 
         body = await c.call(
             "tools/call",

@@ -75,7 +75,7 @@ async def create_workflow(
     entry = app.protocols.get(spec.id)
     plan: Plan
     try:
-        plan = entry.plan if entry is not None else app.protocol(workflow_text(spec))
+        plan = entry.plan if entry is not None else app.create_protocol(workflow_text(spec))
     except (PlanError, ValueError) as exc:
         return _plan_refusal(str(exc), diagnostics)
     run_params = args.get("params") or {}
