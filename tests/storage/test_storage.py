@@ -32,6 +32,8 @@ def test_queries_file_parses_into_the_expected_names() -> None:
         "append_event",
         "insert_signal",
         "answer_keep_parked",
+        "insert_steps",
+        "get_buffered_signals",
         "get_signal_by_key",
         "insert_update",
         "get_update",

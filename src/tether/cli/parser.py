@@ -285,6 +285,15 @@ def _runs_steering(action: Callable[..., Parser]) -> None:
         ("retry", "start a new run after one ended without success"),
     ):
         action(name, text).add_argument("id", help="run id")
+    resume = action(
+        "resume",
+        "go on from a step of an ended run",
+        "Start a new run of an ended (failed, cancelled or terminated) run that keeps its "
+        "recorded calls and answers before STEP, so the run goes on from STEP (a protocol "
+        "run's failed step runs again). Handles follow, as after retry.",
+    )
+    resume.add_argument("id", help="run id")
+    resume.add_argument("--from", dest="from_step", required=True, metavar="STEP", help="step")
     for name in DECISIONS:
         cmd = action(
             name,

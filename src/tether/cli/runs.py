@@ -178,10 +178,17 @@ async def _answer(args: argparse.Namespace, ops: Operations, out: Output) -> str
     return ans.execution_id
 
 
+async def _resume(args: argparse.Namespace, ops: Operations, out: Output) -> str | None:
+    row = await ops.resume(args.id, from_step=args.from_step, by="cli")
+    _row(out, row)
+    return row.id
+
+
 _ACTIONS: dict[str, Callable[[argparse.Namespace, Operations, Output], Awaitable[str | None]]] = {
     "list": _list,
     "show": _show,
     "start": _start,
     "signal": _signal,
     "answer": _answer,
+    "resume": _resume,
 }

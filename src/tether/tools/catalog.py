@@ -11,7 +11,7 @@ A generated set whose names collide with a tool already in the catalog is left o
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -267,8 +267,14 @@ def _dagu_tools(names: DaguNames) -> list[Tool]:
 
 
 class Catalog:
-    def __init__(self, tools: list[Tool], task_only: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        tools: list[Tool],
+        task_only: frozenset[str] = frozenset(),
+        protocols: Mapping[str, Any] | None = None,
+    ) -> None:
         self._tools = {t.name: t for t in tools}
+        self._protocols = protocols  # live: create_workflow adds protocols while serving
         self._self_authorizing = frozenset(t.name for t in tools if t.kind in SELF_AUTHORIZING)
         self.listing = [t.definition for t in tools]
         self._task_workflows = task_only | {
@@ -301,7 +307,9 @@ class Catalog:
     def in_catalog(self, workflow: str) -> bool:
         """Whether runs of `workflow` are served as tasks: its tools made the catalog, or it
         is registered with tasks=True."""
-        return workflow in self._task_workflows
+        return workflow in self._task_workflows or (
+            self._protocols is not None and workflow in self._protocols
+        )
 
     @classmethod
     def build(cls, app: App, *, dagu: DaguNames | None = None) -> Catalog:
@@ -333,5 +341,5 @@ class Catalog:
             admit(realm, "Realm's step protocol")
         task_only = frozenset(w.name for w in app.workflows.values() if w.tasks)
         if any(t.kind == "realm" for t in tools):  # protocol runs are MCP tasks too
-            task_only |= frozenset(app.protocols)
+            return cls(tools, task_only, app.protocols)
         return cls(tools, task_only)

@@ -39,7 +39,7 @@ from tether.runtime.operations.starting import Singleton, Started
 from tether.runtime.registry import App, WorkflowDef
 from tether.storage.coalesce import RowReader
 from tether.storage.driver import Database, Notifications
-from tether.storage.rows import ExecutionRow, HistoryEvent, StepRecord
+from tether.storage.rows import BufferedSignal, ExecutionRow, HistoryEvent, StepRecord
 
 __all__ = [
     "DEFAULT_MAX_PAYLOAD_BYTES",
@@ -191,6 +191,10 @@ class Operations:
     async def steps(self, execution_id: str) -> list[StepRecord]:
         return await queries.steps(self.env, execution_id)
 
+    async def buffered_signals(self, execution_id: str, name: str) -> list[BufferedSignal]:
+        """Signals named `name` the run holds unconsumed (see `queries.buffered_signals`)."""
+        return await queries.buffered_signals(self.env, execution_id, name)
+
     async def answer(
         self, execution_id: str, key: str, response: Any, *, by: str | None = None
     ) -> AnswerResult:
@@ -224,6 +228,12 @@ class Operations:
             self.env, execution_id, name, payload, idempotency_key=idempotency_key, by=by
         )
 
+    async def note(
+        self, execution_id: str, name: str, payload: Any, *, by: str | None = None
+    ) -> None:
+        """Buffer a note for the live run without waking it (see `answering.note`)."""
+        await answering.note(self.env, execution_id, name, payload, by=by)
+
     async def update(
         self,
         execution_id: str,
@@ -251,6 +261,12 @@ class Operations:
     async def retry(self, execution_id: str, *, by: str | None = None) -> ExecutionRow:
         """A new run after one ended without success (see `lifecycle.retry`)."""
         return await lifecycle.retry(self.env, execution_id, by=by)
+
+    async def resume(
+        self, execution_id: str, *, from_step: str, by: str | None = None
+    ) -> ExecutionRow:
+        """A new run that goes on from `from_step` of an ended run (see `lifecycle.resume`)."""
+        return await lifecycle.resume(self.env, execution_id, from_step=from_step, by=by)
 
     async def rerun(
         self, execution_id: str, *, input: Any = None, by: str | None = None

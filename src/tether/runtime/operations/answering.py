@@ -243,3 +243,19 @@ async def signal(
         await repo.insert_signal(conn, run.id, f"signal:{name}", key, payload, by)
         await repo.append_event(conn, run.id, "signal", {"name": name, "by": by})
     return SignalResult("accepted", run.id, key)
+
+
+async def note(
+    env: Env, execution_id: str, name: str, payload: Any, *, by: str | None = None
+) -> None:
+    """Buffer `payload` on channel `name` of the live run without waking it: a note the run
+    holds (durable, sealed like a signal) and reads only if it ever waits on that channel.
+    Raises RunEnded, AnswerRejected (size), ExecutionNotFound, Unavailable."""
+    waits.check_name(name)
+    env.check_payload(payload, errors.AnswerRejected)
+    run = (await get(env, execution_id)).current
+    async with storage_errors(), env.pool.acquire() as conn, conn.transaction():
+        locked = await repo.get_execution(conn, run.id, lock=True)
+        if locked is None or not locked.live:
+            raise errors.RunEnded(f"run {run.id!r} has ended")
+        await repo.insert_signal(conn, run.id, f"signal:{name}", None, payload, by)

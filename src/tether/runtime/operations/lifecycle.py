@@ -1,6 +1,7 @@
 """Ending runs and starting their successors: cancel (cooperative), terminate (now), retry
-(a new run after a failure, handles follow) and rerun (an operator's new run under the same
-business id; the old run is sealed)."""
+(a new run after a failure, handles follow), resume (a retry that keeps the recorded calls
+before a step, so the run goes on from that step) and rerun (an operator's new run under the
+same business id; the old run is sealed)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from tether.runtime.operations.env import Env
 from tether.runtime.operations.queries import get
 from tether.runtime.operations.storage_errors import storage_errors
 from tether.storage import admitting, repo
-from tether.storage.rows import ExecutionRow
+from tether.storage.rows import ExecutionRow, StepRecord
 
 
 async def cancel(
@@ -97,6 +98,58 @@ async def retry(env: Env, execution_id: str, *, by: str | None = None) -> Execut
         )
         if not await repo.link_successor(conn, old.id, new_id):
             raise errors.Conflict(f"run {old.id!r} was retried concurrently")
+    assert row is not None  # noqa: S101 — no idempotency key, so no conflict
+    return row
+
+
+def resume_point(records: list[StepRecord], step: str) -> int | None:
+    """The seq of the first recorded call of `step`: named `step`, or `<kind>:step` (a
+    protocol step's calls: `realm:when:`, `realm:auto:`, `realm:guard:`, `agent_step:`)."""
+    return next(
+        (r.seq for r in records if r.name == step or r.name.rsplit(":", 1)[-1] == step), None
+    )
+
+
+async def resume(
+    env: Env, execution_id: str, *, from_step: str, by: str | None = None
+) -> ExecutionRow:
+    """A new run with the same input that keeps the old run's recorded calls before `from_step`
+    (answers included), so replay goes on from that step; handles follow, as after a retry.
+    Raises Conflict (the run is live, completed, or already has a successor) and InvalidInput
+    (no recorded call of that step)."""
+    old = await _ended_run(env, execution_id)
+    if old.live:
+        raise errors.Conflict(f"run {old.id!r} is still {old.status}: end it first")
+    if old.status == "completed" or old.successor_id is not None or old.sealed_from:
+        raise errors.Conflict(f"run {old.id!r} ({old.status}) cannot be resumed")
+    with storage_errors():
+        records = await repo.get_steps(env.pool, old.id)
+    seq = resume_point(records, from_step)
+    if seq is None:
+        raise errors.InvalidInput(f"run {old.id!r} has no recorded call of step {from_step!r}")
+    kept = [r for r in records if r.seq < seq and r.done]
+    wf = env.app.get(old.workflow)
+    new_id = new_execution_id()
+    async with storage_errors(), env.pool.acquire() as conn, conn.transaction():
+        row = await repo.insert_execution(
+            conn,
+            repo.NewExecution.following(
+                old,
+                id=new_id,
+                business_id=new_id,
+                input=old.input,
+                deadline_at=wf.deadline(),
+                created_data={"resume_of": old.id, "from_step": from_step, "by": by},
+            ),
+        )
+        await repo.insert_steps(conn, new_id, kept)
+        # A second event: the first claim then loads the kept calls (the executor skips that
+        # read for a run whose only event is `created`).
+        await repo.append_event(
+            conn, new_id, "resumed", {"from": old.id, "step": from_step, "kept": len(kept)}
+        )
+        if not await repo.link_successor(conn, old.id, new_id):
+            raise errors.Conflict(f"run {old.id!r} was resumed concurrently")
     assert row is not None  # noqa: S101 — no idempotency key, so no conflict
     return row
 

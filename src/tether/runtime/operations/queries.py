@@ -15,7 +15,7 @@ from tether.runtime.operations.env import Env
 from tether.runtime.operations.storage_errors import storage_errors
 from tether.runtime.statuses import STATUSES
 from tether.storage import repo
-from tether.storage.rows import ExecutionRow, HistoryEvent, StepRecord
+from tether.storage.rows import BufferedSignal, ExecutionRow, HistoryEvent, StepRecord
 
 
 @dataclass(frozen=True)
@@ -118,3 +118,11 @@ async def steps(env: Env, execution_id: str) -> list[StepRecord]:
     await get(env, execution_id, follow_chain=False)
     with storage_errors():
         return await repo.get_steps(env.pool, execution_id)
+
+
+async def buffered_signals(env: Env, execution_id: str, name: str) -> list[BufferedSignal]:
+    """The signals named `name` the run holds and has not consumed, oldest first. Raises
+    ExecutionNotFound."""
+    await get(env, execution_id, follow_chain=False)
+    with storage_errors():
+        return await repo.get_buffered_signals(env.pool, execution_id, f"signal:{name}")

@@ -37,6 +37,9 @@ class ProtocolCatalog:
         self._handlers: dict[str, Callable[..., Any]] = {}
         self._protocols: dict[str, ProtocolEntry] = {}
         self.allow_create_workflow = False
+        #: How many workflows `create_workflow` may register in this process (each stays).
+        self.max_created_workflows = 1000
+        self._created: set[str] = set()
         self._protocol_host = ProtocolHost(MappingProxyType(self._handlers), self._plan_text)
 
     @property
@@ -70,6 +73,18 @@ class ProtocolCatalog:
             entry = ProtocolEntry(plan_from_text(source), source)
         self._register_protocol(entry)
         return entry.plan
+
+    def create_protocol(self, text: str) -> Plan:
+        """Register a workflow `create_workflow` made (its text). Raises PlanError,
+        ValueError (the id is taken by another workflow, or the limit is reached)."""
+        plan = plan_from_text(text)
+        if plan.id not in self._created and len(self._created) >= self.max_created_workflows:
+            raise ValueError(
+                f"this server holds {self.max_created_workflows} created workflows already"
+            )
+        self._register_protocol(ProtocolEntry(plan, text))
+        self._created.add(plan.id)
+        return plan
 
     def load_protocols(self, directory: str | Path) -> dict[str, str]:
         """Register every `*.yaml` / `*.yml` protocol in `directory`; returns {file: problem}

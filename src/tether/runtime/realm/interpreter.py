@@ -2,38 +2,55 @@
 
 - the protocol's text is recorded by the run's first step (`realm:spec`), so a run interprets
   the protocol it started with even when it is replaced while the run goes on;
-- a step whose `when` is false is skipped (no output, `realm:skip:<id>`);
+- steps run in dependency order; a step's `trigger_rule` is applied to its dependencies
+  (`graph.upstream_verdict`: all settled by then) and a step it excludes is skipped, as is a
+  step whose `when` is false (`realm:when:<id>`); a skipped step has no output;
 - an `auto` step is a durable step running its registered handler (`realm:auto:<id>`); one
   with no handler passes its one dependency's output on (the params with none, `{}` with
-  several);
+  several). Its failure ends the run (StepFailed) unless a step depending on it can run after
+  a failure (`all_failed`, `all_done`, `one_failed`, `one_success`): then the walk goes on,
+  and the run completes with `failed_steps` (outcome `completed_with_failed_steps`);
 - a `guard` is decided by a durable step in the same replay that made it ready
   (`realm:guard:<id>`): every `abort_unless` condition true passes it, a false one aborts
   the run (GuardAborted), a path that names nothing fails it (GuardResolutionError);
 - an `agent` step is a wait of kind `agent_step` named after the step, whose schema is the
-  step's `output_schema`: the one runtime `answer` path checks an answer against it, so a
-  refused answer changes nothing;
+  step's `answer_schema` (input_schema and output_schema): the one runtime `answer` path
+  checks an answer against it, so a refused answer changes nothing;
 - a gated step (`trust: human_*`) then opens an approval wait (`GateWait`) with the gate's
   choices and the step's output as preview; its deadline is the gate's `timeout_seconds`.
   When the deadline passes first, the run (woken by the worker, or by the next act on it)
   carries out `on_expiry`: `settle_default` records the default choice with
   `resolved_by: "timeout"`, `abort` ends the run aborted (GateExpired); without `on_expiry`
   the gate stays open. The step's output gains `choice` (read as `<step>.choice`).
-The output is `{"outputs": {step: output}, "gates": {step: resolution}}`.
+- when the walk ends (complete, completed_with_failed_steps, a guard's or gate's abort, a
+  failure), the finalizers whose `on_outcome` names that ending (or `always`) run once each,
+  in file order (`realm:final:<id>`); a finalizer's failure is recorded and changes nothing.
+  An abandoned run (terminated) runs no more code, so no finalizer.
+The output is `{"outputs": {step: output}, "gates": {step: resolution}, "failed_steps"?}`.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from tether.runtime import waits
 from tether.runtime.context import Context
-from tether.runtime.errors import WaitTimeout
+from tether.runtime.errors import StepFailed, WaitTimeout
 from tether.runtime.realm.plan import Plan, PlanStep, plan_from_text
-from tether.specs.realm import ConditionContext, ConditionUnresolved, evaluate
+from tether.specs.realm import (
+    ConditionContext,
+    ConditionUnresolved,
+    Progress,
+    evaluate,
+    finalizers_for,
+    upstream_verdict,
+)
+from tether.specs.realm.model import Outcome
 
 Handlers = Mapping[str, Callable[..., Any]]
 
@@ -187,40 +204,120 @@ async def _gate(ctx: Context, step: PlanStep, output: Any) -> dict[str, Any]:
     return dict(resolution)
 
 
+FAILURE_RULES = frozenset({"all_failed", "all_done", "one_failed", "one_success"})
+
+
+@dataclass
+class Walk:
+    """A run's progress through its plan: outputs, gate resolutions, settled step ids."""
+
+    params: dict[str, Any]
+    outputs: dict[str, Any] = field(default_factory=dict)
+    gates: dict[str, Any] = field(default_factory=dict)
+    completed: set[str] = field(default_factory=set)
+    failed: set[str] = field(default_factory=set)
+    skipped: set[str] = field(default_factory=set)
+
+    def verdict(self, step: PlanStep) -> str:
+        """`run` or `skip` (every dependency has settled: the walk is in dependency order)."""
+        progress = Progress(
+            frozenset(self.completed), frozenset(self.failed), frozenset(self.skipped)
+        )
+        return upstream_verdict(step.spec.trigger_rule, step.depends_on, progress)
+
+
+def handled(plan: Plan, step: PlanStep) -> bool:
+    """Whether a failure of `step` lets the run go on: a step depending on it can still run
+    after that failure (`all_failed`, `all_done`, `one_failed`, `one_success`). Otherwise the
+    failure ends the run."""
+    return any(step.id in s.depends_on and s.spec.trigger_rule in FAILURE_RULES for s in plan.steps)
+
+
+async def _auto(ctx: Context, host: ProtocolHost, plan: Plan, step: PlanStep, w: Walk) -> None:
+    try:
+        w.outputs[step.id] = await ctx.step(
+            _run_handler, host.handlers, step, w.params, w.outputs, name=f"realm:auto:{step.id}"
+        )
+    except StepFailed:
+        if not handled(plan, step):
+            raise
+        w.failed.add(step.id)
+        return
+    w.completed.add(step.id)
+
+
+async def _one(ctx: Context, host: ProtocolHost, plan: Plan, step: PlanStep, w: Walk) -> None:
+    """Run one step the walk has reached (its rule and `when` allow it)."""
+    if step.kind == "auto":
+        await _auto(ctx, host, plan, step, w)
+    elif step.kind == "guard":
+        verdict = await ctx.step(
+            decide_guard, step, w.params, w.outputs, name=f"realm:guard:{step.id}"
+        )
+        if verdict["outcome"] == "abort":
+            raise GuardAborted(step.id, verdict.get("reason"))
+        if verdict["outcome"] == "resolution_error":
+            raise GuardResolutionError(verdict["reason"])
+        w.outputs[step.id] = {"passed": True}
+        w.completed.add(step.id)
+    else:
+        spec = AgentAnswer(
+            step.id, step.prompt or step.description, step.answer_schema, step.input_schema
+        )
+        (answer,) = await ctx.wait_all(spec)
+        w.outputs[step.id] = answer
+        w.completed.add(step.id)
+    if step.gate is not None and step.id in w.completed:
+        w.gates[step.id] = await _gate(ctx, step, w.outputs[step.id])
+        base = w.outputs[step.id] if isinstance(w.outputs[step.id], dict) else {}
+        w.outputs[step.id] = {**base, "choice": w.gates[step.id]["choice"]}
+
+
+async def _walk(ctx: Context, host: ProtocolHost, plan: Plan, w: Walk) -> None:
+    for step in plan.steps:
+        if w.verdict(step) == "skip":
+            w.skipped.add(step.id)
+            continue
+        if step.when and not await ctx.step(
+            decide_when, step, w.params, w.outputs, name=f"realm:when:{step.id}"
+        ):
+            w.skipped.add(step.id)
+            continue
+        await _one(ctx, host, plan, step, w)
+
+
+async def _finalize(
+    ctx: Context, host: ProtocolHost, plan: Plan, w: Walk, outcome: Outcome
+) -> None:
+    """Run the finalizers for `outcome`, each once, in file order; a finalizer's failure is
+    recorded and does not change how the run ended."""
+    for fin in finalizers_for(plan.spec, outcome):
+        step = PlanStep(fin)
+        with contextlib.suppress(StepFailed):
+            await ctx.step(
+                _run_handler, host.handlers, step, w.params, w.outputs, name=f"realm:final:{fin.id}"
+            )
+
+
 async def run_protocol(
     ctx: Context, host: ProtocolHost, name: str, inp: ProtocolInput
 ) -> dict[str, Any]:
-    """Walk protocol `name` from its first step to its end."""
+    """Walk protocol `name` from its first step to its end, then run its finalizers (not
+    after an abandon: a terminated run runs no more code)."""
     snap = await ctx.step(host.snapshot, name, name="realm:spec")
     plan: Plan = plan_from_text(snap["text"])
-    outputs: dict[str, Any] = {}
-    gates: dict[str, Any] = {}
-    for step in plan.steps:
-        if step.when and not await ctx.step(
-            decide_when, step, inp.params, outputs, name=f"realm:when:{step.id}"
-        ):
-            continue
-        if step.kind == "auto":
-            outputs[step.id] = await ctx.step(
-                _run_handler, host.handlers, step, inp.params, outputs, name=f"realm:auto:{step.id}"
-            )
-        elif step.kind == "guard":
-            verdict = await ctx.step(
-                decide_guard, step, inp.params, outputs, name=f"realm:guard:{step.id}"
-            )
-            if verdict["outcome"] == "abort":
-                raise GuardAborted(step.id, verdict.get("reason"))
-            if verdict["outcome"] == "resolution_error":
-                raise GuardResolutionError(verdict["reason"])
-            outputs[step.id] = {"passed": True}
-        else:
-            spec = AgentAnswer(
-                step.id, step.prompt or step.description, step.answer_schema, step.input_schema
-            )
-            (answer,) = await ctx.wait_all(spec)
-            outputs[step.id] = answer
-        if step.gate is not None:
-            gates[step.id] = await _gate(ctx, step, outputs[step.id])
-            base = outputs[step.id] if isinstance(outputs[step.id], dict) else {}
-            outputs[step.id] = {**base, "choice": gates[step.id]["choice"]}
-    return {"outputs": outputs, "gates": gates}
+    w = Walk(dict(inp.params))
+    try:
+        await _walk(ctx, host, plan, w)
+    except GuardAborted:
+        await _finalize(ctx, host, plan, w, "abort")
+        raise
+    except (GuardResolutionError, StepFailed):
+        await _finalize(ctx, host, plan, w, "fail")
+        raise
+    outcome: Outcome = "completed_with_failed_steps" if w.failed else "complete"
+    await _finalize(ctx, host, plan, w, outcome)
+    out: dict[str, Any] = {"outputs": w.outputs, "gates": w.gates}
+    if w.failed:
+        out["failed_steps"] = sorted(w.failed)
+    return out

@@ -2,8 +2,8 @@
 one YAML loader, the one condition evaluator), seen as steps in dependency order.
 
 `plan_from_text` loads the text with `load_string` and refuses, by name, what this
-interpreter does not run yet (finalizer steps, `preconditions`, trigger rules other than
-`all_success`), so a protocol either runs as written or is refused when it is registered.
+interpreter does not run yet (`preconditions`), so a protocol either runs as written or is
+refused when it is registered. Finalizers are `spec.finalizers` (not in `steps`).
 """
 
 from __future__ import annotations
@@ -93,8 +93,14 @@ class PlanStep:
 
     @property
     def answer_schema(self) -> dict[str, Any]:
-        """The schema an agent's answer must fit (output_schema, else any object)."""
-        return dict(self.output_schema or {"type": "object"})
+        """The schema an agent's answer must fit: both of input_schema and output_schema
+        when the step has both, else the one it has, else any object. A gated step's
+        input_schema describes the gate's answer (its `choice`), not the agent's."""
+        own_input = self.input_schema if self.gate is None else None
+        given = [dict(s) for s in (own_input, self.output_schema) if s is not None]
+        if len(given) == 2:
+            return {"allOf": given}
+        return given[0] if given else {"type": "object"}
 
 
 @dataclass(frozen=True)
@@ -139,12 +145,8 @@ class Plan:
 
 
 def _unsupported(step: Step) -> str | None:
-    if step.execution == "finalizer":
-        return "execution: finalizer steps are not run by Tether yet"
     if step.preconditions:
         return "preconditions: not run by Tether yet"
-    if step.trigger_rule != "all_success":
-        return f"trigger_rule: only all_success is run by Tether yet (got {step.trigger_rule})"
     return None
 
 

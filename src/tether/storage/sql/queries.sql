@@ -333,6 +333,19 @@ VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (execution_id, key) WHERE key IS NOT NULL DO NOTHING
 RETURNING id;
 
+-- name: insert_steps
+-- Seed a new run with recorded calls ($2: [{seq, kind, name, result, done}]): a resume keeps
+-- the calls before the step it resumes from.
+INSERT INTO steps (execution_id, seq, kind, name, result, done)
+SELECT $1, r.seq, r.kind, r.name, r.result, r.done
+FROM jsonb_to_recordset($2::jsonb) AS r(seq integer, kind text, name text, result jsonb,
+                                        done boolean);
+
+-- name: get_buffered_signals
+-- The signals on one channel a run holds and has not consumed, oldest first.
+SELECT id, channel, key, payload, by_principal AS by FROM signals
+WHERE execution_id = $1 AND channel = $2 AND consumed_seq IS NULL ORDER BY id;
+
 -- name: get_signal_by_key
 -- The answer already given for a wait key, if any.
 SELECT channel, payload, by_principal, at FROM signals WHERE execution_id = $1 AND key = $2;

@@ -21,17 +21,8 @@ DESCRIPTIONS: Final = {
     "append_trace": "Records notes about a step before the step is done.",
 }
 READ_ONLY: Final = frozenset({"list_workflows", "get_workflow_protocol", "get_run_state"})
-#: The tools implemented so far (the rest are listed once they are).
-SERVED: Final = (
-    "list_workflows",
-    "get_workflow_protocol",
-    "start_run",
-    "execute_step",
-    "advance_run",
-    "get_run_state",
-    "abandon_run",
-    "submit_human_response",
-)
+#: Realm's 11 tools, in tools/list order.
+SERVED: Final = tuple(DESCRIPTIONS)
 
 
 def realm_definitions(app: App) -> list[dict[str, Any]]:

@@ -70,10 +70,8 @@ def progress(
 
 
 def _failed(command: str, row: ExecutionRow, lead: str, extra: dict[str, Any]) -> Reply:
-    failed = runs.failed_step([])
     err = row.error if isinstance(row.error, dict) else {}
-    message = str(err.get("message", "the run failed"))
-    step = err.get("step") or (failed[0] if failed else None)
+    step, message = runs.failure(row)
     code = (
         "ENGINE_HANDLER_NOT_REGISTERED"
         if "HandlerNotRegistered" in message or err.get("type") == "HandlerNotRegistered"
@@ -116,10 +114,7 @@ def _confirm(
 
 def ended(command: str, row: ExecutionRow, what: str) -> Reply:
     p = runs.phase(row)
-    err = row.error if isinstance(row.error, dict) else {}
-    hint = join(
-        f"Run '{row.id}' is already terminal ({p}); {what}", runs.way_back(row, err.get("step"))
-    )
+    hint = join(f"Run '{row.id}' is already terminal ({p}); {what}", runs.way_back(row, None))
     return Reply(
         command, row.id, "ok", hint, row.version, extra={"run_phase": p, "agent_action": "stop"}
     )

@@ -3,6 +3,7 @@ guards a call ran (from the run's step records), and the ways back into an ended
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -64,6 +65,13 @@ class Chain:
     ended_by: dict[str, Any] | None
 
 
+def upto(records: Sequence[StepRecord], step: str) -> list[StepRecord]:
+    """The records up to the answer of agent step `step` (what ran before that answer)."""
+    name = f"agent_step:{step}"
+    last = max((r.seq for r in records if r.kind == "wait" and r.name == name), default=-1)
+    return [r for r in records if r.seq <= last]
+
+
 def chain(before: Sequence[StepRecord], after: Sequence[StepRecord], final_phase: str) -> Chain:
     """The auto steps and guards recorded after `before` (each with the run's phase after
     it: `running` until the last, which has the run's phase now)."""
@@ -105,9 +113,24 @@ def failed_step(after: Sequence[StepRecord]) -> tuple[str, str] | None:
     return None
 
 
+_STEP_FAILED: Final = re.compile(r"step '(?:realm:(?:auto|guard|when):)?(.+?)' failed: (.*)", re.S)
+
+
+def failure(row: ExecutionRow) -> tuple[str | None, str]:
+    """The protocol step whose failure ended the run (None if no step did), and the error in
+    the protocol's words (`Step '<step>' failed: <error>`)."""
+    err = row.error if isinstance(row.error, dict) else {}
+    message = str(err.get("message", "the run failed"))
+    found = _STEP_FAILED.fullmatch(message) if err.get("type") == "StepFailed" else None
+    if found is None:
+        return err.get("step"), message
+    return found.group(1), f"Step '{found.group(1)}' failed: {found.group(2)}"
+
+
 def way_back(row: ExecutionRow, step: str | None) -> str:
     """The sentence an ended run's reply ends with (seed "A run that has ended")."""
     p = phase(row)
+    step = step or failure(row)[0]
     if p == "abandoned":
         err = row.error if isinstance(row.error, dict) else {}
         reason = err.get("message") or ""
@@ -120,12 +143,31 @@ def way_back(row: ExecutionRow, step: str | None) -> str:
     return ""
 
 
+def _failed_record(r: StepRecord) -> bool:
+    """An auto step whose last try failed, or a guard that did not pass."""
+    if not isinstance(r.result, dict):
+        return False
+    verdict = r.result.get("value")
+    if r.name.startswith(GUARD_PREFIX) and isinstance(verdict, dict):
+        return bool(verdict.get("outcome", "pass") != "pass")
+    return isinstance(r.result.get("error"), dict)
+
+
 def completed_steps(plan: Plan | None, records: Sequence[StepRecord]) -> list[str]:
     done = {
         r.name.removeprefix(AUTO_PREFIX).removeprefix(GUARD_PREFIX)
         for r in records
-        if r.done and r.name.startswith((AUTO_PREFIX, GUARD_PREFIX))
+        if r.done and r.name.startswith((AUTO_PREFIX, GUARD_PREFIX)) and not _failed_record(r)
     }
     done |= {r.name.removeprefix("agent_step:") for r in records if r.done and r.kind == "wait"}
     order = [s.id for s in plan.steps] if plan is not None else sorted(done)
     return [s for s in order if s in done]
+
+
+def failed_steps(records: Sequence[StepRecord]) -> list[str]:
+    """The auto steps whose last try failed (in record order)."""
+    return [
+        r.name.removeprefix(AUTO_PREFIX)
+        for r in records
+        if r.done and r.name.startswith(AUTO_PREFIX) and _failed_record(r)
+    ]

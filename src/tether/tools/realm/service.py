@@ -6,17 +6,14 @@ the auto steps and guards the call made ready), and replies with one envelope (e
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Final, Literal
-
-import jsonschema
+from typing import Any, Final
 
 from tether.runtime import errors as rt
 from tether.runtime.operations import Operations
-from tether.runtime.realm.interpreter import ProtocolInput
-from tether.runtime.realm.plan import Plan
+from tether.runtime.realm.plan import Plan, PlanStep
 from tether.runtime.rows import ExecutionRow, StepRecord
 from tether.tools import results
-from tether.tools.realm import gates, params, replies, runs
+from tether.tools.realm import created, gates, params, replies, runs, starts, traces
 from tether.tools.realm.envelope import Reply, refusal
 from tether.tools.realm.views import protocol_view
 
@@ -31,14 +28,6 @@ def reply_result(reply: Reply | dict[str, Any]) -> dict[str, Any]:
     out = results.text_result(wire)
     out.pop("structuredContent", None)
     return out
-
-
-def _schema_errors(schema: Any, value: Any) -> list[str]:
-    validator = jsonschema.Draft7Validator(schema or {})
-    return [
-        f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}"
-        for e in validator.iter_errors(value)
-    ]
 
 
 class RealmTools:
@@ -56,6 +45,9 @@ class RealmTools:
             "get_run_state": self.get_run_state,
             "abandon_run": self.abandon_run,
             "submit_human_response": self.submit_human_response,
+            "start_run_batch": self.start_run_batch,
+            "create_workflow": self.create_workflow,
+            "append_trace": self.append_trace,
         }
 
     def served(self) -> list[str]:
@@ -66,6 +58,8 @@ class RealmTools:
     ) -> dict[str, Any]:
         """Raises InvalidParams (missing or wrong-typed required parameter)."""
         known, warnings = params.checked(name, args)
+        if name == "create_workflow":  # plan_workflow names what it ignores (diagnostics)
+            known, warnings = dict(args or {}), []
         out = await self._tools[name](ops, known, warnings, by)
         if isinstance(out, dict) and "content" in out:
             return out
@@ -111,7 +105,7 @@ class RealmTools:
                 "start_run", "", "STATE_WORKFLOW_NOT_FOUND", f"Workflow '{wf}' not found."
             )
         run_params = a.get("params") or {}
-        problems = _schema_errors(plan.params_schema, run_params) if plan.params_schema else []
+        problems = starts.schema_errors(plan.params_schema, run_params)
         if problems:
             return refusal(
                 "start_run",
@@ -120,31 +114,35 @@ class RealmTools:
                 f"params do not fit the params_schema of '{wf}'.",
                 error_details={"errors": problems},
             )
-        live: Literal["return", "fail"] = "fail" if a.get("on_live_match") == "fail" else "return"
-        try:
-            started = await ops.start(
-                wf,
-                ProtocolInput(params=run_params).model_dump(),
-                idempotency_key=a.get("idempotency_key"),
-                on_live_match=live,
-                by=by,
-            )
-        except rt.RunAlreadyActive as exc:
-            return refusal("start_run", "", "STATE_RUN_ALREADY_ACTIVE", exc.message)
-        row = started.execution
-        if started.deduped:
-            terminal = a.get("on_terminal_match", "reuse")
-            if runs.ended(row) and terminal == "reject":
-                return refusal(
-                    "start_run",
-                    "",
-                    "STATE_IDEMPOTENCY_KEY_USED",
-                    f"idempotency_key is held by the ended run '{row.id}'.",
-                )
+        out = await starts.start_one(
+            ops,
+            wf,
+            run_params,
+            key=a.get("idempotency_key"),
+            live=a.get("on_live_match"),
+            terminal=a.get("on_terminal_match"),
+            by=by,
+        )
+        row = out.row
+        if row is None:
+            return refusal("start_run", "", out.code, out.message)
+        if out.deduped:
             return replies.progress("start_run", plan, row, runs.Chain([], [], None), deduped=True)
         row, chain = await self._settle(ops, row, [])
         hint = f"Run '{row.id}' created for workflow '{wf}'."
-        return replies.progress("start_run", plan, row, chain, deduped=False, lead=hint)
+        reply = replies.progress("start_run", plan, row, chain, deduped=False, lead=hint)
+        if out.rerun_of is None:
+            return reply
+        return {**reply.to_wire(), "rerun_of": out.rerun_of}
+
+    async def start_run_batch(self, ops: Operations, a: Args, w: list[str], by: Any) -> Any:
+        return await starts.start_run_batch(ops, self._plan, a, by)
+
+    async def append_trace(self, ops: Operations, a: Args, w: list[str], by: Any) -> Any:
+        return await traces.append_trace(ops, self._plan, a, by)
+
+    async def create_workflow(self, ops: Operations, a: Args, w: list[str], by: Any) -> Any:
+        return await created.create_workflow(ops, a, by)
 
     # --- acting -----------------------------------------------------------------------------
 
@@ -165,21 +163,23 @@ class RealmTools:
                 f"Step '{step}' is not in this workflow.",
                 run_version=row.version,
             )
+        if not runs.settled(row):  # a replay in flight (woken by a signal, a trace …)
+            row = (await ops.wait_until(row.id, runs.settled, timeout=SETTLE_S)).current
         if runs.ended(row):
             return replies.ended(step, row, "no steps executed.")
         wait = runs.open_step(row, step)
         if wait is None:
             return replies.blocked(step, plan, row)
-        before = await ops.steps(row.id)
         answer = a.get("params") or {}
         try:
             await ops.answer(row.id, wait["key"], answer, by=by)
         except rt.AnswerRejected as exc:
+            schema = _refused_schema(plan.step(step), answer)
             return refusal(
                 step,
                 row.id,
-                "VALIDATION_OUTPUT_SCHEMA",
-                f"The output of step '{step}' does not fit its output_schema.",
+                f"VALIDATION_{schema.upper()}",
+                f"The output of step '{step}' does not fit its {schema}.",
                 run_version=row.version,
                 next_actions=[replies.step_entry(row.id, plan, step)],
                 error_details={"errors": exc.errors, "rejections": 1, "threshold": THRESHOLD},
@@ -187,8 +187,10 @@ class RealmTools:
             )
         except (rt.WaitNotOpen, rt.AnswerConflict):
             return replies.blocked(step, plan, (await ops.get(row.id)).current)
-        row, chain = await self._settle(ops, row, before)
-        return replies.progress(step, plan, row, chain)
+        row, chain = await self._settle(ops, row, [], answered=step)
+        traced = await ops.buffered_signals(row.id, traces.channel(step))
+        adopted = traces.adoption([t.payload for t in traced], a.get("writer_nonce"))
+        return {**replies.progress(step, plan, row, chain).to_wire(), **adopted}
 
     async def advance_run(self, ops: Operations, a: Args, w: list[str], by: Any) -> Any:
         run_id = a["run_id"]
@@ -290,10 +292,12 @@ class RealmTools:
             row.version,
             next_actions=actions,
         ).to_wire()
+        failed = runs.failed_steps(records)
         out.update(
             run_phase=p,
             terminal_state=runs.ended(row),
             completed_steps=done,
+            failed_steps=failed,
             next_actions_status=replies.next_status(row, actions),
         )
         if runs.ended(row) and isinstance(row.error, dict):
@@ -303,7 +307,11 @@ class RealmTools:
                 {
                     "id": s.id,
                     "execution": s.kind,
-                    "state": "completed" if s.id in done else "pending",
+                    "state": "completed"
+                    if s.id in done
+                    else "failed"
+                    if s.id in failed
+                    else "pending",
                 }
                 for s in (plan.steps if plan is not None else ())
             ]
@@ -312,9 +320,14 @@ class RealmTools:
     # --- replies ----------------------------------------------------------------------------
 
     async def _settle(
-        self, ops: Operations, row: ExecutionRow, before: list[StepRecord]
+        self,
+        ops: Operations,
+        row: ExecutionRow,
+        before: list[StepRecord],
+        answered: str | None = None,
     ) -> tuple[ExecutionRow, runs.Chain]:
-        """Wait until the run stops at a wait or ends; what ran meanwhile."""
+        """Wait until the run stops at a wait or ends; what ran meanwhile (after `before`, or
+        after the answer of agent step `answered`)."""
         seen = row.version
 
         def moved(r: ExecutionRow) -> bool:
@@ -323,7 +336,18 @@ class RealmTools:
         view = await ops.wait_until(row.id, moved, timeout=SETTLE_S)
         now = view.current
         after = await ops.steps(now.id)
+        if answered is not None:
+            before = runs.upto(after, answered)
         return now, runs.chain(before, after, runs.phase(now))
+
+
+def _refused_schema(step: PlanStep | None, answer: Any) -> str:
+    """Which of an agent step's schemas an answer broke (it must fit both)."""
+    if step is None or step.gate is not None or step.input_schema is None:
+        return "output_schema"
+    if step.output_schema is None or starts.schema_errors(step.input_schema, answer):
+        return "input_schema"
+    return "output_schema"
 
 
 _CONTINUED: Final = {"by": None, "absent_cause": "driver_not_recorded"}

@@ -1,0 +1,102 @@
+"""`create_workflow`: an agent's list of steps made into a protocol workflow (all agent steps)
+and a run of it (seed "create_workflow"; digest §1).
+
+The plan is read by `tether.specs.realm.plan_workflow` (the id is the plan's name plus a
+hash of its content, so the same plan gets the same id and a new run). It is written out as
+workflow text (JSON, which the one YAML loader reads) and registered like a protocol loaded
+from `--protocols`, so its runs are ordinary protocol runs that record that text. What the
+plan leaves out is named in `warnings` and `diagnostics`; a malformed plan is refused with
+`provide_input` and no `error_code`, and nothing is registered or started.
+
+Created workflows live in the serving process (there is no workflow table): a restart
+forgets them, as it forgets protocols loaded from a directory that no longer holds them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tether.runtime.operations import Operations
+from tether.runtime.realm.plan import Plan, PlanError
+from tether.specs.realm import RealmSpecError, WorkflowSpec, plan_workflow
+from tether.tools.realm import replies, runs
+from tether.tools.realm.envelope import Reply, refusal
+from tether.tools.realm.starts import schema_errors, start_one
+
+
+def workflow_text(spec: WorkflowSpec) -> str:
+    """The plan as workflow text the loader reads back into the same spec."""
+    steps: dict[str, Any] = {}
+    for step_id in spec.order:
+        s = spec.steps[step_id]
+        doc: dict[str, Any] = {"description": s.description, "execution": "agent"}
+        if s.depends_on:
+            doc["depends_on"] = list(s.depends_on)
+        if s.input_schema is not None:
+            doc["input_schema"] = s.input_schema.document
+        if s.llm_timeout_seconds is not None:
+            doc["llm_timeout_seconds"] = s.llm_timeout_seconds
+        if s.structured_output:
+            doc["structured_output"] = "strict"
+        steps[step_id] = doc
+    top: dict[str, Any] = {"id": spec.id, "name": spec.name, "version": spec.version}
+    if spec.description:
+        top["description"] = spec.description
+    if spec.protocol.quick_start:
+        top["protocol"] = {"quick_start": spec.protocol.quick_start}
+    top["steps"] = steps
+    return json.dumps(top, indent=1, sort_keys=False)
+
+
+def _plan_refusal(message: str, diagnostics: list[str]) -> Reply:
+    return refusal(
+        "create_workflow",
+        "",
+        None,
+        message,
+        action="provide_input",
+        diagnostics=diagnostics or None,
+    )
+
+
+async def create_workflow(
+    ops: Operations, args: dict[str, Any], by: str | None
+) -> Reply | dict[str, Any]:
+    """Register the plan in `args` (`steps`, `metadata`; every other key is reported) and
+    start a run of it with `args["params"]`."""
+    plan_args = {k: v for k, v in args.items() if k != "params"}
+    try:
+        spec, report = plan_workflow(plan_args)
+    except RealmSpecError as exc:
+        return _plan_refusal(str(exc), [])
+    diagnostics = [f"{d.path}: {d.message}" if d.path else d.message for d in report]
+    app = ops.app
+    entry = app.protocols.get(spec.id)
+    plan: Plan
+    try:
+        plan = entry.plan if entry is not None else app.create_protocol(workflow_text(spec))
+    except (PlanError, ValueError) as exc:
+        return _plan_refusal(str(exc), diagnostics)
+    run_params = args.get("params") or {}
+    problems = schema_errors(plan.params_schema, run_params)
+    if problems:
+        return _plan_refusal("params: " + "; ".join(problems), diagnostics)
+    out = await start_one(ops, plan.id, run_params, key=None, live=None, terminal=None, by=by)
+    row = out.row
+    assert row is not None  # noqa: S101 — no key, so no key refusal
+    row = (await ops.wait_until(row.id, runs.settled, timeout=30.0)).current
+    hint = f"Workflow '{plan.id}' created; run '{row.id}' started."
+    reply = replies.progress(
+        "create_workflow",
+        plan,
+        row,
+        runs.Chain([], [], None),
+        deduped=False,
+        lead=hint,
+        warnings=diagnostics,
+    )
+    wire = reply.to_wire()
+    wire["data"] = {"workflow_id": plan.id}
+    wire["diagnostics"] = diagnostics
+    return wire

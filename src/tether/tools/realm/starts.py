@@ -1,0 +1,225 @@
+"""Starting protocol runs: one run under the idempotency key policies (`start_run`,
+`create_workflow`, each item of `start_run_batch`), and `start_run_batch` itself
+(digest §1 "start_run_batch", §5).
+
+Each run is started through `Operations.start`, one call per item (a batched start in the
+runtime can replace the loop without changing the reply). The batch checks, in order, its
+size (`VALIDATION_BATCH_TOO_LARGE`), the workflow (`STATE_WORKFLOW_NOT_FOUND`) and every
+item's params (`VALIDATION_BATCH_ITEMS`) before any run is created: those refusals are
+all-or-nothing; a key policy refusal applies to its item only (`failed[]`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+import jsonschema
+
+from tether.runtime import errors as rt
+from tether.runtime.operations import Operations
+from tether.runtime.realm.interpreter import ProtocolInput
+from tether.runtime.realm.plan import Plan
+from tether.runtime.rows import ExecutionRow
+from tether.tools.realm import envelope, replies, runs
+from tether.tools.realm.envelope import Reply, refusal
+
+MAX_ITEMS: Final = 100
+PARENT_LABEL: Final = "realm.parent_run"
+
+
+def schema_errors(schema: Any, value: Any) -> list[str]:
+    """Draft-07 violations of `value`, one line each (`path: message`)."""
+    if not schema:
+        return []
+    validator = jsonschema.Draft7Validator(schema)
+    return [
+        f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}"
+        for e in validator.iter_errors(value)
+    ]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One start: the run (None when refused), whether it was an existing one, the refusal's
+    code and message, and the ended run a `rerun` replaced."""
+
+    row: ExecutionRow | None
+    deduped: bool = False
+    code: str | None = None
+    message: str = ""
+    rerun_of: str | None = None
+
+
+async def start_one(
+    ops: Operations,
+    workflow: str,
+    params: dict[str, Any],
+    *,
+    key: str | None,
+    live: str | None,
+    terminal: str | None,
+    by: str | None,
+    labels: dict[str, str] | None = None,
+) -> Outcome:
+    """Start one run under the key policies (`on_live_match`: use_existing | fail;
+    `on_terminal_match`: reuse | reject | rerun_if_failed | rerun)."""
+    on_live: Literal["return", "fail"] = "fail" if live == "fail" else "return"
+    inp = ProtocolInput(params=params).model_dump()
+    try:
+        started = await ops.start(
+            workflow, inp, idempotency_key=key, on_live_match=on_live, by=by, labels=labels
+        )
+    except rt.RunAlreadyActive as exc:
+        return Outcome(None, code="STATE_RUN_ALREADY_ACTIVE", message=exc.message)
+    except rt.IdempotencyMismatch:
+        return Outcome(
+            None,
+            code="STATE_IDEMPOTENCY_KEY_USED",
+            message=f"idempotency_key '{key}' is held by a run started with other params.",
+        )
+    row = started.execution
+    if started.deduped and row.sealed_from is not None:  # the key moved to its rerun
+        row = (await ops.list_runs(business_id=row.business_id, limit=1)).items[0]
+        if not runs.ended(row) and live == "fail":
+            message = f"idempotency_key is held by the live run '{row.id}'."
+            return Outcome(None, code="STATE_RUN_ALREADY_ACTIVE", message=message)
+    if not started.deduped or not runs.ended(row):
+        return Outcome(row, deduped=started.deduped)
+    policy = terminal or "reuse"
+    if policy == "reject":
+        return Outcome(
+            None,
+            code="STATE_IDEMPOTENCY_KEY_USED",
+            message=f"idempotency_key is held by the ended run '{row.id}'.",
+        )
+    if policy == "rerun" or (policy == "rerun_if_failed" and runs.phase(row) == "failed"):
+        try:
+            new = await ops.rerun(row.id, input=inp, by=by)
+        except rt.Conflict as exc:
+            return Outcome(None, code="STATE_IDEMPOTENCY_KEY_USED", message=exc.message)
+        return Outcome(new, rerun_of=row.id)
+    return Outcome(row, deduped=True)
+
+
+def first_calls(row: ExecutionRow, plan: Plan, handlers: Any) -> list[dict[str, Any]]:
+    """A batch run's first call: its open agent steps when the run already waits, else the
+    agent steps with no dependency, and `advance_run` when an auto step or guard comes
+    first; empty when an auto step's handler is not registered in this server."""
+    if runs.ended(row):
+        return []
+    if row.waits:
+        gate = runs.open_gate(row)
+        if gate is not None:
+            choices = gate.get("choices") or []
+            return [envelope.gate_action(row.id, gate["key"], gate["name"], choices)]
+        return replies.open_entries(row, plan)
+    roots = [s for s in plan.steps if not s.depends_on]
+    if any(s.kind == "auto" and s.handler and s.handler not in handlers for s in plan.steps):
+        return []
+    out = [replies.step_entry(row.id, plan, s.id) for s in roots if s.kind == "agent"]
+    if any(s.kind in ("auto", "guard") for s in roots):
+        out.append(envelope.advance_action(row.id))
+    return out
+
+
+def _batch_refusal(
+    wf: str, items: list[dict[str, Any]], plan: Plan | None, cap: int
+) -> Reply | None:
+    if len(items) > cap:
+        return refusal(
+            "start_run_batch",
+            "",
+            "VALIDATION_BATCH_TOO_LARGE",
+            f"The batch has {len(items)} items; max_items is {cap}.",
+            error_details={"count": len(items), "max_items": cap},
+        )
+    if plan is None:
+        return refusal(
+            "start_run_batch", "", "STATE_WORKFLOW_NOT_FOUND", f"Workflow '{wf}' not found."
+        )
+    failures = [
+        {"index": i, "reason": "; ".join(found)}
+        for i, item in enumerate(items)
+        if (found := schema_errors(plan.params_schema, item["params"]))
+    ]
+    if failures:
+        return refusal(
+            "start_run_batch",
+            "",
+            "VALIDATION_BATCH_ITEMS",
+            f"{len(failures)} of {len(items)} items do not fit the params_schema of '{wf}'; "
+            "no run was started.",
+            error_details={"failures": failures},
+        )
+    return None
+
+
+async def start_run_batch(
+    ops: Operations, plan_of: Any, a: dict[str, Any], by: str | None
+) -> Reply | dict[str, Any]:
+    """`{started[], failed[]}` (with the envelope's fields), or one all-or-nothing refusal."""
+    wf, items = a["workflow_id"], a["items"]
+    cap = a.get("max_items", MAX_ITEMS)
+    if cap < 1:
+        return refusal("start_run_batch", "", "VALIDATION_EMPTY_VALUE", "max_items must be >= 1.")
+    plan: Plan | None = plan_of(wf)
+    refused = _batch_refusal(wf, items, plan, cap)
+    if refused is not None:
+        return refused
+    assert plan is not None  # noqa: S101 — refused above otherwise
+    parent = a.get("parent_run_id")
+    labels = {PARENT_LABEL: parent} if parent else None
+    started: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
+    for index, item in enumerate(items):
+        key = item.get("idempotency_key")
+        out = await start_one(
+            ops,
+            wf,
+            item["params"],
+            key=key,
+            live=a.get("on_live_match"),
+            terminal=a.get("on_terminal_match"),
+            by=by,
+            labels=labels,
+        )
+        if out.row is None:
+            failed.append(_failure(index, key, item["params"], out))
+        else:
+            started.append(_started(ops, out, key, item["params"], plan))
+    hint = f"Started {len(started)} run(s) of '{wf}'; {len(failed)} item(s) refused."
+    wire = Reply("start_run_batch", "", "ok", hint).to_wire()
+    return {**wire, "started": started, "failed": failed}
+
+
+def _failure(index: int, key: str | None, params: Any, out: Outcome) -> dict[str, Any]:
+    entry: dict[str, Any] = {"index": index}
+    if key is not None:
+        entry["idempotency_key"] = key
+    entry.update(params=params, error=out.message, error_code=out.code)
+    return entry
+
+
+def _started(
+    ops: Operations, out: Outcome, key: str | None, params: Any, plan: Plan
+) -> dict[str, Any]:
+    row = out.row
+    assert row is not None  # noqa: S101
+    entry: dict[str, Any] = {"run_id": row.id}
+    if key is not None:
+        entry["idempotency_key"] = key
+    entry.update(params=params, deduped=out.deduped, run_phase=runs.phase(row))
+    if runs.ended(row) and isinstance(row.error, dict):
+        entry["terminal_reason"] = row.error.get("message")
+    actions = first_calls(row, plan, ops.app.handlers)
+    note = "" if actions or runs.ended(row) else " An auto step cannot run here (capability)."
+    entry.update(
+        warnings=[],
+        next_actions=envelope.ordered(actions),
+        context_hint=f"Run '{row.id}' {'found' if out.deduped else 'created'} for workflow "
+        f"'{plan.id}'.{note}",
+    )
+    if out.rerun_of is not None:
+        entry["rerun_of"] = out.rerun_of
+    return entry

@@ -1,0 +1,172 @@
+"""`append_trace`: notes about an agent step recorded before the step is done, and their
+adoption by the `execute_step` that does it (digest §1 "append_trace"; seed `adopted_own`,
+`adopted_anonymous`, `preserved_foreign`).
+
+The entries of one call are one note of the run on channel `realm.trace.<step>`, through
+`Operations.note` (the run's own input buffer: durable, in the run's tenant, sealed like any
+signal payload; the run is not woken). The protocol never consumes it, so the notes stay
+with the run.
+Limits: 200 entries / 102400 bytes per writer (`writer_nonce`), 400 / 204800 per step; a call
+that would pass one is refused whole with `BUFFER_FULL`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+
+from tether.runtime import errors as rt
+from tether.runtime.operations import Operations
+from tether.runtime.realm.plan import Plan
+from tether.tools.realm import runs
+from tether.tools.realm.envelope import Reply, refusal
+
+WRITER_LIMIT: Final = (200, 102400)
+STEP_LIMIT: Final = (400, 204800)
+ANONYMOUS: Final = ""
+
+
+def channel(step: str) -> str:
+    return f"realm.trace.{step}"
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One `append_trace` call as buffered: its writer (`""` with no nonce), entries, bytes."""
+
+    writer: str
+    entries: int
+    size: int
+
+
+def batches(payloads: Sequence[Any]) -> list[Batch]:
+    return [
+        Batch(str(p.get("writer") or ANONYMOUS), len(p["entries"]), int(p.get("bytes", 0)))
+        for p in payloads
+        if isinstance(p, dict) and isinstance(p.get("entries"), list)
+    ]
+
+
+def adoption(payloads: Sequence[Any], nonce: str | None) -> dict[str, int]:
+    """`adopted_own` (this writer's), `adopted_anonymous` (no writer), `preserved_foreign`
+    (another writer's entries, kept but not attached to the answer)."""
+    own = anonymous = foreign = 0
+    for b in batches(payloads):
+        if b.writer == ANONYMOUS:
+            anonymous += b.entries
+        elif nonce is not None and b.writer == nonce:
+            own += b.entries
+        else:
+            foreign += b.entries
+    return {"adopted_own": own, "adopted_anonymous": anonymous, "preserved_foreign": foreign}
+
+
+def _usage(found: list[Batch], writer: str) -> tuple[int, int, int, int]:
+    mine = [b for b in found if b.writer == writer]
+    return (
+        sum(b.entries for b in mine),
+        sum(b.size for b in mine),
+        sum(b.entries for b in found),
+        sum(b.size for b in found),
+    )
+
+
+def _not_eligible(step: str, run_id: str, version: int, state: str) -> Reply:
+    return refusal(
+        "append_trace",
+        run_id,
+        "STATE_STEP_NOT_ELIGIBLE",
+        f"Step '{step}' takes no trace entries now (step_state: {state}).",
+        run_version=version,
+        action="resolve_precondition" if state == "in_progress" else "report_to_user",
+        error_details={"step_state": state},
+    )
+
+
+async def append_trace(
+    ops: Operations, plan_of: Any, a: dict[str, Any], by: str | None
+) -> Reply | dict[str, Any]:
+    run_id, step, entries = a["run_id"], a["step_id"], a["entries"]
+    nonce = a.get("writer_nonce")
+    if nonce is not None and not nonce.strip():
+        return refusal("append_trace", run_id, "VALIDATION_EMPTY_VALUE", "writer_nonce is blank.")
+    if not entries or any(not e["event"].strip() for e in entries):
+        return refusal(
+            "append_trace", run_id, "VALIDATION_EMPTY_VALUE", "entries need a non-empty event."
+        )
+    try:
+        row = (await ops.get(run_id)).current
+    except rt.ExecutionNotFound:
+        return refusal("append_trace", run_id, "STATE_RUN_NOT_FOUND", f"Run '{run_id}' not found.")
+    plan: Plan | None = plan_of(row.workflow)
+    target = plan.step(step) if plan is not None else None
+    if target is None:
+        return refusal(
+            "append_trace",
+            row.id,
+            "STEP_NOT_FOUND",
+            f"Step '{step}' is not in this workflow.",
+            run_version=row.version,
+        )
+    done = set(runs.completed_steps(plan, await ops.steps(row.id)))
+    if target.kind != "agent" or step in done or runs.ended(row):
+        state = "terminal" if runs.ended(row) else "completed" if step in done else target.kind
+        return _not_eligible(step, row.id, row.version, state)
+    return await _buffer(ops, row.id, row.version, step, entries, nonce, by)
+
+
+async def _buffer(
+    ops: Operations,
+    run_id: str,
+    version: int,
+    step: str,
+    entries: list[dict[str, Any]],
+    nonce: str | None,
+    by: str | None,
+) -> Reply | dict[str, Any]:
+    kept = [{k: e[k] for k in ("event", "timestamp", "data") if k in e} for e in entries]
+    size = len(orjson.dumps(kept))
+    found = batches([s.payload for s in await ops.buffered_signals(run_id, channel(step))])
+    writer = nonce or ANONYMOUS
+    w_n, w_b, s_n, s_b = _usage(found, writer)
+    if w_n + len(kept) > WRITER_LIMIT[0] or w_b + size > WRITER_LIMIT[1]:
+        return _full(run_id, version, "writer", WRITER_LIMIT, w_n, w_b)
+    if s_n + len(kept) > STEP_LIMIT[0] or s_b + size > STEP_LIMIT[1]:
+        return _full(run_id, version, "step", STEP_LIMIT, s_n, s_b)
+    payload = {"writer": writer, "entries": kept, "bytes": size}
+    try:
+        await ops.note(run_id, channel(step), payload, by=by)
+    except rt.RunEnded:
+        return _not_eligible(step, run_id, version, "terminal")
+    row = (await ops.get(run_id)).current
+    hint = f"{len(kept)} trace entr{'y' if len(kept) == 1 else 'ies'} recorded for step '{step}'."
+    wire = Reply("append_trace", run_id, "ok", hint, row.version).to_wire()
+    return {
+        **wire,
+        "run_phase": runs.phase(row),
+        "step_id": step,
+        "accepted": len(kept),
+        "writer": _counts(w_n + len(kept), w_b + size, WRITER_LIMIT),
+        "file": _counts(s_n + len(kept), s_b + size, STEP_LIMIT),
+    }
+
+
+def _full(
+    run_id: str, version: int, scope: str, limit: tuple[int, int], used_n: int, used_b: int
+) -> Reply:
+    return refusal(
+        "append_trace",
+        run_id,
+        "BUFFER_FULL",
+        f"The {scope} trace buffer is full ({used_n}/{limit[0]} entries, "
+        f"{used_b}/{limit[1]} bytes); nothing was recorded.",
+        run_version=version,
+        error_details={"scope": scope, **_counts(used_n, used_b, limit)},
+    )
+
+
+def _counts(entries: int, size: int, limit: tuple[int, int]) -> dict[str, int]:
+    return {"entries": entries, "bytes": size, "max_entries": limit[0], "max_bytes": limit[1]}
