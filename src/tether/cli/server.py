@@ -82,6 +82,7 @@ def worker(settings: Settings) -> int:
             janitor_interval_s=settings.janitor_interval_s,
             pool_size=settings.pool_size,
             dags_dir=settings.dags,
+            dags_reload_s=settings.dags_reload_s,
             protocols_dir=settings.protocols,
             encryption=settings.encryption(),
         ) as rt:
