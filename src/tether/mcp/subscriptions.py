@@ -51,6 +51,7 @@ from tether.jsonrpc.errors import (
 )
 from tether.jsonrpc.router import RequestContext, Router, parse_params
 from tether.mcp.server import RUN_URI
+from tether.observability import metrics
 from tether.runtime import errors as runtime_errors
 from tether.runtime.changes import ChangeHub
 from tether.runtime.operations import Operations
@@ -112,7 +113,7 @@ class _Feed:
     ended: bool = False
 
 
-@dataclass
+@dataclass(eq=False)  # kept in a set: by identity
 class _Stream:
     ctx: RequestContext
     tasks: dict[str, _Feed] = field(default_factory=dict)
@@ -163,6 +164,17 @@ class Subscriptions:
         self.limits = limits
         self.watch_tools = watch_tools  # None: the tool list never changes while serving
         self.open: Counter[str] = Counter()  # open streams per principal name
+        self.streams: set[_Stream] = set()
+        metrics.count_subscriptions(self)
+
+    def metric_counts(self) -> metrics.SubscriptionCounts:
+        """The open streams and what they follow (the subscription gauges, at scrape time)."""
+        tasks = sum(not f.ended for s in self.streams for f in s.tasks.values())
+        resources = sum(not f.ended for s in self.streams for f in s.resources.values())
+        tools = sum(s.unwatch_tools is not None for s in self.streams)
+        return metrics.SubscriptionCounts(
+            len(self.streams), (tasks, resources, tools), self.hub.watched_ids
+        )
 
     def register(self, router: Router) -> None:
         router.add(METHOD, self.listen, always_streams=True)
@@ -188,9 +200,11 @@ class Subscriptions:
             )
         self.open[who] += 1
         stream = _Stream(ctx)
+        self.streams.add(stream)
         try:
             return await self._serve(stream, task_ids, uris, wanted)
         finally:
+            self.streams.discard(stream)
             if stream.unwatch_tools is not None:
                 stream.unwatch_tools()
             self.hub.leave(stream.wake, {i for f in stream.feeds() for i in f.wake_ids})
@@ -349,6 +363,7 @@ class Subscriptions:
             async with asyncio.timeout(self.limits.send_timeout_s):
                 await ctx.notify(method, params)
         except TimeoutError:
+            metrics.subscription_dropped("slow_client")
             raise LimitReached(
                 f"the client took no frame for {self.limits.send_timeout_s:g}s; the "
                 "subscription was dropped: listen again (the current views come first)"
