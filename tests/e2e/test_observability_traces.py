@@ -1,8 +1,8 @@
 """One trace from a client's `traceparent` through a server restart to the run's end: the
 MCP request span continues the client's trace, every run attempt (on whichever server) is a
 child of that request span, and each step a child of its attempt. The SDK's in-memory
-exporter collects the spans. Known gap: a graceful restart, not kill -9 (spans of a killed
-process are lost with it; the stored trace context is what survives, and is what this tests)."""
+exporter collects the spans. This is the graceful handover; test_observability_kill_trace.py
+SIGKILLs the server mid-run."""
 
 from __future__ import annotations
 
