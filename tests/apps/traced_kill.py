@@ -7,8 +7,8 @@ that recovers the run) `hold` returns at once and the run completes.
 
 from __future__ import annotations
 
-import asyncio
 import os
+import time
 from pathlib import Path
 
 from tether.runtime.context import Context
@@ -21,11 +21,11 @@ def double(value: int) -> int:
     return value * 2
 
 
-async def hold(value: int) -> int:
+def hold(value: int) -> int:
     marker = os.environ.get("HOLD_FILE")
     if marker:
         Path(marker).write_text(str(os.getpid()))
-        await asyncio.sleep(3600)  # until SIGKILL
+        time.sleep(3600)  # until SIGKILL (a sync step runs in a thread)
     return value + 1
 
 
