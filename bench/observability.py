@@ -246,6 +246,27 @@ def span_cost(spans: int = 20000) -> dict[str, float]:
     return out
 
 
+def metrics_cost(items: int = 20000) -> dict[str, float]:
+    """CPU microseconds of the metric calls one `tasks/get` and one one-step run make, in a
+    tight loop (the recording calls of observability/metrics.py, as the app and worker make
+    them)."""
+    import time
+
+    from tether.observability import metrics
+
+    began = time.process_time()
+    for _ in range(items):
+        metrics.request_finished("tasks/get", "", "ok", 0.001)
+    per_request = (time.process_time() - began) / items * 1e6
+    began = time.process_time()
+    for _ in range(items):
+        metrics.run_claimed("bench", 1, 0)
+        metrics.step_finished("bench", "completed", 0.001)
+        metrics.attempt_finished("bench", "completed", 0.01)
+        metrics.run_ended("bench", "completed", 0.02)
+    return {"tasks/get": per_request, "engine": (time.process_time() - began) / items * 1e6}
+
+
 def report(seen: dict[str, Rounds]) -> tuple[list[str], bool]:
     """Markdown rows: per measure and mode, the median rate and its paired ratio to `off`
     (median over rounds, with the rounds' range), the median CPU per item and its paired ratio
@@ -296,6 +317,11 @@ async def main_async(args: argparse.Namespace) -> int:
         lines, ok = report(seen)
         print("\n".join(lines))
         off = statistics.median(r["off"][1] for r in seen["tasks/get"])
+        for measure, cost in metrics_cost().items():
+            if seen[measure]:
+                base = statistics.median(r["off"][1] for r in seen[measure])
+                share = f"{cost / base:.1%} of off"
+                print(f"\nmetric calls per {measure} item: {cost:.1f} µs CPU = {share}")
         for label, cost in span_cost().items():
             share = f"{cost / off:.1%} of tasks/get off"
             print(f"\nper request span, {label}: {cost:.0f} µs CPU = {share}")
