@@ -117,6 +117,9 @@ async def test_one_trace_from_the_client_through_a_restart_to_the_end(
     assert format(request.context.trace_id, "032x") == TRACE_ID
     assert format(request.parent.span_id, "016x") == CLIENT_SPAN
     assert request.attributes is not None and request.attributes["tether.task_id"] == task_id
+    polls = named(spans, "mcp tasks/get")  # the task id known from the params, set at start
+    assert polls and all(p.attributes and p.attributes["tether.task_id"] == task_id for p in polls)
+    assert all(p.attributes and p.attributes["tether.outcome"] == "ok" for p in polls)
     runs = named(spans, "tether.run traced")
     assert [r.attributes["tether.outcome"] for r in runs if r.attributes] == [
         "waiting",
