@@ -30,7 +30,7 @@ from tether.jsonrpc.http import PRINCIPAL_KEY, McpEndpoint
 from tether.jsonrpc.router import RequestContext, Router
 from tether.mcp import observe
 from tether.mcp.server import McpServer, ServerInfo
-from tether.mcp.subscriptions import Limits, Subscriptions, run_resource
+from tether.mcp.subscriptions import Limits, Subscriptions, WatchTools, run_resource
 from tether.observability import exposition, metrics, tracing
 from tether.observability.exposition import Scrape
 from tether.runtime import audit
@@ -52,6 +52,7 @@ from tether.tasks.service import TaskService
 from tether.tools.catalog import Catalog, DaguNames
 from tether.tools.dagu.reading import DaguResources
 from tether.tools.dagu.resolve import resolve_run_uri
+from tether.tools.live import LiveCatalog
 from tether.tools.service import ToolService, ToolSettings
 
 logger = logging.getLogger(__name__)
@@ -62,15 +63,20 @@ def _csv(text: str) -> list[str]:
 
 
 def _subscriptions(
-    router: Router, rt: Runtime, settings: Settings, authorize: Callable[[RequestContext], None]
+    router: Router,
+    rt: Runtime,
+    settings: Settings,
+    authorize: Callable[[RequestContext], None],
+    catalog: Catalog,
 ) -> Subscriptions:
     """subscriptions/listen over the router's tasks/get and resources/read, fed by one change
     hub on the runtime's listener. Resources a stream can follow: a surface registers
     `resolve(uri) -> execution id | None` and which of the run's changes count
-    (runtime/resource_watches.py) on `watches` here."""
+    (runtime/resource_watches.py) on `watches` here. Tool list changes are agreed when the
+    catalog follows reloaded DAG files."""
     watches = ResourceWatches()
     watches.register(run_resource)
-    if rt.ops.app.dags:  # dagu://runs/{name}/{dagRunId}: terminal state and each checkpoint
+    if _serves_dags(rt.ops.app, settings):  # dagu://runs/{name}/{dagRunId}: each checkpoint
 
         async def dagu_run(uri: str) -> str | None:
             return await resolve_run_uri(rt.ops, uri)
@@ -87,7 +93,18 @@ def _subscriptions(
             max_ids=settings.max_subscription_ids,
             send_timeout_s=settings.subscription_send_timeout_s,
         ),
+        watch_tools=_watch_tools(catalog, settings),
     )
+
+
+def _serves_dags(app: App, settings: Settings) -> bool:
+    """DAGs now, or a directory that may bring some while serving."""
+    return bool(app.dags) or settings.dags is not None
+
+
+def _watch_tools(catalog: Catalog, settings: Settings) -> WatchTools | None:
+    """How a listen stream hears of tool list changes: only when DAG files are reloaded."""
+    return catalog.watch if isinstance(catalog, LiveCatalog) and settings.dags else None
 
 
 def _state_key(settings: Settings) -> bytes:
@@ -135,25 +152,23 @@ def _authorizer(catalog: Catalog) -> Callable[[RequestContext], None]:
     return authorize
 
 
-def _param_schema(catalog: Catalog) -> Callable[[str], dict[str, Any] | None]:
-    """A tool's input schema by name (the header ladder checks Mcp-Param-* against it)."""
-
-    def param_schema(name: str) -> dict[str, Any] | None:
-        tool = catalog.get(name)
-        return tool.input_schema if tool is not None else None
-
-    return param_schema
+def dagu_names(settings: Settings) -> DaguNames:
+    return DaguNames(settings.dagu_tool_name, settings.dagu_read_tool_name)
 
 
 def build_endpoint(
-    app: App, rt: Runtime, settings: Settings, auditor: AuditWriter | None = None
+    app: App,
+    rt: Runtime,
+    settings: Settings,
+    auditor: AuditWriter | None = None,
+    catalog: Catalog | None = None,
 ) -> McpEndpoint:
-    """The MCP endpoint over a running runtime; `auditor` receives its audit entries."""
+    """The MCP endpoint over a running runtime; `auditor` receives its audit entries;
+    `catalog`: the tools served (default: built once from the app; a LiveCatalog that is
+    following the app's DAGs serves reloaded DAG files' tools and tells listeners)."""
     state_key = _state_key(settings)
-    info = ServerInfo()
-    catalog = Catalog.build(
-        app, dagu=DaguNames(settings.dagu_tool_name, settings.dagu_read_tool_name)
-    )
+    catalog = catalog if catalog is not None else Catalog.build(app, dagu=dagu_names(settings))
+    info = ServerInfo(tools_list_changed=_watch_tools(catalog, settings) is not None)
     tasks = TaskService(
         rt.ops,
         served=catalog.in_catalog,
@@ -171,11 +186,11 @@ def build_endpoint(
         ),
     )
     router = Router()
-    McpServer(app, rt.ops, info, dagu=DaguResources(rt.ops) if app.dags else None).register(router)
+    dagu = DaguResources(rt.ops) if _serves_dags(app, settings) else None
+    McpServer(app, rt.ops, info, dagu=dagu).register(router)
     tools.register(router)
     task_methods.register(router, tasks)
     server_info = info.implementation()
-
     record = _recorder(auditor, catalog.authorizes_itself)
 
     def stamp(ctx: RequestContext, result: dict[str, Any]) -> None:
@@ -189,11 +204,11 @@ def build_endpoint(
 
     authorize = _authorizer(catalog)
 
-    _subscriptions(router, rt, settings, authorize).register(router)
+    _subscriptions(router, rt, settings, authorize, catalog).register(router)
     return McpEndpoint(
         router,
         max_body_bytes=settings.max_body_bytes,
-        param_schema=_param_schema(catalog),
+        param_schema=catalog.schema_of,
         authorize=authorize,
         on_result=stamp,
         on_error=failed,
@@ -325,6 +340,7 @@ def create_app(
                 pool_size=settings.pool_size,
                 max_payload_bytes=settings.max_payload_bytes,
                 dags_dir=settings.dags,
+                dags_reload_s=settings.dags_reload_s,
                 protocols_dir=settings.protocols,
                 encryption=settings.encryption(),
                 audit_retention_days=settings.audit_retention_days,
@@ -332,23 +348,21 @@ def create_app(
             access_control(rt, auth) as auditor,
             console(settings, rt, auth, auditor) as web_console,
         ):
-            web.state.endpoint = build_endpoint(app, rt, settings, auditor)
-            web.state.scrape = Scrape(functools.partial(probes.snapshot, rt))
-            web.state.runtime = rt
-            web.state.auditor = auditor
-            web.state.tokens = auth.store
-            web.state.console = web_console
-            if tune_gc:
-                gc_tuning.tune_gc()
-            try:
-                async with metrics_port(settings, web.state.scrape):
-                    yield
-            finally:
-                web.state.runtime = None
-                web.state.endpoint = None
-                web.state.auditor = None
-                web.state.tokens = None
-                web.state.console = None
+            with LiveCatalog(app, dagu=dagu_names(settings)).following() as catalog:
+                endpoint = build_endpoint(app, rt, settings, auditor, catalog)
+                scrape = Scrape(functools.partial(probes.snapshot, rt))
+                published = {"endpoint": endpoint, "scrape": scrape, "runtime": rt}
+                published |= {"auditor": auditor, "tokens": auth.store, "console": web_console}
+                for name, value in published.items():
+                    setattr(web.state, name, value)
+                if tune_gc:
+                    gc_tuning.tune_gc()
+                try:
+                    async with exposition.serving(settings.host, settings.metrics_port, scrape):
+                        yield
+                finally:  # the scrape stays: /metrics answers 503 once runtime is None
+                    for name in ("runtime", "endpoint", "auditor", "tokens", "console"):
+                        setattr(web.state, name, None)
 
     routes: list[BaseRoute] = [
         Route(HEALTH_PATH, _health(app)),
@@ -381,18 +395,3 @@ async def metrics_route(request: Request) -> Response:
     if scrape is None or getattr(request.app.state, "runtime", None) is None:
         return JSONResponse({"status": "starting"}, status_code=503)
     return Response(await scrape.render(), media_type=exposition.CONTENT_TYPE)
-
-
-@contextlib.asynccontextmanager
-async def metrics_port(settings: Settings, scrape: Scrape) -> AsyncIterator[None]:
-    """With TETHER_METRICS_PORT, also serve /metrics there (plain, no security layer: bind
-    it to a network only the scraper reaches)."""
-    if settings.metrics_port is None:
-        yield
-        return
-    server = await exposition.serve(settings.host, settings.metrics_port, scrape)
-    try:
-        yield
-    finally:
-        server.close()
-        await server.wait_closed()

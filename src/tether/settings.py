@@ -67,6 +67,9 @@ class Settings(BaseModel):
     dags: Path | None = Field(
         None, description="directory of DAG files (Dagu YAML) to serve, reloaded on change"
     )
+    dags_reload_s: float = Field(
+        2.0, gt=0, description="how often the DAG directory is checked for changed files"
+    )
     protocols: Path | None = Field(
         None, description="directory of protocol workflows (Realm YAML) loaded at start"
     )

@@ -240,3 +240,21 @@ handlerOn:
         row = await run_to_end(rt, "handled")
     assert row.status == "completed", row.error
     assert log.read_text().split() == ["only", "success", "exit"]
+
+
+async def test_the_spec_is_written_with_the_first_steps_result(start: Start) -> None:
+    """One commit per step: the recorded spec (`dag:spec`) rides on the first step's write,
+    not on a commit of its own (issue 12's shell-step benchmark); each later step commits."""
+    app = App()
+    app.dag(
+        "name: two\ntype: chain\nsteps: [{name: a, command: echo a}, {name: b, command: echo b}]"
+    )
+    async with start(app) as rt:
+        row = await run_to_end(rt, "two")
+        async with rt.pool.acquire() as conn:
+            rows = await conn.fetch(
+                "SELECT name, xmin::text AS tx FROM steps WHERE execution_id = $1", row.id
+            )
+    assert row.status == "completed", row.error
+    tx = {r["name"]: r["tx"] for r in rows}
+    assert tx["dag:spec"] == tx["node:a"] != tx["node:b"], tx

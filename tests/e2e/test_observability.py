@@ -12,6 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e.conftest import ServeFn
 from tests.mcp_client import McpClient
+from tests.sse import listen
 from tether import Context
 from tether.runtime.registry import App
 from tether.security.tokens import new_token
@@ -171,3 +172,63 @@ async def test_metrics_and_readyz_sit_behind_the_security_layer(mcp_server: Serv
         }
         samples = await scrape(base, auth)
         assert value(samples, "tether_database_up") == 1
+
+
+async def test_subscription_gauges_follow_listen_streams(
+    mcp_server: ServeFn, client: Callable[[str], McpClient]
+) -> None:
+    """Issue 18: open listen streams and what they follow (task ids, resource URIs, by kind:
+    a bounded label, never an id), read at scrape time: up when a stream opens, down as a
+    followed run ends and when the stream closes."""
+    async with mcp_server(app) as url:
+        base = url.removesuffix("/mcp")
+        c = client(url)
+        a, b = [
+            (await c.result("tools/call", {"name": "start_parks", "arguments": {}}))["taskId"]
+            for _ in range(2)
+        ]
+        before = await scrape(base)
+
+        def delta(s: Samples, name: str, **labels: str) -> float:
+            return value(s, name, **labels) - value(before, name, **labels)
+
+        wanted = {
+            "taskIds": [a, b, "ex_nosuchtask"],
+            "resourceSubscriptions": [f"tether://runs/{a}"],
+        }
+        async with listen(c, wanted) as stream:
+            await stream.next()  # the ack: both tasks and the resource agreed
+            opened = await scrape(base)
+            assert delta(opened, "tether_subscriptions") == 1
+            assert delta(opened, "tether_subscription_feeds", kind="task") == 2
+            assert delta(opened, "tether_subscription_feeds", kind="resource") == 1
+            assert delta(opened, "tether_subscription_feeds", kind="tools_list") == 0
+            assert delta(opened, "tether_subscription_watched_runs") == 2
+            assert not any(a in str(key) or b in str(key) for key in opened)
+            await c.result(
+                "tools/call", {"name": "signal_parks", "arguments": {"handle": a, "name": "go"}}
+            )
+            while True:  # until a's final view arrives
+                frame = await stream.next()
+                params = frame.get("params", {})
+                if params.get("taskId") == a and params.get("status") == "completed":
+                    break
+            ended = await scrape_until(
+                base,
+                lambda s: (
+                    delta(s, "tether_subscription_feeds", kind="task") == 1
+                    and delta(s, "tether_subscription_feeds", kind="resource") == 0
+                ),
+            )
+            assert delta(ended, "tether_subscriptions") == 1
+        await scrape_until(
+            base,
+            lambda s: (
+                delta(s, "tether_subscriptions") == 0
+                and delta(s, "tether_subscription_feeds", kind="task") == 0
+                and delta(s, "tether_subscription_watched_runs") == 0
+            ),
+        )
+        await c.result(
+            "tools/call", {"name": "signal_parks", "arguments": {"handle": b, "name": "go"}}
+        )

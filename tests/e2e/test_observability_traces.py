@@ -1,8 +1,8 @@
 """One trace from a client's `traceparent` through a server restart to the run's end: the
 MCP request span continues the client's trace, every run attempt (on whichever server) is a
 child of that request span, and each step a child of its attempt. The SDK's in-memory
-exporter collects the spans. Known gap: a graceful restart, not kill -9 (spans of a killed
-process are lost with it; the stored trace context is what survives, and is what this tests)."""
+exporter collects the spans. This is the graceful handover; test_observability_kill_trace.py
+SIGKILLs the server mid-run."""
 
 from __future__ import annotations
 
@@ -117,6 +117,9 @@ async def test_one_trace_from_the_client_through_a_restart_to_the_end(
     assert format(request.context.trace_id, "032x") == TRACE_ID
     assert format(request.parent.span_id, "016x") == CLIENT_SPAN
     assert request.attributes is not None and request.attributes["tether.task_id"] == task_id
+    polls = named(spans, "mcp tasks/get")  # the task id known from the params, set at start
+    assert polls and all(p.attributes and p.attributes["tether.task_id"] == task_id for p in polls)
+    assert all(p.attributes and p.attributes["tether.outcome"] == "ok" for p in polls)
     runs = named(spans, "tether.run traced")
     assert [r.attributes["tether.outcome"] for r in runs if r.attributes] == [
         "waiting",

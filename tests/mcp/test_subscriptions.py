@@ -8,6 +8,7 @@ import asyncio
 from typing import Any, cast
 
 import pytest
+from prometheus_client import REGISTRY
 
 from tether.jsonrpc import codes
 from tether.jsonrpc.errors import LimitReached
@@ -47,10 +48,13 @@ async def test_a_subscriber_that_takes_no_frame_is_dropped_with_a_clear_error() 
     )
     ctx = RequestContext("subscriptions/listen", {}, Route("modern", "2026-07-28"), {}, 9)
     ctx.notify = never
+    dropped = ("tether_subscriptions_dropped_total", {"reason": "slow_client"})
+    before = REGISTRY.get_sample_value(*dropped) or 0.0
     with pytest.raises(LimitReached) as caught:
         async with asyncio.timeout(5):
             await subs._send(ctx, "notifications/tasks", {"taskId": "t"})
     assert caught.value.code == codes.LIMIT_REACHED
+    assert REGISTRY.get_sample_value(*dropped) == before + 1
 
 
 def test_the_hub_wakes_only_the_watchers_of_an_id_and_everyone_on_reconnect() -> None:

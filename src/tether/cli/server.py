@@ -11,11 +11,10 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from tether import gc_tuning
-from tether.app import metrics_port
 from tether.database_url import database_url
 from tether.loader import load_app
 from tether.observability import metrics, tracing
-from tether.observability.exposition import Scrape
+from tether.observability.exposition import Scrape, serving
 from tether.runtime import health
 from tether.runtime.service import migrate_database, running
 from tether.settings import Settings
@@ -82,12 +81,14 @@ def worker(settings: Settings) -> int:
             janitor_interval_s=settings.janitor_interval_s,
             pool_size=settings.pool_size,
             dags_dir=settings.dags,
+            dags_reload_s=settings.dags_reload_s,
             protocols_dir=settings.protocols,
             encryption=settings.encryption(),
         ) as rt:
             logger.info("worker %s running %d workflows", rt.workers[0].owner, len(app.workflows))
             gc_tuning.tune_gc()
-            async with metrics_port(settings, Scrape(functools.partial(health.snapshot, rt))):
+            scrape = Scrape(functools.partial(health.snapshot, rt))
+            async with serving(settings.host, settings.metrics_port, scrape):
                 await stop.wait()
         return 0
 

@@ -62,6 +62,9 @@ class RequestObservation:
             attributes = {"mcp.method.name": self._ctx.method}
             if self._tool:
                 attributes["mcp.tool.name"] = self._tool
+            task_id = self._ctx.params.get("taskId")
+            if isinstance(task_id, str):  # known now: one attribute fewer to set at the end
+                attributes["tether.task_id"] = task_id
             self._span = tracing.start(
                 f"mcp {self._ctx.method}" + (f" {self._tool}" if self._tool else ""),
                 context=tracing.parent(*_carrier(self._ctx)),
@@ -96,7 +99,7 @@ class RequestObservation:
         )
         if self._span is not None:
             task_id = _task_id(self._ctx, result)
-            if task_id is not None:
+            if task_id is not None and task_id != self._ctx.params.get("taskId"):
                 self._span.set_attribute("tether.task_id", task_id)
             tracing.outcome(self._span, outcome, error=outcome != "ok")
             self._span.end()

@@ -33,6 +33,8 @@ class ServerInfo:
     version: str = __version__
     instructions: str | None = None
     discover_ttl_ms: int = 60_000
+    # the tool list may change while serving (DAG files reloaded) and a listen stream says so
+    tools_list_changed: bool = False
 
     def implementation(self) -> dict[str, Any]:
         return {"name": self.name, "version": self.version}
@@ -55,8 +57,12 @@ class CompleteParams(BaseModel):
     argument: dict[str, Any]
 
 
-def capabilities(app: App, *, modern: bool) -> dict[str, Any]:
-    caps: dict[str, Any] = {"tools": {"listChanged": False}, "resources": {}, "prompts": {}}
+def capabilities(app: App, *, modern: bool, tools_list_changed: bool = False) -> dict[str, Any]:
+    """`tools_list_changed`: the server tells of tool list changes — on a 2026-07-28
+    `subscriptions/listen` stream only (a 2025 client has no stream to receive them on: this
+    server answers GET with 405), so a 2025 client is told `listChanged: false`."""
+    listed = tools_list_changed and modern
+    caps: dict[str, Any] = {"tools": {"listChanged": listed}, "resources": {}, "prompts": {}}
     if any(p.completions for p in app.prompts.values()):
         caps["completions"] = {}
     if modern:
@@ -107,7 +113,9 @@ class McpServer:
     async def discover(self, ctx: RequestContext) -> dict[str, Any]:
         result: dict[str, Any] = {
             "supportedVersions": [codes.MODERN_VERSION],
-            "capabilities": capabilities(self.app, modern=True),
+            "capabilities": capabilities(
+                self.app, modern=True, tools_list_changed=self.info.tools_list_changed
+            ),
             "ttlMs": self.info.discover_ttl_ms,
             "cacheScope": "public",
         }

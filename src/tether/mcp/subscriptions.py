@@ -6,16 +6,19 @@ otherwise); each id is agreed when `tasks/get` for it, with the listener's own r
 context, authorization and scoping, succeeds (an unknown or foreign id is left out of the ack,
 as `tasks/get` would refuse it). `notifications.resourceSubscriptions` URIs are agreed when a
 registered resolver claims them (runtime/resource_watches.py) and `resources/read` of the URI
-succeeds for this caller. The list-changed kinds are never agreed: this server's lists do not
-change while it runs (its capabilities say `listChanged: false`).
+succeeds for this caller. `toolsListChanged` is agreed when the server's tool list can change
+while it runs (`tether serve --dags DIR`: DAG files come and go; tools/live.py); the prompt and
+resource list kinds are never agreed (those lists do not change while it runs).
 
 Stream. First `notifications/subscriptions/acknowledged` with what was agreed, then the current
 view of every agreed task (a client that re-listens after a drop loses nothing), then one
 frame per change of a task's view (status, statusMessage, inputRequests, result, error) —
 each the `DetailedTask` `tasks/get` returns at that moment, computed from the row, without
 `resultType`, with `_meta` naming the subscription. A task whose view is terminal sends that
-view once and is dropped from the stream; when nothing agreed is left to watch the stream
-ends with the listen result (the graceful close of the core schema). Changes arrive through
+view once and is dropped from the stream; a change of the tool list is one
+`notifications/tools/list_changed` (changes close together may share one); when nothing
+agreed is left to watch (an agreed `toolsListChanged` is never done) the stream ends with the
+listen result (the graceful close of the core schema). Changes arrive through
 the process's one change hub (runtime/changes.py), fed by the one LISTEN connection, so a
 change written by any server or worker process reaches every subscriber.
 
@@ -48,6 +51,7 @@ from tether.jsonrpc.errors import (
 )
 from tether.jsonrpc.router import RequestContext, Router, parse_params
 from tether.mcp.server import RUN_URI
+from tether.observability import metrics
 from tether.runtime import errors as runtime_errors
 from tether.runtime.changes import ChangeHub
 from tether.runtime.operations import Operations
@@ -60,11 +64,14 @@ METHOD: Final = "subscriptions/listen"
 ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
 TASK_NOTIFICATION: Final = "notifications/tasks"
 RESOURCE_UPDATED: Final = "notifications/resources/updated"
+TOOLS_CHANGED: Final = "notifications/tools/list_changed"
 TERMINAL_TASK_STATUSES: Final = frozenset({"completed", "failed", "cancelled"})
 #: The parts of a task view whose change is worth a frame (lastUpdatedAt alone is not).
 VIEW_FIELDS: Final = ("status", "statusMessage", "inputRequests", "result", "error")
 
 Authorize = Callable[[RequestContext], None]
+# Calls its argument whenever tools/list changes; returns the function that stops it.
+WatchTools = Callable[[Callable[[], None]], Callable[[], None]]
 
 
 class Filter(BaseModel):
@@ -106,13 +113,23 @@ class _Feed:
     ended: bool = False
 
 
-@dataclass
+@dataclass(eq=False)  # kept in a set: by identity
 class _Stream:
     ctx: RequestContext
     tasks: dict[str, _Feed] = field(default_factory=dict)
     resources: dict[str, _Feed] = field(default_factory=dict)
     dirty: set[str] = field(default_factory=set)  # feed keys to look at again
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+    unwatch_tools: Callable[[], None] | None = None  # set while toolsListChanged is agreed
+    tools_changed: bool = False  # a tools/list change not yet sent
+
+    def tool_list_changed(self) -> None:
+        self.tools_changed = True
+        self.changed.set()
+
+    def live(self) -> bool:
+        """Whether anything agreed is left to watch."""
+        return self.unwatch_tools is not None or any(not f.ended for f in self.feeds())
 
     def feeds(self) -> list[_Feed]:
         return [*self.tasks.values(), *self.resources.values()]
@@ -137,6 +154,7 @@ class Subscriptions:
         watches: ResourceWatches | None = None,
         authorize: Authorize | None = None,
         limits: Limits = Limits(),
+        watch_tools: WatchTools | None = None,
     ) -> None:
         self.router = router
         self.ops = ops
@@ -144,7 +162,19 @@ class Subscriptions:
         self.watches = watches or ResourceWatches()
         self.authorize = authorize
         self.limits = limits
+        self.watch_tools = watch_tools  # None: the tool list never changes while serving
         self.open: Counter[str] = Counter()  # open streams per principal name
+        self.streams: set[_Stream] = set()
+        metrics.count_subscriptions(self)
+
+    def metric_counts(self) -> metrics.SubscriptionCounts:
+        """The open streams and what they follow (the subscription gauges, at scrape time)."""
+        tasks = sum(not f.ended for s in self.streams for f in s.tasks.values())
+        resources = sum(not f.ended for s in self.streams for f in s.resources.values())
+        tools = sum(s.unwatch_tools is not None for s in self.streams)
+        return metrics.SubscriptionCounts(
+            len(self.streams), (tasks, resources, tools), self.hub.watched_ids
+        )
 
     def register(self, router: Router) -> None:
         router.add(METHOD, self.listen, always_streams=True)
@@ -170,9 +200,13 @@ class Subscriptions:
             )
         self.open[who] += 1
         stream = _Stream(ctx)
+        self.streams.add(stream)
         try:
             return await self._serve(stream, task_ids, uris, wanted)
         finally:
+            self.streams.discard(stream)
+            if stream.unwatch_tools is not None:
+                stream.unwatch_tools()
             self.hub.leave(stream.wake, {i for f in stream.feeds() for i in f.wake_ids})
             self.open[who] -= 1
             if not self.open[who]:
@@ -200,12 +234,18 @@ class Subscriptions:
             agreed["taskIds"] = list(stream.tasks)
         if wanted.resourceSubscriptions is not None:
             agreed["resourceSubscriptions"] = list(stream.resources)
+        if wanted.toolsListChanged and self.watch_tools is not None:
+            stream.unwatch_tools = self.watch_tools(stream.tool_list_changed)
+            agreed["toolsListChanged"] = True
         await self._send(ctx, ACKNOWLEDGED, {"notifications": agreed})
         for task_id, view in views.items():
             await self._report(stream, stream.tasks[task_id], view)
-        while any(not f.ended for f in stream.feeds()):
+        while stream.live():
             await stream.changed.wait()
             stream.changed.clear()
+            if stream.tools_changed:
+                stream.tools_changed = False
+                await self._send(ctx, TOOLS_CHANGED, {})
             keys, stream.dirty = stream.dirty, set()
             for key in keys:
                 await self._refresh(stream, key)
@@ -323,6 +363,7 @@ class Subscriptions:
             async with asyncio.timeout(self.limits.send_timeout_s):
                 await ctx.notify(method, params)
         except TimeoutError:
+            metrics.subscription_dropped("slow_client")
             raise LimitReached(
                 f"the client took no frame for {self.limits.send_timeout_s:g}s; the "
                 "subscription was dropped: listen again (the current views come first)"

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -156,3 +156,18 @@ async def serve(host: str, port: int, scrape: Scrape) -> asyncio.Server:
                 writer.close()
 
     return await asyncio.start_server(handle, host, port)
+
+
+@contextlib.asynccontextmanager
+async def serving(host: str, port: int | None, scrape: Scrape) -> AsyncIterator[None]:
+    """With a port (TETHER_METRICS_PORT), also serve /metrics there while the block runs
+    (plain, no security layer: bind it to a network only the scraper reaches)."""
+    if port is None:
+        yield
+        return
+    server = await serve(host, port, scrape)
+    try:
+        yield
+    finally:
+        server.close()
+        await server.wait_closed()

@@ -8,9 +8,14 @@ benchmark's baseline; `TETHER_METRICS=false`).
 
 from __future__ import annotations
 
-from typing import Final
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Final, Protocol
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import REGISTRY, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 # Step and request latencies: milliseconds to minutes; runs: seconds to days.
 _FAST: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
@@ -73,6 +78,13 @@ REQUEST_DURATION: Final = Histogram(
     buckets=_FAST,
 )
 SSE_STREAMS: Final = Gauge("tether_sse_streams", "Open SSE response streams")
+SUBSCRIPTIONS_DROPPED: Final = Counter(
+    "tether_subscriptions_dropped",
+    "subscriptions/listen streams the server ended because the client took no frame in time",
+    ["reason"],
+)
+#: What a listen stream follows (the label values of tether_subscription_feeds).
+FEED_KINDS: Final = ("task", "resource", "tools_list")
 
 enabled = True
 
@@ -122,3 +134,59 @@ def request_finished(method: str, tool: str, outcome: str, seconds: float) -> No
 def stream_changed(delta: int) -> None:
     """An SSE response stream opened (+1) or closed (-1)."""
     SSE_STREAMS.inc(delta)
+
+
+def subscription_dropped(reason: str) -> None:
+    if enabled:
+        SUBSCRIPTIONS_DROPPED.labels(reason).inc()
+
+
+@dataclass(frozen=True)
+class SubscriptionCounts:
+    """What one process's open `subscriptions/listen` streams hold, read at scrape time."""
+
+    streams: int = 0
+    feeds: tuple[int, int, int] = (0, 0, 0)  # by FEED_KINDS: task ids, resource URIs, tool list
+    watched_runs: int = 0  # execution ids the change hub wakes streams for
+
+
+class SubscriptionSource(Protocol):
+    def metric_counts(self) -> SubscriptionCounts: ...
+
+
+class _SubscriptionCollector(Collector):
+    """Sums the counts of every live subscription service of the process (held weakly: a
+    server that stopped drops out by itself). Read at scrape time, so nothing drifts."""
+
+    def __init__(self) -> None:
+        self.sources: weakref.WeakSet[SubscriptionSource] = weakref.WeakSet()
+
+    def collect(self) -> Iterator[Metric]:
+        counts = [source.metric_counts() for source in list(self.sources)]
+        yield GaugeMetricFamily(
+            "tether_subscriptions",
+            "Open subscriptions/listen streams",
+            value=sum(c.streams for c in counts),
+        )
+        feeds = GaugeMetricFamily(
+            "tether_subscription_feeds",
+            "What open listen streams follow: task ids, resource URIs, tool list changes",
+            labels=["kind"],
+        )
+        for i, kind in enumerate(FEED_KINDS):
+            feeds.add_metric([kind], sum(c.feeds[i] for c in counts))
+        yield feeds
+        yield GaugeMetricFamily(
+            "tether_subscription_watched_runs",
+            "Runs whose changes wake a listen stream (ids the change hub routes)",
+            value=sum(c.watched_runs for c in counts),
+        )
+
+
+_SUBSCRIPTIONS: Final = _SubscriptionCollector()
+REGISTRY.register(_SUBSCRIPTIONS)
+
+
+def count_subscriptions(source: SubscriptionSource) -> None:
+    """Report `source`'s open streams in the subscription gauges while it lives."""
+    _SUBSCRIPTIONS.sources.add(source)

@@ -51,7 +51,8 @@ def configure(env: Mapping[str, str] | None = None) -> bool:
         SpanExporter,
     )
 
-    provider = TracerProvider(resource=Resource.create({"service.name": "tether"}))
+    base = Resource.create({"service.name": "tether"})
+    provider = TracerProvider(resource=_resource_type()(base.attributes, base.schema_url))
     exporter: SpanExporter
     if env.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "console":
         exporter = ConsoleSpanExporter()
@@ -65,6 +66,23 @@ def configure(env: Mapping[str, str] | None = None) -> bool:
     trace.set_tracer_provider(provider)
     enable(provider)
     return True
+
+
+def _resource_type() -> type[Any]:
+    """A Resource whose hash is computed once. The OTLP encoder groups every exported span by
+    its resource, and the SDK's `Resource.__hash__` serialises the attributes to JSON each time:
+    a sixth of the exporter's time under `tasks/get` load (bench/observability.py, py-spy)."""
+    from opentelemetry.sdk.resources import Resource
+
+    class HashedResource(Resource):
+        def __init__(self, attributes: Any, schema_url: str | None = None) -> None:
+            super().__init__(attributes, schema_url)
+            self._hash = super().__hash__()
+
+        def __hash__(self) -> int:
+            return self._hash
+
+    return HashedResource
 
 
 def enable(provider: Any) -> None:

@@ -57,10 +57,6 @@ def _return_adapter(fn: Callable[..., Any]) -> TypeAdapter[Any]:
     return TypeAdapter(hint)
 
 
-def _iso(dt: datetime) -> str:
-    return dt.isoformat()
-
-
 def _utcnow() -> datetime:
     return datetime.now(UTC)
 
@@ -135,9 +131,12 @@ class Context:
         name: str | None = None,
         retry: RetryPolicy | None = None,
         timeout: float | timedelta | None = None,
+        lazy: bool = False,
         **kwargs: Any,
     ) -> Any:
         """Run `fn(*args, **kwargs)` once and checkpoint its result; replay returns the record.
+        `lazy`: the result is written with the run's next write, not on its own (for a cheap
+        read with no effect: lost in a crash before that write, it simply runs again).
 
         Sync functions run in a thread. A failure is retried per `retry` (durable backoff:
         the run parks until the next try); after the last try the step raises StepFailed,
@@ -173,7 +172,8 @@ class Context:
             await self._flush()
             raise StepFailed(step_name, error["type"], error["message"]) from exc
         self._record(seq, "step", step_name, {"value": encoded})
-        await self._flush()
+        if not lazy:
+            await self._flush()
         return adapter.validate_python(encoded)
 
     def _replay_step(self, step_name: str, result: Any, adapter: TypeAdapter[Any]) -> Any:
@@ -222,7 +222,7 @@ class Context:
         if rec is not None and rec.done:
             return datetime.fromisoformat(rec.result)
         value = _utcnow()
-        self._record(seq, "now", "now", _iso(value))
+        self._record(seq, "now", "now", value.isoformat())
         return value
 
     async def uuid(self) -> uuid_mod.UUID:
@@ -249,11 +249,11 @@ class Context:
             return
         if rec is None:
             until = _utcnow() + timedelta(seconds=seconds(duration) or 0.0)
-            self._record(seq, "sleep", "sleep", {"until": _iso(until)}, done=False)
+            self._record(seq, "sleep", "sleep", {"until": until.isoformat()}, done=False)
         else:
             until = datetime.fromisoformat(rec.result["until"])
         if _utcnow() >= until:
-            self._record(seq, "sleep", "sleep", {"until": _iso(until)})
+            self._record(seq, "sleep", "sleep", {"until": until.isoformat()})
             return
         raise Park([], until, status="waiting")
 
@@ -280,8 +280,8 @@ class Context:
         if rec is None:
             opened = _utcnow()
             secs = seconds(timeout)
-            deadline = _iso(opened + timedelta(seconds=secs)) if secs is not None else None
-            state = {"opened_at": _iso(opened), "deadline": deadline, "answers": {}}
+            deadline = (opened + timedelta(seconds=secs)).isoformat() if secs is not None else None
+            state = {"opened_at": opened.isoformat(), "deadline": deadline, "answers": {}}
         else:
             state = {**rec.result, "answers": dict(rec.result.get("answers", {}))}
         for spec in specs:

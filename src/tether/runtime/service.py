@@ -125,14 +125,16 @@ async def running(
     protocols_dir: str | Path | None = None,
     encryption: payloads.Encryption | None = None,
     audit_retention_days: float | None = None,
+    dags_reload_s: float = 2.0,
 ) -> AsyncIterator[Runtime]:
     """Migrate, open the pool and listener, start `workers` claim loops, the janitor and (when
     a workflow has a schedule) the scheduler; on exit stop the workers (leases handed back),
     the scheduler, the listener and the pool. Queues, profiles and schedule settings come
     from `worker_settings.admission`; `encryption`: the keys payloads are sealed and opened
     with, and the read gate (payloads.installed); `audit_retention_days`: the janitor deletes
-    older audit rows. `protocols_dir`: Realm protocol workflows (`*.yaml`) registered before
-    the tool catalog is built; a refused file is logged and skipped."""
+    older audit rows. `dags_dir`: DAG files, checked for changes every `dags_reload_s`.
+    `protocols_dir`: Realm protocol workflows (`*.yaml`) registered before the tool catalog
+    is built; a refused file is logged and skipped."""
     if protocols_dir is not None:
         for file, problem in app.load_protocols(protocols_dir).items():
             logger.error("protocol %s refused: %s", file, problem)
@@ -147,7 +149,7 @@ async def running(
             janitor_interval_s,
             pool_size,
             max_payload_bytes,
-            dags_dir,
+            DagReloader(app, dags_dir, dags_reload_s) if dags_dir is not None else None,
             audit_retention_days,
         ) as rt:
             yield rt
@@ -162,10 +164,9 @@ async def _running(
     janitor_interval_s: float | None,
     pool_size: int,
     max_payload_bytes: int,
-    dags_dir: str | Path | None,
+    reloader: DagReloader | None,
     audit_retention_days: float | None,
 ) -> AsyncIterator[Runtime]:
-    reloader = DagReloader(app, dags_dir) if dags_dir is not None else None
     if reloader is not None:
         reloader.scan()  # before the scheduler and the tool catalog look at the workflows
     db: Database = await pool.create_pool(dsn, min_size=1, max_size=pool_size)

@@ -284,6 +284,11 @@ class Catalog:
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
+    def schema_of(self, name: str) -> dict[str, Any] | None:
+        """A tool's input schema by name (the header ladder checks Mcp-Param-* against it)."""
+        tool = self._tools.get(name)
+        return tool.input_schema if tool is not None else None
+
     def answer_tool(self, workflow: str) -> str | None:
         """The name of `workflow`'s answer tool when the catalog serves it, else None."""
         tool = self._tools.get(answer_tool_name(workflow))
@@ -315,31 +320,45 @@ class Catalog:
     def build(cls, app: App, *, dagu: DaguNames | None = None) -> Catalog:
         """`dagu`: the names of the dagu_execute and dagu_read tools, served when the app
         has DAGs (None: not served)."""
-        tools: list[Tool] = []
-        names: set[str] = set()
+        return cls(*collect(app, dagu))
 
-        def admit(group: list[Tool], owner: str) -> None:
-            clash = sorted({t.name for t in group} & names)
-            if clash or len({t.name for t in group}) != len(group):
-                logger.warning("MCP tools of %s left out: names %s collide", owner, clash)
-                return
-            tools.extend(group)
-            names.update(t.name for t in group)
 
-        for tool in _plain(app):
-            admit([tool], f"tool {tool.name}")
-        if dagu is not None and app.dags:
-            admit(_dagu_tools(dagu), "the dagu tools")
-        for wf in app.workflows.values():
-            if wf.tool:
-                admit([_workflow_tool(wf, wf.tool)], f"workflow {wf.name}")
-        for wf in app.workflows.values():
-            if wf.mcp:
-                admit(_generated(wf, dag=wf.name in app.dags), f"workflow {wf.name}")
-        if app.protocols or app.allow_create_workflow:
-            realm = [Tool(d["name"], "realm", d, d["name"]) for d in realm_definitions(app)]
-            admit(realm, "Realm's step protocol")
-        task_only = frozenset(w.name for w in app.workflows.values() if w.tasks)
-        if any(t.kind == "realm" for t in tools):  # protocol runs are MCP tasks too
-            return cls(tools, task_only, app.protocols)
-        return cls(tools, task_only)
+def _inline(app: App, workflow: str) -> bool:
+    entry = app.dags.get(workflow)
+    return entry is not None and entry.inline
+
+
+def collect(
+    app: App, dagu: DaguNames | None
+) -> tuple[list[Tool], frozenset[str], Mapping[str, Any] | None]:
+    """The app's tools in catalog order, the workflows served as tasks without tools, and
+    the app's live protocols when Realm's tools are served (create_workflow adds to them, and
+    their runs are MCP tasks too). A DAG that arrived inline (dagu_execute) runs but gets no
+    tools of its own."""
+    tools: list[Tool] = []
+    names: set[str] = set()
+
+    def admit(group: list[Tool], owner: str) -> None:
+        clash = sorted({t.name for t in group} & names)
+        if clash or len({t.name for t in group}) != len(group):
+            logger.warning("MCP tools of %s left out: names %s collide", owner, clash)
+            return
+        tools.extend(group)
+        names.update(t.name for t in group)
+
+    for tool in _plain(app):
+        admit([tool], f"tool {tool.name}")
+    if dagu is not None and app.dags:
+        admit(_dagu_tools(dagu), "the dagu tools")
+    for wf in app.workflows.values():
+        if wf.tool:
+            admit([_workflow_tool(wf, wf.tool)], f"workflow {wf.name}")
+    for wf in app.workflows.values():
+        if wf.mcp and not _inline(app, wf.name):
+            admit(_generated(wf, dag=wf.name in app.dags), f"workflow {wf.name}")
+    if app.protocols or app.allow_create_workflow:
+        realm = [Tool(d["name"], "realm", d, d["name"]) for d in realm_definitions(app)]
+        admit(realm, "Realm's step protocol")
+    task_only = frozenset(w.name for w in app.workflows.values() if w.tasks)
+    realm_served = any(t.kind == "realm" for t in tools)
+    return tools, task_only, app.protocols if realm_served else None

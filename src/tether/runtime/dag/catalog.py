@@ -1,11 +1,13 @@
 """The App's DAG side (mixed into `App`): `@app.action`, `app.dag(...)`, `app.load_dags(dir)`,
 `app.inline_dag(text)`. Each DAG is registered as an ordinary workflow named after the DAG
-whose input is `DagInput`, so every DAG run is an ordinary execution."""
+whose input is `DagInput`, so every DAG run is an ordinary execution. Whoever serves the DAGs
+(the MCP tool catalog) follows registrations, replacements and removals with `watch_dags`."""
 
 from __future__ import annotations
 
 import hashlib
 import inspect
+import logging
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -20,6 +22,8 @@ from tether.runtime.ids import new_execution_id
 from tether.specs.dag import Action, DagSpec, DagSpecError, load_string, shell_steps
 from tether.specs.dag.loader import INLINE
 from tether.storage import repo
+
+logger = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
 INLINE_SHELL_ENV = "TETHER_INLINE_SHELL"
@@ -43,6 +47,7 @@ class DagEntry:
     text: str
     file: str
     mtime: float | None = None
+    inline: bool = False  # arrived over MCP (inline_dag): runs, but is not served as tools
 
 
 class DagCatalog:
@@ -54,6 +59,7 @@ class DagCatalog:
         self._actions: dict[str, Callable[..., Any]] = {}
         self._dags: dict[str, DagEntry] = {}
         self._inline: dict[tuple[str, str], str] = {}  # (DAG name, inline_key) → text
+        self._dag_watchers: list[Callable[[], object]] = []
         self._host = DagHost(MappingProxyType(self._actions), self._snapshot, self._new_child)
 
     @property
@@ -63,6 +69,12 @@ class DagCatalog:
     @property
     def dags(self) -> Mapping[str, DagEntry]:
         return MappingProxyType(self._dags)
+
+    def watch_dags(self, changed: Callable[[], object]) -> Callable[[], None]:
+        """Call `changed()` after every DAG registration, replacement or removal (a reload);
+        returns the function that stops it."""
+        self._dag_watchers.append(changed)
+        return lambda: self._dag_watchers.remove(changed)
 
     def action(self, name: str | None = None) -> Callable[[F], F]:
         """Register a Python function (sync or async) as the action `name` (default: its
@@ -112,7 +124,7 @@ class DagCatalog:
                 line=first.line,
             )
         _check_actions(spec, self._actions)
-        self._register(DagEntry(spec, text, spec.file), mcp=spec.mcp)
+        self._register(DagEntry(spec, text, spec.file, inline=True), mcp=spec.mcp)
         self._inline.pop((spec.name, inline_key(text)), None)
         self._inline[(spec.name, inline_key(text))] = text
         while len(self._inline) > INLINE_KEPT:
@@ -134,6 +146,7 @@ class DagCatalog:
         """Forget a DAG (its file was deleted); runs already started keep their recorded spec."""
         if self._dags.pop(name, None) is not None:
             self._workflows.pop(name, None)
+            self._dags_changed()
 
     # --- internals -------------------------------------------------------------------------------
 
@@ -152,6 +165,14 @@ class DagCatalog:
                 self._workflows[name] = previous
             raise
         self._dags[name] = entry
+        self._dags_changed()
+
+    def _dags_changed(self) -> None:
+        for changed in list(self._dag_watchers):
+            try:
+                changed()
+            except Exception:  # a watcher's fault must not undo or stop a reload
+                logger.exception("a DAG watcher failed")
 
     def _snapshot(self, name: str, inline: str | None = None) -> dict[str, str]:
         if inline is None:

@@ -7,7 +7,9 @@ DAG's order, so replay assigns every call the same position whatever finished fi
 whose gate or task is still open parks the run; steps of the wave that finished are kept.
 
 The spec is recorded by the run's first step (`dag:spec`), so a run interprets the spec it
-started with even when the file is changed or reloaded while it runs.
+started with even when the file is changed or reloaded while it runs. That record is written
+with the run's first write (the first step's result, or its first park), not by a commit of its
+own: a run that dies before that write has recorded nothing, and takes the spec anew.
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ async def run_dag(ctx: Context, host: DagHost, name: str, inp: DagInput) -> dict
     """Walk the DAG `name`; the output is `{status, outputs}`; a failure raises DagFailed, a
     rejection Rejected (the run ends `failed`; `dag_status` shows them as Dagu does)."""
     if inp.retry is None:
-        snap = await ctx.step(host.snapshot, name, inp.inline, name="dag:spec")
+        snap = await ctx.step(host.snapshot, name, inp.inline, name="dag:spec", lazy=True)
     else:
         plan = inp.retry.model_dump()
         snap = await ctx.transaction(inherited, ctx.execution_id, plan, name="dag:spec")

@@ -1,0 +1,59 @@
+"""The tool catalog of a serving App, kept in step with its DAGs.
+
+`tether serve --dags DIR` reloads DAG files while it runs (runtime/dag/reloader.py). The
+catalog follows: every registration, replacement or removal of a DAG rebuilds it in place (the
+tool service, the task service, the role check and the header ladder all hold this one object),
+so `tools/list` and `tools/call` see a new DAG's tools at once, without a restart. When the
+`tools/list` entries differ from before, each watcher is told (the `subscriptions/listen`
+streams that asked for `toolsListChanged`). A rebuild that leaves the listing as it was (a DAG
+without `mcp: true` changed, an inline spec arrived) tells nobody.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterator
+
+from tether.runtime.registry import App
+from tether.tools.catalog import Catalog, DaguNames, collect
+
+logger = logging.getLogger(__name__)
+
+Changed = Callable[[], None]
+
+
+class LiveCatalog(Catalog):
+    """A Catalog rebuilt from `app` whenever its DAGs change (while `following()`)."""
+
+    def __init__(self, app: App, *, dagu: DaguNames | None = None) -> None:
+        self.app = app
+        self.dagu = dagu
+        self._watchers: list[Changed] = []
+        super().__init__(*collect(app, dagu))
+
+    def refresh(self) -> bool:
+        """Rebuild from the app; True (and every watcher told) when tools/list changed."""
+        before = self.listing
+        Catalog.__init__(self, *collect(self.app, self.dagu))
+        if self.listing == before:
+            return False
+        logger.info("tool list changed: %d tools", len(self.listing))
+        for changed in list(self._watchers):
+            changed()
+        return True
+
+    def watch(self, changed: Changed) -> Callable[[], None]:
+        """Call `changed()` whenever tools/list changes; returns the function that stops it."""
+        self._watchers.append(changed)
+        return lambda: self._watchers.remove(changed)
+
+    @contextlib.contextmanager
+    def following(self) -> Iterator[LiveCatalog]:
+        """Follow the app's DAGs for the duration of the block (a server's lifetime)."""
+        stop = self.app.watch_dags(self.refresh)
+        try:
+            self.refresh()  # whatever changed between the build and now
+            yield self
+        finally:
+            stop()
