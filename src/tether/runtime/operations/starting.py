@@ -133,13 +133,28 @@ async def start(
                 row = await _insert_singleton(conn, new, singleton)
             if row is not None:
                 return Started(row, deduped=False)
-        for _ in range(3):
-            row = await repo.insert_execution(env.pool, new)
+        return await insert_or_resolve(env.pool, new, on_live_match)
+
+
+async def insert_or_resolve(
+    conn: repo.Conn,
+    new: repo.NewExecution,
+    on_live_match: Literal["return", "fail"],
+    *,
+    key_taken: bool = False,
+) -> Started:
+    """Insert `new`, or resolve its idempotency key to the run that holds it (`key_taken`:
+    an insert already found it taken). Raises IdempotencyMismatch, RunAlreadyActive,
+    Unavailable, StorageError."""
+    for _ in range(3):
+        if not key_taken:
+            row = await repo.insert_execution(conn, new)
             if row is not None:
                 return Started(row, deduped=False)
-            existing = await _holder(env.pool, new, on_live_match)
-            if existing is not None:
-                return Started(existing, deduped=True)
+        key_taken = False
+        existing = await _holder(conn, new, on_live_match)
+        if existing is not None:
+            return Started(existing, deduped=True)
     raise errors.Unavailable("could not create the run; retry")
 
 

@@ -18,6 +18,38 @@ WITH ins AS (
 )
 SELECT ins.*, pg_notify('tether_ready', ins.id)::text AS notified FROM ins;
 
+-- name: insert_executions
+-- `insert_execution` for many runs in one statement (batched starts): one row per array element,
+-- in order ($1..$15 are arrays of the same length, element i describing run i). A run whose
+-- (workflow, tenant, idempotency_key) is taken, by an existing run or by an earlier element of
+-- the same batch, is skipped and has no row back (the caller resolves its key). One
+-- notification wakes the workers for the whole batch.
+WITH item AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::text[],
+                         $6::text[], $7::text[], $8::int[], $9::timestamptz[], $10::jsonb[],
+                         $11::text[], $12::jsonb[], $13::text[], $14::jsonb[], $15::text[])
+        WITH ORDINALITY AS i(id, workflow, business_id, input, idempotency_key, predecessor_id,
+                             root_id, retention_s, deadline_at, created_data, queue, labels,
+                             profile, profile_env, tenant, n)
+), ins AS (
+    INSERT INTO executions (id, workflow, business_id, status, input, idempotency_key,
+                            predecessor_id, root_id, retention_s, deadline_at, wake_at,
+                            last_event_id, queue, labels, profile, profile_env, tenant)
+    SELECT id, workflow, business_id, 'pending', input, idempotency_key, predecessor_id,
+           root_id, retention_s, deadline_at, CASE WHEN queue IS NULL THEN now() END, 1,
+           queue, labels, profile, profile_env, tenant
+    FROM item ORDER BY n
+    ON CONFLICT (workflow, (coalesce(tenant, '')), idempotency_key)
+        WHERE idempotency_key IS NOT NULL DO NOTHING
+    RETURNING *
+), ev AS (
+    INSERT INTO history (execution_id, event_id, type, data)
+    SELECT ins.id, 1, 'created', item.created_data FROM ins JOIN item USING (id)
+), woke AS (
+    SELECT pg_notify('tether_ready', '') FROM (SELECT 1 FROM ins LIMIT 1) AS any_run
+)
+SELECT ins.*, (SELECT count(*) FROM woke)::text AS notified FROM ins;
+
 -- name: get_execution
 -- One run by primary key.
 SELECT * FROM executions WHERE id = $1;
