@@ -411,7 +411,8 @@ async def _collect(conn: asyncpg.Connection, runs: int, workers: int) -> dict[st
 
 def _output_right(inputs: str, output: str) -> bool:
     """DBOS 3.4 stores inputs ({"args", "kwargs"}, in workflow_input) and output (in
-    workflow_output) as base64 pickles (its default serializer): the output must be the workflow's sum (v+1) + (v+2) + (v+3)."""
+    workflow_output) as base64 pickles (its default serializer): the output must be the
+    workflow's sum (v+1) + (v+2) + (v+3)."""
     args = pickle.loads(base64.b64decode(inputs))  # noqa: S301 — our own benchmark's rows
     value = args["args"][0] if isinstance(args, dict) else args[0][0]
     return bool(pickle.loads(base64.b64decode(output)) == 3 * value + 6)  # noqa: S301

@@ -8,6 +8,7 @@ from typing import Any
 from tether.storage import sealing
 from tether.storage.driver import Queryable
 from tether.storage.errors import translated
+from tether.storage.pool import json_text
 from tether.storage.queries import Q
 from tether.storage.rows import ExecutionRow, NewExecution
 
@@ -20,17 +21,17 @@ def _values(new: NewExecution) -> tuple[Any, ...]:
         new.id,
         new.workflow,
         new.business_id,
-        sealing.stored(new.input, sealing.execution_input, new.id),
+        json_text(sealing.stored(new.input, sealing.execution_input, new.id)),
         new.idempotency_key,
         new.predecessor_id,
         new.root_id or new.id,
         new.retention_s,
         new.deadline_at,
-        new.created_data,
+        json_text(new.created_data),
         new.queue,
-        dict(new.labels),
+        json_text(dict(new.labels)),
         new.profile,
-        dict(new.profile_env) if new.profile_env is not None else None,
+        json_text(dict(new.profile_env) if new.profile_env is not None else None),
         new.tenant,
     )
 

@@ -205,19 +205,23 @@ class CheckpointResult:
     last_event_id: int
 
 
+def sealed_checkpoint(execution_id: str, cp: Checkpoint) -> tuple[list[dict[str, Any]], Any]:
+    """The write's step records and output as stored: sealed while encryption is on."""
+    ring = sealing.ring()
+    if ring is None:
+        return cp.records, cp.output
+    where = sealing.step_result
+    return [
+        {**r, "result": sealing.seal(ring, r["result"], where(execution_id, r["seq"]))}
+        for r in cp.records
+    ], sealing.seal(ring, cp.output, sealing.execution_output(execution_id))
+
+
 async def checkpoint(
     conn: Conn, execution_id: str, owner: str, attempt: int, seen_event_id: int, cp: Checkpoint
 ) -> CheckpointResult:
     """Apply a worker write. Raises LeaseLost (nothing written) when the fence fails."""
-    records, output = cp.records, cp.output
-    ring = sealing.ring()
-    if ring is not None:
-        where = sealing.step_result
-        records = [
-            {**r, "result": sealing.seal(ring, r["result"], where(execution_id, r["seq"]))}
-            for r in records
-        ]
-        output = sealing.seal(ring, output, sealing.execution_output(execution_id))
+    records, output = sealed_checkpoint(execution_id, cp)
     with translated():
         rec = await conn.fetchrow(
             Q["checkpoint"],
