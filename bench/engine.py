@@ -140,7 +140,7 @@ def _systems(i: int, skip_dbos: bool) -> list[str]:
 def _plan(args: argparse.Namespace) -> list[tuple[str, str, int, int]]:
     """(system, mode, runs, workers) of every measurement, in order."""
     plan = []
-    for i, workers in enumerate(args.workers):
+    for i, workers in enumerate(args.workers if args.runs else []):
         plan += [(s, "throughput", args.runs, workers) for s in _systems(i, args.skip_dbos)]
     if args.drain_runs:
         for i, workers in enumerate(args.workers):
@@ -263,7 +263,7 @@ def _report(out: dict[str, Any], settings: dict[str, str], args: argparse.Namesp
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=2000, help="runs per throughput measurement")
+    parser.add_argument("--runs", type=int, default=2000, help="per throughput run; 0 skips it")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--drain-runs", type=int, default=2000, help="0 skips the drain")
     parser.add_argument("--latency-starts", type=int, default=1000, help="0 skips it")

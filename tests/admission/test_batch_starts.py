@@ -37,6 +37,10 @@ def _app() -> App:
     async def queued(ctx: Context) -> None:
         return None
 
+    @app.workflow
+    async def tags(ctx: Context, items: list[str]) -> list[str]:
+        return items
+
     return app
 
 
@@ -69,10 +73,12 @@ async def test_a_batch_starts_each_item_with_its_own_options_in_one_statement(
                 StartRequest("job", {}, idempotency_key="twice", profile="prod", labels=["x=1"]),
                 StartRequest("queued"),
                 StartRequest("job", {"size": 2}, idempotency_key="held", on_live_match="fail"),
+                StartRequest("tags", ["a", "b"]),  # a JSON array is one value, not a dimension
             ],
             by="test",
         )
-        assert len(out) == 9
+        assert len(out) == 10
+        assert _started(out[9]).execution.input == ["a", "b"]
         first = _started(out[0])
         assert not first.deduped and first.execution.input == {"region": "eu", "size": 1}
         assert isinstance(out[1], errors.InvalidInput)
@@ -86,7 +92,7 @@ async def test_a_batch_starts_each_item_with_its_own_options_in_one_statement(
         assert _started(out[7]).execution.queue == "solo"
         assert _started(out[7]).execution.wake_at is None  # queued: waits for admission
         assert isinstance(out[8], errors.RunAlreadyActive)
-        assert await rt.pool.fetchval("SELECT count(*) FROM executions") == 4
+        assert await rt.pool.fetchval("SELECT count(*) FROM executions") == 5
         created = await rt.pool.fetch(
             "SELECT data FROM history WHERE type = 'created' AND execution_id = ANY($1::text[])",
             [first.execution.id, a.execution.id],

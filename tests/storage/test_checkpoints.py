@@ -1,7 +1,8 @@
 """Group commit of checkpoints (storage/checkpoints.py) on a real PostgreSQL: concurrent
 writes of different runs share statements, every write lands as `repo.checkpoint` would land
-it (records, events, settle), each keeps its own fence, two writes of one run never share a
-statement, and a statement the server refuses fails only the bad write."""
+it (records, events, settle) and wakes the run's watchers once committed, each keeps its own
+fence, two writes of one run never share a statement, and a statement the server refuses
+fails only the bad write."""
 
 from __future__ import annotations
 
@@ -28,23 +29,40 @@ SELECT id, 'wf', id, 'running', id, 1, 'w', 1 FROM unnest($1::text[]) AS id
 
 
 class CountingPool:
-    """A real pool that counts the statements the writer sends: one per `acquire` (a single
-    write) and one per `fetch` (a group)."""
+    """A real pool that records the size of each checkpoint statement the writer sends."""
 
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
-        self.singles = 0
         self.groups: list[int] = []
-
-    @contextlib.asynccontextmanager
-    async def acquire(self) -> AsyncIterator[Any]:
-        self.singles += 1
-        async with self.pool.acquire() as conn:
-            yield conn
 
     async def fetch(self, query: str, *args: Any, timeout: float | None = None) -> list[Any]:
         self.groups.append(len(args[0]))
         return await self.pool.fetch(query, *args, timeout=timeout)
+
+    async def execute(self, query: str, *args: Any, timeout: float | None = None) -> str:
+        return await self.pool.execute(query, *args, timeout=timeout)  # the wake-ups
+
+
+@contextlib.asynccontextmanager
+async def listening(
+    db_url: str, channel: str, expect: int
+) -> AsyncIterator[tuple[list[str], asyncio.Event]]:
+    """The payloads NOTIFY sends on `channel` while the block runs, and an event set once
+    `expect` of them arrived."""
+    heard: list[str] = []
+    enough = asyncio.Event()
+
+    def hear(*args: Any) -> None:
+        heard.append(args[3])
+        if len(heard) >= expect:
+            enough.set()
+
+    conn = await asyncpg.connect(db_url)
+    await conn.add_listener(channel, hear)
+    try:
+        yield heard, enough
+    finally:
+        await conn.close()
 
 
 def _step(seq: int, result: Any) -> Checkpoint:
@@ -55,7 +73,7 @@ def _step(seq: int, result: Any) -> Checkpoint:
 
 
 async def test_concurrent_writes_share_statements_and_land_as_single_writes(
-    db: asyncpg.Pool,
+    db: asyncpg.Pool, db_url: str
 ) -> None:
     ids = [f"ex_{i}" for i in range(12)]
     await db.execute(INSERT, ids)
@@ -64,14 +82,17 @@ async def test_concurrent_writes_share_statements_and_land_as_single_writes(
     steps = await asyncio.gather(
         *(writer.write(i, "w", 1, 1, _step(0, [n, {"list": [n]}])) for n, i in enumerate(ids))
     )
-    assert counting.singles == 1 and counting.groups == [11]  # 12 writes, 2 statements
+    assert counting.groups == [1, 11]  # 12 writes, 2 statements
     assert {r.last_event_id for r in steps} == {2}
-    settled = await asyncio.gather(
-        *(
-            writer.write(i, "w", 1, 2, Checkpoint(status="completed", output=[n]))
-            for n, i in enumerate(ids)
+    async with listening(db_url, "tether_change", len(ids)) as (heard, enough):
+        settled = await asyncio.gather(
+            *(
+                writer.write(i, "w", 1, 2, Checkpoint(status="completed", output=[n]))
+                for n, i in enumerate(ids)
+            )
         )
-    )
+        await asyncio.wait_for(enough.wait(), 5)
+    assert sorted(heard) == sorted(ids)  # each settled run's watchers woken, once
     assert {r.status for r in settled} == {"completed"}
     rows = await db.fetch(
         "SELECT e.id, e.status, e.output, e.ended_at IS NOT NULL AS ended, e.lease_owner, "
@@ -101,7 +122,7 @@ async def test_each_write_keeps_its_fence_and_one_run_never_shares_a_statement(
         return_exceptions=True,
     )
     assert isinstance(results[1], LeaseLost)
-    assert counting.groups == [2, 1]  # ex_b and the first ex_c write, then the second ex_c
+    assert counting.groups == [1, 2, 1]  # ex_a; ex_b and the first ex_c; the second ex_c
     events = await db.fetch("SELECT execution_id, event_id FROM history ORDER BY 1, 2")
     assert [tuple(r) for r in events] == [("ex_a", 2), ("ex_c", 2), ("ex_c", 3)]
     assert await db.fetchval("SELECT count(*) FROM steps WHERE execution_id = 'ex_b'") == 0
@@ -121,7 +142,7 @@ async def test_a_refused_statement_fails_only_the_bad_write(db: asyncpg.Pool) ->
         return_exceptions=True,
     )
     assert isinstance(results[1], IntegrityError) and isinstance(results[1], StorageError)
-    assert counting.groups == [2] and counting.singles == 3  # the first, then 2 retried alone
+    assert counting.groups == [1, 2, 1, 1]  # ex_a; the refused pair; each of it again alone
     done = await db.fetch("SELECT execution_id FROM steps ORDER BY 1")
     assert [r["execution_id"] for r in done] == ["ex_a", "ex_c"]
     assert await repo.get_execution(db, "ex_b") is not None

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tether.storage import sealing
+from tether.storage import repo, sealing
 from tether.storage.driver import Queryable
 from tether.storage.errors import translated
+from tether.storage.notify import READY_CHANNEL
 from tether.storage.pool import json_text
 from tether.storage.queries import Q
 from tether.storage.rows import ExecutionRow, NewExecution
@@ -37,10 +38,10 @@ def _values(new: NewExecution) -> tuple[Any, ...]:
 
 
 async def insert_executions(conn: Queryable, news: Sequence[NewExecution]) -> list[ExecutionRow]:
-    """Insert pending runs in one statement (one commit unless `conn` is in a transaction);
-    the rows inserted, in no particular order. A run whose (workflow, tenant,
-    idempotency_key) is already taken, or taken by an earlier run of the same batch, is left
-    out: the caller resolves its key."""
+    """Insert pending runs in one statement and commit, then wake the workers (`conn`: a pool
+    or a connection outside a transaction); the rows inserted, in no particular order. A run
+    whose (workflow, tenant, idempotency_key) is already taken, or taken by an earlier run of
+    the same batch, is left out: the caller resolves its key."""
     if not news:
         return []
     columns: list[list[Any]] = [[] for _ in range(_COLUMNS)]
@@ -49,4 +50,6 @@ async def insert_executions(conn: Queryable, news: Sequence[NewExecution]) -> li
             column.append(value)
     with translated():
         recs = await conn.fetch(Q["insert_executions"], *columns)
+    if recs:
+        await repo.wake(conn, READY_CHANNEL, [""])  # one wake-up for the batch, once committed
     return [ExecutionRow.from_record(rec) for rec in recs]

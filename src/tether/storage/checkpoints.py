@@ -1,12 +1,18 @@
 """Group commit of a worker's checkpoints: concurrent writes of different runs share one
-statement and one commit.
+statement and one commit, and the wake-ups they announce are sent after it.
 
-A write runs its own statement (`repo.checkpoint`, as before) while fewer than
-`max_statements` are in flight; past that it queues, and the next statement to start takes the
-queued writes (`checkpoint_many`), at most one per run and `max_batch` in all. Each caller
-still waits for the commit of the statement that carried its write, so every run's checkpoint
-is durable before that run goes on, exactly as with one statement per write; each write keeps
-its own fence, so a run whose lease is lost gets LeaseLost while the others apply.
+A write goes out at once while fewer than `max_statements` statements are in flight; past
+that it queues, and the next statement to start takes the queued writes (`checkpoint_many`),
+at most one per run and `max_batch` in all. Each caller still waits for the commit of the
+statement that carried its write, so every run's checkpoint is durable before that run goes
+on, exactly as with one statement per write; each write keeps its own fence, so a run whose
+lease is lost gets LeaseLost while the others apply.
+
+The statement notifies no one itself: a PostgreSQL transaction that notifies holds the
+notification lock until its commit has been flushed, so every settle would wait for every
+other one's flush. Once it has committed, the watchers (`tether_change`) and workers
+(`tether_ready`) it would have notified are woken by `repo.wake`, which does not wait for a
+flush. A wake-up lost to a crash in between is covered by the listeners' polling.
 
 A statement the server refuses (IntegrityError, InvalidData: rolled back, nothing applied) is
 retried one write per statement, so one run's bad write fails only that run. Any other
@@ -17,15 +23,19 @@ statement with its own copy of the error, as it would have failed each one alone
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 from tether.storage import repo
 from tether.storage.driver import Database
 from tether.storage.errors import IntegrityError, InvalidData, LeaseLost, StorageError, translated
+from tether.storage.notify import CHANGE_CHANNEL, READY_CHANNEL
 from tether.storage.pool import json_text
 from tether.storage.queries import Q
 from tether.storage.repo import Checkpoint, CheckpointResult
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -57,17 +67,10 @@ class CheckpointWriter:
         self, execution_id: str, owner: str, attempt: int, seen_event_id: int, cp: Checkpoint
     ) -> CheckpointResult:
         """As `repo.checkpoint` on a pooled connection. Raises LeaseLost, StorageError."""
-        if self._in_flight < self._max_statements and not self._queued:
-            self._in_flight += 1
-            try:
-                async with translated(), self._pool.acquire() as conn:
-                    return await repo.checkpoint(
-                        conn, execution_id, owner, attempt, seen_event_id, cp
-                    )
-            finally:
-                self._finished()
         write = _Write(execution_id, owner, attempt, seen_event_id, cp)
         self._queued.append(write)
+        if self._in_flight < self._max_statements:
+            self._start_batch()
         return await asyncio.shield(write.done)  # a cancelled run still waits for its write
 
     def _finished(self) -> None:
@@ -98,36 +101,41 @@ class CheckpointWriter:
     async def _apply(self, batch: list[_Write]) -> None:
         try:
             results = await _checkpoint_many(self._pool, batch)
-        except (IntegrityError, InvalidData):
-            await asyncio.gather(*(self._apply_one(write) for write in batch))
+        except (IntegrityError, InvalidData) as exc:
+            if len(batch) > 1:  # refused, nothing applied: find the bad write, one at a time
+                await asyncio.gather(*(self._apply([write]) for write in batch))
+            else:
+                _fail(batch[0], exc)
             return
         except BaseException as exc:
-            for write in batch:
+            for write in batch:  # every writer hears how its write ended
                 _fail(write, exc)
             if not isinstance(exc, Exception):
                 raise
             return
         for write in batch:
+            found = results.get(write.execution_id)
             if write.done.done():
                 continue
-            result = results.get(write.execution_id)
-            if result is None:
+            if found is None:
                 write.done.set_exception(LeaseLost())
             else:
-                write.done.set_result(result)
+                write.done.set_result(found[0])
+        await _wake(self._pool, results)
 
-    async def _apply_one(self, write: _Write) -> None:
-        try:
-            async with translated(), self._pool.acquire() as conn:
-                result = await repo.checkpoint(
-                    conn, write.execution_id, write.owner, write.attempt, write.seen_event_id,
-                    write.cp,
-                )  # fmt: skip
-        except Exception as exc:  # noqa: BLE001 — handed to the writer
-            _fail(write, exc)
-        else:
-            if not write.done.done():
-                write.done.set_result(result)
+
+Applied = dict[str, tuple[CheckpointResult, bool, bool]]  # id: (result, changed, ready)
+
+
+async def _wake(pool: Database, results: Applied) -> None:
+    """Send the wake-ups of the committed writes; one lost here is covered by polling."""
+    changed = [i for i, (_, change, _) in results.items() if change]
+    ready = [i for i, (_, _, wake) in results.items() if wake]
+    try:
+        await repo.wake(pool, CHANGE_CHANNEL, changed)
+        await repo.wake(pool, READY_CHANNEL, ready)
+    except StorageError:
+        logger.warning("could not send wake-ups after a checkpoint; listeners will poll")
 
 
 def _fail(write: _Write, exc: BaseException) -> None:
@@ -161,11 +169,16 @@ def _columns(batch: list[_Write]) -> list[list[Any]]:
     return columns
 
 
-async def _checkpoint_many(pool: Database, batch: list[_Write]) -> dict[str, CheckpointResult]:
-    """Apply the writes in one statement; the result of each run whose fence held."""
+async def _checkpoint_many(pool: Database, batch: list[_Write]) -> Applied:
+    """Apply the writes in one statement; for each run whose fence held, its result and
+    whether its watchers and the workers are to be woken."""
     with translated():
         recs = await pool.fetch(Q["checkpoint_many"], *_columns(batch))
     return {
-        rec["id"]: CheckpointResult(rec["status"], rec["cancel_requested"], rec["last_event_id"])
+        rec["id"]: (
+            CheckpointResult(rec["status"], rec["cancel_requested"], rec["last_event_id"]),
+            rec["changed"],
+            rec["ready"],
+        )
         for rec in recs
     }

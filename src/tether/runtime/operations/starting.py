@@ -17,6 +17,7 @@ from tether.runtime.operations.storage_errors import storage_errors
 from tether.runtime.policy import seconds
 from tether.runtime.registry import WorkflowDef
 from tether.storage import admitting, repo
+from tether.storage.notify import READY_CHANNEL
 from tether.storage.rows import ExecutionRow
 
 #: `singleton="running"` refuses while a run of the workflow is admitted and live (Dagu's start);
@@ -144,12 +145,15 @@ async def insert_or_resolve(
     key_taken: bool = False,
 ) -> Started:
     """Insert `new`, or resolve its idempotency key to the run that holds it (`key_taken`:
-    an insert already found it taken). Raises IdempotencyMismatch, RunAlreadyActive,
-    Unavailable, StorageError."""
+    an insert already found it taken); `conn` is a pool or a connection outside a transaction.
+    The workers are woken once the insert has committed (`repo.wake`: the insert itself then
+    never waits for PostgreSQL's notification lock). Raises IdempotencyMismatch,
+    RunAlreadyActive, Unavailable, StorageError."""
     for _ in range(3):
         if not key_taken:
-            row = await repo.insert_execution(conn, new)
+            row = await repo.insert_execution(conn, new, notify=False)
             if row is not None:
+                await repo.wake(conn, READY_CHANNEL, [row.id])
                 return Started(row, deduped=False)
         key_taken = False
         existing = await _holder(conn, new, on_live_match)

@@ -2,7 +2,8 @@
 -- Create a pending run with its `created` event, unless (workflow, idempotency_key) is taken;
 -- wakes the workers in the same transaction. No row back means the key was taken (keys are per
 -- tenant: $15, NULL for none). A run on a queue ($11) is inserted queued: wake_at NULL, so no
--- claim sees it until a worker admits it.
+-- claim sees it until a worker admits it. $16 false: no wake-up here (the caller sends `wake`
+-- once this has committed).
 WITH ins AS (
     INSERT INTO executions (id, workflow, business_id, status, input, idempotency_key,
                             predecessor_id, root_id, retention_s, deadline_at, wake_at,
@@ -16,15 +17,26 @@ WITH ins AS (
     INSERT INTO history (execution_id, event_id, type, data)
     SELECT id, 1, 'created', $10 FROM ins
 )
-SELECT ins.*, pg_notify('tether_ready', ins.id)::text AS notified FROM ins;
+SELECT ins.*, (CASE WHEN $16::boolean THEN pg_notify('tether_ready', ins.id) END)::text AS notified
+FROM ins;
+
+-- name: wake
+-- NOTIFY channel $1 once per payload in $2, in a transaction of its own that does not wait for
+-- its commit to reach the disk (synchronous_commit off for this transaction only). PostgreSQL
+-- serializes notifying transactions: each holds the notification lock from its NOTIFY until its
+-- commit has ended, WAL flush included, so a write that notifies in its own transaction cannot
+-- share a flush with any other such write. Sent after the write has committed, a listener woken
+-- by it sees the write; a wake-up lost in a crash is covered by the listeners' polling.
+SELECT set_config('synchronous_commit', 'off', true), pg_notify($1::text, x)
+FROM unnest($2::text[]) AS x;
 
 -- name: insert_executions
 -- `insert_execution` for many runs in one statement (batched starts): one row per array element,
 -- in order ($1..$15 are arrays of the same length, element i describing run i; jsonb values as
 -- JSON text, so a JSON array is one element, not a dimension). A run whose
 -- (workflow, tenant, idempotency_key) is taken, by an existing run or by an earlier element of
--- the same batch, is skipped and has no row back (the caller resolves its key). One
--- notification wakes the workers for the whole batch.
+-- the same batch, is skipped and has no row back (the caller resolves its key). It wakes no
+-- one: the caller sends one `wake` for the batch once this has committed.
 WITH item AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]::jsonb[], $5::text[],
                          $6::text[], $7::text[], $8::int[], $9::timestamptz[],
@@ -47,10 +59,8 @@ WITH item AS (
 ), ev AS (
     INSERT INTO history (execution_id, event_id, type, data)
     SELECT ins.id, 1, 'created', item.created_data FROM ins JOIN item USING (id)
-), woke AS (
-    SELECT pg_notify('tether_ready', '') FROM (SELECT 1 FROM ins LIMIT 1) AS any_run
 )
-SELECT ins.*, (SELECT count(*) FROM woke)::text AS notified FROM ins;
+SELECT ins.* FROM ins;
 
 -- name: get_execution
 -- One run by primary key.
@@ -313,6 +323,8 @@ FROM lease;
 -- array is one element, not a dimension); each is fenced by its own
 -- (lease_owner, attempt), so a run whose lease is lost has no row back and nothing of its write
 -- applied, while the others apply. The caller never puts two writes of one run in a statement.
+-- It wakes no one: `changed` and `ready` say which runs' watchers and workers `checkpoint` would
+-- have notified, and the caller sends those as `wake` once this has committed.
 WITH c AS (
     SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[]::jsonb[],
                          $5::text[]::jsonb[], $6::text[]::jsonb[], $7::boolean[], $8::text[],
@@ -384,18 +396,13 @@ WITH c AS (
     SELECT lease.id, lease.last_event_id - jsonb_array_length(lease.events) + x.n, x.type, x.data
     FROM lease, ROWS FROM (jsonb_to_recordset(lease.events) AS (type text, data jsonb))
          WITH ORDINALITY AS x(type, data, n)
-), notes AS (
-    SELECT pg_notify('tether_change', lease.id) FROM lease
-    WHERE lease.set_status IS NOT NULL OR lease.set_details
-    UNION ALL
-    SELECT pg_notify('tether_ready', lease.id) FROM lease
-    WHERE (lease.status = 'pending' AND lease.wake_at <= now())
-       OR (lease.queue IS NOT NULL  -- it ended: its queue slot is free
-           AND lease.status IN ('completed', 'failed', 'timed_out', 'cancelled',
-                                'continued_as_new'))
 )
 SELECT lease.id, lease.status, lease.cancel_requested, lease.last_event_id,
-       (SELECT count(*) FROM notes) AS notified
+       lease.set_status IS NOT NULL OR lease.set_details AS changed,
+       (lease.status = 'pending' AND lease.wake_at <= now())
+       OR (lease.queue IS NOT NULL  -- it ended: its queue slot is free
+           AND lease.status IN ('completed', 'failed', 'timed_out', 'cancelled',
+                                'continued_as_new')) AS ready
 FROM lease;
 
 -- name: finish_update
