@@ -129,7 +129,10 @@ def test_runs_start_batch_starts_json_lines_and_refuses_a_bad_file_whole(
     """`runs start --batch FILE`: one result line per input line (exit 1 when any item was
     refused, the others started); a malformed line is refused by number and starts nothing."""
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"workflow": "long_job", "input": {"steps": 1}}\n{"workflow": 1, "x": 2}\n')
+    bad.write_text(
+        '{"workflow": "long_job", "input": {"steps": 1}}\n{"workflow": "long_job", "x": 2}\n'
+        '{"workflow": "long_job", "queue": 3}\n'
+    )
     refused = tether(db_url, "runs", "start", "--batch", str(bad), check=False)
     assert refused.returncode == 2 and "line 2: unknown key(s) x" in refused.stderr
     good = tmp_path / "good.jsonl"

@@ -34,6 +34,8 @@ FIELDS = frozenset(
     }
 )
 
+TEXT_FIELDS = ("idempotency_key", "business_id", "queue", "profile", "singleton", "on_live_match")
+
 
 def _request(number: int, line: str) -> StartRequest:
     try:
@@ -47,6 +49,11 @@ def _request(number: int, line: str) -> StartRequest:
         raise ValueError(f"line {number}: unknown key(s) {', '.join(unknown)}")
     if not isinstance(item.get("workflow"), str):
         raise ValueError(f"line {number}: 'workflow' (a string) is required")
+    for key in TEXT_FIELDS:
+        if item.get(key) is not None and not isinstance(item[key], str):
+            raise ValueError(f"line {number}: {key!r} must be a string")
+    if not isinstance(item.get("labels") or [], list | dict):
+        raise ValueError(f"line {number}: 'labels' must be a list or an object")
     return StartRequest(**item)
 
 
