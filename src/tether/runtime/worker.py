@@ -41,7 +41,7 @@ class WorkerSettings:
     max_recovery_attempts: int = 10
     # Checkpoints of different runs written at once share a statement and a commit once this
     # many statements are in flight (storage/checkpoints.py); 0 turns the grouping off.
-    checkpoint_statements: int = 4
+    checkpoint_statements: int = 2
     # Queues (the worker admits queued runs before it claims), profiles and schedules; the
     # runtime's operations and scheduler use the same configuration (runtime/service.py).
     admission: Admission = NO_ADMISSION

@@ -53,7 +53,7 @@ class _Write:
 class CheckpointWriter:
     """Fenced checkpoint writes on `pool`, grouped across runs (see the module docstring)."""
 
-    def __init__(self, pool: Database, *, max_statements: int = 4, max_batch: int = 64) -> None:
+    def __init__(self, pool: Database, *, max_statements: int = 2, max_batch: int = 64) -> None:
         if max_statements < 1 or max_batch < 1:
             raise ValueError("max_statements and max_batch must be at least 1")
         self._pool = pool
