@@ -58,8 +58,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import json
 import os
+import pickle
 import secrets
 import signal
 import subprocess
@@ -190,21 +192,64 @@ def _worker_main(
     os._exit(0)  # DBOS.destroy() would wait on in-flight work; the database is dropped anyway.
 
 
-def _enqueuer_main(db_url: str, runs: int, threads: int) -> None:
-    """Enqueue ``runs`` workflows as fast as possible; this process executes none of them."""
+def _enqueuer_main(
+    db_url: str, runs: int, threads: int, register: bool, rate: float, result_file: Path | None
+) -> None:
+    """Enqueue ``runs`` workflows; this process executes none of them.
+
+    As fast as it can from ``threads`` threads (writes ``{"seconds"}``), or with ``rate`` on an
+    open-loop schedule (enqueue i is due at i / rate s; writes ``{"latencies_ms"}``, each from
+    when it was due to when it returned). With ``register`` (the drain, no worker is up yet) it
+    migrates and registers the queue itself, with the workers' settings."""
     from dbos import DBOS
 
-    _launch_dbos(db_url, "enqueuer", run_migrations=False, queues=[])
+    _launch_dbos(db_url, "enqueuer", run_migrations=register, queues=[])
+    if register:
+        DBOS.register_queue(
+            QUEUE_NAME,
+            worker_concurrency=WORKER_CONCURRENCY,
+            polling_interval_sec=QUEUE_POLLING_INTERVAL_SEC,
+            on_conflict="always_update",
+        )
     queue = DBOS.retrieve_queue(QUEUE_NAME)  # registered by the workers; never re-register
     if queue is None:
         raise RuntimeError(f"queue {QUEUE_NAME!r} was not registered by the workers")
     workflow = _define_workflow()
+    result: dict[str, Any]
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        list(pool.map(lambda i: queue.enqueue(workflow, i).get_workflow_id(), range(runs)))
-    elapsed = time.perf_counter() - started
-    print(f"dbos enqueuer: {runs} enqueued in {elapsed:.3f} s", file=sys.stderr, flush=True)
+        if rate:
+            result = {"latencies_ms": _enqueue_at_rate(pool, queue, workflow, runs, rate)}
+        else:
+            list(pool.map(lambda i: queue.enqueue(workflow, i).get_workflow_id(), range(runs)))
+            result = {"seconds": time.perf_counter() - started}
+    print(
+        f"dbos enqueuer: {runs} enqueued in {time.perf_counter() - started:.3f} s",
+        file=sys.stderr,
+        flush=True,
+    )
+    if result_file is not None:
+        result_file.write_text(json.dumps(result))
     os._exit(0)
+
+
+def _enqueue_at_rate(
+    pool: ThreadPoolExecutor, queue: Any, workflow: Callable[[int], int], runs: int, rate: float
+) -> list[float]:
+    origin = time.perf_counter()
+
+    def one(value: int, due: float) -> float:
+        queue.enqueue(workflow, value).get_workflow_id()
+        return (time.perf_counter() - due) * 1000.0
+
+    futures = []
+    for value in range(runs):
+        due = origin + value / rate
+        delay = due - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        futures.append(pool.submit(one, value, due))
+    return [f.result() for f in futures]
 
 
 # --------------------------------------------------------------------------------------
@@ -262,12 +307,14 @@ async def _wait_ready(procs: list[subprocess.Popen[bytes]], files: list[Path]) -
 
 
 async def _start_workers(
-    db_url: str, workers: int, tmp: Path, settings: list[str]
+    db_url: str, workers: int, tmp: Path, settings: list[str], *, together: bool = False
 ) -> list[subprocess.Popen[bytes]]:
-    """Start worker 0 (migrates, registers the queue), then the rest concurrently."""
+    """Start worker 0 (migrates, registers the queue), then the rest concurrently; all at
+    once with `together` (the schema and queue already exist: the drain)."""
     procs: list[subprocess.Popen[bytes]] = []
+    batches = [list(range(workers))] if together else [[0], list(range(1, workers))]
     try:
-        for batch in ([0], list(range(1, workers))):
+        for batch in batches:
             files = [tmp / f"worker-{i}.ready" for i in batch]
             started = [
                 _spawn(
@@ -305,14 +352,17 @@ async def _stop_processes(procs: list[subprocess.Popen[bytes]]) -> None:
 
 async def _wait_complete(
     conn: asyncpg.Connection, runs: int, enqueuer: subprocess.Popen[bytes], timeout_sec: float
-) -> None:
-    """Poll DBOS's status table until all runs are terminal; raise on timeout or failure."""
+) -> int:
+    """Poll DBOS's status table until all runs are terminal; raise on timeout or failure.
+    Returns how many polls it took (each one a transaction on the database)."""
     deadline = time.monotonic() + timeout_sec
     query = "SELECT count(*) FROM dbos.workflow_status WHERE name = $1 AND status = ANY($2::text[])"
+    polls = 0
     while True:
+        polls += 1
         done = await conn.fetchval(query, WORKFLOW_NAME, list(TERMINAL_STATUSES))
         if done >= runs:
-            return
+            return polls
         code = enqueuer.poll()
         if code not in (None, 0):
             raise RuntimeError(f"DBOS enqueuer failed with exit code {code}")
@@ -330,12 +380,20 @@ def _percentile(sorted_values: list[float], fraction: float) -> float:
 async def _collect(conn: asyncpg.Connection, runs: int, workers: int) -> dict[str, Any]:
     """Turn the per-run created_at/updated_at stamps into the benchmark result."""
     rows = await conn.fetch(
-        "SELECT status, created_at, updated_at FROM dbos.workflow_status WHERE name = $1",
+        "SELECT s.status, coalesce(i.inputs, s.inputs) AS inputs, "
+        "coalesce(o.output, s.output) AS output, s.created_at, s.updated_at "
+        "FROM dbos.workflow_status s "
+        "LEFT JOIN dbos.workflow_input i USING (workflow_uuid) "
+        "LEFT JOIN dbos.workflow_output o USING (workflow_uuid) WHERE s.name = $1",
         WORKFLOW_NAME,
     )
     failed = [r["status"] for r in rows if r["status"] != "SUCCESS"]
     if len(rows) != runs or failed:
         raise RuntimeError(f"expected {runs} successful runs, got {len(rows)}; bad: {failed[:5]}")
+    wrong = [r["inputs"] for r in rows if not _output_right(r["inputs"], r["output"])]
+    if wrong:
+        raise RuntimeError(f"{len(wrong)} DBOS runs returned a wrong sum")
+    ends = sorted(r["updated_at"] for r in rows)
     latencies = sorted(float(r["updated_at"] - r["created_at"]) for r in rows)
     span_ms = max(r["updated_at"] for r in rows) - min(r["created_at"] for r in rows)
     seconds = max(span_ms, 1) / 1000.0
@@ -347,32 +405,65 @@ async def _collect(conn: asyncpg.Connection, runs: int, workers: int) -> dict[st
         "throughput": runs / seconds,
         "p50_ms": _percentile(latencies, 0.50),
         "p99_ms": _percentile(latencies, 0.99),
+        "drain_seconds": max(ends[-1] - ends[0], 1) / 1000.0,
     }
 
 
-async def _measure(
-    db_url: str, runs: int, workers: int, timeout_sec: float, settings: list[str]
+def _output_right(inputs: str, output: str) -> bool:
+    """DBOS 3.4 stores inputs ({"args", "kwargs"}, in workflow_input) and output (in
+    workflow_output) as base64 pickles (its default serializer): the output must be the
+    workflow's sum (v+1) + (v+2) + (v+3)."""
+    args = pickle.loads(base64.b64decode(inputs))  # noqa: S301 — our own benchmark's rows
+    value = args["args"][0] if isinstance(args, dict) else args[0][0]
+    return bool(pickle.loads(base64.b64decode(output)) == 3 * value + 6)  # noqa: S301
+
+
+async def measure_dbos(
+    db_url: str,
+    runs: int,
+    workers: int,
+    mode: str = "throughput",
+    *,
+    rate: float = 200.0,
+    timeout_sec: float = DEFAULT_TIMEOUT_SEC,
+    settings: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Start workers, enqueue all runs, wait for completion and read the timings."""
+    """One measurement on the (fresh, existing) database at ``db_url``.
+
+    ``throughput``: workers up, then the enqueuer enqueues ``runs`` as fast as it can.
+    ``drain``: the enqueuer queues ``runs`` with no worker up, then all workers start at once.
+    ``latency``: workers up, then the enqueuer enqueues ``runs`` at ``rate`` per second.
+    The result has the timings of `_collect`, what the enqueuer measured (``starter``) and
+    ``driver_xacts``, the transactions this driver ran on the database."""
     with tempfile.TemporaryDirectory(prefix="dbos_bench_") as tmp:
-        procs = await _start_workers(db_url, workers, Path(tmp), settings)
+        result_file = Path(tmp) / "enqueuer.json"
+        enqueue = ["--db-url", db_url, "--runs", str(runs), "--threads", str(ENQUEUE_THREADS)]
+        enqueue += ["--result-file", str(result_file)]
+        procs: list[subprocess.Popen[bytes]] = []
         try:
-            enqueuer = _spawn(
-                "enqueuer",
-                "--db-url",
-                db_url,
-                "--runs",
-                str(runs),
-                "--threads",
-                str(ENQUEUE_THREADS),
+            if mode == "drain":
+                enqueuer = _spawn("enqueuer", *enqueue, "--register")
+                procs.append(enqueuer)
+                if await asyncio.to_thread(enqueuer.wait, timeout_sec) != 0:
+                    raise RuntimeError(f"DBOS enqueuer failed with code {enqueuer.returncode}")
+            procs += await _start_workers(
+                db_url, workers, Path(tmp), settings or [], together=mode == "drain"
             )
-            procs.append(enqueuer)
+            if mode != "drain":
+                extra = ["--rate", repr(rate)] if mode == "latency" else []
+                enqueuer = _spawn("enqueuer", *enqueue, *extra)
+                procs.append(enqueuer)
             conn = await asyncpg.connect(db_url)
             try:
-                await _wait_complete(conn, runs, enqueuer, timeout_sec)
-                return await _collect(conn, runs, workers)
+                polls = await _wait_complete(conn, runs, enqueuer, timeout_sec)
+                result = await _collect(conn, runs, workers)
             finally:
                 await conn.close()
+            if await asyncio.to_thread(enqueuer.wait, timeout_sec) != 0:
+                raise RuntimeError(f"DBOS enqueuer failed with code {enqueuer.returncode}")
+            result["starter"] = json.loads(result_file.read_text())
+            result["driver_xacts"] = polls + 1
+            return result
         finally:
             await _stop_processes(procs)
 
@@ -401,7 +492,8 @@ async def run_dbos(
     ]
     name = await _create_database(dsn)
     try:
-        return await _measure(_with_database(dsn, name), runs, workers, timeout_sec, settings)
+        db_url = _with_database(dsn, name)
+        return await measure_dbos(db_url, runs, workers, timeout_sec=timeout_sec, settings=settings)
     finally:
         await _drop_database(dsn, name)
 
@@ -425,6 +517,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--index", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--threads", type=int, default=ENQUEUE_THREADS, help=argparse.SUPPRESS)
     parser.add_argument("--ready-file", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--result-file", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--register", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--rate", type=float, default=0.0, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -439,7 +534,9 @@ def main(argv: list[str] | None = None) -> None:
             args.polling_interval,
         )
     elif args.role == "enqueuer":
-        _enqueuer_main(args.db_url, args.runs, args.threads)
+        _enqueuer_main(
+            args.db_url, args.runs, args.threads, args.register, args.rate, args.result_file
+        )
     else:
         if not args.dsn:
             raise SystemExit("--dsn is required")

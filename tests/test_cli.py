@@ -121,3 +121,32 @@ def test_cli_mutations_leave_audit_rows_refused_ones_too(db_url: str) -> None:
     assert sorted(mine) == sorted(
         [("runs/start", "ok", started["id"]), ("runs/signal", "refused", "ex_nope")]
     )
+
+
+def test_runs_start_batch_starts_json_lines_and_refuses_a_bad_file_whole(
+    db_url: str, tmp_path: Path
+) -> None:
+    """`runs start --batch FILE`: one result line per input line (exit 1 when any item was
+    refused, the others started); a malformed line is refused by number and starts nothing."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        '{"workflow": "long_job", "input": {"steps": 1}}\n{"workflow": "long_job", "x": 2}\n'
+        '{"workflow": "long_job", "queue": 3}\n'
+    )
+    refused = tether(db_url, "runs", "start", "--batch", str(bad), check=False)
+    assert refused.returncode == 2 and "line 2: unknown key(s) x" in refused.stderr
+    good = tmp_path / "good.jsonl"
+    good.write_text(
+        '{"workflow": "long_job", "input": {"steps": 1}, "idempotency_key": "b1"}\n\n'
+        '{"workflow": "long_job", "input": {"steps": 0}}\n'
+        '{"workflow": "long_job", "input": {"steps": 1}, "idempotency_key": "b1"}\n'
+    )
+    proc = tether(db_url, "runs", "start", "--batch", str(good), check=False)
+    assert proc.returncode == 1 and "1 of 3 starts were refused" in proc.stderr
+    lines = [orjson.loads(line) for line in proc.stdout.splitlines()]
+    assert [line["line"] for line in lines] == [1, 3, 4]
+    assert lines[1]["error"]["type"] == "InvalidInput"
+    assert (lines[0]["deduped"], lines[2]["deduped"]) == (False, True)
+    assert lines[0]["execution_id"] == lines[2]["execution_id"]
+    listed = as_json(tether(db_url, "runs", "--json", "list"))
+    assert [item["id"] for item in listed["items"]] == [lines[0]["execution_id"]]

@@ -72,6 +72,9 @@ def test_queries_file_parses_into_the_expected_names() -> None:
         "queue_backlog",
         "created_traceparent",
         "applied_migration",
+        "insert_executions",
+        "wake",
+        "checkpoint_many",
     }
     assert set(queries.Q) == expected
     assert all(not sql.endswith(";") and not sql.startswith("--") for sql in queries.Q.values())

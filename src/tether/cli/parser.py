@@ -259,13 +259,20 @@ def _runs_steering(action: Callable[..., Parser]) -> None:
     watch.add_argument(
         "--until-wait", action="store_true", help="return (exit 3) when the run waits for input"
     )
-    start = action("start", "start a run", "Start a run of WORKFLOW with INPUT (JSON).")
-    start.add_argument("workflow", help="workflow name")
+    start = action(
+        "start",
+        "start a run",
+        "Start a run of WORKFLOW with INPUT (JSON), or many with --batch: one JSON object a "
+        "line ({workflow, input, idempotency_key, queue, profile, labels, singleton, ...}), "
+        "one JSON result a line.",
+    )
+    start.add_argument("workflow", nargs="?", help="workflow name")
     start.add_argument("input", nargs="?", default="null", help="JSON")
     start.add_argument("--idempotency-key", help="a second start with it returns the same run")
     start.add_argument("--label", action="append", help="key=value label on the run (repeat)")
     start.add_argument("--queue", help="the queue to wait in (one of TETHER_QUEUES)")
     start.add_argument("--profile", help="a runtime profile (TETHER_PROFILES) under the input")
+    start.add_argument("--batch", metavar="FILE", help="start many: JSON lines from FILE (- stdin)")
     sig = action("signal", "send a signal", "Send signal NAME with PAYLOAD (JSON) to a run.")
     sig.add_argument("id", help="run id")
     sig.add_argument("name", help="signal name")

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from tether.cli import access, dags, render
+from tether.cli import access, batch, dags, render
 from tether.cli.output import Output
 from tether.cli.parser import DECISIONS
 from tether.cli.watch import watch
@@ -150,6 +150,10 @@ async def _show(args: argparse.Namespace, ops: Operations, out: Output) -> str |
 
 
 async def _start(args: argparse.Namespace, ops: Operations, out: Output) -> str | None:
+    if args.batch is not None:
+        return await _start_batch(args, ops, out)
+    if args.workflow is None:
+        raise BadArgument("runs start needs WORKFLOW (or --batch FILE)")
     started = await ops.start(
         args.workflow,
         json_arg(args.input),
@@ -163,6 +167,23 @@ async def _start(args: argparse.Namespace, ops: Operations, out: Output) -> str 
         out.console.print("already started with that idempotency key:", markup=False)
     _row(out, started.execution, deduped=started.deduped)
     return started.execution.id
+
+
+async def _start_batch(args: argparse.Namespace, ops: Operations, out: Output) -> str | None:
+    """Starts from JSON lines (`cli/batch.py`); exit 1 when any item was refused."""
+    if args.workflow is not None:
+        raise BadArgument("--batch takes the workflow from each line, not as an argument")
+    try:
+        items = batch.parse(batch.read(args.batch))
+    except ValueError as exc:
+        raise BadArgument(str(exc)) from exc
+    results = await batch.start(ops, items)
+    for result in results:
+        out.data(result, line=True)
+    refused = [r for r in results if "error" in r]
+    if refused:
+        raise rt_errors.InvalidInput(f"{len(refused)} of {len(results)} starts were refused")
+    return None
 
 
 async def _signal(args: argparse.Namespace, ops: Operations, out: Output) -> str | None:

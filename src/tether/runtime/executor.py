@@ -23,6 +23,7 @@ from tether.runtime.registry import App, WorkflowDef
 from tether.runtime.signals import CancelledRun, ContinueAsNew, LeaseGone, Park
 from tether.runtime.statuses import ENDED_STATUSES
 from tether.storage import repo
+from tether.storage.checkpoints import CheckpointWriter
 from tether.storage.driver import Connection, Database
 from tether.storage.errors import (
     LeaseLost,
@@ -49,10 +50,18 @@ class RunIO:
     attempt: int
     seen_event_id: int
     release_on_cancel: bool = False
+    # The worker's group commit of checkpoints across its runs; None: one statement a write.
+    writer: CheckpointWriter | None = None
 
     async def write(self, cp: Checkpoint) -> CheckpointResult:
-        async with translated(), self.pool.acquire() as conn:
-            return await self.write_in(conn, cp)
+        if self.writer is None:
+            async with translated(), self.pool.acquire() as conn:
+                return await self.write_in(conn, cp)
+        result = await self.writer.write(
+            self.execution_id, self.owner, self.attempt, self.seen_event_id, cp
+        )
+        self.seen_event_id += len(cp.events)
+        return result
 
     async def write_in(self, conn: Connection, cp: Checkpoint) -> CheckpointResult:
         result = await repo.checkpoint(

@@ -20,6 +20,7 @@ from tether.runtime.executor import RunIO
 from tether.runtime.ids import new_worker_id
 from tether.runtime.registry import App
 from tether.storage import admitting, repo
+from tether.storage.checkpoints import CheckpointWriter
 from tether.storage.driver import Database, Notifications
 from tether.storage.errors import StorageError
 from tether.storage.notify import READY_CHANNEL
@@ -38,6 +39,9 @@ class WorkerSettings:
     # A run whose worker is lost this many times in a row while running it (it dies, or loses
     # the database, with no progress in between) ends failed instead of being claimed again.
     max_recovery_attempts: int = 10
+    # Checkpoints of different runs written at once share a statement and a commit once this
+    # many statements are in flight (storage/checkpoints.py); 0 turns the grouping off.
+    checkpoint_statements: int = 2
     # Queues (the worker admits queued runs before it claims), profiles and schedules; the
     # runtime's operations and scheduler use the same configuration (runtime/service.py).
     admission: Admission = NO_ADMISSION
@@ -97,6 +101,8 @@ class Worker:
             self.settings.admission, {n: w.rules.max_active_runs for n, w in app.workflows.items()}
         )
         self.running = asyncio.Event()
+        statements = self.settings.checkpoint_statements
+        self._writer = CheckpointWriter(pool, max_statements=statements) if statements else None
 
     def stop(self) -> None:
         """Stop claiming; run() then drains (bounded by shutdown_grace_s) and returns."""
@@ -175,7 +181,9 @@ class Worker:
             )
             return
         metrics.run_claimed(row.workflow, row.attempt, row.lost_leases)
-        io = RunIO(self.pool, row.id, self.owner, row.attempt, row.last_event_id)
+        io = RunIO(
+            self.pool, row.id, self.owner, row.attempt, row.last_event_id, writer=self._writer
+        )
         task = asyncio.create_task(
             observe.run_attempt(
                 self.pool,

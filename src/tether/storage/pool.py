@@ -14,6 +14,12 @@ def _dumps(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
+def json_text(value: Any) -> str | None:
+    """A jsonb value as the JSON text a `text[]::jsonb[]` parameter takes (None: SQL NULL).
+    Arrays of jsonb go as text: asyncpg reads a Python list inside an array as a dimension."""
+    return None if value is None else _dumps(value)
+
+
 async def init_connection(conn: asyncpg.Connection) -> None:
     """Register the jsonb/json codecs on a new connection."""
     for typename in ("jsonb", "json"):

@@ -28,8 +28,11 @@ from tether.storage.rows import (
 Conn = Queryable  # what a query runs on: a pool, or a connection inside a transaction
 
 
-async def insert_execution(conn: Conn, new: NewExecution) -> ExecutionRow | None:
-    """Insert a pending run; None when (workflow, tenant, idempotency_key) is already taken."""
+async def insert_execution(
+    conn: Conn, new: NewExecution, *, notify: bool = True
+) -> ExecutionRow | None:
+    """Insert a pending run; None when (workflow, tenant, idempotency_key) is already taken.
+    `notify=False`: the workers are not woken here (send `wake` once it has committed)."""
     with translated():
         rec = await conn.fetchrow(
             Q["insert_execution"],
@@ -48,8 +51,18 @@ async def insert_execution(conn: Conn, new: NewExecution) -> ExecutionRow | None
             new.profile,
             dict(new.profile_env) if new.profile_env is not None else None,
             new.tenant,
+            notify,
         )
     return ExecutionRow.from_record(rec) if rec else None
+
+
+async def wake(conn: Conn, channel: str, payloads: Sequence[str]) -> None:
+    """NOTIFY `channel` with each payload, after the write it announces has committed, in a
+    transaction that does not wait for its flush (see the `wake` query). `conn` must not be in
+    a transaction."""
+    if payloads:
+        with translated():
+            await conn.execute(Q["wake"], channel, list(payloads))
 
 
 async def get_execution(
@@ -225,19 +238,23 @@ class CheckpointResult:
     last_event_id: int
 
 
+def sealed_checkpoint(execution_id: str, cp: Checkpoint) -> tuple[list[dict[str, Any]], Any]:
+    """The write's step records and output as stored: sealed while encryption is on."""
+    ring = sealing.ring()
+    if ring is None:
+        return cp.records, cp.output
+    where = sealing.step_result
+    return [
+        {**r, "result": sealing.seal(ring, r["result"], where(execution_id, r["seq"]))}
+        for r in cp.records
+    ], sealing.seal(ring, cp.output, sealing.execution_output(execution_id))
+
+
 async def checkpoint(
     conn: Conn, execution_id: str, owner: str, attempt: int, seen_event_id: int, cp: Checkpoint
 ) -> CheckpointResult:
     """Apply a worker write. Raises LeaseLost (nothing written) when the fence fails."""
-    records, output = cp.records, cp.output
-    ring = sealing.ring()
-    if ring is not None:
-        where = sealing.step_result
-        records = [
-            {**r, "result": sealing.seal(ring, r["result"], where(execution_id, r["seq"]))}
-            for r in records
-        ]
-        output = sealing.seal(ring, output, sealing.execution_output(execution_id))
+    records, output = sealed_checkpoint(execution_id, cp)
     with translated():
         rec = await conn.fetchrow(
             Q["checkpoint"],

@@ -5,6 +5,7 @@
 | module | operations |
 |---|---|
 | `starting` | start (idempotency keys; queue, singleton, profile, labels) |
+| `batching` | start_many (many starts in one statement, an outcome per item) |
 | `queries` | get (chain following), list_runs (cursor pages), history, steps |
 | `answering` | answer, answer_wait (by key or name), answer_many, signal |
 | `updates` | update (validate, admit, wait for the handler) |
@@ -31,8 +32,17 @@ from typing import Any, Literal
 
 from tether.runtime import errors
 from tether.runtime.admission import NO_ADMISSION, Admission
-from tether.runtime.operations import answering, lifecycle, queries, starting, updates, waiting
+from tether.runtime.operations import (
+    answering,
+    batching,
+    lifecycle,
+    queries,
+    starting,
+    updates,
+    waiting,
+)
 from tether.runtime.operations.answering import AnswerOutcome, AnswerResult, SignalResult
+from tether.runtime.operations.batching import StartOutcome, StartRequest
 from tether.runtime.operations.env import DEFAULT_MAX_PAYLOAD_BYTES, POLL_FALLBACK_S, Env
 from tether.runtime.operations.queries import Page, RunView
 from tether.runtime.operations.starting import Singleton, Started
@@ -51,6 +61,8 @@ __all__ = [
     "RunView",
     "SignalResult",
     "Singleton",
+    "StartOutcome",
+    "StartRequest",
     "Started",
 ]
 
@@ -157,6 +169,13 @@ class Operations:
             profile=profile,
             labels=labels,
         )
+
+    async def start_many(
+        self, requests: Sequence[StartRequest], *, by: str | None = None
+    ) -> list[StartOutcome]:
+        """Start many runs in one statement: one outcome per request, in order, each a
+        `Started` or the TetherError that refused that item (see `batching.start_many`)."""
+        return await batching.start_many(self.env, requests, by=by)
 
     async def get(self, execution_id: str, *, follow_chain: bool = True) -> RunView:
         """Resolve a handle to the live run of its chain (see `queries.get`)."""

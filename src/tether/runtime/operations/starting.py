@@ -17,6 +17,7 @@ from tether.runtime.operations.storage_errors import storage_errors
 from tether.runtime.policy import seconds
 from tether.runtime.registry import WorkflowDef
 from tether.storage import admitting, repo
+from tether.storage.notify import READY_CHANNEL
 from tether.storage.rows import ExecutionRow
 
 #: `singleton="running"` refuses while a run of the workflow is admitted and live (Dagu's start);
@@ -133,13 +134,31 @@ async def start(
                 row = await _insert_singleton(conn, new, singleton)
             if row is not None:
                 return Started(row, deduped=False)
-        for _ in range(3):
-            row = await repo.insert_execution(env.pool, new)
+        return await insert_or_resolve(env.pool, new, on_live_match)
+
+
+async def insert_or_resolve(
+    conn: repo.Conn,
+    new: repo.NewExecution,
+    on_live_match: Literal["return", "fail"],
+    *,
+    key_taken: bool = False,
+) -> Started:
+    """Insert `new`, or resolve its idempotency key to the run that holds it (`key_taken`:
+    an insert already found it taken); `conn` is a pool or a connection outside a transaction.
+    The workers are woken once the insert has committed (`repo.wake`: the insert itself then
+    never waits for PostgreSQL's notification lock). Raises IdempotencyMismatch,
+    RunAlreadyActive, Unavailable, StorageError."""
+    for _ in range(3):
+        if not key_taken:
+            row = await repo.insert_execution(conn, new, notify=False)
             if row is not None:
+                await repo.wake(conn, READY_CHANNEL, [row.id])
                 return Started(row, deduped=False)
-            existing = await _holder(env.pool, new, on_live_match)
-            if existing is not None:
-                return Started(existing, deduped=True)
+        key_taken = False
+        existing = await _holder(conn, new, on_live_match)
+        if existing is not None:
+            return Started(existing, deduped=True)
     raise errors.Unavailable("could not create the run; retry")
 
 

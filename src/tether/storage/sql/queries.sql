@@ -2,7 +2,8 @@
 -- Create a pending run with its `created` event, unless (workflow, idempotency_key) is taken;
 -- wakes the workers in the same transaction. No row back means the key was taken (keys are per
 -- tenant: $15, NULL for none). A run on a queue ($11) is inserted queued: wake_at NULL, so no
--- claim sees it until a worker admits it.
+-- claim sees it until a worker admits it. $16 false: no wake-up here (the caller sends `wake`
+-- once this has committed).
 WITH ins AS (
     INSERT INTO executions (id, workflow, business_id, status, input, idempotency_key,
                             predecessor_id, root_id, retention_s, deadline_at, wake_at,
@@ -16,7 +17,50 @@ WITH ins AS (
     INSERT INTO history (execution_id, event_id, type, data)
     SELECT id, 1, 'created', $10 FROM ins
 )
-SELECT ins.*, pg_notify('tether_ready', ins.id)::text AS notified FROM ins;
+SELECT ins.*, (CASE WHEN $16::boolean THEN pg_notify('tether_ready', ins.id) END)::text AS notified
+FROM ins;
+
+-- name: wake
+-- NOTIFY channel $1 once per payload in $2, in a transaction of its own that does not wait for
+-- its commit to reach the disk (synchronous_commit off for this transaction only). PostgreSQL
+-- serializes notifying transactions: each holds the notification lock from its NOTIFY until its
+-- commit has ended, WAL flush included, so a write that notifies in its own transaction cannot
+-- share a flush with any other such write. Sent after the write has committed, a listener woken
+-- by it sees the write; a wake-up lost in a crash is covered by the listeners' polling.
+SELECT set_config('synchronous_commit', 'off', true), pg_notify($1::text, x)
+FROM unnest($2::text[]) AS x;
+
+-- name: insert_executions
+-- `insert_execution` for many runs in one statement (batched starts): one row per array element,
+-- in order ($1..$15 are arrays of the same length, element i describing run i; jsonb values as
+-- JSON text, so a JSON array is one element, not a dimension). A run whose
+-- (workflow, tenant, idempotency_key) is taken, by an existing run or by an earlier element of
+-- the same batch, is skipped and has no row back (the caller resolves its key). It wakes no
+-- one: the caller sends one `wake` for the batch once this has committed.
+WITH item AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]::jsonb[], $5::text[],
+                         $6::text[], $7::text[], $8::int[], $9::timestamptz[],
+                         $10::text[]::jsonb[], $11::text[], $12::text[]::jsonb[], $13::text[],
+                         $14::text[]::jsonb[], $15::text[])
+        WITH ORDINALITY AS i(id, workflow, business_id, input, idempotency_key, predecessor_id,
+                             root_id, retention_s, deadline_at, created_data, queue, labels,
+                             profile, profile_env, tenant, n)
+), ins AS (
+    INSERT INTO executions (id, workflow, business_id, status, input, idempotency_key,
+                            predecessor_id, root_id, retention_s, deadline_at, wake_at,
+                            last_event_id, queue, labels, profile, profile_env, tenant)
+    SELECT id, workflow, business_id, 'pending', input, idempotency_key, predecessor_id,
+           root_id, retention_s, deadline_at, CASE WHEN queue IS NULL THEN now() END, 1,
+           queue, labels, profile, profile_env, tenant
+    FROM item ORDER BY n
+    ON CONFLICT (workflow, (coalesce(tenant, '')), idempotency_key)
+        WHERE idempotency_key IS NOT NULL DO NOTHING
+    RETURNING *
+), ev AS (
+    INSERT INTO history (execution_id, event_id, type, data)
+    SELECT ins.id, 1, 'created', item.created_data FROM ins JOIN item USING (id)
+)
+SELECT ins.* FROM ins;
 
 -- name: get_execution
 -- One run by primary key.
@@ -270,6 +314,95 @@ WITH lease AS (
 )
 SELECT lease.id, lease.status, lease.cancel_requested, lease.last_event_id,
        (SELECT count(*) FROM notes) AS notified
+FROM lease;
+
+-- name: checkpoint_many
+-- `checkpoint` for several runs in one statement and one commit (group commit of a worker's
+-- concurrent writes: storage/checkpoints.py). Element i of the arrays $1..$17 is run i's write,
+-- its parameters those of `checkpoint` in the same order (jsonb ones as JSON text, so a JSON
+-- array is one element, not a dimension); each is fenced by its own
+-- (lease_owner, attempt), so a run whose lease is lost has no row back and nothing of its write
+-- applied, while the others apply. The caller never puts two writes of one run in a statement.
+-- It wakes no one: `changed` and `ready` say which runs' watchers and workers `checkpoint` would
+-- have notified, and the caller sends those as `wake` once this has committed.
+WITH c AS (
+    SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[]::jsonb[],
+                         $5::text[]::jsonb[], $6::text[]::jsonb[], $7::boolean[], $8::text[],
+                         $9::text[], $10::text[]::jsonb[], $11::text[]::jsonb[],
+                         $12::text[]::jsonb[], $13::timestamptz[], $14::bigint[], $15::text[],
+                         $16::integer[], $17::integer[])
+        AS c(id, owner, attempt, records, consumed, events, set_details, details, status,
+             output, error, waits, wake_at, seen, successor_id, run_attempt, truncate_from)
+), lease AS (
+    UPDATE executions e SET
+        version        = e.version + 1,
+        updated_at     = now(),
+        last_event_id  = e.last_event_id + jsonb_array_length(c.events),
+        details        = CASE WHEN c.set_details THEN c.details ELSE e.details END,
+        status         = CASE
+                            WHEN c.status IS NULL THEN e.status
+                            WHEN c.status = 'waiting' AND e.last_event_id <> c.seen
+                                THEN 'pending'
+                            ELSE c.status END,
+        output         = CASE WHEN c.status IS NULL THEN e.output ELSE c.output END,
+        error          = CASE WHEN c.status IS NULL THEN e.error ELSE c.error END,
+        waits          = CASE
+                            WHEN c.status = 'waiting' AND e.last_event_id = c.seen
+                                THEN c.waits
+                            WHEN c.status IS NULL THEN e.waits
+                            ELSE '[]'::jsonb END,
+        wake_at        = CASE
+                            WHEN c.status IS NULL THEN e.wake_at
+                            WHEN c.status = 'waiting' AND e.last_event_id <> c.seen
+                                THEN now()
+                            WHEN c.status IN ('waiting', 'pending') THEN c.wake_at
+                            ELSE NULL END,
+        lease_owner    = CASE WHEN c.status IS NULL THEN e.lease_owner ELSE NULL END,
+        lease_until    = CASE WHEN c.status IS NULL THEN e.lease_until ELSE NULL END,
+        ended_at       = CASE WHEN c.status IN ('completed', 'failed', 'timed_out', 'cancelled',
+                                                'continued_as_new')
+                              THEN now() ELSE e.ended_at END,
+        expires_at     = CASE WHEN c.status IN ('completed', 'failed', 'timed_out', 'cancelled',
+                                                'continued_as_new')
+                              THEN now() + make_interval(secs => e.retention_s)
+                              ELSE e.expires_at END,
+        successor_id   = coalesce(c.successor_id, e.successor_id),
+        run_attempt    = e.run_attempt + c.run_attempt,
+        lost_leases    = CASE WHEN c.status IS NOT NULL OR jsonb_array_length(c.records) > 0
+                              THEN 0 ELSE e.lost_leases END
+    FROM c
+    WHERE e.id = c.id AND e.lease_owner = c.owner AND e.attempt = c.attempt
+    RETURNING e.id, e.status, e.cancel_requested, e.last_event_id, e.wake_at, e.queue,
+              c.records, c.consumed, c.events, c.set_details, c.status AS set_status,
+              c.truncate_from
+), trunc AS (
+    DELETE FROM steps s USING lease
+    WHERE lease.truncate_from IS NOT NULL AND s.execution_id = lease.id
+      AND s.seq >= lease.truncate_from
+), rec AS (
+    INSERT INTO steps (execution_id, seq, kind, name, result, done)
+    SELECT lease.id, r.seq, r.kind, r.name, r.result, r.done
+    FROM lease, jsonb_to_recordset(lease.records) AS r(seq integer, kind text, name text,
+                                                       result jsonb, done boolean)
+    ON CONFLICT (execution_id, seq) DO UPDATE
+        SET result = EXCLUDED.result, done = EXCLUDED.done, at = now()
+        WHERE NOT steps.done
+), con AS (
+    UPDATE signals s SET consumed_seq = x.seq
+    FROM lease, jsonb_to_recordset(lease.consumed) AS x(id bigint, seq integer)
+    WHERE s.id = x.id AND s.execution_id = lease.id AND s.consumed_seq IS NULL
+), ev AS (
+    INSERT INTO history (execution_id, event_id, type, data)
+    SELECT lease.id, lease.last_event_id - jsonb_array_length(lease.events) + x.n, x.type, x.data
+    FROM lease, ROWS FROM (jsonb_to_recordset(lease.events) AS (type text, data jsonb))
+         WITH ORDINALITY AS x(type, data, n)
+)
+SELECT lease.id, lease.status, lease.cancel_requested, lease.last_event_id,
+       lease.set_status IS NOT NULL OR lease.set_details AS changed,
+       (lease.status = 'pending' AND lease.wake_at <= now())
+       OR (lease.queue IS NOT NULL  -- it ended: its queue slot is free
+           AND lease.status IN ('completed', 'failed', 'timed_out', 'cancelled',
+                                'continued_as_new')) AS ready
 FROM lease;
 
 -- name: finish_update

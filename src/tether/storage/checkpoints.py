@@ -1,0 +1,184 @@
+"""Group commit of a worker's checkpoints: concurrent writes of different runs share one
+statement and one commit, and the wake-ups they announce are sent after it.
+
+A write goes out at once while fewer than `max_statements` statements are in flight; past
+that it queues, and the next statement to start takes the queued writes (`checkpoint_many`),
+at most one per run and `max_batch` in all. Each caller still waits for the commit of the
+statement that carried its write, so every run's checkpoint is durable before that run goes
+on, exactly as with one statement per write; each write keeps its own fence, so a run whose
+lease is lost gets LeaseLost while the others apply.
+
+The statement notifies no one itself: a PostgreSQL transaction that notifies holds the
+notification lock until its commit has been flushed, so every settle would wait for every
+other one's flush. Once it has committed, the watchers (`tether_change`) and workers
+(`tether_ready`) it would have notified are woken by `repo.wake`, which does not wait for a
+flush. A wake-up lost to a crash in between is covered by the listeners' polling.
+
+A statement the server refuses (IntegrityError, InvalidData: rolled back, nothing applied) is
+retried one write per statement, so one run's bad write fails only that run. Any other
+failure (the connection lost: whether it committed is unknown) fails every write of the
+statement with its own copy of the error, as it would have failed each one alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from tether.storage import repo
+from tether.storage.driver import Database
+from tether.storage.errors import IntegrityError, InvalidData, LeaseLost, StorageError, translated
+from tether.storage.notify import CHANGE_CHANNEL, READY_CHANNEL
+from tether.storage.pool import json_text
+from tether.storage.queries import Q
+from tether.storage.repo import Checkpoint, CheckpointResult
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class _Write:
+    execution_id: str
+    owner: str
+    attempt: int
+    seen_event_id: int
+    cp: Checkpoint
+    done: asyncio.Future[CheckpointResult] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+
+class CheckpointWriter:
+    """Fenced checkpoint writes on `pool`, grouped across runs (see the module docstring)."""
+
+    def __init__(self, pool: Database, *, max_statements: int = 2, max_batch: int = 64) -> None:
+        if max_statements < 1 or max_batch < 1:
+            raise ValueError("max_statements and max_batch must be at least 1")
+        self._pool = pool
+        self._max_statements = max_statements
+        self._max_batch = max_batch
+        self._in_flight = 0
+        self._queued: list[_Write] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def write(
+        self, execution_id: str, owner: str, attempt: int, seen_event_id: int, cp: Checkpoint
+    ) -> CheckpointResult:
+        """As `repo.checkpoint` on a pooled connection. Raises LeaseLost, StorageError."""
+        write = _Write(execution_id, owner, attempt, seen_event_id, cp)
+        self._queued.append(write)
+        if self._in_flight < self._max_statements:
+            self._start_batch()
+        return await asyncio.shield(write.done)  # a cancelled run still waits for its write
+
+    def _finished(self) -> None:
+        self._in_flight -= 1
+        if self._queued:
+            self._start_batch()
+
+    def _start_batch(self) -> None:
+        batch: list[_Write] = []
+        seen: set[str] = set()
+        kept: list[_Write] = []
+        for write in self._queued:
+            if write.execution_id in seen or len(batch) >= self._max_batch:
+                kept.append(write)  # one write per run and statement: the next one takes it
+            else:
+                seen.add(write.execution_id)
+                batch.append(write)
+        self._queued = kept
+        self._in_flight += 1
+        task = asyncio.get_running_loop().create_task(self._apply(batch))
+        self._tasks.add(task)  # the loop keeps only a weak reference
+        task.add_done_callback(self._batch_done)
+
+    def _batch_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._finished()
+
+    async def _apply(self, batch: list[_Write]) -> None:
+        try:
+            results = await _checkpoint_many(self._pool, batch)
+        except (IntegrityError, InvalidData) as exc:
+            if len(batch) > 1:  # refused, nothing applied: find the bad write, one at a time
+                await asyncio.gather(*(self._apply([write]) for write in batch))
+            else:
+                _fail(batch[0], exc)
+            return
+        except BaseException as exc:
+            for write in batch:  # every writer hears how its write ended
+                _fail(write, exc)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        for write in batch:
+            found = results.get(write.execution_id)
+            if write.done.done():
+                continue
+            if found is None:
+                write.done.set_exception(LeaseLost())
+            else:
+                write.done.set_result(found[0])
+        await _wake(self._pool, results)
+
+
+Applied = dict[str, tuple[CheckpointResult, bool, bool]]  # id: (result, changed, ready)
+
+
+async def _wake(pool: Database, results: Applied) -> None:
+    """Send the wake-ups of the committed writes; one lost here is covered by polling."""
+    changed = [i for i, (_, change, _) in results.items() if change]
+    ready = [i for i, (_, _, wake) in results.items() if wake]
+    try:
+        await repo.wake(pool, CHANGE_CHANNEL, changed)
+        await repo.wake(pool, READY_CHANNEL, ready)
+    except StorageError:
+        logger.warning("could not send wake-ups after a checkpoint; listeners will poll")
+
+
+def _fail(write: _Write, exc: BaseException) -> None:
+    """The write fails as it would have alone: its own copy of a storage error (one exception
+    object must not be raised in several tasks), cancelled when the statement was."""
+    if write.done.done():
+        return
+    if isinstance(exc, asyncio.CancelledError):
+        write.done.cancel()
+    elif isinstance(exc, StorageError):
+        copy = type(exc)(str(exc))
+        copy.__cause__ = exc.__cause__
+        write.done.set_exception(copy)
+    else:
+        write.done.set_exception(exc)
+
+
+def _columns(batch: list[_Write]) -> list[list[Any]]:
+    columns: list[list[Any]] = [[] for _ in range(17)]
+    for w in batch:
+        cp = w.cp
+        records, output = repo.sealed_checkpoint(w.execution_id, cp)
+        values = (
+            w.execution_id, w.owner, w.attempt, json_text(records), json_text(cp.consumed),
+            json_text(cp.events), cp.set_details, cp.details, cp.status, json_text(output),
+            json_text(cp.error), json_text(cp.waits), cp.wake_at, w.seen_event_id,
+            cp.successor_id, cp.run_attempt_increment, cp.truncate_from,
+        )  # fmt: skip
+        for column, value in zip(columns, values, strict=True):
+            column.append(value)
+    return columns
+
+
+async def _checkpoint_many(pool: Database, batch: list[_Write]) -> Applied:
+    """Apply the writes in one statement; for each run whose fence held, its result and
+    whether its watchers and the workers are to be woken."""
+    with translated():
+        recs = await pool.fetch(Q["checkpoint_many"], *_columns(batch))
+    return {
+        rec["id"]: (
+            CheckpointResult(rec["status"], rec["cancel_requested"], rec["last_event_id"]),
+            rec["changed"],
+            rec["ready"],
+        )
+        for rec in recs
+    }

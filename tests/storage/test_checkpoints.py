@@ -1,0 +1,148 @@
+"""Group commit of checkpoints (storage/checkpoints.py) on a real PostgreSQL: concurrent
+writes of different runs share statements, every write lands as `repo.checkpoint` would land
+it (records, events, settle) and wakes the run's watchers once committed, each keeps its own
+fence, two writes of one run never share a statement, and a statement the server refuses
+fails only the bad write."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncpg
+import pytest
+
+from tether.storage import repo
+from tether.storage.checkpoints import CheckpointWriter
+from tether.storage.errors import IntegrityError, LeaseLost, StorageError
+from tether.storage.repo import Checkpoint
+
+pytestmark = pytest.mark.postgres
+
+INSERT = """
+INSERT INTO executions (id, workflow, business_id, status, root_id, last_event_id,
+                        lease_owner, attempt)
+SELECT id, 'wf', id, 'running', id, 1, 'w', 1 FROM unnest($1::text[]) AS id
+"""
+
+
+class CountingPool:
+    """A real pool that records the size of each checkpoint statement the writer sends."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+        self.groups: list[int] = []
+
+    async def fetch(self, query: str, *args: Any, timeout: float | None = None) -> list[Any]:
+        self.groups.append(len(args[0]))
+        return await self.pool.fetch(query, *args, timeout=timeout)
+
+    async def execute(self, query: str, *args: Any, timeout: float | None = None) -> str:
+        return await self.pool.execute(query, *args, timeout=timeout)  # the wake-ups
+
+
+@contextlib.asynccontextmanager
+async def listening(
+    db_url: str, channel: str, expect: int
+) -> AsyncIterator[tuple[list[str], asyncio.Event]]:
+    """The payloads NOTIFY sends on `channel` while the block runs, and an event set once
+    `expect` of them arrived."""
+    heard: list[str] = []
+    enough = asyncio.Event()
+
+    def hear(*args: Any) -> None:
+        heard.append(args[3])
+        if len(heard) >= expect:
+            enough.set()
+
+    conn = await asyncpg.connect(db_url)
+    await conn.add_listener(channel, hear)
+    try:
+        yield heard, enough
+    finally:
+        await conn.close()
+
+
+def _step(seq: int, result: Any) -> Checkpoint:
+    return Checkpoint(
+        records=[{"seq": seq, "kind": "step", "name": "add", "result": result, "done": True}],
+        events=[{"type": "note", "data": {"seq": seq}}],
+    )
+
+
+async def test_concurrent_writes_share_statements_and_land_as_single_writes(
+    db: asyncpg.Pool, db_url: str
+) -> None:
+    ids = [f"ex_{i}" for i in range(12)]
+    await db.execute(INSERT, ids)
+    counting = CountingPool(db)
+    writer = CheckpointWriter(counting, max_statements=1)  # type: ignore[arg-type]
+    steps = await asyncio.gather(
+        *(writer.write(i, "w", 1, 1, _step(0, [n, {"list": [n]}])) for n, i in enumerate(ids))
+    )
+    assert counting.groups == [1, 11]  # 12 writes, 2 statements
+    assert {r.last_event_id for r in steps} == {2}
+    async with listening(db_url, "tether_change", len(ids)) as (heard, enough):
+        settled = await asyncio.gather(
+            *(
+                writer.write(i, "w", 1, 2, Checkpoint(status="completed", output=[n]))
+                for n, i in enumerate(ids)
+            )
+        )
+        await asyncio.wait_for(enough.wait(), 5)
+    assert sorted(heard) == sorted(ids)  # each settled run's watchers woken, once
+    assert {r.status for r in settled} == {"completed"}
+    rows = await db.fetch(
+        "SELECT e.id, e.status, e.output, e.ended_at IS NOT NULL AS ended, e.lease_owner, "
+        "s.result, h.data FROM executions e JOIN steps s ON s.execution_id = e.id "
+        "JOIN history h ON h.execution_id = e.id AND h.event_id = 2 ORDER BY e.id"
+    )
+    for row in rows:
+        n = int(row["id"][3:])
+        assert (row["status"], row["output"], row["ended"], row["lease_owner"]) == (
+            "completed", [n], True, None
+        )  # fmt: skip
+        assert (row["result"], row["data"]) == ([n, {"list": [n]}], {"seq": 0})
+    assert len(rows) == 12
+
+
+async def test_each_write_keeps_its_fence_and_one_run_never_shares_a_statement(
+    db: asyncpg.Pool,
+) -> None:
+    await db.execute(INSERT, ["ex_a", "ex_b", "ex_c"])
+    counting = CountingPool(db)
+    writer = CheckpointWriter(counting, max_statements=1)  # type: ignore[arg-type]
+    results = await asyncio.gather(
+        writer.write("ex_a", "w", 1, 1, _step(0, 1)),
+        writer.write("ex_b", "other", 1, 1, _step(0, 1)),  # not its lease
+        writer.write("ex_c", "w", 1, 1, _step(0, 1)),
+        writer.write("ex_c", "w", 1, 2, _step(1, 2)),  # the same run again
+        return_exceptions=True,
+    )
+    assert isinstance(results[1], LeaseLost)
+    assert counting.groups == [1, 2, 1]  # ex_a; ex_b and the first ex_c; the second ex_c
+    events = await db.fetch("SELECT execution_id, event_id FROM history ORDER BY 1, 2")
+    assert [tuple(r) for r in events] == [("ex_a", 2), ("ex_c", 2), ("ex_c", 3)]
+    assert await db.fetchval("SELECT count(*) FROM steps WHERE execution_id = 'ex_b'") == 0
+
+
+async def test_a_refused_statement_fails_only_the_bad_write(db: asyncpg.Pool) -> None:
+    """A record without a name breaks steps' NOT NULL: the group is refused and retried one
+    write per statement, so the good writes land and only the bad one fails."""
+    await db.execute(INSERT, ["ex_a", "ex_b", "ex_c"])
+    counting = CountingPool(db)
+    writer = CheckpointWriter(counting, max_statements=1)  # type: ignore[arg-type]
+    bad = Checkpoint(records=[{"seq": 0, "kind": "step", "name": None, "result": 1, "done": True}])
+    results = await asyncio.gather(
+        writer.write("ex_a", "w", 1, 1, _step(0, 1)),
+        writer.write("ex_b", "w", 1, 1, bad),
+        writer.write("ex_c", "w", 1, 1, _step(0, 1)),
+        return_exceptions=True,
+    )
+    assert isinstance(results[1], IntegrityError) and isinstance(results[1], StorageError)
+    assert counting.groups == [1, 2, 1, 1]  # ex_a; the refused pair; each of it again alone
+    done = await db.fetch("SELECT execution_id FROM steps ORDER BY 1")
+    assert [r["execution_id"] for r in done] == ["ex_a", "ex_c"]
+    assert await repo.get_execution(db, "ex_b") is not None
