@@ -2,8 +2,9 @@
 `create_workflow`, each item of `start_run_batch`), and `start_run_batch` itself
 (digest §1 "start_run_batch", §5).
 
-Each run is started through `Operations.start`, one call per item (a batched start in the
-runtime can replace the loop without changing the reply). The batch checks, in order, its
+`start_run` and `create_workflow` start through `Operations.start`; a batch starts all its
+items in one statement through `Operations.start_many`, then applies the key policies to
+each item's outcome the same way. The batch checks, in order, its
 size (`VALIDATION_BATCH_TOO_LARGE`), the workflow (`STATE_WORKFLOW_NOT_FOUND`) and every
 item's params (`VALIDATION_BATCH_ITEMS`) before any run is created: those refusals are
 all-or-nothing; a key policy refusal applies to its item only (`failed[]`).
@@ -17,7 +18,7 @@ from typing import Any, Final, Literal
 import jsonschema
 
 from tether.runtime import errors as rt
-from tether.runtime.operations import Operations
+from tether.runtime.operations import Operations, Started, StartRequest
 from tether.runtime.realm.interpreter import ProtocolInput
 from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow
@@ -67,17 +68,36 @@ async def start_one(
     on_live: Literal["return", "fail"] = "fail" if live == "fail" else "return"
     inp = ProtocolInput(params=params).model_dump()
     try:
-        started = await ops.start(
+        started: Started | rt.TetherError = await ops.start(
             workflow, inp, idempotency_key=key, on_live_match=on_live, by=by, labels=labels
         )
-    except rt.RunAlreadyActive as exc:
-        return Outcome(None, code="STATE_RUN_ALREADY_ACTIVE", message=exc.message)
-    except rt.IdempotencyMismatch:
+    except (rt.RunAlreadyActive, rt.IdempotencyMismatch) as exc:
+        started = exc
+    return await _settle(ops, started, inp, key=key, live=live, terminal=terminal, by=by)
+
+
+async def _settle(
+    ops: Operations,
+    started: Started | rt.TetherError,
+    inp: dict[str, Any],
+    *,
+    key: str | None,
+    live: str | None,
+    terminal: str | None,
+    by: str | None,
+) -> Outcome:
+    """One start's outcome under the key policies, from what the runtime's start gave: the
+    run (new or the key's holder) or its refusal. Raises any other refusal."""
+    if isinstance(started, rt.RunAlreadyActive):
+        return Outcome(None, code="STATE_RUN_ALREADY_ACTIVE", message=started.message)
+    if isinstance(started, rt.IdempotencyMismatch):
         return Outcome(
             None,
             code="STATE_IDEMPOTENCY_KEY_USED",
             message=f"idempotency_key '{key}' is held by a run started with other params.",
         )
+    if isinstance(started, rt.TetherError):
+        raise started
     row = started.execution
     if started.deduped and row.sealed_from is not None:  # the key moved to its rerun
         row = (await ops.list_runs(business_id=row.business_id, limit=1)).items[0]
@@ -170,20 +190,19 @@ async def start_run_batch(
     assert plan is not None  # noqa: S101 — refused above otherwise
     parent = a.get("parent_run_id")
     labels = {PARENT_LABEL: parent} if parent else None
+    live, terminal = a.get("on_live_match"), a.get("on_terminal_match")
+    on_live: Literal["return", "fail"] = "fail" if live == "fail" else "return"
+    inputs = [ProtocolInput(params=item["params"]).model_dump() for item in items]
+    requests = [
+        StartRequest(wf, inp, item.get("idempotency_key"), on_live_match=on_live, labels=labels)
+        for item, inp in zip(items, inputs, strict=True)
+    ]
+    outcomes = await ops.start_many(requests, by=by)  # one statement for the whole batch
     started: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []
-    for index, item in enumerate(items):
+    for index, (item, inp, result) in enumerate(zip(items, inputs, outcomes, strict=True)):
         key = item.get("idempotency_key")
-        out = await start_one(
-            ops,
-            wf,
-            item["params"],
-            key=key,
-            live=a.get("on_live_match"),
-            terminal=a.get("on_terminal_match"),
-            by=by,
-            labels=labels,
-        )
+        out = await _settle(ops, result, inp, key=key, live=live, terminal=terminal, by=by)
         if out.row is None:
             failed.append(_failure(index, key, item["params"], out))
         else:
