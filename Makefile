@@ -18,9 +18,10 @@ serve: $(BIN)/tether
 	$(BIN)/tether serve $(APP) --port $(PORT)
 
 # The suite with branch coverage ([tool.coverage] in pyproject); fails under the recorded floor.
+# Two processes (pytest-xdist), each test file on one of them, each with its own PostgreSQL.
 test: lint docs
 	scripts/ensure-chromium  # Debian's chromium for the console's browser tests (tests/console)
-	$(BIN)/python -m pytest --cov --cov-report=term:skip-covered --durations=25
+	$(BIN)/python -m pytest -n 2 --dist loadfile --cov --cov-report=term:skip-covered --durations=25
 
 # The whole suite, then the short reliability suite, against a throwaway cluster of Debian's
 # `postgresql` package (installed when missing; a different major version from the embedded one).

@@ -17,7 +17,11 @@ import pytest
 
 from tether.storage import embedded, migrate, pool
 
-TEMPLATE = "tether_tmpl"
+# One template per pytest-xdist worker: on a shared server (TETHER_DATABASE_URL) each worker
+# builds and clones its own.
+TEMPLATE = "tether_tmpl" + (
+    f"_{os.environ['PYTEST_XDIST_WORKER']}" if "PYTEST_XDIST_WORKER" in os.environ else ""
+)
 
 
 def with_database(url: str, name: str) -> str:

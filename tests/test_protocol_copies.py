@@ -51,7 +51,11 @@ def module_constant(path: Path, name: str) -> Any:
     raise AssertionError(f"{path} no longer defines {name}: update COPIES")
 
 
-@pytest.mark.parametrize(("where", "expected"), COPIES.items(), ids=lambda v: str(v))
+@pytest.mark.parametrize(
+    ("where", "expected"),
+    COPIES.items(),
+    ids=[f"{path}:{name}" for path, name in COPIES],  # stable across xdist workers
+)
 def test_each_protocol_copy_equals_the_library(where: tuple[str, str], expected: Any) -> None:
     path, name = where
     assert module_constant(ROOT / path, name) == expected

@@ -115,7 +115,9 @@ def test_a_fuzzed_authorization_header_never_authenticates_or_fails(header: str)
 
 
 @pytest.mark.parametrize(
-    "header", [f"Bearer {SECRET}", f"bearer  {SECRET} ", f"Bearer {DB_SECRET}"]
+    "header",
+    [f"Bearer {SECRET}", f"bearer  {SECRET} ", f"Bearer {DB_SECRET}"],
+    ids=["env-token", "env-token-loose-spacing", "store-token"],  # stable across xdist workers
 )
 def test_known_tokens_from_both_sources_authenticate(header: str) -> None:
     assert AUTH.principal(header).name in ("ann", "db")

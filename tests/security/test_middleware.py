@@ -194,6 +194,7 @@ def layer(inner: Recorder, tokens: str = "", host: str = "127.0.0.1") -> Securit
         ("", "0.0.0.0", ANONYMOUS),  # noqa: S104 — off loopback without tokens: fail closed
         (READER_ENTRY, "127.0.0.1", Principal("ann", "reader")),
     ],
+    ids=["dev", "anonymous", "reader"],  # READER_ENTRY is random: stable ids for xdist
 )
 async def test_the_principal_goes_into_the_scope(
     tokens: str, host: str, principal: Principal

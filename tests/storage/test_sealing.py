@@ -81,6 +81,7 @@ def test_plaintext_and_null_pass_through() -> None:
         ("k1:" + base64.b64encode(b"short").decode(), "must be 32 bytes"),
         (f"k1:{K1},k1:{K2}", "appears twice"),
     ],
+    ids=["empty", "no-key", "bad-id", "bad-base64", "short-key", "twice"],  # keys are random
 )
 def test_a_bad_key_setting_is_refused_by_name_without_echoing_keys(spec: str, problem: str) -> None:
     with pytest.raises(ValueError, match=problem) as info:

@@ -243,10 +243,11 @@ def _runs(sub: argparse._SubParsersAction[Parser]) -> None:
     )
     show.add_argument("id", help="run id (a handle follows its chain to the live run)")
     show.add_argument("--history", action="store_true", help="also list the run's events")
+    _runs_starting(action)
     _runs_steering(action)
 
 
-def _runs_steering(action: Callable[..., Parser]) -> None:
+def _runs_starting(action: Callable[..., Parser]) -> None:
     watch = action(
         "watch",
         "follow one run live until it ends",
@@ -273,6 +274,9 @@ def _runs_steering(action: Callable[..., Parser]) -> None:
     start.add_argument("--queue", help="the queue to wait in (one of TETHER_QUEUES)")
     start.add_argument("--profile", help="a runtime profile (TETHER_PROFILES) under the input")
     start.add_argument("--batch", metavar="FILE", help="start many: JSON lines from FILE (- stdin)")
+
+
+def _runs_steering(action: Callable[..., Parser]) -> None:
     sig = action("signal", "send a signal", "Send signal NAME with PAYLOAD (JSON) to a run.")
     sig.add_argument("id", help="run id")
     sig.add_argument("name", help="signal name")

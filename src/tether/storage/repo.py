@@ -181,26 +181,6 @@ async def claim(
     return [ExecutionRow.from_record(r, unseal=False) for r in recs]
 
 
-async def insert_steps(conn: Conn, execution_id: str, records: Sequence[StepRecord]) -> None:
-    """Record `records` as run `execution_id`'s (results sealed for their new place)."""
-    ring, where = sealing.ring(), sealing.step_result
-    rows = [
-        {**vars(r), "result": sealing.seal(ring, r.result, where(execution_id, r.seq))}
-        if ring is not None
-        else vars(r)
-        for r in records
-    ]
-    with translated():
-        await conn.execute(Q["insert_steps"], execution_id, rows)
-
-
-async def get_buffered_signals(conn: Conn, run_id: str, channel: str) -> list[BufferedSignal]:
-    """The unconsumed signals on `channel`, oldest first (payloads opened)."""
-    with translated():
-        recs = await conn.fetch(Q["get_buffered_signals"], run_id, channel)
-    return [BufferedSignal.from_mapping(r, run_id) for r in recs]
-
-
 async def load_run_state(conn: Conn, execution_id: str) -> RunState:
     with translated():
         rec = await conn.fetchrow(Q["load_run_state"], execution_id)

@@ -12,7 +12,7 @@ from tether.runtime.ids import new_execution_id
 from tether.runtime.operations.env import Env
 from tether.runtime.operations.queries import get
 from tether.runtime.operations.storage_errors import storage_errors
-from tether.storage import admitting, repo
+from tether.storage import admitting, carryover, repo
 from tether.storage.rows import ExecutionRow, StepRecord
 
 
@@ -142,7 +142,7 @@ async def resume(
                 created_data={"resume_of": old.id, "from_step": from_step, "by": by},
             ),
         )
-        await repo.insert_steps(conn, new_id, kept)
+        await carryover.insert_steps(conn, new_id, kept)
         # A second event: the first claim then loads the kept calls (the executor skips that
         # read for a run whose only event is `created`).
         await repo.append_event(

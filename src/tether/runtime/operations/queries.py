@@ -14,7 +14,7 @@ from tether.runtime.ids import is_execution_id
 from tether.runtime.operations.env import Env
 from tether.runtime.operations.storage_errors import storage_errors
 from tether.runtime.statuses import STATUSES
-from tether.storage import repo
+from tether.storage import carryover, repo
 from tether.storage.rows import BufferedSignal, ExecutionRow, HistoryEvent, StepRecord
 
 
@@ -125,4 +125,4 @@ async def buffered_signals(env: Env, execution_id: str, name: str) -> list[Buffe
     ExecutionNotFound."""
     await get(env, execution_id, follow_chain=False)
     with storage_errors():
-        return await repo.get_buffered_signals(env.pool, execution_id, f"signal:{name}")
+        return await carryover.get_buffered_signals(env.pool, execution_id, f"signal:{name}")
