@@ -5,6 +5,7 @@ same business id; the old run is sealed)."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tether.runtime import errors
@@ -13,6 +14,7 @@ from tether.runtime.operations.env import Env
 from tether.runtime.operations.queries import get
 from tether.runtime.operations.storage_errors import storage_errors
 from tether.storage import admitting, carryover, repo
+from tether.storage.repo import Conn
 from tether.storage.rows import ExecutionRow, StepRecord
 
 
@@ -82,22 +84,34 @@ async def retry(env: Env, execution_id: str, *, by: str | None = None) -> Execut
             f"run {old.id!r} ended {old.status}; only a failed, timed-out, "
             "cancelled or terminated run that has no successor can be retried"
         )
-    wf = env.app.get(old.workflow)
+    return await _successor(env, old, {"retry_of": old.id, "by": by}, "retried")
+
+
+async def _successor(
+    env: Env,
+    old: ExecutionRow,
+    created: dict[str, Any],
+    verb: str,
+    then: Callable[[Conn, str], Awaitable[None]] | None = None,
+) -> ExecutionRow:
+    """Insert the run that follows `old` under a new business id (same input), let `then`
+    write more in the same transaction, and link `old` to it. Raises Conflict when another
+    successor was linked first (`verb` says what that other call did)."""
     new_id = new_execution_id()
+    following = repo.NewExecution.following(
+        old,
+        id=new_id,
+        business_id=new_id,
+        input=old.input,
+        deadline_at=env.app.get(old.workflow).deadline(),
+        created_data=created,
+    )
     async with storage_errors(), env.pool.acquire() as conn, conn.transaction():
-        row = await repo.insert_execution(
-            conn,
-            repo.NewExecution.following(
-                old,
-                id=new_id,
-                business_id=new_id,
-                input=old.input,
-                deadline_at=wf.deadline(),
-                created_data={"retry_of": old.id, "by": by},
-            ),
-        )
+        row = await repo.insert_execution(conn, following)
+        if then is not None:
+            await then(conn, new_id)
         if not await repo.link_successor(conn, old.id, new_id):
-            raise errors.Conflict(f"run {old.id!r} was retried concurrently")
+            raise errors.Conflict(f"run {old.id!r} was {verb} concurrently")
     assert row is not None  # noqa: S101 — no idempotency key, so no conflict
     return row
 
@@ -128,30 +142,17 @@ async def resume(
     if seq is None:
         raise errors.InvalidInput(f"run {old.id!r} has no recorded call of step {from_step!r}")
     kept = [r for r in records if r.seq < seq and r.done]
-    wf = env.app.get(old.workflow)
-    new_id = new_execution_id()
-    async with storage_errors(), env.pool.acquire() as conn, conn.transaction():
-        row = await repo.insert_execution(
-            conn,
-            repo.NewExecution.following(
-                old,
-                id=new_id,
-                business_id=new_id,
-                input=old.input,
-                deadline_at=wf.deadline(),
-                created_data={"resume_of": old.id, "from_step": from_step, "by": by},
-            ),
-        )
+
+    async def carry(conn: Conn, new_id: str) -> None:
         await carryover.insert_steps(conn, new_id, kept)
         # A second event: the first claim then loads the kept calls (the executor skips that
         # read for a run whose only event is `created`).
         await repo.append_event(
             conn, new_id, "resumed", {"from": old.id, "step": from_step, "kept": len(kept)}
         )
-        if not await repo.link_successor(conn, old.id, new_id):
-            raise errors.Conflict(f"run {old.id!r} was resumed concurrently")
-    assert row is not None  # noqa: S101 — no idempotency key, so no conflict
-    return row
+
+    created = {"resume_of": old.id, "from_step": from_step, "by": by}
+    return await _successor(env, old, created, "resumed", carry)
 
 
 async def rerun(
