@@ -125,10 +125,21 @@ def step_finished(workflow: str, outcome: str, seconds: float) -> None:
         STEP_DURATION.labels(workflow, outcome).observe(seconds)
 
 
+# The labelled children per (method, tool, outcome): bounded like the labels themselves (the
+# callers pass `other` for names outside the catalog), so a lookup replaces two `labels()`
+# calls (each a lock and a tuple check) on every request.
+_REQUEST_CHILDREN: dict[tuple[str, str, str], tuple[Counter, Histogram]] = {}
+
+
 def request_finished(method: str, tool: str, outcome: str, seconds: float) -> None:
     if enabled:
-        REQUESTS.labels(method, tool, outcome).inc()
-        REQUEST_DURATION.labels(method, tool).observe(seconds)
+        key = (method, tool, outcome)
+        children = _REQUEST_CHILDREN.get(key)
+        if children is None:
+            children = (REQUESTS.labels(*key), REQUEST_DURATION.labels(method, tool))
+            _REQUEST_CHILDREN[key] = children
+        children[0].inc()
+        children[1].observe(seconds)
 
 
 def stream_changed(delta: int) -> None:
