@@ -132,6 +132,8 @@ async def measure(url: str, pid: int, a: argparse.Namespace) -> dict[str, float]
         t.cancel()
     for cm in streams:
         await cm.__aexit__(None, None, None)
+    print(f"push phase: idle CPU {idle_cpu * 100:.2f}% of a core, delay p50"
+          f" {pct(push_delays, 0.5):.1f} ms p99 {pct(push_delays, 0.99):.1f} ms", flush=True)  # fmt: skip
     polled = ids[a.samples : a.samples * 2]
     poll_cpu, poll_delays = await polling(c, pid, ids, polled, a)
     await c.aclose()
@@ -149,14 +151,21 @@ async def polling(
 ) -> tuple[float, list[float]]:
     done: dict[str, float] = {}
 
-    async def poll(task_id: str) -> None:
+    async def poll(client: McpClient, task_id: str) -> None:
         while True:
-            task = await c.result("tasks/get", {"taskId": task_id})
+            task = await client.result("tasks/get", {"taskId": task_id})
             if task["status"] != "input_required":
                 done.setdefault(task_id, time.perf_counter())
             await asyncio.sleep(1.0)
 
-    pollers = [asyncio.create_task(poll(i)) for i in ids[a.samples :]]
+    # One HTTP client per 50 pollers: httpx's pool bookkeeping grows with the square of its
+    # connections, and one client for 950 pollers measured the client, not the server.
+    clients: list[McpClient] = []
+    pollers = []
+    for n, task_id in enumerate(ids[a.samples :]):
+        if n % 50 == 0:
+            clients.append(McpClient(c.url, timeout=120))
+        pollers.append(asyncio.create_task(poll(clients[-1], task_id)))
     await asyncio.sleep(1.5)
     cpu0 = cpu_s(pid)
     await asyncio.sleep(a.idle)
@@ -170,6 +179,8 @@ async def polling(
         delays.append(done[task_id] - t0)
     for p in pollers:
         p.cancel()
+    for client in clients:
+        await client.aclose()
     return cpu, delays
 
 
