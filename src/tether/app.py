@@ -36,7 +36,7 @@ from tether.observability.exposition import Scrape
 from tether.runtime import audit
 from tether.runtime import health as probes
 from tether.runtime.audit import AuditWriter
-from tether.runtime.changes import ChangeHub
+from tether.runtime.changes import SWEEP_S, ChangeHub
 from tether.runtime.registry import App
 from tether.runtime.resource_watches import ResourceWatches, settles
 from tether.runtime.service import Runtime, running
@@ -85,7 +85,7 @@ def _subscriptions(
     return Subscriptions(
         router,
         rt.ops,
-        ChangeHub(rt.listener),
+        ChangeHub(rt.listener, sweep_s=SWEEP_S),
         watches=watches,
         authorize=authorize,
         limits=Limits(

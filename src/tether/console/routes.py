@@ -18,7 +18,7 @@ from tether.console import actions, live, pages
 from tether.console.context import HEADERS, PREFIX, STATIC, Console
 from tether.console.session import console_key
 from tether.runtime.audit import AuditWriter
-from tether.runtime.changes import ChangeHub
+from tether.runtime.changes import SWEEP_S, ChangeHub
 from tether.runtime.operations import Operations
 from tether.security.limits import StreamSlots
 from tether.security.tokens import Authenticator
@@ -96,7 +96,7 @@ async def running_console(
     else:
         logger.warning("TETHER_STATE_KEY is not set: console sign-ins end when the server restarts")
         secret = secrets.token_bytes(32)
-    hub = ChangeHub(ops.listener)
+    hub = ChangeHub(ops.listener, sweep_s=SWEEP_S)
     try:
         slots = StreamSlots(max_streams)
         yield Console(ops, hub, auth, console_key(secret), principal_key, auditor, slots=slots)

@@ -8,28 +8,45 @@ instance). `ChangeHub` subscribes to that channel once and wakes only the watche
 an empty payload (the listener reconnected: something may have been missed) wakes everyone, who
 then re-read their rows. Watchers never receive data, only "look again": views are always
 computed from the row.
+
+A worker's grouped checkpoints announce their changes after their commit (storage/
+checkpoints.py), so a worker killed in between loses the announcement. With `sweep_s`, the hub
+wakes everyone that often as a safety net, as on a reconnect: a lost change reaches its
+subscribers within `sweep_s`, and an idle stream pays one re-read of its rows per sweep.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable
+from typing import Final
 
 from tether.storage.driver import Notifications
 from tether.storage.notify import CHANGE_CHANNEL
 
 Wake = Callable[[str], None]
+SWEEP_S: Final = 300.0  # the safety-net sweep of the app's and the console's hubs
 
 
 class ChangeHub:
     """Routes change notifications by execution id to the watchers of that id."""
 
-    def __init__(self, listener: Notifications | None) -> None:
+    def __init__(self, listener: Notifications | None, *, sweep_s: float | None = None) -> None:
         self._by_id: dict[str, set[Wake]] = {}
         self._all: set[Wake] = set()  # every watcher, for an empty (reconnect) payload
         self._every: set[Wake] = set()  # watchers of every run (the console's inbox)
         self._unsubscribe = (
             listener.subscribe(CHANGE_CHANNEL, self._dispatch) if listener is not None else None
         )
+        self._sweep_s = sweep_s
+        self._sweep: asyncio.TimerHandle | None = None
+        if sweep_s is not None:
+            self._sweep = asyncio.get_running_loop().call_later(sweep_s, self._swept)
+
+    def _swept(self) -> None:
+        assert self._sweep_s is not None  # noqa: S101 — armed only with sweep_s
+        self._sweep = asyncio.get_running_loop().call_later(self._sweep_s, self._swept)
+        self._dispatch(CHANGE_CHANNEL, "")  # everyone looks again, as after a reconnect
 
     def _dispatch(self, _channel: str, payload: str) -> None:
         wakes = self._by_id.get(payload, ()) if payload else self._all
@@ -71,6 +88,9 @@ class ChangeHub:
         return len(self._by_id)
 
     def close(self) -> None:
+        if self._sweep is not None:
+            self._sweep.cancel()
+            self._sweep = None
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
