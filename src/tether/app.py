@@ -111,8 +111,8 @@ def _state_key(settings: Settings) -> bytes:
     if settings.state_key:
         return settings.state_key.encode()
     logger.warning(
-        "TETHER_STATE_KEY is not set: MRTR requestState is only valid on this "
-        "instance until it restarts; set it to the same secret on every server, e.g. "
+        "TETHER_STATE_KEY is not set: MRTR requestState and console sign-ins are only valid "
+        "on this instance until it restarts; set it to the same secret on every server, e.g. "
         "TETHER_STATE_KEY=$(python3 -c 'import secrets; print(secrets.token_hex(32))')"
     )
     return secrets.token_bytes(32)

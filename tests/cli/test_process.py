@@ -213,3 +213,29 @@ async def test_watch_until_wait_returns_3_and_a_terminated_run_exits_1(db_url: s
         await next_row(follower)
         await rt.ops.terminate(run_id, by="test")
         assert await follower.wait() == 1
+
+
+async def test_a_rejected_answer_prints_each_problem(db_url: str) -> None:
+    """`runs answer` with an approval's required input missing is refused in one line per
+    problem, exit 1, no traceback; the wait stays open (the new-user trial found a crash)."""
+    async with (
+        asyncio.timeout(TIMEOUT),
+        running(db_url, examples, worker_settings=FAST, janitor_interval_s=None) as rt,
+    ):
+        started = await rt.ops.start("document_review", {"title": "T", "body": "a b"})
+        run_id = started.execution.id
+        proc = await watch(db_url, run_id, "--until-wait")
+        assert await proc.wait() == 3
+        answer = await asyncio.to_thread(
+            tether,
+            "runs",
+            "answer",
+            run_id,
+            "publish",
+            '{"decision": "approve"}',
+            TETHER_DATABASE_URL=db_url,
+        )
+        assert answer.returncode == 1, answer.stderr
+        assert "Traceback" not in answer.stderr
+        assert "  ticket: required to approve" in answer.stderr.splitlines()
+        assert (await rt.ops.get(run_id)).current.status == "waiting"

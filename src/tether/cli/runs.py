@@ -39,6 +39,9 @@ def print_error(exc: rt_errors.TetherError) -> None:
     as the MCP surfaces return them in `violations`."""
     print(f"tether: {type(exc).__name__}: {exc.message}", file=sys.stderr)
     for violation in getattr(exc, "errors", None) or []:
+        if isinstance(violation, str):  # AnswerRejected: "field: message" already
+            print(f"  {violation}", file=sys.stderr)
+            continue
         where = ".".join(str(p) for p in violation.get("loc") or []) or "(root)"
         print(f"  {where}: {violation.get('msg')}", file=sys.stderr)
 

@@ -4,7 +4,6 @@ until the runtime is up, like the MCP route)."""
 from __future__ import annotations
 
 import contextlib
-import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -22,8 +21,6 @@ from tether.runtime.changes import SWEEP_S, ChangeHub
 from tether.runtime.operations import Operations
 from tether.security.limits import StreamSlots
 from tether.security.tokens import Authenticator
-
-logger = logging.getLogger(__name__)
 
 _ACTION = "{action:str}"
 
@@ -91,11 +88,8 @@ async def running_console(
     """The console's parts while the runtime runs: its own change hub on the runtime's
     listener, and its session key from the server secret (TETHER_STATE_KEY; without one, a
     random key: sign-ins then last until the server restarts)."""
-    if state_key:
-        secret = state_key.encode()
-    else:
-        logger.warning("TETHER_STATE_KEY is not set: console sign-ins end when the server restarts")
-        secret = secrets.token_bytes(32)
+    # Without one, the app has already warned once (app._state_key) for every use of the key.
+    secret = state_key.encode() if state_key else secrets.token_bytes(32)
     hub = ChangeHub(ops.listener, sweep_s=SWEEP_S)
     try:
         slots = StreamSlots(max_streams)
