@@ -84,6 +84,16 @@ def test_invalid_input_prints_each_violation(db_url: str) -> None:
     assert "  steps: Input should be greater than or equal to 1" in bad.stderr.splitlines()
 
 
+def test_start_without_input_takes_the_input_defaults(db_url: str) -> None:
+    """`runs start WF` with no JSON starts with `{}` (the input model's defaults), as a tool
+    call without arguments does; a workflow whose input has a required field says which."""
+    proc = tether("runs", "start", "long_job", "--json", TETHER_DATABASE_URL=db_url)
+    assert proc.returncode == 0, proc.stderr
+    assert orjson.loads(proc.stdout)["workflow"] == "long_job"
+    bad = tether("runs", "start", "document_review", TETHER_DATABASE_URL=db_url)
+    assert bad.returncode == 1 and "  title: Field required" in bad.stderr.splitlines()
+
+
 def test_the_app_comes_from_tether_app(db_url: str, tmp_path: Path) -> None:
     """`runs` finds the App through TETHER_APP without `--app`; a missing one is one line."""
     proc = tether("runs", "start", "long_job", "{}", TETHER_DATABASE_URL=db_url, TETHER_APP="x:y")

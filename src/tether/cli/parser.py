@@ -268,7 +268,9 @@ def _runs_starting(action: Callable[..., Parser]) -> None:
         "one JSON result a line.",
     )
     start.add_argument("workflow", nargs="?", help="workflow name")
-    start.add_argument("input", nargs="?", default="null", help="JSON")
+    start.add_argument(
+        "input", nargs="?", default=None, help="JSON (default: {}, the input's defaults)"
+    )
     start.add_argument("--idempotency-key", help="a second start with it returns the same run")
     start.add_argument("--label", action="append", help="key=value label on the run (repeat)")
     start.add_argument("--queue", help="the queue to wait in (one of TETHER_QUEUES)")

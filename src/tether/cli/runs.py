@@ -157,9 +157,13 @@ async def _start(args: argparse.Namespace, ops: Operations, out: Output) -> str 
         return await _start_batch(args, ops, out)
     if args.workflow is None:
         raise BadArgument("runs start needs WORKFLOW (or --batch FILE)")
+    if args.input is None:  # as a scheduled start or a tool call without arguments
+        raw = {} if ops.workflow(args.workflow).takes_input else None
+    else:
+        raw = json_arg(args.input)
     started = await ops.start(
         args.workflow,
-        json_arg(args.input),
+        raw,
         idempotency_key=args.idempotency_key,
         labels=args.label,
         queue=args.queue,
