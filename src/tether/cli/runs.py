@@ -158,7 +158,7 @@ async def _start(args: argparse.Namespace, ops: Operations, out: Output) -> str 
     if args.workflow is None:
         raise BadArgument("runs start needs WORKFLOW (or --batch FILE)")
     if args.input is None:  # as a scheduled start or a tool call without arguments
-        raw = {} if ops.workflow(args.workflow).takes_input else None
+        raw: Any = {} if ops.workflow(args.workflow).takes_input else None
     else:
         raw = json_arg(args.input)
     started = await ops.start(
