@@ -273,3 +273,21 @@ async def test_only_operators_answer_and_each_answer_is_audited(
                     await asyncio.sleep(0.02)
         assert body["result"]["structuredContent"]["status"] == "accepted"
         assert any("tools/call answer_sig by bob" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_start_without_body_says_where_the_input_goes(
+    mcp_server: ServeFn, client: Client
+) -> None:
+    """An agent that gives the input's fields flat (beside `body`) is told that the input goes
+    under `body` and which arguments were not it (the new-user trial)."""
+    async with mcp_server(app) as url:
+        c = client(url)
+        for arguments in ({"title": "x", "idempotency_key": "k"}, {}):
+            refused = error(await tool(c, "start_gate", arguments))
+            assert refused["code"] == "invalid_tool_input"
+            (violation,) = refused["violations"]
+            assert violation["loc"] == ["body"]
+            assert "goes under 'body'" in violation["msg"]
+            assert ("(got title beside it)" in violation["msg"]) == bool(arguments)
+        listed = await tool(c, "start_gate", {"body": {}})
+        assert listed["isError"] is False

@@ -77,6 +77,19 @@ class StartArgs(BaseModel):
     idempotency_key: str | None = None
 
 
+def _body_missing(workflow: str, args: dict[str, Any]) -> runtime_errors.InvalidInput:
+    """A start without `body` (often the input's fields given flat, beside it): say where the
+    input goes and which arguments were not it, instead of validating `null`."""
+    stray = sorted(k for k in args if k != "idempotency_key")
+    msg = "Field required: the workflow's input goes under 'body'"
+    if stray:
+        msg += f" (got {', '.join(stray)} beside it)"
+    return runtime_errors.InvalidInput(
+        f"invalid input for workflow {workflow!r}",
+        [{"loc": ["body"], "msg": msg, "type": "missing"}],
+    )
+
+
 def _log_level(ctx: RequestContext) -> str | None:
     meta = ctx.params.get("_meta")
     level = meta.get(codes.META_LOG_LEVEL) if isinstance(meta, dict) else None
@@ -224,6 +237,8 @@ class ToolService:
 
     async def _start(self, ctx: RequestContext, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
         sa = parse_params(StartArgs, args)
+        if "body" not in args and self.ops.workflow(tool.target).takes_input:
+            raise _body_missing(tool.target, args)
         started = await self._start_run(ctx, tool.target, sa.body, sa.idempotency_key)
         if ctx.route.declares_tasks():
             return self.tasks.created(started.execution)
