@@ -135,12 +135,17 @@ class _Run:
     state: DagState
     positional: Sequence[str]
     named: Mapping[str, str]
+    # The process env, the run's parameters and the DAG's env, evaluated once a claim (the
+    # same for every step); each step layers its upstream outputs and run values over it.
+    base: Mapping[str, str] | None = None
 
     def given(self, name: str) -> StepInput:
+        if self.base is None:
+            self.base = step_scope(os.environ, self.named, self.dag.env, positional=self.positional)
         scope = step_scope(
-            os.environ,
-            self.named,
-            self.dag.env,
+            self.base,
+            {},
+            (),
             positional=self.positional,
             outputs=self.state.upstream_outputs(name) if name in self.state.nodes else (),
             run_values=self.state.run_values(name, self.ctx.business_id)
@@ -264,6 +269,8 @@ async def _phase(calls: list[Any]) -> list[Any]:
     parks once for all of them when any must wait."""
     if not calls:
         return []
+    if len(calls) == 1:  # no task to wrap it in (a chain's every step)
+        return [await calls[0]]
     results = await asyncio.gather(*calls, return_exceptions=True)
     parks = [r for r in results if isinstance(r, Park)]
     for r in results:
