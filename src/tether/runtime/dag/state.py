@@ -170,7 +170,7 @@ class DagState:
         """Published variables of the step's predecessors, lowest precedence first."""
         order = self._output_order.get(name)
         if order is None:
-            order = self._output_order[name] = output_order(self.dag, name)
+            order = self._output_order[name] = output_order(self.by_name, name)
         return [self.nodes[dep].outputs for dep in reversed(order)]
 
     def task_outputs(self) -> dict[str, dict[str, str]]:
