@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import shlex
 import signal
@@ -42,7 +43,12 @@ class ShellResult:
 
 def argv_for(command: str, shell: str | None) -> list[str]:
     """`shell -c command` (the shell may carry flags, e.g. `bash -e`)."""
-    return [*shlex.split(shell or DEFAULT_SHELL), "-c", command]
+    return [*_split(shell or DEFAULT_SHELL), "-c", command]
+
+
+@functools.lru_cache(maxsize=64)
+def _split(shell: str) -> tuple[str, ...]:
+    return tuple(shlex.split(shell))
 
 
 async def run_command(
