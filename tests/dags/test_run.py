@@ -258,3 +258,33 @@ async def test_the_spec_is_written_with_the_first_steps_result(start: Start) -> 
     assert row.status == "completed", row.error
     tx = {r["name"]: r["tx"] for r in rows}
     assert tx["dag:spec"] == tx["node:a"] != tx["node:b"], tx
+
+
+async def test_the_last_steps_result_rides_on_the_runs_settle(start: Start) -> None:
+    """When nothing can run after a step (every other step has ended; no retry, gate or
+    handler can follow it), its result commits with the run's end: one commit fewer. With a
+    handler after it, or in a wave of two, each step's result keeps its own commit."""
+    app = App()
+    steps = "steps: [{name: a, command: 'true'}, {name: b, command: 'true'}]"
+    app.dag(f"name: two\ntype: chain\n{steps}")
+    app.dag(f"name: handled\ntype: chain\n{steps}\nhandlerOn: {{exit: {{command: 'true'}}}}")
+    app.dag(f"name: pair\n{steps}")
+    ends: dict[str, tuple[str, dict[str, str]]] = {}
+    async with start(app) as rt:
+        for dag in ("two", "handled", "pair"):
+            row = await run_to_end(rt, dag)
+            assert row.status == "completed", row.error
+            async with rt.pool.acquire() as conn:
+                settle = await conn.fetchval(
+                    "SELECT xmin::text FROM executions WHERE id = $1", row.id
+                )
+                rows = await conn.fetch(
+                    "SELECT name, xmin::text AS tx FROM steps WHERE execution_id = $1", row.id
+                )
+            ends[dag] = (settle, {r["name"]: r["tx"] for r in rows})
+    settle, tx = ends["two"]
+    assert tx["node:b"] == settle != tx["node:a"], ends
+    settle, tx = ends["handled"]
+    assert settle not in (tx["node:b"], tx["handler:exit"]), ends
+    settle, tx = ends["pair"]
+    assert settle not in (tx["node:a"], tx["node:b"]), ends

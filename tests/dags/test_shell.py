@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -85,3 +86,32 @@ async def test_a_wide_wave_runs_at_once() -> None:
     )
     assert all(r.exit_code == 0 for r in results)
     assert time.monotonic() - began < 3.0  # in batches of a small thread pool: 4 s or more
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="pidfd: Linux only")
+async def test_a_command_takes_no_thread() -> None:
+    """The loop reads the pipes and a pidfd tells it of the exit: no thread per command."""
+    before = threading.active_count()
+    task = asyncio.ensure_future(run_command(argv_for("sleep 0.3", None), env=os.environ))
+    await asyncio.sleep(0.1)
+    assert threading.active_count() == before
+    assert (await task).exit_code == 0
+
+
+async def test_without_a_pidfd_a_thread_waits_for_the_exit(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Where there is no pidfd (not Linux), a thread waits for the exit; output, exit code and
+    the group kill on timeout are the same."""
+
+    def no_pidfd(_pid: int) -> int:
+        raise OSError("no pidfd here")
+
+    monkeypatch.setattr(os, "pidfd_open", no_pidfd, raising=False)
+    res = await run_command(argv_for("echo out; echo err >&2; exit 3", None), env=os.environ)
+    assert (res.exit_code, res.stdout, res.stderr) == (3, "out\n", "err\n")
+    pidfile = tmp_path / "pid"
+    cmd = f"sleep 30 & echo $! > {pidfile}; wait"
+    res = await run_command(argv_for(cmd, None), env=os.environ, timeout=0.3)
+    assert res.timed_out and res.exit_code is None
+    assert await _gone(int(pidfile.read_text()))

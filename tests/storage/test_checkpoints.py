@@ -1,8 +1,9 @@
 """Group commit of checkpoints (storage/checkpoints.py) on a real PostgreSQL: concurrent
 writes of different runs share statements, every write lands as `repo.checkpoint` would land
 it (records, events, settle) and wakes the run's watchers once committed, each keeps its own
-fence, two writes of one run never share a statement, and a statement the server refuses
-fails only the bad write."""
+fence, two writes of one run never share a statement, a statement the server refuses
+fails only the bad write, and the lighter statement of a lone write that only records calls
+lands as `repo.checkpoint` lands it."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 from tether.storage import repo
 from tether.storage.checkpoints import CheckpointWriter
 from tether.storage.errors import IntegrityError, LeaseLost, StorageError
+from tether.storage.queries import Q
 from tether.storage.repo import Checkpoint
 
 pytestmark = pytest.mark.postgres
@@ -36,7 +38,7 @@ class CountingPool:
         self.groups: list[int] = []
 
     async def fetch(self, query: str, *args: Any, timeout: float | None = None) -> list[Any]:
-        self.groups.append(len(args[0]))
+        self.groups.append(len(args[0]) if isinstance(args[0], list) else 1)  # 1: one run's
         return await self.pool.fetch(query, *args, timeout=timeout)
 
     async def execute(self, query: str, *args: Any, timeout: float | None = None) -> str:
@@ -146,3 +148,47 @@ async def test_a_refused_statement_fails_only_the_bad_write(db: asyncpg.Pool) ->
     done = await db.fetch("SELECT execution_id FROM steps ORDER BY 1")
     assert [r["execution_id"] for r in done] == ["ex_a", "ex_c"]
     assert await repo.get_execution(db, "ex_b") is not None
+
+
+async def test_a_lone_records_only_write_lands_as_a_checkpoint_does(db: asyncpg.Pool) -> None:
+    """The commonest write (a running run's records, nothing else) goes as the lighter
+    `checkpoint_step` when it has its statement to itself: the row and the records end as
+    `repo.checkpoint` leaves its twin (progress counted, the lost-lease count reset), and a
+    write whose fence fails is refused without writing."""
+    await db.execute(INSERT, ["ex_a", "ex_b", "ex_c"])
+    await db.execute("UPDATE executions SET lost_leases = 2, wake_at = now() + interval '1 h'")
+    sent: list[str] = []
+
+    class Recording(CountingPool):
+        async def fetch(self, query: str, *args: Any, timeout: float | None = None) -> list[Any]:
+            sent.append(query)
+            return await super().fetch(query, *args, timeout=timeout)
+
+    writer = CheckpointWriter(Recording(db))  # type: ignore[arg-type]
+    records = [
+        {"seq": 0, "kind": "step", "name": "add", "result": {"value": 1}, "done": True},
+        {"seq": 1, "kind": "uuid", "name": "uuid", "result": "u", "done": True},
+    ]
+    got = await writer.write("ex_a", "w", 1, 1, Checkpoint(records=records))
+    async with db.acquire() as conn:
+        want = await repo.checkpoint(conn, "ex_b", "w", 1, 1, Checkpoint(records=records))
+    assert sent == [Q["checkpoint_step"]]
+    assert (got.status, got.cancel_requested, got.last_event_id) == (
+        want.status, want.cancel_requested, want.last_event_id
+    )  # fmt: skip
+    rows = await db.fetch(
+        "SELECT id, status, version, lost_leases, last_event_id, lease_owner, wake_at, "
+        "updated_at > created_at AS touched FROM executions WHERE id IN ('ex_a', 'ex_b') "
+        "ORDER BY id"
+    )
+    assert {k: v for k, v in rows[0].items() if k != "id"} == {
+        k: v for k, v in rows[1].items() if k != "id"
+    }
+    assert (rows[0]["version"], rows[0]["lost_leases"]) == (2, 0)
+    steps = await db.fetch("SELECT execution_id, seq, kind, name, result, done FROM steps")
+    by_run = {r: [tuple(s)[1:] for s in steps if s["execution_id"] == r] for r in ("ex_a", "ex_b")}
+    assert by_run["ex_a"] == by_run["ex_b"] and len(by_run["ex_a"]) == 2
+    with pytest.raises(LeaseLost):
+        await writer.write("ex_c", "other", 1, 1, Checkpoint(records=records))
+    assert await db.fetchval("SELECT count(*) FROM steps WHERE execution_id = 'ex_c'") == 0
+    assert await db.fetchval("SELECT version FROM executions WHERE id = 'ex_c'") == 1

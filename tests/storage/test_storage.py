@@ -75,6 +75,7 @@ def test_queries_file_parses_into_the_expected_names() -> None:
         "insert_executions",
         "wake",
         "checkpoint_many",
+        "checkpoint_step",
     }
     assert set(queries.Q) == expected
     assert all(not sql.endswith(";") and not sql.startswith("--") for sql in queries.Q.values())

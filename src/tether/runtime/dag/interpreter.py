@@ -9,7 +9,9 @@ whose gate or task is still open parks the run; steps of the wave that finished 
 The spec is recorded by the run's first step (`dag:spec`), so a run interprets the spec it
 started with even when the file is changed or reloaded while it runs. That record is written
 with the run's first write (the first step's result, or its first park), not by a commit of its
-own: a run that dies before that write has recorded nothing, and takes the spec anew.
+own: a run that dies before that write has recorded nothing, and takes the spec anew. Likewise
+the result of a run's last step, when nothing can run after it, is written with the run's settle
+(`_Run._ends_run`): every other step's result commits before anything else runs.
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ from tether.runtime.dag.work import Actions, StepInput, run_work
 from tether.runtime.errors import Rejected
 from tether.runtime.signals import Park
 from tether.specs.dag import (
+    Action,
     Call,
     DagSpec,
     HumanTask,
+    Shell,
     Step,
     bind_params,
     retry_delay,
@@ -41,6 +45,9 @@ from tether.specs.dag import (
 )
 from tether.specs.dag.model import HandlerEvent
 from tether.storage import children, repo
+
+#: Node statuses after which a step may still run (or be answered) in this run.
+_OPEN = frozenset({"not_started", "retrying", "waiting", "running"})
 
 
 class DagFailed(Exception):
@@ -135,12 +142,17 @@ class _Run:
     state: DagState
     positional: Sequence[str]
     named: Mapping[str, str]
+    # The process env, the run's parameters and the DAG's env, evaluated once a claim (the
+    # same for every step); each step layers its upstream outputs and run values over it.
+    base: Mapping[str, str] | None = None
 
     def given(self, name: str) -> StepInput:
+        if self.base is None:
+            self.base = step_scope(os.environ, self.named, self.dag.env, positional=self.positional)
         scope = step_scope(
-            os.environ,
-            self.named,
-            self.dag.env,
+            self.base,
+            {},
+            (),
             positional=self.positional,
             outputs=self.state.upstream_outputs(name) if name in self.state.nodes else (),
             run_values=self.state.run_values(name, self.ctx.business_id)
@@ -160,7 +172,9 @@ class _Run:
             await self.ctx.sleep(max(delays))
         steps = [self.state.by_name[n] for n in wave]
         work = [s for s in steps if not isinstance(s.work, HumanTask)]
-        for step, result in zip(work, await _phase([self._work(s) for s in work]), strict=True):
+        last = self._ends_run(steps)
+        done = await _phase([self._work(s, lazy=last) for s in work])
+        for step, result in zip(work, done, strict=True):
             self._apply_work(step, result)
         calls = [s for s in work if self.state.nodes[s.name].child_id and _running(self, s)]
         ended = await _phase([self._child_end(s) for s in calls])
@@ -175,7 +189,23 @@ class _Run:
         if asks:
             self.state.attempts.append((await self.ctx.uuid()).hex[:6])
 
-    async def _work(self, step: Step) -> Any:
+    def _ends_run(self, steps: list[Step]) -> bool:
+        """Whether the wave's one step is the run's last effect: every other step has ended,
+        and no retry, gate or handler can follow it, so only the run's settle writes after
+        it. Its result then rides on that write (one commit fewer), with nothing run between
+        the step's end and the commit of its result."""
+        if len(steps) != 1 or self.dag.handlers:
+            return False
+        step = steps[0]
+        if step.approval is not None or step.retry_policy is not None:
+            return False
+        if not isinstance(step.work, (Shell, Action)):
+            return False
+        return all(
+            node.status not in _OPEN for n, node in self.state.nodes.items() if n != step.name
+        )
+
+    async def _work(self, step: Step, *, lazy: bool = False) -> Any:
         retries = self.state.nodes[step.name].retries
         if isinstance(step.work, Call):
             child_input = {"params": [_param_text(p) for p in step.work.params] or None}
@@ -195,6 +225,7 @@ class _Run:
             self.host.actions,
             retries,
             name=f"node:{step.name}",
+            lazy=lazy,
         )
 
     def _apply_work(self, step: Step, result: dict[str, Any]) -> None:
@@ -264,6 +295,8 @@ async def _phase(calls: list[Any]) -> list[Any]:
     parks once for all of them when any must wait."""
     if not calls:
         return []
+    if len(calls) == 1:  # no task to wrap it in (a chain's every step)
+        return [await calls[0]]
     results = await asyncio.gather(*calls, return_exceptions=True)
     parks = [r for r in results if isinstance(r, Park)]
     for r in results:

@@ -59,6 +59,9 @@ class DagState:
         self.by_name: dict[str, Step] = {s.name: s for s in dag.steps}
         self.nodes: dict[str, Node] = {s.name: Node() for s in dag.steps}
         self.attempts: list[str] = []
+        self._deps = [(s, tuple(self.by_name[s].depends)) for s in dag.order]
+        self._tasks = [s for s in dag.steps if isinstance(s.work, HumanTask)]
+        self._output_order: dict[str, tuple[str, ...]] = {}
 
     def inherit(self, kept: Mapping[str, Mapping[str, Any]]) -> None:
         """Start from the kept steps of the run this one retries (see `retrying`)."""
@@ -68,28 +71,26 @@ class DagState:
 
     # --- readiness ---------------------------------------------------------------------------
 
-    def settle(self) -> None:
-        """Skip every not-started step with a dependency skipped without `continueOn.skipped`
-        (Dagu: a skipped step's dependents are skipped too). Idempotent."""
-        for name in self.dag.order:
-            node = self.nodes[name]
-            if node.status != "not_started":
-                continue
-            deps = [self.nodes[d] for d in self.by_name[name].depends]
-            if any(d.status == "skipped" and not d.continued for d in deps):
-                node.status = "skipped"
-
     def ready(self) -> list[str]:
         """Steps that may run now, in the DAG's order: not started (or retrying) and every
-        dependency done in a way that lets it go on."""
-        self.settle()
+        dependency done in a way that lets it go on. On the way it skips every not-started
+        step with a dependency skipped without `continueOn.skipped` (Dagu: a skipped step's
+        dependents are skipped too); one pass in the DAG's order, dependencies first."""
         out = []
-        for name in self.dag.order:
-            node = self.nodes[name]
-            if node.status not in ("not_started", "retrying"):
+        nodes = self.nodes
+        for name, deps in self._deps:
+            node = nodes[name]
+            if node.status != "not_started" and node.status != "retrying":
                 continue
-            deps = [self.nodes[d] for d in self.by_name[name].depends]
-            if all(_lets_go_on(d) for d in deps):
+            go = True
+            for dep_name in deps:
+                dep = nodes[dep_name]
+                if node.status == "not_started" and dep.status == "skipped" and not dep.continued:
+                    node.status = "skipped"  # as `settle` does
+                    go = False
+                    break
+                go = go and _lets_go_on(dep)
+            if go:
                 out.append(name)
         return out
 
@@ -167,13 +168,15 @@ class DagState:
 
     def upstream_outputs(self, name: str) -> list[dict[str, str]]:
         """Published variables of the step's predecessors, lowest precedence first."""
-        order = output_order(self.dag, name)
+        order = self._output_order.get(name)
+        if order is None:
+            order = self._output_order[name] = output_order(self.by_name, name)
         return [self.nodes[dep].outputs for dep in reversed(order)]
 
     def task_outputs(self) -> dict[str, dict[str, str]]:
         """`${steps.<id>.outputs.<field>}` values: human tasks' fields by step id and name."""
         out: dict[str, dict[str, str]] = {}
-        for step in self.dag.steps:
+        for step in self._tasks:  # only a human task publishes fields
             fields_ = self.nodes[step.name].fields
             if fields_:
                 out[step.name] = fields_

@@ -5,6 +5,7 @@ references, duplicates and cycles, check `rewind_to`, and answer up/downstream q
 from __future__ import annotations
 
 import dataclasses
+from collections import deque
 from collections.abc import Sequence
 
 from tether.specs.dag.errors import InvalidReference
@@ -120,15 +121,16 @@ def downstream_of(dag: DagSpec, name: str) -> frozenset[str]:
     return frozenset(s.name for s in dag.steps if name in upstream_of(dag, s.name))
 
 
-def output_order(dag: DagSpec, name: str) -> tuple[str, ...]:
+def output_order(dag: DagSpec | dict[str, Step], name: str) -> tuple[str, ...]:
     """Predecessors of `name` in breadth-first upstream order (Dagu spec 006): apply their
-    published outputs in this order, a later one winning over an earlier one."""
-    by_name = {s.name: s for s in dag.steps}
-    order: list[str] = []
-    queue = list(by_name[name].depends)
+    published outputs in this order, a later one winning over an earlier one. `dag` may be
+    the steps by name."""
+    by_name = dag if isinstance(dag, dict) else {s.name: s for s in dag.steps}
+    order: dict[str, None] = {}  # insertion-ordered, with set-speed membership
+    queue = deque(by_name[name].depends)
     while queue:
-        dep = queue.pop(0)
+        dep = queue.popleft()
         if dep not in order:
-            order.append(dep)
+            order[dep] = None
             queue.extend(by_name[dep].depends)
     return tuple(order)

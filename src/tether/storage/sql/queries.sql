@@ -316,6 +316,34 @@ SELECT lease.id, lease.status, lease.cancel_requested, lease.last_event_id,
        (SELECT count(*) FROM notes) AS notified
 FROM lease;
 
+-- name: checkpoint_step
+-- `checkpoint` for a run's commonest write: records of durable calls ($4, not empty) and
+-- nothing else (no signal consumed, event, details, settle, truncation). Its effect is that of
+-- `checkpoint` with those parameters empty, in a lighter statement (storage/checkpoints.py sends
+-- it when a statement carries one such write): the fence, the row's progress (version,
+-- updated_at, the lost-lease count) and the records. It notifies no one; `changed` and `ready`
+-- are those `checkpoint_many` returns. No row back means the lease was lost and nothing was
+-- written.
+WITH lease AS (
+    UPDATE executions e SET
+        version     = e.version + 1,
+        updated_at  = now(),
+        lost_leases = 0
+    WHERE e.id = $1 AND e.lease_owner = $2 AND e.attempt = $3
+    RETURNING e.id, e.status, e.cancel_requested, e.last_event_id, e.wake_at
+), rec AS (
+    INSERT INTO steps (execution_id, seq, kind, name, result, done)
+    SELECT lease.id, r.seq, r.kind, r.name, r.result, r.done
+    FROM lease, jsonb_to_recordset($4::jsonb) AS r(seq integer, kind text, name text,
+                                                   result jsonb, done boolean)
+    ON CONFLICT (execution_id, seq) DO UPDATE
+        SET result = EXCLUDED.result, done = EXCLUDED.done, at = now()
+        WHERE NOT steps.done
+)
+SELECT lease.id, lease.status, lease.cancel_requested, lease.last_event_id,
+       false AS changed, (lease.status = 'pending' AND lease.wake_at <= now()) AS ready
+FROM lease;
+
 -- name: checkpoint_many
 -- `checkpoint` for several runs in one statement and one commit (group commit of a worker's
 -- concurrent writes: storage/checkpoints.py). Element i of the arrays $1..$17 is run i's write,
