@@ -20,7 +20,7 @@ from tether.runtime.executor import RunIO
 from tether.runtime.ids import new_worker_id
 from tether.runtime.registry import App
 from tether.storage import admitting, repo
-from tether.storage.checkpoints import CheckpointWriter
+from tether.storage.checkpoints import CheckpointWriter, Refill
 from tether.storage.driver import Database, Notifications
 from tether.storage.errors import StorageError
 from tether.storage.notify import READY_CHANNEL
@@ -42,6 +42,9 @@ class WorkerSettings:
     # Checkpoints of different runs written at once share a statement and a commit once this
     # many statements are in flight (storage/checkpoints.py); 0 turns the grouping off.
     checkpoint_statements: int = 2
+    # A statement that settles runs also claims the runs that take their slots (storage/
+    # checkpoints.py, Refill); off, or with queues configured, only the claim loop claims.
+    refill_claims: bool = True
     # Queues (the worker admits queued runs before it claims), profiles and schedules; the
     # runtime's operations and scheduler use the same configuration (runtime/service.py).
     admission: Admission = NO_ADMISSION
@@ -102,12 +105,30 @@ class Worker:
         )
         self.running = asyncio.Event()
         statements = self.settings.checkpoint_statements
-        self._writer = CheckpointWriter(pool, max_statements=statements) if statements else None
+        refill = Refill(self.owner, self.settings.lease_s, self._abandon, self._room, self._take)
+        self._writer = (
+            CheckpointWriter(
+                pool,
+                max_statements=statements,
+                refill=refill if self.settings.refill_claims else None,
+            )
+            if statements
+            else None
+        )
 
     def stop(self) -> None:
         """Stop claiming; run() then drains (bounded by shutdown_grace_s) and returns."""
         self._stopping.set()
         self._wake.set()
+
+    def _room(self, settling: int) -> int:
+        """How many runs a checkpoint statement settling `settling` runs claims with them:
+        as many, unless the worker stops or admits queued runs first (its claim loop does)."""
+        return 0 if self._stopping.is_set() or self._queues else settling
+
+    def _take(self, rows: list[ExecutionRow]) -> None:
+        for row in rows:
+            self._start(row)
 
     def _poke(self, _channel: str = "", _payload: str = "") -> None:
         self._wake.set()
@@ -125,6 +146,8 @@ class Worker:
             if unsubscribe:
                 unsubscribe()
             await self._drain()
+            if self._writer is not None:
+                await self._writer.wakes_sent()
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
