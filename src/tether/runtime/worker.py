@@ -40,8 +40,10 @@ class WorkerSettings:
     # the database, with no progress in between) ends failed instead of being claimed again.
     max_recovery_attempts: int = 10
     # Checkpoints of different runs written at once share a statement and a commit once this
-    # many statements are in flight (storage/checkpoints.py); 0 turns the grouping off.
-    checkpoint_statements: int = 2
+    # many statements are in flight (storage/checkpoints.py); 0 turns the grouping off. At 1,
+    # every write made while a statement is in flight goes in the next one (the fewest commits
+    # and the least CPU per run: docs/benchmarks.md).
+    checkpoint_statements: int = 1
     # A statement that settles runs also claims the runs that take their slots (storage/
     # checkpoints.py, Refill); off, or with queues configured, only the claim loop claims.
     refill_claims: bool = True

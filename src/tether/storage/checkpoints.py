@@ -83,7 +83,7 @@ class CheckpointWriter:
         self,
         pool: Database,
         *,
-        max_statements: int = 2,
+        max_statements: int = 1,
         max_batch: int = 64,
         refill: Refill | None = None,
     ) -> None:
