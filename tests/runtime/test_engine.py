@@ -376,7 +376,8 @@ async def test_runs_claimed_with_settles_keep_the_worker_within_its_concurrency(
     pool = _ClaimCounter(db)
     ops = Operations(pool, app)  # type: ignore[arg-type]
     outcomes = await ops.start_many([StartRequest("short", None) for _ in range(12)])
-    settings = WorkerSettings(concurrency=2, poll_s=0.05, shutdown_grace_s=1.0)
+    # No polling: the claim loop claims only when started and when a run ends with a slot free.
+    settings = WorkerSettings(concurrency=2, poll_s=30.0, shutdown_grace_s=1.0)
     worker = Worker(pool, app, settings)  # type: ignore[arg-type]
     task = asyncio.create_task(worker.run())
     try:
@@ -390,3 +391,51 @@ async def test_runs_claimed_with_settles_keep_the_worker_within_its_concurrency(
     assert most == 2
     assert worker.stats.claimed == 12
     assert pool.claims <= 4, pool.claims  # without refills: one claim per settle, 11 or more
+
+
+class _HeldSettle:
+    """The test's pool; the first checkpoint statement that settles a run waits for `go`."""
+
+    def __init__(self, pool: Any) -> None:
+        self._pool = pool
+        self.held = asyncio.Event()
+        self.go = asyncio.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pool, name)
+
+    async def fetch(self, query: str, *args: Any, **kwargs: Any) -> Any:
+        if query == Q["checkpoint_many"] and any(args[8]) and not self.held.is_set():
+            self.held.set()
+            await self.go.wait()
+        return await self._pool.fetch(query, *args, **kwargs)
+
+
+async def test_a_run_refilled_while_the_worker_stops_is_given_back(db: object) -> None:
+    """A settle sent before stop() claims the next run; once committed, that run is drained
+    with the others: its lease handed back (pending, no owner), not left to expire."""
+    app = App()
+
+    async def hold(fast: bool) -> None:
+        if not fast:
+            await asyncio.sleep(30)
+
+    @app.workflow
+    async def one(ctx: Context, fast: bool) -> None:
+        await ctx.step(hold, fast)
+
+    pool = _HeldSettle(db)
+    ops = Operations(pool, app)  # type: ignore[arg-type]
+    first = await ops.start("one", True)
+    second = await ops.start("one", False)
+    settings = WorkerSettings(concurrency=1, poll_s=30.0, shutdown_grace_s=0.2)
+    worker = Worker(pool, app, settings)  # type: ignore[arg-type]
+    task = asyncio.create_task(worker.run())
+    async with asyncio.timeout(10):
+        await pool.held.wait()  # the first run's settle, claiming one run, is in flight
+        worker.stop()
+        pool.go.set()
+        await task
+    assert (await ops.get(first.execution.id)).current.status == "completed"
+    row = (await ops.get(second.execution.id)).current
+    assert (row.status, row.lease_owner, row.attempt) == ("pending", None, 1)

@@ -257,14 +257,17 @@ class Worker:
                     active.task.cancel()
 
     async def _drain(self) -> None:
-        """Let in-flight runs finish for a grace period, then give their leases back."""
-        tasks = [a.task for a in self._active.values()]
-        if not tasks:
-            return
-        _, pending = await asyncio.wait(tasks, timeout=self.settings.shutdown_grace_s)
-        for active in list(self._active.values()):
-            if active.task in pending:
-                active.io.release_on_cancel = True
-                active.task.cancel()
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
+        """Let in-flight runs finish for a grace period, then give their leases back. Runs
+        that a settling statement already in flight claims meanwhile (a refill) are drained
+        alike; no statement claims once the worker stops."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.shutdown_grace_s
+        while self._active:
+            tasks = [a.task for a in self._active.values()]
+            _, pending = await asyncio.wait(tasks, timeout=max(deadline - loop.time(), 0.0))
+            for active in list(self._active.values()):
+                if active.task in pending:
+                    active.io.release_on_cancel = True
+                    active.task.cancel()
+            if pending:
+                await asyncio.gather(*pending, return_exceptions=True)
