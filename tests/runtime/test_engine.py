@@ -374,11 +374,11 @@ async def test_runs_claimed_with_settles_keep_the_worker_within_its_concurrency(
         running.remove(ctx.execution_id)
 
     pool = _ClaimCounter(db)
-    ops = Operations(pool, app)  # type: ignore[arg-type]
+    ops = Operations(pool, app)
     outcomes = await ops.start_many([StartRequest("short", None) for _ in range(12)])
     # No polling: the claim loop claims only when started and when a run ends with a slot free.
     settings = WorkerSettings(concurrency=2, poll_s=30.0, shutdown_grace_s=1.0)
-    worker = Worker(pool, app, settings)  # type: ignore[arg-type]
+    worker = Worker(pool, app, settings)
     task = asyncio.create_task(worker.run())
     try:
         for outcome in outcomes:
@@ -425,11 +425,11 @@ async def test_a_run_refilled_while_the_worker_stops_is_given_back(db: object) -
         await ctx.step(hold, fast)
 
     pool = _HeldSettle(db)
-    ops = Operations(pool, app)  # type: ignore[arg-type]
+    ops = Operations(pool, app)
     first = await ops.start("one", True)
     second = await ops.start("one", False)
     settings = WorkerSettings(concurrency=1, poll_s=30.0, shutdown_grace_s=0.2)
-    worker = Worker(pool, app, settings)  # type: ignore[arg-type]
+    worker = Worker(pool, app, settings)
     task = asyncio.create_task(worker.run())
     async with asyncio.timeout(10):
         await pool.held.wait()  # the first run's settle, claiming one run, is in flight

@@ -18,7 +18,7 @@ of spending a statement and a commit of its own on them.
 The statement notifies no one itself: a PostgreSQL transaction that notifies holds the
 notification lock until its commit has been flushed, so every settle would wait for every
 other one's flush. Once it has committed, the watchers (`tether_change`) and workers
-(`tether_ready`) it would have notified are woken by `repo.wake_each`, which does not wait for
+(`tether_ready`) it would have notified are woken by `repo.wake`, which does not wait for
 a flush: one statement for both channels, one in flight at a time, taking every wake-up due
 by the time it starts, outside the statements' slots. A wake-up lost to a crash in between
 is covered by the listeners' polling.
@@ -195,7 +195,7 @@ async def _wake(pool: Database, notes: list[Note]) -> None:
     """Send the wake-ups, both channels in one statement; one lost here is covered by
     polling."""
     try:
-        await repo.wake_each(pool, notes)
+        await repo.wake(pool, notes)
     except StorageError:
         logger.warning("could not send wake-ups after a checkpoint; listeners will poll")
 

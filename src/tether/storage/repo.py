@@ -56,15 +56,10 @@ async def insert_execution(
     return ExecutionRow.from_record(rec) if rec else None
 
 
-async def wake(conn: Conn, channel: str, payloads: Sequence[str]) -> None:
-    """NOTIFY `channel` with each payload, after the write it announces has committed, in a
-    transaction that does not wait for its flush (see the `wake` query). `conn` must not be in
-    a transaction."""
-    await wake_each(conn, [(channel, payload) for payload in payloads])
-
-
-async def wake_each(conn: Conn, notes: Sequence[tuple[str, str]]) -> None:
-    """`wake` for (channel, payload) pairs on any channels, in one statement."""
+async def wake(conn: Conn, notes: Sequence[tuple[str, str]]) -> None:
+    """NOTIFY each (channel, payload) in one statement, after the write it announces has
+    committed, in a transaction that does not wait for its flush (see the `wake` query).
+    `conn` must not be in a transaction."""
     if notes:
         with translated():
             await conn.execute(Q["wake"], [n[0] for n in notes], [n[1] for n in notes])
