@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
-from dbos_side import _create_database, _drop_database, _with_database
+from dbos_side import _create_database, _drop_database, _stop_processes, _with_database
 from engine_tether import _collect, _env, _wait_complete, _wait_ready, migrate_database
 
 from tether.storage import embedded
@@ -122,31 +122,40 @@ def _popen(command: list[str], db_url: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(command, env=_env(db_url), stdout=subprocess.DEVNULL)
 
 
+async def _drain(
+    dsn: str, name: str, src: str, workers: int, args: argparse.Namespace, tmp: Path
+) -> tuple[dict[str, Any], list[Path]]:
+    """Start the workers (and, with --throughput, the starter: its commits count), wait until
+    every run ended, stop them; the timings and each worker's report file."""
+    db_url = _with_database(dsn, name)
+    outs = [tmp / f"worker-{i}.json" for i in range(workers)]
+    procs: list[subprocess.Popen[bytes]] = []
+    conn = await asyncpg.connect(db_url)
+    try:
+        procs += [_spawn(src, db_url, out) for out in outs]
+        await _wait_ready(conn, procs, outs)
+        if args.throughput:
+            procs.append(_popen(_starter(db_url, args.runs, 1), db_url))
+        logs = [*outs, tmp / "starter.log"][: len(procs)]  # the starter's: none to show
+        await _wait_complete(conn, args.runs, procs, logs, args.timeout)
+        return await _collect(conn, args.runs, workers), outs
+    finally:
+        await conn.close()
+        await _stop_processes(procs)  # SIGTERM: each worker writes its report as it exits
+
+
 async def _trial(
     dsn: str, postmaster: int | None, src: str, workers: int, args: argparse.Namespace
 ) -> dict[str, Any]:
     name = await _create_database(dsn, "tether_profile")
-    db_url = _with_database(dsn, name)
     tmp = Path(tempfile.mkdtemp(prefix="tether_profile_"))
     try:
-        await migrate_database(db_url)
-        starter = _starter(db_url, args.runs, 1 if args.throughput else 50)
-        if not args.throughput:
-            await asyncio.to_thread(_start_all, starter, db_url)
-        conn = await asyncpg.connect(db_url)
+        await migrate_database(_with_database(dsn, name))
+        if not args.throughput:  # queued before the workers start; not counted
+            starter = _starter(_with_database(dsn, name), args.runs, 50)
+            await asyncio.to_thread(_start_all, starter, _with_database(dsn, name))
         before, cpu_before = await _commits(dsn, name), _postgres_cpu(postmaster)
-        outs = [tmp / f"worker-{i}.json" for i in range(workers)]
-        procs = [_spawn(src, db_url, out) for out in outs]
-        await _wait_ready(conn, procs, outs)
-        if args.throughput:
-            procs.append(_popen(starter, db_url))
-        await _wait_complete(conn, args.runs, procs, outs, args.timeout)
-        result = await _collect(conn, args.runs, workers)
-        await conn.close()
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            await asyncio.to_thread(proc.wait, 30)
+        result, outs = await _drain(dsn, name, src, workers, args, tmp)
         await asyncio.sleep(1.0)  # the exited backends' counts land
         result["commits"] = await _commits(dsn, name) - before
         result["postgres_cpu"] = _postgres_cpu(postmaster) - cpu_before
