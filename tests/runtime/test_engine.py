@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -12,11 +13,12 @@ from pydantic import BaseModel
 from tether.runtime import errors
 from tether.runtime.context import Context
 from tether.runtime.executor import execute
-from tether.runtime.operations import Operations
+from tether.runtime.operations import Operations, StartRequest
 from tether.runtime.policy import RetryPolicy
 from tether.runtime.registry import App
 from tether.runtime.worker import Worker, WorkerSettings
 from tether.storage import repo
+from tether.storage.queries import Q
 
 from .conftest import Start
 
@@ -333,3 +335,107 @@ async def test_graceful_worker_stop_gives_leases_back(db: object) -> None:
         await task
     row = (await ops.get(started.execution.id)).current
     assert (row.status, row.lease_owner) == ("pending", None)
+
+
+class _ClaimCounter:
+    """The test's pool, counting the claim loop's own claim statements."""
+
+    def __init__(self, pool: Any) -> None:
+        self._pool = pool
+        self.claims = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pool, name)
+
+    async def fetch(self, query: str, *args: Any, **kwargs: Any) -> Any:
+        self.claims += query == Q["claim_executions"]
+        return await self._pool.fetch(query, *args, **kwargs)
+
+
+async def test_runs_claimed_with_settles_keep_the_worker_within_its_concurrency(
+    db: object,
+) -> None:
+    """Each settle claims the run that takes its slot (Refill): the claim loop itself claims
+    only at the start and once the queue runs dry, and no more runs than `concurrency` ever
+    run at once."""
+    app = App()
+    running: list[str] = []
+    most = 0
+
+    async def pause() -> None:
+        await asyncio.sleep(0.01)
+
+    @app.workflow
+    async def short(ctx: Context) -> None:
+        nonlocal most
+        running.append(ctx.execution_id)
+        most = max(most, len(running))
+        await ctx.step(pause)
+        running.remove(ctx.execution_id)
+
+    pool = _ClaimCounter(db)
+    ops = Operations(pool, app)
+    outcomes = await ops.start_many([StartRequest("short", None) for _ in range(12)])
+    # No polling: the claim loop claims only when started and when a run ends with a slot free.
+    settings = WorkerSettings(concurrency=2, poll_s=30.0, shutdown_grace_s=1.0)
+    worker = Worker(pool, app, settings)
+    task = asyncio.create_task(worker.run())
+    try:
+        for outcome in outcomes:
+            assert not isinstance(outcome, Exception)
+            view = await ops.wait_for_end(outcome.execution.id, timeout=10)
+            assert view.current.status == "completed"
+    finally:
+        worker.stop()
+        await task
+    assert most == 2
+    assert worker.stats.claimed == 12
+    assert pool.claims <= 4, pool.claims  # without refills: one claim per settle, 11 or more
+
+
+class _HeldSettle:
+    """The test's pool; the first checkpoint statement that settles a run waits for `go`."""
+
+    def __init__(self, pool: Any) -> None:
+        self._pool = pool
+        self.held = asyncio.Event()
+        self.go = asyncio.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pool, name)
+
+    async def fetch(self, query: str, *args: Any, **kwargs: Any) -> Any:
+        if query == Q["checkpoint_many"] and any(args[8]) and not self.held.is_set():
+            self.held.set()
+            await self.go.wait()
+        return await self._pool.fetch(query, *args, **kwargs)
+
+
+async def test_a_run_refilled_while_the_worker_stops_is_given_back(db: object) -> None:
+    """A settle sent before stop() claims the next run; once committed, that run is drained
+    with the others: its lease handed back (pending, no owner), not left to expire."""
+    app = App()
+
+    async def hold(fast: bool) -> None:
+        if not fast:
+            await asyncio.sleep(30)
+
+    @app.workflow
+    async def one(ctx: Context, fast: bool) -> None:
+        await ctx.step(hold, fast)
+
+    pool = _HeldSettle(db)
+    ops = Operations(pool, app)
+    first = await ops.start("one", True)
+    second = await ops.start("one", False)
+    settings = WorkerSettings(concurrency=1, poll_s=30.0, shutdown_grace_s=0.2)
+    worker = Worker(pool, app, settings)
+    task = asyncio.create_task(worker.run())
+    async with asyncio.timeout(10):
+        await pool.held.wait()  # the first run's settle, claiming one run, is in flight
+        worker.stop()
+        pool.go.set()
+        await task
+    assert (await ops.get(first.execution.id)).current.status == "completed"
+    row = (await ops.get(second.execution.id)).current
+    assert (row.status, row.lease_owner, row.attempt) == ("pending", None, 1)

@@ -16,7 +16,7 @@ import asyncpg
 import pytest
 
 from tether.storage import repo
-from tether.storage.checkpoints import CheckpointWriter
+from tether.storage.checkpoints import CheckpointWriter, Refill
 from tether.storage.errors import IntegrityError, LeaseLost, StorageError
 from tether.storage.queries import Q
 from tether.storage.repo import Checkpoint
@@ -192,3 +192,80 @@ async def test_a_lone_records_only_write_lands_as_a_checkpoint_does(db: asyncpg.
         await writer.write("ex_c", "other", 1, 1, Checkpoint(records=records))
     assert await db.fetchval("SELECT count(*) FROM steps WHERE execution_id = 'ex_c'") == 0
     assert await db.fetchval("SELECT version FROM executions WHERE id = 'ex_c'") == 1
+
+
+DUE = """
+INSERT INTO executions (id, workflow, business_id, status, root_id, last_event_id, wake_at,
+                        lease_owner, attempt, lost_leases)
+SELECT id, 'wf', id, status, id, 1, now() - make_interval(secs => n), owner, attempt, lost
+FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::int[])
+     WITH ORDINALITY AS x(id, status, owner, attempt, lost, n)
+"""
+
+
+class Refilled:
+    """The Refill side of a worker: how often it was asked for room, what it was given."""
+
+    def __init__(self) -> None:
+        self.asked: list[int] = []
+        self.taken: list[Any] = []
+
+    def room(self, settling: int) -> int:
+        self.asked.append(settling)
+        return settling
+
+    def take(self, rows: list[Any]) -> None:
+        self.taken += rows
+
+    def refill(self, after: int = 3) -> Refill:
+        return Refill("w2", 30.0, repo.Abandon(after=after), self.room, self.take)
+
+
+async def test_a_settling_statement_claims_as_many_due_runs_never_one_it_writes(
+    db: asyncpg.Pool, db_url: str
+) -> None:
+    """Two settles claim two runs for the refill's owner in the same commit, oldest due first;
+    a run whose own lease has expired (so it is due) is written, not claimed; a run the claim
+    abandons (lost leases) comes back failed with its `ended` event and its watchers woken;
+    a write that settles nothing claims nothing."""
+    await db.execute(INSERT, ["ex_a", "ex_b", "ex_c"])
+    await db.execute("UPDATE executions SET wake_at = now() - interval '1 hour' WHERE id = 'ex_a'")
+    await db.execute(
+        DUE,
+        ["due_lost", "due_1", "due_2", "due_3"],
+        ["running", "pending", "pending", "pending"],
+        ["gone", None, None, None],
+        [4, 0, 0, 0],
+        [2, 0, 0, 0],
+    )  # wake_at: due_lost the latest of them, due_3 the oldest
+    refilled = Refilled()
+    counting = CountingPool(db)
+    writer = CheckpointWriter(counting, max_statements=1, refill=refilled.refill(after=3))  # type: ignore[arg-type]
+    await writer.write("ex_c", "w", 1, 1, _step(0, 1))  # no settle: no room asked, no claim
+    assert refilled.asked == [] and refilled.taken == []
+    async with listening(db_url, "tether_change", 3) as (heard, enough):
+        settled = await asyncio.gather(
+            writer.write("ex_a", "w", 1, 1, Checkpoint(status="completed", output=1)),
+            writer.write("ex_b", "w", 1, 1, Checkpoint(status="completed", output=2)),
+            writer.write("ex_c", "w", 1, 2, Checkpoint(status="completed", output=3)),
+        )
+        await asyncio.wait_for(enough.wait(), 5)
+    assert [r.status for r in settled] == ["completed"] * 3
+    assert refilled.asked == [1, 2]  # ex_a alone, then ex_b and ex_c together
+    taken = [(r.id, r.status, r.lease_owner, r.attempt) for r in refilled.taken]
+    assert taken[0] == ("due_3", "running", "w2", 1)  # the oldest due, with the first settle
+    assert sorted(taken[1:]) == [("due_1", "running", "w2", 1), ("due_2", "running", "w2", 1)]
+    lost = await repo.get_execution(db, "due_lost")
+    assert lost is not None and (lost.status, lost.lease_owner) == ("running", "gone")
+    assert sorted(heard) == ["ex_a", "ex_b", "ex_c"]
+    # The oldest due run left is the one with lost leases: the next settle abandons it.
+    await db.execute(INSERT, ["ex_d"])
+    async with listening(db_url, "tether_change", 2) as (heard, enough):
+        await writer.write("ex_d", "w", 1, 1, Checkpoint(status="completed", output=4))
+        await asyncio.wait_for(enough.wait(), 5)
+    assert sorted(heard) == ["due_lost", "ex_d"]
+    abandoned = refilled.taken[-1]
+    assert (abandoned.id, abandoned.status, abandoned.lease_owner) == ("due_lost", "failed", None)
+    history = await db.fetch("SELECT type, data FROM history WHERE execution_id = 'due_lost'")
+    assert [h["type"] for h in history] == ["ended"]
+    assert history[0]["data"]["error"]["lost_leases"] == 3

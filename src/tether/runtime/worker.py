@@ -20,7 +20,7 @@ from tether.runtime.executor import RunIO
 from tether.runtime.ids import new_worker_id
 from tether.runtime.registry import App
 from tether.storage import admitting, repo
-from tether.storage.checkpoints import CheckpointWriter
+from tether.storage.checkpoints import CheckpointWriter, Refill
 from tether.storage.driver import Database, Notifications
 from tether.storage.errors import StorageError
 from tether.storage.notify import READY_CHANNEL
@@ -40,8 +40,13 @@ class WorkerSettings:
     # the database, with no progress in between) ends failed instead of being claimed again.
     max_recovery_attempts: int = 10
     # Checkpoints of different runs written at once share a statement and a commit once this
-    # many statements are in flight (storage/checkpoints.py); 0 turns the grouping off.
-    checkpoint_statements: int = 2
+    # many statements are in flight (storage/checkpoints.py); 0 turns the grouping off. At 1,
+    # every write made while a statement is in flight goes in the next one (the fewest commits
+    # and the least CPU per run: docs/benchmarks.md).
+    checkpoint_statements: int = 1
+    # A statement that settles runs also claims the runs that take their slots (storage/
+    # checkpoints.py, Refill); off, or with queues configured, only the claim loop claims.
+    refill_claims: bool = True
     # Queues (the worker admits queued runs before it claims), profiles and schedules; the
     # runtime's operations and scheduler use the same configuration (runtime/service.py).
     admission: Admission = NO_ADMISSION
@@ -102,12 +107,30 @@ class Worker:
         )
         self.running = asyncio.Event()
         statements = self.settings.checkpoint_statements
-        self._writer = CheckpointWriter(pool, max_statements=statements) if statements else None
+        refill = Refill(self.owner, self.settings.lease_s, self._abandon, self._room, self._take)
+        self._writer = (
+            CheckpointWriter(
+                pool,
+                max_statements=statements,
+                refill=refill if self.settings.refill_claims else None,
+            )
+            if statements
+            else None
+        )
 
     def stop(self) -> None:
         """Stop claiming; run() then drains (bounded by shutdown_grace_s) and returns."""
         self._stopping.set()
         self._wake.set()
+
+    def _room(self, settling: int) -> int:
+        """How many runs a checkpoint statement settling `settling` runs claims with them:
+        as many, unless the worker stops or admits queued runs first (its claim loop does)."""
+        return 0 if self._stopping.is_set() or self._queues else settling
+
+    def _take(self, rows: list[ExecutionRow]) -> None:
+        for row in rows:
+            self._start(row)
 
     def _poke(self, _channel: str = "", _payload: str = "") -> None:
         self._wake.set()
@@ -125,6 +148,8 @@ class Worker:
             if unsubscribe:
                 unsubscribe()
             await self._drain()
+            if self._writer is not None:
+                await self._writer.wakes_sent()
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
@@ -232,14 +257,17 @@ class Worker:
                     active.task.cancel()
 
     async def _drain(self) -> None:
-        """Let in-flight runs finish for a grace period, then give their leases back."""
-        tasks = [a.task for a in self._active.values()]
-        if not tasks:
-            return
-        _, pending = await asyncio.wait(tasks, timeout=self.settings.shutdown_grace_s)
-        for active in list(self._active.values()):
-            if active.task in pending:
-                active.io.release_on_cancel = True
-                active.task.cancel()
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
+        """Let in-flight runs finish for a grace period, then give their leases back. Runs
+        that a settling statement already in flight claims meanwhile (a refill) are drained
+        alike; no statement claims once the worker stops."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.shutdown_grace_s
+        while self._active:
+            tasks = [a.task for a in self._active.values()]
+            _, pending = await asyncio.wait(tasks, timeout=max(deadline - loop.time(), 0.0))
+            for active in list(self._active.values()):
+                if active.task in pending:
+                    active.io.release_on_cancel = True
+                    active.task.cancel()
+            if pending:
+                await asyncio.gather(*pending, return_exceptions=True)

@@ -51,5 +51,5 @@ async def insert_executions(conn: Queryable, news: Sequence[NewExecution]) -> li
     with translated():
         recs = await conn.fetch(Q["insert_executions"], *columns)
     if recs:
-        await repo.wake(conn, READY_CHANNEL, [""])  # one wake-up for the batch, once committed
+        await repo.wake(conn, [(READY_CHANNEL, "")])  # one wake-up for the batch, once committed
     return [ExecutionRow.from_record(rec) for rec in recs]

@@ -1,5 +1,6 @@
 """Group commit of a worker's checkpoints: concurrent writes of different runs share one
-statement and one commit, and the wake-ups they announce are sent after it.
+statement and one commit, which also claims the runs that take the slots its settles free;
+the wake-ups the writes announce are sent after it.
 
 A write goes out at once while fewer than `max_statements` statements are in flight; past
 that it queues, and the next statement to start takes the queued writes (`checkpoint_many`),
@@ -8,22 +9,32 @@ statement that carried its write, so every run's checkpoint is durable before th
 on, exactly as with one statement per write; each write keeps its own fence, so a run whose
 lease is lost gets LeaseLost while the others apply.
 
+Refill: a write that settles a run (sets its status) ends that run's attempt in the worker, so
+the statement carrying k settles also claims up to `Refill.room(k)` due runs for the worker,
+as `repo.claim` would, and hands them to `Refill.take` once committed, before the settling
+runs hear their results: the worker's claim loop then finds its slots already taken instead
+of spending a statement and a commit of its own on them.
+
 The statement notifies no one itself: a PostgreSQL transaction that notifies holds the
 notification lock until its commit has been flushed, so every settle would wait for every
 other one's flush. Once it has committed, the watchers (`tether_change`) and workers
-(`tether_ready`) it would have notified are woken by `repo.wake`, which does not wait for a
-flush. A wake-up lost to a crash in between is covered by the listeners' polling.
+(`tether_ready`) it would have notified are woken by `repo.wake`, which does not wait for
+a flush: one statement for both channels, one in flight at a time, taking every wake-up due
+by the time it starts, outside the statements' slots. A wake-up lost to a crash in between
+is covered by the listeners' polling.
 
 A statement the server refuses (IntegrityError, InvalidData: rolled back, nothing applied) is
-retried one write per statement, so one run's bad write fails only that run. Any other
-failure (the connection lost: whether it committed is unknown) fails every write of the
-statement with its own copy of the error, as it would have failed each one alone.
+retried one write per statement, without a claim, so one run's bad write fails only that
+run. Any other failure (the connection lost: whether it committed is unknown) fails every
+write of the statement with its own copy of the error, as it would have failed each one
+alone; runs it may have claimed are then claimed again once their lease expires.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,8 +45,11 @@ from tether.storage.notify import CHANGE_CHANNEL, READY_CHANNEL
 from tether.storage.pool import json_text
 from tether.storage.queries import Q
 from tether.storage.repo import Checkpoint, CheckpointResult
+from tether.storage.rows import ExecutionRow
 
 logger = logging.getLogger(__name__)
+
+Note = tuple[str, str]  # a wake-up: (channel, payload)
 
 
 @dataclass
@@ -50,18 +64,40 @@ class _Write:
     )
 
 
+@dataclass(frozen=True)
+class Refill:
+    """Runs claimed for `owner` by the statements that settle its runs (module docstring):
+    `room(k)` says how many to claim with k settles, `take` receives them once committed."""
+
+    owner: str
+    lease_s: float
+    abandon: repo.Abandon
+    room: Callable[[int], int]
+    take: Callable[[list[ExecutionRow]], None]
+
+
 class CheckpointWriter:
     """Fenced checkpoint writes on `pool`, grouped across runs (see the module docstring)."""
 
-    def __init__(self, pool: Database, *, max_statements: int = 2, max_batch: int = 64) -> None:
+    def __init__(
+        self,
+        pool: Database,
+        *,
+        max_statements: int = 1,
+        max_batch: int = 64,
+        refill: Refill | None = None,
+    ) -> None:
         if max_statements < 1 or max_batch < 1:
             raise ValueError("max_statements and max_batch must be at least 1")
         self._pool = pool
         self._max_statements = max_statements
         self._max_batch = max_batch
+        self._refill = refill
         self._in_flight = 0
         self._queued: list[_Write] = []
         self._tasks: set[asyncio.Task[None]] = set()
+        self._notes: list[Note] = []  # wake-ups due, not yet sent
+        self._waking: asyncio.Task[None] | None = None
 
     async def write(
         self, execution_id: str, owner: str, attempt: int, seen_event_id: int, cp: Checkpoint
@@ -72,6 +108,11 @@ class CheckpointWriter:
         if self._in_flight < self._max_statements:
             self._start_batch()
         return await asyncio.shield(write.done)  # a cancelled run still waits for its write
+
+    async def wakes_sent(self) -> None:
+        """Wait until the wake-ups due have been sent (before the pool closes)."""
+        while self._waking is not None:
+            await asyncio.gather(self._waking, return_exceptions=True)
 
     def _finished(self) -> None:
         self._in_flight -= 1
@@ -89,8 +130,10 @@ class CheckpointWriter:
                 seen.add(write.execution_id)
                 batch.append(write)
         self._queued = kept
+        settling = sum(1 for write in batch if write.cp.status is not None)
+        claim = self._refill.room(settling) if self._refill is not None and settling else 0
         self._in_flight += 1
-        task = asyncio.get_running_loop().create_task(self._apply(batch))
+        task = asyncio.get_running_loop().create_task(self._apply(batch, claim))
         self._tasks.add(task)  # the loop keeps only a weak reference
         task.add_done_callback(self._batch_done)
 
@@ -98,12 +141,12 @@ class CheckpointWriter:
         self._tasks.discard(task)
         self._finished()
 
-    async def _apply(self, batch: list[_Write]) -> None:
+    async def _apply(self, batch: list[_Write], claim: int) -> None:
         try:
-            results = await _checkpoint_many(self._pool, batch)
+            results, claimed = await _checkpoint_many(self._pool, batch, self._refill, claim)
         except (IntegrityError, InvalidData) as exc:
             if len(batch) > 1:  # refused, nothing applied: find the bad write, one at a time
-                await asyncio.gather(*(self._apply([write]) for write in batch))
+                await asyncio.gather(*(self._apply([write], 0) for write in batch))
             else:
                 _fail(batch[0], exc)
             return
@@ -113,6 +156,8 @@ class CheckpointWriter:
             if not isinstance(exc, Exception):
                 raise
             return
+        if claimed and self._refill is not None:  # before the settling runs free their slots
+            self._refill.take(claimed)
         for write in batch:
             found = results.get(write.execution_id)
             if write.done.done():
@@ -121,19 +166,36 @@ class CheckpointWriter:
                 write.done.set_exception(LeaseLost())
             else:
                 write.done.set_result(found[0])
-        await _wake(self._pool, results)
+        self._wake(_notes(results, claimed))
+
+    def _wake(self, notes: list[Note]) -> None:
+        self._notes += notes
+        if self._notes and self._waking is None:
+            notes, self._notes = self._notes, []
+            self._waking = asyncio.get_running_loop().create_task(_wake(self._pool, notes))
+            self._waking.add_done_callback(self._woken)
+
+    def _woken(self, _task: asyncio.Task[None]) -> None:
+        self._waking = None
+        self._wake([])  # the wake-ups that came due meanwhile
 
 
 Applied = dict[str, tuple[CheckpointResult, bool, bool]]  # id: (result, changed, ready)
 
 
-async def _wake(pool: Database, results: Applied) -> None:
-    """Send the wake-ups of the committed writes; one lost here is covered by polling."""
-    changed = [i for i, (_, change, _) in results.items() if change]
-    ready = [i for i, (_, _, wake) in results.items() if wake]
+def _notes(results: Applied, claimed: list[ExecutionRow]) -> list[Note]:
+    """The wake-ups due after a commit: the watchers of the runs whose state changed (runs
+    the claim abandoned included), then the workers for the runs made runnable."""
+    changed = [(CHANGE_CHANNEL, i) for i, (_, change, _) in results.items() if change]
+    changed += [(CHANGE_CHANNEL, row.id) for row in claimed if row.status != "running"]
+    return changed + [(READY_CHANNEL, i) for i, (_, _, wake) in results.items() if wake]
+
+
+async def _wake(pool: Database, notes: list[Note]) -> None:
+    """Send the wake-ups, both channels in one statement; one lost here is covered by
+    polling."""
     try:
-        await repo.wake(pool, CHANGE_CHANNEL, changed)
-        await repo.wake(pool, READY_CHANNEL, ready)
+        await repo.wake(pool, notes)
     except StorageError:
         logger.warning("could not send wake-ups after a checkpoint; listeners will poll")
 
@@ -182,19 +244,45 @@ def _records_only(cp: Checkpoint) -> bool:
     )
 
 
-async def _checkpoint_many(pool: Database, batch: list[_Write]) -> Applied:
-    """Apply the writes in one statement; for each run whose fence held, its result and
-    whether its watchers and the workers are to be woken. A statement of one write that only
-    records calls is the lighter `checkpoint_step`, of the same effect."""
+async def _checkpoint_many(
+    pool: Database, batch: list[_Write], refill: Refill | None, claim: int
+) -> tuple[Applied, list[ExecutionRow]]:
+    """Apply the writes in one statement, claiming up to `claim` runs for `refill`'s owner;
+    for each run whose fence held, its result and whether its watchers and the workers are
+    to be woken, and the claimed rows (payloads as stored, as `repo.claim` returns them).
+    A statement of one write that only records calls, claiming nothing, is the lighter
+    `checkpoint_step`, of the same effect."""
+    if len(batch) == 1 and _records_only(batch[0].cp) and (refill is None or claim == 0):
+        return await _checkpoint_step(pool, batch[0]), []
+    abandon = refill.abandon if refill is not None else repo.Abandon()
     with translated():
-        if len(batch) == 1 and _records_only(batch[0].cp):
-            w = batch[0]
-            records, _ = repo.sealed_checkpoint(w.execution_id, w.cp)
-            recs = await pool.fetch(
-                Q["checkpoint_step"], w.execution_id, w.owner, w.attempt, records
+        recs = await pool.fetch(
+            Q["checkpoint_many"],
+            *_columns(batch),
+            refill.owner if refill is not None else None,
+            float(refill.lease_s) if refill is not None else 0.0,
+            claim if refill is not None else 0,
+            abandon.after,
+            dict(abandon.error),
+            abandon.message,
+        )
+    applied: Applied = {}
+    claimed: list[ExecutionRow] = []
+    for rec in recs:
+        if rec["w_id"] is not None:
+            result = CheckpointResult(
+                rec["w_status"], rec["w_cancel_requested"], rec["w_last_event_id"]
             )
-        else:
-            recs = await pool.fetch(Q["checkpoint_many"], *_columns(batch))
+            applied[rec["w_id"]] = (result, rec["w_changed"], rec["w_ready"])
+        if rec["id"] is not None:
+            claimed.append(ExecutionRow.from_record(rec, unseal=False))
+    return applied, claimed
+
+
+async def _checkpoint_step(pool: Database, w: _Write) -> Applied:
+    records, _ = repo.sealed_checkpoint(w.execution_id, w.cp)
+    with translated():
+        recs = await pool.fetch(Q["checkpoint_step"], w.execution_id, w.owner, w.attempt, records)
     return {
         rec["id"]: (
             CheckpointResult(rec["status"], rec["cancel_requested"], rec["last_event_id"]),

@@ -56,13 +56,13 @@ async def insert_execution(
     return ExecutionRow.from_record(rec) if rec else None
 
 
-async def wake(conn: Conn, channel: str, payloads: Sequence[str]) -> None:
-    """NOTIFY `channel` with each payload, after the write it announces has committed, in a
-    transaction that does not wait for its flush (see the `wake` query). `conn` must not be in
-    a transaction."""
-    if payloads:
+async def wake(conn: Conn, notes: Sequence[tuple[str, str]]) -> None:
+    """NOTIFY each (channel, payload) in one statement, after the write it announces has
+    committed, in a transaction that does not wait for its flush (see the `wake` query).
+    `conn` must not be in a transaction."""
+    if notes:
         with translated():
-            await conn.execute(Q["wake"], channel, list(payloads))
+            await conn.execute(Q["wake"], [n[0] for n in notes], [n[1] for n in notes])
 
 
 async def get_execution(

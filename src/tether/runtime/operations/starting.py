@@ -153,7 +153,7 @@ async def insert_or_resolve(
         if not key_taken:
             row = await repo.insert_execution(conn, new, notify=False)
             if row is not None:
-                await repo.wake(conn, READY_CHANNEL, [row.id])
+                await repo.wake(conn, [(READY_CHANNEL, row.id)])
                 return Started(row, deduped=False)
         key_taken = False
         existing = await _holder(conn, new, on_live_match)

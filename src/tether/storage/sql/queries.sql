@@ -21,14 +21,14 @@ SELECT ins.*, (CASE WHEN $16::boolean THEN pg_notify('tether_ready', ins.id) END
 FROM ins;
 
 -- name: wake
--- NOTIFY channel $1 once per payload in $2, in a transaction of its own that does not wait for
--- its commit to reach the disk (synchronous_commit off for this transaction only). PostgreSQL
--- serializes notifying transactions: each holds the notification lock from its NOTIFY until its
--- commit has ended, WAL flush included, so a write that notifies in its own transaction cannot
--- share a flush with any other such write. Sent after the write has committed, a listener woken
--- by it sees the write; a wake-up lost in a crash is covered by the listeners' polling.
-SELECT set_config('synchronous_commit', 'off', true), pg_notify($1::text, x)
-FROM unnest($2::text[]) AS x;
+-- NOTIFY channel $1[i] with payload $2[i] for each i, in a transaction of its own that does not
+-- wait for its commit to reach the disk (synchronous_commit off for this transaction only).
+-- PostgreSQL serializes notifying transactions: each holds the notification lock from its NOTIFY
+-- until its commit has ended, WAL flush included, so a write that notifies in its own transaction
+-- cannot share a flush with any other such write. Sent after the write has committed, a listener
+-- woken by it sees the write; a wake-up lost in a crash is covered by the listeners' polling.
+SELECT set_config('synchronous_commit', 'off', true), pg_notify(w.channel, w.payload)
+FROM unnest($1::text[], $2::text[]) AS w(channel, payload);
 
 -- name: insert_executions
 -- `insert_execution` for many runs in one statement (batched starts): one row per array element,
@@ -353,12 +353,18 @@ FROM lease;
 -- applied, while the others apply. The caller never puts two writes of one run in a statement.
 -- It wakes no one: `changed` and `ready` say which runs' watchers and workers `checkpoint` would
 -- have notified, and the caller sends those as `wake` once this has committed.
+-- The same statement also claims up to $20 due runs for worker $18, exactly as
+-- `claim_executions` with its $1..$6 as $18..$23 (0: none), never one of the runs it writes: a
+-- worker refills the slots its settling runs free in the commit that frees them. Rows come back
+-- paired by position: w_* columns for the writes, the claimed rows' columns beside them.
 WITH c AS (
-    SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[]::jsonb[],
-                         $5::text[]::jsonb[], $6::text[]::jsonb[], $7::boolean[], $8::text[],
-                         $9::text[], $10::text[]::jsonb[], $11::text[]::jsonb[],
-                         $12::text[]::jsonb[], $13::timestamptz[], $14::bigint[], $15::text[],
-                         $16::integer[], $17::integer[])
+    SELECT * FROM unnest(
+            (SELECT $1::text[]), (SELECT $2::text[]), (SELECT $3::integer[]),
+            (SELECT $4::text[]::jsonb[]), (SELECT $5::text[]::jsonb[]),
+            (SELECT $6::text[]::jsonb[]), (SELECT $7::boolean[]), (SELECT $8::text[]),
+            (SELECT $9::text[]), (SELECT $10::text[]::jsonb[]), (SELECT $11::text[]::jsonb[]),
+            (SELECT $12::text[]::jsonb[]), (SELECT $13::timestamptz[]), (SELECT $14::bigint[]),
+            (SELECT $15::text[]), (SELECT $16::integer[]), (SELECT $17::integer[]))
         AS c(id, owner, attempt, records, consumed, events, set_details, details, status,
              output, error, waits, wake_at, seen, successor_id, run_attempt, truncate_from)
 ), lease AS (
@@ -424,14 +430,60 @@ WITH c AS (
     SELECT lease.id, lease.last_event_id - jsonb_array_length(lease.events) + x.n, x.type, x.data
     FROM lease, ROWS FROM (jsonb_to_recordset(lease.events) AS (type text, data jsonb))
          WITH ORDINALITY AS x(type, data, n)
+), due AS (
+    SELECT d.id, d.lost FROM (
+        SELECT x.id, x.status = 'running' AS lost FROM executions x
+        WHERE x.wake_at <= now() AND x.id <> ALL($1::text[])
+        ORDER BY x.wake_at
+        LIMIT 64
+        FOR UPDATE SKIP LOCKED
+    ) AS d
+    LIMIT $20
+), claimed AS (
+    UPDATE executions e SET
+        lost_leases = e.lost_leases + due.lost::integer,
+        status      = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN 'failed'
+                           ELSE 'running' END,
+        error       = CASE WHEN due.lost AND e.lost_leases + 1 >= $21
+                           THEN $22::jsonb || jsonb_build_object(
+                                'message', format($23::text, e.lost_leases + 1),
+                                'lost_leases', e.lost_leases + 1)
+                           ELSE e.error END,
+        ended_at    = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN now()
+                           ELSE e.ended_at END,
+        expires_at  = CASE WHEN due.lost AND e.lost_leases + 1 >= $21
+                           THEN now() + make_interval(secs => e.retention_s)
+                           ELSE e.expires_at END,
+        last_event_id = e.last_event_id + (due.lost AND e.lost_leases + 1 >= $21)::integer,
+        lease_owner = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN NULL ELSE $18 END,
+        lease_until = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN NULL
+                           ELSE now() + make_interval(secs => $19) END,
+        wake_at     = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN NULL
+                           ELSE now() + make_interval(secs => $19) END,
+        attempt     = e.attempt + 1,
+        waits       = '[]'::jsonb,
+        version     = e.version + 1,
+        updated_at  = now()
+    FROM due
+    WHERE e.id = due.id
+    RETURNING e.*
+), ended AS (
+    INSERT INTO history (execution_id, event_id, type, data)
+    SELECT id, last_event_id, 'ended', jsonb_build_object('status', status, 'error', error)
+    FROM claimed WHERE status = 'failed'
+), w AS (
+    SELECT row_number() OVER () AS w_n, lease.id AS w_id, lease.status AS w_status,
+           lease.cancel_requested AS w_cancel_requested, lease.last_event_id AS w_last_event_id,
+           lease.set_status IS NOT NULL OR lease.set_details AS w_changed,
+           (lease.status = 'pending' AND lease.wake_at <= now())
+           OR (lease.queue IS NOT NULL  -- it ended: its queue slot is free
+               AND lease.status IN ('completed', 'failed', 'timed_out', 'cancelled',
+                                    'continued_as_new')) AS w_ready
+    FROM lease
+), k AS (
+    SELECT row_number() OVER () AS k_n, claimed.* FROM claimed
 )
-SELECT lease.id, lease.status, lease.cancel_requested, lease.last_event_id,
-       lease.set_status IS NOT NULL OR lease.set_details AS changed,
-       (lease.status = 'pending' AND lease.wake_at <= now())
-       OR (lease.queue IS NOT NULL  -- it ended: its queue slot is free
-           AND lease.status IN ('completed', 'failed', 'timed_out', 'cancelled',
-                                'continued_as_new')) AS ready
-FROM lease;
+SELECT w.*, k.* FROM w FULL JOIN k ON k.k_n = w.w_n;
 
 -- name: finish_update
 -- Record an update handler's outcome (fenced like checkpoint), hand it to the workflow as a
