@@ -127,8 +127,8 @@ def _recorder(
     def record(
         ctx: RequestContext, result: dict[str, Any] | None, error: JsonRpcError | None
     ) -> None:
-        if auditor is None:
-            return
+        if auditor is None or ctx.method not in roles.AUDITED_METHODS:
+            return  # what audit_facts would say (a tasks/get poll is not audited), sooner
         own = ctx.method == "tools/call" and authorizes_itself(ctx.params.get("name"))
         facts = roles.audit_facts(ctx, result, error, self_authorizing=own)
         if facts is not None:
@@ -146,6 +146,9 @@ def _authorizer(catalog: Catalog) -> Callable[[RequestContext], None]:
     that authorizes itself, as dagu_execute does)."""
 
     def authorize(ctx: RequestContext) -> None:
+        if ctx.method != "tools/call":  # only a tool call asks the catalog (not tasks/get)
+            roles.authorize(ctx, False)
+            return
         name = ctx.params.get("name")
         roles.authorize(ctx, catalog.read_only(name) or catalog.authorizes_itself(name))
 
@@ -365,10 +368,11 @@ def create_app(
                         setattr(web.state, name, None)
 
     routes: list[BaseRoute] = [
+        # First: the router tries routes in order, and a tasks/get poll should match at once.
+        Route(settings.mcp_path, _McpRoute()),  # every method: the endpoint answers 405 itself
         Route(HEALTH_PATH, _health(app)),
         Route(READY_PATH, ready),
         Route(METRICS_PATH, metrics_route),
-        Route(settings.mcp_path, _McpRoute()),  # every method: the endpoint answers 405 itself
     ]
     if settings.console_enabled():
         routes.append(console_route())
