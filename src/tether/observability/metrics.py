@@ -202,19 +202,26 @@ class _RequestCollector(Collector):
         self.counts: dict[tuple[str, str, str], list[float]] = {}  # → [count, created]
         # (method, tool) → [count per bucket (the last: over every bound)..., sum, created]
         self.latency: dict[tuple[str, str], list[float]] = {}
+        self._series: dict[tuple[str, str, str], tuple[list[float], ...]] = {}  # both, by key
 
     def add(self, method: str, tool: str, outcome: str, seconds: float) -> None:
+        series = self._series.get((method, tool, outcome))
+        if series is None:
+            series = self._new_series(method, tool, outcome)
+        count, latency = series
         with self.lock:
-            count = self.counts.get((method, tool, outcome))
-            if count is None:
-                count = self.counts[(method, tool, outcome)] = [0.0, time.time()]
             count[0] += 1.0
-            latency = self.latency.get((method, tool))
-            if latency is None:
-                latency = [0.0] * (len(self.bounds) + 2) + [time.time()]
-                self.latency[(method, tool)] = latency
             latency[bisect.bisect_left(self.bounds, seconds)] += 1.0
             latency[-2] += seconds
+
+    def _new_series(self, method: str, tool: str, outcome: str) -> tuple[list[float], ...]:
+        """The count of (method, tool, outcome) and the latency of (method, tool), made once."""
+        with self.lock:
+            count = self.counts.setdefault((method, tool, outcome), [0.0, time.time()])
+            empty = [0.0] * (len(self.bounds) + 2) + [time.time()]
+            latency = self.latency.setdefault((method, tool), empty)
+            series = self._series[(method, tool, outcome)] = (count, latency)
+        return series
 
     def collect(self) -> Iterator[Metric]:
         with self.lock:
