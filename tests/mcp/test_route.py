@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from tether.mcp.route import McpFirstRouter
 
@@ -33,7 +33,7 @@ async def _call(router: McpFirstRouter, scope: dict[str, Any]) -> bytes:
     async def receive() -> dict[str, Any]:
         return {"type": "http.request", "body": b"", "more_body": False}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: Any) -> None:
         sent.append(message)
 
     await router(scope, receive, send)
@@ -43,7 +43,7 @@ async def _call(router: McpFirstRouter, scope: dict[str, Any]) -> bytes:
 async def test_the_mcp_path_goes_straight_to_its_route_and_the_rest_is_matched() -> None:
     mcp, other = Recorder("mcp"), Recorder("other")
     first = Route("/mcp", mcp)
-    routes = [Route("/other", other), first]  # listed after another: reached first all the same
+    routes: list[BaseRoute] = [Route("/other", other), first]  # listed second: reached first
     router = McpFirstRouter(first, routes)
     assert await _call(router, _scope("/mcp")) == b"mcp"
     seen = mcp.scopes[-1]

@@ -30,3 +30,36 @@ def test_the_remembered_table_stays_bounded() -> None:
     assert len(policy._answers) == hosts.REMEMBERED
     assert policy.allows("localhost", None)  # past the bound: checked in full, still right
     assert not policy.allows("h9999.example", None)
+
+
+async def test_the_layer_reads_header_names_in_any_case() -> None:
+    """ASGI servers send lower-case names; a name in another case is read all the same, so a
+    hostile Origin or Host cannot slip past by its spelling."""
+    from tether.security.middleware import SecurityMiddleware
+    from tether.security.tokens import Authenticator
+
+    reached: list[object] = []
+
+    async def inner(scope: object, receive: object, send: object) -> None:
+        reached.append(scope)
+
+    async def send(message: object) -> None:
+        sent.append(message)
+
+    layer = SecurityMiddleware(
+        inner, hosts=HostPolicy(), authenticator=Authenticator({}, open_mutations=True)
+    )
+    for name, value in [
+        (b"Origin", b"http://evil.example"),
+        (b"ORIGIN", b"http://evil.example"),
+        (b"Host", b"evil.example"),
+        (b"hOsT", b"evil.example:8000"),
+    ]:
+        sent: list[object] = []
+        scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": [(name, value)]}
+        await layer(scope, None, send)  # type: ignore[arg-type]
+        assert sent and sent[0]["status"] == 403, name  # type: ignore[index]
+    assert reached == []
+    scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": [(b"Host", b"localhost")]}
+    await layer(scope, None, send)  # type: ignore[arg-type]
+    assert len(reached) == 1

@@ -100,9 +100,24 @@ def _wants_notifications(ctx: RequestContext) -> bool:
     )
 
 
+#: Header names as header_map spells them, by their raw bytes: a client sends the same few
+#: names on every request, so each costs a lookup instead of a decode and a lower-casing. At
+#: most `_NAMES_KEPT` are kept (invented names are spelled out each time, never stored).
+_NAMES: dict[bytes, str] = {}
+_NAMES_KEPT: Final = 256
+
+
+def _name(raw: bytes) -> str:
+    name = raw.decode("latin-1").lower()
+    if len(_NAMES) < _NAMES_KEPT:
+        _NAMES[raw] = name
+    return name
+
+
 def header_map(scope: Scope) -> dict[str, str]:
     """The request's headers by lower-case name (a repeated header: its last value)."""
-    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+    known = _NAMES.get
+    return {known(k) or _name(k): v.decode("latin-1") for k, v in scope["headers"]}
 
 
 def _guarded(response: ASGIApp, release: Callable[[], None], task: asyncio.Task[None]) -> ASGIApp:

@@ -77,9 +77,12 @@ class SecurityMiddleware:
             return
         found: list[bytes | None] = [None, None, None, None]  # by _READ's slots; the last wins
         for raw_name, value in scope["headers"]:
-            slot = _READ.get(raw_name.lower())
-            if slot is not None:
-                found[slot] = value
+            if raw_name in _READ:
+                found[_READ[raw_name]] = value
+            elif not raw_name.islower():  # ASGI servers send lower case; anyone else is heard
+                slot = _READ.get(raw_name.lower())
+                if slot is not None:
+                    found[slot] = value
         raw_host, raw_origin, raw_authorization, length = found
         host = None if raw_host is None else raw_host.decode("latin-1")
         origin = None if raw_origin is None else raw_origin.decode("latin-1")
