@@ -28,7 +28,7 @@ from tether.jsonrpc.errors import JsonRpcError
 from tether.jsonrpc.http import PRINCIPAL_KEY, McpEndpoint
 from tether.jsonrpc.router import RequestContext, Router
 from tether.mcp import observe
-from tether.mcp.route import McpFirstRouter, McpRoute
+from tether.mcp.route import McpRoute, McpShortcut
 from tether.mcp.server import McpServer, ServerInfo
 from tether.mcp.subscriptions import Limits, Subscriptions, WatchTools, run_resource
 from tether.observability import exposition, metrics, tracing
@@ -361,9 +361,10 @@ def create_app(
     ]
     if settings.console_enabled():
         routes.append(console_route())
-    served = Starlette(routes=routes, lifespan=lifespan, middleware=[security(settings, auth)])
-    served.router = McpFirstRouter(mcp, routes, lifespan=lifespan)  # a tasks/get poll: no lookup
-    return served
+    shortcut = Middleware(McpShortcut, route=mcp)  # under the security layer, as every route
+    return Starlette(
+        routes=routes, lifespan=lifespan, middleware=[security(settings, auth), shortcut]
+    )
 
 
 async def ready(request: Request) -> JSONResponse:

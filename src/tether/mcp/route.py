@@ -1,21 +1,21 @@
-"""The MCP path's route, and the app's router, which tries that route first.
+"""The MCP path's route, and a shortcut to it.
 
 `McpRoute` serves the endpoint the lifespan publishes on `app.state.endpoint` (503 until
-start-up completes; every method: the endpoint answers 405 itself). `McpFirstRouter` is
-Starlette's Router with one shortcut: a request for exactly the MCP path goes to that route
-without matching the route patterns one by one (each a regex; the security middleware around
-the router has already run, so nothing is skipped but the lookup). It sets what a match sets
-(`router`, `route`, `endpoint`, `path_params`). Every other request — and every use of the
-route list: enumeration, `url_path_for`, lifespan — is Starlette's own.
+start-up completes; every method: the endpoint answers 405 itself). `McpShortcut` is a
+middleware just inside the security layer (which has run by then: nothing is skipped but the
+lookup): a request for exactly the MCP path goes to that route without Starlette's exception
+middleware and router, which would build a Request, wrap `send` and match the route patterns
+one by one (each a regex) — a few µs of every tasks/get poll. The MCP endpoint raises no
+HTTPException for the exception middleware to answer: anything it raises still reaches the
+server-error middleware outside. Every other request — and every use of the route list:
+enumeration, `url_path_for`, lifespan — is Starlette's own.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Route, Router
-from starlette.types import Receive, Scope, Send
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tether.jsonrpc import codec
 from tether.jsonrpc.errors import Unavailable
@@ -37,23 +37,24 @@ class McpRoute:
         await endpoint(scope, receive, send)
 
 
-class McpFirstRouter(Router):
-    """Starlette's router over `routes`, where a request for exactly `first`'s path (an HTTP
-    request with no root path) reaches it without the route-by-route match."""
+class McpShortcut:
+    """A middleware under the security layer: a request for exactly `route`'s path (HTTP, no
+    root path) goes straight to the route's app, with what a match puts in the scope
+    (`route`, `endpoint`, `path_params`); anything else goes on to `app` (Starlette's
+    exception middleware and router)."""
 
-    def __init__(self, first: Route, routes: list[BaseRoute], **kwargs: Any) -> None:
-        if first not in routes or "{" in first.path or first.methods is not None:
-            raise ValueError("the first route must be one of the routes, fixed, every method")
-        super().__init__(routes, **kwargs)
-        self.first = first
+    def __init__(self, app: ASGIApp, *, route: Route) -> None:
+        if "{" in route.path or route.methods is not None:
+            raise ValueError("the shortcut needs a route with a fixed path, for every method")
+        self.app = app
+        self.route = route
 
-    async def app(self, scope: Scope, receive: Receive, send: Send) -> None:
-        first = self.first
-        if scope["type"] == "http" and scope["path"] == first.path and not scope.get("root_path"):
-            scope["router"] = self
-            scope["route"] = first
-            scope["endpoint"] = first.endpoint
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        route = self.route
+        if scope["type"] == "http" and scope["path"] == route.path and not scope.get("root_path"):
+            scope["route"] = route
+            scope["endpoint"] = route.endpoint
             scope["path_params"] = {}
-            await first.app(scope, receive, send)
+            await route.app(scope, receive, send)
             return
-        await super().app(scope, receive, send)
+        await self.app(scope, receive, send)
