@@ -19,16 +19,16 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
-from starlette.types import Receive, Scope, Send
 
 from tether import __version__, gc_tuning
 from tether.console import PREFIX as CONSOLE_PREFIX
 from tether.console import Console, console_route, running_console
-from tether.jsonrpc import codec, codes
-from tether.jsonrpc.errors import JsonRpcError, Unavailable
+from tether.jsonrpc import codes
+from tether.jsonrpc.errors import JsonRpcError
 from tether.jsonrpc.http import PRINCIPAL_KEY, McpEndpoint
 from tether.jsonrpc.router import RequestContext, Router
 from tether.mcp import observe
+from tether.mcp.route import McpRoute, McpShortcut
 from tether.mcp.server import McpServer, ServerInfo
 from tether.mcp.subscriptions import Limits, Subscriptions, WatchTools, run_resource
 from tether.observability import exposition, metrics, tracing
@@ -127,8 +127,8 @@ def _recorder(
     def record(
         ctx: RequestContext, result: dict[str, Any] | None, error: JsonRpcError | None
     ) -> None:
-        if auditor is None:
-            return
+        if auditor is None or ctx.method not in roles.AUDITED_METHODS:
+            return  # what audit_facts would say (a tasks/get poll is not audited), sooner
         own = ctx.method == "tools/call" and authorizes_itself(ctx.params.get("name"))
         facts = roles.audit_facts(ctx, result, error, self_authorizing=own)
         if facts is not None:
@@ -146,6 +146,9 @@ def _authorizer(catalog: Catalog) -> Callable[[RequestContext], None]:
     that authorizes itself, as dagu_execute does)."""
 
     def authorize(ctx: RequestContext) -> None:
+        if ctx.method != "tools/call":  # only a tool call asks the catalog (not tasks/get)
+            roles.authorize(ctx, False)
+            return
         name = ctx.params.get("name")
         roles.authorize(ctx, catalog.read_only(name) or catalog.authorizes_itself(name))
 
@@ -280,21 +283,6 @@ METRICS_PATH: Final = "/metrics"
 PROBES: Final = frozenset({HEALTH_PATH, READY_PATH})
 
 
-class _McpRoute:
-    """The MCP path as a plain ASGI app (Starlette routes a non-function endpoint to it as
-    is, for every method: the endpoint answers 405 itself)."""
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        endpoint: McpEndpoint | None = getattr(scope["app"].state, "endpoint", None)
-        if endpoint is None:  # fail closed until start-up completes
-            body = codec.encode_error(None, Unavailable("server is starting"))
-            await Response(body, status_code=503, media_type="application/json")(
-                scope, receive, send
-            )
-            return
-        await endpoint(scope, receive, send)
-
-
 def _health(app: App) -> Callable[[Request], Awaitable[JSONResponse]]:
     """GET /healthz: alive (503 while starting); details only for an authenticated caller."""
 
@@ -364,15 +352,19 @@ def create_app(
                     for name in ("runtime", "endpoint", "auditor", "tokens", "console"):
                         setattr(web.state, name, None)
 
+    mcp = Route(settings.mcp_path, McpRoute())
     routes: list[BaseRoute] = [
+        mcp,
         Route(HEALTH_PATH, _health(app)),
         Route(READY_PATH, ready),
         Route(METRICS_PATH, metrics_route),
-        Route(settings.mcp_path, _McpRoute()),  # every method: the endpoint answers 405 itself
     ]
     if settings.console_enabled():
         routes.append(console_route())
-    return Starlette(routes=routes, lifespan=lifespan, middleware=[security(settings, auth)])
+    shortcut = Middleware(McpShortcut, route=mcp)  # under the security layer, as every route
+    return Starlette(
+        routes=routes, lifespan=lifespan, middleware=[security(settings, auth), shortcut]
+    )
 
 
 async def ready(request: Request) -> JSONResponse:

@@ -100,9 +100,24 @@ def _wants_notifications(ctx: RequestContext) -> bool:
     )
 
 
+#: Header names as header_map spells them, by their raw bytes: a client sends the same few
+#: names on every request, so each costs a lookup instead of a decode and a lower-casing. At
+#: most `_NAMES_KEPT` are kept (invented names are spelled out each time, never stored).
+_NAMES: dict[bytes, str] = {}
+_NAMES_KEPT: Final = 256
+
+
+def _name(raw: bytes) -> str:
+    name = raw.decode("latin-1").lower()
+    if len(_NAMES) < _NAMES_KEPT:
+        _NAMES[raw] = name
+    return name
+
+
 def header_map(scope: Scope) -> dict[str, str]:
     """The request's headers by lower-case name (a repeated header: its last value)."""
-    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+    known = _NAMES.get
+    return {known(k) or _name(k): v.decode("latin-1") for k, v in scope["headers"]}
 
 
 def _guarded(response: ASGIApp, release: Callable[[], None], task: asyncio.Task[None]) -> ASGIApp:
@@ -120,6 +135,37 @@ def _guarded(response: ASGIApp, release: Callable[[], None], task: asyncio.Task[
                 await task
 
     return guarded
+
+
+def _context(
+    hdrs: dict[str, str],
+    body: bytes,
+    param_schema: headers.ParamSchema | None,
+    principal: Any,
+    remote: str | None,
+) -> tuple[RequestContext, codec.Message] | Reply:
+    """The request's context and message, or the error reply to a body that is not a valid
+    request (decoding, then the header ladder). Plain code: no coroutine frame of its own."""
+    try:
+        msg = codec.decode(body)
+    except codec.DecodeError as exc:
+        return _error(exc.request_id, exc.error)
+    try:
+        route = headers.check(msg, hdrs, param_schema)
+        if msg.has_params and not isinstance(msg.params, dict):
+            raise InvalidMeta("params must be an object")
+    except JsonRpcError as exc:
+        return _error(None if msg.is_notification else msg.id, exc)
+    ctx = RequestContext(
+        method=msg.method,
+        params=msg.params if isinstance(msg.params, dict) else {},
+        route=route,
+        headers=hdrs,
+        request_id=msg.id,
+        principal=principal,
+        remote=remote,
+    )
+    return ctx, msg
 
 
 def _nothing() -> None:
@@ -176,9 +222,22 @@ class McpEndpoint:
         if body is None:
             return Reply(413)
         client = scope.get("client")
-        return await self._serve(
-            hdrs, body, scope.get(PRINCIPAL_KEY), client[0] if client else None
-        )
+        remote = client[0] if client else None
+        parsed = _context(hdrs, body, self.param_schema, scope.get(PRINCIPAL_KEY), remote)
+        if isinstance(parsed, Reply):
+            return parsed
+        ctx, msg = parsed
+        if msg.is_notification:
+            # Notifications we have no use for (e.g. notifications/cancelled on HTTP) are
+            # accepted and ignored: the client must not be told to retry them.
+            await self.router.deliver(ctx)
+            return Reply(202)
+        assert msg.id is not None  # noqa: S101 — not a notification
+        seen = self.observe(ctx) if self.observe is not None else None
+        if seen is None:
+            return await self._call(ctx, msg.id, hdrs, None)
+        with seen:
+            return await self._call(ctx, msg.id, hdrs, seen)
 
     async def _read(self, receive: Receive) -> bytes | None:
         """The whole body; None when it exceeds max_body_bytes."""
@@ -197,40 +256,6 @@ class McpEndpoint:
                 return b"".join(chunks)  # one chunk: CPython returns it as is
 
     # --- JSON-RPC -----------------------------------------------------------------------------
-
-    async def _serve(
-        self, hdrs: dict[str, str], body: bytes, principal: Any, remote: str | None = None
-    ) -> ASGIApp:
-        try:
-            msg = codec.decode(body)
-        except codec.DecodeError as exc:
-            return _error(exc.request_id, exc.error)
-        try:
-            route = headers.check(msg, hdrs, self.param_schema)
-            if msg.has_params and not isinstance(msg.params, dict):
-                raise InvalidMeta("params must be an object")
-        except JsonRpcError as exc:
-            return _error(None if msg.is_notification else msg.id, exc)
-        ctx = RequestContext(
-            method=msg.method,
-            params=msg.params if isinstance(msg.params, dict) else {},
-            route=route,
-            headers=hdrs,
-            request_id=msg.id,
-            principal=principal,
-            remote=remote,
-        )
-        if msg.is_notification:
-            # Notifications we have no use for (e.g. notifications/cancelled on HTTP) are
-            # accepted and ignored: the client must not be told to retry them.
-            await self.router.deliver(ctx)
-            return Reply(202)
-        assert msg.id is not None  # noqa: S101 — not a notification
-        seen = self.observe(ctx) if self.observe is not None else None
-        if seen is None:
-            return await self._call(ctx, msg.id, hdrs, None)
-        with seen:
-            return await self._call(ctx, msg.id, hdrs, seen)
 
     async def _call(
         self,

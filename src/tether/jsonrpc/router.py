@@ -150,7 +150,15 @@ class Router:
     async def dispatch(self, ctx: RequestContext) -> dict[str, Any]:
         """Run the handler. Only JsonRpcError leaves this function."""
         entry = self.resolve(ctx.method, ctx.route.era)
-        result = await _guarded(ctx.method, entry.handler(ctx))
+        try:  # _guarded's rule, inline: one coroutine frame fewer on every call (tasks/get)
+            result = await entry.handler(ctx)
+        except JsonRpcError:
+            raise
+        except ValidationError as exc:
+            raise InvalidParams("Invalid params", {"errors": problems(exc)}) from exc
+        except Exception:
+            logger.exception("handler for %s failed", ctx.method)
+            raise InternalError("Internal error") from None
         if ctx.route.era == "modern":
             result.setdefault("resultType", "complete")
         return result

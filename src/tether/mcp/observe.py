@@ -46,19 +46,20 @@ def _carrier(ctx: RequestContext) -> tuple[str | None, str | None]:
 class RequestObservation:
     """One request: entered around its handling; `result` / `error` end it (once)."""
 
-    __slots__ = ("_began", "_ctx", "_done", "_method", "_span", "_token", "_tool")
+    __slots__ = ("_began", "_ctx", "_done", "_method", "_span", "_token", "_tool", "_traced")
 
-    def __init__(self, ctx: RequestContext, method: str, tool: str) -> None:
+    def __init__(self, ctx: RequestContext, method: str, tool: str, traced: bool = True) -> None:
         self._ctx = ctx
         self._method = method
         self._tool = tool
+        self._traced = traced  # tracing was on when the request began
         self._began = time.perf_counter()
         self._done = False
         self._span: Span | None = None
         self._token: object = None
 
     def __enter__(self) -> RequestObservation:
-        if tracing.enabled():
+        if self._traced and tracing.enabled():
             attributes = {"mcp.method.name": self._ctx.method}
             if self._tool:
                 attributes["mcp.tool.name"] = self._tool
@@ -83,7 +84,14 @@ class RequestObservation:
             self._finish("error", None)
 
     def result(self, result: dict[str, Any]) -> None:
-        self._finish("tool_error" if result.get("isError") is True else "ok", result)
+        outcome = "tool_error" if result.get("isError") is True else "ok"
+        if self._span is None and not self._done:  # metrics only (the usual case): inline
+            self._done = True
+            metrics.request_finished(
+                self._method, self._tool, outcome, time.perf_counter() - self._began
+            )
+            return
+        self._finish(outcome, result)
 
     def error(self, error: JsonRpcError) -> None:
         if self._span is not None:
@@ -112,13 +120,14 @@ def observer(
     both off."""
 
     def observe(ctx: RequestContext) -> RequestObservation | None:
-        if not metrics.enabled and not tracing.enabled():
+        traced = tracing.enabled()
+        if not metrics.enabled and not traced:
             return None
         method = ctx.method if known_method(ctx.method) else OTHER
         tool = ""
         if method == TOOL_METHOD:
             name = ctx.params.get("name")
             tool = name if isinstance(name, str) and known_tool(name) else OTHER
-        return RequestObservation(ctx, method, tool)
+        return RequestObservation(ctx, method, tool, traced)
 
     return observe

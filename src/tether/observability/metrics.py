@@ -8,14 +8,23 @@ benchmark's baseline; `TETHER_METRICS=false`).
 
 from __future__ import annotations
 
+import bisect
+import threading
+import time
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final, Protocol
 
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 # Step and request latencies: milliseconds to minutes; runs: seconds to days.
 _FAST: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
@@ -66,17 +75,6 @@ RUNS_ABANDONED: Final = Counter(
     "Poison runs the claim ended failed (TETHER_MAX_RECOVERY_ATTEMPTS lost workers in a row)",
     ["workflow"],
 )
-REQUESTS: Final = Counter(
-    "tether_mcp_requests",
-    "MCP requests by method, tool (tools/call) and outcome",
-    ["method", "tool", "outcome"],
-)
-REQUEST_DURATION: Final = Histogram(
-    "tether_mcp_request_duration_seconds",
-    "MCP request latency by method and tool",
-    ["method", "tool"],
-    buckets=_FAST,
-)
 SSE_STREAMS: Final = Gauge("tether_sse_streams", "Open SSE response streams")
 SUBSCRIPTIONS_DROPPED: Final = Counter(
     "tether_subscriptions_dropped",
@@ -125,21 +123,10 @@ def step_finished(workflow: str, outcome: str, seconds: float) -> None:
         STEP_DURATION.labels(workflow, outcome).observe(seconds)
 
 
-# The labelled children per (method, tool, outcome): bounded like the labels themselves (the
-# callers pass `other` for names outside the catalog), so a lookup replaces two `labels()`
-# calls (each a lock and a tuple check) on every request.
-_REQUEST_CHILDREN: dict[tuple[str, str, str], tuple[Counter, Histogram]] = {}
-
-
 def request_finished(method: str, tool: str, outcome: str, seconds: float) -> None:
+    """One MCP request ended (`tether_mcp_requests_total`, its latency histogram)."""
     if enabled:
-        key = (method, tool, outcome)
-        children = _REQUEST_CHILDREN.get(key)
-        if children is None:
-            children = (REQUESTS.labels(*key), REQUEST_DURATION.labels(method, tool))
-            _REQUEST_CHILDREN[key] = children
-        children[0].inc()
-        children[1].observe(seconds)
+        _REQUESTS.add(method, tool, outcome, seconds)
 
 
 def stream_changed(delta: int) -> None:
@@ -201,3 +188,71 @@ REGISTRY.register(_SUBSCRIPTIONS)
 def count_subscriptions(source: SubscriptionSource) -> None:
     """Report `source`'s open streams in the subscription gauges while it lives."""
     _SUBSCRIPTIONS.sources.add(source)
+
+
+class _RequestCollector(Collector):
+    """`tether_mcp_requests_total` and `tether_mcp_request_duration_seconds`, kept as plain
+    numbers and turned into metric families at scrape time. On the `tasks/get` hot path a
+    request then costs a dict lookup, a bisect and a few additions under one lock, where
+    prometheus_client's labelled children took three locks and a dozen calls (issue 16)."""
+
+    def __init__(self, buckets: tuple[float, ...]) -> None:
+        self.bounds = buckets
+        self.lock = threading.Lock()  # a scrape may run in a thread; recording never waits long
+        self.counts: dict[tuple[str, str, str], list[float]] = {}  # → [count, created]
+        # (method, tool) → [count per bucket (the last: over every bound)..., sum, created]
+        self.latency: dict[tuple[str, str], list[float]] = {}
+        self._series: dict[tuple[str, str, str], tuple[list[float], ...]] = {}  # both, by key
+
+    def add(self, method: str, tool: str, outcome: str, seconds: float) -> None:
+        series = self._series.get((method, tool, outcome))
+        if series is None:
+            series = self._new_series(method, tool, outcome)
+        count, latency = series
+        with self.lock:
+            count[0] += 1.0
+            latency[bisect.bisect_left(self.bounds, seconds)] += 1.0
+            latency[-2] += seconds
+
+    def _new_series(self, method: str, tool: str, outcome: str) -> tuple[list[float], ...]:
+        """The count of (method, tool, outcome) and the latency of (method, tool), made once."""
+        with self.lock:
+            count = self.counts.setdefault((method, tool, outcome), [0.0, time.time()])
+            empty = [0.0] * (len(self.bounds) + 2) + [time.time()]
+            latency = self.latency.setdefault((method, tool), empty)
+            series = self._series[(method, tool, outcome)] = (count, latency)
+        return series
+
+    def collect(self) -> Iterator[Metric]:
+        with self.lock:
+            counts = [(key, list(value)) for key, value in self.counts.items()]
+            latency = [(key, list(value)) for key, value in self.latency.items()]
+        requests = CounterMetricFamily(
+            "tether_mcp_requests",
+            "MCP requests by method, tool (tools/call) and outcome",
+            labels=["method", "tool", "outcome"],
+        )
+        for key, (count, created) in counts:
+            requests.add_metric(key, count, created=created)
+        yield requests
+        yield self._histogram(latency)
+
+    def _histogram(self, latency: list[tuple[tuple[str, str], list[float]]]) -> Metric:
+        name = "tether_mcp_request_duration_seconds"
+        family = HistogramMetricFamily(
+            name, "MCP request latency by method and tool", labels=["method", "tool"]
+        )
+        # prometheus_client's own spelling of a bound ("1.0", "0.0025"), as its Histogram's
+        edges = [floatToGoString(b) for b in self.bounds] + ["+Inf"]  # type: ignore[no-untyped-call]
+        for (method, tool), values in latency:
+            cumulative, total = [], 0.0
+            for edge, count in zip(edges, values[: len(edges)], strict=True):
+                total += count
+                cumulative.append((edge, total))
+            family.add_metric([method, tool], cumulative, values[-2])
+            family.add_sample(f"{name}_created", {"method": method, "tool": tool}, values[-1])
+        return family
+
+
+_REQUESTS: Final = _RequestCollector(_FAST)
+REGISTRY.register(_REQUESTS)

@@ -4,6 +4,11 @@ transports: servers must validate Origin). PURE: the middleware applies it to ev
 Loopback names are always allowed; `allowed_hosts` adds names (`*`: any Host), and an Origin
 passes when it is listed exactly in `allowed_origins` (`*`: any) or is http(s) on an allowed
 host name. A request without Origin is not from a browser and passes.
+
+The policy is fixed once built, so `allows` remembers its answer per (Host, Origin) pair: a
+client sends the same pair on every request, and the tasks/get hot path then pays one dict
+lookup. At most `REMEMBERED` pairs are kept (a caller inventing Host values gets them checked
+in full every time, never a growing table).
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from urllib.parse import urlsplit
 
 #: Loopback host names, as a Host header or a bind address spells them.
 LOOPBACK: Final = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+#: How many (Host, Origin) answers a policy remembers.
+REMEMBERED: Final = 256
 
 
 def _hostname(value: str) -> str:
@@ -30,6 +37,7 @@ class HostPolicy:
         self.origins = frozenset(o.lower().rstrip("/") for o in allowed_origins)
         self.any_origin = "*" in self.origins
         self._origin_hosts = frozenset(h.strip("[]") for h in self.hosts)
+        self._answers: dict[tuple[str | None, str | None], bool] = {}
 
     def host_allowed(self, host: str | None) -> bool:
         return self.any_host or host is None or _hostname(host.lower()) in self.hosts
@@ -48,4 +56,9 @@ class HostPolicy:
         return parts.scheme in ("http", "https") and hostname in self._origin_hosts
 
     def allows(self, host: str | None, origin: str | None) -> bool:
-        return self.host_allowed(host) and self.origin_allowed(origin)
+        answer = self._answers.get((host, origin))
+        if answer is None:
+            answer = self.host_allowed(host) and self.origin_allowed(origin)
+            if len(self._answers) < REMEMBERED:
+                self._answers[(host, origin)] = answer
+        return answer

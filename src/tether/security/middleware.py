@@ -25,6 +25,7 @@ hot path). Lifespan events pass through untouched.
 from __future__ import annotations
 
 import time
+from typing import Final
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -37,6 +38,8 @@ from tether.security.tokens import ANONYMOUS, DEV, Authenticator, Principal
 
 _JSON = (b"content-type", b"application/json")
 _CHALLENGE = (b"www-authenticate", b'Bearer realm="tether"')
+#: The headers this layer reads, by their slot (one dict lookup per header of a request).
+_READ: Final = {b"host": 0, b"origin": 1, b"authorization": 2, b"content-length": 3}
 _POLICY_VIOLATION = 1008  # WebSocket close code: the request violates the server's policy
 
 
@@ -72,17 +75,18 @@ class SecurityMiddleware:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        host = origin = authorization = length = None
+        found: list[bytes | None] = [None, None, None, None]  # by _READ's slots; the last wins
         for raw_name, value in scope["headers"]:
-            name = raw_name.lower()
-            if name == b"host":
-                host = value.decode("latin-1")
-            elif name == b"origin":
-                origin = value.decode("latin-1")
-            elif name == b"authorization":
-                authorization = value.decode("latin-1")
-            elif name == b"content-length":
-                length = value
+            if raw_name in _READ:
+                found[_READ[raw_name]] = value
+            elif not raw_name.islower():  # ASGI servers send lower case; anyone else is heard
+                slot = _READ.get(raw_name.lower())
+                if slot is not None:
+                    found[slot] = value
+        raw_host, raw_origin, raw_authorization, length = found
+        host = None if raw_host is None else raw_host.decode("latin-1")
+        origin = None if raw_origin is None else raw_origin.decode("latin-1")
+        authorization = None if raw_authorization is None else raw_authorization.decode("latin-1")
         refusal: Reply | None = None
         if not self.hosts.allows(host, origin):
             refusal = self._forbidden

@@ -89,7 +89,9 @@ class ExecutionRow:
         # On the hot path of every read (tasks/get): fill the frozen instance directly instead
         # of going through the generated __init__ with keyword arguments (≈ 9 µs a row).
         row = object.__new__(cls)
-        row.__dict__.update({name: record[name] for name in _EXECUTION_FIELDS})
+        # zip/map instead of a comprehension: the per-field loop runs in C (35 fields).
+        values = map(record.__getitem__, _EXECUTION_FIELDS)
+        row.__dict__.update(zip(_EXECUTION_FIELDS, values, strict=True))
         if sealing.RINGS and unseal:  # encryption off: this one check is all it costs
             _unseal_execution(row.__dict__, sealing.RINGS[-1])
         return row

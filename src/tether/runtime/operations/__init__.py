@@ -26,7 +26,7 @@ exactly as a missing one (ExecutionNotFound), and the runs it starts belong to t
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -177,9 +177,11 @@ class Operations:
         `Started` or the TetherError that refused that item (see `batching.start_many`)."""
         return await batching.start_many(self.env, requests, by=by)
 
-    async def get(self, execution_id: str, *, follow_chain: bool = True) -> RunView:
-        """Resolve a handle to the live run of its chain (see `queries.get`)."""
-        return await queries.get(self.env, execution_id, follow_chain=follow_chain)
+    def get(self, execution_id: str, *, follow_chain: bool = True) -> Coroutine[Any, Any, RunView]:
+        """Resolve a handle to the live run of its chain (see `queries.get`); awaited as an
+        `async def` would be. It hands back `queries.get`'s coroutine rather than awaiting
+        it: one coroutine frame fewer on every tasks/get."""
+        return queries.get(self.env, execution_id, follow_chain=follow_chain)
 
     async def list_runs(
         self,
