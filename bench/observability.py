@@ -11,9 +11,9 @@ Noise. The machine is shared, so a mode measured a minute after another may see 
 machine. One `tether serve` per mode runs for the whole benchmark (one parked run each), and
 each round measures every mode back to back in a rotated order (ABC, BCA, CAB, …) in short
 windows; the figure is the median over rounds of each round's ratio to `off` (the paired ratio
-cancels slow drift), and the spread of those ratios is printed beside it. Engine: bench/engine.py's
-Tether measurement (one worker process runs N one-step runs) with the mode's environment,
-interleaved the same way.
+cancels slow drift), and the spread of those ratios is printed beside it. Engine:
+bench/engine_tether.py's throughput measurement (one worker process runs N three-step runs,
+each in a fresh database) with the mode's environment, interleaved the same way.
 
 Two figures per mode. Throughput (requests or runs per second) is what the issue names, but on
 a machine other work shares it moves with that work. CPU per request (the server process's
@@ -48,7 +48,8 @@ import psutil
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-import engine  # noqa: E402 — a sibling script, importable once BENCH is on the path
+import dbos_side  # noqa: E402 — sibling scripts, importable once BENCH is on the path
+import engine_tether as et  # noqa: E402
 import tasks_get as tg  # noqa: E402
 
 ORDER = ("off", "metrics", "tracing")
@@ -146,34 +147,31 @@ def _cpu(procs: list[Any]) -> float:
 
 
 async def engine_rps(env: dict[str, str], dsn: str, runs: int) -> tuple[float, float]:
-    """(runs per second, worker CPU microseconds per run, from ready to stop)."""
-    plain_env, plain_ready, plain_stop = (
-        engine._worker_env,
-        engine._wait_ready,
-        engine._stop_processes,
-    )
+    """(runs per second, worker CPU microseconds per run, from ready to stop): one
+    bench/engine_tether.py throughput measurement in a fresh database, with the mode's
+    environment."""
+    plain_env, plain_ready, plain_stop = et._env, et._wait_ready, et._stop_processes
     cpu: list[float] = []
 
     def with_mode(db_url: str) -> dict[str, str]:
         return {**plain_env(db_url), **env}
 
-    async def ready(procs: list[Any], logs: list[Path]) -> None:
-        await plain_ready(procs, logs)
+    async def ready(conn: Any, procs: list[Any], logs: list[Path]) -> int:
+        polls = await plain_ready(conn, procs, logs)
         cpu.append(_cpu(procs))
+        return polls
 
     async def stop(procs: list[Any]) -> None:
-        cpu.append(_cpu(procs))
+        cpu.append(_cpu(procs))  # the starter has been reaped: only the workers count
         await plain_stop(procs)
 
-    engine._worker_env, engine._wait_ready, engine._stop_processes = with_mode, ready, stop
+    et._env, et._wait_ready, et._stop_processes = with_mode, ready, stop
+    name = await dbos_side._create_database(dsn, "tether_obs")
     try:
-        result = await engine.run_tether(dsn, runs, 1)
+        result = await et.measure_tether(dbos_side._with_database(dsn, name), runs, 1)
     finally:
-        engine._worker_env, engine._wait_ready, engine._stop_processes = (
-            plain_env,
-            plain_ready,
-            plain_stop,
-        )
+        et._env, et._wait_ready, et._stop_processes = plain_env, plain_ready, plain_stop
+        await dbos_side._drop_database(dsn, name)
     return float(result["throughput"]), (cpu[-1] - cpu[0]) / runs * 1e6
 
 
@@ -245,7 +243,7 @@ def span_cost(spans: int = 20000) -> dict[str, float]:
 
 
 def metrics_cost(items: int = 20000) -> dict[str, float]:
-    """CPU microseconds of the metric calls one `tasks/get` and one one-step run make, in a
+    """CPU microseconds of the metric calls one `tasks/get` and one three-step run make, in a
     tight loop (the recording calls of observability/metrics.py, as the app and worker make
     them)."""
     import time
@@ -259,7 +257,8 @@ def metrics_cost(items: int = 20000) -> dict[str, float]:
     began = time.process_time()
     for _ in range(items):
         metrics.run_claimed("bench", 1, 0)
-        metrics.step_finished("bench", "completed", 0.001)
+        for _step in range(3):
+            metrics.step_finished("bench", "completed", 0.001)
         metrics.attempt_finished("bench", "completed", 0.01)
         metrics.run_ended("bench", "completed", 0.02)
     return {"tasks/get": per_request, "engine": (time.process_time() - began) / items * 1e6}

@@ -57,11 +57,9 @@ def configure(env: Mapping[str, str] | None = None) -> bool:
     if env.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "console":
         exporter = ConsoleSpanExporter()
     else:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
-            OTLPSpanExporter,
-        )
+        from tether.observability import otlp
 
-        exporter = OTLPSpanExporter()
+        exporter = otlp.exporter()
     provider.add_span_processor(BatchSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
     enable(provider)

@@ -13,7 +13,7 @@ import functools
 import logging
 from dataclasses import dataclass, field
 
-from tether.observability import metrics
+from tether.observability import metrics, tracing
 from tether.runtime import observe
 from tether.runtime.admission import NO_ADMISSION, Admission, queue_limits
 from tether.runtime.executor import RunIO
@@ -140,7 +140,12 @@ class Worker:
                     if self._queues:
                         await self._admit()
                     claimed = await repo.claim(
-                        self.pool, self.owner, self.settings.lease_s, free, self._abandon
+                        self.pool,
+                        self.owner,
+                        self.settings.lease_s,
+                        free,
+                        self._abandon,
+                        traced=tracing.enabled(),
                     )
                     backoff = self.settings.poll_s
                 except StorageError:
