@@ -56,6 +56,12 @@ ORDER = ("off", "metrics", "tracing")
 TARGETS = {"metrics": 0.95, "tracing": 0.85}  # throughput ratio against `off`, at least
 WARMUP_S = 0.5
 ATTRS = {"mcp.method.name": "tasks/get", "tether.task_id": "ex_0123456789abcdef01234567"}
+RUN_ATTRS = {
+    "tether.workflow": "bench",
+    "tether.task_id": "ex_0123456789abcdef01234567",
+    "tether.attempt": 1,
+    "tether.run_attempt": 1,
+}
 
 
 class Sink(BaseHTTPRequestHandler):
@@ -199,46 +205,79 @@ def _row(measure: str, mode: str, rounds: Rounds) -> tuple[str, bool]:
     return row, ok_speed and ok_cost
 
 
-def span_cost(spans: int = 20000) -> dict[str, float]:
-    """CPU microseconds per request span in this process (its attributes, attach, outcome, end,
-    as mcp/observe.py makes them), with the SDK's batch processor and (a) an exporter that
-    drops the batch, (b) one that encodes it to OTLP protobuf as the OTLP exporter does (no
-    HTTP). A tight loop on one core: far steadier than a loaded server's CPU accounting."""
+def _request_span() -> None:
+    """One request span, as mcp/observe.py makes it (start attributes, current while the
+    request is handled, the outcome, end)."""
+    from opentelemetry import context, trace
+
+    from tether.observability import tracing
+
+    span = tracing.start("mcp tasks/get", context=tracing.parent(None), attributes=ATTRS)
+    assert span is not None
+    context.detach(context.attach(trace.set_span_in_context(span)))
+    tracing.outcome(span, "ok")
+    span.end()
+
+
+def _run_spans() -> None:
+    """The spans of one three-step run, as runtime/observe.py and observability/instrument.py
+    make them: the attempt's, current around its three steps'."""
+    from tether.observability import instrument, metrics, tracing
+
+    enabled, metrics.enabled = metrics.enabled, False  # the metric calls are measured apart
+    try:
+        with tracing.span("tether.run bench", attributes=RUN_ATTRS) as span:
+            for _ in range(3):
+                with instrument.step("bench", "bench_add_one"):
+                    pass
+            tracing.outcome(span, "completed")
+    finally:
+        metrics.enabled = enabled
+
+
+def span_cost(items: int = 20000) -> dict[str, float]:
+    """CPU microseconds per request span and per run's spans in this process, with the SDK's
+    batch processor and (a) an exporter that drops the batch, (b) one that encodes it with
+    the SDK's OTLP encoder, (c) one that encodes it with Tether's (observability/otlp.py, what
+    the server's exporter sends; no HTTP in any). A tight loop on one core: far steadier than
+    a loaded server's CPU accounting."""
     import time
 
-    from opentelemetry import context, trace
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-    from tether.observability import tracing
-
-    class Drop(SpanExporter):
-        def export(self, batch: Any) -> SpanExportResult:
-            return SpanExportResult.SUCCESS
+    from tether.observability import otlp, tracing
 
     class Encode(SpanExporter):
+        def __init__(self, encoder: Any) -> None:
+            self.encoder = encoder
+
         def export(self, batch: Any) -> SpanExportResult:
-            encode_spans(batch).SerializePartialToString()
+            self.encoder(batch)
             return SpanExportResult.SUCCESS
 
+    encoders = {
+        "sdk alone": lambda batch: None,
+        "sdk + SDK's OTLP encoding": lambda b: encode_spans(b).SerializePartialToString(),
+        "sdk + Tether's OTLP encoding": otlp.encode,
+    }
     out = {}
-    for label, exporter in (("sdk", Drop()), ("sdk+otlp encoding", Encode())):
-        base = Resource.create({"service.name": "tether"})
-        provider = TracerProvider(resource=tracing._resource_type()(base.attributes))
-        provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=spans + 1))
-        tracing.enable(provider)
-        began = time.process_time()
-        for _ in range(spans):
-            span = tracing.start("mcp tasks/get", context=tracing.parent(None), attributes=ATTRS)
-            assert span is not None
-            context.detach(context.attach(trace.set_span_in_context(span)))
-            tracing.outcome(span, "ok")
-            span.end()
-        provider.force_flush()
-        out[label] = (time.process_time() - began) / spans * 1e6
-        tracing.disable()
+    for what, make in (("request span", _request_span), ("run's 4 spans", _run_spans)):
+        for label, encoder in encoders.items():
+            base = Resource.create({"service.name": "tether"})
+            provider = TracerProvider(resource=tracing._resource_type()(base.attributes))
+            processor = BatchSpanProcessor(Encode(encoder), max_queue_size=4 * items + 1)
+            provider.add_span_processor(processor)
+            tracing.enable(provider)
+            began = time.process_time()
+            for _ in range(items):
+                make()
+            provider.force_flush()
+            out[f"{what}, {label}"] = (time.process_time() - began) / items * 1e6
+            tracing.disable()
+            provider.shutdown()
     return out
 
 
@@ -319,9 +358,11 @@ async def main_async(args: argparse.Namespace) -> int:
                 base = statistics.median(r["off"][1] for r in seen[measure])
                 share = f"{cost / base:.1%} of off"
                 print(f"\nmetric calls per {measure} item: {cost:.1f} µs CPU = {share}")
+        engine_off = statistics.median(r["off"][1] for r in seen["engine"] or [{"off": (0, 0)}])
         for label, cost in span_cost().items():
-            share = f"{cost / off:.1%} of tasks/get off"
-            print(f"\nper request span, {label}: {cost:.0f} µs CPU = {share}")
+            base, name = (off, "tasks/get") if label.startswith("request") else (engine_off, "run")
+            share = f" = {cost / base:.1%} of a {name} off" if base else ""
+            print(f"\n{label}: {cost:.0f} µs CPU{share}")
         if args.exporter == "otlp":
             print(f"\nOTLP sink: {Sink.received[0]} export requests, {Sink.received[1]} bytes")
         return 0 if ok else 1

@@ -81,37 +81,41 @@ def _value(value: Any) -> bytes:
     raise TypeError(f"no OTLP value for {type(value).__name__}")
 
 
-_KV_CACHE: dict[tuple[str, type, Any], bytes] = {}
-_KV_CACHE_SIZE: Final = 4096
+# Encoded pieces that repeat from span to span, bounded (cleared when full): attribute
+# key-values of strings and ints (method, workflow and step names, outcomes; ids churn
+# through), a span's name and kind, its status.
+_CACHE: dict[tuple[Any, ...], bytes] = {}
+_CACHE_SIZE: Final = 4096
 _CACHED: Final = frozenset({str, bool, int})
 
 
-def _key_value(key: str, value: Any) -> bytes:
-    """One KeyValue message; those of strings and ints are cached (method names, workflows,
-    step names and outcomes repeat on every span; ids churn through a bounded cache)."""
-    if type(value) not in _CACHED:
-        return _ld(b"\x0a", str(key).encode()) + _ld(b"\x12", _value(value))
-    cache_key = (key, type(value), value)
-    encoded = _KV_CACHE.get(cache_key)
-    if encoded is None:
-        encoded = _ld(b"\x0a", str(key).encode()) + _ld(b"\x12", _value(value))
-        if len(_KV_CACHE) >= _KV_CACHE_SIZE:
-            _KV_CACHE.clear()
-        _KV_CACHE[cache_key] = encoded
+def _remember(key: tuple[Any, ...], encoded: bytes) -> bytes:
+    if len(_CACHE) >= _CACHE_SIZE:
+        _CACHE.clear()
+    _CACHE[key] = encoded
     return encoded
+
+
+def _key_value(tag: bytes, key: str, value: Any) -> bytes:
+    """A KeyValue message as field `tag` (tag, length, message)."""
+    return _ld(tag, _ld(b"\x0a", str(key).encode()) + _ld(b"\x12", _value(value)))
 
 
 def _attributes(attributes: Mapping[str, Any] | None, tag: bytes) -> bytes:
     """Repeated KeyValue under field `tag`."""
     if not attributes:
         return b""
-    out = bytearray()
+    parts = []
     for key, value in attributes.items():
-        encoded = _key_value(key, value)
-        out += tag
-        out += _varint(len(encoded))
-        out += encoded
-    return bytes(out)
+        if type(value) in _CACHED:
+            cache_key = (tag, key, type(value), value)
+            encoded = _CACHE.get(cache_key)
+            if encoded is None:
+                encoded = _remember(cache_key, _key_value(tag, key, value))
+            parts.append(encoded)
+        else:
+            parts.append(_key_value(tag, key, value))
+    return b"".join(parts)
 
 
 def _count(tag: bytes, n: int) -> bytes:
@@ -120,6 +124,26 @@ def _count(tag: bytes, n: int) -> bytes:
 
 def _flags(parent: SpanContext | None) -> bytes:
     return _REMOTE_PARENT if parent is not None and parent.is_remote else _LOCAL_PARENT
+
+
+def _named(name: str, kind: SpanKind) -> bytes:
+    """Span fields 5 and 6: name and kind."""
+    cache_key = ("name", name, kind)
+    encoded = _CACHE.get(cache_key)
+    if encoded is None:
+        named = _ld(b"\x2a", name.encode()) if name else b""
+        encoded = _remember(cache_key, named + b"\x30" + _KIND[kind])
+    return encoded
+
+
+def _status(code: int, description: str | None) -> bytes:
+    """Span field 15: the status (always written, as the SDK encoder does)."""
+    cache_key = ("status", code, description)
+    encoded = _CACHE.get(cache_key)
+    if encoded is None:
+        body = _ld(b"\x12", description.encode()) if description else b""
+        encoded = _remember(cache_key, _ld(b"\x7a", body + _count(b"\x18", code)))
+    return encoded
 
 
 def _span(span: ReadableSpan) -> bytes:
@@ -136,22 +160,20 @@ def _span(span: ReadableSpan) -> bytes:
     if parent is not None:
         out += b"\x22\x08"
         out += parent.span_id.to_bytes(8, "big")
-    if span.name:
-        out += _ld(b"\x2a", span.name.encode())
-    out += b"\x30"
-    out += _KIND[span.kind]
-    if span.start_time:
+    out += _named(span.name, span.kind)
+    start, end = span.start_time, span.end_time
+    if start:
         out += b"\x39"
-        out += _FIXED64(span.start_time)
-    if span.end_time:
+        out += _FIXED64(start)
+    if end:
         out += b"\x41"
-        out += _FIXED64(span.end_time)
+        out += _FIXED64(end)
     out += _attributes(span.attributes, b"\x4a")
-    out += _count(b"\x50", span.dropped_attributes)
+    if span.dropped_attributes:
+        out += _count(b"\x50", span.dropped_attributes)
     _events_and_links(span, out)
     status = span.status
-    body = _ld(b"\x12", status.description.encode()) if status.description else b""
-    out += _ld(b"\x7a", body + _count(b"\x18", status.status_code.value))
+    out += _status(status.status_code.value, status.description)
     out += _flags(parent)
     return bytes(out)
 
