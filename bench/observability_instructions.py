@@ -49,7 +49,8 @@ def _valgrind(out: Path) -> list[str]:
 
 def _instrument(pid: int, on: bool) -> None:
     control = shutil.which("callgrind_control") or "callgrind_control"
-    subprocess.run([control, "-i", "on" if on else "off", str(pid)], check=True)
+    switch = "on" if on else "off"
+    subprocess.run([control, "-i", switch, str(pid)], check=True, stdout=subprocess.DEVNULL)
 
 
 def _env(mode_env: dict[str, str], src: str | None) -> dict[str, str]:
@@ -115,6 +116,7 @@ async def engine(dsn: str, mode_env: dict[str, str], args: argparse.Namespace, o
     """Instructions per run in the worker, from ready to stop."""
     plain = et._spawn_worker, et._wait_ready, et._stop_processes
     logs: list[Path] = []
+    texts: list[str] = []
 
     def spawn(db_url: str, log: Path) -> subprocess.Popen[bytes]:
         command = [*_valgrind(out), sys.executable, "-m", "tether", "--log-level", "WARNING"]
@@ -136,6 +138,7 @@ async def engine(dsn: str, mode_env: dict[str, str], args: argparse.Namespace, o
             if proc.poll() is None:
                 _instrument(proc.pid, False)
         await plain[2](procs)
+        texts.append(logs[-1].read_text("utf-8", "replace"))  # before its folder goes
 
     et._spawn_worker, et._wait_ready, et._stop_processes = spawn, ready, stop
     et.READY_TIMEOUT_SEC = 300.0  # start-up under valgrind
@@ -145,7 +148,7 @@ async def engine(dsn: str, mode_env: dict[str, str], args: argparse.Namespace, o
     finally:
         et._spawn_worker, et._wait_ready, et._stop_processes = plain
         await dbos_side._drop_database(dsn, name)
-    return int(COLLECTED.findall(logs[-1].read_text("utf-8", "replace"))[-1]) / args.runs
+    return int(COLLECTED.findall(texts[-1])[-1]) / args.runs
 
 
 async def main_async(args: argparse.Namespace) -> None:

@@ -74,7 +74,7 @@ class ExecutionRow:
     sealed: Mapping[str, Any] | None = None
     # While tracing: the W3C `traceparent` stored with the run when it was created (its
     # `created` event), which a traced claim reads along (repo.claim). None otherwise.
-    traceparent: str | None = None
+    traceparent: str | None = field(default=None, compare=False)
 
     @property
     def queued(self) -> bool:
