@@ -11,9 +11,9 @@ Noise. The machine is shared, so a mode measured a minute after another may see 
 machine. One `tether serve` per mode runs for the whole benchmark (one parked run each), and
 each round measures every mode back to back in a rotated order (ABC, BCA, CAB, …) in short
 windows; the figure is the median over rounds of each round's ratio to `off` (the paired ratio
-cancels slow drift), and the spread of those ratios is printed beside it. Engine: bench/engine.py's
-Tether measurement (one worker process runs N one-step runs) with the mode's environment,
-interleaved the same way.
+cancels slow drift), and the spread of those ratios is printed beside it. Engine:
+bench/engine_tether.py's throughput measurement (one worker process runs N three-step runs,
+each in a fresh database) with the mode's environment, interleaved the same way.
 
 Two figures per mode. Throughput (requests or runs per second) is what the issue names, but on
 a machine other work shares it moves with that work. CPU per request (the server process's
@@ -48,13 +48,20 @@ import psutil
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-import engine  # noqa: E402 — a sibling script, importable once BENCH is on the path
+import dbos_side  # noqa: E402 — sibling scripts, importable once BENCH is on the path
+import engine_tether as et  # noqa: E402
 import tasks_get as tg  # noqa: E402
 
 ORDER = ("off", "metrics", "tracing")
 TARGETS = {"metrics": 0.95, "tracing": 0.85}  # throughput ratio against `off`, at least
 WARMUP_S = 0.5
 ATTRS = {"mcp.method.name": "tasks/get", "tether.task_id": "ex_0123456789abcdef01234567"}
+RUN_ATTRS = {
+    "tether.workflow": "bench",
+    "tether.task_id": "ex_0123456789abcdef01234567",
+    "tether.attempt": 1,
+    "tether.run_attempt": 1,
+}
 
 
 class Sink(BaseHTTPRequestHandler):
@@ -146,34 +153,31 @@ def _cpu(procs: list[Any]) -> float:
 
 
 async def engine_rps(env: dict[str, str], dsn: str, runs: int) -> tuple[float, float]:
-    """(runs per second, worker CPU microseconds per run, from ready to stop)."""
-    plain_env, plain_ready, plain_stop = (
-        engine._worker_env,
-        engine._wait_ready,
-        engine._stop_processes,
-    )
+    """(runs per second, worker CPU microseconds per run, from ready to stop): one
+    bench/engine_tether.py throughput measurement in a fresh database, with the mode's
+    environment."""
+    plain_env, plain_ready, plain_stop = et._env, et._wait_ready, et._stop_processes
     cpu: list[float] = []
 
     def with_mode(db_url: str) -> dict[str, str]:
         return {**plain_env(db_url), **env}
 
-    async def ready(procs: list[Any], logs: list[Path]) -> None:
-        await plain_ready(procs, logs)
+    async def ready(conn: Any, procs: list[Any], logs: list[Path]) -> int:
+        polls = await plain_ready(conn, procs, logs)
         cpu.append(_cpu(procs))
+        return polls
 
     async def stop(procs: list[Any]) -> None:
-        cpu.append(_cpu(procs))
+        cpu.append(_cpu(procs))  # the starter has been reaped: only the workers count
         await plain_stop(procs)
 
-    engine._worker_env, engine._wait_ready, engine._stop_processes = with_mode, ready, stop
+    et._env, et._wait_ready, et._stop_processes = with_mode, ready, stop
+    name = await dbos_side._create_database(dsn, "tether_obs")
     try:
-        result = await engine.run_tether(dsn, runs, 1)
+        result = await et.measure_tether(dbos_side._with_database(dsn, name), runs, 1)
     finally:
-        engine._worker_env, engine._wait_ready, engine._stop_processes = (
-            plain_env,
-            plain_ready,
-            plain_stop,
-        )
+        et._env, et._wait_ready, et._stop_processes = plain_env, plain_ready, plain_stop
+        await dbos_side._drop_database(dsn, name)
     return float(result["throughput"]), (cpu[-1] - cpu[0]) / runs * 1e6
 
 
@@ -201,51 +205,84 @@ def _row(measure: str, mode: str, rounds: Rounds) -> tuple[str, bool]:
     return row, ok_speed and ok_cost
 
 
-def span_cost(spans: int = 20000) -> dict[str, float]:
-    """CPU microseconds per request span in this process (its attributes, attach, outcome, end,
-    as mcp/observe.py makes them), with the SDK's batch processor and (a) an exporter that
-    drops the batch, (b) one that encodes it to OTLP protobuf as the OTLP exporter does (no
-    HTTP). A tight loop on one core: far steadier than a loaded server's CPU accounting."""
+def _request_span() -> None:
+    """One request span, as mcp/observe.py makes it (start attributes, current while the
+    request is handled, the outcome, end)."""
+    from opentelemetry import context, trace
+
+    from tether.observability import tracing
+
+    span = tracing.start("mcp tasks/get", context=tracing.parent(None), attributes=ATTRS)
+    assert span is not None
+    context.detach(context.attach(trace.set_span_in_context(span)))
+    tracing.outcome(span, "ok")
+    span.end()
+
+
+def _run_spans() -> None:
+    """The spans of one three-step run, as runtime/observe.py and observability/instrument.py
+    make them: the attempt's, current around its three steps'."""
+    from tether.observability import instrument, metrics, tracing
+
+    enabled, metrics.enabled = metrics.enabled, False  # the metric calls are measured apart
+    try:
+        with tracing.span("tether.run bench", attributes=RUN_ATTRS) as span:
+            for _ in range(3):
+                with instrument.step("bench", "bench_add_one"):
+                    pass
+            tracing.outcome(span, "completed")
+    finally:
+        metrics.enabled = enabled
+
+
+def span_cost(items: int = 20000) -> dict[str, float]:
+    """CPU microseconds per request span and per run's spans in this process, with the SDK's
+    batch processor and (a) an exporter that drops the batch, (b) one that encodes it with
+    the SDK's OTLP encoder, (c) one that encodes it with Tether's (observability/otlp.py, what
+    the server's exporter sends; no HTTP in any). A tight loop on one core: far steadier than
+    a loaded server's CPU accounting."""
     import time
 
-    from opentelemetry import context, trace
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-    from tether.observability import tracing
-
-    class Drop(SpanExporter):
-        def export(self, batch: Any) -> SpanExportResult:
-            return SpanExportResult.SUCCESS
+    from tether.observability import otlp, tracing
 
     class Encode(SpanExporter):
+        def __init__(self, encoder: Any) -> None:
+            self.encoder = encoder
+
         def export(self, batch: Any) -> SpanExportResult:
-            encode_spans(batch).SerializePartialToString()
+            self.encoder(batch)
             return SpanExportResult.SUCCESS
 
+    encoders = {
+        "sdk alone": lambda batch: None,
+        "sdk + SDK's OTLP encoding": lambda b: encode_spans(b).SerializePartialToString(),
+        "sdk + Tether's OTLP encoding": otlp.encode,
+    }
     out = {}
-    for label, exporter in (("sdk", Drop()), ("sdk+otlp encoding", Encode())):
-        base = Resource.create({"service.name": "tether"})
-        provider = TracerProvider(resource=tracing._resource_type()(base.attributes))
-        provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=spans + 1))
-        tracing.enable(provider)
-        began = time.process_time()
-        for _ in range(spans):
-            span = tracing.start("mcp tasks/get", context=tracing.parent(None), attributes=ATTRS)
-            assert span is not None
-            context.detach(context.attach(trace.set_span_in_context(span)))
-            tracing.outcome(span, "ok")
-            span.end()
-        provider.force_flush()
-        out[label] = (time.process_time() - began) / spans * 1e6
-        tracing.disable()
+    for what, make in (("request span", _request_span), ("run's 4 spans", _run_spans)):
+        for label, encoder in encoders.items():
+            base = Resource.create({"service.name": "tether"})
+            provider = TracerProvider(resource=tracing._resource_type()(base.attributes))
+            processor = BatchSpanProcessor(Encode(encoder), max_queue_size=4 * items + 1)
+            provider.add_span_processor(processor)
+            tracing.enable(provider)
+            began = time.process_time()
+            for _ in range(items):
+                make()
+            provider.force_flush()
+            out[f"{what}, {label}"] = (time.process_time() - began) / items * 1e6
+            tracing.disable()
+            provider.shutdown()
     return out
 
 
 def metrics_cost(items: int = 20000) -> dict[str, float]:
-    """CPU microseconds of the metric calls one `tasks/get` and one one-step run make, in a
+    """CPU microseconds of the metric calls one `tasks/get` and one three-step run make, in a
     tight loop (the recording calls of observability/metrics.py, as the app and worker make
     them)."""
     import time
@@ -259,7 +296,8 @@ def metrics_cost(items: int = 20000) -> dict[str, float]:
     began = time.process_time()
     for _ in range(items):
         metrics.run_claimed("bench", 1, 0)
-        metrics.step_finished("bench", "completed", 0.001)
+        for _step in range(3):
+            metrics.step_finished("bench", "completed", 0.001)
         metrics.attempt_finished("bench", "completed", 0.01)
         metrics.run_ended("bench", "completed", 0.02)
     return {"tasks/get": per_request, "engine": (time.process_time() - began) / items * 1e6}
@@ -320,9 +358,11 @@ async def main_async(args: argparse.Namespace) -> int:
                 base = statistics.median(r["off"][1] for r in seen[measure])
                 share = f"{cost / base:.1%} of off"
                 print(f"\nmetric calls per {measure} item: {cost:.1f} µs CPU = {share}")
+        engine_off = statistics.median(r["off"][1] for r in seen["engine"] or [{"off": (0, 0)}])
         for label, cost in span_cost().items():
-            share = f"{cost / off:.1%} of tasks/get off"
-            print(f"\nper request span, {label}: {cost:.0f} µs CPU = {share}")
+            base, name = (off, "tasks/get") if label.startswith("request") else (engine_off, "run")
+            share = f" = {cost / base:.1%} of a {name} off" if base else ""
+            print(f"\n{label}: {cost:.0f} µs CPU{share}")
         if args.exporter == "otlp":
             print(f"\nOTLP sink: {Sink.received[0]} export requests, {Sink.received[1]} bytes")
         return 0 if ok else 1

@@ -230,9 +230,10 @@ async def test_progress_between_lost_leases_resets_the_count(
     assert (row.status, row.lost_leases) == ("running", lost_after)
 
 
-async def test_the_claim_still_uses_the_partial_wake_index(db: asyncpg.Pool) -> None:
+@pytest.mark.parametrize("traced", [False, True])
+async def test_the_claim_still_uses_the_partial_wake_index(db: asyncpg.Pool, traced: bool) -> None:
     """The claim's hot path stays one statement whose due-run scan uses executions_wake (a
-    table of mostly ended runs, as in production)."""
+    table of mostly ended runs, as in production), also when it reads the trace context."""
     await db.execute(
         "INSERT INTO executions (id, workflow, business_id, status, root_id, wake_at)"
         " SELECT 'ex_' || g, 'w', 'b' || g, CASE WHEN g % 100 = 0 THEN 'pending' ELSE"
@@ -241,7 +242,7 @@ async def test_the_claim_still_uses_the_partial_wake_index(db: asyncpg.Pool) -> 
     )
     await db.execute("ANALYZE executions")
     plan = await db.fetchval(
-        "EXPLAIN (FORMAT JSON) " + Q["claim_executions"], "W", 30.0, 16, 10, {}, "%s"
+        "EXPLAIN (FORMAT JSON) " + Q["claim_executions"], "W", 30.0, 16, 10, {}, "%s", traced
     )
     scans = [
         (node["Node Type"], node.get("Index Name"))

@@ -70,7 +70,6 @@ def test_queries_file_parses_into_the_expected_names() -> None:
         "delete_old_audit",
         "status_counts",
         "queue_backlog",
-        "created_traceparent",
         "applied_migration",
         "insert_executions",
         "wake",

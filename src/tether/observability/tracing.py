@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
+from types import TracebackType
 from typing import Any, Final
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
@@ -57,11 +59,9 @@ def configure(env: Mapping[str, str] | None = None) -> bool:
     if env.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "console":
         exporter = ConsoleSpanExporter()
     else:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
-            OTLPSpanExporter,
-        )
+        from tether.observability import otlp
 
-        exporter = OTLPSpanExporter()
+        exporter = otlp.exporter()
     provider.add_span_processor(BatchSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
     enable(provider)
@@ -144,21 +144,43 @@ def start(
     return _tracer.start_span(name, context=context, kind=kind, attributes=attributes)
 
 
-@contextlib.contextmanager
+class _Current:
+    """`span`'s context manager: the span current around the block and ended after it; an
+    exception (an Exception, not a cancellation) marks it an error, as the API's `use_span`
+    does. A class rather than a generator: run attempts and steps enter one each."""
+
+    __slots__ = ("_span", "_token")
+
+    def __init__(self, span: Span) -> None:
+        self._span = span
+        self._token: object = None
+
+    def __enter__(self) -> Span:
+        self._token = otel_context.attach(trace.set_span_in_context(self._span))
+        return self._span
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        otel_context.detach(self._token)  # type: ignore[arg-type]  # attach's own token
+        if isinstance(exc, Exception):
+            self._span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+        self._span.end()
+
+
+_OFF: Final = contextlib.nullcontext()
+
+
 def span(
     name: str,
     *,
     context: Context | None = None,
     kind: SpanKind = SpanKind.INTERNAL,
     attributes: Mapping[str, Any] | None = None,
-) -> Iterator[Span | None]:
+) -> contextlib.AbstractContextManager[Span | None]:
     """A current span around the block (None while off); an exception marks it an error."""
     started = start(name, context=context, kind=kind, attributes=attributes)
-    if started is None:
-        yield None
-        return
-    with trace.use_span(started, end_on_exit=True, record_exception=False) as current:
-        yield current
+    return _OFF if started is None else _Current(started)
 
 
 def outcome(target: Span | None, value: str, *, error: bool = False) -> None:

@@ -2,8 +2,9 @@
 recording; this module knows what a run and a step are).
 
 An attempt's span is a child of the trace context stored when the run was created (its
-`created` event's `traceparent`), so every attempt, on whichever worker, after any restart,
-joins the trace of the call that started the run.
+`created` event's `traceparent`, which the worker's claim reads with the row), so every
+attempt, on whichever worker, after any restart, joins the trace of the call that started
+the run.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 from opentelemetry.trace import Span
@@ -20,9 +20,7 @@ from tether.observability import logs, metrics, tracing
 from tether.runtime.executor import RunIO, execute
 from tether.runtime.registry import App
 from tether.runtime.statuses import ENDED_STATUSES
-from tether.storage import observing
 from tether.storage.driver import Database
-from tether.storage.errors import StorageError
 from tether.storage.rows import ExecutionRow
 
 
@@ -34,7 +32,7 @@ async def run_attempt(
     outcome = "crashed"
     token = logs.RUN.set(logs.RunFields(row.id, row.workflow, row.attempt))
     try:
-        async with _attempt_span(pool, row) as span:
+        with _attempt_span(row) as span:
             outcome = await execute(pool, app, row, owner, io=io, update_timeout=update_timeout)
             tracing.outcome(span, outcome, error=outcome in ("failed", "timed_out", "lost"))
         return outcome
@@ -49,22 +47,16 @@ async def run_attempt(
             metrics.run_ended(row.workflow, outcome, lived)
 
 
-@contextlib.asynccontextmanager
-async def _attempt_span(pool: Database, row: ExecutionRow) -> AsyncIterator[Span | None]:
+def _attempt_span(row: ExecutionRow) -> contextlib.AbstractContextManager[Span | None]:
+    """The attempt's span, a child of the trace context the claim read with the row."""
     if not tracing.enabled():
-        yield None
-        return
-    try:
-        traceparent = await observing.created_traceparent(pool, row.id)
-    except StorageError:
-        traceparent = None  # the attempt itself will meet the same error and report it
+        return contextlib.nullcontext()
     attributes = {
         "tether.workflow": row.workflow,
         "tether.task_id": row.id,
         "tether.attempt": row.attempt,
         "tether.run_attempt": row.run_attempt,
     }
-    with tracing.span(
-        f"tether.run {row.workflow}", context=tracing.parent(traceparent), attributes=attributes
-    ) as span:
-        yield span
+    return tracing.span(
+        f"tether.run {row.workflow}", context=tracing.parent(row.traceparent), attributes=attributes
+    )

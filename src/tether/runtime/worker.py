@@ -13,7 +13,7 @@ import functools
 import logging
 from dataclasses import dataclass, field
 
-from tether.observability import metrics
+from tether.observability import metrics, tracing
 from tether.runtime import observe
 from tether.runtime.admission import NO_ADMISSION, Admission, queue_limits
 from tether.runtime.executor import RunIO
@@ -125,8 +125,11 @@ class Worker:
 
     def _room(self, settling: int) -> int:
         """How many runs a checkpoint statement settling `settling` runs claims with them:
-        as many, unless the worker stops or admits queued runs first (its claim loop does)."""
-        return 0 if self._stopping.is_set() or self._queues else settling
+        as many, unless the worker stops or admits queued runs first (its claim loop does), or
+        while tracing: only the claim loop reads a run's stored traceparent along."""
+        if self._stopping.is_set() or self._queues or tracing.enabled():
+            return 0
+        return settling
 
     def _take(self, rows: list[ExecutionRow]) -> None:
         for row in rows:
@@ -165,7 +168,12 @@ class Worker:
                     if self._queues:
                         await self._admit()
                     claimed = await repo.claim(
-                        self.pool, self.owner, self.settings.lease_s, free, self._abandon
+                        self.pool,
+                        self.owner,
+                        self.settings.lease_s,
+                        free,
+                        self._abandon,
+                        traced=tracing.enabled(),
                     )
                     backoff = self.settings.poll_s
                 except StorageError:

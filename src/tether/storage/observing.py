@@ -23,13 +23,6 @@ async def queue_backlog(conn: Conn) -> list[tuple[str, int, float]]:
     return [(r["queue"], r["depth"], max(r["oldest_age_s"], 0.0)) for r in recs]
 
 
-async def created_traceparent(conn: Conn, execution_id: str) -> str | None:
-    """The `traceparent` stored in a run's `created` event, if any."""
-    with translated():
-        value = await conn.fetchval(Q["created_traceparent"], execution_id)
-    return value if isinstance(value, str) else None
-
-
 async def migrations_current(conn: Conn) -> bool:
     """True when the newest bundled migration has been applied."""
     with translated():

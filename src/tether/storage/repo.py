@@ -21,9 +21,7 @@ from tether.storage.rows import (
     StepRecord,
     UpdateRow,
 )
-from tether.storage.rows import (
-    NewExecution as NewExecution,  # callers build it as repo.NewExecution
-)
+from tether.storage.rows import NewExecution as NewExecution  # callers: repo.NewExecution
 
 Conn = Queryable  # what a query runs on: a pool, or a connection inside a transaction
 
@@ -161,12 +159,17 @@ class Abandon:
 
 
 async def claim(
-    conn: Conn, owner: str, lease_s: float, limit: int, abandon: Abandon | None = None
+    conn: Conn,
+    owner: str,
+    lease_s: float,
+    limit: int,
+    abandon: Abandon | None = None,
+    *,
+    traced: bool = False,
 ) -> list[ExecutionRow]:
-    """Lease up to `limit` due runs to `owner`. A row back with status 'running' is leased to
-    `owner`; one with 'failed' was abandoned by this claim (`abandon`) and must not run.
-    Payloads come back as stored: the executor opens each row (`rows.unsealed`) on its own,
-    so one unreadable row does not fail the claim of the others."""
+    """Lease up to `limit` due runs to `owner`: a row back 'running' is leased to `owner`, one
+    'failed' was abandoned by this claim (`abandon`). Payloads come back as stored (each opened
+    by its executor: one unreadable row fails no other). `traced`: with their traceparents."""
     abandon = abandon or Abandon()
     with translated():
         recs = await conn.fetch(
@@ -177,8 +180,9 @@ async def claim(
             abandon.after,
             dict(abandon.error),
             abandon.message,
+            traced,
         )
-    return [ExecutionRow.from_record(r, unseal=False) for r in recs]
+    return [ExecutionRow.from_record(r, unseal=False, traced=traced) for r in recs]
 
 
 async def load_run_state(conn: Conn, execution_id: str) -> RunState:

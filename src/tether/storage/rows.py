@@ -72,6 +72,9 @@ class ExecutionRow:
     # With encryption on: the stored envelopes of `input`/`output` (which hold the plaintext),
     # for readers the read gate does not admit (runtime/payloads.py). None: nothing sealed.
     sealed: Mapping[str, Any] | None = None
+    # While tracing: the W3C `traceparent` stored with the run when it was created (its
+    # `created` event), which a traced claim reads along (repo.claim). None otherwise.
+    traceparent: str | None = field(default=None, compare=False)
 
     @property
     def queued(self) -> bool:
@@ -83,21 +86,28 @@ class ExecutionRow:
         return self.status in LIVE_STATUSES
 
     @classmethod
-    def from_record(cls, record: RecordLike, *, unseal: bool = True) -> ExecutionRow:
+    def from_record(
+        cls, record: RecordLike, *, unseal: bool = True, traced: bool = False
+    ) -> ExecutionRow:
         """The row; with a key ring installed and `unseal`, its sealed input and output
-        opened (raises PayloadUnreadable). `unseal=False` leaves them as stored."""
+        opened (raises PayloadUnreadable). `unseal=False` leaves them as stored. `traced`: the
+        record also has the run's `traceparent` (a traced claim's)."""
         # On the hot path of every read (tasks/get): fill the frozen instance directly instead
         # of going through the generated __init__ with keyword arguments (≈ 9 µs a row).
         row = object.__new__(cls)
         # zip/map instead of a comprehension: the per-field loop runs in C (35 fields).
         values = map(record.__getitem__, _EXECUTION_FIELDS)
         row.__dict__.update(zip(_EXECUTION_FIELDS, values, strict=True))
+        if traced:
+            row.__dict__["traceparent"] = record["traceparent"]
         if sealing.RINGS and unseal:  # encryption off: this one check is all it costs
             _unseal_execution(row.__dict__, sealing.RINGS[-1])
         return row
 
 
-_EXECUTION_FIELDS = tuple(f.name for f in fields(ExecutionRow) if f.name != "sealed")
+_EXECUTION_FIELDS = tuple(
+    f.name for f in fields(ExecutionRow) if f.name not in ("sealed", "traceparent")
+)
 
 
 def _unseal_execution(values: dict[str, Any], ring: sealing.KeyRing | None) -> None:

@@ -176,6 +176,7 @@ DELETE FROM audit WHERE id IN (SELECT id FROM doomed) RETURNING id;
 -- claim counts one more lost lease in a row (lost_leases), and the claim that brings it to $4
 -- (TETHER_MAX_RECOVERY_ATTEMPTS) ends the run failed instead (error $5 with message $6, `%s`
 -- the count; an `ended` event; watchers woken). Rows come back with status 'running' (run them) or 'failed'.
+-- With $7 (tracing on), each row also brings the `traceparent` stored in its `created` event.
 WITH due AS (
     SELECT id, status = 'running' AS lost FROM executions
     WHERE wake_at <= now()
@@ -218,7 +219,11 @@ WITH due AS (
 ), notes AS (
     SELECT pg_notify('tether_change', execution_id) FROM ended
 )
-SELECT claimed.*, (SELECT count(*) FROM notes) AS notified FROM claimed;
+SELECT claimed.*, (SELECT count(*) FROM notes) AS notified,
+       CASE WHEN $7::boolean THEN (SELECT h.data->>'traceparent' FROM history h
+                                   WHERE h.execution_id = claimed.id AND h.event_id = 1)
+       END AS traceparent
+FROM claimed;
 
 -- name: load_run_state
 -- What replay needs besides the row: recorded calls, unconsumed signals, admitted updates.
@@ -793,10 +798,6 @@ FROM (
     WHERE queue IS NOT NULL AND admitted_at IS NULL AND ended_at IS NULL
 ) runnable
 GROUP BY queue;
-
--- name: created_traceparent
--- The W3C trace context stored with a run when it was created (tracing only).
-SELECT data->>'traceparent' FROM history WHERE execution_id = $1 AND event_id = 1;
 
 -- name: applied_migration
 SELECT coalesce(max(version), 0) FROM schema_migrations;
