@@ -238,9 +238,8 @@ def _run_spans() -> None:
 def span_cost(items: int = 20000) -> dict[str, float]:
     """CPU microseconds per request span and per run's spans in this process, with the SDK's
     batch processor and (a) an exporter that drops the batch, (b) one that encodes it with
-    the SDK's OTLP encoder, (c) one that encodes it with Tether's (observability/otlp.py, what
-    the server's exporter sends; no HTTP in any). A tight loop on one core: far steadier than
-    a loaded server's CPU accounting."""
+    the SDK's OTLP encoder (what the server's exporter sends; no HTTP in either). A tight loop
+    on one core: far steadier than a loaded server's CPU accounting."""
     import time
 
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -248,7 +247,7 @@ def span_cost(items: int = 20000) -> dict[str, float]:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-    from tether.observability import otlp, tracing
+    from tether.observability import tracing
 
     class Encode(SpanExporter):
         def __init__(self, encoder: Any) -> None:
@@ -261,7 +260,6 @@ def span_cost(items: int = 20000) -> dict[str, float]:
     encoders = {
         "sdk alone": lambda batch: None,
         "sdk + SDK's OTLP encoding": lambda b: encode_spans(b).SerializePartialToString(),
-        "sdk + Tether's OTLP encoding": otlp.encode,
     }
     out = {}
     for what, make in (("request span", _request_span), ("run's 4 spans", _run_spans)):

@@ -29,7 +29,8 @@ async def one_step(ctx: Context, n: int) -> int:
     async def double() -> int:
         return n * 2
 
-    return await ctx.step("double", double)
+    doubled: int = await ctx.step(double)
+    return doubled
 
 
 @pytest.fixture
@@ -56,8 +57,10 @@ async def test_every_attempt_continues_its_starters_trace(
             assert client is not None
             ids = [(await rt.ops.start("one_step", n)).execution.id for n in range(8)]
         parent = client.get_span_context()
-        for run_id in ids:
-            await rt.ops.wait_for_end(run_id, timeout=20)
+        ends = [await rt.ops.wait_for_end(run_id, timeout=20) for run_id in ids]
+    assert [(v.current.status, v.current.output) for v in ends] == [
+        ("completed", n * 2) for n in range(8)
+    ]
     attempts = [s for s in spans.get_finished_spans() if s.name == "tether.run one_step"]
     assert len(attempts) == 8
     # each a child of the client's span, not of the attempt whose settle claimed it

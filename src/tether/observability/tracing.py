@@ -59,9 +59,11 @@ def configure(env: Mapping[str, str] | None = None) -> bool:
     if env.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "console":
         exporter = ConsoleSpanExporter()
     else:
-        from tether.observability import otlp
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+            OTLPSpanExporter,
+        )
 
-        exporter = otlp.exporter()
+        exporter = OTLPSpanExporter()
     provider.add_span_processor(BatchSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
     enable(provider)

@@ -167,9 +167,8 @@ async def claim(
     *,
     traced: bool = False,
 ) -> list[ExecutionRow]:
-    """Lease up to `limit` due runs to `owner`: a row back 'running' is leased to `owner`, one
-    'failed' was abandoned by this claim (`abandon`). Payloads come back as stored (each opened
-    by its executor: one unreadable row fails no other). `traced`: with their traceparents."""
+    """Lease up to `limit` due runs to `owner` ('running'), or abandon them ('failed', per
+    `abandon`); payloads as stored (each opened by its executor); `traced`: with traceparents."""
     abandon = abandon or Abandon()
     with translated():
         recs = await conn.fetch(
