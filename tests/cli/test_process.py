@@ -4,12 +4,14 @@ errors, quiet output, Ctrl-C on `serve`, and `runs watch` following a run a work
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,7 @@ import orjson
 import pytest
 
 from tether.examples import app as examples
-from tether.runtime.service import running
+from tether.runtime.service import Runtime, running
 from tether.runtime.worker import WorkerSettings
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
@@ -183,15 +185,22 @@ async def next_row(proc: asyncio.subprocess.Process) -> dict[str, Any]:
     return row
 
 
-async def test_watch_follows_a_run_to_its_end(db_url: str) -> None:
-    """`runs watch --json` prints one line per change — the open approval, then the run
-    running again, then completed — and exits 0 with the run (issue 11)."""
+@contextlib.asynccontextmanager
+async def review(db_url: str) -> AsyncIterator[tuple[Runtime, str]]:
+    """A runtime with a worker, and a `document_review` run started on it (it will wait for
+    its approval)."""
     async with (
         asyncio.timeout(TIMEOUT),
         running(db_url, examples, worker_settings=FAST, janitor_interval_s=None) as rt,
     ):
         started = await rt.ops.start("document_review", {"title": "T", "body": "a b"})
-        run_id = started.execution.id
+        yield rt, started.execution.id
+
+
+async def test_watch_follows_a_run_to_its_end(db_url: str) -> None:
+    """`runs watch --json` prints one line per change — the open approval, then the run
+    running again, then completed — and exits 0 with the run (issue 11)."""
+    async with review(db_url) as (rt, run_id):
         proc = await watch(db_url, run_id, "--json")
         rows = [await next_row(proc)]
         while not rows[-1]["waits"]:
@@ -208,12 +217,7 @@ async def test_watch_follows_a_run_to_its_end(db_url: str) -> None:
 async def test_watch_until_wait_returns_3_and_a_terminated_run_exits_1(db_url: str) -> None:
     """`--until-wait` returns (exit 3) when the run waits for an answer, printing the wait and
     the command that answers it; a run that ends without success ends the watch with 1."""
-    async with (
-        asyncio.timeout(TIMEOUT),
-        running(db_url, examples, worker_settings=FAST, janitor_interval_s=None) as rt,
-    ):
-        started = await rt.ops.start("document_review", {"title": "T", "body": "a b"})
-        run_id = started.execution.id
+    async with review(db_url) as (rt, run_id):
         proc = await watch(db_url, run_id, "--until-wait")
         out, err = await proc.communicate()
         assert proc.returncode == 3, err
@@ -228,12 +232,7 @@ async def test_watch_until_wait_returns_3_and_a_terminated_run_exits_1(db_url: s
 async def test_a_rejected_answer_prints_each_problem(db_url: str) -> None:
     """`runs answer` with an approval's required input missing is refused in one line per
     problem, exit 1, no traceback; the wait stays open (the new-user trial found a crash)."""
-    async with (
-        asyncio.timeout(TIMEOUT),
-        running(db_url, examples, worker_settings=FAST, janitor_interval_s=None) as rt,
-    ):
-        started = await rt.ops.start("document_review", {"title": "T", "body": "a b"})
-        run_id = started.execution.id
+    async with review(db_url) as (rt, run_id):
         proc = await watch(db_url, run_id, "--until-wait")
         assert await proc.wait() == 3
         answer = await asyncio.to_thread(

@@ -19,15 +19,13 @@ from pathlib import Path
 
 import asyncpg
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.apps.traced_kill import app
 from tests.e2e.conftest import ServeFn, wait_exit
 from tests.e2e.test_server_kill import Servers, free_port, wait_ready
 from tests.mcp_client import McpClient
-from tether.observability import tracing
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e, pytest.mark.slow]
 
@@ -43,18 +41,6 @@ def servers(db_url: str, tmp_path: Path) -> Iterator[Servers]:
         yield ss
     finally:
         ss.kill_all()
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracing.enable(provider)
-    try:
-        yield exporter
-    finally:
-        tracing.disable()
 
 
 def exported(log: str) -> list[dict[str, object]]:

@@ -6,11 +6,8 @@ it there), so refills wait while tracing and the claim loop, which reads it, cla
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tether.observability import tracing
@@ -31,18 +28,6 @@ async def one_step(ctx: Context, n: int) -> int:
 
     doubled: int = await ctx.step(double)
     return doubled
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracing.enable(provider)
-    try:
-        yield exporter
-    finally:
-        tracing.disable()
 
 
 async def test_every_attempt_continues_its_starters_trace(

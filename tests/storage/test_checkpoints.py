@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -269,3 +270,23 @@ async def test_a_settling_statement_claims_as_many_due_runs_never_one_it_writes(
     history = await db.fetch("SELECT type, data FROM history WHERE execution_id = 'due_lost'")
     assert [h["type"] for h in history] == ["ended"]
     assert history[0]["data"]["error"]["lost_leases"] == 3
+
+
+def _claim_rules(query: str, params: dict[int, str]) -> str:
+    """The claim's `claimed` and `ended` CTEs of `query`, its parameters named by `params`."""
+    text = query[query.index("), claimed AS (") : query.index("FROM claimed WHERE status")]
+    return re.sub(r"\$(\d+)", lambda m: params.get(int(m.group(1)), m.group(0)), text)
+
+
+def test_the_refill_claims_by_the_claim_loops_rules() -> None:
+    """The claim's rules (lease, attempt, the poison-run guard and its `ended` event) are
+    written twice: in `claim_executions` and in the settling statement's refill. They must
+    stay the same text, parameter for parameter, or the two kinds of claim would differ."""
+    loop = _claim_rules(
+        Q["claim_executions"], {1: "owner", 2: "lease", 4: "after", 5: "error", 6: "message"}
+    )
+    refill = _claim_rules(
+        Q["checkpoint_many"], {18: "owner", 19: "lease", 21: "after", 22: "error", 23: "message"}
+    )
+    assert "$" not in loop and "$" not in refill
+    assert loop == refill
