@@ -9,72 +9,72 @@ benchmark's baseline; `TETHER_METRICS=false`).
 from __future__ import annotations
 
 import bisect
-import threading
 import time
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Final, Protocol
 
-from prometheus_client import REGISTRY, Counter, Gauge, Histogram
-from prometheus_client.core import (
-    CounterMetricFamily,
-    GaugeMetricFamily,
-    HistogramMetricFamily,
-    Metric,
-)
+from prometheus_client import REGISTRY, Counter, Gauge
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
-from prometheus_client.utils import floatToGoString
+
+from tether.observability.series import Cell, CounterSeries, Series
 
 # Step and request latencies: milliseconds to minutes; runs: seconds to days.
 _FAST: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 _SLOW: Final = (0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 86400, 7 * 86400)
 
-RUNS_STARTED: Final = Counter(
+# The run, attempt and step metrics: recorded per event as additions (observability/series.py).
+_RUNS: Final = Series()
+RUNS_STARTED: Final = _RUNS.counter(
     "tether_runs_started", "Runs claimed for the first time, by workflow", ["workflow"]
 )
-RUNS_ENDED: Final = Counter(
+RUNS_ENDED: Final = _RUNS.counter(
     "tether_runs_ended",
     "Runs that reached an end, by workflow and end status",
     ["workflow", "status"],
 )
-RUN_ATTEMPTS: Final = Counter(
+RUN_ATTEMPTS: Final = _RUNS.counter(
     "tether_run_attempts",
     "Run attempts (one claim each) by workflow and outcome: the status it left the run in "
     "(waiting = parked, pending = retry or timer), lost, or crashed",
     ["workflow", "outcome"],
 )
-RUN_DURATION: Final = Histogram(
+RUN_DURATION: Final = _RUNS.histogram(
     "tether_run_duration_seconds",
     "From a run's creation to its end",
     ["workflow", "status"],
-    buckets=_SLOW,
+    _SLOW,
 )
-ATTEMPT_DURATION: Final = Histogram(
+ATTEMPT_DURATION: Final = _RUNS.histogram(
     "tether_run_attempt_duration_seconds",
     "One claim of a run: replay until it parks or ends",
     ["workflow"],
-    buckets=_FAST,
+    _FAST,
 )
-STEP_DURATION: Final = Histogram(
+STEP_DURATION: Final = _RUNS.histogram(
     "tether_step_duration_seconds",
     "One execution of a step (replays are not counted)",
     ["workflow", "outcome"],
-    buckets=_FAST,
+    _FAST,
 )
-LEASE_RECOVERIES: Final = Counter(
+LEASE_RECOVERIES: Final = _RUNS.counter(
     "tether_lease_recoveries",
     "Runs claimed after their previous worker's lease expired (it died or lost the database)",
     ["workflow"],
 )
-LEASES_LOST: Final = Counter(
+LEASES_LOST: Final = _RUNS.counter(
     "tether_leases_lost", "Runs this process stopped because it lost their lease", ["workflow"]
 )
-RUNS_ABANDONED: Final = Counter(
+RUNS_ABANDONED: Final = _RUNS.counter(
     "tether_runs_abandoned",
     "Poison runs the claim ended failed (TETHER_MAX_RECOVERY_ATTEMPTS lost workers in a row)",
     ["workflow"],
 )
+REGISTRY.register(_RUNS)
+_LOCK: Final = _RUNS.lock
 SSE_STREAMS: Final = Gauge("tether_sse_streams", "Open SSE response streams")
 SUBSCRIPTIONS_DROPPED: Final = Counter(
     "tether_subscriptions_dropped",
@@ -87,40 +87,92 @@ FEED_KINDS: Final = ("task", "resource", "tools_list")
 enabled = True
 
 
+# Per event: the cells of its label values from a dict (the series made on first use), then
+# additions under the one lock: no `.labels()` call, no per-series lock. `acquire`/`release`
+# rather than `with`: a `with` makes two bound methods an event (about 1 k instructions).
+_ATTEMPT_CELLS: Final[dict[tuple[str, str], tuple[Cell, Cell]]] = {}  # count, duration
+_END_CELLS: Final[dict[tuple[str, str], tuple[Cell, Cell]]] = {}
+
+
 def run_claimed(workflow: str, attempt: int, lost_leases: int) -> None:
     """A worker claimed a run to execute it."""
     if not enabled:
         return
     if attempt == 1:
-        RUNS_STARTED.labels(workflow).inc()
+        started = RUNS_STARTED.cells.get((workflow,)) or RUNS_STARTED.cell(workflow)
+        _LOCK.acquire()
+        try:
+            started[0] += 1.0
+        finally:
+            _LOCK.release()
     if lost_leases:
-        LEASE_RECOVERIES.labels(workflow).inc()
+        _count(LEASE_RECOVERIES, workflow)
 
 
 def run_abandoned(workflow: str) -> None:
     if enabled:
-        RUNS_ABANDONED.labels(workflow).inc()
+        _count(RUNS_ABANDONED, workflow)
 
 
 def attempt_finished(workflow: str, outcome: str, seconds: float) -> None:
     """One claim ended with `outcome` (the run's new status, `lost` or `crashed`)."""
     if not enabled:
         return
-    RUN_ATTEMPTS.labels(workflow, outcome).inc()
-    ATTEMPT_DURATION.labels(workflow).observe(seconds)
+    cells = _ATTEMPT_CELLS.get((workflow, outcome))
+    if cells is None:
+        cells = (RUN_ATTEMPTS.cell(workflow, outcome), ATTEMPT_DURATION.cell(workflow))
+        _ATTEMPT_CELLS[(workflow, outcome)] = cells
+    count, duration = cells
+    _LOCK.acquire()
+    try:
+        count[0] += 1.0
+        duration[bisect.bisect_left(ATTEMPT_DURATION.bounds, seconds)] += 1.0
+        duration[-2] += seconds
+    finally:
+        _LOCK.release()
     if outcome == "lost":
-        LEASES_LOST.labels(workflow).inc()
+        _count(LEASES_LOST, workflow)
 
 
-def run_ended(workflow: str, status: str, seconds: float) -> None:
-    if enabled:
-        RUNS_ENDED.labels(workflow, status).inc()
-        RUN_DURATION.labels(workflow, status).observe(seconds)
+def run_ended(workflow: str, status: str, created_at: datetime) -> None:
+    """A run created at `created_at` (an aware datetime) reached an end with `status`."""
+    if not enabled:
+        return
+    seconds = time.time() - created_at.timestamp()
+    cells = _END_CELLS.get((workflow, status))
+    if cells is None:
+        cells = (RUNS_ENDED.cell(workflow, status), RUN_DURATION.cell(workflow, status))
+        _END_CELLS[(workflow, status)] = cells
+    count, duration = cells
+    _LOCK.acquire()
+    try:
+        count[0] += 1.0
+        duration[bisect.bisect_left(RUN_DURATION.bounds, seconds)] += 1.0
+        duration[-2] += seconds
+    finally:
+        _LOCK.release()
 
 
 def step_finished(workflow: str, outcome: str, seconds: float) -> None:
-    if enabled:
-        STEP_DURATION.labels(workflow, outcome).observe(seconds)
+    if not enabled:
+        return
+    key = (workflow, outcome)
+    duration = STEP_DURATION.cells.get(key) or STEP_DURATION.cell(*key)
+    _LOCK.acquire()
+    try:
+        duration[bisect.bisect_left(STEP_DURATION.bounds, seconds)] += 1.0
+        duration[-2] += seconds
+    finally:
+        _LOCK.release()
+
+
+def _count(counter: CounterSeries, *values: str) -> None:
+    cell = counter.cell(*values)
+    _LOCK.acquire()
+    try:
+        cell[0] += 1.0
+    finally:
+        _LOCK.release()
 
 
 def request_finished(method: str, tool: str, outcome: str, seconds: float) -> None:
@@ -190,68 +242,41 @@ def count_subscriptions(source: SubscriptionSource) -> None:
     _SUBSCRIPTIONS.sources.add(source)
 
 
-class _RequestCollector(Collector):
+class _RequestCollector(Series):
     """`tether_mcp_requests_total` and `tether_mcp_request_duration_seconds`, kept as plain
     numbers and turned into metric families at scrape time. On the `tasks/get` hot path a
     request then costs a dict lookup, a bisect and a few additions under one lock, where
     prometheus_client's labelled children took three locks and a dozen calls (issue 16)."""
 
     def __init__(self, buckets: tuple[float, ...]) -> None:
-        self.bounds = buckets
-        self.lock = threading.Lock()  # a scrape may run in a thread; recording never waits long
-        self.counts: dict[tuple[str, str, str], list[float]] = {}  # → [count, created]
-        # (method, tool) → [count per bucket (the last: over every bound)..., sum, created]
-        self.latency: dict[tuple[str, str], list[float]] = {}
-        self._series: dict[tuple[str, str, str], tuple[list[float], ...]] = {}  # both, by key
+        super().__init__()
+        self.count = self.counter(
+            "tether_mcp_requests",
+            "MCP requests by method, tool (tools/call) and outcome",
+            ["method", "tool", "outcome"],
+        )
+        self.latency = self.histogram(
+            "tether_mcp_request_duration_seconds",
+            "MCP request latency by method and tool",
+            ["method", "tool"],
+            buckets,
+        )
+        self.bounds = self.latency.bounds
+        self._series: dict[tuple[str, str, str], tuple[Cell, Cell]] = {}  # both, by key
 
     def add(self, method: str, tool: str, outcome: str, seconds: float) -> None:
         series = self._series.get((method, tool, outcome))
-        if series is None:
-            series = self._new_series(method, tool, outcome)
+        if series is None:  # the count of (method, tool, outcome), the latency of (method, tool)
+            series = (self.count.cell(method, tool, outcome), self.latency.cell(method, tool))
+            self._series[(method, tool, outcome)] = series
         count, latency = series
-        with self.lock:
+        self.lock.acquire()
+        try:
             count[0] += 1.0
             latency[bisect.bisect_left(self.bounds, seconds)] += 1.0
             latency[-2] += seconds
-
-    def _new_series(self, method: str, tool: str, outcome: str) -> tuple[list[float], ...]:
-        """The count of (method, tool, outcome) and the latency of (method, tool), made once."""
-        with self.lock:
-            count = self.counts.setdefault((method, tool, outcome), [0.0, time.time()])
-            empty = [0.0] * (len(self.bounds) + 2) + [time.time()]
-            latency = self.latency.setdefault((method, tool), empty)
-            series = self._series[(method, tool, outcome)] = (count, latency)
-        return series
-
-    def collect(self) -> Iterator[Metric]:
-        with self.lock:
-            counts = [(key, list(value)) for key, value in self.counts.items()]
-            latency = [(key, list(value)) for key, value in self.latency.items()]
-        requests = CounterMetricFamily(
-            "tether_mcp_requests",
-            "MCP requests by method, tool (tools/call) and outcome",
-            labels=["method", "tool", "outcome"],
-        )
-        for key, (count, created) in counts:
-            requests.add_metric(key, count, created=created)
-        yield requests
-        yield self._histogram(latency)
-
-    def _histogram(self, latency: list[tuple[tuple[str, str], list[float]]]) -> Metric:
-        name = "tether_mcp_request_duration_seconds"
-        family = HistogramMetricFamily(
-            name, "MCP request latency by method and tool", labels=["method", "tool"]
-        )
-        # prometheus_client's own spelling of a bound ("1.0", "0.0025"), as its Histogram's
-        edges = [floatToGoString(b) for b in self.bounds] + ["+Inf"]  # type: ignore[no-untyped-call]
-        for (method, tool), values in latency:
-            cumulative, total = [], 0.0
-            for edge, count in zip(edges, values[: len(edges)], strict=True):
-                total += count
-                cumulative.append((edge, total))
-            family.add_metric([method, tool], cumulative, values[-2])
-            family.add_sample(f"{name}_created", {"method": method, "tool": tool}, values[-1])
-        return family
+        finally:
+            self.lock.release()
 
 
 _REQUESTS: Final = _RequestCollector(_FAST)

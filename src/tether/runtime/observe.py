@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from datetime import UTC, datetime
 
 from opentelemetry.trace import Span
 
@@ -43,8 +42,7 @@ async def run_attempt(
         logs.RUN.reset(token)
         metrics.attempt_finished(row.workflow, outcome, time.perf_counter() - began)
         if outcome in ENDED_STATUSES:
-            lived = (datetime.now(UTC) - row.created_at).total_seconds()
-            metrics.run_ended(row.workflow, outcome, lived)
+            metrics.run_ended(row.workflow, outcome, row.created_at)
 
 
 def _attempt_span(row: ExecutionRow) -> contextlib.AbstractContextManager[Span | None]:
