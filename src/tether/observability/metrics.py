@@ -8,7 +8,6 @@ benchmark's baseline; `TETHER_METRICS=false`).
 
 from __future__ import annotations
 
-import bisect
 import time
 import weakref
 from collections.abc import Iterator
@@ -99,12 +98,7 @@ def run_claimed(workflow: str, attempt: int, lost_leases: int) -> None:
     if not enabled:
         return
     if attempt == 1:
-        started = RUNS_STARTED.cells.get((workflow,)) or RUNS_STARTED.cell(workflow)
-        _LOCK.acquire()
-        try:
-            started[0] += 1.0
-        finally:
-            _LOCK.release()
+        _count(RUNS_STARTED, workflow)
     if lost_leases:
         _count(LEASE_RECOVERIES, workflow)
 
@@ -123,13 +117,7 @@ def attempt_finished(workflow: str, outcome: str, seconds: float) -> None:
         cells = (RUN_ATTEMPTS.cell(workflow, outcome), ATTEMPT_DURATION.cell(workflow))
         _ATTEMPT_CELLS[(workflow, outcome)] = cells
     count, duration = cells
-    _LOCK.acquire()
-    try:
-        count[0] += 1.0
-        duration[bisect.bisect_left(ATTEMPT_DURATION.bounds, seconds)] += 1.0
-        duration[-2] += seconds
-    finally:
-        _LOCK.release()
+    _RUNS.tally(count, duration, ATTEMPT_DURATION.bounds, seconds)
     if outcome == "lost":
         _count(LEASES_LOST, workflow)
 
@@ -144,13 +132,7 @@ def run_ended(workflow: str, status: str, created_at: datetime) -> None:
         cells = (RUNS_ENDED.cell(workflow, status), RUN_DURATION.cell(workflow, status))
         _END_CELLS[(workflow, status)] = cells
     count, duration = cells
-    _LOCK.acquire()
-    try:
-        count[0] += 1.0
-        duration[bisect.bisect_left(RUN_DURATION.bounds, seconds)] += 1.0
-        duration[-2] += seconds
-    finally:
-        _LOCK.release()
+    _RUNS.tally(count, duration, RUN_DURATION.bounds, seconds)
 
 
 def step_finished(workflow: str, outcome: str, seconds: float) -> None:
@@ -158,16 +140,11 @@ def step_finished(workflow: str, outcome: str, seconds: float) -> None:
         return
     key = (workflow, outcome)
     duration = STEP_DURATION.cells.get(key) or STEP_DURATION.cell(*key)
-    _LOCK.acquire()
-    try:
-        duration[bisect.bisect_left(STEP_DURATION.bounds, seconds)] += 1.0
-        duration[-2] += seconds
-    finally:
-        _LOCK.release()
+    _RUNS.tally(None, duration, STEP_DURATION.bounds, seconds)
 
 
 def _count(counter: CounterSeries, *values: str) -> None:
-    cell = counter.cell(*values)
+    cell = counter.cells.get(values) or counter.cell(*values)
     _LOCK.acquire()
     try:
         cell[0] += 1.0
@@ -270,13 +247,7 @@ class _RequestCollector(Series):
             series = (self.count.cell(method, tool, outcome), self.latency.cell(method, tool))
             self._series[(method, tool, outcome)] = series
         count, latency = series
-        self.lock.acquire()
-        try:
-            count[0] += 1.0
-            latency[bisect.bisect_left(self.bounds, seconds)] += 1.0
-            latency[-2] += seconds
-        finally:
-            self.lock.release()
+        self.tally(count, latency, self.bounds, seconds)
 
 
 _REQUESTS: Final = _RequestCollector(_FAST)

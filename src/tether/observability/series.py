@@ -8,23 +8,18 @@ on a list under the one lock of its `Series` collector. The exposition is what
 prometheus_client's own Counter and Histogram write for the same events: names, help, labels,
 buckets, `_created` (tests/observability/test_run_metrics.py compares them line by line).
 
-Recording code holds `Series.lock` around its additions (to several series at once if it
-likes; `acquire`/`release` cost about 1 k instructions less than `with`); a histogram's bucket
-is `bisect_left(bounds, value)` (a bucket counts values up to and including its bound, as
+Recording code counts and observes under `Series.lock`, through `Series.tally` (`acquire`/
+`release` cost about 1 k instructions less than `with`); a histogram's bucket is
+`bisect_left(bounds, value)` (a bucket counts values up to and including its bound, as
 Prometheus's `le`; past every bound, only +Inf)::
 
     count, duration = RUNS.cell(workflow), DURATION.cell(workflow)
-    SERIES.lock.acquire()
-    try:
-        count[0] += 1.0
-        duration[bisect.bisect_left(DURATION.bounds, seconds)] += 1.0
-        duration[-2] += seconds
-    finally:
-        SERIES.lock.release()
+    SERIES.tally(count, duration, DURATION.bounds, seconds)
 """
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -137,6 +132,20 @@ class Series(Collector):
         family = HistogramSeries(name, documentation, labelnames, self.lock, buckets)
         self._families.append(family)
         return family
+
+    def tally(
+        self, count: Cell | None, histogram: Cell, bounds: tuple[float, ...], value: float
+    ) -> None:
+        """One event under the lock: `count` (when given) +1 and `value` observed in
+        `histogram` (a cell of a HistogramSeries whose bounds are `bounds`)."""
+        self.lock.acquire()
+        try:
+            if count is not None:
+                count[0] += 1.0
+            histogram[bisect.bisect_left(bounds, value)] += 1.0
+            histogram[-2] += value
+        finally:
+            self.lock.release()
 
     def collect(self) -> Iterator[Metric]:
         with self.lock:
