@@ -80,8 +80,9 @@ SHORT = Config(
     outage_runs=60,
     outage_s=8.0,
     lease_runs=6,
-    soak_s=90.0,  # windows 20-35 s and 75-90 s: a 1 MiB/min leak grows ~0.9 MiB between them
-    soak_warmup_s=20.0,
+    # windows 30-45 s, 82-98 s and 135-150 s: a 1 MiB/min leak grows ~0.9 MiB in each half
+    soak_s=150.0,
+    soak_warmup_s=30.0,
     fuzz_requests=10_000,
     concurrency=40,
     hard_limit_s=540.0,
