@@ -73,7 +73,7 @@ def build_app(steps: int, width: int, shell_steps: int, command: str) -> App:
     chain = "\n".join(f"  - name: s{i}\n    run: noop" for i in range(steps))
     app.dag(f"name: chain\ntype: chain\nsteps:\n{chain}\n")
     fan = "\n".join(f"  - name: f{i}\n    run: noop" for i in range(width))
-    app.dag(f"name: fanout\nsteps:\n{fan}\n")
+    app.dag(f"name: fanout\ntype: graph\nsteps:\n{fan}\n")
     shell = "\n".join(f"  - name: c{i}\n    command: {command!r}" for i in range(shell_steps))
     app.dag(f"name: shell\ntype: chain\nsteps:\n{shell}\n")
 

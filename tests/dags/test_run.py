@@ -268,7 +268,7 @@ async def test_the_last_steps_result_rides_on_the_runs_settle(start: Start) -> N
     steps = "steps: [{name: a, command: 'true'}, {name: b, command: 'true'}]"
     app.dag(f"name: two\ntype: chain\n{steps}")
     app.dag(f"name: handled\ntype: chain\n{steps}\nhandlerOn: {{exit: {{command: 'true'}}}}")
-    app.dag(f"name: pair\n{steps}")
+    app.dag(f"name: pair\ntype: graph\n{steps}")
     ends: dict[str, tuple[str, dict[str, str]]] = {}
     async with start(app) as rt:
         for dag in ("two", "handled", "pair"):

@@ -87,7 +87,7 @@ def test_depends_forms(depends: str) -> None:
 
 def test_graph_steps_without_depends_are_independent_and_chain_implies_order() -> None:
     two = S + "  - name: b\n    command: echo b\n"
-    assert _dag(two).step("b").depends == ()
+    assert _dag("type: graph\n" + two).step("b").depends == ()
     assert _dag("type: chain\n" + two).step("b").depends == ("a",)
     assert _dag("type: chain\n" + two + "    depends: []\n").step("b").depends == ()
 

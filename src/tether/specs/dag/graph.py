@@ -17,8 +17,9 @@ from tether.specs.dag.steps import Draft
 def resolve(drafts: Sequence[Draft], dag_type: DagType) -> tuple[tuple[Step, ...], tuple[str, ...]]:
     """Steps with resolved `depends` and `rewind_to`, and a topological order of their names.
 
-    In a `chain`, a step without `depends` depends on the step before it; an explicit
-    `depends` overrides that (older Dagu's behaviour; newer Dagu refuses it).
+    In a `chain`, a step without `depends` depends on the steps of the group before its own
+    (each step is its own group unless `steps` nests a list); an explicit `depends` overrides
+    that (older Dagu's behaviour; newer Dagu refuses it).
 
     Raises:
         InvalidReference: a duplicate name/id, an unknown reference, a cycle, or a `rewind_to`
@@ -26,13 +27,13 @@ def resolve(drafts: Sequence[Draft], dag_type: DagType) -> tuple[tuple[Step, ...
     """
     keys = _keys(drafts)
     steps = []
-    for index, draft in enumerate(drafts):
+    for draft in drafts:
         depends = tuple(
             keys.get(d) or _unknown(d, a)
             for d, a in zip(draft.step.depends, draft.depends_at, strict=True)
         )
-        if dag_type == "chain" and not draft.explicit_depends and index > 0:
-            depends = (drafts[index - 1].step.name,)
+        if dag_type == "chain" and not draft.explicit_depends and draft.group > 0:
+            depends = tuple(d.step.name for d in drafts if d.group == draft.group - 1)
         steps.append(dataclasses.replace(draft.step, depends=tuple(dict.fromkeys(depends))))
     order = _topological(steps, drafts)
     by_name = {s.name: s for s in steps}

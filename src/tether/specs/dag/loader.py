@@ -8,6 +8,7 @@ two-word field are accepted (`handlerOn` / `handler_on`).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 from types import MappingProxyType
@@ -21,6 +22,7 @@ from tether.specs.dag.model import DagSpec, DagType, HandlerEvent, Label, Step
 from tether.specs.dag.nodes import At, Fields, boolean, compose, integer, items, nonblank, string
 from tether.specs.dag.steps import Draft, parse_step
 from tether.specs.dag.values import parse_env, parse_labels, parse_params, parse_schedule
+from tether.specs.yaml_nodes import STR
 
 INLINE: Final = "<inline>"
 DAG_NAME: Final = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -64,9 +66,17 @@ def load_string(text: str, *, file: str = INLINE, default_name: str | None = Non
     schedule = fields.take("schedule")
     mcp = fields.take("mcp")
     fields.finish(_HINTS)
-    drafts = [parse_step(n, a) for n, a in items(*steps_f)]
+    entries = _step_nodes(*steps_f)
+    taken = {k for n, _, _ in entries for k in _written_names(n)}
+    drafts = [
+        dataclasses.replace(parse_step(n, a, index=i, taken=taken), group=g)
+        for i, (n, a, g) in enumerate(entries)
+    ]
     if not drafts:
         steps_f[1].fail("a DAG needs at least one step")
+    if dag_type is None:  # Dagu 1.17-2.9 default to a chain; 2.10 to a graph (see docs)
+        grouped = len({d.group for d in drafts}) < len(drafts)
+        dag_type = "chain" if grouped or not any(d.explicit_depends for d in drafts) else "graph"
     steps, order = resolve(drafts, dag_type)
     return DagSpec(
         name=name,
@@ -98,10 +108,10 @@ def _name(fields: Fields, default: str | None) -> str:
     return name
 
 
-def _type(fields: Fields) -> DagType:
+def _type(fields: Fields) -> DagType | None:
     taken = fields.take("type")
     if taken is None:
-        return "graph"
+        return None
     kind = string(*taken)
     if kind not in ("graph", "chain"):
         taken[1].fail("type must be `graph` or `chain`")
@@ -134,18 +144,67 @@ def _handlers(node: yaml.Node, at: At) -> MappingProxyType[HandlerEvent, Step]:
     return MappingProxyType(out)
 
 
+def _step_nodes(node: yaml.Node, at: At) -> list[tuple[yaml.Node, At, int]]:
+    """`steps` as Dagu accepts them, each with its chain group: a list of step mappings or
+    command strings (a string is `{command: it}`), where a nested list is a group of steps
+    that run side by side in a chain; or a mapping of name → step (older Dagu; the key is
+    the step's name)."""
+    if isinstance(node, yaml.MappingNode):
+        fields = Fields(node, at)
+        return [
+            (_with_key(value, "name", name), place, i)
+            for i, (name, value, place) in enumerate(fields.drain())
+        ]
+    out = []
+    for group, (item, item_at) in enumerate(items(node, at)):
+        members = items(item, item_at) if isinstance(item, yaml.SequenceNode) else [(item, item_at)]
+        if not members:
+            item_at.fail("a group of steps must not be empty")
+        for member, member_at in members:
+            if isinstance(member, yaml.SequenceNode):
+                member_at.fail("a group of steps holds steps, not lists")
+            if isinstance(member, yaml.ScalarNode) and member.tag == STR:
+                member = _mapping_of("command", member)
+            out.append((member, member_at, group))
+    return out
+
+
+def _written_names(node: yaml.Node) -> list[str]:
+    if not isinstance(node, yaml.MappingNode):
+        return []
+    return [
+        str(v.value)
+        for k, v in node.value
+        if isinstance(k, yaml.ScalarNode) and k.value in ("name", "id")
+        if isinstance(v, yaml.ScalarNode)
+    ]
+
+
+def _mapping_of(key: str, value: yaml.Node) -> yaml.MappingNode:
+    return yaml.MappingNode(
+        "tag:yaml.org,2002:map",
+        [(yaml.ScalarNode(STR, key, value.start_mark, value.end_mark), value)],
+        value.start_mark,
+        value.end_mark,
+    )
+
+
+def _with_key(node: yaml.Node, key: str, text: str) -> yaml.Node:
+    """`node` (a step mapping) with `key: text` set, replacing a `key` written in it."""
+    if not isinstance(node, yaml.MappingNode):
+        return node  # refused as "must be a mapping" by the step parser
+    mark = node.start_mark
+    pair = (yaml.ScalarNode(STR, key, mark, mark), yaml.ScalarNode(STR, text, mark, mark))
+    rest = [
+        (k, v) for k, v in node.value if not (isinstance(k, yaml.ScalarNode) and k.value == key)
+    ]
+    return yaml.MappingNode(node.tag, [pair, *rest], node.start_mark, node.end_mark)
+
+
 def _named(node: yaml.Node, event: str) -> yaml.Node:
     """A handler step without a name is called `on<Event>` (Dagu's naming)."""
-    if isinstance(node, yaml.MappingNode) and not any(
-        isinstance(k, yaml.ScalarNode) and k.value in ("name", "id") for k, _ in node.value
-    ):
-        key = yaml.ScalarNode("tag:yaml.org,2002:str", "name", node.start_mark, node.end_mark)
-        value = yaml.ScalarNode(
-            "tag:yaml.org,2002:str", f"on{event.capitalize()}", node.start_mark, node.end_mark
-        )
-        return yaml.MappingNode(
-            node.tag, [(key, value), *node.value], node.start_mark, node.end_mark
-        )
+    if isinstance(node, yaml.MappingNode) and not _written_names(node):
+        return _with_key(node, "name", f"on{event.capitalize()}")
     return node
 
 

@@ -13,7 +13,8 @@ from tether.specs.dag.nodes import At, Fields, boolean, integer, items, string, 
 
 
 def parse_preconditions(node: yaml.Node, at: At) -> tuple[Precondition, ...]:
-    """A string (one command), or a list of strings / `{condition, expected?, negate?}`."""
+    """A string (one command), or a list of strings / `{condition, expected?, negate?}`
+    (older Dagu also spelled `condition` as `command`)."""
     if isinstance(node, yaml.ScalarNode):
         return (Precondition(string(node, at)),)
     out = []
@@ -22,7 +23,9 @@ def parse_preconditions(node: yaml.Node, at: At) -> tuple[Precondition, ...]:
             out.append(Precondition(string(item, item_at)))
             continue
         fields = Fields(item, item_at)
-        cond = fields.take("condition") or item_at.fail("a precondition needs `condition`")
+        cond = fields.take("condition", "command") or item_at.fail(
+            "a precondition needs `condition`"
+        )
         expected = fields.take("expected")
         negate = fields.take("negate")
         fields.finish({"eval": "use `condition` with `expected`"})

@@ -45,7 +45,26 @@ _HINTS: Final = {
     "env": "step-level env is outside the subset; use the DAG's `env`",
     "signalOnStop": "outside the subset",
     "stdout": "outside the subset",
+    "params": "`params` goes with `call: <dag>` (older Dagu's `run: <dag>` is `call:` here)",
 }
+# Step fields other than the work's own: what may remain on a step that names no work.
+_POLICY_KEYS: Final = frozenset(
+    (
+        "preconditions",
+        "precondition",
+        "continueOn",
+        "continue_on",
+        "retryPolicy",
+        "retry_policy",
+        "timeoutSec",
+        "timeout_sec",
+        "approval",
+        "shell",
+        "dir",
+        "workingDir",
+        "working_dir",
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -57,23 +76,33 @@ class Draft:
     depends_at: tuple[At, ...] = ()
     rewind_at: At | None = None
     explicit_depends: bool = False  # `depends` written, even `[]` (a chain then implies none)
+    group: int = 0  # chain position: a step depends on every step of the group before its own
 
 
-def parse_step(node: yaml.Node, at: At, *, handler: bool = False) -> Draft:
-    """One entry of `steps` (or a `handlerOn` step, which has no depends, gates or tasks)."""
+def parse_step(
+    node: yaml.Node, at: At, *, handler: bool = False, index: int = 0, taken: set[str] | None = None
+) -> Draft:
+    """One entry of `steps` (or a `handlerOn` step, which has no depends, gates or tasks).
+
+    A step with neither `name` nor `id` is named as Dagu names it: `cmd_<n>`, `script_<n>`,
+    `dag_<n>` (a call) or `step_<n>`, n its 1-based position, raised past the names in `taken`
+    (every name and id written in the file), to which the generated name is added.
+    """
     fields = Fields(node, at)
     name_f, id_f = fields.take("name"), fields.take("id")
     step_id = nonblank(*id_f) if id_f else None
     name = nonblank(*name_f) if name_f else step_id
-    if name is None:
+    if name is None and taken is None:
         at.fail("a step needs `name` or `id`")
     desc = fields.take("description")
     depends_f = None if handler else fields.take("depends")
     work, rewind_at = _work(fields, at, step_id, handler)
+    if name is None:
+        name = _generated_name(work, index, taken or set())
     approval, approval_at = (None, None)
     if not handler and (gate := fields.take("approval")):
         approval, approval_at = parse_approval(*gate)
-    output, pre = fields.take("output"), fields.take("preconditions")
+    output, pre = fields.take("output"), fields.take("preconditions", "precondition")
     cont, retry = (
         fields.take("continueOn", "continue_on"),
         fields.take("retryPolicy", "retry_policy"),
@@ -96,6 +125,21 @@ def parse_step(node: yaml.Node, at: At, *, handler: bool = False) -> Draft:
         approval=approval,
     )
     return Draft(step, at, depends_at, rewind_at or approval_at, depends_f is not None)
+
+
+def _generated_name(work: Work, index: int, taken: set[str]) -> str:
+    """Dagu's name for an unnamed step (`generateTypedStepName`): kind prefix and position."""
+    prefix = "step"
+    if isinstance(work, Shell):
+        prefix = "script" if work.script is not None else "cmd"
+    elif isinstance(work, Call):
+        prefix = "dag"
+    counter = index + 1
+    while f"{prefix}_{counter}" in taken:
+        counter += 1
+    name = f"{prefix}_{counter}"
+    taken.add(name)
+    return name
 
 
 def _depends(node: yaml.Node, at: At) -> tuple[tuple[str, ...], tuple[At, ...]]:
@@ -131,6 +175,8 @@ def _work(fields: Fields, at: At, step_id: str | None, handler: bool) -> tuple[W
                 "a step that only publishes `output` values is outside the subset; "
                 "a step needs one of `command`, `script`, `call`, `run` or `action`"
             )
+        fields.drain(lambda key: key in _POLICY_KEYS)
+        fields.finish(_HINTS)  # a field outside the subset (`executor` …) is named first
         at.fail("a step needs one of `command`, `script`, `call`, `run` or `action`")
     if len(kinds) > 1:
         at.fail(f"a step has one kind of work; found {' and '.join(kinds)}")

@@ -1,0 +1,79 @@
+"""Forms of the subset's fields that Dagu's own examples and docs use (found by loading every
+DAG in Dagu's repository history): unnamed steps, string steps, a steps mapping, parallel
+groups in a chain, the default `type`, and older spellings. Each row failed to load before."""
+
+from __future__ import annotations
+
+from tether.specs.dag import DagSpec, Precondition, Shell, load_string
+
+
+def _dag(text: str) -> DagSpec:
+    return load_string(text, default_name="t")
+
+
+def _deps(dag: DagSpec) -> dict[str, tuple[str, ...]]:
+    return {s.name: s.depends for s in dag.steps}
+
+
+def test_unnamed_steps_get_dagus_generated_names() -> None:
+    """Dagu's generateTypedStepName: a kind prefix and the 1-based position, past taken names."""
+    dag = _dag(
+        "type: graph\nsteps:\n  - command: echo a\n  - script: echo b\n  - call: child\n"
+        "  - run: py.action\n  - name: cmd_5\n    command: echo e\n  - command: echo f\n"
+        "    depends: cmd_1\n"
+    )
+    assert [s.name for s in dag.steps] == ["cmd_1", "script_2", "dag_3", "step_4", "cmd_5", "cmd_6"]
+    assert dag.step("cmd_6").depends == ("cmd_1",)
+    clash = _dag("steps:\n  - command: echo a\n  - name: cmd_1\n    command: echo b\n")
+    assert [s.name for s in clash.steps] == ["cmd_2", "cmd_1"]
+    assert _dag("steps:\n  - id: x\n    command: echo\n").steps[0].name == "x"
+
+
+def test_string_steps_are_commands_and_run_as_a_chain() -> None:
+    """Dagu 1.2x README: `steps: ["echo hello", …]`, with no `type` (a chain by default)."""
+    dag = _dag('steps:\n  - echo "Hello, dagu!"\n  - echo second\n')
+    assert dag.type == "chain"
+    assert dag.step("cmd_1").work == Shell(('echo "Hello, dagu!"',))
+    assert _deps(dag) == {"cmd_1": (), "cmd_2": ("cmd_1",)}
+
+
+def test_nested_lists_are_parallel_groups_of_a_chain() -> None:
+    dag = _dag(
+        "steps:\n  - echo a\n  - - echo b\n    - name: c\n      command: echo c\n  - echo d\n"
+    )
+    assert _deps(dag) == {
+        "cmd_1": (),
+        "cmd_2": ("cmd_1",),
+        "c": ("cmd_1",),
+        "cmd_4": ("cmd_2", "c"),
+    }
+
+
+def test_steps_as_a_mapping_take_their_names_from_the_keys() -> None:
+    """Dagu 1.16's README form; the key wins over a `name` inside."""
+    dag = _dag(
+        "steps:\n  step1:\n    command: echo hello\n  step2:\n    name: ignored\n"
+        "    command: echo bye\n    depends: step1\n"
+    )
+    assert _deps(dag) == {"step1": (), "step2": ("step1",)}
+    assert dag.type == "graph"
+
+
+def test_default_type_is_a_chain_unless_a_step_declares_depends() -> None:
+    """Dagu 1.17 to 2.9 default to `chain` (2.10 to `graph`): a file whose steps declare no
+    `depends` was written for the chain; one that declares them reads the same as a graph."""
+    plain = "steps:\n  - name: a\n    command: x\n  - name: b\n    command: y\n"
+    assert _deps(_dag(plain)) == {"a": (), "b": ("a",)}
+    assert _deps(_dag("type: graph\n" + plain)) == {"a": (), "b": ()}
+    mixed = plain + "  - name: c\n    command: z\n    depends: a\n"
+    assert _deps(_dag(mixed)) == {"a": (), "b": (), "c": ("a",)}
+    assert _dag(mixed).type == "graph"
+
+
+def test_older_spellings_of_preconditions() -> None:
+    dag = _dag(
+        "steps:\n  - name: a\n    command: x\n    precondition: test -f x\n"
+        "  - name: b\n    command: y\n    preconditions:\n      - command: test -d /\n"
+    )
+    assert dag.step("a").preconditions == (Precondition("test -f x"),)
+    assert dag.step("b").preconditions == (Precondition("test -d /"),)
