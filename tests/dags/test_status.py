@@ -48,7 +48,8 @@ async def test_statuses_through_an_approval(start: Start, tmp_path: Path) -> Non
 
 
 async def test_rejected_run_and_step_are_8(start: Start, tmp_path: Path) -> None:
-    """Reject: the run and the gate step are `rejected` (8); the reason is kept."""
+    """Reject: the run and the gate step are `rejected` (8); the reason is kept; the step
+    behind the gate is `aborted` (Dagu's scheduler: a rejected dependency aborts)."""
     async with start(gated_app(tmp_path / "log")) as rt:
         run = (await rt.ops.start("gated", {})).execution.id
         gate = await parked_on(rt, run, "approval", "publish")
@@ -57,11 +58,12 @@ async def test_rejected_run_and_step_are_8(start: Start, tmp_path: Path) -> None
         detail = dag_status(row, await rt.ops.steps(run))
     assert (detail.status, detail.status_label) == (8, "rejected")
     assert labels(detail)["publish"] == (8, "rejected")
-    assert labels(detail)["after"] == (0, "not_started")
+    assert labels(detail)["after"] == (3, "aborted")  # Dagu: "upstream rejected"
 
 
 async def test_failed_skipped_and_partial_statuses(start: Start) -> None:
-    """A failure is 2 (its error kept), a skipped step 5, a continueOn run 6."""
+    """A failure is 2 (its error kept), a skipped step 5, a continueOn run 6; a step behind
+    a failure is aborted, 3 ("upstream failed", as Dagu's scheduler marks it)."""
     app = App()
     app.dag(
         """
@@ -96,4 +98,5 @@ steps:
     assert (hard_detail.status, hard_detail.status_label) == (2, "failed")
     x = hard_detail.steps[0]
     assert (x.status, x.exit_code, x.error) == (2, 1, "exit status 1")
-    assert labels(hard_detail)["y"] == (0, "not_started")
+    y = hard_detail.steps[1]
+    assert (y.status, y.status_label, y.error) == (3, "aborted", "upstream failed")  # Dagu

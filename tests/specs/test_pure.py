@@ -49,6 +49,16 @@ def test_substitute_replaces_a_known_name(name: str, value: str) -> None:
     assert substitute("<${" + name + "}>", {name: value}) == f"<{value}>"
 
 
+def test_substitute_reads_json_paths() -> None:
+    """Older Dagu's `${NAME.path}` JSON references (README: `${INPUT.name}`); a name that is
+    unset, not JSON or without the path stays as written."""
+    scope = {"J": '{"name": "John", "age": 30, "f": 1.5, "l": [1, {"a": true}]}', "X": "x"}
+    text = "${J.name} ${J.age} ${J.f} ${J.l[1].a} ${J.l} ${J.nope} ${X.y} ${NONE.a} ${X}"
+    assert substitute(text, scope) == (
+        'John 30 1.5 true [1, {"a": true}] ${J.nope} ${X.y} ${NONE.a} x'
+    )
+
+
 def test_bind_params_overrides_by_name_and_position() -> None:
     declared = (Param(1, None, "a"), Param(2, "N", "n"), Param(3, None, "c"))
     assert bind_params(declared) == (("a", "n", "c"), {"N": "n"})

@@ -29,8 +29,14 @@ from tether.runtime.context import Context
 from tether.runtime.dag import gates
 from tether.runtime.dag.replay import apply_call, child_result, fold, parse_snapshot
 from tether.runtime.dag.state import DagState
-from tether.runtime.dag.work import Actions, StepInput, run_work
-from tether.runtime.errors import Rejected
+from tether.runtime.dag.work import (
+    Actions,
+    StepInput,
+    evaluate_dynamic,
+    has_command_substitution,
+    run_work,
+)
+from tether.runtime.errors import Rejected, StepFailed
 from tether.runtime.signals import Park
 from tether.specs.dag import (
     Action,
@@ -114,7 +120,15 @@ async def run_dag(ctx: Context, host: DagHost, name: str, inp: DagInput) -> dict
         positional, named = bind_params(dag.params, split_params(inp.params))
     except ValueError as exc:
         raise DagFailed(str(exc)) from exc
-    run = _Run(ctx, host, dag, DagState(dag), positional, named)
+    env_values = None
+    texts = [*positional, *(v.value for v in dag.env)]
+    if has_command_substitution(texts):
+        try:
+            done = await ctx.step(evaluate_dynamic, positional, named, dag.env, name="dag:eval")
+        except StepFailed as exc:
+            raise DagFailed(f"evaluating params and env: {exc}") from exc
+        positional, named, env_values = done["positional"], done["named"], done["env"]
+    run = _Run(ctx, host, dag, DagState(dag), positional, named, env_values)
     run.state.inherit(snap.get("inherit") or {})
     run.state.attempts.append((await ctx.uuid()).hex[:6])
     while not run.state.rejected() and (wave := run.state.ready()):
@@ -142,13 +156,17 @@ class _Run:
     state: DagState
     positional: Sequence[str]
     named: Mapping[str, str]
+    # The DAG's env as `dag:eval` recorded it (when it ran commands), else evaluated below.
+    env_values: Mapping[str, str] | None = None
     # The process env, the run's parameters and the DAG's env, evaluated once a claim (the
     # same for every step); each step layers its upstream outputs and run values over it.
     base: Mapping[str, str] | None = None
 
     def given(self, name: str) -> StepInput:
         if self.base is None:
-            self.base = step_scope(os.environ, self.named, self.dag.env, positional=self.positional)
+            env = self.dag.env if self.env_values is None else ()
+            base = step_scope(os.environ, self.named, env, positional=self.positional)
+            self.base = {**base, **(self.env_values or {})}
         scope = step_scope(
             self.base,
             {},

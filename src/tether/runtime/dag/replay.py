@@ -57,7 +57,7 @@ def fold(records: Sequence[StepRecord]) -> tuple[DagState | None, set[str]]:
         elif rec.kind == "wait" and not rec.done:
             open_waits.add(_step_name(state.dag, kind, subject, children))
         elif rec.kind == "step" and kind == "node" and rec.done:
-            state.record_work(subject, rec.result["value"])
+            state.record_work(subject, _work_value(rec.result))
         elif rec.kind == "transaction" and kind == "call" and rec.done:
             apply_call(state, subject, rec.result["value"])
             if "child" in rec.result["value"]:
@@ -65,6 +65,17 @@ def fold(records: Sequence[StepRecord]) -> tuple[DagState | None, set[str]]:
         elif rec.kind == "wait" and rec.done:
             _apply_wait(state, kind, subject, rec.result["answers"][rec.name], children)
     return state, open_waits
+
+
+def _work_value(result: Mapping[str, Any]) -> dict[str, Any]:
+    """A node's recorded work result; a step that raised (its error recorded, no value) reads
+    as a failed step, so a reader still sees the run."""
+    if "value" in result:
+        return dict(result["value"])
+    error = result.get("error")
+    if isinstance(error, dict):
+        return {"status": "failed", "error": f"{error.get('type')}: {error.get('message')}"}
+    return {"status": "failed", "error": str(error)}
 
 
 def _step_name(dag: DagSpec, kind: str, subject: str, children: Mapping[str, str]) -> str:

@@ -29,6 +29,13 @@ NodeStatus = Literal[
 ]
 #: A dependency in one of these lets its dependents run (continueOn decides the rest).
 _DONE: Final = frozenset({"succeeded", "failed", "skipped", "partially_succeeded"})
+#: A dependency that ended this way (without continueOn) aborts its dependents (Dagu).
+_UPSTREAM: Final = {
+    "failed": "upstream failed",
+    "aborted": "upstream aborted",
+    "rejected": "upstream rejected",
+}
+_BLOCKING: Final = frozenset(_UPSTREAM)
 
 
 @dataclass
@@ -73,9 +80,11 @@ class DagState:
 
     def ready(self) -> list[str]:
         """Steps that may run now, in the DAG's order: not started (or retrying) and every
-        dependency done in a way that lets it go on. On the way it skips every not-started
-        step with a dependency skipped without `continueOn.skipped` (Dagu: a skipped step's
-        dependents are skipped too); one pass in the DAG's order, dependencies first."""
+        dependency done in a way that lets it go on. On the way it settles what can never
+        run, as Dagu's scheduler does (`isReady`): a not-started step with a dependency
+        skipped without `continueOn.skipped` is skipped; one with a dependency failed
+        without continueOn, aborted or rejected is aborted ("upstream failed"). One pass in
+        the DAG's order, dependencies first."""
         out = []
         nodes = self.nodes
         for name, deps in self._deps:
@@ -85,10 +94,16 @@ class DagState:
             go = True
             for dep_name in deps:
                 dep = nodes[dep_name]
-                if node.status == "not_started" and dep.status == "skipped" and not dep.continued:
-                    node.status = "skipped"  # as `settle` does
-                    go = False
-                    break
+                if node.status == "not_started" and not dep.continued:
+                    if dep.status == "skipped":
+                        node.status = "skipped"
+                        go = False
+                        break
+                    if dep.status in _BLOCKING:
+                        node.status = "aborted"
+                        node.result = {"error": _UPSTREAM[dep.status]}
+                        go = False
+                        break
                 go = go and _lets_go_on(dep)
             if go:
                 out.append(name)

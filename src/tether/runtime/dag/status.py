@@ -117,7 +117,10 @@ def _run_label(row: ExecutionRow, state: DagState | None) -> str:
 
 def _steps(row: ExecutionRow, state: DagState, open_waits: set[str]) -> tuple[StepDetail, ...]:
     live = row.status in ("pending", "running", "waiting")
-    ready = set(state.ready()) if live and row.status != "waiting" else set()
+    # `ready` also marks the steps behind a skipped step skipped (as the interpreter did when
+    # it ran), which the recorded results alone do not say: call it for an ended run too.
+    can_run = set(state.ready())
+    ready = can_run if live and row.status != "waiting" else set()
     out = []
     for name in state.dag.order:
         node, step = state.nodes[name], state.by_name[name]
@@ -137,7 +140,7 @@ def _steps(row: ExecutionRow, state: DagState, open_waits: set[str]) -> tuple[St
                 id=step.id,
                 status=STEP_STATUSES[label],
                 status_label=label,
-                error=result.get("error") if node.status in ("failed", "retrying") else None,
+                error=result.get("error") if label in ("failed", "retrying", "aborted") else None,
                 retry_count=node.retries,
                 exit_code=result.get("exit_code"),
                 stdout=result.get("stdout", ""),

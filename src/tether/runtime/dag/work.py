@@ -7,15 +7,17 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from tether.runtime.dag.shell import ShellResult, argv_for, run_command, run_script
-from tether.specs.dag import Action, Precondition, Shell, Step, substitute
+from tether.specs.dag import Action, EnvVar, Precondition, Shell, Step, substitute
 
 Actions = Mapping[str, Callable[..., Any]]
+_BACKTICKS: Final = re.compile(r"`([^`]+)`")
 
 
 @dataclass(frozen=True)
@@ -44,10 +46,18 @@ async def run_work(step: Step, given: StepInput, actions: Actions) -> dict[str, 
 
 
 async def _shell(step: Step, work: Shell, given: StepInput) -> dict[str, Any]:
-    env = dict(given.scope)
+    try:
+        results = await _run_shell(step, work, given)
+    except OSError as exc:  # the shell, interpreter or `dir` is missing: the step fails (Dagu)
+        return {"status": "failed", "error": f"cannot start the command: {exc}"}
+    return _shell_result(step, results)
+
+
+async def _run_shell(step: Step, work: Shell, given: StepInput) -> list[ShellResult]:
     cwd = given.expand(work.dir) if work.dir else None
     timeout = float(step.timeout_sec) if step.timeout_sec else None
     results: list[ShellResult] = []
+    env = dict(given.scope)
     if work.script is not None:
         interpreter = work.commands[0] if work.commands else (work.shell or "sh")
         script = given.expand(work.script)
@@ -59,6 +69,10 @@ async def _shell(step: Step, work: Shell, given: StepInput) -> dict[str, Any]:
             results.append(res)
             if res.exit_code != 0:
                 break
+    return results
+
+
+def _shell_result(step: Step, results: list[ShellResult]) -> dict[str, Any]:
     last = results[-1]
     stdout = "".join(r.stdout for r in results)
     stderr = "".join(r.stderr for r in results)
@@ -135,6 +149,43 @@ async def _holds(cond: Precondition, given: StepInput) -> bool:
         else:
             held = actual == expected
     return held != cond.negate
+
+
+def has_command_substitution(texts: Sequence[str]) -> bool:
+    """Whether any of `texts` holds a backtick command (Dagu runs these in params and env)."""
+    return any(_BACKTICKS.search(t) for t in texts)
+
+
+async def evaluate_dynamic(
+    positional: Sequence[str], named: Mapping[str, str], env: Sequence[EnvVar]
+) -> dict[str, Any]:
+    """Dagu's command substitution in parameter values and `env` values, once per run (the
+    caller records the result as a durable step): each `` `cmd` `` is replaced by the trimmed
+    stdout of `sh -c cmd`. Env entries are evaluated top to bottom, `${NAME}` first, each
+    command seeing the entries before it. A command that fails fails the run (Dagu refuses
+    to load the DAG)."""
+    done: dict[str, str] = {}
+    for value in {*positional, *named.values()}:
+        done[value] = await _substitute_commands(value, os.environ)
+    params = {k: done[v] for k, v in named.items()}
+    scope = {**os.environ, **params}
+    values = [done[v] for v in positional]
+    env_values: dict[str, str] = {}
+    for var in env:
+        value = await _substitute_commands(substitute(var.value, scope, values), scope)
+        scope[var.name] = env_values[var.name] = value
+    return {"positional": values, "named": params, "env": env_values}
+
+
+async def _substitute_commands(text: str, env: Mapping[str, str]) -> str:
+    out, last = [], 0
+    for match in _BACKTICKS.finditer(text):
+        res = await run_command(argv_for(match[1], None), env=env)
+        if res.exit_code != 0:
+            raise ValueError(f"command substitution `{match[1]}` exited {res.exit_code}")
+        out += [text[last : match.start()], res.stdout.strip()]
+        last = match.end()
+    return "".join([*out, text[last:]])
 
 
 async def _evaluate(text: str, given: StepInput) -> str:

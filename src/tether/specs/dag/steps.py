@@ -194,6 +194,8 @@ def _work(fields: Fields, at: At, step_id: str | None, handler: bool) -> tuple[W
 
 def _shell(fields: Fields) -> Shell:
     command, script = fields.take("command"), fields.take("script")
+    if command and not any(c.strip() for c in strings(*command, allow_scalars=True)):
+        command[1].fail("must not be empty")
     shell, workdir = fields.take("shell"), fields.take("dir", "workingDir", "working_dir")
     return Shell(
         commands=strings(*command, allow_scalars=True) if command else (),

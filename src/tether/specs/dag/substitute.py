@@ -9,21 +9,25 @@ Sources, lowest to highest precedence (Dagu spec 006, without dotenv and secrets
      `output_order` so a later-visited predecessor wins
   6. run values set by the runtime (DAG_RUN_ID, DAG_PUSHBACK_ITERATION, DAG_PUSHBACK …)
 A reference to a missing name is left as written (the shell may still expand it).
+`${NAME.key[0].sub}` reads a path in NAME's JSON value (older Dagu's JSON references).
 `${steps.<id>.outputs.<field>}` reads a human task's published outputs.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Final
+from typing import Any, Final
 
 from tether.specs.dag.model import EnvVar, Param
 
 _REF: Final = re.compile(
     r"\$\{(?:steps\.(?P<step>[A-Za-z0-9_-]+)\.outputs\.(?P<field>[A-Za-z][A-Za-z0-9_]*)"
-    r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<pos>[1-9][0-9]*))\}|\$(?P<bare>[1-9])(?![0-9])"
+    r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?P<path>(?:\.[A-Za-z0-9_-]+|\[[0-9]+\])*)"
+    r"|(?P<pos>[1-9][0-9]*))\}|\$(?P<bare>[1-9])(?![0-9])"
 )
+_PATH_PART: Final = re.compile(r"\.([A-Za-z0-9_-]+)|\[([0-9]+)\]")
 
 
 def substitute(
@@ -36,6 +40,8 @@ def substitute(
 
     def replace(match: re.Match[str]) -> str:
         if match["name"] is not None:
+            if match["path"]:
+                return _json_path(scope.get(match["name"]), match["path"]) or match[0]
             return scope.get(match["name"], match[0])
         if match["step"] is not None:
             return (step_outputs or {}).get(match["step"], {}).get(match["field"], match[0])
@@ -43,6 +49,31 @@ def substitute(
         return positional[index] if index < len(positional) else match[0]
 
     return _REF.sub(replace, text)
+
+
+def _json_path(text: str | None, path: str) -> str | None:
+    """`${NAME.a.b[0]}`: the value at `path` in NAME's JSON text (Dagu's JSON references),
+    or None (the reference stays as written) when NAME is unset, not JSON, or lacks the path.
+    Strings are inserted bare, numbers as Go prints them (`30`, `1.5`), the rest as JSON."""
+    if text is None:
+        return None
+    try:
+        value: Any = json.loads(text)
+    except ValueError:
+        return None
+    for part in _PATH_PART.finditer(path):
+        key, index = part.groups()
+        if key is not None and isinstance(value, dict) and key in value:
+            value = value[key]
+        elif index is not None and isinstance(value, list) and int(index) < len(value):
+            value = value[int(index)]
+        else:
+            return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    return json.dumps(value)
 
 
 def bind_params(

@@ -1,0 +1,95 @@
+"""Dagu semantics found by running Dagu's own example DAGs against Tether (each check failed
+before its fix): a missing shell fails its step, not the run's machinery; a skipped step's
+chain successor reads `skipped`, a failed one's `aborted`; `${VAR.path}` JSON references;
+backtick commands in params and env; unnamed string steps run as a chain."""
+
+from __future__ import annotations
+
+import pytest
+
+from tether.runtime.dag.status import dag_status
+from tether.runtime.registry import App
+
+from .conftest import Start
+from .test_run import node_results, run_to_end
+
+pytestmark = pytest.mark.postgres
+
+DAGS = {
+    "noshell": """
+steps:
+  - name: zsh
+    shell: /nonexistent/zsh
+    command: echo hi
+  - name: after
+    command: echo after
+handlerOn:
+  failure:
+    command: echo handled
+""",
+    "skipchain": """
+steps:
+  - command: echo a
+  - command: echo b
+    preconditions:
+      - condition: "${FEATURE}"
+        expected: "on"
+  - command: echo c
+""",
+    "jsonref": """
+params:
+  - INPUT: '{"name": "John", "age": 30, "tags": ["x", "y"]}'
+steps:
+  - name: config
+    command: |
+      echo '{"port": 8080, "host": "localhost"}'
+    output: CONFIG
+  - name: use
+    command: echo "${INPUT.name} ${INPUT.age} ${INPUT.tags[1]} ${CONFIG.host}:${CONFIG.port}"
+    depends: config
+""",
+    "backticks": """
+params:
+  - BAR: "`echo 2`"
+env:
+  - TODAY: "`printf hi`"
+  - B: "${TODAY}-x"
+steps:
+  - echo $TODAY $B $BAR ${BAR}
+""",
+    "unnamed": """
+steps:
+  - command: echo one
+    output: X
+  - echo got $X
+""",
+}
+
+
+async def test_dagu_examples_semantics(start: Start) -> None:
+    app = App()
+    for name, text in DAGS.items():
+        app.dag(f"name: {name}\n{text}")
+    async with start(app) as rt:
+        rows = {name: await run_to_end(rt, name) for name in DAGS}
+        steps = {name: await rt.ops.steps(row.id) for name, row in rows.items()}
+    details = {name: dag_status(rows[name], steps[name]) for name in DAGS}
+    labels = {n: {s.name: s.status_label for s in d.steps} for n, d in details.items()}
+    stdout = {n: {k: v.get("stdout") for k, v in node_results(s).items()} for n, s in steps.items()}
+
+    # A shell that cannot start fails the step (Dagu), the run goes on to its failure handler;
+    # the next step of the chain is aborted, "upstream failed" (Dagu's scheduler).
+    assert details["noshell"].status_label == "failed"
+    assert labels["noshell"] == {"zsh": "failed", "after": "aborted"}
+    assert details["noshell"].steps[1].error == "upstream failed"
+    assert "cannot start the command" in (details["noshell"].steps[0].error or "")
+    handler = next(r for r in steps["noshell"] if r.name == "handler:failure")
+    assert handler.result["value"]["stdout"] == "handled\n"
+
+    # A skipped step's chain successor is skipped too, in the read model of the ended run.
+    assert labels["skipchain"] == {"cmd_1": "succeeded", "cmd_2": "skipped", "cmd_3": "skipped"}
+    assert details["skipchain"].status_label == "succeeded"
+
+    assert stdout["jsonref"]["use"] == "John 30 y localhost:8080\n"
+    assert stdout["backticks"]["cmd_1"] == "hi hi-x 2 2\n"
+    assert stdout["unnamed"] == {"cmd_1": "one\n", "cmd_2": "got one\n"}
