@@ -74,7 +74,10 @@ def build_app(steps: int, width: int, shell_steps: int, command: str) -> App:
     app.dag(f"name: chain\ntype: chain\nsteps:\n{chain}\n")
     fan = "\n".join(f"  - name: f{i}\n    run: noop" for i in range(width))
     app.dag(f"name: fanout\ntype: graph\nsteps:\n{fan}\n")
-    shell = "\n".join(f"  - name: c{i}\n    command: {command!r}" for i in range(shell_steps))
+    # `shell: sh`: the same shell as the subprocess.run loop (a DAG's default is `$SHELL -e`)
+    shell = "\n".join(
+        f"  - name: c{i}\n    shell: sh\n    command: {command!r}" for i in range(shell_steps)
+    )
     app.dag(f"name: shell\ntype: chain\nsteps:\n{shell}\n")
 
     @app.workflow(name="chain_plain")

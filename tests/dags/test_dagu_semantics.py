@@ -1,7 +1,9 @@
 """Dagu semantics found by running Dagu's own example DAGs against Tether (each check failed
 before its fix): a missing shell fails its step, not the run's machinery; a skipped step's
 chain successor reads `skipped`, a failed one's `aborted`; `${VAR.path}` JSON references;
-backtick commands in params and env; unnamed string steps run as a chain."""
+backtick commands in params and env; unnamed string steps run as a chain; outputs are
+trimmed of spaces and published by a failed step too; the default shell is `$SHELL -e`
+and a script's shebang line chooses its interpreter."""
 
 from __future__ import annotations
 
@@ -57,6 +59,38 @@ env:
 steps:
   - echo $TODAY $B $BAR ${BAR}
 """,
+    "outputs": """
+steps:
+  - name: spaced
+    command: printf '  42  \\n'
+    output: N
+  - name: soft
+    command: echo partial; exit 3
+    output: P
+    continueOn: {failure: true}
+  - name: use
+    command: echo "[$N] got $P"
+    depends: [spaced, soft]
+""",
+    "errexit": """
+steps:
+  - command: |
+      false
+      echo after
+""",
+    "shells": """
+type: graph
+steps:
+  - name: braces
+    command: echo {1..3}
+  - name: shebang
+    script: |
+      #!/usr/bin/env python3
+      print(6 * 7)
+  - name: explicit
+    shell: sh
+    command: false; echo explicit shells get no -e
+""",
     "unnamed": """
 steps:
   - command: echo one
@@ -66,7 +100,8 @@ steps:
 }
 
 
-async def test_dagu_examples_semantics(start: Start) -> None:
+async def test_dagu_examples_semantics(start: Start, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SHELL", "/bin/bash")  # Dagu's default shell is $SHELL, with -e
     app = App()
     for name, text in DAGS.items():
         app.dag(f"name: {name}\n{text}")
@@ -92,4 +127,15 @@ async def test_dagu_examples_semantics(start: Start) -> None:
 
     assert stdout["jsonref"]["use"] == "John 30 y localhost:8080\n"
     assert stdout["backticks"]["cmd_1"] == "hi hi-x 2 2\n"
+    # The default shell is $SHELL -e: a failing line fails the step; bash-isms work; a
+    # script's shebang picks its interpreter; a step's own `shell` gets no -e.
+    assert labels["errexit"] == {"cmd_1": "failed"}
+    assert stdout["shells"] == {
+        "braces": "1 2 3\n",
+        "shebang": "42\n",
+        "explicit": "explicit shells get no -e\n",
+    }
+
+    # Dagu publishes TrimSpace'd stdout, and a failed command's output too.
+    assert stdout["outputs"]["use"] == "[42] got partial\n"
     assert stdout["unnamed"] == {"cmd_1": "one\n", "cmd_2": "got one\n"}

@@ -127,10 +127,10 @@ class DagState:
         if status == "skipped":
             node.continued = step.continue_on.skipped
         node.status = status
-        if status == "succeeded":
+        if status in ("succeeded", "failed"):  # Dagu sets a failed command's output too
             node.outputs = dict(result.get("outputs") or {})
-            if step.approval is not None:
-                node.status = "waiting"
+        if status == "succeeded" and step.approval is not None:
+            node.status = "waiting"
 
     def record_child(self, name: str, child_id: str) -> None:
         self.nodes[name].child_id = child_id

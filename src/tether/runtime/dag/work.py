@@ -18,6 +18,7 @@ from tether.specs.dag import Action, EnvVar, Precondition, Shell, Step, substitu
 
 Actions = Mapping[str, Callable[..., Any]]
 _BACKTICKS: Final = re.compile(r"`([^`]+)`")
+_UNIX_SHELLS: Final = frozenset({"sh", "bash", "zsh", "ksh", "ash", "dash"})
 
 
 @dataclass(frozen=True)
@@ -58,18 +59,35 @@ async def _run_shell(step: Step, work: Shell, given: StepInput) -> list[ShellRes
     timeout = float(step.timeout_sec) if step.timeout_sec else None
     results: list[ShellResult] = []
     env = dict(given.scope)
+    shell = work.shell or default_shell()
     if work.script is not None:
-        interpreter = work.commands[0] if work.commands else (work.shell or "sh")
         script = given.expand(work.script)
+        interpreter = work.commands[0] if work.commands else _shebang(script, work) or shell
         results.append(await run_script(script, interpreter, env=env, cwd=cwd, timeout=timeout))
     else:
         for command in work.commands:
-            argv = argv_for(given.expand(command), work.shell)
+            argv = argv_for(given.expand(command), shell)
             res = await run_command(argv, env=env, cwd=cwd, timeout=timeout)
             results.append(res)
             if res.exit_code != 0:
                 break
     return results
+
+
+def default_shell() -> str:
+    """Dagu's shell for a step that names none: `$SHELL` (else `sh`), with `-e` (errexit)
+    added for a Unix-like shell (Dagu specs 014/015), so a failing line of a multi-line
+    command fails the step."""
+    shell = os.environ.get("SHELL", "").strip() or "sh"
+    name = os.path.basename(shell.split()[0])
+    return f"{shell} -e" if name in _UNIX_SHELLS and "-e" not in shell.split() else shell
+
+
+def _shebang(script: str, work: Shell) -> str | None:
+    """A script's `#!` interpreter, used when the step names no shell (Dagu spec 015)."""
+    if work.shell is None and script.startswith("#!"):
+        return script[2:].partition("\n")[0].strip() or None
+    return None
 
 
 def _shell_result(step: Step, results: list[ShellResult]) -> dict[str, Any]:
@@ -88,8 +106,8 @@ def _shell_result(step: Step, results: list[ShellResult]) -> dict[str, Any]:
         out["error"] = f"timed out after {step.timeout_sec}s (process group killed)"
     elif not ok:
         out["error"] = f"exit status {last.exit_code}"
-    if ok and step.output:
-        out["outputs"] = {step.output: stdout.rstrip("\n")}
+    if step.output:  # Dagu: TrimSpace'd stdout, published whether or not the command failed
+        out["outputs"] = {step.output: stdout.strip()}
     return out
 
 
