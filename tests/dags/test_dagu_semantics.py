@@ -3,9 +3,11 @@ before its fix): a missing shell fails its step, not the run's machinery; a skip
 chain successor reads `skipped`, a failed one's `aborted`; `${VAR.path}` JSON references;
 backtick commands in params and env; unnamed string steps run as a chain; outputs are
 trimmed of spaces and published by a failed step too; the default shell is `$SHELL -e`
-and a script's shebang line chooses its interpreter."""
+and a script's shebang line chooses its interpreter; a file's steps run in its directory."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -100,15 +102,24 @@ steps:
 }
 
 
-async def test_dagu_examples_semantics(start: Start, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_dagu_examples_semantics(
+    start: Start, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("SHELL", "/bin/bash")  # Dagu's default shell is $SHELL, with -e
     app = App()
     for name, text in DAGS.items():
         app.dag(f"name: {name}\n{text}")
+    # A file's steps run in the file's directory; a relative `dir` is taken from there.
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "data.txt").write_text("beside the DAG\n")
+    (tmp_path / "files.yaml").write_text(
+        "steps:\n  - cat data.txt\n  - name: sub\n    dir: sub\n    command: basename $PWD\n"
+    )
+    app.dag(tmp_path / "files.yaml")
     async with start(app) as rt:
-        rows = {name: await run_to_end(rt, name) for name in DAGS}
+        rows = {name: await run_to_end(rt, name) for name in [*DAGS, "files"]}
         steps = {name: await rt.ops.steps(row.id) for name, row in rows.items()}
-    details = {name: dag_status(rows[name], steps[name]) for name in DAGS}
+    details = {name: dag_status(rows[name], steps[name]) for name in rows}
     labels = {n: {s.name: s.status_label for s in d.steps} for n, d in details.items()}
     stdout = {n: {k: v.get("stdout") for k, v in node_results(s).items()} for n, s in steps.items()}
 
@@ -135,6 +146,8 @@ async def test_dagu_examples_semantics(start: Start, monkeypatch: pytest.MonkeyP
         "shebang": "42\n",
         "explicit": "explicit shells get no -e\n",
     }
+
+    assert stdout["files"] == {"cmd_1": "beside the DAG\n", "sub": "sub\n"}
 
     # Dagu publishes TrimSpace'd stdout, and a failed command's output too.
     assert stdout["outputs"]["use"] == "[42] got partial\n"

@@ -49,6 +49,7 @@ from tether.specs.dag import (
     retry_delay,
     step_scope,
 )
+from tether.specs.dag.loader import INLINE
 from tether.specs.dag.model import HandlerEvent
 from tether.storage import children, repo
 
@@ -177,7 +178,7 @@ class _Run:
             if name in self.state.nodes
             else {"DAG_NAME": self.dag.name, "DAG_RUN_ID": self.ctx.business_id},
         )
-        return StepInput(scope, self.positional, self.state.task_outputs())
+        return StepInput(scope, self.positional, self.state.task_outputs(), _workdir(self.dag))
 
     async def wave(self, wave: list[str]) -> None:
         delays = [
@@ -298,6 +299,11 @@ class _Run:
             )
             ok = ok and result["status"] != "failed"
         return ok
+
+
+def _workdir(dag: DagSpec) -> str | None:
+    """Dagu runs a file's steps in the file's directory (an inline spec: the worker's)."""
+    return os.path.dirname(os.path.abspath(dag.file)) if dag.file != INLINE else None
 
 
 def _running(run: _Run, step: Step) -> bool:

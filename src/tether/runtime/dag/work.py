@@ -28,6 +28,7 @@ class StepInput:
     scope: Mapping[str, str]
     positional: Sequence[str]
     task_outputs: Mapping[str, Mapping[str, str]]
+    workdir: str | None = None  # the DAG file's directory (Dagu's default working directory)
 
     def expand(self, text: str) -> str:
         return substitute(text, self.scope, self.positional, self.task_outputs)
@@ -55,7 +56,7 @@ async def _shell(step: Step, work: Shell, given: StepInput) -> dict[str, Any]:
 
 
 async def _run_shell(step: Step, work: Shell, given: StepInput) -> list[ShellResult]:
-    cwd = given.expand(work.dir) if work.dir else None
+    cwd = os.path.join(given.workdir or "", given.expand(work.dir)) if work.dir else given.workdir
     timeout = float(step.timeout_sec) if step.timeout_sec else None
     results: list[ShellResult] = []
     env = dict(given.scope)
@@ -157,7 +158,8 @@ async def _holds(cond: Precondition, given: StepInput) -> bool:
     """A command precondition holds when it exits 0; a comparison when the expanded
     condition equals `expected` (or matches `re:…`); `negate` inverts either."""
     if cond.expected is None:
-        res = await run_command(argv_for(given.expand(cond.condition), None), env=given.scope)
+        argv = argv_for(given.expand(cond.condition), None)
+        res = await run_command(argv, env=given.scope, cwd=given.workdir)
         held = res.exit_code == 0
     else:
         actual = await _evaluate(given.expand(cond.condition), given)
@@ -211,5 +213,6 @@ async def _evaluate(text: str, given: StepInput) -> str:
     if "`" not in text and "$" not in text:
         return text
     quoted = text.replace("\\", "\\\\").replace('"', '\\"')
-    res = await run_command(argv_for(f'printf %s "{quoted}"', None), env=given.scope)
+    argv = argv_for(f'printf %s "{quoted}"', None)
+    res = await run_command(argv, env=given.scope, cwd=given.workdir)
     return res.stdout
