@@ -4,7 +4,12 @@ groups in a chain, the default `type`, and older spellings. Each row failed to l
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
+from tether.runtime.scheduler import due_ticks, next_tick
 from tether.specs.dag import DagSpec, Precondition, Shell, load_string
+
+PLAIN = "steps:\n  - name: a\n    command: x\n"
 
 
 def _dag(text: str) -> DagSpec:
@@ -77,3 +82,15 @@ def test_older_spellings_of_preconditions() -> None:
     )
     assert dag.step("a").preconditions == (Precondition("test -f x"),)
     assert dag.step("b").preconditions == (Precondition("test -d /"),)
+
+
+def test_schedules_in_a_time_zone() -> None:
+    """Dagu's cron library reads `CRON_TZ=<zone> ` (or `TZ=`): the fields are in that zone."""
+    dag = _dag("schedule: ['CRON_TZ=Asia/Tokyo 5 9 * * *', 'TZ=UTC @daily']\n" + PLAIN)
+    assert [s.cron for s in dag.schedules] == [
+        "CRON_TZ=Asia/Tokyo 5 9 * * *",
+        "CRON_TZ=UTC 0 0 * * *",
+    ]
+    tick = next_tick(dag.schedules[0].cron, datetime(2026, 1, 1, tzinfo=UTC))
+    assert tick == datetime(2026, 1, 1, 0, 5, tzinfo=UTC)  # 09:05 in Tokyo
+    assert due_ticks(dag.schedules[0].cron, tick - timedelta(days=1), tick) == [tick]

@@ -162,6 +162,7 @@ INVALID: list[tuple[str, type[DagSpecError], str, int]] = [
     ("schedule: '61 * * * *'\n" + S, InvalidValue, "schedule", 1),
     ("schedule:\n  - '0 * * * *'\n  - nonsense\n" + S, InvalidValue, "schedule", 3),
     ("schedule: {start: '0 * * * *'}\n" + S, InvalidValue, "schedule", 1),
+    ("schedule: 'CRON_TZ=Mars/Olympus 0 * * * *'\n" + S, InvalidValue, "schedule", 1),
     ("labels: 'Bad Key!=x'\n" + S, InvalidValue, "labels", 1),
     ("labels: [ok, '-bad']\n" + S, InvalidValue, "labels", 1),
     ("env: ['NOEQUALS']\n" + S, InvalidValue, "env", 1),

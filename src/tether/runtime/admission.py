@@ -14,11 +14,12 @@ labels — spec/DAGU-RUN-MODEL.md §6). Pure: parsing and validation, no I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from types import MappingProxyType
 from typing import Any, Final
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import orjson
 from cronsim import CronSim, CronSimError
@@ -216,10 +217,30 @@ def workflow_options(
     crons = (schedule,) if isinstance(schedule, str) else tuple(schedule or ())
     for expr in crons:
         try:
-            CronSim(expr, datetime.now(UTC))
-        except CronSimError as exc:
+            next(cron_sim(expr, datetime.now(UTC)))
+        except (CronSimError, ValueError) as exc:
             raise ValueError(f"workflow {workflow!r}: invalid schedule {expr!r}: {exc}") from None
     return WorkflowRules(queue, max_active_runs, MappingProxyType(parsed), crons)
+
+
+def cron_sim(expr: str, start: datetime, *, reverse: bool = False) -> Iterator[datetime]:
+    """The ticks of cron `expr` after (or, `reverse`, before) `start`, as UTC datetimes. A
+    `CRON_TZ=<zone> ` (or `TZ=<zone> `) prefix, as Dagu's cron library reads it, takes the
+    five fields in that IANA zone; without one they are UTC.
+
+    Raises:
+        ValueError: an unknown zone (CronSimError, a ValueError, for a bad expression).
+    """
+    zone: tzinfo = UTC
+    head, _, rest = expr.strip().partition(" ")
+    if head.startswith(("CRON_TZ=", "TZ=")):
+        try:
+            zone = ZoneInfo(head.partition("=")[2])
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"unknown time zone in {head!r}") from exc
+        expr = rest
+    for tick in CronSim(expr, start.astimezone(zone), reverse=reverse):
+        yield tick.astimezone(UTC)
 
 
 def merge_params(profile: Profile, value: Any) -> Any:

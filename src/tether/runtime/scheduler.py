@@ -1,4 +1,5 @@
-"""Cron schedules: `@app.workflow(schedule="*/5 * * * *")` starts one run per tick (UTC),
+"""Cron schedules: `@app.workflow(schedule="*/5 * * * *")` starts one run per tick (UTC, or
+the zone of a `CRON_TZ=<zone> ` prefix),
 across any number of processes, with no catch-up storm after downtime.
 
 Each (workflow, cron) has a `schedules` row holding the last tick a run was started for. A
@@ -20,9 +21,8 @@ import logging
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 
-from cronsim import CronSim
-
 from tether.runtime import errors
+from tether.runtime.admission import cron_sim
 from tether.runtime.operations.env import Env
 from tether.runtime.operations.starting import prepare
 from tether.runtime.operations.storage_errors import storage_errors
@@ -43,7 +43,7 @@ def due_ticks(
     (`catchup="none"`), or the most recent `cap` of them (`"all"`). Pure."""
     limit = 1 if catchup == "none" else cap
     ticks: list[datetime] = []
-    for tick in CronSim(cron, now + _EPSILON, reverse=True):
+    for tick in cron_sim(cron, now + _EPSILON, reverse=True):
         if tick <= last or len(ticks) >= limit:
             break
         ticks.append(tick)
@@ -52,7 +52,7 @@ def due_ticks(
 
 def next_tick(cron: str, after: datetime) -> datetime:
     """The first tick of `cron` strictly after `after`."""
-    return next(iter(CronSim(cron, after)))
+    return next(cron_sim(cron, after))
 
 
 def schedules(workflows: Mapping[str, WorkflowDef]) -> list[tuple[WorkflowDef, str]]:

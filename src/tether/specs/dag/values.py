@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import re
 import shlex
+import zoneinfo
 from typing import Final
 
 import yaml
@@ -172,17 +173,27 @@ def parse_labels(node: yaml.Node, at: At) -> list[Label]:
 
 
 def cron_of(expression: str) -> str:
-    """The five-field cron form of `expression` (descriptors such as `@daily` expanded).
+    """The five-field cron form of `expression` (descriptors such as `@daily` expanded); a
+    `CRON_TZ=<zone> ` or `TZ=<zone> ` prefix is kept as `CRON_TZ=<zone> ` (the runtime's
+    scheduler reads the fields in that zone).
 
     Raises:
         ValueError: not a valid five-field cron expression or descriptor.
     """
-    cron = _DESCRIPTORS.get(expression.strip().lower(), expression.strip())
+    zone, text = "", expression.strip()
+    head, _, rest = text.partition(" ")
+    if head.startswith(("CRON_TZ=", "TZ=")):  # robfig/cron's time zone prefix
+        zone, text = head.partition("=")[2], rest.strip()
+        try:
+            zoneinfo.ZoneInfo(zone)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"unknown time zone {zone!r} in {expression!r}") from exc
+    cron = _DESCRIPTORS.get(text.lower(), text)
     try:
         CronSim(cron, datetime.datetime(2000, 1, 1, tzinfo=datetime.UTC))
     except CronSimError as exc:
         raise ValueError(f"invalid cron expression {expression!r}: {exc}") from exc
-    return cron
+    return f"CRON_TZ={zone} {cron}" if zone else cron
 
 
 def parse_schedule(node: yaml.Node, at: At) -> tuple[Schedule, ...]:
