@@ -93,6 +93,22 @@ steps:
     shell: sh
     command: false; echo explicit shells get no -e
 """,
+    "matching": """
+type: graph
+steps:
+  - name: pre
+    command: echo ran
+    preconditions:
+      - condition: abcdef
+        expected: re:^abc
+  - name: soft
+    command: printf 'x\\nwarn - disk\\n'; exit 1
+    continueOn:
+      output: ["re:^warn"]
+  - name: after
+    command: echo after
+    depends: soft
+""",
     "unnamed": """
 steps:
   - command: echo one
@@ -148,6 +164,10 @@ async def test_dagu_examples_semantics(
     }
 
     assert stdout["files"] == {"cmd_1": "beside the DAG\n", "sub": "sub\n"}
+
+    # A precondition's `re:` is not anchored; continueOn `output` regexes match line by line.
+    assert labels["matching"] == {"pre": "succeeded", "soft": "failed", "after": "succeeded"}
+    assert details["matching"].status_label == "partially_succeeded"
 
     # Dagu publishes TrimSpace'd stdout, and a failed command's output too.
     assert stdout["outputs"]["use"] == "[42] got partial\n"

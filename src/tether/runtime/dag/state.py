@@ -247,7 +247,7 @@ def _continues_on_failure(step: Step, result: dict[str, Any]) -> bool:
     text = f"{result.get('stdout', '')}\n{result.get('stderr', '')}"
     for pattern in rule.output:
         if pattern.startswith("re:"):
-            if re.search(pattern[3:], text):
+            if re.search(pattern[3:], text, re.MULTILINE):  # Dagu matches line by line
                 return True
         elif pattern in text:
             return True

@@ -165,7 +165,7 @@ async def _holds(cond: Precondition, given: StepInput) -> bool:
         actual = await _evaluate(given.expand(cond.condition), given)
         expected = given.expand(cond.expected)
         if expected.startswith("re:"):
-            held = re.fullmatch(expected[3:], actual) is not None
+            held = re.search(expected[3:], actual) is not None  # not anchored (Dagu spec 023)
         else:
             held = actual == expected
     return held != cond.negate
