@@ -179,6 +179,7 @@ INVALID: list[tuple[str, type[DagSpecError], str, int]] = [
     ("- a\n- b\n", InvalidYaml, "", 1),
     ("a: [\n", InvalidYaml, "", 2),
     ("name: a\n---\nname: b\n", InvalidYaml, "", 3),
+    ("name: a\n---\nname: b\nparallel: [x]\n" + S, UnknownField, "parallel", 4),
 ]
 
 

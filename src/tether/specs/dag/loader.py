@@ -8,6 +8,7 @@ two-word field are accepted (`handlerOn` / `handler_on`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Final, cast
 
 import yaml
 
-from tether.specs.dag.errors import InvalidValue
+from tether.specs.dag.errors import InvalidReference, InvalidValue, InvalidYaml
 from tether.specs.dag.graph import resolve
 from tether.specs.dag.model import DagSpec, DagType, HandlerEvent, Label, Step
 from tether.specs.dag.nodes import At, Fields, boolean, compose, integer, items, nonblank, string
@@ -51,7 +52,29 @@ def load_string(text: str, *, file: str = INLINE, default_name: str | None = Non
     Raises:
         DagSpecError: the spec is invalid (the error names the field and line).
     """
-    root = compose(text, file)
+    try:
+        root = compose(text, file)
+    except InvalidYaml:
+        _refuse_a_document(text, file, default_name)  # names a field outside the subset first
+        raise
+    return _parse(root, file, default_name)
+
+
+def _refuse_a_document(text: str, file: str, default_name: str | None) -> None:
+    """In a file of several YAML documents (Dagu's local sub-DAGs, outside the subset), raise
+    the first field outside the subset that a document holds (UnknownField), so the refusal
+    names it; otherwise the caller refuses the several documents."""
+    try:
+        docs = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except yaml.YAMLError:
+        return
+    for doc in docs:
+        if isinstance(doc, yaml.MappingNode):
+            with contextlib.suppress(InvalidValue, InvalidReference):
+                _parse(doc, file, default_name or "document")
+
+
+def _parse(root: yaml.MappingNode, file: str, default_name: str | None) -> DagSpec:
     fields = Fields(root, At(file, root.start_mark.line + 1, "", ""))
     name = _name(fields, default_name)
     description = fields.take("description")
