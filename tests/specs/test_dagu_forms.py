@@ -94,3 +94,8 @@ def test_schedules_in_a_time_zone() -> None:
     tick = next_tick(dag.schedules[0].cron, datetime(2026, 1, 1, tzinfo=UTC))
     assert tick == datetime(2026, 1, 1, 0, 5, tzinfo=UTC)  # 09:05 in Tokyo
     assert due_ticks(dag.schedules[0].cron, tick - timedelta(days=1), tick) == [tick]
+
+
+def test_output_names_with_a_dollar() -> None:
+    for text in ("OUT", "$OUT", "${OUT}", "' OUT '"):
+        assert _dag(f"steps:\n  - command: x\n    output: {text}\n").steps[0].output == "OUT"

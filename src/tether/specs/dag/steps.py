@@ -151,7 +151,10 @@ def _depends(node: yaml.Node, at: At) -> tuple[tuple[str, ...], tuple[At, ...]]:
 
 
 def _output(node: yaml.Node, at: At) -> str:
-    name = string(node, at).removeprefix("$")
+    """`NAME`, `$NAME` (Dagu strips the `$`) or `${NAME}`."""
+    name = string(node, at).strip().removeprefix("$")
+    if name.startswith("{") and name.endswith("}"):
+        name = name[1:-1]
     if not NAME_RE.match(name):
         at.fail(f"an output variable name must match {NAME_RE.pattern}")
     return name
