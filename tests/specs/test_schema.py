@@ -43,3 +43,18 @@ def test_schema_refuses_the_examples_the_loader_refuses(stem: str) -> None:
 def test_schema_refuses_fields_outside_the_subset(spec: str) -> None:
     """Each document is checked (a file of several names the field of the one at fault)."""
     assert [e for doc in yaml.safe_load_all(spec) for e in VALIDATOR.iter_errors(doc)]
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        'steps:\n  - echo "Hello, dagu!"\n  - - echo b\n    - {command: echo c}\n  - echo d\n',
+        "steps:\n  step1: {command: echo hello}\n  step2: {command: echo bye, depends: step1}\n",
+        "steps:\n  - command: echo\n    output: ${OUT}\n    precondition: test -f x\n"
+        "  - script: echo\n    preconditions: [{command: test -d /}]\n",
+        "schedule: 'CRON_TZ=Asia/Tokyo 5 9 * * *'\nsteps: [{command: x}]\n",
+    ],
+)
+def test_schema_accepts_dagus_other_forms(spec: str) -> None:
+    """The forms the loader accepts from Dagu's examples (tests/specs/test_dagu_forms.py)."""
+    assert list(VALIDATOR.iter_errors(yaml.safe_load(spec))) == []
