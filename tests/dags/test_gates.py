@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -254,6 +255,10 @@ steps:
     command: printf '%s' "$SUB"
     output: SHOWN
     depends: sub
+  - name: pick
+    command: echo "${SUB.outputs.TWICE}"
+    output: PICKED
+    depends: sub
 """
     )
     async with start(app) as rt:
@@ -262,8 +267,16 @@ steps:
         steps = await rt.ops.steps(run)
         children = await rt.ops.list_runs(workflow="child")
     assert row.status == "completed", row.error
-    assert row.output["outputs"]["SHOWN"] == '{"TWICE": "42"}'
     (child,) = children.items
+    # Dagu's sub-DAG step prints the child's result as JSON: `${SUB.outputs.KEY}` reads it.
+    assert json.loads(row.output["outputs"]["SHOWN"]) == {
+        "name": "child",
+        "dagRunId": child.id,
+        "params": "X=21",
+        "outputs": {"TWICE": "42"},
+        "status": "succeeded",
+    }
+    assert row.output["outputs"]["PICKED"] == "42"
     assert child.id != run and child.status == "completed"
     call = next(r for r in steps if r.name == "call:sub")
     assert call.result["value"] == {"child": child.id}

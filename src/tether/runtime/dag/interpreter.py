@@ -27,7 +27,13 @@ from pydantic import BaseModel, ConfigDict
 
 from tether.runtime.context import Context
 from tether.runtime.dag import gates
-from tether.runtime.dag.replay import apply_call, child_result, fold, parse_snapshot
+from tether.runtime.dag.replay import (
+    apply_call,
+    child_result,
+    fold,
+    param_text,
+    parse_snapshot,
+)
 from tether.runtime.dag.state import DagState
 from tether.runtime.dag.work import (
     Actions,
@@ -198,7 +204,8 @@ class _Run:
         calls = [s for s in work if self.state.nodes[s.name].child_id and _running(self, s)]
         ended = await _phase([self._child_end(s) for s in calls])
         for step, answer in zip(calls, ended, strict=True):
-            self.state.record_work(step.name, child_result(answer.payload, step.output))
+            child = self.state.nodes[step.name].child_id
+            self.state.record_work(step.name, child_result(answer.payload, step, child))
         asks = [s for s in steps if self.state.nodes[s.name].status == "waiting"]
         asks += [s for s in steps if isinstance(s.work, HumanTask)]
         asks.sort(key=lambda s: self.dag.order.index(s.name))
@@ -227,7 +234,7 @@ class _Run:
     async def _work(self, step: Step, *, lazy: bool = False) -> Any:
         retries = self.state.nodes[step.name].retries
         if isinstance(step.work, Call):
-            child_input = {"params": [_param_text(p) for p in step.work.params] or None}
+            child_input = {"params": [param_text(p) for p in step.work.params] or None}
             return await self.ctx.transaction(
                 start_child,
                 self.host,
@@ -308,10 +315,6 @@ def _workdir(dag: DagSpec) -> str | None:
 
 def _running(run: _Run, step: Step) -> bool:
     return run.state.nodes[step.name].status == "running"
-
-
-def _param_text(param: Any) -> str:
-    return f"{param.name}={param.default}" if param.name else str(param.default)
 
 
 async def _phase(calls: list[Any]) -> list[Any]:

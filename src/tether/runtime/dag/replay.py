@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tether.runtime.dag.state import DagState
-from tether.specs.dag import DagSpec, load_string
+from tether.specs.dag import Call, DagSpec, Param, Step, load_string
 from tether.storage.rows import StepRecord
 
 
@@ -26,17 +26,31 @@ def apply_call(state: DagState, name: str, result: dict[str, Any]) -> None:
         state.record_child(name, result["child"])
 
 
-def child_result(payload: Mapping[str, Any], output_var: str | None) -> dict[str, Any]:
-    """A call step's result from its child's ending (`output:` gets the child's outputs)."""
+def child_result(payload: Mapping[str, Any], step: Step, child_id: str | None) -> dict[str, Any]:
+    """A call step's result from its child's ending. `output:` gets what Dagu's sub-DAG step
+    prints: `{name, dagRunId, params, outputs, status}` as JSON, so `${VAR.outputs.KEY}` reads
+    one of the child's outputs."""
     output = payload.get("output")
     if payload.get("status") == "completed" and isinstance(output, dict):
         result: dict[str, Any] = {"status": "succeeded", "child_status": output.get("status")}
-        if output_var:
-            result["outputs"] = {output_var: json.dumps(output.get("outputs") or {})}
+        if step.output and isinstance(step.work, Call):
+            printed = {
+                "name": step.work.dag,
+                "dagRunId": child_id,
+                "params": " ".join(param_text(p) for p in step.work.params) or None,
+                "outputs": output.get("outputs") or {},
+                "status": output.get("status"),
+            }
+            result["outputs"] = {step.output: json.dumps({k: v for k, v in printed.items() if v})}
         return result
     error = payload.get("error") or {}
     message = error.get("message") if isinstance(error, dict) else None
     return {"status": "failed", "error": f"sub-DAG run {payload.get('status')}: {message}"}
+
+
+def param_text(param: Param) -> str:
+    """A call's parameter as the child's params item (`NAME=value`, or the bare value)."""
+    return f"{param.name}={param.default}" if param.name else param.default
 
 
 def fold(records: Sequence[StepRecord]) -> tuple[DagState | None, set[str]]:
@@ -89,7 +103,8 @@ def _apply_wait(
 ) -> None:
     if kind == "child":
         name = children[subject]
-        state.record_work(name, child_result(answer["payload"], state.by_name[name].output))
+        step = state.by_name[name]
+        state.record_work(name, child_result(answer["payload"], step, subject))
     else:
         name = _step_name(state.dag, kind, subject, children)
         state.record_answer(name, answer["payload"], answer.get("by"))
