@@ -42,6 +42,7 @@ class CountingPool:
         self.acquired = 0
         self.released = 0
         self.gate: asyncio.Event | None = None  # set: statements wait for it before going
+        self.arrived = asyncio.Event()  # a statement has reached the gate
 
     async def acquire(self) -> CountingConnection:
         self.acquired += 1
@@ -51,12 +52,9 @@ class CountingPool:
         self.released += 1
         await self.pool.release(conn.conn)
 
-    async def execute(self, query: str, *args: Any, timeout: float | None = None) -> str:
-        return await self.pool.execute(query, *args, timeout=timeout)  # the wake-ups
-
 
 class CountingConnection:
-    def __init__(self, counting: CountingPool, conn: Any) -> None:
+    def __init__(self, counting: CountingPool, conn: asyncpg.pool.PoolConnectionProxy) -> None:
         self.counting = counting
         self.conn = conn
 
@@ -64,8 +62,12 @@ class CountingConnection:
         self.counting.groups.append(len(args[0]) if isinstance(args[0], list) else 1)
         self.counting.sent.append(query)
         if self.counting.gate is not None:
+            self.counting.arrived.set()
             await self.counting.gate.wait()
         return await self.conn.fetch(query, *args, timeout=timeout)
+
+    async def execute(self, query: str, *args: Any, timeout: float | None = None) -> str:
+        return await self.conn.execute(query, *args, timeout=timeout)  # the wake-ups
 
 
 @contextlib.asynccontextmanager
@@ -243,8 +245,7 @@ async def test_a_cancelled_caller_does_not_cancel_its_statement(db: asyncpg.Pool
     counting.gate = asyncio.Event()
     writer = CheckpointWriter(counting, max_statements=1)  # type: ignore[arg-type]
     first = asyncio.create_task(writer.write("ex_a", "w", 1, 1, _step(0, 1)))
-    while not counting.sent:
-        await asyncio.sleep(0.01)  # the statement is in flight, held at the gate
+    await asyncio.wait_for(counting.arrived.wait(), 5)  # in flight, held at the gate
     second = asyncio.create_task(writer.write("ex_b", "w", 1, 1, _step(0, 2)))
     third = asyncio.create_task(writer.write("ex_a", "w", 1, 2, _step(1, 3)))
     await asyncio.sleep(0.01)

@@ -23,11 +23,12 @@ a flush: one statement for both channels, one in flight at a time, taking every 
 by the time it starts, outside the statements' slots. A wake-up lost to a crash in between
 is covered by the listeners' polling.
 
-The connection: a statement keeps the pool connection it ran on for the next one, giving it
-back once no statement has used it for `linger_s` (and at `close()`): a run's next write
-usually comes within milliseconds (its next step), and taking a connection from the pool and
-giving it back was about a tenth of a millisecond a write. At most `max_statements`
-connections are kept; one whose statement failed goes back to the pool at once.
+The connection: a statement keeps the pool connection it ran on for the next one (or for the
+wake-ups), giving it back once no statement has used it for `linger_s` (and at `close()`): a
+run's next write usually comes within milliseconds (its next step), and taking a connection
+from the pool and giving it back was about a tenth of a millisecond a write. At most
+`max_statements` connections are kept; one whose statement failed goes back to the pool at
+once.
 
 A caller awaits its write's future itself (no `asyncio.shield`: one hop of the event loop
 fewer a write). Cancelling the caller cancels only that future; the statement, in the batch's
@@ -102,7 +103,6 @@ class CheckpointWriter:
     ) -> None:
         if max_statements < 1 or max_batch < 1:
             raise ValueError("max_statements and max_batch must be at least 1")
-        self._pool = pool
         self._max_statements = max_statements
         self._max_batch = max_batch
         self._refill = refill
@@ -201,7 +201,7 @@ class CheckpointWriter:
         self._notes += notes
         if self._notes and self._waking is None:
             notes, self._notes = self._notes, []
-            self._waking = asyncio.get_running_loop().create_task(_wake(self._pool, notes))
+            self._waking = asyncio.get_running_loop().create_task(_wake(self._kept, notes))
             self._waking.add_done_callback(self._woken)
 
     def _woken(self, _task: asyncio.Task[None]) -> None:
@@ -263,7 +263,7 @@ class _Kept:
     async def _release(self, conn: Connection) -> None:
         try:
             await self._pool.release(conn)
-        except Exception:  # noqa: BLE001 — asyncpg terminates a connection it cannot reset
+        except Exception:  # asyncpg terminates a connection it cannot reset
             logger.warning("could not give a connection back to the pool", exc_info=True)
 
 
@@ -280,13 +280,22 @@ def _notes(results: Applied, claimed: list[ExecutionRow]) -> list[Note]:
     return changed + [(READY_CHANNEL, i) for i, (_, _, wake) in results.items() if wake]
 
 
-async def _wake(pool: Database, notes: list[Note]) -> None:
-    """Send the wake-ups, both channels in one statement; one lost here is covered by
-    polling."""
+async def _wake(kept: _Kept, notes: list[Note]) -> None:
+    """Send the wake-ups, both channels in one statement (on a kept connection when one is
+    free); one lost here is covered by polling."""
+    sent = False
     try:
-        await repo.wake(pool, notes)
+        conn = await kept.take()
     except StorageError:
         logger.warning("could not send wake-ups after a checkpoint; listeners will poll")
+        return
+    try:
+        await repo.wake(conn, notes)
+        sent = True
+    except StorageError:
+        logger.warning("could not send wake-ups after a checkpoint; listeners will poll")
+    finally:
+        await kept.give_back(conn, healthy=sent)
 
 
 def _fail(write: _Write, exc: BaseException) -> None:
