@@ -86,7 +86,7 @@ async def run_command(
     timed_out = False
     try:
         try:
-            await asyncio.wait_for(ended.waiter(), timeout)
+            await asyncio.wait_for(asyncio.shield(ended.done), timeout)
         except TimeoutError:
             timed_out = True
             await _kill_group(proc, ended)
@@ -123,9 +123,7 @@ class _Collector:
     once both pipes have closed and it has exited, reaps it: `done` resolves to `(exit code,
     stdout, stderr, truncated)`. The child is reaped only then, so its process group id stays
     its own while the group may still be killed. `stop()` gives up on pipes that escaped
-    descendants of a killed group still hold open. `waiter()`: a future resolved at the same
-    time as `done` (no hop of the loop, as `shield(done)` takes) whose cancelling (a timeout,
-    the step cancelled) leaves `done` alone."""
+    descendants of a killed group still hold open."""
 
     def __init__(self, proc: subprocess.Popen[bytes], limit: int, loop: AbstractEventLoop):
         self.done: asyncio.Future[tuple[int, bytes, bytes, bool]] = loop.create_future()
@@ -139,7 +137,6 @@ class _Collector:
         self._cut = False
         self._exited = False
         self._pidfd: int | None = None
-        self._waiters: list[asyncio.Future[None]] = []
         try:
             self._watch_exit()
             for fd in self._pipes:
@@ -148,14 +145,6 @@ class _Collector:
         except BaseException:
             self._close()
             raise
-
-    def waiter(self) -> asyncio.Future[None]:
-        fut: asyncio.Future[None] = self._loop.create_future()
-        if self.done.done():
-            fut.set_result(None)
-        else:
-            self._waiters.append(fut)
-        return fut
 
     def stop(self) -> None:
         for fd in list(self._pipes):
@@ -212,20 +201,11 @@ class _Collector:
         self._close()
         out, err = (bytes(kept) for kept in self._kept.values())
         self.done.set_result((code, out, err, self._cut))
-        self._wake_waiters()
 
     def _fail(self, exc: BaseException) -> None:
         self._close()
         if not self.done.done():
             self.done.set_exception(exc)
-        self._wake_waiters()
-
-    def _wake_waiters(self) -> None:
-        """The waiters learn that `done` is; they read it from `done` (its exception once)."""
-        for fut in self._waiters:
-            if not fut.done():
-                fut.set_result(None)
-        self._waiters.clear()
 
     def _close(self) -> None:
         for fd in list(self._pipes):
