@@ -43,6 +43,7 @@ class CountingPool:
         self.released = 0
         self.gate: asyncio.Event | None = None  # set: statements wait for it before going
         self.arrived = asyncio.Event()  # a statement has reached the gate
+        self.max_size = pool.get_max_size()
 
     async def acquire(self) -> CountingConnection:
         self.acquired += 1
@@ -51,6 +52,9 @@ class CountingPool:
     async def release(self, conn: CountingConnection) -> None:
         self.released += 1
         await self.pool.release(conn.conn)
+
+    def get_max_size(self) -> int:
+        return self.max_size
 
 
 class CountingConnection:
@@ -217,7 +221,8 @@ async def test_a_connection_is_kept_between_statements_and_given_back_when_unuse
     db: asyncpg.Pool,
 ) -> None:
     """Writes that follow one another run on the connection the first took; it goes back to
-    the pool once unused for the linger, at close, and at once after a failed statement."""
+    the pool once unused for the linger, at close, and at once after a failed statement; from
+    a pool of fewer than four connections nothing is kept."""
     await db.execute(INSERT, ["ex_a", "ex_b"])
     counting = CountingPool(db)
     writer = CheckpointWriter(counting, linger_s=0.2)  # type: ignore[arg-type]
@@ -235,6 +240,10 @@ async def test_a_connection_is_kept_between_statements_and_given_back_when_unuse
     await writer.close()
     assert (counting.acquired, counting.released) == (3, 3)
     assert await db.fetchval("SELECT count(*) FROM steps") == 5
+    counting.max_size = 3  # a small pool: the writer keeps nothing from it
+    small = CheckpointWriter(counting, linger_s=0.2)  # type: ignore[arg-type]
+    await small.write("ex_b", "w", 1, 1, _step(1, 1))
+    assert (counting.acquired, counting.released) == (4, 4)
 
 
 async def test_a_cancelled_caller_does_not_cancel_its_statement(db: asyncpg.Pool) -> None:

@@ -27,8 +27,9 @@ The connection: a statement keeps the pool connection it ran on for the next one
 wake-ups), giving it back once no statement has used it for `linger_s` (and at `close()`): a
 run's next write usually comes within milliseconds (its next step), and taking a connection
 from the pool and giving it back was about a tenth of a millisecond a write. At most
-`max_statements` connections are kept; one whose statement failed goes back to the pool at
-once.
+`max_statements` connections are kept, and no more than a quarter of the pool (none from a
+pool of fewer than four: there the others' waits would cost more); one whose statement failed
+goes back to the pool at once.
 
 A caller awaits its write's future itself (no `asyncio.shield`: one hop of the event loop
 fewer a write). Cancelling the caller cancels only that future; the statement, in the batch's
@@ -111,7 +112,7 @@ class CheckpointWriter:
         self._tasks: set[asyncio.Task[None]] = set()
         self._notes: list[Note] = []  # wake-ups due, not yet sent
         self._waking: asyncio.Task[None] | None = None
-        self._kept = _Kept(pool, max_statements, linger_s)
+        self._kept = _Kept(pool, min(max_statements, pool.get_max_size() // 4), linger_s)
 
     async def write(
         self, execution_id: str, owner: str, attempt: int, seen_event_id: int, cp: Checkpoint
