@@ -2,8 +2,10 @@
 writes of different runs share statements, every write lands as `repo.checkpoint` would land
 it (records, events, settle) and wakes the run's watchers once committed, each keeps its own
 fence, two writes of one run never share a statement, a statement the server refuses
-fails only the bad write, and the lighter statement of a lone write that only records calls
-lands as `repo.checkpoint` lands it."""
+fails only the bad write, the lighter statement of a lone write that only records calls
+lands as `repo.checkpoint` lands it, the writer keeps its connection between statements
+(given back when unused, at close, after a failure), and a cancelled caller does not cancel
+its statement."""
 
 from __future__ import annotations
 
