@@ -394,7 +394,8 @@ async def test_runs_claimed_with_settles_keep_the_worker_within_its_concurrency(
 
 
 class _HeldSettle:
-    """The test's pool; the first checkpoint statement that settles a run waits for `go`."""
+    """The test's pool; the first checkpoint statement that settles a run waits for `go`
+    (the worker's checkpoint writer sends it on a connection it took: `await acquire()`)."""
 
     def __init__(self, pool: Any) -> None:
         self._pool = pool
@@ -404,11 +405,45 @@ class _HeldSettle:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._pool, name)
 
+    def acquire(self) -> Any:
+        return _HeldAcquire(self, self._pool.acquire())
+
+    async def release(self, conn: Any) -> None:
+        await self._pool.release(conn.conn if isinstance(conn, _HeldConnection) else conn)
+
+
+class _HeldAcquire:
+    """`await pool.acquire()` gives a connection whose statements `_HeldSettle` sees;
+    `async with pool.acquire()` the pool's own."""
+
+    def __init__(self, held: _HeldSettle, inner: Any) -> None:
+        self.held = held
+        self.inner = inner
+
+    def __await__(self) -> Any:
+        conn = yield from self.inner.__await__()
+        return _HeldConnection(self.held, conn)
+
+    async def __aenter__(self) -> Any:
+        return await self.inner.__aenter__()
+
+    async def __aexit__(self, *exc: object) -> Any:
+        return await self.inner.__aexit__(*exc)
+
+
+class _HeldConnection:
+    def __init__(self, held: _HeldSettle, conn: Any) -> None:
+        self.held = held
+        self.conn = conn
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.conn, name)
+
     async def fetch(self, query: str, *args: Any, **kwargs: Any) -> Any:
-        if query == Q["checkpoint_many"] and any(args[8]) and not self.held.is_set():
-            self.held.set()
-            await self.go.wait()
-        return await self._pool.fetch(query, *args, **kwargs)
+        if query == Q["checkpoint_many"] and any(args[8]) and not self.held.held.is_set():
+            self.held.held.set()
+            await self.held.go.wait()
+        return await self.conn.fetch(query, *args, **kwargs)
 
 
 async def test_a_run_refilled_while_the_worker_stops_is_given_back(db: object) -> None:

@@ -2,8 +2,10 @@
 writes of different runs share statements, every write lands as `repo.checkpoint` would land
 it (records, events, settle) and wakes the run's watchers once committed, each keeps its own
 fence, two writes of one run never share a statement, a statement the server refuses
-fails only the bad write, and the lighter statement of a lone write that only records calls
-lands as `repo.checkpoint` lands it."""
+fails only the bad write, the lighter statement of a lone write that only records calls
+lands as `repo.checkpoint` lands it, the writer keeps its connection between statements
+(given back when unused, at close, after a failure), and a cancelled caller does not cancel
+its statement."""
 
 from __future__ import annotations
 
@@ -32,18 +34,46 @@ SELECT id, 'wf', id, 'running', id, 1, 'w', 1 FROM unnest($1::text[]) AS id
 
 
 class CountingPool:
-    """A real pool that records the size of each checkpoint statement the writer sends."""
+    """A real pool that records the size (`groups`) and text (`sent`) of each checkpoint
+    statement the writer sends, and how often the writer took a connection from it."""
 
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
         self.groups: list[int] = []
+        self.sent: list[str] = []
+        self.acquired = 0
+        self.released = 0
+        self.gate: asyncio.Event | None = None  # set: statements wait for it before going
+        self.arrived = asyncio.Event()  # a statement has reached the gate
+        self.max_size = pool.get_max_size()
+
+    async def acquire(self) -> CountingConnection:
+        self.acquired += 1
+        return CountingConnection(self, await self.pool.acquire())
+
+    async def release(self, conn: CountingConnection) -> None:
+        self.released += 1
+        await self.pool.release(conn.conn)
+
+    def get_max_size(self) -> int:
+        return self.max_size
+
+
+class CountingConnection:
+    def __init__(self, counting: CountingPool, conn: asyncpg.pool.PoolConnectionProxy) -> None:
+        self.counting = counting
+        self.conn = conn
 
     async def fetch(self, query: str, *args: Any, timeout: float | None = None) -> list[Any]:
-        self.groups.append(len(args[0]) if isinstance(args[0], list) else 1)  # 1: one run's
-        return await self.pool.fetch(query, *args, timeout=timeout)
+        self.counting.groups.append(len(args[0]) if isinstance(args[0], list) else 1)
+        self.counting.sent.append(query)
+        if self.counting.gate is not None:
+            self.counting.arrived.set()
+            await self.counting.gate.wait()
+        return await self.conn.fetch(query, *args, timeout=timeout)
 
     async def execute(self, query: str, *args: Any, timeout: float | None = None) -> str:
-        return await self.pool.execute(query, *args, timeout=timeout)  # the wake-ups
+        return await self.conn.execute(query, *args, timeout=timeout)  # the wake-ups
 
 
 @contextlib.asynccontextmanager
@@ -158,14 +188,8 @@ async def test_a_lone_records_only_write_lands_as_a_checkpoint_does(db: asyncpg.
     write whose fence fails is refused without writing."""
     await db.execute(INSERT, ["ex_a", "ex_b", "ex_c"])
     await db.execute("UPDATE executions SET lost_leases = 2, wake_at = now() + interval '1 h'")
-    sent: list[str] = []
-
-    class Recording(CountingPool):
-        async def fetch(self, query: str, *args: Any, timeout: float | None = None) -> list[Any]:
-            sent.append(query)
-            return await super().fetch(query, *args, timeout=timeout)
-
-    writer = CheckpointWriter(Recording(db))  # type: ignore[arg-type]
+    counting = CountingPool(db)
+    writer = CheckpointWriter(counting)  # type: ignore[arg-type]
     records = [
         {"seq": 0, "kind": "step", "name": "add", "result": {"value": 1}, "done": True},
         {"seq": 1, "kind": "uuid", "name": "uuid", "result": "u", "done": True},
@@ -173,7 +197,7 @@ async def test_a_lone_records_only_write_lands_as_a_checkpoint_does(db: asyncpg.
     got = await writer.write("ex_a", "w", 1, 1, Checkpoint(records=records))
     async with db.acquire() as conn:
         want = await repo.checkpoint(conn, "ex_b", "w", 1, 1, Checkpoint(records=records))
-    assert sent == [Q["checkpoint_step"]]
+    assert counting.sent == [Q["checkpoint_step"]]
     assert (got.status, got.cancel_requested, got.last_event_id) == (
         want.status, want.cancel_requested, want.last_event_id
     )  # fmt: skip
@@ -193,6 +217,61 @@ async def test_a_lone_records_only_write_lands_as_a_checkpoint_does(db: asyncpg.
         await writer.write("ex_c", "other", 1, 1, Checkpoint(records=records))
     assert await db.fetchval("SELECT count(*) FROM steps WHERE execution_id = 'ex_c'") == 0
     assert await db.fetchval("SELECT version FROM executions WHERE id = 'ex_c'") == 1
+
+
+async def test_a_connection_is_kept_between_statements_and_given_back_when_unused(
+    db: asyncpg.Pool,
+) -> None:
+    """Writes that follow one another run on the connection the first took; it goes back to
+    the pool once unused for the linger, at close, and at once after a failed statement; from
+    a pool of fewer than four connections nothing is kept."""
+    await db.execute(INSERT, ["ex_a", "ex_b"])
+    counting = CountingPool(db)
+    writer = CheckpointWriter(counting, linger_s=0.2)  # type: ignore[arg-type]
+    for seq in range(3):
+        await writer.write("ex_a", "w", 1, 1 + seq, _step(seq, seq))
+    assert (counting.acquired, counting.released) == (1, 0)
+    await asyncio.sleep(0.35)  # unused for longer than the linger
+    assert (counting.acquired, counting.released) == (1, 1)
+    await writer.write("ex_a", "w", 1, 4, _step(3, 3))
+    bad = Checkpoint(records=[{"seq": 0, "kind": "step", "name": None, "result": 1, "done": True}])
+    with pytest.raises(IntegrityError):
+        await writer.write("ex_b", "w", 1, 1, bad)
+    assert (counting.acquired, counting.released) == (2, 2)  # the failed one's: at once
+    await writer.write("ex_b", "w", 1, 1, _step(0, 0))
+    await writer.close()
+    assert (counting.acquired, counting.released) == (3, 3)
+    assert await db.fetchval("SELECT count(*) FROM steps") == 5
+    counting.max_size = 3  # a small pool: the writer keeps nothing from it
+    small = CheckpointWriter(counting, linger_s=0.2)  # type: ignore[arg-type]
+    await small.write("ex_b", "w", 1, 1, _step(1, 1))
+    assert (counting.acquired, counting.released) == (4, 4)
+
+
+async def test_a_cancelled_caller_does_not_cancel_its_statement(db: asyncpg.Pool) -> None:
+    """Cancelling a run while its write is in flight raises CancelledError in the run at
+    once; the statement goes on and commits its write and the writes it carries."""
+    await db.execute(INSERT, ["ex_a", "ex_b"])
+    counting = CountingPool(db)
+    counting.gate = asyncio.Event()
+    writer = CheckpointWriter(counting, max_statements=1)  # type: ignore[arg-type]
+    first = asyncio.create_task(writer.write("ex_a", "w", 1, 1, _step(0, 1)))
+    await asyncio.wait_for(counting.arrived.wait(), 5)  # in flight, held at the gate
+    second = asyncio.create_task(writer.write("ex_b", "w", 1, 1, _step(0, 2)))
+    third = asyncio.create_task(writer.write("ex_a", "w", 1, 2, _step(1, 3)))
+    await asyncio.sleep(0.01)
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    third.cancel()  # queued, its statement not started: it still goes
+    counting.gate.set()
+    assert (await second).status == "running"
+    with pytest.raises(asyncio.CancelledError):
+        await third
+    await writer.close()
+    assert counting.groups == [1, 2]
+    rows = await db.fetch("SELECT execution_id, seq, result FROM steps ORDER BY 1, 2")
+    assert [tuple(r) for r in rows] == [("ex_a", 0, 1), ("ex_a", 1, 3), ("ex_b", 0, 2)]
 
 
 DUE = """

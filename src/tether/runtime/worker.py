@@ -152,7 +152,7 @@ class Worker:
                 unsubscribe()
             await self._drain()
             if self._writer is not None:
-                await self._writer.wakes_sent()
+                await self._writer.close()
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat

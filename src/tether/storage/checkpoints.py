@@ -23,6 +23,18 @@ a flush: one statement for both channels, one in flight at a time, taking every 
 by the time it starts, outside the statements' slots. A wake-up lost to a crash in between
 is covered by the listeners' polling.
 
+The connection: a statement keeps the pool connection it ran on for the next one (or for the
+wake-ups), giving it back once no statement has used it for `linger_s` (and at `close()`): a
+run's next write usually comes within milliseconds (its next step), and taking a connection
+from the pool and giving it back was about a tenth of a millisecond a write. At most
+`max_statements` connections are kept, and no more than a quarter of the pool (none from a
+pool of fewer than four: there the others' waits would cost more); one whose statement failed
+goes back to the pool at once.
+
+A caller awaits its write's future itself (no `asyncio.shield`: one hop of the event loop
+fewer a write). Cancelling the caller cancels only that future; the statement, in the batch's
+own task, goes on and commits, and the other writes it carries hear their results.
+
 A statement the server refuses (IntegrityError, InvalidData: rolled back, nothing applied) is
 retried one write per statement, without a claim, so one run's bad write fails only that
 run. Any other failure (the connection lost: whether it committed is unknown) fails every
@@ -39,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tether.storage import repo
-from tether.storage.driver import Database
+from tether.storage.driver import Connection, Database, Queryable
 from tether.storage.errors import IntegrityError, InvalidData, LeaseLost, StorageError, translated
 from tether.storage.notify import CHANGE_CHANNEL, READY_CHANNEL
 from tether.storage.pool import json_text
@@ -50,6 +62,8 @@ from tether.storage.rows import ExecutionRow
 logger = logging.getLogger(__name__)
 
 Note = tuple[str, str]  # a wake-up: (channel, payload)
+
+LINGER_S = 0.1  # how long an unused connection stays with the writer (module docstring)
 
 
 @dataclass
@@ -86,10 +100,10 @@ class CheckpointWriter:
         max_statements: int = 1,
         max_batch: int = 64,
         refill: Refill | None = None,
+        linger_s: float = LINGER_S,
     ) -> None:
         if max_statements < 1 or max_batch < 1:
             raise ValueError("max_statements and max_batch must be at least 1")
-        self._pool = pool
         self._max_statements = max_statements
         self._max_batch = max_batch
         self._refill = refill
@@ -98,6 +112,7 @@ class CheckpointWriter:
         self._tasks: set[asyncio.Task[None]] = set()
         self._notes: list[Note] = []  # wake-ups due, not yet sent
         self._waking: asyncio.Task[None] | None = None
+        self._kept = _Kept(pool, min(max_statements, pool.get_max_size() // 4), linger_s)
 
     async def write(
         self, execution_id: str, owner: str, attempt: int, seen_event_id: int, cp: Checkpoint
@@ -107,12 +122,15 @@ class CheckpointWriter:
         self._queued.append(write)
         if self._in_flight < self._max_statements:
             self._start_batch()
-        return await asyncio.shield(write.done)  # a cancelled run still waits for its write
+        # Cancelling the caller cancels `done` only: the statement goes on (module docstring).
+        return await write.done
 
-    async def wakes_sent(self) -> None:
-        """Wait until the wake-ups due have been sent (before the pool closes)."""
+    async def close(self) -> None:
+        """Send the wake-ups due and give back the connections kept (before the pool
+        closes)."""
         while self._waking is not None:
             await asyncio.gather(self._waking, return_exceptions=True)
+        await self._kept.close()
 
     def _finished(self) -> None:
         self._in_flight -= 1
@@ -143,7 +161,7 @@ class CheckpointWriter:
 
     async def _apply(self, batch: list[_Write], claim: int) -> None:
         try:
-            results, claimed = await _checkpoint_many(self._pool, batch, self._refill, claim)
+            results, claimed = await self._statement(batch, claim)
         except (IntegrityError, InvalidData) as exc:
             if len(batch) > 1:  # refused, nothing applied: find the bad write, one at a time
                 await asyncio.gather(*(self._apply([write], 0) for write in batch))
@@ -168,17 +186,89 @@ class CheckpointWriter:
                 write.done.set_result(found[0])
         self._wake(_notes(results, claimed))
 
+    async def _statement(
+        self, batch: list[_Write], claim: int
+    ) -> tuple[Applied, list[ExecutionRow]]:
+        conn = await self._kept.take()
+        try:
+            out = await _checkpoint_many(conn, batch, self._refill, claim)
+        except BaseException:
+            await self._kept.give_back(conn, healthy=False)
+            raise
+        await self._kept.give_back(conn, healthy=True)
+        return out
+
     def _wake(self, notes: list[Note]) -> None:
         self._notes += notes
         if self._notes and self._waking is None:
             notes, self._notes = self._notes, []
-            self._waking = asyncio.get_running_loop().create_task(_wake(self._pool, notes))
+            self._waking = asyncio.get_running_loop().create_task(_wake(self._kept, notes))
             self._waking.add_done_callback(self._woken)
 
     def _woken(self, _task: asyncio.Task[None]) -> None:
         self._waking = None
         self._wake([])  # the wake-ups that came due meanwhile
 
+
+class _Kept:
+    """Up to `keep` pool connections kept between statements, each given back to the pool
+    once unused for `linger_s` (see the module docstring)."""
+
+    def __init__(self, pool: Database, keep: int, linger_s: float) -> None:
+        self._pool = pool
+        self._keep = keep
+        self._linger_s = linger_s
+        self._idle: list[Connection] = []
+        self._used_at = 0.0  # loop time the newest idle connection was given back
+        self._timer: asyncio.TimerHandle | None = None
+
+    async def take(self) -> Connection:
+        if self._idle:
+            return self._idle.pop()
+        with translated():
+            return await self._pool.acquire()
+
+    async def give_back(self, conn: Connection, *, healthy: bool) -> None:
+        """Keep `conn` for the next statement; the pool takes it back when its statement
+        failed (it may be broken or still cancelling) or enough are kept already."""
+        if not healthy or len(self._idle) >= self._keep:
+            await self._release(conn)
+            return
+        loop = asyncio.get_running_loop()
+        self._idle.append(conn)
+        self._used_at = loop.time()
+        if self._timer is None:
+            self._timer = loop.call_later(self._linger_s, self._expire)
+
+    async def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            await self._release(conn)
+
+    def _expire(self) -> None:
+        self._timer = None
+        if not self._idle:
+            return
+        loop = asyncio.get_running_loop()
+        left = self._used_at + self._linger_s - loop.time()
+        if left > 0:  # used since the timer was set: wait for the rest of the linger
+            self._timer = loop.call_later(left, self._expire)
+            return
+        task = loop.create_task(self.close())
+        _releasing.add(task)  # the loop keeps only a weak reference
+        task.add_done_callback(_releasing.discard)
+
+    async def _release(self, conn: Connection) -> None:
+        try:
+            await self._pool.release(conn)
+        except Exception:  # asyncpg terminates a connection it cannot reset
+            logger.warning("could not give a connection back to the pool", exc_info=True)
+
+
+_releasing: set[asyncio.Task[None]] = set()
 
 Applied = dict[str, tuple[CheckpointResult, bool, bool]]  # id: (result, changed, ready)
 
@@ -191,13 +281,22 @@ def _notes(results: Applied, claimed: list[ExecutionRow]) -> list[Note]:
     return changed + [(READY_CHANNEL, i) for i, (_, _, wake) in results.items() if wake]
 
 
-async def _wake(pool: Database, notes: list[Note]) -> None:
-    """Send the wake-ups, both channels in one statement; one lost here is covered by
-    polling."""
+async def _wake(kept: _Kept, notes: list[Note]) -> None:
+    """Send the wake-ups, both channels in one statement (on a kept connection when one is
+    free); one lost here is covered by polling."""
+    sent = False
     try:
-        await repo.wake(pool, notes)
+        conn = await kept.take()
     except StorageError:
         logger.warning("could not send wake-ups after a checkpoint; listeners will poll")
+        return
+    try:
+        await repo.wake(conn, notes)
+        sent = True
+    except StorageError:
+        logger.warning("could not send wake-ups after a checkpoint; listeners will poll")
+    finally:
+        await kept.give_back(conn, healthy=sent)
 
 
 def _fail(write: _Write, exc: BaseException) -> None:
@@ -245,7 +344,7 @@ def _records_only(cp: Checkpoint) -> bool:
 
 
 async def _checkpoint_many(
-    pool: Database, batch: list[_Write], refill: Refill | None, claim: int
+    conn: Queryable, batch: list[_Write], refill: Refill | None, claim: int
 ) -> tuple[Applied, list[ExecutionRow]]:
     """Apply the writes in one statement, claiming up to `claim` runs for `refill`'s owner;
     for each run whose fence held, its result and whether its watchers and the workers are
@@ -253,10 +352,10 @@ async def _checkpoint_many(
     A statement of one write that only records calls, claiming nothing, is the lighter
     `checkpoint_step`, of the same effect."""
     if len(batch) == 1 and _records_only(batch[0].cp) and (refill is None or claim == 0):
-        return await _checkpoint_step(pool, batch[0]), []
+        return await _checkpoint_step(conn, batch[0]), []
     abandon = refill.abandon if refill is not None else repo.Abandon()
     with translated():
-        recs = await pool.fetch(
+        recs = await conn.fetch(
             Q["checkpoint_many"],
             *_columns(batch),
             refill.owner if refill is not None else None,
@@ -279,10 +378,10 @@ async def _checkpoint_many(
     return applied, claimed
 
 
-async def _checkpoint_step(pool: Database, w: _Write) -> Applied:
+async def _checkpoint_step(conn: Queryable, w: _Write) -> Applied:
     records, _ = repo.sealed_checkpoint(w.execution_id, w.cp)
     with translated():
-        recs = await pool.fetch(Q["checkpoint_step"], w.execution_id, w.owner, w.attempt, records)
+        recs = await conn.fetch(Q["checkpoint_step"], w.execution_id, w.owner, w.attempt, records)
     return {
         rec["id"]: (
             CheckpointResult(rec["status"], rec["cancel_requested"], rec["last_event_id"]),
