@@ -338,7 +338,9 @@ class App(DagCatalog, ProtocolCatalog):
         admission (docs/admission.md)."""
 
         def register(func: F) -> F:
-            wf_name = _check_name(name or func.__name__, "workflow")
+            wf_name = name or func.__name__
+            if getattr(func, "realm_id", None) != wf_name:  # a protocol keeps its Realm id
+                _check_name(wf_name, "workflow")
             if wf_name in self._workflows:
                 raise ValueError(f"workflow {wf_name!r} is registered twice")
             input_type, output_type = _param_and_return(func, "workflow")

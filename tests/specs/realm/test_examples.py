@@ -85,3 +85,20 @@ def test_code_reviewer_is_refused_for_its_step_trust_once_services_are_gone() ->
     with pytest.raises(RealmSpecError) as caught:
         load_string(text)
     assert caught.value.field == "trust"  # `engine_delivered` is a service's trust, not a step's
+
+
+def test_pr_review_registers_under_its_own_id() -> None:
+    """Realm leaves an id's characters free: `08-pr-review` (a digit first) and a created
+    workflow's `<name>-<hash>` with spaces register under that id, not the workflow-name rule."""
+    from tether.runtime.registry import App
+
+    app = App("examples")
+    text = _without_services((EXAMPLES / "08-pr-review.yaml").read_text(encoding="utf-8"))
+    assert app.protocol(text).id == "08-pr-review"
+    assert "08-pr-review" in app.workflows
+    spaced = app.create_protocol(text.replace("id: 08-pr-review", "id: Review the PR-0a1b"))
+    assert app.get(spaced.id).name == "Review the PR-0a1b"
+    with pytest.raises(ValueError, match="invalid workflow name"):
+
+        @app.workflow(name="08-plain")
+        async def plain(ctx: object) -> None: ...

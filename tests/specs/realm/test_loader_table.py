@@ -65,6 +65,8 @@ INVALID: list[tuple[str, type[RealmSpecError], str, int]] = [
     (step("    execution: agent\n    agent_profile: rev\n"), UnknownField, "agent_profile", 11),
     (step("    execution: agent\n    tools: ['a:b']\n"), UnknownField, "tools", 11),
     (step("    use_template: check\n"), UnknownField, "use_template", 10),
+    # Realm takes `handler` on an agent step (next_actions names it as the tool to call)
+    (step("    execution: agent\n    handler: h\n"), UnknownField, "handler", 11),
     # fields refused on a kind (step-fields.md: `no`)
     (
         step("    execution: agent\n    input_map: {a: run.params.a}\n"),
@@ -72,7 +74,6 @@ INVALID: list[tuple[str, type[RealmSpecError], str, int]] = [
         "input_map",
         11,
     ),
-    (step("    execution: agent\n    handler: h\n"), InvalidValue, "handler", 11),
     (step("    execution: agent\n    timeout_seconds: 3\n"), InvalidValue, "timeout_seconds", 11),
     (
         step("    execution: auto\n    output_schema: {type: object}\n"),

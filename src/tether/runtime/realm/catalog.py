@@ -123,5 +123,8 @@ def _workflow_fn(host: ProtocolHost, name: str) -> Callable[..., Any]:
         return await run_protocol(ctx, host, name, inp)
 
     protocol_workflow.__qualname__ = f"protocol:{name}"
+    # Named by the protocol's id, which Realm leaves free ("08-pr-review", "Review the PR-…"):
+    # the loader refuses only '/' and surrounding spaces, so the workflow-name rule is waived.
+    protocol_workflow.realm_id = name  # type: ignore[attr-defined]
     assert inspect.iscoroutinefunction(protocol_workflow)  # noqa: S101
     return protocol_workflow

@@ -51,7 +51,7 @@ KINDS: Final = {
     "when": "yyyn",
     "preconditions": "yyn-",
     "input_map": "ynnn",
-    "handler": "ynny",
+    "handler": "yyny",  # on agent: outside the subset (refused by name in parse_step)
     "config": "y--y",
     "timeout_seconds": "ynny",
     "idempotent": "ynnn",
@@ -116,6 +116,9 @@ def parse_step(step_id: str, node: yaml.Node, at: At, ids: frozenset[str], repor
             note(report, "inert_field", f"{name!r} has no effect on {kind} steps", taken[1])
             continue
         got[name] = taken
+    if kind == "agent" and (taken := got.get("handler")):
+        taken[1].fail("field 'handler' on an agent step is outside Tether's subset of Realm's "
+                      "format (Realm names it as the tool to call in next_actions)", UnknownField)  # fmt: skip
     fields.finish()
     return _build(step_id, kind, nonblank(*description), at, got, ids, report)
 
