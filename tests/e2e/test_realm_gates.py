@@ -70,6 +70,20 @@ async def test_gate_answered_in_time(mcp_server: ServeFn, client: Client) -> Non
         assert "expires_at" in gate
         assert opened["next_actions"][0]["instruction"]["tool"] == "submit_human_response"
         run = opened["run_id"]
+        state = await tool(c, "get_run_state", {"run_id": run})  # the open question, named
+        assert state["pending_gate"]["gate_id"] == gate["gate_id"]
+        assert "claim_token" not in state["pending_gate"]  # only the opening reply carries it
+        assert [a["instruction"]["tool"] for a in state["next_actions"]] == [
+            "submit_human_response"
+        ]
+        assert state["completed_steps"] == []  # the gated step waits on its answer
+        early = await tool(c, "execute_step", {"run_id": run, "command": "paid"})
+        assert (early["status"], early["agent_action"]) == ("blocked", "resolve_precondition")
+        assert "waits on the question on step 'draft' (choices: pay, hold)" in early["context_hint"]
+        assert early["blocked_reason"]["suggestion"] == (
+            "Answer the open question first, as next_actions says."
+        )
+        assert early["next_actions"][0]["instruction"]["tool"] == "submit_human_response"
         bad = await tool(
             c, "submit_human_response", {"run_id": run, "gate_id": gate["gate_id"], "choice": "x"}
         )

@@ -123,11 +123,19 @@ def ended(command: str, row: ExecutionRow, what: str) -> Reply:
 def blocked(step: str, plan: Plan, row: ExecutionRow) -> Reply:
     actions = open_entries(row, plan)
     eligible = [w["name"] for w in runs.open_agent_steps(row)]
-    if actions:
+    gate = runs.open_gate(row)
+    if gate is not None and not eligible:
+        suggestion = "Answer the open question first, as next_actions says."
+    elif actions:
         suggestion = "Call one of the steps indicated in next_actions instead."
     else:
         suggestion = "No other step can be called now."
     why = "it has already completed" if step in done_names(row) else "it is not ready"
+    if gate is not None and step not in done_names(row):
+        why = (
+            f"it waits on the question on step '{gate['name']}' (choices: "
+            f"{', '.join(gate.get('choices') or [])}) — answer it with submit_human_response"
+        )
     return Reply(
         step,
         row.id,
@@ -164,9 +172,17 @@ def step_entry(run_id: str, plan: Plan | None, step: str) -> dict[str, Any]:
 
 
 def open_entries(row: ExecutionRow, plan: Plan | None) -> list[dict[str, Any]]:
+    """What can be called now: the open question's answer first (a gate), then the agent steps
+    (no claim token: only the reply that opens the gate carries it)."""
     if runs.ended(row):
         return []
-    return [step_entry(row.id, plan, w["name"]) for w in runs.open_agent_steps(row)]
+    gate = runs.open_gate(row)
+    answer = (
+        [envelope.gate_action(row.id, gate["key"], gate["name"], gate.get("choices") or [])]
+        if gate is not None
+        else []
+    )
+    return answer + [step_entry(row.id, plan, w["name"]) for w in runs.open_agent_steps(row)]
 
 
 def next_status(row: ExecutionRow, actions: list[dict[str, Any]]) -> str:
@@ -201,4 +217,14 @@ def gate_view(row: ExecutionRow, gate: dict[str, Any], plan: Plan | None) -> dic
     if gate.get("deadline"):
         view["expires_at"] = gate["deadline"]
     view["claim_token"] = claim_token(gate)
+    return view
+
+
+def pending_gate(row: ExecutionRow, plan: Plan | None) -> dict[str, Any] | None:
+    """`get_run_state`'s open question: the gate as it was opened, without its claim token."""
+    gate = runs.open_gate(row)
+    if gate is None:
+        return None
+    view = gate_view(row, gate, plan)
+    view.pop("claim_token")
     return view

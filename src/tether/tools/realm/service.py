@@ -281,7 +281,10 @@ class RealmTools:
             )
         plan = self._plan(row.workflow)
         records = await ops.steps(row.id)
-        done = runs.completed_steps(plan, records)
+        gate = replies.pending_gate(row, plan)
+        done = [
+            s for s in runs.completed_steps(plan, records) if not gate or s != gate["step_name"]
+        ]
         actions = replies.open_entries(row, plan)
         p = runs.phase(row)
         out = Reply(
@@ -300,6 +303,8 @@ class RealmTools:
             failed_steps=failed,
             next_actions_status=replies.next_status(row, actions),
         )
+        if gate is not None:
+            out["pending_gate"] = gate
         if runs.ended(row) and isinstance(row.error, dict):
             out["terminal_reason"] = row.error.get("message")
         if a.get("include_steps"):
