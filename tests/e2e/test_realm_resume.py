@@ -40,6 +40,8 @@ async def test_a_failed_auto_step_is_resumed_from_the_step_the_reply_names(
         failed = await tool(c, "execute_step", answer)
         assert failed["status"] == "error", failed
         assert (failed["run_phase"], failed["agent_action"]) == ("failed", "stop")
+        assert failed["error_code"] == "ENGINE_HANDLER_FAILED"  # handlers.md: a raised error
+        assert failed["errors"] == ["Handler 'pay' threw: the bank is closed"]
         command = f"tether runs resume {run} --from pay"
         assert failed["context_hint"].endswith(command), failed["context_hint"]
 

@@ -4,6 +4,7 @@ tasks/get, and parameter refusals as JSON-RPC -32602 (seeds/realm-mcp-tools.md).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import orjson
@@ -170,3 +171,36 @@ async def test_refusals(mcp_server: ServeFn, client: Client) -> None:
         assert unknown["agent_action"] == "report_to_user"
         runs = await tool(c, "get_run_state", {"run_id": "ex_nope"})
         assert "run_version" not in runs
+
+
+SLOW = """
+id: slow
+name: Slow
+version: 1
+steps:
+  fetch:
+    description: Fetch slowly
+    execution: auto
+    handler: crawl
+    timeout_seconds: 1
+"""
+
+
+async def test_an_auto_step_past_its_timeout_fails_the_run(
+    mcp_server: ServeFn, client: Client
+) -> None:
+    """`timeout_seconds` bounds one attempt: past it the step fails with STEP_TIMEOUT."""
+    app = App("realm-slow")
+    app.protocol(SLOW)
+
+    @app.handler()
+    async def crawl(inputs: dict[str, Any]) -> dict[str, Any]:
+        await asyncio.sleep(30)
+        return {}
+
+    async with mcp_server(app) as url:
+        started = await tool(client(url), "start_run", {"workflow_id": "slow"})
+        assert (started["status"], started["run_phase"]) == ("error", "failed"), started
+        assert started["error_code"] == "STEP_TIMEOUT"
+        assert started["errors"] == ["Step 'fetch' timed out after 1000ms"]
+        assert started["agent_action"] == "stop"

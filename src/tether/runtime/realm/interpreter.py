@@ -236,7 +236,13 @@ def handled(plan: Plan, step: PlanStep) -> bool:
 async def _auto(ctx: Context, host: ProtocolHost, plan: Plan, step: PlanStep, w: Walk) -> None:
     try:
         w.outputs[step.id] = await ctx.step(
-            _run_handler, host.handlers, step, w.params, w.outputs, name=f"realm:auto:{step.id}"
+            _run_handler,
+            host.handlers,
+            step,
+            w.params,
+            w.outputs,
+            name=f"realm:auto:{step.id}",
+            timeout=step.spec.effective_timeout,  # one attempt's limit (3600 s by default)
         )
     except StepFailed:
         if not handled(plan, step):

@@ -43,7 +43,7 @@ def progress(
             command, row.id, "ok", join(lead, hint), row.version, warnings=warns, extra=extra
         )
     if p == "failed":
-        return _failed(command, row, lead, extra)
+        return _failed(command, plan, row, lead, extra)
     if p == "completed":
         hint = join(lead, "Run completed.")
         return Reply(command, row.id, "ok", hint, row.version, warnings=warns, extra=extra)
@@ -69,25 +69,43 @@ def progress(
     )
 
 
-def _failed(command: str, row: ExecutionRow, lead: str, extra: dict[str, Any]) -> Reply:
-    err = row.error if isinstance(row.error, dict) else {}
+def _failed(
+    command: str, plan: Plan | None, row: ExecutionRow, lead: str, extra: dict[str, Any]
+) -> Reply:
     step, message = runs.failure(row)
-    code = (
-        "ENGINE_HANDLER_NOT_REGISTERED"
-        if "HandlerNotRegistered" in message or err.get("type") == "HandlerNotRegistered"
-        else "ENGINE_STEP_FAILED"
-    )
-    hint = join(lead, f"The run failed: {message}", runs.way_back(row, step))
+    code, error = failure_code(plan, row, step, message)
+    hint = join(lead, f"The run failed: {message}.", runs.way_back(row, step))
     return refusal(
         command,
         row.id,
         code,
-        message,
+        error,
         run_version=row.version,
         action="stop",
         context_hint=hint,
         **extra,
     )
+
+
+def failure_code(
+    plan: Plan | None, row: ExecutionRow, step: str | None, message: str
+) -> tuple[str, str]:
+    """The error code and sentence of a failed run, in Realm's words: a handler that is not
+    registered, an attempt past `timeout_seconds` (`STEP_TIMEOUT`), or a handler that raised
+    (`ENGINE_HANDLER_FAILED`, `Handler '<h>' threw: <error>`)."""
+    err = row.error if isinstance(row.error, dict) else {}
+    if "HandlerNotRegistered" in message or err.get("type") == "HandlerNotRegistered":
+        return "ENGINE_HANDLER_NOT_REGISTERED", message
+    s = plan.step(step) if plan is not None and step is not None else None
+    if s is None or s.kind != "auto":
+        return "ENGINE_STEP_FAILED", message
+    cause = message.split(" failed: ", 1)[-1]
+    if cause.startswith("TimeoutError"):
+        limit = (s.spec.effective_timeout or 0) * 1000
+        return "STEP_TIMEOUT", f"Step '{step}' timed out after {limit}ms"
+    if s.handler is None:
+        return "ENGINE_STEP_FAILED", message
+    return "ENGINE_HANDLER_FAILED", f"Handler '{s.handler}' threw: {cause.split(': ', 1)[-1]}"
 
 
 def _confirm(
