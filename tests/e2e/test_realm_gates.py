@@ -6,6 +6,7 @@ the gate's expiry (never recorded: `answer_recorded:false`, `winning_choice`, `r
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -121,3 +122,46 @@ async def test_gate_answered_after_its_expiry(mcp_server: ServeFn, client: Clien
         assert same["error_details"]["winning_choice"] == "hold"
         state = await tool(c, "get_run_state", {"run_id": run})
         assert state["run_phase"] == "aborted"  # the guard read draft.choice == 'hold'
+
+
+EXAMPLES = Path(__file__).parents[1] / "specs" / "realm" / "examples"
+
+
+async def test_realm_examples_render_their_prompt_and_gate_message(
+    mcp_server: ServeFn, client: Client
+) -> None:
+    """Realm's own guide workflows: a prompt's `{{ run.params.topic }}` and a gate message's
+    `{{ context.resources.draft.subject | upper }}` reach the agent rendered; a message whose
+    path finds nothing does not open the gate (GATE_MESSAGE_UNRESOLVABLE)."""
+    app = App("realm-examples")
+    app.protocol(EXAMPLES / "article.yaml")
+    app.protocol(EXAMPLES / "announce.yaml")
+    broken = (EXAMPLES / "announce.yaml").read_text(encoding="utf-8")
+    app.protocol(broken.replace("id: announce", "id: broken").replace(".body }}", ".bodyy }}"))
+    async with mcp_server(app) as url:
+        c = client(url)
+        started = await tool(c, "start_run", {"workflow_id": "article", "params": {"topic": "AI"}})
+        assert started["next_actions"][0]["prompt"] == (
+            "List two to five points for a short article about AI.\n"
+        )
+        run = (await tool(c, "start_run", {"workflow_id": "announce"}))["run_id"]
+        draft = {"subject": "Office closed Friday", "body": "The office is closed this Friday."}
+        args = {"run_id": run, "command": "draft", "params": draft}
+        opened = await tool(c, "execute_step", args)
+        assert opened["gate"]["display"] == (
+            "Subject: OFFICE CLOSED FRIDAY\n\nThe office is closed this Friday.\n"
+        )
+        state = await tool(c, "get_run_state", {"run_id": run})
+        assert state["pending_gate"]["display"] == opened["gate"]["display"]
+        gate_id = opened["gate"]["gate_id"]
+        answer = {"run_id": run, "gate_id": gate_id, "choice": "send"}
+        done = await tool(c, "submit_human_response", answer)
+        assert done["run_phase"] == "completed"
+
+        run = (await tool(c, "start_run", {"workflow_id": "broken"}))["run_id"]
+        failed = await tool(c, "execute_step", {**args, "run_id": run})
+        assert (failed["status"], failed["agent_action"]) == ("error", "stop"), failed
+        assert failed["error_code"] == "GATE_MESSAGE_UNRESOLVABLE"
+        assert failed["errors"] == [
+            "gate.message has unresolvable references: context.resources.draft.bodyy"
+        ]

@@ -48,6 +48,7 @@ from tether.specs.realm import (
     Progress,
     evaluate,
     finalizers_for,
+    templates,
     upstream_verdict,
 )
 from tether.specs.realm.model import Outcome
@@ -79,6 +80,15 @@ class GateExpired(GuardAborted):
 
 class GuardResolutionError(Exception):
     """A guard's condition named nothing: the run fails at that guard."""
+
+
+class GateMessageError(Exception):
+    """A gate's `message` cannot be rendered: the run fails with `<code>: <detail>` (code
+    GATE_MESSAGE_UNRESOLVABLE or FILTER_UNKNOWN); the gate does not open."""
+
+    def __init__(self, step: str, code: str, detail: str) -> None:
+        super().__init__(f"{code}: {detail}")
+        self.step = step
 
 
 class HandlerNotRegistered(Exception):
@@ -181,13 +191,29 @@ async def _run_handler(
     return value
 
 
-async def _gate(ctx: Context, step: PlanStep, output: Any) -> dict[str, Any]:
+def gate_display(step: PlanStep, params: dict[str, Any], outputs: dict[str, Any]) -> str:
+    """What the person is shown: the gate's `message` rendered strictly (a path that finds
+    nothing or an unknown filter ends the run: GateMessageError), else the step's prompt."""
+    gate = step.gate
+    assert gate is not None  # noqa: S101 — only called for gated steps
+    if gate.message is None:
+        return templates.render(step.prompt, params, outputs) if step.prompt else step.description
+    try:
+        return templates.render_strict(gate.message, params, outputs)
+    except templates.Unresolvable as exc:
+        raise GateMessageError(step.id, "GATE_MESSAGE_UNRESOLVABLE", str(exc)) from None
+    except templates.UnknownFilter as exc:
+        raise GateMessageError(step.id, "FILTER_UNKNOWN", str(exc)) from None
+
+
+async def _gate(ctx: Context, step: PlanStep, w: Walk) -> dict[str, Any]:
     """Open the step's gate and return its resolution (`choice`, `resolved_by`)."""
     gate = step.gate
     assert gate is not None  # noqa: S101 — only called for gated steps
+    output = w.outputs[step.id]
     spec = GateWait(
         step.id,
-        gate.message or step.prompt or step.description,
+        gate_display(step, w.params, w.outputs),
         gate.choices,
         output,
         step.instructions,
@@ -267,14 +293,15 @@ async def _one(ctx: Context, host: ProtocolHost, plan: Plan, step: PlanStep, w: 
         w.outputs[step.id] = {"passed": True}
         w.completed.add(step.id)
     else:
+        prompt = templates.render(step.prompt, w.params, w.outputs) if step.prompt else None
         spec = AgentAnswer(
-            step.id, step.prompt or step.description, step.answer_schema, step.input_schema
+            step.id, prompt or step.description, step.answer_schema, step.input_schema
         )
         (answer,) = await ctx.wait_all(spec)
         w.outputs[step.id] = answer
         w.completed.add(step.id)
     if step.gate is not None and step.id in w.completed:
-        w.gates[step.id] = await _gate(ctx, step, w.outputs[step.id])
+        w.gates[step.id] = await _gate(ctx, step, w)
         base = w.outputs[step.id] if isinstance(w.outputs[step.id], dict) else {}
         w.outputs[step.id] = {**base, "choice": w.gates[step.id]["choice"]}
 

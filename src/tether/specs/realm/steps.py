@@ -117,8 +117,9 @@ def parse_step(step_id: str, node: yaml.Node, at: At, ids: frozenset[str], repor
             continue
         got[name] = taken
     if kind == "agent" and (taken := got.get("handler")):
-        taken[1].fail("field 'handler' on an agent step is outside Tether's subset of Realm's "
-                      "format (Realm names it as the tool to call in next_actions)", UnknownField)  # fmt: skip
+        why = "Realm names it as the tool to call in next_actions"
+        taken[1].fail(f"field 'handler' on an agent step is outside Tether's subset of "
+                      f"Realm's format ({why})", UnknownField)  # fmt: skip
     fields.finish()
     return _build(step_id, kind, nonblank(*description), at, got, ids, report)
 

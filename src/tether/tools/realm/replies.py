@@ -96,6 +96,9 @@ def failure_code(
     err = row.error if isinstance(row.error, dict) else {}
     if "HandlerNotRegistered" in message or err.get("type") == "HandlerNotRegistered":
         return "ENGINE_HANDLER_NOT_REGISTERED", message
+    if err.get("type") == "GateMessageError":  # "<code>: <detail>"
+        code, _, detail = message.partition(": ")
+        return code, detail
     s = plan.step(step) if plan is not None and step is not None else None
     if s is None or s.kind != "auto":
         return "ENGINE_STEP_FAILED", message
@@ -179,13 +182,18 @@ def join(*parts: str) -> str:
     return " ".join(p for p in parts if p)
 
 
-def step_entry(run_id: str, plan: Plan | None, step: str) -> dict[str, Any]:
+def step_entry(
+    run_id: str, plan: Plan | None, step: str, *, prompt: str | None = None
+) -> dict[str, Any]:
+    """An agent step's entry; `prompt` is the open wait's (rendered when the step opened)."""
     s = plan.step(step) if plan is not None else None
+    if prompt is None and s is not None:
+        prompt = s.prompt or s.description
     return envelope.step_action(
         run_id,
         step,
         input_schema=dict(s.answer_schema) if s is not None else None,
-        prompt=(s.prompt or s.description) if s is not None else None,
+        prompt=prompt,
     )
 
 
@@ -200,7 +208,10 @@ def open_entries(row: ExecutionRow, plan: Plan | None) -> list[dict[str, Any]]:
         if gate is not None
         else []
     )
-    return answer + [step_entry(row.id, plan, w["name"]) for w in runs.open_agent_steps(row)]
+    return answer + [
+        step_entry(row.id, plan, w["name"], prompt=w.get("prompt"))
+        for w in runs.open_agent_steps(row)
+    ]
 
 
 def next_status(row: ExecutionRow, actions: list[dict[str, Any]]) -> str:

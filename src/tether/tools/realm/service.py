@@ -181,7 +181,7 @@ class RealmTools:
                 f"VALIDATION_{schema.upper()}",
                 f"The output of step '{step}' does not fit its {schema}.",
                 run_version=row.version,
-                next_actions=[replies.step_entry(row.id, plan, step)],
+                next_actions=[replies.step_entry(row.id, plan, step, prompt=wait.get("prompt"))],
                 error_details={"errors": exc.errors, "rejections": 1, "threshold": THRESHOLD},
                 run_phase=runs.phase(row),
             )

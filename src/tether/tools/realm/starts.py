@@ -22,6 +22,7 @@ from tether.runtime.operations import Operations, Started, StartRequest
 from tether.runtime.realm.interpreter import ProtocolInput
 from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow
+from tether.specs.realm import templates
 from tether.tools.realm import envelope, replies, runs
 from tether.tools.realm.envelope import Reply, refusal
 
@@ -137,7 +138,14 @@ def first_calls(row: ExecutionRow, plan: Plan, handlers: Any) -> list[dict[str, 
     roots = [s for s in plan.steps if not s.depends_on]
     if any(s.kind == "auto" and s.handler and s.handler not in handlers for s in plan.steps):
         return []
-    out = [replies.step_entry(row.id, plan, s.id) for s in roots if s.kind == "agent"]
+    params = (row.input.get("params") or {}) if isinstance(row.input, dict) else {}
+    out = [
+        replies.step_entry(
+            row.id, plan, s.id, prompt=templates.render(s.prompt, params, {}) if s.prompt else None
+        )
+        for s in roots
+        if s.kind == "agent"
+    ]
     if any(s.kind in ("auto", "guard") for s in roots):
         out.append(envelope.advance_action(row.id))
     return out
