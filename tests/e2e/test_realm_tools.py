@@ -204,3 +204,69 @@ async def test_an_auto_step_past_its_timeout_fails_the_run(
         assert started["error_code"] == "STEP_TIMEOUT"
         assert started["errors"] == ["Step 'fetch' timed out after 1000ms"]
         assert started["agent_action"] == "stop"
+
+
+BUDGET = """
+id: budget
+name: Budget
+version: 1
+steps:
+  summarise:
+    description: Summarise the record in one sentence.
+    execution: agent
+    input_schema:
+      type: object
+      additionalProperties: false
+      required: [summary]
+      properties:
+        summary: {type: string, minLength: 10}
+    validation_exhaustion: {threshold: 2}
+  guess:
+    description: Guess, with a default
+    execution: agent
+    depends_on: [summarise]
+    output_schema:
+      type: object
+      required: [n]
+      properties: {n: {type: integer}}
+    validation_exhaustion: {threshold: 1, mode: default, default_output: {n: 0}}
+"""
+
+
+async def test_refused_answers_are_counted_up_to_the_step_budget(
+    mcp_server: ServeFn, client: Client
+) -> None:
+    """agent-step-controls.md: each refusal is counted (`rejections`/`threshold`, Ajv errors);
+    at the threshold `mode: fail` ends the run (VALIDATION_EXHAUSTED, stop) and `mode: default`
+    completes the step with its default_output."""
+    app = App("realm-budget")
+    app.protocol(BUDGET)
+    async with mcp_server(app) as url:
+        c = client(url)
+        run = (await tool(c, "start_run", {"workflow_id": "budget"}))["run_id"]
+        short = {"run_id": run, "command": "summarise", "params": {"summary": "short"}}
+        first = await tool(c, "execute_step", short)
+        assert first["error_code"] == "VALIDATION_INPUT_SCHEMA"
+        assert first["error_details"]["rejections"] == 1
+        assert first["error_details"]["threshold"] == 2
+        (error,) = first["error_details"]["errors"]
+        assert (error["instancePath"], error["keyword"]) == ("/summary", "minLength")
+        assert error["message"] == "must NOT have fewer than 10 characters"
+        second = await tool(c, "execute_step", short)
+        assert (second["status"], second["error_code"]) == ("error", "VALIDATION_EXHAUSTED")
+        assert (second["run_phase"], second["agent_action"]) == ("failed", "stop")
+        assert second["errors"] == [
+            "Step 'summarise' exhausted its validation-rejection budget (2/2)"
+        ]
+        state = await tool(c, "get_run_state", {"run_id": run})
+        assert (state["run_phase"], state["terminal_state"]) == ("failed", True)
+
+        run = (await tool(c, "start_run", {"workflow_id": "budget"}))["run_id"]
+        ok = {"run_id": run, "command": "summarise", "params": {"summary": "long enough now"}}
+        assert (await tool(c, "execute_step", ok))["status"] == "ok"
+        bad = {"run_id": run, "command": "guess", "params": {"n": "x"}}
+        defaulted = await tool(c, "execute_step", bad)
+        assert (defaulted["status"], defaulted["run_phase"]) == ("ok", "completed"), defaulted
+        assert defaulted["settled_by_default"] is True
+        assert defaulted["defaulted_steps"] == ["guess"]
+        assert "default_output" in defaulted["warnings"][0]

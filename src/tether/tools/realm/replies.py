@@ -96,7 +96,7 @@ def failure_code(
     err = row.error if isinstance(row.error, dict) else {}
     if "HandlerNotRegistered" in message or err.get("type") == "HandlerNotRegistered":
         return "ENGINE_HANDLER_NOT_REGISTERED", message
-    if err.get("type") == "GateMessageError":  # "<code>: <detail>"
+    if err.get("type") == "GateMessageError" or runs.exhausted(row):  # "<code>: <detail>"
         code, _, detail = message.partition(": ")
         return code, detail
     s = plan.step(step) if plan is not None and step is not None else None

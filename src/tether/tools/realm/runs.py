@@ -21,7 +21,7 @@ def phase(row: ExecutionRow) -> str:
     """`running | gate_waiting | completed | failed | abandoned | aborted` (digest §1)."""
     if row.status == "completed":
         return "completed"
-    if row.status in ("cancelled", "terminated"):
+    if row.status in ("cancelled", "terminated") and not exhausted(row):
         return "abandoned"
     if row.status in ENDED_STATUSES:
         err = row.error if isinstance(row.error, dict) else {}
@@ -29,6 +29,12 @@ def phase(row: ExecutionRow) -> str:
     if any(w.get("kind") == "approval" for w in row.waits):
         return "gate_waiting"
     return "running"
+
+
+def exhausted(row: ExecutionRow) -> bool:
+    """The run was ended by an agent step's budget of refused answers (exhaustion.py)."""
+    err = row.error if isinstance(row.error, dict) else {}
+    return str(err.get("message", "")).startswith("VALIDATION_EXHAUSTED: ")
 
 
 def ended(row: ExecutionRow) -> bool:

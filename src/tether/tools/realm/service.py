@@ -10,15 +10,23 @@ from typing import Any, Final
 
 from tether.runtime import errors as rt
 from tether.runtime.operations import Operations
-from tether.runtime.realm.plan import Plan, PlanStep
+from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow, StepRecord
 from tether.tools import results
-from tether.tools.realm import created, gates, params, replies, runs, starts, traces
+from tether.tools.realm import (
+    created,
+    exhaustion,
+    gates,
+    params,
+    replies,
+    runs,
+    starts,
+    traces,
+)
 from tether.tools.realm.envelope import Reply, refusal
 from tether.tools.realm.views import protocol_view
 
 SETTLE_S: Final = 30.0
-THRESHOLD: Final = 6
 Args = dict[str, Any]
 
 
@@ -173,18 +181,8 @@ class RealmTools:
         answer = a.get("params") or {}
         try:
             await ops.answer(row.id, wait["key"], answer, by=by)
-        except rt.AnswerRejected as exc:
-            schema = _refused_schema(plan.step(step), answer)
-            return refusal(
-                step,
-                row.id,
-                f"VALIDATION_{schema.upper()}",
-                f"The output of step '{step}' does not fit its {schema}.",
-                run_version=row.version,
-                next_actions=[replies.step_entry(row.id, plan, step, prompt=wait.get("prompt"))],
-                error_details={"errors": exc.errors, "rejections": 1, "threshold": THRESHOLD},
-                run_phase=runs.phase(row),
-            )
+        except rt.AnswerRejected:
+            return await exhaustion.refused(ops, plan, row, wait, answer, self._settle)
         except (rt.WaitNotOpen, rt.AnswerConflict):
             return replies.blocked(step, plan, (await ops.get(row.id)).current)
         row, chain = await self._settle(ops, row, [], answered=step)
@@ -344,15 +342,6 @@ class RealmTools:
         if answered is not None:
             before = runs.upto(after, answered)
         return now, runs.chain(before, after, runs.phase(now))
-
-
-def _refused_schema(step: PlanStep | None, answer: Any) -> str:
-    """Which of an agent step's schemas an answer broke (it must fit both)."""
-    if step is None or step.gate is not None or step.input_schema is None:
-        return "output_schema"
-    if step.output_schema is None or starts.schema_errors(step.input_schema, answer):
-        return "input_schema"
-    return "output_schema"
 
 
 _CONTINUED: Final = {"by": None, "absent_cause": "driver_not_recorded"}
