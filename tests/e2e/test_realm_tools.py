@@ -270,3 +270,47 @@ async def test_refused_answers_are_counted_up_to_the_step_budget(
         assert defaulted["settled_by_default"] is True
         assert defaulted["defaulted_steps"] == ["guess"]
         assert "default_output" in defaulted["warnings"][0]
+
+
+LACKING = """
+id: lacking
+name: Lacking
+version: 1
+steps:
+  fetch:
+    description: Fetch it
+    execution: auto
+    handler: fetch_it
+  read:
+    description: Read it
+    execution: agent
+    depends_on: [fetch]
+"""
+
+
+async def test_a_missing_handler_leaves_the_run_open_until_advance_run_finds_it(
+    mcp_server: ServeFn, client: Client
+) -> None:
+    """step-kinds.md: a step whose handler this server lacks "cannot run here (capability)";
+    the reply is ok and the run stays open; advance_run runs it once the handler is there."""
+    app = App("realm-lacking")
+    app.protocol(LACKING)
+    async with mcp_server(app) as url:
+        c = client(url)
+        started = await tool(c, "start_run", {"workflow_id": "lacking"})
+        assert (started["status"], started["run_phase"]) == ("ok", "running"), started
+        assert started["next_actions"] == []
+        assert started["context_hint"].endswith(
+            "Step 'fetch' cannot run here (capability): handler 'fetch_it' is not registered here."
+        )
+        run = started["run_id"]
+        still = await tool(c, "advance_run", {"run_id": run})  # still lacking: nothing ran
+        assert (still["status"], still["run_phase"]) == ("ok", "running")
+        assert "cannot run here (capability)" in still["context_hint"]
+
+        app.handler("fetch_it")(lambda inputs: {"got": 1})
+        advanced = await tool(c, "advance_run", {"run_id": run})
+        assert advanced["chained_auto_steps"] == [{"step": "fetch", "run_phase": "running"}]
+        assert advanced["next_actions"][0]["instruction"]["params"]["command"] == "read"
+        idle = await tool(c, "advance_run", {"run_id": run})  # nothing owed: at once, ok
+        assert (idle["status"], idle.get("chained_auto_steps")) == ("ok", None)

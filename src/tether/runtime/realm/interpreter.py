@@ -34,7 +34,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -259,7 +259,27 @@ def handled(plan: Plan, step: PlanStep) -> bool:
     return any(step.id in s.depends_on and s.spec.trigger_rule in FAILURE_RULES for s in plan.steps)
 
 
+CAPABILITY: Final = "realm.capability."
+
+
+async def _has_handler(handlers: Handlers, name: str) -> bool:
+    return name in handlers
+
+
+async def _capable(ctx: Context, host: ProtocolHost, step: PlanStep) -> None:
+    """Wait until the process running the step has its handler (Realm: the step "cannot run
+    here (capability)" and the run stays open). Each look is recorded; `advance_run` signals
+    `realm.capability.<step>` to look again (in whichever worker takes the run)."""
+    if step.handler is None:
+        return
+    name = f"realm:capability:{step.id}"
+    while not await ctx.step(_has_handler, host.handlers, step.handler, name=name, lazy=True):
+        why = f"handler '{step.handler}' is not registered here"
+        await ctx.wait_for_signal(f"{CAPABILITY}{step.id}", prompt=why)
+
+
 async def _auto(ctx: Context, host: ProtocolHost, plan: Plan, step: PlanStep, w: Walk) -> None:
+    await _capable(ctx, host, step)
     try:
         w.outputs[step.id] = await ctx.step(
             _run_handler,
@@ -345,7 +365,7 @@ async def run_protocol(
     except GuardAborted:
         await _finalize(ctx, host, plan, w, "abort")
         raise
-    except (GuardResolutionError, StepFailed):
+    except (GuardResolutionError, GateMessageError, StepFailed):
         await _finalize(ctx, host, plan, w, "fail")
         raise
     outcome: Outcome = "completed_with_failed_steps" if w.failed else "complete"

@@ -58,6 +58,28 @@ def open_gate(row: ExecutionRow) -> dict[str, Any] | None:
     return next((w for w in row.waits if w.get("kind") == "approval"), None)
 
 
+CAPABILITY: Final = "realm.capability."
+
+
+def capability_waits(row: ExecutionRow) -> list[dict[str, Any]]:
+    """The auto steps parked because this server lacks their handler (interpreter._capable):
+    each a signal wait `realm.capability.<step>` whose prompt says why."""
+    return [
+        w
+        for w in row.waits
+        if w.get("kind") == "signal" and str(w.get("name", "")).startswith(CAPABILITY)
+    ]
+
+
+def cannot_run(row: ExecutionRow) -> list[str]:
+    """Realm's sentence for each step that cannot run here."""
+    return [
+        f"Step '{str(w['name']).removeprefix(CAPABILITY)}' cannot run here (capability): "
+        f"{w.get('prompt')}."
+        for w in capability_waits(row)
+    ]
+
+
 def open_agent_steps(row: ExecutionRow) -> list[dict[str, Any]]:
     return [w for w in row.waits if w.get("kind") == "agent_step"]
 

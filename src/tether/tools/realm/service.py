@@ -5,6 +5,7 @@ the auto steps and guards the call made ready), and replies with one envelope (e
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
@@ -212,7 +213,13 @@ class RealmTools:
                 extra={"run_phase": p, "continued_by": _CONTINUED},
             )
         before = await ops.steps(row.id)
-        row, chain = await self._settle(ops, row, before)
+        parked = runs.capability_waits(row)
+        for wait in parked:  # look for the handler again (this server's, or another's)
+            with contextlib.suppress(rt.RunEnded):
+                await ops.signal(row.id, wait["name"])
+        chain = runs.Chain([], [], None)
+        if parked or not runs.settled(row):  # nothing owed: never an error, nothing to wait on
+            row, chain = await self._settle(ops, row, before)
         reply = replies.progress("advance_run", plan, row, chain, warnings=w)
         wire = reply.to_wire()
         wire["continued_by"] = _CONTINUED
