@@ -64,6 +64,7 @@ async def test_gate_answered_in_time(mcp_server: ServeFn, client: Client) -> Non
         opened = await _open_gate(c)
         gate = opened["gate"]
         assert "agent_action" not in opened
+        assert opened["stopped_step"] == "draft"
         assert gate["choices"] == ["pay", "hold"]
         assert gate["preview"] == {"n": 5}
         assert gate["display"] == "Pay it?"

@@ -110,6 +110,7 @@ async def test_agent_run_refused_then_accepted_auto_chain_and_tasks_get(
         )
         assert again["status"] == "blocked"
         assert again["blocked_reason"]["eligible_steps"] == ["confirm"]
+        assert again["stopped_step"] == "assess"
 
         end = await tool(
             c, "execute_step", {"run_id": run, "command": "confirm", "params": {"text": "paid"}}
@@ -201,7 +202,7 @@ async def test_an_auto_step_past_its_timeout_fails_the_run(
     async with mcp_server(app) as url:
         started = await tool(client(url), "start_run", {"workflow_id": "slow"})
         assert (started["status"], started["run_phase"]) == ("error", "failed"), started
-        assert started["error_code"] == "STEP_TIMEOUT"
+        assert (started["error_code"], started["stopped_step"]) == ("STEP_TIMEOUT", "fetch")
         assert started["errors"] == ["Step 'fetch' timed out after 1000ms"]
         assert started["agent_action"] == "stop"
 
@@ -247,7 +248,7 @@ async def test_refused_answers_are_counted_up_to_the_step_budget(
         short = {"run_id": run, "command": "summarise", "params": {"summary": "short"}}
         first = await tool(c, "execute_step", short)
         assert first["error_code"] == "VALIDATION_INPUT_SCHEMA"
-        assert first["error_details"]["rejections"] == 1
+        assert (first["error_details"]["rejections"], first["stopped_step"]) == (1, "summarise")
         assert first["error_details"]["threshold"] == 2
         (error,) = first["error_details"]["errors"]
         assert (error["instancePath"], error["keyword"]) == ("/summary", "minLength")
@@ -255,6 +256,7 @@ async def test_refused_answers_are_counted_up_to_the_step_budget(
         second = await tool(c, "execute_step", short)
         assert (second["status"], second["error_code"]) == ("error", "VALIDATION_EXHAUSTED")
         assert (second["run_phase"], second["agent_action"]) == ("failed", "stop")
+        assert second["stopped_step"] == "summarise"
         assert second["errors"] == [
             "Step 'summarise' exhausted its validation-rejection budget (2/2)"
         ]

@@ -71,6 +71,7 @@ async def refused(
             next_actions=[replies.step_entry(row.id, plan, step.id, prompt=wait.get("prompt"))],
             error_details={"errors": errors, "rejections": count, "threshold": threshold},
             run_phase="running",
+            stopped_step=step.id,
         )
     if budget is not None and budget.mode == "default":
         try:

@@ -32,6 +32,9 @@ def progress(
         "ended_by": chain.ended_by,
     }
     warns = list(warnings or [])
+    # `stopped_step` (execute_step, start_run, advance_run): the step an error or a gate
+    # stopped the call at — not on a deduped start, which ran nothing
+    names_stop = command not in ("submit_human_response", "create_workflow") and not deduped
     if chain.ended_by is not None:
         g = chain.ended_by["step"]
         hint = {
@@ -43,12 +46,14 @@ def progress(
             command, row.id, "ok", join(lead, hint), row.version, warnings=warns, extra=extra
         )
     if p == "failed":
-        return _failed(command, plan, row, lead, extra)
+        return _failed(command, plan, row, lead, extra, names_stop)
     if p == "completed":
         hint = join(lead, "Run completed.")
         return Reply(command, row.id, "ok", hint, row.version, warnings=warns, extra=extra)
     gate = runs.open_gate(row)
     if gate is not None:
+        if names_stop:
+            extra["stopped_step"] = gate["name"]
         return _confirm(command, plan, row, gate, lead, warns, extra)
     if runs.ended(row):
         err = row.error if isinstance(row.error, dict) else {}
@@ -70,10 +75,17 @@ def progress(
 
 
 def _failed(
-    command: str, plan: Plan | None, row: ExecutionRow, lead: str, extra: dict[str, Any]
+    command: str,
+    plan: Plan | None,
+    row: ExecutionRow,
+    lead: str,
+    extra: dict[str, Any],
+    names_stop: bool,
 ) -> Reply:
     step, message = runs.failure(row)
     code, error = failure_code(plan, row, step, message)
+    if names_stop and step is not None:
+        extra = {**extra, "stopped_step": step}
     hint = join(lead, f"The run failed: {message}.", runs.way_back(row, step))
     return refusal(
         command,
@@ -166,6 +178,7 @@ def blocked(step: str, plan: Plan, row: ExecutionRow) -> Reply:
         next_actions=actions,
         extra={
             "run_phase": runs.phase(row),
+            "stopped_step": step,
             "error_code": None,
             "agent_action": "resolve_precondition" if actions else "report_to_user",
             "blocked_reason": {"eligible_steps": eligible, "suggestion": suggestion},

@@ -141,6 +141,7 @@ def failed_step(after: Sequence[StepRecord]) -> tuple[str, str] | None:
     return None
 
 
+_EXHAUSTED: Final = re.compile(r"VALIDATION_EXHAUSTED: Step '(.+?)' exhausted")
 _STEP_FAILED: Final = re.compile(r"step '(?:realm:(?:auto|guard|when):)?(.+?)' failed: (.*)", re.S)
 
 
@@ -151,7 +152,8 @@ def failure(row: ExecutionRow) -> tuple[str | None, str]:
     message = str(err.get("message", "the run failed"))
     found = _STEP_FAILED.fullmatch(message) if err.get("type") == "StepFailed" else None
     if found is None:
-        return err.get("step"), message
+        spent = _EXHAUSTED.match(message) if exhausted(row) else None
+        return (spent.group(1) if spent else err.get("step")), message
     return found.group(1), f"Step '{found.group(1)}' failed: {found.group(2)}"
 
 
