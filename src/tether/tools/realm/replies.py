@@ -36,15 +36,8 @@ def progress(
     # stopped the call at — not on a deduped start, which ran nothing
     names_stop = command not in ("submit_human_response", "create_workflow") and not deduped
     if chain.ended_by is not None:
-        g = chain.ended_by["step"]
-        hint = {
-            "guard_abort": f"Guard step '{g}' aborted the run.",
-            "guard_resolution_error": f"Guard step '{g}' failed with a resolution error. "
-            "Run is terminated.",
-        }[chain.ended_by["arm"]]
-        return Reply(
-            command, row.id, "ok", join(lead, hint), row.version, warnings=warns, extra=extra
-        )
+        hint = join(lead, _guard_ending(command, row, chain.ended_by))
+        return Reply(command, row.id, "ok", hint, row.version, warnings=warns, extra=extra)
     if p == "failed":
         return _failed(command, plan, row, lead, extra, names_stop)
     if p == "completed":
@@ -72,6 +65,16 @@ def progress(
         warnings=warns,
         extra=extra,
     )
+
+
+def _guard_ending(command: str, row: ExecutionRow, ended_by: dict[str, Any]) -> str:
+    g = ended_by["step"]
+    if ended_by["arm"] == "guard_abort":
+        return f"Guard step '{g}' aborted the run."
+    hint = f"Guard step '{g}' failed with a resolution error. Run is terminated."
+    if command in ("submit_human_response", "advance_run"):
+        hint = join(hint, runs.way_back(row, g))  # the guard is a failed step resume takes
+    return hint
 
 
 def _failed(

@@ -157,6 +157,15 @@ def failure(row: ExecutionRow) -> tuple[str | None, str]:
     return found.group(1), f"Step '{found.group(1)}' failed: {found.group(2)}"
 
 
+def resumable(row: ExecutionRow) -> dict[str, Any]:
+    """get_run_state's `resumable{steps, command}`: a run an engine failure ended (failed, at a
+    step `tether runs resume` takes); empty otherwise."""
+    step = failure(row)[0]
+    if phase(row) != "failed" or step is None or exhausted(row):
+        return {}
+    return {"resumable": {"steps": [step], "command": RESUME.format(run=row.id, step=step)}}
+
+
 def way_back(row: ExecutionRow, step: str | None) -> str:
     """The sentence an ended run's reply ends with (seed "A run that has ended")."""
     p = phase(row)
@@ -168,7 +177,7 @@ def way_back(row: ExecutionRow, step: str | None) -> str:
             f'An operator ended this run, with the reason "{reason}"; to run the work again, '
             "start a new run."
         )
-    if p == "failed" and step is not None:
+    if p == "failed" and step is not None and not exhausted(row):
         return "To make the failed step runnable again: " + RESUME.format(run=row.id, step=step)
     return ""
 

@@ -101,7 +101,9 @@ class RealmTools:
     async def get_workflow_protocol(self, ops: Operations, a: Args, w: list[str], by: Any) -> Any:
         plan = self._plan(a["workflow_id"])
         if plan is None:
-            return results.text_result(f"Workflow '{a['workflow_id']}' not found.", is_error=True)
+            return results.text_result(
+                f"Error: Workflow '{a['workflow_id']}' not found.", is_error=True
+            )
         return protocol_view(plan)
 
     # --- starting ---------------------------------------------------------------------------
@@ -202,7 +204,9 @@ class RealmTools:
         plan = self._plan(row.workflow)
         if runs.ended(row):
             p = runs.phase(row)
-            hint = f"Run '{row.id}' is already terminal ({p}); nothing ran."
+            hint = replies.join(
+                f"Run '{row.id}' is already terminal ({p}); nothing ran.", runs.way_back(row, None)
+            )
             return Reply(
                 "advance_run",
                 row.id,
@@ -312,6 +316,7 @@ class RealmTools:
             out["pending_gate"] = gate
         if runs.ended(row) and isinstance(row.error, dict):
             out["terminal_reason"] = row.error.get("message")
+        out.update(runs.resumable(row))
         if a.get("include_steps"):
             out["steps"] = [
                 {
