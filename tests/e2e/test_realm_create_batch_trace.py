@@ -146,7 +146,9 @@ async def test_start_run_batch(mcp_server: ServeFn, client: Client, db_url: str)
         assert (bad["error_code"], bad["run_id"], bad["run_version"]) == (
             "VALIDATION_BATCH_ITEMS", "", 0,
         )  # fmt: skip
-        assert bad["error_details"]["failures"][0]["index"] == 1
+        assert bad["error_details"]["failures"] == [
+            {"index": 1, "reason": "(root) must have required property 'amount'"}
+        ]
         big = await tool(
             c, "start_run_batch", {"workflow_id": "refund", "items": items, "max_items": 1}
         )
@@ -217,3 +219,9 @@ async def test_terminal_match_policies(mcp_server: ServeFn, client: Client) -> N
         await tool(c, "abandon_run", {"run_id": rerun["run_id"]})
         again = await tool(c, "start_run", {**start, "on_terminal_match": "rerun_if_failed"})
         assert (again["run_id"], again["deduped"]) == (rerun["run_id"], True)  # not failed
+        other = await tool(c, "start_run", {**start, "params": {"amount": 2}})  # Realm: a warning
+        assert (other["run_id"], other["deduped"]) == (rerun["run_id"], True)
+        assert other["warnings"] == [
+            "idempotency_key 'once' was first used with other params; the run it holds is "
+            "matched, and these params are not applied to it."
+        ]

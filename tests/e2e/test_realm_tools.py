@@ -165,6 +165,9 @@ async def test_refusals(mcp_server: ServeFn, client: Client) -> None:
         assert body["error"]["code"] == codes.INVALID_PARAMS
         bad = await tool(c, "start_run", {"workflow_id": "refund", "params": {}})
         assert (bad["error_code"], bad["run_id"]) == ("VALIDATION_INPUT_SCHEMA", "")
+        assert bad["errors"] == [  # top-level-fields.md, in Ajv's words
+            "Invalid params for workflow 'refund': (root) must have required property 'amount'"
+        ]
         missing = await tool(c, "start_run", {"workflow_id": "nope"})
         assert missing["error_code"] == "STATE_WORKFLOW_NOT_FOUND"
         unknown = await tool(c, "execute_step", {"run_id": "ex_nope", "command": "assess"})

@@ -122,7 +122,7 @@ class RealmTools:
                 "start_run",
                 "",
                 "VALIDATION_INPUT_SCHEMA",
-                f"params do not fit the params_schema of '{wf}'.",
+                f"Invalid params for workflow '{wf}': {'; '.join(problems)}",
                 error_details={"errors": problems},
             )
         out = await starts.start_one(
@@ -134,14 +134,17 @@ class RealmTools:
             terminal=a.get("on_terminal_match"),
             by=by,
         )
-        row = out.row
+        row, warned = out.row, list(out.warnings)
         if row is None:
             return refusal("start_run", "", out.code, out.message)
         if out.deduped:
-            return replies.progress("start_run", plan, row, runs.Chain([], [], None), deduped=True)
+            none = runs.Chain([], [], None)
+            return replies.progress("start_run", plan, row, none, deduped=True, warnings=warned)
         row, chain = await self._settle(ops, row, [])
         hint = f"Run '{row.id}' created for workflow '{wf}'."
-        reply = replies.progress("start_run", plan, row, chain, deduped=False, lead=hint)
+        reply = replies.progress(
+            "start_run", plan, row, chain, deduped=False, lead=hint, warnings=warned
+        )
         if out.rerun_of is None:
             return reply
         return {**reply.to_wire(), "rerun_of": out.rerun_of}

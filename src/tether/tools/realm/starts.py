@@ -15,14 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-import jsonschema
-
 from tether.runtime import errors as rt
 from tether.runtime.operations import Operations, Started, StartRequest
 from tether.runtime.realm.interpreter import ProtocolInput
 from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow
-from tether.specs.realm import templates
+from tether.specs.realm import templates, validate_payload
+from tether.specs.realm.schemas import Schema
 from tether.tools.realm import envelope, replies, runs
 from tether.tools.realm.envelope import Reply, refusal
 
@@ -31,13 +30,13 @@ PARENT_LABEL: Final = "realm.parent_run"
 
 
 def schema_errors(schema: Any, value: Any) -> list[str]:
-    """Draft-07 violations of `value`, one line each (`path: message`)."""
+    """Draft-07 violations of `value` in Ajv's words, one line each, as Realm writes them
+    (`(root) must have required property 'path'`, `/n must be integer`)."""
     if not schema:
         return []
-    validator = jsonschema.Draft7Validator(schema)
     return [
-        f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}"
-        for e in validator.iter_errors(value)
+        f"{v.instance_path or '(root)'} {v.message}"
+        for v in validate_payload(Schema(schema), value)
     ]
 
 
@@ -51,6 +50,7 @@ class Outcome:
     code: str | None = None
     message: str = ""
     rerun_of: str | None = None
+    warnings: tuple[str, ...] = ()
 
 
 async def start_one(
@@ -91,11 +91,17 @@ async def _settle(
     run (new or the key's holder) or its refusal. Raises any other refusal."""
     if isinstance(started, rt.RunAlreadyActive):
         return Outcome(None, code="STATE_RUN_ALREADY_ACTIVE", message=started.message)
-    if isinstance(started, rt.IdempotencyMismatch):
-        return Outcome(
-            None,
-            code="STATE_IDEMPOTENCY_KEY_USED",
-            message=f"idempotency_key '{key}' is held by a run started with other params.",
+    warned: tuple[str, ...] = ()
+    if isinstance(started, rt.IdempotencyMismatch) and started.execution_id:
+        # Realm only warns: the key's run is matched as if the params were the same
+        holder = (await ops.get(started.execution_id, follow_chain=False)).current
+        if live == "fail" and not runs.ended(holder):
+            message = f"idempotency_key is held by the live run '{holder.id}'."
+            return Outcome(None, code="STATE_RUN_ALREADY_ACTIVE", message=message)
+        started = Started(holder, deduped=True)
+        warned = (
+            f"idempotency_key '{key}' was first used with other params; the run it holds is "
+            "matched, and these params are not applied to it.",
         )
     if isinstance(started, rt.TetherError):
         raise started
@@ -106,21 +112,22 @@ async def _settle(
             message = f"idempotency_key is held by the live run '{row.id}'."
             return Outcome(None, code="STATE_RUN_ALREADY_ACTIVE", message=message)
     if not started.deduped or not runs.ended(row):
-        return Outcome(row, deduped=started.deduped)
+        return Outcome(row, deduped=started.deduped, warnings=warned)
     policy = terminal or "reuse"
     if policy == "reject":
         return Outcome(
             None,
             code="STATE_IDEMPOTENCY_KEY_USED",
             message=f"idempotency_key is held by the ended run '{row.id}'.",
+            warnings=warned,
         )
     if policy == "rerun" or (policy == "rerun_if_failed" and runs.phase(row) == "failed"):
         try:
             new = await ops.rerun(row.id, input=inp, by=by)
         except rt.Conflict as exc:
             return Outcome(None, code="STATE_IDEMPOTENCY_KEY_USED", message=exc.message)
-        return Outcome(new, rerun_of=row.id)
-    return Outcome(row, deduped=True)
+        return Outcome(new, rerun_of=row.id, warnings=warned)
+    return Outcome(row, deduped=True, warnings=warned)
 
 
 def first_calls(row: ExecutionRow, plan: Plan, handlers: Any) -> list[dict[str, Any]]:
@@ -242,7 +249,7 @@ def _started(
     actions = first_calls(row, plan, ops.app.handlers)
     note = "" if actions or runs.ended(row) else " An auto step cannot run here (capability)."
     entry.update(
-        warnings=[],
+        warnings=list(out.warnings),
         next_actions=envelope.ordered(actions),
         context_hint=f"Run '{row.id}' {'found' if out.deduped else 'created'} for workflow "
         f"'{plan.id}'.{note}",
