@@ -180,6 +180,15 @@ async def test_append_trace_and_adoption(mcp_server: ServeFn, client: Client) ->
         assert auto["error_code"] == "STATE_STEP_NOT_ELIGIBLE"
         blank = await tool(c, "append_trace", {**mine, "entries": []})
         assert blank["error_code"] == "VALIDATION_EMPTY_VALUE"
+        for nonce, why in [("", "must not be empty"), (" w1", "must not have leading or")]:
+            shaped = await tool(c, "append_trace", {**mine, "writer_nonce": nonce})
+            assert shaped["error_code"] == "VALIDATION_EMPTY_VALUE"
+            assert shaped["errors"][0].startswith(f"Invalid writer_nonce: {why}")
+        long = await tool(c, "execute_step", {**answer_of(run), "writer_nonce": "n" * 129})
+        assert long["errors"][0].startswith("Invalid writer_nonce: must be ≤128 characters")
+        on_auto = await tool(c, "execute_step", {**answer_of(run), "command": "score"} | nonce1)
+        assert on_auto["error_code"] == "STATE_STEP_NOT_ELIGIBLE"
+        assert on_auto["error_details"]["step_type"] == "auto"
         full = await tool(c, "append_trace", {**mine, "entries": [{"event": "e"}] * 199})
         assert full["error_code"] == "BUFFER_FULL"
         assert full["error_details"]["entries"] == 2  # the refused call recorded nothing
@@ -196,6 +205,13 @@ async def test_append_trace_and_adoption(mcp_server: ServeFn, client: Client) ->
         late = await tool(c, "append_trace", mine)
         assert late["error_code"] == "STATE_STEP_NOT_ELIGIBLE"
         assert late["error_details"] == {"step_state": "completed"}
+
+
+def answer_of(run: str) -> dict[str, Any]:
+    return {"run_id": run, "command": "assess", "params": {"risk": "low"}}
+
+
+nonce1 = {"writer_nonce": "w1"}
 
 
 async def test_terminal_match_policies(mcp_server: ServeFn, client: Client) -> None:

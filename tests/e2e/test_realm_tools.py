@@ -260,6 +260,8 @@ async def test_refused_answers_are_counted_up_to_the_step_budget(
         assert (second["status"], second["error_code"]) == ("error", "VALIDATION_EXHAUSTED")
         assert (second["run_phase"], second["agent_action"]) == ("failed", "stop")
         assert second["stopped_step"] == "summarise"
+        assert second["context_hint"] == "Step 'summarise' failed. Run is terminated."
+        assert second["error_details"]["last_ajv_errors"][0]["keyword"] == "minLength"
         assert second["errors"] == [
             "Step 'summarise' exhausted its validation-rejection budget (2/2)"
         ]
@@ -274,7 +276,10 @@ async def test_refused_answers_are_counted_up_to_the_step_budget(
         assert (defaulted["status"], defaulted["run_phase"]) == ("ok", "completed"), defaulted
         assert defaulted["settled_by_default"] is True
         assert defaulted["defaulted_steps"] == ["guess"]
-        assert "default_output" in defaulted["warnings"][0]
+        assert defaulted["warnings"] == [
+            "Step 'guess' settled with its declared default_output after 1 schema rejection(s) "
+            "(validation_exhaustion.mode: 'default')"
+        ]
 
 
 LACKING = """
@@ -314,8 +319,9 @@ async def test_a_missing_handler_leaves_the_run_open_until_advance_run_finds_it(
         assert "cannot run here (capability)" in still["context_hint"]
 
         app.handler("fetch_it")(lambda inputs: {"got": 1})
-        advanced = await tool(c, "advance_run", {"run_id": run})
-        assert advanced["chained_auto_steps"] == [{"step": "fetch", "run_phase": "running"}]
-        assert advanced["next_actions"][0]["instruction"]["params"]["command"] == "read"
+        named = await tool(c, "execute_step", {"run_id": run, "command": "fetch"})  # runs it
+        assert (named["command"], named["status"]) == ("fetch", "ok"), named
+        assert named["next_actions"][0]["instruction"]["params"]["command"] == "read"
+        assert "continued_by" not in named
         idle = await tool(c, "advance_run", {"run_id": run})  # nothing owed: at once, ok
         assert (idle["status"], idle.get("chained_auto_steps")) == ("ok", None)

@@ -75,7 +75,7 @@ async def refused(
         )
     if budget is not None and budget.mode == "default":
         try:
-            return await _settle_by_default(ops, plan, row, wait, step, settle)
+            return await _settle_by_default(ops, plan, row, wait, step, settle, count)
         except rt.AnswerRejected:  # a default_output that does not fit input_schema too
             pass
     message = exhausted_message(step.id, count, threshold)
@@ -83,7 +83,14 @@ async def refused(
         ended = await ops.terminate(row.id, reason=f"{EXHAUSTED}: {message}")
     except rt.RunEnded:
         ended = (await ops.get(row.id)).current
-    return replies.progress(step.id, plan, ended, runs.Chain([], [], None))
+    wire = replies.progress(step.id, plan, ended, runs.Chain([], [], None)).to_wire()
+    if wire.get("error_code") == EXHAUSTED:
+        wire["error_details"] = {
+            "rejections": count,
+            "threshold": threshold,
+            "last_ajv_errors": errors,
+        }
+    return wire
 
 
 async def _settle_by_default(
@@ -93,14 +100,15 @@ async def _settle_by_default(
     wait: dict[str, Any],
     step: PlanStep,
     settle: Settle,
+    count: int,
 ) -> dict[str, Any]:
     budget = step.spec.exhaustion
     assert budget is not None  # noqa: S101 — mode default
     await ops.answer(row.id, wait["key"], budget.default_output)
     row, chain = await settle(ops, row, [], answered=step.id)
     note = (
-        f"Step '{step.id}' reached its validation-rejection budget ({budget.threshold}) and "
-        "was given its default_output."
+        f"Step '{step.id}' settled with its declared default_output after {count} schema "
+        "rejection(s) (validation_exhaustion.mode: 'default')"
     )
     wire = replies.progress(step.id, plan, row, chain, warnings=[note]).to_wire()
     return {**wire, "settled_by_default": True, "defaulted_steps": [step.id]}

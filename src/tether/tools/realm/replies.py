@@ -89,7 +89,8 @@ def _failed(
     code, error = failure_code(plan, row, step, message)
     if names_stop and step is not None:
         extra = {**extra, "stopped_step": step}
-    hint = join(lead, f"The run failed: {message}.", runs.way_back(row, step))
+    said = f"Step '{step}' failed. Run is terminated." if step else f"The run failed: {message}."
+    hint = join(lead, said, runs.way_back(row, step))
     return refusal(
         command,
         row.id,
@@ -187,6 +188,28 @@ def blocked(step: str, plan: Plan, row: ExecutionRow) -> Reply:
             "blocked_reason": {"eligible_steps": eligible, "suggestion": suggestion},
         },
     )
+
+
+def not_callable(
+    plan: Plan | None, row: ExecutionRow, step: str, nonce: str | None
+) -> Reply | None:
+    """execute_step's refusals once the run is read: a step the workflow does not have, a
+    `writer_nonce` on a step that is not an agent step (it is only meaningful there)."""
+    s = plan.step(step) if plan is not None else None
+    if s is None:
+        message = f"Step '{step}' is not in this workflow."
+        return refusal(step, row.id, "STEP_NOT_FOUND", message, run_version=row.version)
+    if nonce is not None and s.kind != "agent":
+        return refusal(
+            step,
+            row.id,
+            "STATE_STEP_NOT_ELIGIBLE",
+            f"Step '{step}' is not an agent step (execution: '{s.kind}') — writer_nonce is only "
+            "meaningful on agent steps.",
+            run_version=row.version,
+            error_details={"step_id": step, "step_type": s.kind, "run_version": row.version},
+        )
+    return None
 
 
 def done_names(row: ExecutionRow) -> set[str]:

@@ -71,6 +71,11 @@ def capability_waits(row: ExecutionRow) -> list[dict[str, Any]]:
     ]
 
 
+def parked(row: ExecutionRow, step: str) -> bool:
+    """Whether auto step `step` waits for a handler this server lacks."""
+    return any(w.get("name") == f"{CAPABILITY}{step}" for w in capability_waits(row))
+
+
 def cannot_run(row: ExecutionRow) -> list[str]:
     """Realm's sentence for each step that cannot run here."""
     return [

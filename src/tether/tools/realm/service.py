@@ -162,26 +162,23 @@ class RealmTools:
 
     async def execute_step(self, ops: Operations, a: Args, w: list[str], by: str | None) -> Any:
         step, run_id = a["command"], a["run_id"]
-        if a.get("writer_nonce") is not None and not a["writer_nonce"].strip():
-            return refusal(step, run_id, "VALIDATION_EMPTY_VALUE", "writer_nonce is blank.")
+        if (bad := traces.nonce_problem(a.get("writer_nonce"))) is not None:
+            return refusal(step, run_id, "VALIDATION_EMPTY_VALUE", bad)
         try:
             row = (await ops.get(run_id)).current
         except rt.ExecutionNotFound:
             return refusal(step, run_id, "STATE_RUN_NOT_FOUND", f"Run '{run_id}' not found.")
         plan = self._plan(row.workflow)
-        if plan is None or plan.step(step) is None:
-            return refusal(
-                step,
-                row.id,
-                "STEP_NOT_FOUND",
-                f"Step '{step}' is not in this workflow.",
-                run_version=row.version,
-            )
+        refused = replies.not_callable(plan, row, step, a.get("writer_nonce"))
+        if refused is not None or plan is None:
+            return refused
         if not runs.settled(row):  # a replay in flight (woken by a signal, a trace …)
             row = (await ops.wait_until(row.id, runs.settled, timeout=SETTLE_S)).current
         if runs.ended(row):
             return replies.ended(step, row, "no steps executed.")
         wait = runs.open_step(row, step)
+        if wait is None and runs.parked(row, step):  # naming an auto step runs it
+            return await self.advance_run(ops, {"run_id": row.id}, [], by, command=step)
         if wait is None:
             return replies.blocked(step, plan, row)
         answer = a.get("params") or {}
@@ -196,7 +193,9 @@ class RealmTools:
         adopted = traces.adoption([t.payload for t in traced], a.get("writer_nonce"))
         return {**replies.progress(step, plan, row, chain).to_wire(), **adopted}
 
-    async def advance_run(self, ops: Operations, a: Args, w: list[str], by: Any) -> Any:
+    async def advance_run(
+        self, ops: Operations, a: Args, w: list[str], by: Any, command: str = "advance_run"
+    ) -> Any:
         run_id = a["run_id"]
         try:
             row = (await ops.get(run_id)).current
@@ -227,9 +226,10 @@ class RealmTools:
         chain = runs.Chain([], [], None)
         if parked or not runs.settled(row):  # nothing owed: never an error, nothing to wait on
             row, chain = await self._settle(ops, row, before)
-        reply = replies.progress("advance_run", plan, row, chain, warnings=w)
+        reply = replies.progress(command, plan, row, chain, warnings=w)
         wire = reply.to_wire()
-        wire["continued_by"] = _CONTINUED
+        if command == "advance_run":
+            wire["continued_by"] = _CONTINUED
         return wire
 
     async def abandon_run(self, ops: Operations, a: Args, w: list[str], by: str | None) -> Any:

@@ -86,13 +86,34 @@ def _not_eligible(step: str, run_id: str, version: int, state: str) -> Reply:
     )
 
 
+NONCE_GUIDANCE: Final = (
+    "writer_nonce must be a non-empty string, ≤128 chars, no leading/trailing whitespace; "
+    "recommended: a fresh UUIDv4 per step-attempt."
+)
+
+
+def nonce_problem(nonce: str | None) -> str | None:
+    """Why a `writer_nonce` has not the shape Realm takes (None: it has, or there is none)."""
+    if nonce is None:
+        return None
+    if not nonce:
+        why = "must not be empty"
+    elif nonce != nonce.strip():
+        why = "must not have leading or trailing whitespace"
+    elif len(nonce) > 128:
+        why = "must be ≤128 characters"
+    else:
+        return None
+    return f"Invalid writer_nonce: {why}. {NONCE_GUIDANCE}"
+
+
 async def append_trace(
     ops: Operations, plan_of: Any, a: dict[str, Any], by: str | None
 ) -> Reply | dict[str, Any]:
     run_id, step, entries = a["run_id"], a["step_id"], a["entries"]
     nonce = a.get("writer_nonce")
-    if nonce is not None and not nonce.strip():
-        return refusal("append_trace", run_id, "VALIDATION_EMPTY_VALUE", "writer_nonce is blank.")
+    if (bad := nonce_problem(nonce)) is not None:
+        return refusal("append_trace", run_id, "VALIDATION_EMPTY_VALUE", bad)
     if not entries or any(not e["event"].strip() for e in entries):
         return refusal(
             "append_trace", run_id, "VALIDATION_EMPTY_VALUE", "entries need a non-empty event."
