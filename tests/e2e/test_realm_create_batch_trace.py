@@ -12,6 +12,7 @@ from tests.e2e.conftest import ServeFn
 from tests.e2e.test_answer_tool import PLAIN, TASKS_ONLY, Client
 from tests.e2e.test_realm_tools import build_app, tool
 from tether.jsonrpc import codes
+from tether.runtime.registry import App
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
 
@@ -241,3 +242,45 @@ async def test_terminal_match_policies(mcp_server: ServeFn, client: Client) -> N
             "idempotency_key 'once' was first used with other params; the run it holds is "
             "matched, and these params are not applied to it."
         ]
+
+
+TRACED = """
+id: traced
+name: Traced
+version: 1
+steps:
+  think:
+    description: Think aloud
+    execution: agent
+    trace_schema:
+      type: object
+      properties: {event: {enum: [thinking, decided]}}
+    trace_validation_mode: {mode}
+"""
+
+
+@pytest.mark.parametrize("mode", ["enforce", "warn"])
+async def test_trace_schema_enforced_or_warned(
+    mcp_server: ServeFn, client: Client, mode: str
+) -> None:
+    """agent-step-controls: a trace that does not fit `trace_schema` is refused (`enforce`,
+    VALIDATION_TRACE_SCHEMA, nothing recorded) or reported (`warn`)."""
+    app = App(f"realm-traced-{mode}")
+    app.protocol(TRACED.replace("{mode}", mode))
+    async with mcp_server(app) as url:
+        c = client(url)
+        run = (await tool(c, "start_run", {"workflow_id": "traced"}))["run_id"]
+        call = {"run_id": run, "command": "think", "params": {}, "trace": [{"event": "dozed"}]}
+        out = await tool(c, "execute_step", call)
+        if mode == "enforce":
+            assert (out["error_code"], out["agent_action"]) == (
+                "VALIDATION_TRACE_SCHEMA", "provide_input",
+            )  # fmt: skip
+            assert out["error_details"]["errors"][0]["instancePath"] == "/event"
+            state = await tool(c, "get_run_state", {"run_id": run})
+            assert state["completed_steps"] == []
+        else:
+            assert (out["status"], out["run_phase"]) == ("ok", "completed"), out
+            assert out["warnings"] == [
+                "The trace of step 'think' does not fit its trace_schema. It is kept as sent."
+            ]

@@ -181,6 +181,9 @@ class RealmTools:
             return await self.advance_run(ops, {"run_id": row.id}, [], by, command=step)
         if wait is None:
             return replies.blocked(step, plan, row)
+        refused, warned = await traces.screened(ops, plan, row, step, a.get("trace") or [])
+        if refused is not None:
+            return refused
         answer = a.get("params") or {}
         try:
             await ops.answer(row.id, wait["key"], answer, by=by)
@@ -191,7 +194,8 @@ class RealmTools:
         row, chain = await self._settle(ops, row, [], answered=step)
         traced = await ops.buffered_signals(row.id, traces.channel(step))
         adopted = traces.adoption([t.payload for t in traced], a.get("writer_nonce"))
-        return {**replies.progress(step, plan, row, chain).to_wire(), **adopted}
+        reply = replies.progress(step, plan, row, chain, warnings=warned)
+        return {**reply.to_wire(), **adopted}
 
     async def advance_run(
         self, ops: Operations, a: Args, w: list[str], by: Any, command: str = "advance_run"

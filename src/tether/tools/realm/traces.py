@@ -12,6 +12,7 @@ that would pass one is refused whole with `BUFFER_FULL`.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -21,6 +22,8 @@ import orjson
 from tether.runtime import errors as rt
 from tether.runtime.operations import Operations
 from tether.runtime.realm.plan import Plan
+from tether.runtime.rows import ExecutionRow
+from tether.specs.realm import validate_payload
 from tether.tools.realm import runs
 from tether.tools.realm.envelope import Reply, refusal
 
@@ -191,3 +194,42 @@ def _full(
 
 def _counts(entries: int, size: int, limit: tuple[int, int]) -> dict[str, int]:
     return {"entries": entries, "bytes": size, "max_entries": limit[0], "max_bytes": limit[1]}
+
+
+def inline_channel(step: str) -> str:
+    """Where the `trace` sent with an execute_step is kept (not adopted: not append_trace's)."""
+    return f"realm.trace-inline.{step}"
+
+
+async def screened(
+    ops: Operations, plan: Plan, row: ExecutionRow, step: str, inline: list[dict[str, Any]]
+) -> tuple[Reply | None, list[str]]:
+    """An execute_step's trace entries (sent with it and buffered for it) against the step's
+    `trace_schema`: `enforce` refuses the call (VALIDATION_TRACE_SCHEMA, nothing written),
+    `warn` (the default) names the misfit in `warnings`. Then the sent entries are kept."""
+    target = plan.step(step)
+    schema = target.spec.trace_schema if target is not None else None
+    problems: list[dict[str, Any]] = []
+    if schema is not None:
+        sent = [s.payload for s in await ops.buffered_signals(row.id, channel(step))]
+        buffered = [e for p in sent if isinstance(p, dict) for e in p.get("entries") or []]
+        for i, entry in enumerate([*inline, *buffered]):
+            problems += [{"entry": i, **v.as_ajv()} for v in validate_payload(schema, entry)]
+    said = f"The trace of step '{step}' does not fit its trace_schema."
+    if problems and target is not None and target.spec.trace_validation_mode == "enforce":
+        details = {"errors": problems}
+        return refusal(
+            step,
+            row.id,
+            "VALIDATION_TRACE_SCHEMA",
+            said,
+            run_version=row.version,
+            error_details=details,
+            run_phase=runs.phase(row),
+            stopped_step=step,
+        ), []
+    if inline:
+        kept = [{k: e[k] for k in ("event", "timestamp", "data") if k in e} for e in inline]
+        with contextlib.suppress(rt.RunEnded):
+            await ops.note(row.id, inline_channel(step), {"entries": kept})
+    return None, [f"{said} It is kept as sent."] if problems else []
