@@ -79,6 +79,10 @@ async def test_gate_answered_in_time(mcp_server: ServeFn, client: Client) -> Non
             "submit_human_response"
         ]
         assert state["completed_steps"] == []  # the gated step waits on its answer
+        assert (state["in_progress_steps"], state["next_actions_status"]) == (
+            ["draft"], "awaiting_human",
+        )  # fmt: skip
+        assert state["pending_gate"]["opened_at"]
         early = await tool(c, "execute_step", {"run_id": run, "command": "paid"})
         assert (early["status"], early["agent_action"]) == ("blocked", "resolve_precondition")
         assert "waits on the question on step 'draft' (choices: pay, hold)" in early["context_hint"]

@@ -314,6 +314,8 @@ async def test_a_missing_handler_leaves_the_run_open_until_advance_run_finds_it(
             "Step 'fetch' cannot run here (capability): handler 'fetch_it' is not registered here."
         )
         run = started["run_id"]
+        state = await tool(c, "get_run_state", {"run_id": run})
+        assert state["next_actions_status"] == "blocked_on_capability"
         still = await tool(c, "advance_run", {"run_id": run})  # still lacking: nothing ran
         assert (still["status"], still["run_phase"]) == ("ok", "running")
         assert "cannot run here (capability)" in still["context_hint"]

@@ -371,6 +371,8 @@ async def run_protocol(
     outcome: Outcome = "completed_with_failed_steps" if w.failed else "complete"
     await _finalize(ctx, host, plan, w, outcome)
     out: dict[str, Any] = {"outputs": w.outputs, "gates": w.gates}
+    if w.skipped:
+        out["skipped_steps"] = [s.id for s in plan.steps if s.id in w.skipped]
     if w.failed:
         out["failed_steps"] = sorted(w.failed)
     return out

@@ -253,14 +253,6 @@ def open_entries(row: ExecutionRow, plan: Plan | None) -> list[dict[str, Any]]:
     ]
 
 
-def next_status(row: ExecutionRow, actions: list[dict[str, Any]]) -> str:
-    if runs.ended(row):
-        return "terminal"
-    if runs.phase(row) == "gate_waiting":
-        return "gate_open"
-    return "ready" if actions else "in_flight"
-
-
 def claim_token(gate: dict[str, Any]) -> str:
     """The gate's claim token: a digest of its key and opening time (proof of which reply
     opened it; never required, never decides what is recorded)."""

@@ -22,6 +22,7 @@ from tether.tools.realm import (
     replies,
     runs,
     starts,
+    state,
     traces,
 )
 from tether.tools.realm.envelope import Reply, refusal
@@ -296,48 +297,7 @@ class RealmTools:
                 run_version=None,
             )
         plan = self._plan(row.workflow)
-        records = await ops.steps(row.id)
-        gate = replies.pending_gate(row, plan)
-        done = [
-            s for s in runs.completed_steps(plan, records) if not gate or s != gate["step_name"]
-        ]
-        actions = replies.open_entries(row, plan)
-        p = runs.phase(row)
-        out = Reply(
-            "get_run_state",
-            row.id,
-            "ok",
-            f"Run '{row.id}' is {p}.",
-            row.version,
-            next_actions=actions,
-        ).to_wire()
-        failed = runs.failed_steps(records)
-        out.update(
-            run_phase=p,
-            terminal_state=runs.ended(row),
-            completed_steps=done,
-            failed_steps=failed,
-            next_actions_status=replies.next_status(row, actions),
-        )
-        if gate is not None:
-            out["pending_gate"] = gate
-        if runs.ended(row) and isinstance(row.error, dict):
-            out["terminal_reason"] = row.error.get("message")
-        out.update(runs.resumable(row))
-        if a.get("include_steps"):
-            out["steps"] = [
-                {
-                    "id": s.id,
-                    "execution": s.kind,
-                    "state": "completed"
-                    if s.id in done
-                    else "failed"
-                    if s.id in failed
-                    else "pending",
-                }
-                for s in (plan.steps if plan is not None else ())
-            ]
-        return out
+        return await state.run_state(ops, plan, row, bool(a.get("include_steps")))
 
     # --- replies ----------------------------------------------------------------------------
 
