@@ -172,6 +172,7 @@ async def test_refusals(mcp_server: ServeFn, client: Client) -> None:
         assert missing["error_code"] == "STATE_WORKFLOW_NOT_FOUND"
         unknown = await tool(c, "execute_step", {"run_id": "ex_nope", "command": "assess"})
         assert unknown["error_code"] == "STATE_RUN_NOT_FOUND"
+        assert unknown["errors"] == ["Run not found: ex_nope"]  # run-state-and-health.md
         assert unknown["agent_action"] == "report_to_user"
         runs = await tool(c, "get_run_state", {"run_id": "ex_nope"})
         assert "run_version" not in runs

@@ -168,7 +168,7 @@ class RealmTools:
         try:
             row = (await ops.get(run_id)).current
         except rt.ExecutionNotFound:
-            return refusal(step, run_id, "STATE_RUN_NOT_FOUND", f"Run '{run_id}' not found.")
+            return refusal(step, run_id, "STATE_RUN_NOT_FOUND", f"Run not found: {run_id}")
         plan = self._plan(row.workflow)
         refused = replies.not_callable(plan, row, step, a.get("writer_nonce"))
         if refused is not None or plan is None:
@@ -205,9 +205,7 @@ class RealmTools:
         try:
             row = (await ops.get(run_id)).current
         except rt.ExecutionNotFound:
-            return refusal(
-                "advance_run", run_id, "STATE_RUN_NOT_FOUND", f"Run '{run_id}' not found."
-            )
+            return refusal("advance_run", run_id, "STATE_RUN_NOT_FOUND", f"Run not found: {run_id}")
         plan = self._plan(row.workflow)
         if runs.ended(row):
             p = runs.phase(row)
@@ -247,7 +245,7 @@ class RealmTools:
                 "abandon_run",
                 run_id,
                 "STATE_RUN_NOT_FOUND",
-                f"Run '{run_id}' not found.",
+                f"Run not found: {run_id}",
                 run_version=None,
             )
         note = f"Run '{row.id}' abandoned."
@@ -293,7 +291,7 @@ class RealmTools:
                 "get_run_state",
                 run_id,
                 "STATE_RUN_NOT_FOUND",
-                f"Run '{run_id}' not found.",
+                f"Run not found: {run_id}",
                 run_version=None,
             )
         plan = self._plan(row.workflow)

@@ -124,7 +124,7 @@ async def append_trace(
     try:
         row = (await ops.get(run_id)).current
     except rt.ExecutionNotFound:
-        return refusal("append_trace", run_id, "STATE_RUN_NOT_FOUND", f"Run '{run_id}' not found.")
+        return refusal("append_trace", run_id, "STATE_RUN_NOT_FOUND", f"Run not found: {run_id}")
     plan: Plan | None = plan_of(row.workflow)
     target = plan.step(step) if plan is not None else None
     if target is None:
