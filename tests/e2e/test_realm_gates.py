@@ -94,6 +94,13 @@ async def test_gate_answered_in_time(mcp_server: ServeFn, client: Client) -> Non
             c, "submit_human_response", {"run_id": run, "gate_id": gate["gate_id"], "choice": "x"}
         )
         assert bad["error_code"] == "VALIDATION_INPUT_SCHEMA"
+        assert bad["errors"] == ["Choice 'x' is not valid. Expected one of: pay, hold"]
+        held = await tool(c, "abandon_run", {"run_id": run})  # gates-and-trust.md
+        assert held["error_code"] == "STATE_TRANSITION_DENIED"
+        assert held["errors"] == [
+            f"Run '{run}' is waiting on human gate 'draft' (gate '{gate['gate_id']}'); answer it "
+            "before abandoning."
+        ]
         args = {"run_id": run, "gate_id": gate["gate_id"], "choice": "pay"}
         ok = await tool(c, "submit_human_response", {**args, "claim_token": gate["claim_token"]})
         assert ok["status"] == "ok"

@@ -114,7 +114,7 @@ async def _answer_open(
             COMMAND,
             row.id,
             "VALIDATION_INPUT_SCHEMA",
-            f"choice must be one of {choices} (got {choice!r}).",
+            f"Choice '{choice}' is not valid. Expected one of: {', '.join(choices)}",
             run_version=row.version,
             next_actions=[envelope.gate_action(row.id, gate["key"], gate["name"], choices)],
         )

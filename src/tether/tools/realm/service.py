@@ -264,7 +264,7 @@ class RealmTools:
                 "abandon_run",
                 row.id,
                 "STATE_TRANSITION_DENIED",
-                "A gate is open: answer it before abandoning the run.",
+                _gate_open_sentence(row),
                 run_version=None,
             )
         else:
@@ -319,6 +319,15 @@ class RealmTools:
         if answered is not None:
             before = runs.upto(after, answered)
         return now, runs.chain(before, after, runs.phase(now))
+
+
+def _gate_open_sentence(row: ExecutionRow) -> str:
+    """gates-and-trust.md: why a run at a gate cannot be abandoned."""
+    gate = runs.open_gate(row) or {}
+    return (
+        f"Run '{row.id}' is waiting on human gate '{gate.get('name')}' (gate "
+        f"'{gate.get('key')}'); answer it before abandoning."
+    )
 
 
 _CONTINUED: Final = {"by": None, "absent_cause": "driver_not_recorded"}

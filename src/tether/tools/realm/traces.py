@@ -77,15 +77,31 @@ def _usage(found: list[Batch], writer: str) -> tuple[int, int, int, int]:
     )
 
 
-def _not_eligible(step: str, run_id: str, version: int, state: str) -> Reply:
+def _not_eligible(
+    step: str, run_id: str, version: int, state: str, kind: str | None = None
+) -> Reply:
+    """Realm's `details`: `step_state` `run_terminal` (with `run_phase`), `already_claimed`
+    or `in_progress`; a step that is not an agent step has `step_type` instead."""
+    details: dict[str, Any] = {"step_id": step}
+    if kind is not None:
+        details["step_type"] = kind
+        said = f"Step '{step}' is not an agent step (execution: '{kind}')."
+    else:
+        details["step_state"] = state
+        said = {
+            "already_claimed": f"Step '{step}' has already been claimed (completed or failed).",
+            "in_progress": f"Step '{step}' is currently being executed by execute_step.",
+        }.get(state, f"Run '{run_id}' is terminal — trace entries can no longer be adopted by "
+                     "any step.")  # fmt: skip
     return refusal(
         "append_trace",
         run_id,
         "STATE_STEP_NOT_ELIGIBLE",
-        f"Step '{step}' takes no trace entries now (step_state: {state}).",
+        said,
         run_version=version,
         action="resolve_precondition" if state == "in_progress" else "report_to_user",
-        error_details={"step_state": state},
+        context_hint=f"Step '{step}' is not eligible for trace buffering.",
+        error_details={**details, "run_version": version},
     )
 
 
@@ -117,10 +133,6 @@ async def append_trace(
     nonce = a.get("writer_nonce")
     if (bad := nonce_problem(nonce)) is not None:
         return refusal("append_trace", run_id, "VALIDATION_EMPTY_VALUE", bad)
-    if not entries or any(not e["event"].strip() for e in entries):
-        return refusal(
-            "append_trace", run_id, "VALIDATION_EMPTY_VALUE", "entries need a non-empty event."
-        )
     try:
         row = (await ops.get(run_id)).current
     except rt.ExecutionNotFound:
@@ -135,10 +147,14 @@ async def append_trace(
             f"Step '{step}' is not in this workflow.",
             run_version=row.version,
         )
-    done = set(runs.completed_steps(plan, await ops.steps(row.id)))
-    if target.kind != "agent" or step in done or runs.ended(row):
-        state = "terminal" if runs.ended(row) else "completed" if step in done else target.kind
-        return _not_eligible(step, row.id, row.version, state)
+    records = await ops.steps(row.id)
+    claimed = {*runs.completed_steps(plan, records), *runs.failed_steps(records)}
+    if runs.ended(row):
+        return _not_eligible(step, row.id, row.version, "run_terminal")
+    if target.kind != "agent":
+        return _not_eligible(step, row.id, row.version, "", kind=target.kind)
+    if step in claimed:
+        return _not_eligible(step, row.id, row.version, "already_claimed")
     return await _buffer(ops, row.id, row.version, step, entries, nonce, by)
 
 
@@ -162,9 +178,10 @@ async def _buffer(
         return _full(run_id, version, "step", STEP_LIMIT, s_n, s_b)
     payload = {"writer": writer, "entries": kept, "bytes": size}
     try:
-        await ops.note(run_id, channel(step), payload, by=by)
+        if kept:  # no entries: the buffer's counts, nothing written
+            await ops.note(run_id, channel(step), payload, by=by)
     except rt.RunEnded:
-        return _not_eligible(step, run_id, version, "terminal")
+        return _not_eligible(step, run_id, version, "run_terminal")
     row = (await ops.get(run_id)).current
     hint = f"{len(kept)} trace entr{'y' if len(kept) == 1 else 'ies'} recorded for step '{step}'."
     wire = Reply("append_trace", run_id, "ok", hint, row.version).to_wire()
