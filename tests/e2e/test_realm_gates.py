@@ -15,6 +15,7 @@ from tests.e2e.conftest import ServeFn
 from tests.e2e.test_answer_tool import Client
 from tests.e2e.test_realm_tools import tool
 from tests.mcp_client import McpClient
+from tests.specs.realm.test_examples import without_services
 from tether.runtime.registry import App
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
@@ -177,3 +178,45 @@ async def test_realm_examples_render_their_prompt_and_gate_message(
         assert failed["errors"] == [
             "gate.message has unresolvable references: context.resources.draft.bodyy"
         ]
+
+
+async def test_realm_issue_triage_example_end_to_end(mcp_server: ServeFn, client: Client) -> None:
+    """examples/07-issue-triage, its GitHub service made handlers: input_map feeds each
+    handler, the gated agent step's answer must fit its input_schema, the gate message is
+    rendered with `upper` and `bullets`, and the approved writes run."""
+    got: dict[str, Any] = {}
+    app = App("realm-triage")
+    app.protocol(without_services((EXAMPLES / "07-issue-triage.yaml").read_text("utf-8")))
+
+    def keep(name: str, out: dict[str, Any]) -> Any:
+        def handler(inputs: dict[str, Any]) -> dict[str, Any]:
+            got[name] = inputs["params"]  # the step's input, built by its input_map
+            return out
+
+        return handler
+
+    app.handler("get_issue")(keep("get", {"title": "Leak", "body": "It leaks."}))
+    app.handler("post_comment")(keep("post", {}))
+    app.handler("apply_labels")(keep("labels", {}))
+    async with mcp_server(app) as url:
+        c = client(url)
+        params = {"repo": "acme/api", "issue_number": 7}
+        started = await tool(c, "start_run", {"workflow_id": "issue-triage", "params": params})
+        assert got["get"] == params  # input_map: run.params.repo, run.params.issue_number
+        prompt = started["next_actions"][0]["prompt"]
+        assert prompt.startswith("Triage GitHub issue #7 in acme/api.\n\nISSUE\nTitle: Leak\n")
+        run = started["run_id"]
+        answer = {"severity": "high", "labels": ["bug", "P1"], "comment_draft": "Fix it."}
+        call = {"run_id": run, "command": "triage_issue"}
+        bad = await tool(c, "execute_step", {**call, "params": {**answer, "severity": "urgent"}})
+        assert bad["error_code"] == "VALIDATION_INPUT_SCHEMA"
+        opened = await tool(c, "execute_step", {**call, "params": answer})
+        assert opened["gate"]["display"] == (
+            "Leak\nacme/api · Issue #7\n\nSeverity: HIGH\nLabels:\n• bug\n• P1\n\n"
+            "Draft comment:\nFix it.\n"
+        )
+        gate = {"run_id": run, "gate_id": opened["gate"]["gate_id"], "choice": "approve"}
+        done = await tool(c, "submit_human_response", gate)
+        assert done["run_phase"] == "completed", done
+        assert got["post"] == {**params, "body": "Fix it."}
+        assert got["labels"] == {**params, "labels": ["bug", "P1"]}

@@ -306,6 +306,12 @@ async def test_a_missing_handler_leaves_the_run_open_until_advance_run_finds_it(
     the reply is ok and the run stays open; advance_run runs it once the handler is there."""
     app = App("realm-lacking")
     app.protocol(LACKING)
+    unfit = LACKING.replace("id: lacking", "id: unfit").replace(
+        "    handler: fetch_it\n",
+        "    handler: fetch_it\n    input_map: {m: run.params.m}\n"
+        "    input_schema: {type: object, required: [n]}\n",
+    )
+    app.protocol(unfit)
     async with mcp_server(app) as url:
         c = client(url)
         started = await tool(c, "start_run", {"workflow_id": "lacking"})
@@ -328,3 +334,11 @@ async def test_a_missing_handler_leaves_the_run_open_until_advance_run_finds_it(
         assert "continued_by" not in named
         idle = await tool(c, "advance_run", {"run_id": run})  # nothing owed: at once, ok
         assert (idle["status"], idle.get("chained_auto_steps")) == ("ok", None)
+
+        refused = await tool(c, "start_run", {"workflow_id": "unfit"})  # its input, refused
+        assert (refused["status"], refused["run_phase"]) == ("ok", "running")
+        assert refused["context_hint"].endswith(
+            "Step 'fetch' cannot run (input_schema): (root) must have required property 'n'."
+        )
+        state = await tool(c, "get_run_state", {"run_id": refused["run_id"]})
+        assert (state["next_actions_status"], state["next_actions"]) == ("ok", [])

@@ -19,6 +19,7 @@ INSIDE = {"refund": ["extensions_not_loaded"], "announce": [], "article": []}
 # stem -> (the field refused, its line)
 OUTSIDE = {
     "01-code-reviewer": ("services", 23),
+    "07-issue-triage": ("services", 25),
     "08-pr-review": ("services", 29),
     "09-webhook-pr-review": ("trigger", 21),
     "multi-step-workflow": ("services", 25),
@@ -48,7 +49,7 @@ def test_examples_outside_the_subset_are_refused_by_name(stem: str) -> None:
     assert f"'{OUTSIDE[stem][0]}'" in str(caught.value)
 
 
-def _without_services(text: str) -> str:
+def without_services(text: str) -> str:
     """The example with its services replaced by handlers (the subset's way to call code)."""
     text = re.sub(r"\nservices:\n(  .*\n|\n)*", "\n", text)
     text = re.sub(r"    uses_service: \w+\n(    service_method: \w+\n)?", "", text)
@@ -56,7 +57,7 @@ def _without_services(text: str) -> str:
 
 
 def test_pr_review_loads_once_its_services_are_handlers() -> None:
-    text = _without_services((EXAMPLES / "08-pr-review.yaml").read_text(encoding="utf-8"))
+    text = without_services((EXAMPLES / "08-pr-review.yaml").read_text(encoding="utf-8"))
     spec, diagnostics = load_string(text)
     assert diagnostics == []
     assert spec.order == (
@@ -82,7 +83,7 @@ def test_pr_review_loads_once_its_services_are_handlers() -> None:
 
 
 def test_code_reviewer_is_refused_for_its_step_trust_once_services_are_gone() -> None:
-    text = _without_services((EXAMPLES / "01-code-reviewer.yaml").read_text(encoding="utf-8"))
+    text = without_services((EXAMPLES / "01-code-reviewer.yaml").read_text(encoding="utf-8"))
     with pytest.raises(RealmSpecError) as caught:
         load_string(text)
     assert caught.value.field == "trust"  # `engine_delivered` is a service's trust, not a step's
@@ -94,7 +95,7 @@ def test_pr_review_registers_under_its_own_id() -> None:
     from tether.runtime.registry import App
 
     app = App("examples")
-    text = _without_services((EXAMPLES / "08-pr-review.yaml").read_text(encoding="utf-8"))
+    text = without_services((EXAMPLES / "08-pr-review.yaml").read_text(encoding="utf-8"))
     assert app.protocol(text).id == "08-pr-review"
     assert "08-pr-review" in app.workflows
     spaced = app.create_protocol(text.replace("id: 08-pr-review", "id: Review the PR-0a1b"))

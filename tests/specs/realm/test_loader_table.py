@@ -346,6 +346,23 @@ INVALID: list[tuple[str, type[RealmSpecError], str, int]] = [
         11,
     ),
     (step("    execution: auto\n    input_map: [a]\n"), InvalidValue, "input_map", 11),
+    # input-map-and-templates.md: a bare list, number or boolean, an unknown `$` directive,
+    # `$literal` beside another key, and more than 10 levels are refused
+    (step("    execution: auto\n    input_map: {tags: [a, b]}\n"), InvalidValue, "tags", 11),
+    (step("    execution: auto\n    input_map: {n: 3}\n"), InvalidValue, "n", 11),
+    (
+        step("    execution: auto\n    input_map: {b: {$litteral: x}}\n"),
+        InvalidValue,
+        "$litteral",
+        11,
+    ),
+    (step("    execution: auto\n    input_map: {b: {$literal: x, y: z}}\n"), InvalidValue, "b", 11),
+    (
+        step("    execution: auto\n    input_map: " + "{a: " * 11 + "x" + "}" * 11 + "\n"),
+        InvalidValue,
+        "a",
+        11,
+    ),
 ]
 
 
@@ -391,10 +408,17 @@ VALID: list[tuple[str, str, str, object]] = [
         ("fail", "abort"),
     ),
     (
-        step("    execution: auto\n    input_map: {path: run.params.path, n: 3}\n"),
+        step(
+            "    execution: auto\n    input_map: {path: run.params.path, n: {$literal: 3},"
+            " to: {name: context.resources.a.name}}\n"
+        ),
         "s",
         "input_map",
-        {"path": "run.params.path", "n": 3},
+        {
+            "path": "run.params.path",
+            "n": {"$literal": 3},
+            "to": {"name": "context.resources.a.name"},
+        },
     ),
     (step("    execution: auto\n    config: {mode: fast}\n"), "s", "config", {"mode": "fast"}),
     (

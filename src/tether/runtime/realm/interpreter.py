@@ -50,6 +50,7 @@ from tether.specs.realm import (
     finalizers_for,
     templates,
     upstream_verdict,
+    validate_payload,
 )
 from tether.specs.realm.model import Outcome
 
@@ -185,7 +186,9 @@ async def _run_handler(
     fn = handlers.get(step.handler)
     if fn is None:
         raise HandlerNotRegistered(f"no handler {step.handler!r} is registered (@app.handler)")
-    value = fn({"params": params, "steps": dict(outputs), "config": dict(step.config or {})})
+    given = templates.resolve_input_map(step.spec.input_map, params, outputs)
+    step_input = given if step.spec.input_map else params  # handlers.md: `inputs.params`
+    value = fn({"params": step_input, "steps": dict(outputs), "config": dict(step.config or {})})
     if hasattr(value, "__await__"):
         value = await value
     return value
@@ -262,24 +265,39 @@ def handled(plan: Plan, step: PlanStep) -> bool:
 CAPABILITY: Final = "realm.capability."
 
 
-async def _has_handler(handlers: Handlers, name: str) -> bool:
-    return name in handlers
+async def _refusal(
+    handlers: Handlers, step: PlanStep, params: dict[str, Any], outputs: dict[str, Any]
+) -> str | None:
+    """Why the auto step cannot run (None: it can): its handler is not registered here, or
+    the input its `input_map` builds does not fit its `input_schema` (Realm's checks before a
+    step is claimed)."""
+    if step.handler not in handlers:
+        return f"here (capability): handler '{step.handler}' is not registered here"
+    if step.spec.input_schema is None:
+        return None
+    given = templates.resolve_input_map(step.spec.input_map, params, outputs)
+    found = validate_payload(step.spec.input_schema, given if step.spec.input_map else params)
+    if not found:
+        return None
+    first = found[0]
+    return f"(input_schema): {first.instance_path or '(root)'} {first.message}"
 
 
-async def _capable(ctx: Context, host: ProtocolHost, step: PlanStep) -> None:
-    """Wait until the process running the step has its handler (Realm: the step "cannot run
-    here (capability)" and the run stays open). Each look is recorded; `advance_run` signals
+async def _capable(ctx: Context, host: ProtocolHost, step: PlanStep, w: Walk) -> None:
+    """Wait until the step can run (Realm: it "cannot run here (capability)", or "cannot run
+    (input_schema)", and the run stays open). Each look is recorded; `advance_run` signals
     `realm.capability.<step>` to look again (in whichever worker takes the run)."""
     if step.handler is None:
         return
     name = f"realm:capability:{step.id}"
-    while not await ctx.step(_has_handler, host.handlers, step.handler, name=name, lazy=True):
-        why = f"handler '{step.handler}' is not registered here"
+    while why := await ctx.step(
+        _refusal, host.handlers, step, w.params, w.outputs, name=name, lazy=True
+    ):
         await ctx.wait_for_signal(f"{CAPABILITY}{step.id}", prompt=why)
 
 
 async def _auto(ctx: Context, host: ProtocolHost, plan: Plan, step: PlanStep, w: Walk) -> None:
-    await _capable(ctx, host, step)
+    await _capable(ctx, host, step, w)
     try:
         w.outputs[step.id] = await ctx.step(
             _run_handler,

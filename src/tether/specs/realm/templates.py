@@ -63,6 +63,24 @@ def render_strict(text: str, params: Mapping[str, Any], outputs: Mapping[str, An
     return _EXPR.sub(one, text)
 
 
+def resolve_input_map(
+    node: Mapping[str, Any], params: Mapping[str, Any], outputs: Mapping[str, Any]
+) -> dict[str, Any]:
+    """An auto step's input from its `input_map`: a path's value (a path that finds nothing
+    leaves its key out), a nested map built the same way, `{$literal: v}` as written."""
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if isinstance(value, Mapping) and "$literal" in value:
+            out[key] = value["$literal"]
+        elif isinstance(value, Mapping):
+            out[key] = resolve_input_map(value, params, outputs)
+        elif isinstance(value, str):
+            found = _resolve(value.strip(), params, outputs)
+            if found is not _MISSING:
+                out[key] = found
+    return out
+
+
 def _evaluate(expr: str, params: Mapping[str, Any], outputs: Mapping[str, Any]) -> Any:
     path, *filters = [part.strip() for part in _split_pipes(expr)]
     value = _resolve(path, params, outputs)

@@ -116,7 +116,7 @@ async def _settle_by_default(
 
 def refused_schema(step: PlanStep, answer: Any) -> str:
     """Which of an agent step's schemas an answer broke (it must fit both)."""
-    if step.gate is not None or step.input_schema is None:
+    if step.input_schema is None:
         return "output_schema"
     if step.output_schema is None or validate_payload(step.spec.input_schema, answer):
         return "input_schema"

@@ -79,8 +79,7 @@ def parked(row: ExecutionRow, step: str) -> bool:
 def cannot_run(row: ExecutionRow) -> list[str]:
     """Realm's sentence for each step that cannot run here."""
     return [
-        f"Step '{str(w['name']).removeprefix(CAPABILITY)}' cannot run here (capability): "
-        f"{w.get('prompt')}."
+        f"Step '{str(w['name']).removeprefix(CAPABILITY)}' cannot run {w.get('prompt')}."
         for w in capability_waits(row)
     ]
 

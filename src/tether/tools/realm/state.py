@@ -77,8 +77,8 @@ def status(row: ExecutionRow, plan: Plan | None, actions: list[dict[str, Any]]) 
         return "workflow_unresolved"
     if runs.open_gate(row) is not None:
         return "awaiting_human"
-    if runs.capability_waits(row):
-        return "blocked_on_capability"
+    if any(str(w.get("prompt")).startswith("here") for w in runs.capability_waits(row)):
+        return "blocked_on_capability"  # not an input its schema refuses: that is `ok`
     return "ok"
 
 
