@@ -55,6 +55,15 @@ async def test_create_workflow_runs_its_plan_and_refuses_a_bad_one(
         assert any("color" in d for d in made["diagnostics"])
         assert any("workflow_id" in d for d in made["diagnostics"])
         assert made["warnings"] == made["diagnostics"]
+        assert (
+            "step 'reply': unknown key 'color' — ignored (not a recognized step field)."
+            in (made["warnings"])
+        )  # agent-created-workflows.md
+        assert made["context_hint"].startswith(
+            f"Run '{made['run_id']}' created for workflow '{wf}'."
+        )
+        brief = await tool(c, "get_workflow_protocol", {"workflow_id": wf})
+        assert brief["quick_start"] == "Triage the ticket."  # metadata.task_description
         run = made["run_id"]
         (first,) = made["next_actions"]
         assert first["instruction"]["params"] == {"run_id": run, "command": "read"}

@@ -54,7 +54,7 @@ def progress(
         return Reply(command, row.id, "ok", hint, row.version, warnings=warns, extra=extra)
     actions = open_entries(row, plan)
     names = ", ".join(f"'{w['name']}'" for w in runs.open_agent_steps(row))
-    hint = join(lead, f"Ready agent steps: {names}." if names else "", *runs.cannot_run(row))
+    hint = join(lead, f"Ready for the agent: {names}." if names else "", *runs.cannot_run(row))
     return Reply(
         command,
         row.id,
