@@ -78,6 +78,9 @@ async def test_agent_run_refused_then_accepted_auto_chain_and_tasks_get(
         c = client(url)
         listed = await tool(c, "list_workflows", {})
         assert listed["workflows"] == [{"id": "refund", "name": "Refund review", "version": 1}]
+        assert listed["hint"] == (  # agent-created-workflows.md (no create_workflow here)
+            "Call get_workflow_protocol with a workflow_id before calling start_run."
+        )
         started = await tool(c, "start_run", {"workflow_id": "refund", "params": {"amount": 3}})
         assert started["status"] == "ok"
         assert started["deduped"] is False

@@ -96,7 +96,13 @@ class RealmTools:
             "workflows": items,
             "unreadable": [],
             "warnings": w,
-            "hint": "Call get_workflow_protocol with a workflow_id to read its steps.",
+            "hint": "Call get_workflow_protocol with a workflow_id before calling start_run."
+            + (
+                " If no workflow matches your task, use create_workflow to define and start "
+                "your own plan."
+                if self.ops.app.allow_create_workflow
+                else ""
+            ),
         }
 
     async def get_workflow_protocol(self, ops: Operations, a: Args, w: list[str], by: Any) -> Any:
