@@ -83,7 +83,9 @@ async def test_gate_answered_in_time(mcp_server: ServeFn, client: Client) -> Non
         assert (state["in_progress_steps"], state["next_actions_status"]) == (
             ["draft"], "awaiting_human",
         )  # fmt: skip
-        assert state["pending_gate"]["opened_at"]
+        stored = state["pending_gate"]  # gates.md: what is stored when a gate opens
+        assert stored["opened_at"] and stored["resolved_message"] == "Pay it?"
+        assert (stored["on_expiry"], stored["default_choice"]) == ("settle_default", "hold")
         early = await tool(c, "execute_step", {"run_id": run, "command": "paid"})
         assert (early["status"], early["agent_action"]) == ("blocked", "resolve_precondition")
         assert "waits on the question on step 'draft' (choices: pay, hold)" in early["context_hint"]

@@ -56,7 +56,7 @@ async def run_state(
         next_actions_status=status(row, plan, actions),
     )
     if gate is not None:
-        wire["pending_gate"] = {**gate, "opened_at": runs.open_gate(row).get("opened_at")}  # type: ignore[union-attr]
+        wire["pending_gate"] = _stored(plan, row, gate)
     wire.update(_sealed(row, records))
     wire.update(runs.resumable(row))
     if defaulted := await defaulted_steps(ops, plan, row, done):
@@ -67,6 +67,27 @@ async def run_state(
             for s in (plan.steps if plan is not None else ())
         ]
     return wire
+
+
+def _stored(plan: Plan | None, row: ExecutionRow, gate: dict[str, Any]) -> dict[str, Any]:
+    """gates.md "What is stored when a gate opens": the gate and its settings."""
+    wait = runs.open_gate(row) or {}
+    out = {**gate, "opened_at": wait.get("opened_at")}
+    if "display" in gate:
+        out["resolved_message"] = gate["display"]
+    step = plan.step(gate["step_name"]) if plan is not None else None
+    spec = step.gate if step is not None else None
+    if spec is not None:
+        settings = {
+            "owner": spec.owner,
+            "resolution_messages": dict(spec.resolution_messages) or None,
+            "on_expiry": wait.get("on_expiry"),
+            "default_choice": wait.get("default_choice"),
+            "reminder_seconds": spec.reminder_seconds,
+            "reminder_max": spec.reminder_max if spec.reminder_seconds else None,
+        }
+        out.update({k: v for k, v in settings.items() if v is not None})
+    return out
 
 
 def status(row: ExecutionRow, plan: Plan | None, actions: list[dict[str, Any]]) -> str:
