@@ -195,7 +195,10 @@ def not_callable(
 ) -> Reply | None:
     """execute_step's refusals once the run is read: a step the workflow does not have, a
     `writer_nonce` on a step that is not an agent step (it is only meaningful there)."""
-    s = plan.step(step) if plan is not None else None
+    if plan is None:  # e.g. a created workflow this process no longer holds
+        message = f"Workflow '{row.workflow}' of run '{row.id}' cannot be read here."
+        return refusal(step, row.id, "STATE_WORKFLOW_UNREADABLE", message, run_version=row.version)
+    s = plan.step(step)
     if s is None:
         message = f"Step '{step}' is not in this workflow."
         return refusal(step, row.id, "STEP_NOT_FOUND", message, run_version=row.version)
