@@ -302,12 +302,6 @@ INVALID: list[tuple[str, type[RealmSpecError], str, int]] = [
         11,
     ),
     (
-        step("    execution: agent\n    validation_exhaustion: {limit: 3}\n"),
-        UnknownField,
-        "limit",
-        11,
-    ),
-    (
         step(
             "    execution: agent\n    output_schema: {type: object}\n"
             "    validation_exhaustion: {mode: default}\n"
