@@ -345,3 +345,57 @@ async def test_a_missing_handler_leaves_the_run_open_until_advance_run_finds_it(
         )
         state = await tool(c, "get_run_state", {"run_id": refused["run_id"]})
         assert (state["next_actions_status"], state["next_actions"]) == ("ok", [])
+
+
+FLAKY = """
+id: flaky
+name: Flaky
+version: 1
+steps:
+  fetch:
+    description: Fetch, retrying what is worth retrying
+    execution: auto
+    handler: fetch
+    timeout_seconds: 5
+    retry: {max_attempts: 3, backoff: fixed, base_delay_ms: 10}
+"""
+
+
+class RateLimited(Exception):
+    retryable = True
+
+
+@pytest.mark.parametrize(("fails", "error"), [(2, RateLimited), (3, RateLimited), (1, ValueError)])
+async def test_retry_retries_only_errors_marked_retryable(
+    mcp_server: ServeFn, client: Client, fails: int, error: type[Exception]
+) -> None:
+    """handlers.md: a `retry` block tries again only after an error marked retryable; after
+    the last try the step fails with STEP_RETRY_EXHAUSTED; an ordinary error is not retried."""
+    calls: list[int] = []
+    app = App(f"realm-flaky-{fails}-{error.__name__}")
+    app.protocol(FLAKY)
+
+    @app.handler()
+    def fetch(inputs: dict[str, Any]) -> dict[str, Any]:
+        calls.append(1)
+        if len(calls) <= fails:
+            raise error("rate limited")
+        return {"ok": True}
+
+    async with mcp_server(app) as url:
+        c = client(url)
+        started = await tool(c, "start_run", {"workflow_id": "flaky"})  # settles at the end
+        got = (len(calls), started["run_phase"], started.get("error_code"), started["errors"])
+        if error is ValueError:  # not retried
+            assert got == (
+                1,
+                "failed",
+                "ENGINE_HANDLER_FAILED",
+                ["Handler 'fetch' threw: rate limited"],
+            )
+        elif fails == 2:
+            assert got == (3, "completed", None, [])
+        else:
+            assert got == (
+                3, "failed", "STEP_RETRY_EXHAUSTED", ["Step 'fetch' failed after 3 attempts"],
+            )  # fmt: skip

@@ -34,13 +34,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from tether.runtime import waits
 from tether.runtime.context import Context
 from tether.runtime.errors import StepFailed, WaitTimeout
+from tether.runtime.realm import attempts
 from tether.runtime.realm.plan import Plan, PlanStep, plan_from_text
 from tether.specs.realm import (
     ConditionContext,
@@ -50,7 +51,6 @@ from tether.specs.realm import (
     finalizers_for,
     templates,
     upstream_verdict,
-    validate_payload,
 )
 from tether.specs.realm.model import Outcome
 
@@ -188,9 +188,12 @@ async def _run_handler(
         raise HandlerNotRegistered(f"no handler {step.handler!r} is registered (@app.handler)")
     given = templates.resolve_input_map(step.spec.input_map, params, outputs)
     step_input = given if step.spec.input_map else params  # handlers.md: `inputs.params`
-    value = fn({"params": step_input, "steps": dict(outputs), "config": dict(step.config or {})})
-    if hasattr(value, "__await__"):
-        value = await value
+    with attempts.marked():  # an error marked `retryable` is one a `retry` block retries
+        value = fn(
+            {"params": step_input, "steps": dict(outputs), "config": dict(step.config or {})}
+        )
+        if hasattr(value, "__await__"):
+            value = await value
     return value
 
 
@@ -262,42 +265,9 @@ def handled(plan: Plan, step: PlanStep) -> bool:
     return any(step.id in s.depends_on and s.spec.trigger_rule in FAILURE_RULES for s in plan.steps)
 
 
-CAPABILITY: Final = "realm.capability."
-
-
-async def _refusal(
-    handlers: Handlers, step: PlanStep, params: dict[str, Any], outputs: dict[str, Any]
-) -> str | None:
-    """Why the auto step cannot run (None: it can): its handler is not registered here, or
-    the input its `input_map` builds does not fit its `input_schema` (Realm's checks before a
-    step is claimed)."""
-    if step.handler not in handlers:
-        return f"here (capability): handler '{step.handler}' is not registered here"
-    if step.spec.input_schema is None:
-        return None
-    given = templates.resolve_input_map(step.spec.input_map, params, outputs)
-    found = validate_payload(step.spec.input_schema, given if step.spec.input_map else params)
-    if not found:
-        return None
-    first = found[0]
-    return f"(input_schema): {first.instance_path or '(root)'} {first.message}"
-
-
-async def _capable(ctx: Context, host: ProtocolHost, step: PlanStep, w: Walk) -> None:
-    """Wait until the step can run (Realm: it "cannot run here (capability)", or "cannot run
-    (input_schema)", and the run stays open). Each look is recorded; `advance_run` signals
-    `realm.capability.<step>` to look again (in whichever worker takes the run)."""
-    if step.handler is None:
-        return
-    name = f"realm:capability:{step.id}"
-    while why := await ctx.step(
-        _refusal, host.handlers, step, w.params, w.outputs, name=name, lazy=True
-    ):
-        await ctx.wait_for_signal(f"{CAPABILITY}{step.id}", prompt=why)
-
-
 async def _auto(ctx: Context, host: ProtocolHost, plan: Plan, step: PlanStep, w: Walk) -> None:
-    await _capable(ctx, host, step, w)
+    await attempts.capable(ctx, host.handlers, step, w.params, w.outputs)
+    policy, retry_if = attempts.retry_of(step)
     try:
         w.outputs[step.id] = await ctx.step(
             _run_handler,
@@ -307,6 +277,8 @@ async def _auto(ctx: Context, host: ProtocolHost, plan: Plan, step: PlanStep, w:
             w.outputs,
             name=f"realm:auto:{step.id}",
             timeout=step.spec.effective_timeout,  # one attempt's limit (3600 s by default)
+            retry=policy,
+            retry_if=retry_if,
         )
     except StepFailed:
         if not handled(plan, step):

@@ -122,6 +122,9 @@ def failure_code(
     if cause.startswith("TimeoutError"):
         limit = (s.spec.effective_timeout or 0) * 1000
         return "STEP_TIMEOUT", f"Step '{step}' timed out after {limit}ms"
+    if cause.startswith("RetryableFailure") and s.spec.retry is not None:
+        tries = s.spec.retry.max_attempts  # every try failed with an error marked retryable
+        return "STEP_RETRY_EXHAUSTED", f"Step '{step}' failed after {tries} attempts"
     if s.handler is None:
         return "ENGINE_STEP_FAILED", message
     return "ENGINE_HANDLER_FAILED", f"Handler '{s.handler}' threw: {cause.split(': ', 1)[-1]}"
