@@ -66,6 +66,9 @@ async def test_gate_answered_in_time(mcp_server: ServeFn, client: Client) -> Non
         gate = opened["gate"]
         assert "agent_action" not in opened
         assert opened["stopped_step"] == "draft"
+        assert opened["context_hint"] == (
+            f"Run is paused at gate '{gate['gate_id']}'. Available choices: pay, hold."
+        )
         assert gate["choices"] == ["pay", "hold"]
         assert gate["preview"] == {"n": 5}
         assert gate["display"] == "Pay it?"

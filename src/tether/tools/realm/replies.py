@@ -144,7 +144,11 @@ def _confirm(
         command,
         row.id,
         "confirm_required",
-        join(lead, f"Step '{view['step_name']}' waits for a person's choice."),
+        join(  # human-gates.md
+            lead,
+            f"Run is paused at gate '{view['gate_id']}'. Available choices: "
+            f"{', '.join(view['choices'])}.",
+        ),
         row.version,
         next_actions=[envelope.gate_action(row.id, gate["key"], gate["name"], view["choices"])],
         warnings=warns,
