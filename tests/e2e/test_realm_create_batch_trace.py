@@ -156,6 +156,7 @@ async def test_start_run_batch(mcp_server: ServeFn, client: Client, db_url: str)
         assert (bad["error_code"], bad["run_id"], bad["run_version"]) == (
             "VALIDATION_BATCH_ITEMS", "", 0,
         )  # fmt: skip
+        assert bad["errors"] == ["start_run_batch: 1 item(s) failed schema validation"]
         assert bad["error_details"]["failures"] == [
             {"index": 1, "reason": "(root) must have required property 'amount'"}
         ]
@@ -238,12 +239,26 @@ async def test_terminal_match_policies(mcp_server: ServeFn, client: Client) -> N
         assert (rejected["error_code"], rejected["run_id"]) == ("STATE_IDEMPOTENCY_KEY_USED", "")
         rerun = await tool(c, "start_run", {**start, "on_terminal_match": "rerun"})
         assert rerun["rerun_of"] == first["run_id"]
+        assert (
+            f"This run supersedes run '{first['run_id']}' under the same idempotency key "
+            "(on_terminal_match)." in rerun["context_hint"]
+        )
+        state = await tool(c, "get_run_state", {"run_id": rerun["run_id"]})
+        assert state["rerun_of"] == first["run_id"]
         assert rerun["run_id"] != first["run_id"]
         assert rerun["next_actions"][0]["instruction"]["params"]["command"] == "assess"
         moved = await tool(c, "start_run", start)  # the key moved to the rerun
         assert (moved["run_id"], moved["deduped"]) == (rerun["run_id"], True)
+        assert moved["context_hint"].startswith(
+            f"Matched existing run '{rerun['run_id']}' (idempotent) in phase 'running'; no new "
+            "run created."
+        )
         live = await tool(c, "start_run", {**start, "on_live_match": "fail"})
         assert live["error_code"] == "STATE_RUN_ALREADY_ACTIVE"
+        assert live["errors"] == [  # idempotency-and-batches.md: the errors name that run
+            f"Idempotency key for workflow 'refund' is owned by an active run '{rerun['run_id']}' "
+            "(phase 'running')."
+        ]
         await tool(c, "abandon_run", {"run_id": rerun["run_id"]})
         again = await tool(c, "start_run", {**start, "on_terminal_match": "rerun_if_failed"})
         assert (again["run_id"], again["deduped"]) == (rerun["run_id"], True)  # not failed

@@ -146,9 +146,20 @@ class RealmTools:
             return refusal("start_run", "", out.code, out.message)
         if out.deduped:
             none = runs.Chain([], [], None)
-            return replies.progress("start_run", plan, row, none, deduped=True, warnings=warned)
+            lead = (
+                f"Matched existing run '{row.id}' (idempotent) in phase '{runs.phase(row)}'; no "
+                "new run created."
+            )
+            return replies.progress(
+                "start_run", plan, row, none, deduped=True, lead=lead, warnings=warned
+            )
         row, chain = await self._settle(ops, row, [])
         hint = f"Run '{row.id}' created for workflow '{wf}'."
+        if out.rerun_of is not None:
+            hint = (
+                f"{hint} This run supersedes run '{out.rerun_of}' under the same idempotency "
+                "key (on_terminal_match)."
+            )
         reply = replies.progress(
             "start_run", plan, row, chain, deduped=False, lead=hint, warnings=warned
         )

@@ -74,7 +74,19 @@ async def start_one(
         )
     except (rt.RunAlreadyActive, rt.IdempotencyMismatch) as exc:
         started = exc
-    return await _settle(ops, started, inp, key=key, live=live, terminal=terminal, by=by)
+    return await _settle(
+        ops, started, inp, key=key, live=live, terminal=terminal, by=by, workflow=workflow
+    )
+
+
+def _owned(workflow: str, holder: ExecutionRow) -> Outcome:
+    """`on_live_match: fail` on a key a live run holds (idempotency-and-batches.md)."""
+    return Outcome(
+        None,
+        code="STATE_RUN_ALREADY_ACTIVE",
+        message=f"Idempotency key for workflow '{workflow}' is owned by an active run "
+        f"'{holder.id}' (phase '{runs.phase(holder)}').",
+    )
 
 
 async def _settle(
@@ -86,18 +98,19 @@ async def _settle(
     live: str | None,
     terminal: str | None,
     by: str | None,
+    workflow: str,
 ) -> Outcome:
     """One start's outcome under the key policies, from what the runtime's start gave: the
     run (new or the key's holder) or its refusal. Raises any other refusal."""
     if isinstance(started, rt.RunAlreadyActive):
-        return Outcome(None, code="STATE_RUN_ALREADY_ACTIVE", message=started.message)
+        holder = (await ops.get(started.execution_id, follow_chain=False)).current
+        return _owned(workflow, holder)
     warned: tuple[str, ...] = ()
     if isinstance(started, rt.IdempotencyMismatch) and started.execution_id:
         # Realm only warns: the key's run is matched as if the params were the same
         holder = (await ops.get(started.execution_id, follow_chain=False)).current
         if live == "fail" and not runs.ended(holder):
-            message = f"idempotency_key is held by the live run '{holder.id}'."
-            return Outcome(None, code="STATE_RUN_ALREADY_ACTIVE", message=message)
+            return _owned(workflow, holder)
         started = Started(holder, deduped=True)
         warned = (
             f"idempotency_key '{key}' was first used with other params; the run it holds is "
@@ -109,8 +122,7 @@ async def _settle(
     if started.deduped and row.sealed_from is not None:  # the key moved to its rerun
         row = (await ops.list_runs(business_id=row.business_id, limit=1)).items[0]
         if not runs.ended(row) and live == "fail":
-            message = f"idempotency_key is held by the live run '{row.id}'."
-            return Outcome(None, code="STATE_RUN_ALREADY_ACTIVE", message=message)
+            return _owned(workflow, row)
     if not started.deduped or not runs.ended(row):
         return Outcome(row, deduped=started.deduped, warnings=warned)
     policy = terminal or "reuse"
@@ -183,8 +195,8 @@ def _batch_refusal(
             "start_run_batch",
             "",
             "VALIDATION_BATCH_ITEMS",
-            f"{len(failures)} of {len(items)} items do not fit the params_schema of '{wf}'; "
-            "no run was started.",
+            f"start_run_batch: {len(failures)} item(s) failed schema validation",
+            context_hint="One or more items failed schema validation. No runs were created.",
             error_details={"failures": failures},
         )
     return None
@@ -217,7 +229,9 @@ async def start_run_batch(
     failed: list[dict[str, Any]] = []
     for index, (item, inp, result) in enumerate(zip(items, inputs, outcomes, strict=True)):
         key = item.get("idempotency_key")
-        out = await _settle(ops, result, inp, key=key, live=live, terminal=terminal, by=by)
+        out = await _settle(
+            ops, result, inp, key=key, live=live, terminal=terminal, by=by, workflow=wf
+        )
         if out.row is None:
             failed.append(_failure(index, key, item["params"], out))
         else:

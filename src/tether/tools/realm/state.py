@@ -59,6 +59,10 @@ async def run_state(
         wire["pending_gate"] = _stored(plan, row, gate)
     wire.update(_sealed(row, records))
     wire.update(runs.resumable(row))
+    if row.predecessor_id is not None:  # a rerun under the same key names the run it replaced
+        made = next((e for e in await ops.history(row.id) if e.type == "created"), None)
+        if made is not None and isinstance(made.data, dict) and made.data.get("rerun_of"):
+            wire["rerun_of"] = made.data["rerun_of"]
     if defaulted := await defaulted_steps(ops, plan, row, done):
         wire["defaulted_steps"] = defaulted
     if include_steps:
