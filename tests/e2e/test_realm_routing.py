@@ -77,6 +77,12 @@ async def test_refund_routes_by_outcome_and_finalizes_once(
         assert state["completed_steps"] == done  # flag_large: when false (20 <= 50), skipped
         assert state["failed_steps"] == (["pay"] if fail_pay else [])
         assert len(notes) == noted
+        assert set(state["steps"]) == {*done, *state["failed_steps"]}  # include_steps: what ran
+        assert state["steps"]["assess"]["attempts"] == [
+            {"attempt": 1, "status": "success", "cost_unrecorded": "not_driven_by_realm"}
+        ]
+        if fail_pay:
+            assert [a["status"] for a in state["steps"]["pay"]["attempts"]] == ["error"]
         assert state["next_actions_status"] == "skipped_terminal"  # run-state-and-health.md
         assert (state["workflow_id"], state["params"], state["in_progress_steps"]) == (
             "refund", {}, [],

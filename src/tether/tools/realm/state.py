@@ -7,7 +7,8 @@ Always: `workflow_id`, `run_phase`, `terminal_state`, `completed_steps`, `in_pro
 `skipped_terminal`, `blocked_on_capability`, `workflow_unresolved`; Tether's worker runs the
 engine's steps itself, so `advance_owed` and the claim values do not arise). When they apply:
 `pending_gate` (with `opened_at`), `terminal_reason` (not after a guard's abort),
-`sealed_by_arm`, `sealed_by_step`, `defaulted_steps`, `resumable`, `steps` (include_steps).
+`sealed_by_arm`, `sealed_by_step`, `defaulted_steps`, `rerun_of`, `resumable`, and with
+`include_steps` each step that ran with its attempts.
 """
 
 from __future__ import annotations
@@ -66,11 +67,42 @@ async def run_state(
     if defaulted := await defaulted_steps(ops, plan, row, done):
         wire["defaulted_steps"] = defaulted
     if include_steps:
-        wire["steps"] = [
-            {"id": s.id, "execution": s.kind, "state": _state_of(s.id, done, failed, wire)}
-            for s in (plan.steps if plan is not None else ())
-        ]
+        wire["steps"] = await steps_ran(ops, plan, row, records, done, failed)
     return wire
+
+
+async def steps_ran(
+    ops: Operations,
+    plan: Plan | None,
+    row: ExecutionRow,
+    records: Sequence[StepRecord],
+    done: list[str],
+    failed: list[str],
+) -> dict[str, Any]:
+    """`include_steps`: each step that ran and its attempts (`attempt`, `status`); an agent
+    step's refused answers are attempts too. Tether makes no model calls, so no `cost`."""
+    out: dict[str, Any] = {}
+    for s in plan.steps if plan is not None else ():
+        if s.id not in done and s.id not in failed:
+            continue
+        errors = _failures(records, s.id)
+        if s.kind == "agent":
+            errors = await exhaustion.rejections(ops, row.id, s.id)
+        statuses = ["error"] * errors + (["success"] if s.id in done else [])
+        out[s.id] = {
+            "attempts": [
+                {"attempt": i, "status": st, "cost_unrecorded": "not_driven_by_realm"}
+                for i, st in enumerate(statuses or ["error"], 1)
+            ]
+        }
+    return out
+
+
+def _failures(records: Sequence[StepRecord], step: str) -> int:
+    rec = next((r for r in records if r.name == f"realm:auto:{step}"), None)
+    if rec is None or not isinstance(rec.result, dict) or "error" not in rec.result:
+        return 0
+    return int(rec.result.get("failures", 1))
 
 
 def _stored(plan: Plan | None, row: ExecutionRow, gate: dict[str, Any]) -> dict[str, Any]:
@@ -173,13 +205,3 @@ def _seq(r: StepRecord) -> int:
 
 def _utc(when: Any) -> str:
     return when.isoformat().replace("+00:00", "Z") if hasattr(when, "isoformat") else str(when)
-
-
-def _state_of(step: str, done: list[str], failed: list[str], wire: dict[str, Any]) -> str:
-    if step in done:
-        return "completed"
-    if step in failed:
-        return "failed"
-    if step in wire["skipped_steps"]:
-        return "skipped"
-    return "in_progress" if step in wire["in_progress_steps"] else "pending"
