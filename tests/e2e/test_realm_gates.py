@@ -225,3 +225,25 @@ async def test_realm_issue_triage_example_end_to_end(mcp_server: ServeFn, client
         assert done["run_phase"] == "completed", done
         assert got["post"] == {**params, "body": "Fix it."}
         assert got["labels"] == {**params, "labels": ["bug", "P1"]}
+
+
+async def test_list_workflows_names_the_protocol_files_it_could_not_read(
+    mcp_server: ServeFn, client: Client, tmp_path: Path
+) -> None:
+    """list-workflows.ts: a file `--protocols` refused is in `unreadable`, with a warning, and
+    the hint stops steering to create_workflow."""
+    for name in ("announce.yaml", "01-code-reviewer.yaml"):
+        (tmp_path / name).write_text((EXAMPLES / name).read_text("utf-8"), "utf-8")
+    app = App("realm-listing")
+    app.allow_create_workflow = True
+    assert list(app.load_protocols(tmp_path)) == [str(tmp_path / "01-code-reviewer.yaml")]
+    async with mcp_server(app) as url:
+        listed = await tool(client(url), "list_workflows", {})
+    assert [w["id"] for w in listed["workflows"]] == ["announce"]
+    (entry,) = listed["unreadable"]
+    assert (entry["file"], entry["class"]) == ("01-code-reviewer.yaml", "parse")
+    assert "'services' is outside Tether's subset" in entry["reason"]
+    assert listed["warnings"] == [
+        "1 registered workflow copy could not be read — see 'unreadable'."
+    ]
+    assert "Do not create a workflow to replace one listed there" in listed["hint"]

@@ -26,7 +26,7 @@ from tether.tools.realm import (
     traces,
 )
 from tether.tools.realm.envelope import Reply, refusal
-from tether.tools.realm.views import protocol_view
+from tether.tools.realm.views import listing, protocol_view
 
 SETTLE_S: Final = 30.0
 Args = dict[str, Any]
@@ -91,19 +91,7 @@ class RealmTools:
             {"id": e.plan.id, "name": e.plan.name, "version": e.plan.version}
             for e in self.ops.app.protocols.values()
         ]
-        return {
-            "status": "ok",
-            "workflows": items,
-            "unreadable": [],
-            "warnings": w,
-            "hint": "Call get_workflow_protocol with a workflow_id before calling start_run."
-            + (
-                " If no workflow matches your task, use create_workflow to define and start "
-                "your own plan."
-                if self.ops.app.allow_create_workflow
-                else ""
-            ),
-        }
+        return listing(items, self.ops.app.unreadable_protocols, w, self.ops.app)
 
     async def get_workflow_protocol(self, ops: Operations, a: Args, w: list[str], by: Any) -> Any:
         plan = self._plan(a["workflow_id"])

@@ -4,9 +4,44 @@ instruction, the five standard rules and the two always added, each step's part 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Final
 
 from tether.runtime.realm.plan import Plan, PlanStep
+
+
+def listing(
+    items: list[dict[str, Any]], unreadable: dict[str, str], warnings: list[str], app: Any
+) -> dict[str, Any]:
+    """list_workflows' reply: the workflows, and each protocol file that could not be read
+    (`{file, class: "parse", reason}`), in which case the hint withholds create_workflow."""
+    entries = [
+        {"file": Path(f).name, "class": "parse", "reason": why} for f, why in unreadable.items()
+    ]
+    start = "Call get_workflow_protocol with a workflow_id before calling start_run."
+    hint = start
+    if app.allow_create_workflow:
+        hint += (
+            " If no workflow matches your task, use create_workflow to define and start your "
+            "own plan."
+        )
+    if entries:
+        n = len(entries)
+        count = f"{n} registered workflow {'copy' if n == 1 else 'copies'} could not be read"
+        warnings = [*warnings, f"{count} — see 'unreadable'."]
+        hint = (
+            f"{count} — 'unreadable' names each file, the reason and the repair (an operator's "
+            "act). Do not create a workflow to replace one listed there until an operator has "
+            f"looked: the entry may be a registered workflow that only needs its file repaired. "
+            f"{start}"
+        )
+    return {
+        "status": "ok",
+        "workflows": items,
+        "unreadable": entries,
+        "warnings": warnings,
+        "hint": hint,
+    }
 
 
 def protocol_view(plan: Plan) -> dict[str, Any]:
