@@ -150,7 +150,8 @@ async def test_realm_examples_render_their_prompt_and_gate_message(
 ) -> None:
     """Realm's own guide workflows: a prompt's `{{ run.params.topic }}` and a gate message's
     `{{ context.resources.draft.subject | upper }}` reach the agent rendered; a message whose
-    path finds nothing does not open the gate (GATE_MESSAGE_UNRESOLVABLE)."""
+    path finds nothing does not open the gate (GATE_MESSAGE_UNRESOLVABLE), and the run stays
+    open with the step not done (input-map-and-templates.md)."""
     app = App("realm-examples")
     app.protocol(EXAMPLES / "article.yaml")
     app.protocol(EXAMPLES / "announce.yaml")
@@ -179,10 +180,14 @@ async def test_realm_examples_render_their_prompt_and_gate_message(
         run = (await tool(c, "start_run", {"workflow_id": "broken"}))["run_id"]
         failed = await tool(c, "execute_step", {**args, "run_id": run})
         assert (failed["status"], failed["agent_action"]) == ("error", "stop"), failed
-        assert failed["error_code"] == "GATE_MESSAGE_UNRESOLVABLE"
+        assert (failed["error_code"], failed["stopped_step"]) == (
+            "GATE_MESSAGE_UNRESOLVABLE", "review",
+        )  # fmt: skip
         assert failed["errors"] == [
             "gate.message has unresolvable references: context.resources.draft.bodyy"
         ]
+        state = await tool(c, "get_run_state", {"run_id": run})  # the run stays open
+        assert (state["run_phase"], state["completed_steps"]) == ("running", ["draft"])
 
 
 async def test_realm_issue_triage_example_end_to_end(mcp_server: ServeFn, client: Client) -> None:

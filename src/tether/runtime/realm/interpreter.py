@@ -84,8 +84,8 @@ class GuardResolutionError(Exception):
 
 
 class GateMessageError(Exception):
-    """A gate's `message` cannot be rendered: the run fails with `<code>: <detail>` (code
-    GATE_MESSAGE_UNRESOLVABLE or FILTER_UNKNOWN); the gate does not open."""
+    """A gate's `message` cannot be rendered (`<code>: <detail>`, code
+    GATE_MESSAGE_UNRESOLVABLE or FILTER_UNKNOWN): the gate does not open and the run waits."""
 
     def __init__(self, step: str, code: str, detail: str) -> None:
         super().__init__(f"{code}: {detail}")
@@ -199,7 +199,7 @@ async def _run_handler(
 
 def gate_display(step: PlanStep, params: dict[str, Any], outputs: dict[str, Any]) -> str:
     """What the person is shown: the gate's `message` rendered strictly (a path that finds
-    nothing or an unknown filter ends the run: GateMessageError), else the step's prompt."""
+    nothing or an unknown filter raises GateMessageError), else the step's prompt."""
     gate = step.gate
     assert gate is not None  # noqa: S101 — only called for gated steps
     if gate.message is None:
@@ -217,9 +217,16 @@ async def _gate(ctx: Context, step: PlanStep, w: Walk) -> dict[str, Any]:
     gate = step.gate
     assert gate is not None  # noqa: S101 — only called for gated steps
     output = w.outputs[step.id]
+    while True:  # a message that cannot be rendered does not open the gate; the run stays open
+        try:
+            shown = gate_display(step, w.params, w.outputs)
+            break
+        except GateMessageError as exc:
+            channel = f"{attempts.CAPABILITY}{step.id}"
+            await ctx.wait_for_signal(channel, prompt=f"(gate message): {exc}")
     spec = GateWait(
         step.id,
-        gate_display(step, w.params, w.outputs),
+        shown,
         gate.choices,
         output,
         step.instructions,
@@ -355,7 +362,7 @@ async def run_protocol(
     except GuardAborted:
         await _finalize(ctx, host, plan, w, "abort")
         raise
-    except (GuardResolutionError, GateMessageError, StepFailed):
+    except (GuardResolutionError, StepFailed):
         await _finalize(ctx, host, plan, w, "fail")
         raise
     outcome: Outcome = "completed_with_failed_steps" if w.failed else "complete"

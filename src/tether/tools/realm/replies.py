@@ -52,6 +52,19 @@ def progress(
         err = row.error if isinstance(row.error, dict) else {}
         hint = join(lead, f"Run ended ({p}): {err.get('message', '')}")
         return Reply(command, row.id, "ok", hint, row.version, warnings=warns, extra=extra)
+    stuck = runs.gate_message_problem(row)
+    if stuck is not None and names_stop:  # the step stops the call; the run stays open
+        step, code, detail = stuck
+        return refusal(
+            command,
+            row.id,
+            code,
+            detail,
+            run_version=row.version,
+            action="stop",
+            context_hint=join(lead, f"Step '{step}' cannot open its gate: {detail}"),
+            **{**extra, "stopped_step": step},
+        )
     actions = open_entries(row, plan)
     names = ", ".join(f"'{w['name']}'" for w in runs.open_agent_steps(row))
     hint = join(lead, f"Ready for the agent: {names}." if names else "", *runs.cannot_run(row))
@@ -112,7 +125,7 @@ def failure_code(
     err = row.error if isinstance(row.error, dict) else {}
     if "HandlerNotRegistered" in message or err.get("type") == "HandlerNotRegistered":
         return "ENGINE_HANDLER_NOT_REGISTERED", message
-    if err.get("type") == "GateMessageError" or runs.exhausted(row):  # "<code>: <detail>"
+    if runs.exhausted(row):  # "<code>: <detail>"
         code, _, detail = message.partition(": ")
         return code, detail
     s = plan.step(step) if plan is not None and step is not None else None

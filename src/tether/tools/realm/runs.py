@@ -76,6 +76,16 @@ def parked(row: ExecutionRow, step: str) -> bool:
     return any(w.get("name") == f"{CAPABILITY}{step}" for w in capability_waits(row))
 
 
+def gate_message_problem(row: ExecutionRow) -> tuple[str, str, str] | None:
+    """A gate whose message could not be rendered: (step, code, detail), else None."""
+    for w in capability_waits(row):
+        prompt = str(w.get("prompt"))
+        if prompt.startswith("(gate message): "):
+            code, _, detail = prompt.removeprefix("(gate message): ").partition(": ")
+            return str(w["name"]).removeprefix(CAPABILITY), code, detail
+    return None
+
+
 def cannot_run(row: ExecutionRow) -> list[str]:
     """Realm's sentence for each step that cannot run here."""
     return [

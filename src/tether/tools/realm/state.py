@@ -30,7 +30,9 @@ async def run_state(
 ) -> dict[str, Any]:
     records = await ops.steps(row.id)
     gate = replies.pending_gate(row, plan)
-    done = [s for s in runs.completed_steps(plan, records) if not gate or s != gate["step_name"]]
+    stuck = runs.gate_message_problem(row)  # a gate whose message could not be rendered
+    waiting = [gate["step_name"]] if gate else [stuck[0]] if stuck else []
+    done = [s for s in runs.completed_steps(plan, records) if s not in waiting]
     failed = runs.failed_steps(records)
     spent = runs.failure(row)[0] if runs.exhausted(row) else None
     if spent is not None:
@@ -46,7 +48,7 @@ async def run_state(
         run_phase=p,
         terminal_state=runs.ended(row),
         completed_steps=done,
-        in_progress_steps=[gate["step_name"]] if gate else [],
+        in_progress_steps=waiting,
         failed_steps=failed,
         skipped_steps=skipped_steps(row, records),
         evidence_count=sum(1 for r in records if r.done and r.name.startswith(_EVIDENCE)),
