@@ -54,17 +54,7 @@ def progress(
         return Reply(command, row.id, "ok", hint, row.version, warnings=warns, extra=extra)
     stuck = runs.gate_message_problem(row)
     if stuck is not None and names_stop:  # the step stops the call; the run stays open
-        step, code, detail = stuck
-        return refusal(
-            command,
-            row.id,
-            code,
-            detail,
-            run_version=row.version,
-            action="stop",
-            context_hint=join(lead, f"Step '{step}' cannot open its gate: {detail}"),
-            **{**extra, "stopped_step": step},
-        )
+        return _unrendered(command, row, stuck, lead, extra)
     actions = open_entries(row, plan)
     names = ", ".join(f"'{w['name']}'" for w in runs.open_agent_steps(row))
     hint = join(lead, f"Ready for the agent: {names}." if names else "", *runs.cannot_run(row))
@@ -77,6 +67,27 @@ def progress(
         next_actions=actions,
         warnings=warns,
         extra=extra,
+    )
+
+
+def _unrendered(
+    command: str,
+    row: ExecutionRow,
+    stuck: tuple[str, str, str],
+    lead: str,
+    extra: dict[str, Any],
+) -> Reply:
+    """A gate whose message could not be rendered stops the call (the run stays open)."""
+    step, code, detail = stuck
+    return refusal(
+        command,
+        row.id,
+        code,
+        detail,
+        run_version=row.version,
+        action="stop",
+        context_hint=join(lead, f"Step '{step}' cannot open its gate: {detail}"),
+        **{**extra, "stopped_step": step},
     )
 
 
