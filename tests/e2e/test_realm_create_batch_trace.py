@@ -12,6 +12,7 @@ from tests.e2e.conftest import ServeFn
 from tests.e2e.test_answer_tool import PLAIN, TASKS_ONLY, Client
 from tests.e2e.test_realm_tools import build_app, tool
 from tether.jsonrpc import codes
+from tether.runtime.registry import App
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
 
@@ -54,6 +55,15 @@ async def test_create_workflow_runs_its_plan_and_refuses_a_bad_one(
         assert any("color" in d for d in made["diagnostics"])
         assert any("workflow_id" in d for d in made["diagnostics"])
         assert made["warnings"] == made["diagnostics"]
+        assert (
+            "step 'reply': unknown key 'color' — ignored (not a recognized step field)."
+            in (made["warnings"])
+        )  # agent-created-workflows.md
+        assert made["context_hint"].startswith(
+            f"Run '{made['run_id']}' created for workflow '{wf}'."
+        )
+        brief = await tool(c, "get_workflow_protocol", {"workflow_id": wf})
+        assert brief["quick_start"] == "Triage the ticket."  # metadata.task_description
         run = made["run_id"]
         (first,) = made["next_actions"]
         assert first["instruction"]["params"] == {"run_id": run, "command": "read"}
@@ -146,7 +156,10 @@ async def test_start_run_batch(mcp_server: ServeFn, client: Client, db_url: str)
         assert (bad["error_code"], bad["run_id"], bad["run_version"]) == (
             "VALIDATION_BATCH_ITEMS", "", 0,
         )  # fmt: skip
-        assert bad["error_details"]["failures"][0]["index"] == 1
+        assert bad["errors"] == ["start_run_batch: 1 item(s) failed schema validation"]
+        assert bad["error_details"]["failures"] == [
+            {"index": 1, "reason": "(root) must have required property 'amount'"}
+        ]
         big = await tool(
             c, "start_run_batch", {"workflow_id": "refund", "items": items, "max_items": 1}
         )
@@ -176,8 +189,18 @@ async def test_append_trace_and_adoption(mcp_server: ServeFn, client: Client) ->
         assert missing["error_code"] == "STEP_NOT_FOUND"
         auto = await tool(c, "append_trace", {**mine, "step_id": "score"})
         assert auto["error_code"] == "STATE_STEP_NOT_ELIGIBLE"
-        blank = await tool(c, "append_trace", {**mine, "entries": []})
-        assert blank["error_code"] == "VALIDATION_EMPTY_VALUE"
+        assert auto["error_details"]["step_type"] == "auto"
+        blank = await tool(c, "append_trace", {**mine, "entries": []})  # the counts, no write
+        assert (blank["status"], blank["accepted"], blank["writer"]["entries"]) == ("ok", 0, 2)
+        for nonce, why in [("", "must not be empty"), (" w1", "must not have leading or")]:
+            shaped = await tool(c, "append_trace", {**mine, "writer_nonce": nonce})
+            assert shaped["error_code"] == "VALIDATION_EMPTY_VALUE"
+            assert shaped["errors"][0].startswith(f"Invalid writer_nonce: {why}")
+        long = await tool(c, "execute_step", {**answer_of(run), "writer_nonce": "n" * 129})
+        assert long["errors"][0].startswith("Invalid writer_nonce: must be ≤128 characters")
+        on_auto = await tool(c, "execute_step", {**answer_of(run), "command": "score"} | nonce1)
+        assert on_auto["error_code"] == "STATE_STEP_NOT_ELIGIBLE"
+        assert on_auto["error_details"]["step_type"] == "auto"
         full = await tool(c, "append_trace", {**mine, "entries": [{"event": "e"}] * 199})
         assert full["error_code"] == "BUFFER_FULL"
         assert full["error_details"]["entries"] == 2  # the refused call recorded nothing
@@ -193,7 +216,15 @@ async def test_append_trace_and_adoption(mcp_server: ServeFn, client: Client) ->
         )  # fmt: skip
         late = await tool(c, "append_trace", mine)
         assert late["error_code"] == "STATE_STEP_NOT_ELIGIBLE"
-        assert late["error_details"] == {"step_state": "completed"}
+        assert late["error_details"]["step_state"] == "already_claimed"
+        assert late["errors"] == ["Step 'assess' has already been claimed (completed or failed)."]
+
+
+def answer_of(run: str) -> dict[str, Any]:
+    return {"run_id": run, "command": "assess", "params": {"risk": "low"}}
+
+
+nonce1 = {"writer_nonce": "w1"}
 
 
 async def test_terminal_match_policies(mcp_server: ServeFn, client: Client) -> None:
@@ -208,12 +239,74 @@ async def test_terminal_match_policies(mcp_server: ServeFn, client: Client) -> N
         assert (rejected["error_code"], rejected["run_id"]) == ("STATE_IDEMPOTENCY_KEY_USED", "")
         rerun = await tool(c, "start_run", {**start, "on_terminal_match": "rerun"})
         assert rerun["rerun_of"] == first["run_id"]
+        assert (
+            f"This run supersedes run '{first['run_id']}' under the same idempotency key "
+            "(on_terminal_match)." in rerun["context_hint"]
+        )
+        state = await tool(c, "get_run_state", {"run_id": rerun["run_id"]})
+        assert state["rerun_of"] == first["run_id"]
         assert rerun["run_id"] != first["run_id"]
         assert rerun["next_actions"][0]["instruction"]["params"]["command"] == "assess"
         moved = await tool(c, "start_run", start)  # the key moved to the rerun
         assert (moved["run_id"], moved["deduped"]) == (rerun["run_id"], True)
+        assert moved["context_hint"].startswith(
+            f"Matched existing run '{rerun['run_id']}' (idempotent) in phase 'running'; no new "
+            "run created."
+        )
         live = await tool(c, "start_run", {**start, "on_live_match": "fail"})
         assert live["error_code"] == "STATE_RUN_ALREADY_ACTIVE"
+        assert live["errors"] == [  # idempotency-and-batches.md: the errors name that run
+            f"Idempotency key for workflow 'refund' is owned by an active run '{rerun['run_id']}' "
+            "(phase 'running')."
+        ]
         await tool(c, "abandon_run", {"run_id": rerun["run_id"]})
         again = await tool(c, "start_run", {**start, "on_terminal_match": "rerun_if_failed"})
         assert (again["run_id"], again["deduped"]) == (rerun["run_id"], True)  # not failed
+        other = await tool(c, "start_run", {**start, "params": {"amount": 2}})  # Realm: a warning
+        assert (other["run_id"], other["deduped"]) == (rerun["run_id"], True)
+        assert other["warnings"] == [
+            "idempotency_key 'once' was first used with other params; the run it holds is "
+            "matched, and these params are not applied to it."
+        ]
+
+
+TRACED = """
+id: traced
+name: Traced
+version: 1
+steps:
+  think:
+    description: Think aloud
+    execution: agent
+    trace_schema:
+      type: object
+      properties: {event: {enum: [thinking, decided]}}
+    trace_validation_mode: {mode}
+"""
+
+
+@pytest.mark.parametrize("mode", ["enforce", "warn"])
+async def test_trace_schema_enforced_or_warned(
+    mcp_server: ServeFn, client: Client, mode: str
+) -> None:
+    """agent-step-controls: a trace that does not fit `trace_schema` is refused (`enforce`,
+    VALIDATION_TRACE_SCHEMA, nothing recorded) or reported (`warn`)."""
+    app = App(f"realm-traced-{mode}")
+    app.protocol(TRACED.replace("{mode}", mode))
+    async with mcp_server(app) as url:
+        c = client(url)
+        run = (await tool(c, "start_run", {"workflow_id": "traced"}))["run_id"]
+        call = {"run_id": run, "command": "think", "params": {}, "trace": [{"event": "dozed"}]}
+        out = await tool(c, "execute_step", call)
+        if mode == "enforce":
+            assert (out["error_code"], out["agent_action"]) == (
+                "VALIDATION_TRACE_SCHEMA", "provide_input",
+            )  # fmt: skip
+            assert out["error_details"]["errors"][0]["instancePath"] == "/event"
+            state = await tool(c, "get_run_state", {"run_id": run})
+            assert state["completed_steps"] == []
+        else:
+            assert (out["status"], out["run_phase"]) == ("ok", "completed"), out
+            assert out["warnings"] == [
+                "The trace of step 'think' does not fit its trace_schema. It is kept as sent."
+            ]

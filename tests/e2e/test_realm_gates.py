@@ -6,6 +6,7 @@ the gate's expiry (never recorded: `answer_recorded:false`, `winning_choice`, `r
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from tests.e2e.conftest import ServeFn
 from tests.e2e.test_answer_tool import Client
 from tests.e2e.test_realm_tools import tool
 from tests.mcp_client import McpClient
+from tests.specs.realm.test_examples import without_services
 from tether.runtime.registry import App
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
@@ -63,6 +65,10 @@ async def test_gate_answered_in_time(mcp_server: ServeFn, client: Client) -> Non
         opened = await _open_gate(c)
         gate = opened["gate"]
         assert "agent_action" not in opened
+        assert opened["stopped_step"] == "draft"
+        assert opened["context_hint"] == (
+            f"Run is paused at gate '{gate['gate_id']}'. Available choices: pay, hold."
+        )
         assert gate["choices"] == ["pay", "hold"]
         assert gate["preview"] == {"n": 5}
         assert gate["display"] == "Pay it?"
@@ -70,10 +76,37 @@ async def test_gate_answered_in_time(mcp_server: ServeFn, client: Client) -> Non
         assert "expires_at" in gate
         assert opened["next_actions"][0]["instruction"]["tool"] == "submit_human_response"
         run = opened["run_id"]
+        state = await tool(c, "get_run_state", {"run_id": run})  # the open question, named
+        assert state["pending_gate"]["gate_id"] == gate["gate_id"]
+        assert "claim_token" not in state["pending_gate"]  # only the opening reply carries it
+        assert [a["instruction"]["tool"] for a in state["next_actions"]] == [
+            "submit_human_response"
+        ]
+        assert state["completed_steps"] == []  # the gated step waits on its answer
+        assert (state["in_progress_steps"], state["next_actions_status"]) == (
+            ["draft"], "awaiting_human",
+        )  # fmt: skip
+        stored = state["pending_gate"]  # gates.md: what is stored when a gate opens
+        assert stored["opened_at"] and stored["resolved_message"] == "Pay it?"
+        assert (stored["on_expiry"], stored["default_choice"]) == ("settle_default", "hold")
+        early = await tool(c, "execute_step", {"run_id": run, "command": "paid"})
+        assert (early["status"], early["agent_action"]) == ("blocked", "resolve_precondition")
+        assert "waits on the question on step 'draft' (choices: pay, hold)" in early["context_hint"]
+        assert early["blocked_reason"]["suggestion"] == (
+            "Answer the open question first, as next_actions says."
+        )
+        assert early["next_actions"][0]["instruction"]["tool"] == "submit_human_response"
         bad = await tool(
             c, "submit_human_response", {"run_id": run, "gate_id": gate["gate_id"], "choice": "x"}
         )
         assert bad["error_code"] == "VALIDATION_INPUT_SCHEMA"
+        assert bad["errors"] == ["Choice 'x' is not valid. Expected one of: pay, hold"]
+        held = await tool(c, "abandon_run", {"run_id": run})  # gates-and-trust.md
+        assert held["error_code"] == "STATE_TRANSITION_DENIED"
+        assert held["errors"] == [
+            f"Run '{run}' is waiting on human gate 'draft' (gate '{gate['gate_id']}'); answer it "
+            "before abandoning."
+        ]
         args = {"run_id": run, "gate_id": gate["gate_id"], "choice": "pay"}
         ok = await tool(c, "submit_human_response", {**args, "claim_token": gate["claim_token"]})
         assert ok["status"] == "ok"
@@ -107,3 +140,115 @@ async def test_gate_answered_after_its_expiry(mcp_server: ServeFn, client: Clien
         assert same["error_details"]["winning_choice"] == "hold"
         state = await tool(c, "get_run_state", {"run_id": run})
         assert state["run_phase"] == "aborted"  # the guard read draft.choice == 'hold'
+
+
+EXAMPLES = Path(__file__).parents[1] / "specs" / "realm" / "examples"
+
+
+async def test_realm_examples_render_their_prompt_and_gate_message(
+    mcp_server: ServeFn, client: Client
+) -> None:
+    """Realm's own guide workflows: a prompt's `{{ run.params.topic }}` and a gate message's
+    `{{ context.resources.draft.subject | upper }}` reach the agent rendered; a message whose
+    path finds nothing does not open the gate (GATE_MESSAGE_UNRESOLVABLE), and the run stays
+    open with the step not done (input-map-and-templates.md)."""
+    app = App("realm-examples")
+    app.protocol(EXAMPLES / "article.yaml")
+    app.protocol(EXAMPLES / "announce.yaml")
+    broken = (EXAMPLES / "announce.yaml").read_text(encoding="utf-8")
+    app.protocol(broken.replace("id: announce", "id: broken").replace(".body }}", ".bodyy }}"))
+    async with mcp_server(app) as url:
+        c = client(url)
+        started = await tool(c, "start_run", {"workflow_id": "article", "params": {"topic": "AI"}})
+        assert started["next_actions"][0]["prompt"] == (
+            "List two to five points for a short article about AI.\n"
+        )
+        run = (await tool(c, "start_run", {"workflow_id": "announce"}))["run_id"]
+        draft = {"subject": "Office closed Friday", "body": "The office is closed this Friday."}
+        args = {"run_id": run, "command": "draft", "params": draft}
+        opened = await tool(c, "execute_step", args)
+        assert opened["gate"]["display"] == (
+            "Subject: OFFICE CLOSED FRIDAY\n\nThe office is closed this Friday.\n"
+        )
+        state = await tool(c, "get_run_state", {"run_id": run})
+        assert state["pending_gate"]["display"] == opened["gate"]["display"]
+        gate_id = opened["gate"]["gate_id"]
+        answer = {"run_id": run, "gate_id": gate_id, "choice": "send"}
+        done = await tool(c, "submit_human_response", answer)
+        assert done["run_phase"] == "completed"
+
+        run = (await tool(c, "start_run", {"workflow_id": "broken"}))["run_id"]
+        failed = await tool(c, "execute_step", {**args, "run_id": run})
+        assert (failed["status"], failed["agent_action"]) == ("error", "stop"), failed
+        assert (failed["error_code"], failed["stopped_step"]) == (
+            "GATE_MESSAGE_UNRESOLVABLE", "review",
+        )  # fmt: skip
+        assert failed["errors"] == [
+            "gate.message has unresolvable references: context.resources.draft.bodyy"
+        ]
+        state = await tool(c, "get_run_state", {"run_id": run})  # the run stays open
+        assert (state["run_phase"], state["completed_steps"]) == ("running", ["draft"])
+
+
+async def test_realm_issue_triage_example_end_to_end(mcp_server: ServeFn, client: Client) -> None:
+    """examples/07-issue-triage, its GitHub service made handlers: input_map feeds each
+    handler, the gated agent step's answer must fit its input_schema, the gate message is
+    rendered with `upper` and `bullets`, and the approved writes run."""
+    got: dict[str, Any] = {}
+    app = App("realm-triage")
+    app.protocol(without_services((EXAMPLES / "07-issue-triage.yaml").read_text("utf-8")))
+
+    def keep(name: str, out: dict[str, Any]) -> Any:
+        def handler(inputs: dict[str, Any]) -> dict[str, Any]:
+            got[name] = inputs["params"]  # the step's input, built by its input_map
+            return out
+
+        return handler
+
+    app.handler("get_issue")(keep("get", {"title": "Leak", "body": "It leaks."}))
+    app.handler("post_comment")(keep("post", {}))
+    app.handler("apply_labels")(keep("labels", {}))
+    async with mcp_server(app) as url:
+        c = client(url)
+        params = {"repo": "acme/api", "issue_number": 7}
+        started = await tool(c, "start_run", {"workflow_id": "issue-triage", "params": params})
+        assert got["get"] == params  # input_map: run.params.repo, run.params.issue_number
+        prompt = started["next_actions"][0]["prompt"]
+        assert prompt.startswith("Triage GitHub issue #7 in acme/api.\n\nISSUE\nTitle: Leak\n")
+        run = started["run_id"]
+        answer = {"severity": "high", "labels": ["bug", "P1"], "comment_draft": "Fix it."}
+        call = {"run_id": run, "command": "triage_issue"}
+        bad = await tool(c, "execute_step", {**call, "params": {**answer, "severity": "urgent"}})
+        assert bad["error_code"] == "VALIDATION_INPUT_SCHEMA"
+        opened = await tool(c, "execute_step", {**call, "params": answer})
+        assert opened["gate"]["display"] == (
+            "Leak\nacme/api · Issue #7\n\nSeverity: HIGH\nLabels:\n• bug\n• P1\n\n"
+            "Draft comment:\nFix it.\n"
+        )
+        gate = {"run_id": run, "gate_id": opened["gate"]["gate_id"], "choice": "approve"}
+        done = await tool(c, "submit_human_response", gate)
+        assert done["run_phase"] == "completed", done
+        assert got["post"] == {**params, "body": "Fix it."}
+        assert got["labels"] == {**params, "labels": ["bug", "P1"]}
+
+
+async def test_list_workflows_names_the_protocol_files_it_could_not_read(
+    mcp_server: ServeFn, client: Client, tmp_path: Path
+) -> None:
+    """list-workflows.ts: a file `--protocols` refused is in `unreadable`, with a warning, and
+    the hint stops steering to create_workflow."""
+    for name in ("announce.yaml", "01-code-reviewer.yaml"):
+        (tmp_path / name).write_text((EXAMPLES / name).read_text("utf-8"), "utf-8")
+    app = App("realm-listing")
+    app.allow_create_workflow = True
+    assert list(app.load_protocols(tmp_path)) == [str(tmp_path / "01-code-reviewer.yaml")]
+    async with mcp_server(app) as url:
+        listed = await tool(client(url), "list_workflows", {})
+    assert [w["id"] for w in listed["workflows"]] == ["announce"]
+    (entry,) = listed["unreadable"]
+    assert (entry["file"], entry["class"]) == ("01-code-reviewer.yaml", "parse")
+    assert "'services' is outside Tether's subset" in entry["reason"]
+    assert listed["warnings"] == [
+        "1 registered workflow copy could not be read — see 'unreadable'."
+    ]
+    assert "Do not create a workflow to replace one listed there" in listed["hint"]

@@ -40,8 +40,17 @@ async def test_a_failed_auto_step_is_resumed_from_the_step_the_reply_names(
         failed = await tool(c, "execute_step", answer)
         assert failed["status"] == "error", failed
         assert (failed["run_phase"], failed["agent_action"]) == ("failed", "stop")
+        assert failed["error_code"] == "ENGINE_HANDLER_FAILED"  # handlers.md: a raised error
+        assert failed["stopped_step"] == "pay"  # the answer was recorded; pay stopped the call
+        assert failed["errors"] == ["Handler 'pay' threw: the bank is closed"]
         command = f"tether runs resume {run} --from pay"
         assert failed["context_hint"].endswith(command), failed["context_hint"]
+        ended = await tool(c, "get_run_state", {"run_id": run})
+        assert ended["resumable"] == {"steps": ["pay"], "command": command}
+        again = await tool(c, "advance_run", {"run_id": run})  # the same way back, nothing ran
+        assert "nothing ran. To make the failed step runnable again" in again["context_hint"]
+        assert again["context_hint"].endswith(command)
+        assert "agent_action" not in again
 
         refused = tether(db_url, "runs", "--app", APP, "resume", run, "--from", "nope", check=False)
         assert refused.returncode == 1

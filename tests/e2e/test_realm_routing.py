@@ -77,6 +77,27 @@ async def test_refund_routes_by_outcome_and_finalizes_once(
         assert state["completed_steps"] == done  # flag_large: when false (20 <= 50), skipped
         assert state["failed_steps"] == (["pay"] if fail_pay else [])
         assert len(notes) == noted
+        assert set(state["steps"]) == {*done, *state["failed_steps"]}  # include_steps: what ran
+        assert state["steps"]["assess"]["attempts"] == [
+            {"attempt": 1, "status": "success", "cost_unrecorded": "not_driven_by_realm"}
+        ]
+        if fail_pay:
+            assert [a["status"] for a in state["steps"]["pay"]["attempts"]] == ["error"]
+        assert state["next_actions_status"] == "skipped_terminal"  # run-state-and-health.md
+        assert (state["workflow_id"], state["params"], state["in_progress_steps"]) == (
+            "refund", {}, [],
+        )  # fmt: skip
+        if phase == "aborted":
+            assert (state["sealed_by_arm"], state["sealed_by_step"]) == (
+                "guard_abort",
+                "only_low_risk",
+            )
+            assert "terminal_reason" not in state
+        else:
+            assert "flag_large" in state["skipped_steps"]  # when: false (20 <= 50)
+            assert (state["sealed_by_arm"], state["terminal_reason"]) == (
+                "complete", "Workflow completed.",
+            )  # fmt: skip
 
 
 async def test_an_abandoned_run_runs_no_finalizer(mcp_server: ServeFn, client: Client) -> None:
@@ -88,5 +109,6 @@ async def test_an_abandoned_run_runs_no_finalizer(mcp_server: ServeFn, client: C
         assert gone["run_phase"] == "abandoned"
         state = await _state(c, run)
         assert state["completed_steps"] == []
+        assert state["sealed_by_arm"] == "abandon_requested"
         await asyncio.sleep(0.3)  # a finalizer, were one to run, would have run by now
         assert notes == []

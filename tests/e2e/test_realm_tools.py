@@ -4,6 +4,7 @@ tasks/get, and parameter refusals as JSON-RPC -32602 (seeds/realm-mcp-tools.md).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import orjson
@@ -77,6 +78,9 @@ async def test_agent_run_refused_then_accepted_auto_chain_and_tasks_get(
         c = client(url)
         listed = await tool(c, "list_workflows", {})
         assert listed["workflows"] == [{"id": "refund", "name": "Refund review", "version": 1}]
+        assert listed["hint"] == (  # agent-created-workflows.md (no create_workflow here)
+            "Call get_workflow_protocol with a workflow_id before calling start_run."
+        )
         started = await tool(c, "start_run", {"workflow_id": "refund", "params": {"amount": 3}})
         assert started["status"] == "ok"
         assert started["deduped"] is False
@@ -109,6 +113,7 @@ async def test_agent_run_refused_then_accepted_auto_chain_and_tasks_get(
         )
         assert again["status"] == "blocked"
         assert again["blocked_reason"]["eligible_steps"] == ["confirm"]
+        assert again["stopped_step"] == "assess"
 
         end = await tool(
             c, "execute_step", {"run_id": run, "command": "confirm", "params": {"text": "paid"}}
@@ -163,10 +168,234 @@ async def test_refusals(mcp_server: ServeFn, client: Client) -> None:
         assert body["error"]["code"] == codes.INVALID_PARAMS
         bad = await tool(c, "start_run", {"workflow_id": "refund", "params": {}})
         assert (bad["error_code"], bad["run_id"]) == ("VALIDATION_INPUT_SCHEMA", "")
+        assert bad["errors"] == [  # top-level-fields.md, in Ajv's words
+            "Invalid params for workflow 'refund': (root) must have required property 'amount'"
+        ]
         missing = await tool(c, "start_run", {"workflow_id": "nope"})
         assert missing["error_code"] == "STATE_WORKFLOW_NOT_FOUND"
         unknown = await tool(c, "execute_step", {"run_id": "ex_nope", "command": "assess"})
         assert unknown["error_code"] == "STATE_RUN_NOT_FOUND"
+        assert unknown["errors"] == ["Run not found: ex_nope"]  # run-state-and-health.md
         assert unknown["agent_action"] == "report_to_user"
         runs = await tool(c, "get_run_state", {"run_id": "ex_nope"})
         assert "run_version" not in runs
+
+
+SLOW = """
+id: slow
+name: Slow
+version: 1
+steps:
+  fetch:
+    description: Fetch slowly
+    execution: auto
+    handler: crawl
+    timeout_seconds: 1
+"""
+
+
+async def test_an_auto_step_past_its_timeout_fails_the_run(
+    mcp_server: ServeFn, client: Client
+) -> None:
+    """`timeout_seconds` bounds one attempt: past it the step fails with STEP_TIMEOUT."""
+    app = App("realm-slow")
+    app.protocol(SLOW)
+
+    @app.handler()
+    async def crawl(inputs: dict[str, Any]) -> dict[str, Any]:
+        await asyncio.sleep(30)
+        return {}
+
+    async with mcp_server(app) as url:
+        started = await tool(client(url), "start_run", {"workflow_id": "slow"})
+        assert (started["status"], started["run_phase"]) == ("error", "failed"), started
+        assert (started["error_code"], started["stopped_step"]) == ("STEP_TIMEOUT", "fetch")
+        assert started["errors"] == ["Step 'fetch' timed out after 1000ms"]
+        assert started["agent_action"] == "stop"
+
+
+BUDGET = """
+id: budget
+name: Budget
+version: 1
+steps:
+  summarise:
+    description: Summarise the record in one sentence.
+    execution: agent
+    input_schema:
+      type: object
+      additionalProperties: false
+      required: [summary]
+      properties:
+        summary: {type: string, minLength: 10}
+    validation_exhaustion: {threshold: 2}
+  guess:
+    description: Guess, with a default
+    execution: agent
+    depends_on: [summarise]
+    output_schema:
+      type: object
+      required: [n]
+      properties: {n: {type: integer}}
+    validation_exhaustion: {threshold: 1, mode: default, default_output: {n: 0}}
+"""
+
+
+async def test_refused_answers_are_counted_up_to_the_step_budget(
+    mcp_server: ServeFn, client: Client
+) -> None:
+    """agent-step-controls.md: each refusal is counted (`rejections`/`threshold`, Ajv errors);
+    at the threshold `mode: fail` ends the run (VALIDATION_EXHAUSTED, stop) and `mode: default`
+    completes the step with its default_output."""
+    app = App("realm-budget")
+    app.protocol(BUDGET)
+    async with mcp_server(app) as url:
+        c = client(url)
+        run = (await tool(c, "start_run", {"workflow_id": "budget"}))["run_id"]
+        short = {"run_id": run, "command": "summarise", "params": {"summary": "short"}}
+        first = await tool(c, "execute_step", short)
+        assert first["error_code"] == "VALIDATION_INPUT_SCHEMA"
+        assert (first["error_details"]["rejections"], first["stopped_step"]) == (1, "summarise")
+        assert first["error_details"]["threshold"] == 2
+        (error,) = first["error_details"]["errors"]
+        assert (error["instancePath"], error["keyword"]) == ("/summary", "minLength")
+        assert error["message"] == "must NOT have fewer than 10 characters"
+        second = await tool(c, "execute_step", short)
+        assert (second["status"], second["error_code"]) == ("error", "VALIDATION_EXHAUSTED")
+        assert (second["run_phase"], second["agent_action"]) == ("failed", "stop")
+        assert second["stopped_step"] == "summarise"
+        assert second["context_hint"] == "Step 'summarise' failed. Run is terminated."
+        assert second["error_details"]["last_ajv_errors"][0]["keyword"] == "minLength"
+        assert second["errors"] == [
+            "Step 'summarise' exhausted its validation-rejection budget (2/2)"
+        ]
+        state = await tool(c, "get_run_state", {"run_id": run})
+        assert (state["run_phase"], state["terminal_state"]) == ("failed", True)
+
+        run = (await tool(c, "start_run", {"workflow_id": "budget"}))["run_id"]
+        ok = {"run_id": run, "command": "summarise", "params": {"summary": "long enough now"}}
+        assert (await tool(c, "execute_step", ok))["status"] == "ok"
+        bad = {"run_id": run, "command": "guess", "params": {"n": "x"}}
+        defaulted = await tool(c, "execute_step", bad)
+        assert (defaulted["status"], defaulted["run_phase"]) == ("ok", "completed"), defaulted
+        assert defaulted["settled_by_default"] is True
+        assert defaulted["defaulted_steps"] == ["guess"]
+        assert defaulted["warnings"] == [
+            "Step 'guess' settled with its declared default_output after 1 schema rejection(s) "
+            "(validation_exhaustion.mode: 'default')"
+        ]
+
+
+LACKING = """
+id: lacking
+name: Lacking
+version: 1
+steps:
+  fetch:
+    description: Fetch it
+    execution: auto
+    handler: fetch_it
+  read:
+    description: Read it
+    execution: agent
+    depends_on: [fetch]
+"""
+
+
+async def test_a_missing_handler_leaves_the_run_open_until_advance_run_finds_it(
+    mcp_server: ServeFn, client: Client
+) -> None:
+    """step-kinds.md: a step whose handler this server lacks "cannot run here (capability)";
+    the reply is ok and the run stays open; advance_run runs it once the handler is there."""
+    app = App("realm-lacking")
+    app.protocol(LACKING)
+    unfit = LACKING.replace("id: lacking", "id: unfit").replace(
+        "    handler: fetch_it\n",
+        "    handler: fetch_it\n    input_map: {m: run.params.m}\n"
+        "    input_schema: {type: object, required: [n]}\n",
+    )
+    app.protocol(unfit)
+    async with mcp_server(app) as url:
+        c = client(url)
+        started = await tool(c, "start_run", {"workflow_id": "lacking"})
+        assert (started["status"], started["run_phase"]) == ("ok", "running"), started
+        assert started["next_actions"] == []
+        assert started["context_hint"].endswith(
+            "Step 'fetch' cannot run here (capability): handler 'fetch_it' is not registered here."
+        )
+        run = started["run_id"]
+        state = await tool(c, "get_run_state", {"run_id": run})
+        assert state["next_actions_status"] == "blocked_on_capability"
+        still = await tool(c, "advance_run", {"run_id": run})  # still lacking: nothing ran
+        assert (still["status"], still["run_phase"]) == ("ok", "running")
+        assert "cannot run here (capability)" in still["context_hint"]
+
+        app.handler("fetch_it")(lambda inputs: {"got": 1})
+        named = await tool(c, "execute_step", {"run_id": run, "command": "fetch"})  # runs it
+        assert (named["command"], named["status"]) == ("fetch", "ok"), named
+        assert named["next_actions"][0]["instruction"]["params"]["command"] == "read"
+        assert "continued_by" not in named
+        idle = await tool(c, "advance_run", {"run_id": run})  # nothing owed: at once, ok
+        assert (idle["status"], idle.get("chained_auto_steps")) == ("ok", None)
+
+        refused = await tool(c, "start_run", {"workflow_id": "unfit"})  # its input, refused
+        assert (refused["status"], refused["run_phase"]) == ("ok", "running")
+        assert refused["context_hint"].endswith(
+            "Step 'fetch' cannot run (input_schema): (root) must have required property 'n'."
+        )
+        state = await tool(c, "get_run_state", {"run_id": refused["run_id"]})
+        assert (state["next_actions_status"], state["next_actions"]) == ("ok", [])
+
+
+FLAKY = """
+id: flaky
+name: Flaky
+version: 1
+steps:
+  fetch:
+    description: Fetch, retrying what is worth retrying
+    execution: auto
+    handler: fetch
+    timeout_seconds: 5
+    retry: {max_attempts: 3, backoff: fixed, base_delay_ms: 10}
+"""
+
+
+class RateLimited(Exception):
+    retryable = True
+
+
+@pytest.mark.parametrize(("fails", "error"), [(2, RateLimited), (3, RateLimited), (1, ValueError)])
+async def test_retry_retries_only_errors_marked_retryable(
+    mcp_server: ServeFn, client: Client, fails: int, error: type[Exception]
+) -> None:
+    """handlers.md: a `retry` block tries again only after an error marked retryable; after
+    the last try the step fails with STEP_RETRY_EXHAUSTED; an ordinary error is not retried."""
+    calls: list[int] = []
+    app = App(f"realm-flaky-{fails}-{error.__name__}")
+    app.protocol(FLAKY)
+
+    @app.handler()
+    def fetch(inputs: dict[str, Any]) -> dict[str, Any]:
+        calls.append(1)
+        if len(calls) <= fails:
+            raise error("rate limited")
+        return {"ok": True}
+
+    async with mcp_server(app) as url:
+        c = client(url)
+        started = await tool(c, "start_run", {"workflow_id": "flaky"})  # settles at the end
+        got = (len(calls), started["run_phase"], started.get("error_code"), started["errors"])
+        if error is ValueError:  # not retried
+            assert got == (
+                1,
+                "failed",
+                "ENGINE_HANDLER_FAILED",
+                ["Handler 'fetch' threw: rate limited"],
+            )
+        elif fails == 2:
+            assert got == (3, "completed", None, [])
+        else:
+            assert got == (
+                3, "failed", "STEP_RETRY_EXHAUSTED", ["Step 'fetch' failed after 3 attempts"],
+            )  # fmt: skip

@@ -40,8 +40,9 @@ async def test_idempotent_start_returns_the_same_run(db: object) -> None:
     b = await ops.start("order", {"item": "pen", "qty": 2}, idempotency_key="k1")
     assert (a.deduped, b.deduped) == (False, True)
     assert a.execution.id == b.execution.id
-    with pytest.raises(errors.IdempotencyMismatch):
+    with pytest.raises(errors.IdempotencyMismatch) as mismatch:
         await ops.start("order", {"item": "pen", "qty": 3}, idempotency_key="k1")
+    assert mismatch.value.execution_id == a.execution.id  # the run holding the key
     with pytest.raises(errors.RunAlreadyActive):
         await ops.start(
             "order", {"item": "pen", "qty": 2}, idempotency_key="k1", on_live_match="fail"

@@ -148,6 +148,14 @@ def test_backoff_grows_and_is_capped(failures: int) -> None:
     assert p.delay(failures) <= p.delay(failures + 1) <= 10.0
 
 
+def test_linear_backoff_grows_by_the_first_wait() -> None:
+    """Realm's `backoff: linear`: 0.2, 0.4, 0.6 … up to the cap."""
+    p = RetryPolicy(
+        max_attempts=9, initial_interval=0.2, backoff=1.0, max_interval=0.5, linear=True
+    )
+    assert [round(p.delay(n), 3) for n in (1, 2, 3)] == [0.2, 0.4, 0.5]
+
+
 def test_retry_policy_refuses_nonsense() -> None:
     """Zero attempts, negative intervals, shrinking backoff."""
     for kwargs in ({"max_attempts": 0}, {"initial_interval": -1}, {"backoff": 0.5}):

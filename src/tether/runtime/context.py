@@ -132,16 +132,17 @@ class Context:
         retry: RetryPolicy | None = None,
         timeout: float | timedelta | None = None,
         lazy: bool = False,
+        retry_if: Callable[[Exception], bool] | None = None,
         **kwargs: Any,
     ) -> Any:
         """Run `fn(*args, **kwargs)` once and checkpoint its result; replay returns the record.
         `lazy`: the result is written with the run's next write, not on its own (for a cheap
         read with no effect: lost in a crash before that write, it simply runs again).
 
-        Sync functions run in a thread. A failure is retried per `retry` (durable backoff:
-        the run parks until the next try); after the last try the step raises StepFailed,
-        the same way on every replay. The result round-trips through JSON (typed by `fn`'s
-        return annotation), so first run and replay see equal values.
+        Sync functions run in a thread. A failure is retried per `retry` (durable backoff: the
+        run parks until the next try) when `retry_if(error)` holds (if given); after the last
+        try the step raises StepFailed, the same way on every replay. The result round-trips
+        through JSON (typed by `fn`'s return annotation): first run and replay see equal values.
         """
         step_name = name or str(getattr(fn, "__qualname__", repr(fn)))
         seq, rec = self._next("step", step_name)
@@ -161,7 +162,7 @@ class Context:
         except Exception as exc:
             failures += 1
             error = {"type": type(exc).__name__, "message": str(exc)}
-            if policy.allows_another(failures):
+            if policy.allows_another(failures) and (retry_if is None or retry_if(exc)):
                 self._record(
                     seq, "step", step_name, {"failures": failures, "error": error}, done=False
                 )

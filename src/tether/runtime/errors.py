@@ -81,7 +81,11 @@ class RunAlreadyActive(Conflict):
 
 
 class IdempotencyMismatch(Conflict):
-    """That idempotency key was used with different input."""
+    """That idempotency key was used with different input; `.execution_id` holds the key."""
+
+    def __init__(self, message: str | None = None, execution_id: str = "") -> None:
+        super().__init__(message)
+        self.execution_id = execution_id
 
 
 class RunEnded(Conflict):

@@ -26,6 +26,7 @@ class RetryPolicy:
     initial_interval: float = 1.0
     backoff: float = 2.0
     max_interval: float = 60.0
+    linear: bool = False  # the wait grows by `initial_interval` a failure (`backoff` unused)
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
@@ -37,6 +38,8 @@ class RetryPolicy:
 
     def delay(self, failed_attempts: int) -> float:
         """Seconds to wait after `failed_attempts` failures (1 = after the first try)."""
+        if self.linear:
+            return float(min(self.initial_interval * max(failed_attempts, 1), self.max_interval))
         exponent = max(failed_attempts - 1, 0)
         return float(min(self.initial_interval * self.backoff**exponent, self.max_interval))
 

@@ -25,8 +25,8 @@ _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]{0,99}$")
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
 
-def _check_name(name: str, what: str) -> str:
-    if not _NAME.match(name):
+def _check_name(name: str, what: str, fn: object = None) -> str:
+    if not _NAME.match(name) and getattr(fn, "realm_id", None) != name:  # a protocol's own id
         raise ValueError(
             f"invalid {what} name {name!r}: a letter, then letters, digits, '_' or '-' (max 100)"
         )
@@ -338,7 +338,7 @@ class App(DagCatalog, ProtocolCatalog):
         admission (docs/admission.md)."""
 
         def register(func: F) -> F:
-            wf_name = _check_name(name or func.__name__, "workflow")
+            wf_name = _check_name(name or func.__name__, "workflow", func)
             if wf_name in self._workflows:
                 raise ValueError(f"workflow {wf_name!r} is registered twice")
             input_type, output_type = _param_and_return(func, "workflow")

@@ -112,6 +112,12 @@ DIAGNOSED: list[tuple[str, str, str, int]] = [
         9,
     ),
     ("    retry: {jitter: 1}\n", "unknown_retry_key", "steps.s.retry.jitter", 8),
+    (
+        "    idempotent: true\n    timeout_seconds: 5\n    retry: {on_timeout: true}\n",
+        "on_timeout_single_attempt",
+        "steps.s.retry.on_timeout",
+        10,
+    ),
     ("    handler: h\n    config: {a: 1}\n", "", "", 0),
     ("    retry: {max_attempts: 2}\n", "retry_default_timeout", "steps.s.retry", 8),
 ]
@@ -122,6 +128,17 @@ def test_diagnostics(body: str, code: str, path: str, line: int) -> None:
     _, diagnostics = load_string(one(body))
     found = [(d.code, d.path, d.line) for d in diagnostics]
     assert found[:1] == ([(code, path, line)] if code else [])
+
+
+def test_an_unknown_validation_exhaustion_key_is_reported_not_refused() -> None:
+    """loader-diagnostics.md: UNKNOWN_VALIDATION_EXHAUSTION_KEY is a warning in Realm."""
+    body = "    validation_exhaustion: {threshold: 2, limit: 3}\n"
+    spec, diagnostics = load_string(one(body, kind="agent"))
+    assert [(d.code, d.path) for d in diagnostics] == [
+        ("unknown_validation_exhaustion_key", "steps.s.validation_exhaustion.limit")
+    ]
+    exhaustion = spec.step("s").exhaustion
+    assert exhaustion is not None and exhaustion.threshold == 2
 
 
 def test_inert_gate_settings_have_no_effect() -> None:

@@ -14,10 +14,12 @@ import pytest
 from tether.specs.realm import RealmSpecError, UnknownField, load_file, load_string
 
 EXAMPLES = Path(__file__).parent / "examples"
-INSIDE = ["refund"]
+# stem -> the diagnostics its loading reports
+INSIDE = {"refund": ["extensions_not_loaded"], "announce": [], "article": []}
 # stem -> (the field refused, its line)
 OUTSIDE = {
     "01-code-reviewer": ("services", 23),
+    "07-issue-triage": ("services", 25),
     "08-pr-review": ("services", 29),
     "09-webhook-pr-review": ("trigger", 21),
     "multi-step-workflow": ("services", 25),
@@ -32,11 +34,11 @@ def test_every_example_is_listed_and_names_its_source() -> None:
         assert re.fullmatch(r"# vendored from sensigo-hq/realm \S+ @ [0-9a-f]{40}.*", first)
 
 
-@pytest.mark.parametrize("stem", INSIDE)
+@pytest.mark.parametrize("stem", sorted(INSIDE))
 def test_examples_inside_the_subset_load(stem: str) -> None:
     spec, diagnostics = load_file(EXAMPLES / f"{stem}.yaml")
     assert spec.id == stem
-    assert [d.code for d in diagnostics] == ["extensions_not_loaded"]
+    assert [d.code for d in diagnostics] == INSIDE[stem]
 
 
 @pytest.mark.parametrize("stem", sorted(OUTSIDE))
@@ -47,7 +49,7 @@ def test_examples_outside_the_subset_are_refused_by_name(stem: str) -> None:
     assert f"'{OUTSIDE[stem][0]}'" in str(caught.value)
 
 
-def _without_services(text: str) -> str:
+def without_services(text: str) -> str:
     """The example with its services replaced by handlers (the subset's way to call code)."""
     text = re.sub(r"\nservices:\n(  .*\n|\n)*", "\n", text)
     text = re.sub(r"    uses_service: \w+\n(    service_method: \w+\n)?", "", text)
@@ -55,7 +57,7 @@ def _without_services(text: str) -> str:
 
 
 def test_pr_review_loads_once_its_services_are_handlers() -> None:
-    text = _without_services((EXAMPLES / "08-pr-review.yaml").read_text(encoding="utf-8"))
+    text = without_services((EXAMPLES / "08-pr-review.yaml").read_text(encoding="utf-8"))
     spec, diagnostics = load_string(text)
     assert diagnostics == []
     assert spec.order == (
@@ -81,7 +83,24 @@ def test_pr_review_loads_once_its_services_are_handlers() -> None:
 
 
 def test_code_reviewer_is_refused_for_its_step_trust_once_services_are_gone() -> None:
-    text = _without_services((EXAMPLES / "01-code-reviewer.yaml").read_text(encoding="utf-8"))
+    text = without_services((EXAMPLES / "01-code-reviewer.yaml").read_text(encoding="utf-8"))
     with pytest.raises(RealmSpecError) as caught:
         load_string(text)
     assert caught.value.field == "trust"  # `engine_delivered` is a service's trust, not a step's
+
+
+def test_pr_review_registers_under_its_own_id() -> None:
+    """Realm leaves an id's characters free: `08-pr-review` (a digit first) and a created
+    workflow's `<name>-<hash>` with spaces register under that id, not the workflow-name rule."""
+    from tether.runtime.registry import App
+
+    app = App("examples")
+    text = without_services((EXAMPLES / "08-pr-review.yaml").read_text(encoding="utf-8"))
+    assert app.protocol(text).id == "08-pr-review"
+    assert "08-pr-review" in app.workflows
+    spaced = app.create_protocol(text.replace("id: 08-pr-review", "id: Review the PR-0a1b"))
+    assert app.get(spaced.id).name == "Review the PR-0a1b"
+    with pytest.raises(ValueError, match="invalid workflow name"):
+
+        @app.workflow(name="08-plain")
+        async def plain(ctx: object) -> None: ...

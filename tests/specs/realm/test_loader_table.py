@@ -65,6 +65,8 @@ INVALID: list[tuple[str, type[RealmSpecError], str, int]] = [
     (step("    execution: agent\n    agent_profile: rev\n"), UnknownField, "agent_profile", 11),
     (step("    execution: agent\n    tools: ['a:b']\n"), UnknownField, "tools", 11),
     (step("    use_template: check\n"), UnknownField, "use_template", 10),
+    # Realm takes `handler` on an agent step (next_actions names it as the tool to call)
+    (step("    execution: agent\n    handler: h\n"), UnknownField, "handler", 11),
     # fields refused on a kind (step-fields.md: `no`)
     (
         step("    execution: agent\n    input_map: {a: run.params.a}\n"),
@@ -72,7 +74,6 @@ INVALID: list[tuple[str, type[RealmSpecError], str, int]] = [
         "input_map",
         11,
     ),
-    (step("    execution: agent\n    handler: h\n"), InvalidValue, "handler", 11),
     (step("    execution: agent\n    timeout_seconds: 3\n"), InvalidValue, "timeout_seconds", 11),
     (
         step("    execution: auto\n    output_schema: {type: object}\n"),
@@ -301,12 +302,6 @@ INVALID: list[tuple[str, type[RealmSpecError], str, int]] = [
         11,
     ),
     (
-        step("    execution: agent\n    validation_exhaustion: {limit: 3}\n"),
-        UnknownField,
-        "limit",
-        11,
-    ),
-    (
         step(
             "    execution: agent\n    output_schema: {type: object}\n"
             "    validation_exhaustion: {mode: default}\n"
@@ -345,6 +340,23 @@ INVALID: list[tuple[str, type[RealmSpecError], str, int]] = [
         11,
     ),
     (step("    execution: auto\n    input_map: [a]\n"), InvalidValue, "input_map", 11),
+    # input-map-and-templates.md: a bare list, number or boolean, an unknown `$` directive,
+    # `$literal` beside another key, and more than 10 levels are refused
+    (step("    execution: auto\n    input_map: {tags: [a, b]}\n"), InvalidValue, "tags", 11),
+    (step("    execution: auto\n    input_map: {n: 3}\n"), InvalidValue, "n", 11),
+    (
+        step("    execution: auto\n    input_map: {b: {$litteral: x}}\n"),
+        InvalidValue,
+        "$litteral",
+        11,
+    ),
+    (step("    execution: auto\n    input_map: {b: {$literal: x, y: z}}\n"), InvalidValue, "b", 11),
+    (
+        step("    execution: auto\n    input_map: " + "{a: " * 11 + "x" + "}" * 11 + "\n"),
+        InvalidValue,
+        "a",
+        11,
+    ),
 ]
 
 
@@ -390,10 +402,17 @@ VALID: list[tuple[str, str, str, object]] = [
         ("fail", "abort"),
     ),
     (
-        step("    execution: auto\n    input_map: {path: run.params.path, n: 3}\n"),
+        step(
+            "    execution: auto\n    input_map: {path: run.params.path, n: {$literal: 3},"
+            " to: {name: context.resources.a.name}}\n"
+        ),
         "s",
         "input_map",
-        {"path": "run.params.path", "n": 3},
+        {
+            "path": "run.params.path",
+            "n": {"$literal": 3},
+            "to": {"name": "context.resources.a.name"},
+        },
     ),
     (step("    execution: auto\n    config: {mode: fast}\n"), "s", "config", {"mode": "fast"}),
     (

@@ -119,7 +119,7 @@ def test_fields_outside_the_plan_are_left_out_and_reported() -> None:
             {"steps": [{"id": "a", "description": "A", "depends_on": ["zzz"]}]},
             InvalidValue,
             "steps[0].depends_on",
-            "earlier in the list",
+            "Step 'a': depends_on references unknown step 'zzz'",
         ),
         (
             {

@@ -194,7 +194,9 @@ async def _holder(
     if existing is None:
         return None  # deleted between the two statements: try the insert again
     if existing.input != new.input:
-        raise errors.IdempotencyMismatch(f"idempotency key {key!r} was used with different input")
+        raise errors.IdempotencyMismatch(
+            f"idempotency key {key!r} was used with different input", execution_id=existing.id
+        )
     if on_live_match == "fail" and existing.live:
         raise errors.RunAlreadyActive(execution_id=existing.id)
     return existing

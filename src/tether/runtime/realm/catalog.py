@@ -40,6 +40,8 @@ class ProtocolCatalog:
         #: How many workflows `create_workflow` may register in this process (each stays).
         self.max_created_workflows = 1000
         self._created: set[str] = set()
+        #: Protocol files `load_protocols` refused: file → why (list_workflows' `unreadable`).
+        self.unreadable_protocols: dict[str, str] = {}
         self._protocol_host = ProtocolHost(MappingProxyType(self._handlers), self._plan_text)
 
     @property
@@ -96,6 +98,9 @@ class ProtocolCatalog:
                     self.protocol(path)
                 except (PlanError, OSError, ValueError) as exc:
                     problems[str(path)] = str(exc)
+                else:
+                    self.unreadable_protocols.pop(str(path), None)
+        self.unreadable_protocols.update(problems)
         return problems
 
     def _register_protocol(self, entry: ProtocolEntry) -> None:
@@ -123,5 +128,8 @@ def _workflow_fn(host: ProtocolHost, name: str) -> Callable[..., Any]:
         return await run_protocol(ctx, host, name, inp)
 
     protocol_workflow.__qualname__ = f"protocol:{name}"
+    # Named by the protocol's id, which Realm leaves free ("08-pr-review", "Review the PR-…"):
+    # the loader refuses only '/' and surrounding spaces, so the workflow-name rule is waived.
+    protocol_workflow.realm_id = name  # type: ignore[attr-defined]
     assert inspect.iscoroutinefunction(protocol_workflow)  # noqa: S101
     return protocol_workflow

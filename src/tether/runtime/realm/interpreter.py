@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tether.runtime import waits
 from tether.runtime.context import Context
 from tether.runtime.errors import StepFailed, WaitTimeout
+from tether.runtime.realm import attempts
 from tether.runtime.realm.plan import Plan, PlanStep, plan_from_text
 from tether.specs.realm import (
     ConditionContext,
@@ -48,6 +49,7 @@ from tether.specs.realm import (
     Progress,
     evaluate,
     finalizers_for,
+    templates,
     upstream_verdict,
 )
 from tether.specs.realm.model import Outcome
@@ -79,6 +81,15 @@ class GateExpired(GuardAborted):
 
 class GuardResolutionError(Exception):
     """A guard's condition named nothing: the run fails at that guard."""
+
+
+class GateMessageError(Exception):
+    """A gate's `message` cannot be rendered (`<code>: <detail>`, code
+    GATE_MESSAGE_UNRESOLVABLE or FILTER_UNKNOWN): the gate does not open and the run waits."""
+
+    def __init__(self, step: str, code: str, detail: str) -> None:
+        super().__init__(f"{code}: {detail}")
+        self.step = step
 
 
 class HandlerNotRegistered(Exception):
@@ -175,19 +186,47 @@ async def _run_handler(
     fn = handlers.get(step.handler)
     if fn is None:
         raise HandlerNotRegistered(f"no handler {step.handler!r} is registered (@app.handler)")
-    value = fn({"params": params, "steps": dict(outputs), "config": dict(step.config or {})})
-    if hasattr(value, "__await__"):
-        value = await value
+    given = templates.resolve_input_map(step.spec.input_map, params, outputs)
+    step_input = given if step.spec.input_map else params  # handlers.md: `inputs.params`
+    with attempts.marked():  # an error marked `retryable` is one a `retry` block retries
+        value = fn(
+            {"params": step_input, "steps": dict(outputs), "config": dict(step.config or {})}
+        )
+        if hasattr(value, "__await__"):
+            value = await value
     return value
 
 
-async def _gate(ctx: Context, step: PlanStep, output: Any) -> dict[str, Any]:
+def gate_display(step: PlanStep, params: dict[str, Any], outputs: dict[str, Any]) -> str:
+    """What the person is shown: the gate's `message` rendered strictly (a path that finds
+    nothing or an unknown filter raises GateMessageError), else the step's prompt."""
+    gate = step.gate
+    assert gate is not None  # noqa: S101 — only called for gated steps
+    if gate.message is None:
+        return templates.render(step.prompt, params, outputs) if step.prompt else step.description
+    try:
+        return templates.render_strict(gate.message, params, outputs)
+    except templates.Unresolvable as exc:
+        raise GateMessageError(step.id, "GATE_MESSAGE_UNRESOLVABLE", str(exc)) from None
+    except templates.UnknownFilter as exc:
+        raise GateMessageError(step.id, "FILTER_UNKNOWN", str(exc)) from None
+
+
+async def _gate(ctx: Context, step: PlanStep, w: Walk) -> dict[str, Any]:
     """Open the step's gate and return its resolution (`choice`, `resolved_by`)."""
     gate = step.gate
     assert gate is not None  # noqa: S101 — only called for gated steps
+    output = w.outputs[step.id]
+    while True:  # a message that cannot be rendered does not open the gate; the run stays open
+        try:
+            shown = gate_display(step, w.params, w.outputs)
+            break
+        except GateMessageError as exc:
+            channel = f"{attempts.CAPABILITY}{step.id}"
+            await ctx.wait_for_signal(channel, prompt=f"(gate message): {exc}")
     spec = GateWait(
         step.id,
-        gate.message or step.prompt or step.description,
+        shown,
         gate.choices,
         output,
         step.instructions,
@@ -234,9 +273,19 @@ def handled(plan: Plan, step: PlanStep) -> bool:
 
 
 async def _auto(ctx: Context, host: ProtocolHost, plan: Plan, step: PlanStep, w: Walk) -> None:
+    await attempts.capable(ctx, host.handlers, step, w.params, w.outputs)
+    policy, retry_if = attempts.retry_of(step)
     try:
         w.outputs[step.id] = await ctx.step(
-            _run_handler, host.handlers, step, w.params, w.outputs, name=f"realm:auto:{step.id}"
+            _run_handler,
+            host.handlers,
+            step,
+            w.params,
+            w.outputs,
+            name=f"realm:auto:{step.id}",
+            timeout=step.spec.effective_timeout,  # one attempt's limit (3600 s by default)
+            retry=policy,
+            retry_if=retry_if,
         )
     except StepFailed:
         if not handled(plan, step):
@@ -261,14 +310,15 @@ async def _one(ctx: Context, host: ProtocolHost, plan: Plan, step: PlanStep, w: 
         w.outputs[step.id] = {"passed": True}
         w.completed.add(step.id)
     else:
+        prompt = templates.render(step.prompt, w.params, w.outputs) if step.prompt else None
         spec = AgentAnswer(
-            step.id, step.prompt or step.description, step.answer_schema, step.input_schema
+            step.id, prompt or step.description, step.answer_schema, step.input_schema
         )
         (answer,) = await ctx.wait_all(spec)
         w.outputs[step.id] = answer
         w.completed.add(step.id)
     if step.gate is not None and step.id in w.completed:
-        w.gates[step.id] = await _gate(ctx, step, w.outputs[step.id])
+        w.gates[step.id] = await _gate(ctx, step, w)
         base = w.outputs[step.id] if isinstance(w.outputs[step.id], dict) else {}
         w.outputs[step.id] = {**base, "choice": w.gates[step.id]["choice"]}
 
@@ -318,6 +368,8 @@ async def run_protocol(
     outcome: Outcome = "completed_with_failed_steps" if w.failed else "complete"
     await _finalize(ctx, host, plan, w, outcome)
     out: dict[str, Any] = {"outputs": w.outputs, "gates": w.gates}
+    if w.skipped:
+        out["skipped_steps"] = [s.id for s in plan.steps if s.id in w.skipped]
     if w.failed:
         out["failed_steps"] = sorted(w.failed)
     return out

@@ -94,10 +94,9 @@ class PlanStep:
     @property
     def answer_schema(self) -> dict[str, Any]:
         """The schema an agent's answer must fit: both of input_schema and output_schema
-        when the step has both, else the one it has, else any object. A gated step's
-        input_schema describes the gate's answer (its `choice`), not the agent's."""
-        own_input = self.input_schema if self.gate is None else None
-        given = [dict(s) for s in (own_input, self.output_schema) if s is not None]
+        when the step has both, else the one it has, else any object. Realm checks a gated
+        agent step's answer against its input_schema too (examples/07-issue-triage)."""
+        given = [dict(s) for s in (self.input_schema, self.output_schema) if s is not None]
         if len(given) == 2:
             return {"allOf": given}
         return given[0] if given else {"type": "object"}

@@ -170,8 +170,13 @@ def parse_retry(node: yaml.Node, at: At, idempotent: bool, report: Report) -> Re
             "'retry.on_timeout: true' requires 'idempotent: true' declared on the step"
         )
     _unknown(fields, report, "retry", RETRY_KEYS)
+    max_attempts = positive(*attempts) if attempts else 1
+    if on_timeout and max_attempts == 1:  # Realm's ON_TIMEOUT_SINGLE_ATTEMPT advice
+        note(report, "on_timeout_single_attempt", "'retry.on_timeout: true' has no effect with "
+             "an effective 'max_attempts' of 1 — there is no second attempt to retry into.",
+             cast(tuple[yaml.Node, At], on_timeout_f)[1])  # fmt: skip
     return Retry(
-        max_attempts=positive(*attempts) if attempts else 1,
+        max_attempts=max_attempts,
         backoff=cast(Backoff, choice(*backoff, ("fixed", "linear", "exponential")))
         if backoff
         else "fixed",
@@ -190,7 +195,8 @@ def parse_exhaustion(
     threshold, mode_f, default_f = (
         fields.take("threshold"), fields.take("mode"), fields.take("default_output")
     )  # fmt: skip
-    fields.finish()
+    # Realm warns (UNKNOWN_VALIDATION_EXHAUSTION_KEY) and goes on
+    _unknown(fields, report, "validation_exhaustion", ("threshold", "mode", "default_output"))
     mode = cast(ExhaustionMode, choice(*mode_f, ("fail", "default"))) if mode_f else "fail"
     default: object = None
     if mode == "default":

@@ -58,8 +58,9 @@ def plan_workflow(arguments: Mapping[str, object]) -> tuple[WorkflowSpec, list[D
     if not isinstance(raw, list) or not raw:
         _fail("steps", "Array must contain at least 1 element(s) at steps")
     steps: dict[str, Step] = {}
+    every = {str(s.get("id")) for s in raw if isinstance(s, dict)}
     for index, item in enumerate(raw):
-        step = _step(item, f"steps[{index}]", steps, report)
+        step = _step(item, f"steps[{index}]", steps, every, report)
         steps[step.id] = step
     name = metadata.get("name")
     workflow_id = f"{name or DYNAMIC_PREFIX}-{_digest(metadata, raw)}"
@@ -80,10 +81,11 @@ def plan_workflow(arguments: Mapping[str, object]) -> tuple[WorkflowSpec, list[D
 def _ignored_top(key: str) -> str:
     if key == "workflow_id":
         return ("'workflow_id' is ignored — create_workflow mints its own workflow id and "
-                "returns it as data.workflow_id")  # fmt: skip
+                "returns it as data.workflow_id.")  # fmt: skip
     if key in METADATA_KEYS:
-        return f"'{key}' belongs under metadata — submitted at the top level it is ignored"
-    return f"unknown key '{key}' — ignored (not a recognized create_workflow field)"
+        return (f"'{key}' belongs under metadata — submitted at the top level it is ignored; "
+                f"use metadata.{key}.")  # fmt: skip
+    return f"unknown key '{key}' — ignored (not a recognized create_workflow field)."
 
 
 def _metadata(raw: object, report: list[Diagnostic]) -> dict[str, str]:
@@ -108,21 +110,28 @@ def _at(path: str) -> At:
     return At(PLAN_FILE, 0, path, path.rsplit(".", 1)[-1])
 
 
-def _step(raw: object, path: str, earlier: Mapping[str, Step], report: list[Diagnostic]) -> Step:
+def _step(
+    raw: object,
+    path: str,
+    earlier: Mapping[str, Step],
+    every: set[str],
+    report: list[Diagnostic],
+) -> Step:
     if not isinstance(raw, dict):
         _fail(path, "a step must be an object")
     for key in raw:
         if key == "timeout_seconds":
-            _note(report, "removed_field", f"{path}.{key}", "'timeout_seconds' was removed — "
-                  "nothing enforces it on agent steps; use 'llm_timeout_seconds'")  # fmt: skip
+            _note(report, "removed_field", f"{path}.{key}", "'timeout_seconds' was removed "
+                  "(#412) — nothing enforces it on agent steps; the model-request bound is "
+                  "'llm_timeout_seconds'.")  # fmt: skip
         elif key not in STEP_KEYS:
-            _note(report, "unknown_step_key", f"{path}.{key}",
-                  f"step '{raw.get('id')}': unknown key '{key}' — ignored")  # fmt: skip
+            _note(report, "unknown_step_key", f"{path}.{key}", f"step '{raw.get('id')}': "
+                  f"unknown key '{key}' — ignored (not a recognized step field).")  # fmt: skip
     step_id = _text(raw.get("id"), f"{path}.id")
     check_id(step_id, _at(f"{path}.id"))
     if step_id in earlier:
         _fail(f"{path}.id", f"Duplicate step id: '{step_id}'")
-    depends = _depends(raw.get("depends_on"), f"{path}.depends_on", step_id, earlier)
+    depends = _depends(raw.get("depends_on"), f"{path}.depends_on", step_id, earlier, every)
     schema = None
     if (document := raw.get("input_schema")) is not None:
         if (why := check_schema(document)) is not None:
@@ -147,16 +156,18 @@ def _text(value: object, path: str) -> str:
 
 
 def _depends(
-    value: object, path: str, step_id: str, earlier: Mapping[str, Step]
+    value: object, path: str, step_id: str, earlier: Mapping[str, Step], every: set[str]
 ) -> tuple[str, ...]:
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         _fail(path, "must be a list of step ids")
     for name in value:
+        if name not in every:
+            _fail(path, f"Step '{step_id}': depends_on references unknown step '{name}'")
         if name == step_id or name not in earlier:
             _fail(path, f"Step '{step_id}': depends_on must reference a step that appears "
-                  f"earlier in the list (not '{name}')")  # fmt: skip
+                  "earlier in the list")  # fmt: skip
     if len(set(value)) != len(value):
         _fail(path, f"Step '{step_id}': depends_on lists a step twice")
     return tuple(value)

@@ -51,7 +51,7 @@ KINDS: Final = {
     "when": "yyyn",
     "preconditions": "yyn-",
     "input_map": "ynnn",
-    "handler": "ynny",
+    "handler": "yyny",  # on agent: outside the subset (refused by name in parse_step)
     "config": "y--y",
     "timeout_seconds": "ynny",
     "idempotent": "ynnn",
@@ -116,6 +116,10 @@ def parse_step(step_id: str, node: yaml.Node, at: At, ids: frozenset[str], repor
             note(report, "inert_field", f"{name!r} has no effect on {kind} steps", taken[1])
             continue
         got[name] = taken
+    if kind == "agent" and (taken := got.get("handler")):
+        why = "Realm names it as the tool to call in next_actions"
+        taken[1].fail(f"field 'handler' on an agent step is outside Tether's subset of "
+                      f"Realm's format ({why})", UnknownField)  # fmt: skip
     fields.finish()
     return _build(step_id, kind, nonblank(*description), at, got, ids, report)
 
@@ -153,7 +157,7 @@ def _build(
         "trace_schema": schema_of("trace_schema"),
         "idempotent": boolean(*got["idempotent"]) if "idempotent" in got else False,
         "timeout_seconds": positive(*got["timeout_seconds"]) if "timeout_seconds" in got else None,
-        "input_map": _plain_map(got.get("input_map")),
+        "input_map": _input_map(got.get("input_map")),
         "config": _plain_map(got.get("config")),
     }
     fields["when"] = _conditions(got.get("when"), "when", depends, rule, ids)
@@ -239,6 +243,39 @@ def _null_node(at: At) -> yaml.Node:
 def _empty_map(at: At) -> yaml.Node:
     mark = yaml.Mark("", 0, at.line - 1, 0, "", 0)
     return yaml.MappingNode("tag:yaml.org,2002:map", [], mark, mark)
+
+
+def _input_map(taken: tuple[yaml.Node, At] | None) -> Mapping[str, object]:
+    """input-map-and-templates.md: each value a path (text), a nested map (10 deep at most) or
+    `{$literal: value}` standing alone; any other `$` key, or a bare list, number or boolean,
+    is refused."""
+    if taken is None:
+        return MappingProxyType({})
+    _check_map(*taken, depth=1)
+    return _plain_map(taken)
+
+
+def _check_map(node: yaml.Node, at: At, depth: int) -> None:
+    if not isinstance(node, yaml.MappingNode):
+        at.fail("must be a mapping")
+    if depth > 10:
+        at.fail("input_map: exceeded maximum nesting depth of 10")
+    keys = [k.value for k, _ in node.value if isinstance(k, yaml.ScalarNode)]
+    if "$literal" in keys and len(keys) > 1:
+        at.fail("$literal node must have exactly one key ($literal); found sibling keys")
+    for key, value in node.value:
+        where = at.child(value, str(key.value))
+        if str(key.value).startswith("$") and key.value != "$literal":
+            where.fail(f"input_map path {key.value!r}: unknown directive {key.value!r} — "
+                       "supported directives: $literal")  # fmt: skip
+        if key.value == "$literal":
+            continue
+        if isinstance(value, yaml.MappingNode):
+            _check_map(value, where, depth + 1)
+        elif not (isinstance(value, yaml.ScalarNode) and value.tag.endswith(":str")):
+            kind = "array" if isinstance(value, yaml.SequenceNode) else "a scalar that is not text"
+            where.fail(f"input_map path {key.value!r}: expected a string or object, got {kind} "
+                       "(wrap it in $literal)")  # fmt: skip
 
 
 def _plain_map(taken: tuple[yaml.Node, At] | None) -> Mapping[str, object]:

@@ -69,8 +69,8 @@ async def create_workflow(
     try:
         spec, report = plan_workflow(plan_args)
     except RealmSpecError as exc:
-        return _plan_refusal(str(exc), [])
-    diagnostics = [f"{d.path}: {d.message}" if d.path else d.message for d in report]
+        return _plan_refusal(exc.reason, [])
+    diagnostics = [d.message for d in report]  # in Realm's words, as its warnings are
     app = ops.app
     entry = app.protocols.get(spec.id)
     plan: Plan
@@ -86,7 +86,7 @@ async def create_workflow(
     row = out.row
     assert row is not None  # noqa: S101 — no key, so no key refusal
     row = (await ops.wait_until(row.id, runs.settled, timeout=30.0)).current
-    hint = f"Workflow '{plan.id}' created; run '{row.id}' started."
+    hint = f"Run '{row.id}' created for workflow '{plan.id}'."
     reply = replies.progress(
         "create_workflow",
         plan,

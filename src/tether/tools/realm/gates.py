@@ -77,7 +77,7 @@ async def submit_human_response(
     try:
         row = (await ops.get(run_id)).current
     except rt.ExecutionNotFound:
-        return refusal(COMMAND, run_id, "STATE_RUN_NOT_FOUND", f"Run '{run_id}' not found.")
+        return refusal(COMMAND, run_id, "STATE_RUN_NOT_FOUND", f"Run not found: {run_id}")
     problem = _actor_problem(a.get("responded_by"))
     if problem is not None:
         return refusal(
@@ -114,7 +114,7 @@ async def _answer_open(
             COMMAND,
             row.id,
             "VALIDATION_INPUT_SCHEMA",
-            f"choice must be one of {choices} (got {choice!r}).",
+            f"Choice '{choice}' is not valid. Expected one of: {', '.join(choices)}",
             run_version=row.version,
             next_actions=[envelope.gate_action(row.id, gate["key"], gate["name"], choices)],
         )

@@ -97,7 +97,7 @@ TOOLS: Final[Mapping[str, tuple[Param, ...]]] = MappingProxyType(
             RUN_ID,
             _s("command", True, "The step to do"),
             Param("params", "object"),
-            Param("trace", "any"),
+            Param("trace", "array", items=_ENTRY),
             _s("writer_nonce"),
         ),
         "submit_human_response": (

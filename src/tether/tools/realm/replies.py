@@ -32,31 +32,32 @@ def progress(
         "ended_by": chain.ended_by,
     }
     warns = list(warnings or [])
+    # `stopped_step` (execute_step, start_run, advance_run): the step an error or a gate
+    # stopped the call at — not on a deduped start, which ran nothing
+    names_stop = command not in ("submit_human_response", "create_workflow") and not deduped
     if chain.ended_by is not None:
-        g = chain.ended_by["step"]
-        hint = {
-            "guard_abort": f"Guard step '{g}' aborted the run.",
-            "guard_resolution_error": f"Guard step '{g}' failed with a resolution error. "
-            "Run is terminated.",
-        }[chain.ended_by["arm"]]
-        return Reply(
-            command, row.id, "ok", join(lead, hint), row.version, warnings=warns, extra=extra
-        )
+        hint = join(lead, _guard_ending(command, row, chain.ended_by))
+        return Reply(command, row.id, "ok", hint, row.version, warnings=warns, extra=extra)
     if p == "failed":
-        return _failed(command, row, lead, extra)
+        return _failed(command, plan, row, lead, extra, names_stop)
     if p == "completed":
         hint = join(lead, "Run completed.")
         return Reply(command, row.id, "ok", hint, row.version, warnings=warns, extra=extra)
     gate = runs.open_gate(row)
     if gate is not None:
+        if names_stop:
+            extra["stopped_step"] = gate["name"]
         return _confirm(command, plan, row, gate, lead, warns, extra)
     if runs.ended(row):
         err = row.error if isinstance(row.error, dict) else {}
         hint = join(lead, f"Run ended ({p}): {err.get('message', '')}")
         return Reply(command, row.id, "ok", hint, row.version, warnings=warns, extra=extra)
+    stuck = runs.gate_message_problem(row)
+    if stuck is not None and names_stop:  # the step stops the call; the run stays open
+        return _unrendered(command, row, stuck, lead, extra)
     actions = open_entries(row, plan)
     names = ", ".join(f"'{w['name']}'" for w in runs.open_agent_steps(row))
-    hint = join(lead, f"Ready agent steps: {names}." if names else "")
+    hint = join(lead, f"Ready for the agent: {names}." if names else "", *runs.cannot_run(row))
     return Reply(
         command,
         row.id,
@@ -69,25 +70,88 @@ def progress(
     )
 
 
-def _failed(command: str, row: ExecutionRow, lead: str, extra: dict[str, Any]) -> Reply:
-    err = row.error if isinstance(row.error, dict) else {}
-    step, message = runs.failure(row)
-    code = (
-        "ENGINE_HANDLER_NOT_REGISTERED"
-        if "HandlerNotRegistered" in message or err.get("type") == "HandlerNotRegistered"
-        else "ENGINE_STEP_FAILED"
-    )
-    hint = join(lead, f"The run failed: {message}", runs.way_back(row, step))
+def _unrendered(
+    command: str,
+    row: ExecutionRow,
+    stuck: tuple[str, str, str],
+    lead: str,
+    extra: dict[str, Any],
+) -> Reply:
+    """A gate whose message could not be rendered stops the call (the run stays open)."""
+    step, code, detail = stuck
     return refusal(
         command,
         row.id,
         code,
-        message,
+        detail,
+        run_version=row.version,
+        action="stop",
+        context_hint=join(lead, f"Step '{step}' cannot open its gate: {detail}"),
+        **{**extra, "stopped_step": step},
+    )
+
+
+def _guard_ending(command: str, row: ExecutionRow, ended_by: dict[str, Any]) -> str:
+    g = ended_by["step"]
+    if ended_by["arm"] == "guard_abort":
+        return f"Guard step '{g}' aborted the run."
+    hint = f"Guard step '{g}' failed with a resolution error. Run is terminated."
+    if command in ("submit_human_response", "advance_run"):
+        hint = join(hint, runs.way_back(row, g))  # the guard is a failed step resume takes
+    return hint
+
+
+def _failed(
+    command: str,
+    plan: Plan | None,
+    row: ExecutionRow,
+    lead: str,
+    extra: dict[str, Any],
+    names_stop: bool,
+) -> Reply:
+    step, message = runs.failure(row)
+    code, error = failure_code(plan, row, step, message)
+    if names_stop and step is not None:
+        extra = {**extra, "stopped_step": step}
+    said = f"Step '{step}' failed. Run is terminated." if step else f"The run failed: {message}."
+    hint = join(lead, said, runs.way_back(row, step))
+    return refusal(
+        command,
+        row.id,
+        code,
+        error,
         run_version=row.version,
         action="stop",
         context_hint=hint,
         **extra,
     )
+
+
+def failure_code(
+    plan: Plan | None, row: ExecutionRow, step: str | None, message: str
+) -> tuple[str, str]:
+    """The error code and sentence of a failed run, in Realm's words: a handler that is not
+    registered, an attempt past `timeout_seconds` (`STEP_TIMEOUT`), or a handler that raised
+    (`ENGINE_HANDLER_FAILED`, `Handler '<h>' threw: <error>`)."""
+    err = row.error if isinstance(row.error, dict) else {}
+    if "HandlerNotRegistered" in message or err.get("type") == "HandlerNotRegistered":
+        return "ENGINE_HANDLER_NOT_REGISTERED", message
+    if runs.exhausted(row):  # "<code>: <detail>"
+        code, _, detail = message.partition(": ")
+        return code, detail
+    s = plan.step(step) if plan is not None and step is not None else None
+    if s is None or s.kind != "auto":
+        return "ENGINE_STEP_FAILED", message
+    cause = message.split(" failed: ", 1)[-1]
+    if cause.startswith("TimeoutError"):
+        limit = (s.spec.effective_timeout or 0) * 1000
+        return "STEP_TIMEOUT", f"Step '{step}' timed out after {limit}ms"
+    if cause.startswith("RetryableFailure") and s.spec.retry is not None:
+        tries = s.spec.retry.max_attempts  # every try failed with an error marked retryable
+        return "STEP_RETRY_EXHAUSTED", f"Step '{step}' failed after {tries} attempts"
+    if s.handler is None:
+        return "ENGINE_STEP_FAILED", message
+    return "ENGINE_HANDLER_FAILED", f"Handler '{s.handler}' threw: {cause.split(': ', 1)[-1]}"
 
 
 def _confirm(
@@ -104,7 +168,11 @@ def _confirm(
         command,
         row.id,
         "confirm_required",
-        join(lead, f"Step '{view['step_name']}' waits for a person's choice."),
+        join(  # human-gates.md
+            lead,
+            f"Run is paused at gate '{view['gate_id']}'. Available choices: "
+            f"{', '.join(view['choices'])}.",
+        ),
         row.version,
         next_actions=[envelope.gate_action(row.id, gate["key"], gate["name"], view["choices"])],
         warnings=warns,
@@ -123,11 +191,19 @@ def ended(command: str, row: ExecutionRow, what: str) -> Reply:
 def blocked(step: str, plan: Plan, row: ExecutionRow) -> Reply:
     actions = open_entries(row, plan)
     eligible = [w["name"] for w in runs.open_agent_steps(row)]
-    if actions:
+    gate = runs.open_gate(row)
+    if gate is not None and not eligible:
+        suggestion = "Answer the open question first, as next_actions says."
+    elif actions:
         suggestion = "Call one of the steps indicated in next_actions instead."
     else:
         suggestion = "No other step can be called now."
     why = "it has already completed" if step in done_names(row) else "it is not ready"
+    if gate is not None and step not in done_names(row):
+        why = (
+            f"it waits on the question on step '{gate['name']}' (choices: "
+            f"{', '.join(gate.get('choices') or [])}) — answer it with submit_human_response"
+        )
     return Reply(
         step,
         row.id,
@@ -137,11 +213,37 @@ def blocked(step: str, plan: Plan, row: ExecutionRow) -> Reply:
         next_actions=actions,
         extra={
             "run_phase": runs.phase(row),
+            "stopped_step": step,
             "error_code": None,
             "agent_action": "resolve_precondition" if actions else "report_to_user",
             "blocked_reason": {"eligible_steps": eligible, "suggestion": suggestion},
         },
     )
+
+
+def not_callable(
+    plan: Plan | None, row: ExecutionRow, step: str, nonce: str | None
+) -> Reply | None:
+    """execute_step's refusals once the run is read: a step the workflow does not have, a
+    `writer_nonce` on a step that is not an agent step (it is only meaningful there)."""
+    if plan is None:  # e.g. a created workflow this process no longer holds
+        message = f"Workflow '{row.workflow}' of run '{row.id}' cannot be read here."
+        return refusal(step, row.id, "STATE_WORKFLOW_UNREADABLE", message, run_version=row.version)
+    s = plan.step(step)
+    if s is None:
+        message = f"Step '{step}' is not in this workflow."
+        return refusal(step, row.id, "STEP_NOT_FOUND", message, run_version=row.version)
+    if nonce is not None and s.kind != "agent":
+        return refusal(
+            step,
+            row.id,
+            "STATE_STEP_NOT_ELIGIBLE",
+            f"Step '{step}' is not an agent step (execution: '{s.kind}') — writer_nonce is only "
+            "meaningful on agent steps.",
+            run_version=row.version,
+            error_details={"step_id": step, "step_type": s.kind, "run_version": row.version},
+        )
+    return None
 
 
 def done_names(row: ExecutionRow) -> set[str]:
@@ -153,28 +255,36 @@ def join(*parts: str) -> str:
     return " ".join(p for p in parts if p)
 
 
-def step_entry(run_id: str, plan: Plan | None, step: str) -> dict[str, Any]:
+def step_entry(
+    run_id: str, plan: Plan | None, step: str, *, prompt: str | None = None
+) -> dict[str, Any]:
+    """An agent step's entry; `prompt` is the open wait's (rendered when the step opened)."""
     s = plan.step(step) if plan is not None else None
+    if prompt is None and s is not None:
+        prompt = s.prompt or s.description
     return envelope.step_action(
         run_id,
         step,
         input_schema=dict(s.answer_schema) if s is not None else None,
-        prompt=(s.prompt or s.description) if s is not None else None,
+        prompt=prompt,
     )
 
 
 def open_entries(row: ExecutionRow, plan: Plan | None) -> list[dict[str, Any]]:
+    """What can be called now: the open question's answer first (a gate), then the agent steps
+    (no claim token: only the reply that opens the gate carries it)."""
     if runs.ended(row):
         return []
-    return [step_entry(row.id, plan, w["name"]) for w in runs.open_agent_steps(row)]
-
-
-def next_status(row: ExecutionRow, actions: list[dict[str, Any]]) -> str:
-    if runs.ended(row):
-        return "terminal"
-    if runs.phase(row) == "gate_waiting":
-        return "gate_open"
-    return "ready" if actions else "in_flight"
+    gate = runs.open_gate(row)
+    answer = (
+        [envelope.gate_action(row.id, gate["key"], gate["name"], gate.get("choices") or [])]
+        if gate is not None
+        else []
+    )
+    return answer + [
+        step_entry(row.id, plan, w["name"], prompt=w.get("prompt"))
+        for w in runs.open_agent_steps(row)
+    ]
 
 
 def claim_token(gate: dict[str, Any]) -> str:
@@ -201,4 +311,14 @@ def gate_view(row: ExecutionRow, gate: dict[str, Any], plan: Plan | None) -> dic
     if gate.get("deadline"):
         view["expires_at"] = gate["deadline"]
     view["claim_token"] = claim_token(gate)
+    return view
+
+
+def pending_gate(row: ExecutionRow, plan: Plan | None) -> dict[str, Any] | None:
+    """`get_run_state`'s open question: the gate as it was opened, without its claim token."""
+    gate = runs.open_gate(row)
+    if gate is None:
+        return None
+    view = gate_view(row, gate, plan)
+    view.pop("claim_token")
     return view

@@ -21,7 +21,7 @@ def phase(row: ExecutionRow) -> str:
     """`running | gate_waiting | completed | failed | abandoned | aborted` (digest §1)."""
     if row.status == "completed":
         return "completed"
-    if row.status in ("cancelled", "terminated"):
+    if row.status in ("cancelled", "terminated") and not exhausted(row):
         return "abandoned"
     if row.status in ENDED_STATUSES:
         err = row.error if isinstance(row.error, dict) else {}
@@ -29,6 +29,12 @@ def phase(row: ExecutionRow) -> str:
     if any(w.get("kind") == "approval" for w in row.waits):
         return "gate_waiting"
     return "running"
+
+
+def exhausted(row: ExecutionRow) -> bool:
+    """The run was ended by an agent step's budget of refused answers (exhaustion.py)."""
+    err = row.error if isinstance(row.error, dict) else {}
+    return str(err.get("message", "")).startswith("VALIDATION_EXHAUSTED: ")
 
 
 def ended(row: ExecutionRow) -> bool:
@@ -50,6 +56,42 @@ def open_step(row: ExecutionRow, step: str) -> dict[str, Any] | None:
 def open_gate(row: ExecutionRow) -> dict[str, Any] | None:
     """The open gate (an approval wait with choices), if any."""
     return next((w for w in row.waits if w.get("kind") == "approval"), None)
+
+
+CAPABILITY: Final = "realm.capability."
+
+
+def capability_waits(row: ExecutionRow) -> list[dict[str, Any]]:
+    """The auto steps parked because this server lacks their handler (interpreter._capable):
+    each a signal wait `realm.capability.<step>` whose prompt says why."""
+    return [
+        w
+        for w in row.waits
+        if w.get("kind") == "signal" and str(w.get("name", "")).startswith(CAPABILITY)
+    ]
+
+
+def parked(row: ExecutionRow, step: str) -> bool:
+    """Whether auto step `step` waits for a handler this server lacks."""
+    return any(w.get("name") == f"{CAPABILITY}{step}" for w in capability_waits(row))
+
+
+def gate_message_problem(row: ExecutionRow) -> tuple[str, str, str] | None:
+    """A gate whose message could not be rendered: (step, code, detail), else None."""
+    for w in capability_waits(row):
+        prompt = str(w.get("prompt"))
+        if prompt.startswith("(gate message): "):
+            code, _, detail = prompt.removeprefix("(gate message): ").partition(": ")
+            return str(w["name"]).removeprefix(CAPABILITY), code, detail
+    return None
+
+
+def cannot_run(row: ExecutionRow) -> list[str]:
+    """Realm's sentence for each step that cannot run here."""
+    return [
+        f"Step '{str(w['name']).removeprefix(CAPABILITY)}' cannot run {w.get('prompt')}."
+        for w in capability_waits(row)
+    ]
 
 
 def open_agent_steps(row: ExecutionRow) -> list[dict[str, Any]]:
@@ -113,6 +155,7 @@ def failed_step(after: Sequence[StepRecord]) -> tuple[str, str] | None:
     return None
 
 
+_EXHAUSTED: Final = re.compile(r"VALIDATION_EXHAUSTED: Step '(.+?)' exhausted")
 _STEP_FAILED: Final = re.compile(r"step '(?:realm:(?:auto|guard|when):)?(.+?)' failed: (.*)", re.S)
 
 
@@ -123,8 +166,18 @@ def failure(row: ExecutionRow) -> tuple[str | None, str]:
     message = str(err.get("message", "the run failed"))
     found = _STEP_FAILED.fullmatch(message) if err.get("type") == "StepFailed" else None
     if found is None:
-        return err.get("step"), message
+        spent = _EXHAUSTED.match(message) if exhausted(row) else None
+        return (spent.group(1) if spent else err.get("step")), message
     return found.group(1), f"Step '{found.group(1)}' failed: {found.group(2)}"
+
+
+def resumable(row: ExecutionRow) -> dict[str, Any]:
+    """get_run_state's `resumable{steps, command}`: a run an engine failure ended (failed, at a
+    step `tether runs resume` takes); empty otherwise."""
+    step = failure(row)[0]
+    if phase(row) != "failed" or step is None or exhausted(row):
+        return {}
+    return {"resumable": {"steps": [step], "command": RESUME.format(run=row.id, step=step)}}
 
 
 def way_back(row: ExecutionRow, step: str | None) -> str:
@@ -138,7 +191,7 @@ def way_back(row: ExecutionRow, step: str | None) -> str:
             f'An operator ended this run, with the reason "{reason}"; to run the work again, '
             "start a new run."
         )
-    if p == "failed" and step is not None:
+    if p == "failed" and step is not None and not exhausted(row):
         return "To make the failed step runnable again: " + RESUME.format(run=row.id, step=step)
     return ""
 

@@ -5,20 +5,30 @@ the auto steps and guards the call made ready), and replies with one envelope (e
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 from tether.runtime import errors as rt
 from tether.runtime.operations import Operations
-from tether.runtime.realm.plan import Plan, PlanStep
+from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow, StepRecord
 from tether.tools import results
-from tether.tools.realm import created, gates, params, replies, runs, starts, traces
+from tether.tools.realm import (
+    created,
+    exhaustion,
+    gates,
+    params,
+    replies,
+    runs,
+    starts,
+    state,
+    traces,
+)
 from tether.tools.realm.envelope import Reply, refusal
-from tether.tools.realm.views import protocol_view
+from tether.tools.realm.views import listing, protocol_view
 
 SETTLE_S: Final = 30.0
-THRESHOLD: Final = 6
 Args = dict[str, Any]
 
 
@@ -81,18 +91,14 @@ class RealmTools:
             {"id": e.plan.id, "name": e.plan.name, "version": e.plan.version}
             for e in self.ops.app.protocols.values()
         ]
-        return {
-            "status": "ok",
-            "workflows": items,
-            "unreadable": [],
-            "warnings": w,
-            "hint": "Call get_workflow_protocol with a workflow_id to read its steps.",
-        }
+        return listing(items, self.ops.app.unreadable_protocols, w, self.ops.app)
 
     async def get_workflow_protocol(self, ops: Operations, a: Args, w: list[str], by: Any) -> Any:
         plan = self._plan(a["workflow_id"])
         if plan is None:
-            return results.text_result(f"Workflow '{a['workflow_id']}' not found.", is_error=True)
+            return results.text_result(
+                f"Error: Workflow '{a['workflow_id']}' not found.", is_error=True
+            )
         return protocol_view(plan)
 
     # --- starting ---------------------------------------------------------------------------
@@ -111,7 +117,7 @@ class RealmTools:
                 "start_run",
                 "",
                 "VALIDATION_INPUT_SCHEMA",
-                f"params do not fit the params_schema of '{wf}'.",
+                f"Invalid params for workflow '{wf}': {'; '.join(problems)}",
                 error_details={"errors": problems},
             )
         out = await starts.start_one(
@@ -123,14 +129,28 @@ class RealmTools:
             terminal=a.get("on_terminal_match"),
             by=by,
         )
-        row = out.row
+        row, warned = out.row, list(out.warnings)
         if row is None:
             return refusal("start_run", "", out.code, out.message)
         if out.deduped:
-            return replies.progress("start_run", plan, row, runs.Chain([], [], None), deduped=True)
+            none = runs.Chain([], [], None)
+            lead = (
+                f"Matched existing run '{row.id}' (idempotent) in phase '{runs.phase(row)}'; no "
+                "new run created."
+            )
+            return replies.progress(
+                "start_run", plan, row, none, deduped=True, lead=lead, warnings=warned
+            )
         row, chain = await self._settle(ops, row, [])
         hint = f"Run '{row.id}' created for workflow '{wf}'."
-        reply = replies.progress("start_run", plan, row, chain, deduped=False, lead=hint)
+        if out.rerun_of is not None:
+            hint = (
+                f"{hint} This run supersedes run '{out.rerun_of}' under the same idempotency "
+                "key (on_terminal_match)."
+            )
+        reply = replies.progress(
+            "start_run", plan, row, chain, deduped=False, lead=hint, warnings=warned
+        )
         if out.rerun_of is None:
             return reply
         return {**reply.to_wire(), "rerun_of": out.rerun_of}
@@ -148,62 +168,55 @@ class RealmTools:
 
     async def execute_step(self, ops: Operations, a: Args, w: list[str], by: str | None) -> Any:
         step, run_id = a["command"], a["run_id"]
-        if a.get("writer_nonce") is not None and not a["writer_nonce"].strip():
-            return refusal(step, run_id, "VALIDATION_EMPTY_VALUE", "writer_nonce is blank.")
+        if (bad := traces.nonce_problem(a.get("writer_nonce"))) is not None:
+            return refusal(step, run_id, "VALIDATION_EMPTY_VALUE", bad)
         try:
             row = (await ops.get(run_id)).current
         except rt.ExecutionNotFound:
-            return refusal(step, run_id, "STATE_RUN_NOT_FOUND", f"Run '{run_id}' not found.")
+            return refusal(step, run_id, "STATE_RUN_NOT_FOUND", f"Run not found: {run_id}")
         plan = self._plan(row.workflow)
-        if plan is None or plan.step(step) is None:
-            return refusal(
-                step,
-                row.id,
-                "STEP_NOT_FOUND",
-                f"Step '{step}' is not in this workflow.",
-                run_version=row.version,
-            )
+        refused = replies.not_callable(plan, row, step, a.get("writer_nonce"))
+        if refused is not None or plan is None:
+            return refused
         if not runs.settled(row):  # a replay in flight (woken by a signal, a trace …)
             row = (await ops.wait_until(row.id, runs.settled, timeout=SETTLE_S)).current
         if runs.ended(row):
             return replies.ended(step, row, "no steps executed.")
         wait = runs.open_step(row, step)
+        if wait is None and runs.parked(row, step):  # naming an auto step runs it
+            return await self.advance_run(ops, {"run_id": row.id}, [], by, command=step)
         if wait is None:
             return replies.blocked(step, plan, row)
+        refused, warned = await traces.screened(ops, plan, row, step, a.get("trace") or [])
+        if refused is not None:
+            return refused
         answer = a.get("params") or {}
         try:
             await ops.answer(row.id, wait["key"], answer, by=by)
-        except rt.AnswerRejected as exc:
-            schema = _refused_schema(plan.step(step), answer)
-            return refusal(
-                step,
-                row.id,
-                f"VALIDATION_{schema.upper()}",
-                f"The output of step '{step}' does not fit its {schema}.",
-                run_version=row.version,
-                next_actions=[replies.step_entry(row.id, plan, step)],
-                error_details={"errors": exc.errors, "rejections": 1, "threshold": THRESHOLD},
-                run_phase=runs.phase(row),
-            )
+        except rt.AnswerRejected:
+            return await exhaustion.refused(ops, plan, row, wait, answer, self._settle)
         except (rt.WaitNotOpen, rt.AnswerConflict):
             return replies.blocked(step, plan, (await ops.get(row.id)).current)
         row, chain = await self._settle(ops, row, [], answered=step)
         traced = await ops.buffered_signals(row.id, traces.channel(step))
         adopted = traces.adoption([t.payload for t in traced], a.get("writer_nonce"))
-        return {**replies.progress(step, plan, row, chain).to_wire(), **adopted}
+        reply = replies.progress(step, plan, row, chain, warnings=warned)
+        return {**reply.to_wire(), **adopted}
 
-    async def advance_run(self, ops: Operations, a: Args, w: list[str], by: Any) -> Any:
+    async def advance_run(
+        self, ops: Operations, a: Args, w: list[str], by: Any, command: str = "advance_run"
+    ) -> Any:
         run_id = a["run_id"]
         try:
             row = (await ops.get(run_id)).current
         except rt.ExecutionNotFound:
-            return refusal(
-                "advance_run", run_id, "STATE_RUN_NOT_FOUND", f"Run '{run_id}' not found."
-            )
+            return refusal("advance_run", run_id, "STATE_RUN_NOT_FOUND", f"Run not found: {run_id}")
         plan = self._plan(row.workflow)
         if runs.ended(row):
             p = runs.phase(row)
-            hint = f"Run '{row.id}' is already terminal ({p}); nothing ran."
+            hint = replies.join(
+                f"Run '{row.id}' is already terminal ({p}); nothing ran.", runs.way_back(row, None)
+            )
             return Reply(
                 "advance_run",
                 row.id,
@@ -214,10 +227,17 @@ class RealmTools:
                 extra={"run_phase": p, "continued_by": _CONTINUED},
             )
         before = await ops.steps(row.id)
-        row, chain = await self._settle(ops, row, before)
-        reply = replies.progress("advance_run", plan, row, chain, warnings=w)
+        parked = runs.capability_waits(row)
+        for wait in parked:  # look for the handler again (this server's, or another's)
+            with contextlib.suppress(rt.RunEnded):
+                await ops.signal(row.id, wait["name"])
+        chain = runs.Chain([], [], None)
+        if parked or not runs.settled(row):  # nothing owed: never an error, nothing to wait on
+            row, chain = await self._settle(ops, row, before)
+        reply = replies.progress(command, plan, row, chain, warnings=w)
         wire = reply.to_wire()
-        wire["continued_by"] = _CONTINUED
+        if command == "advance_run":
+            wire["continued_by"] = _CONTINUED
         return wire
 
     async def abandon_run(self, ops: Operations, a: Args, w: list[str], by: str | None) -> Any:
@@ -230,7 +250,7 @@ class RealmTools:
                 "abandon_run",
                 run_id,
                 "STATE_RUN_NOT_FOUND",
-                f"Run '{run_id}' not found.",
+                f"Run not found: {run_id}",
                 run_version=None,
             )
         note = f"Run '{row.id}' abandoned."
@@ -249,7 +269,7 @@ class RealmTools:
                 "abandon_run",
                 row.id,
                 "STATE_TRANSITION_DENIED",
-                "A gate is open: answer it before abandoning the run.",
+                _gate_open_sentence(row),
                 run_version=None,
             )
         else:
@@ -276,46 +296,11 @@ class RealmTools:
                 "get_run_state",
                 run_id,
                 "STATE_RUN_NOT_FOUND",
-                f"Run '{run_id}' not found.",
+                f"Run not found: {run_id}",
                 run_version=None,
             )
         plan = self._plan(row.workflow)
-        records = await ops.steps(row.id)
-        done = runs.completed_steps(plan, records)
-        actions = replies.open_entries(row, plan)
-        p = runs.phase(row)
-        out = Reply(
-            "get_run_state",
-            row.id,
-            "ok",
-            f"Run '{row.id}' is {p}.",
-            row.version,
-            next_actions=actions,
-        ).to_wire()
-        failed = runs.failed_steps(records)
-        out.update(
-            run_phase=p,
-            terminal_state=runs.ended(row),
-            completed_steps=done,
-            failed_steps=failed,
-            next_actions_status=replies.next_status(row, actions),
-        )
-        if runs.ended(row) and isinstance(row.error, dict):
-            out["terminal_reason"] = row.error.get("message")
-        if a.get("include_steps"):
-            out["steps"] = [
-                {
-                    "id": s.id,
-                    "execution": s.kind,
-                    "state": "completed"
-                    if s.id in done
-                    else "failed"
-                    if s.id in failed
-                    else "pending",
-                }
-                for s in (plan.steps if plan is not None else ())
-            ]
-        return out
+        return await state.run_state(ops, plan, row, bool(a.get("include_steps")))
 
     # --- replies ----------------------------------------------------------------------------
 
@@ -341,13 +326,13 @@ class RealmTools:
         return now, runs.chain(before, after, runs.phase(now))
 
 
-def _refused_schema(step: PlanStep | None, answer: Any) -> str:
-    """Which of an agent step's schemas an answer broke (it must fit both)."""
-    if step is None or step.gate is not None or step.input_schema is None:
-        return "output_schema"
-    if step.output_schema is None or starts.schema_errors(step.input_schema, answer):
-        return "input_schema"
-    return "output_schema"
+def _gate_open_sentence(row: ExecutionRow) -> str:
+    """gates-and-trust.md: why a run at a gate cannot be abandoned."""
+    gate = runs.open_gate(row) or {}
+    return (
+        f"Run '{row.id}' is waiting on human gate '{gate.get('name')}' (gate "
+        f"'{gate.get('key')}'); answer it before abandoning."
+    )
 
 
 _CONTINUED: Final = {"by": None, "absent_cause": "driver_not_recorded"}

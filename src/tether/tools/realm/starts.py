@@ -15,13 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-import jsonschema
-
 from tether.runtime import errors as rt
 from tether.runtime.operations import Operations, Started, StartRequest
 from tether.runtime.realm.interpreter import ProtocolInput
 from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow
+from tether.specs.realm import templates, validate_payload
+from tether.specs.realm.schemas import Schema
 from tether.tools.realm import envelope, replies, runs
 from tether.tools.realm.envelope import Reply, refusal
 
@@ -30,13 +30,13 @@ PARENT_LABEL: Final = "realm.parent_run"
 
 
 def schema_errors(schema: Any, value: Any) -> list[str]:
-    """Draft-07 violations of `value`, one line each (`path: message`)."""
+    """Draft-07 violations of `value` in Ajv's words, one line each, as Realm writes them
+    (`(root) must have required property 'path'`, `/n must be integer`)."""
     if not schema:
         return []
-    validator = jsonschema.Draft7Validator(schema)
     return [
-        f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}"
-        for e in validator.iter_errors(value)
+        f"{v.instance_path or '(root)'} {v.message}"
+        for v in validate_payload(Schema(schema), value)
     ]
 
 
@@ -50,6 +50,7 @@ class Outcome:
     code: str | None = None
     message: str = ""
     rerun_of: str | None = None
+    warnings: tuple[str, ...] = ()
 
 
 async def start_one(
@@ -73,7 +74,19 @@ async def start_one(
         )
     except (rt.RunAlreadyActive, rt.IdempotencyMismatch) as exc:
         started = exc
-    return await _settle(ops, started, inp, key=key, live=live, terminal=terminal, by=by)
+    return await _settle(
+        ops, started, inp, key=key, live=live, terminal=terminal, by=by, workflow=workflow
+    )
+
+
+def _owned(workflow: str, holder: ExecutionRow) -> Outcome:
+    """`on_live_match: fail` on a key a live run holds (idempotency-and-batches.md)."""
+    return Outcome(
+        None,
+        code="STATE_RUN_ALREADY_ACTIVE",
+        message=f"Idempotency key for workflow '{workflow}' is owned by an active run "
+        f"'{holder.id}' (phase '{runs.phase(holder)}').",
+    )
 
 
 async def _settle(
@@ -85,16 +98,23 @@ async def _settle(
     live: str | None,
     terminal: str | None,
     by: str | None,
+    workflow: str,
 ) -> Outcome:
     """One start's outcome under the key policies, from what the runtime's start gave: the
     run (new or the key's holder) or its refusal. Raises any other refusal."""
     if isinstance(started, rt.RunAlreadyActive):
-        return Outcome(None, code="STATE_RUN_ALREADY_ACTIVE", message=started.message)
-    if isinstance(started, rt.IdempotencyMismatch):
-        return Outcome(
-            None,
-            code="STATE_IDEMPOTENCY_KEY_USED",
-            message=f"idempotency_key '{key}' is held by a run started with other params.",
+        holder = (await ops.get(started.execution_id, follow_chain=False)).current
+        return _owned(workflow, holder)
+    warned: tuple[str, ...] = ()
+    if isinstance(started, rt.IdempotencyMismatch) and started.execution_id:
+        # Realm only warns: the key's run is matched as if the params were the same
+        holder = (await ops.get(started.execution_id, follow_chain=False)).current
+        if live == "fail" and not runs.ended(holder):
+            return _owned(workflow, holder)
+        started = Started(holder, deduped=True)
+        warned = (
+            f"idempotency_key '{key}' was first used with other params; the run it holds is "
+            "matched, and these params are not applied to it.",
         )
     if isinstance(started, rt.TetherError):
         raise started
@@ -102,24 +122,24 @@ async def _settle(
     if started.deduped and row.sealed_from is not None:  # the key moved to its rerun
         row = (await ops.list_runs(business_id=row.business_id, limit=1)).items[0]
         if not runs.ended(row) and live == "fail":
-            message = f"idempotency_key is held by the live run '{row.id}'."
-            return Outcome(None, code="STATE_RUN_ALREADY_ACTIVE", message=message)
+            return _owned(workflow, row)
     if not started.deduped or not runs.ended(row):
-        return Outcome(row, deduped=started.deduped)
+        return Outcome(row, deduped=started.deduped, warnings=warned)
     policy = terminal or "reuse"
     if policy == "reject":
         return Outcome(
             None,
             code="STATE_IDEMPOTENCY_KEY_USED",
             message=f"idempotency_key is held by the ended run '{row.id}'.",
+            warnings=warned,
         )
     if policy == "rerun" or (policy == "rerun_if_failed" and runs.phase(row) == "failed"):
         try:
             new = await ops.rerun(row.id, input=inp, by=by)
         except rt.Conflict as exc:
             return Outcome(None, code="STATE_IDEMPOTENCY_KEY_USED", message=exc.message)
-        return Outcome(new, rerun_of=row.id)
-    return Outcome(row, deduped=True)
+        return Outcome(new, rerun_of=row.id, warnings=warned)
+    return Outcome(row, deduped=True, warnings=warned)
 
 
 def first_calls(row: ExecutionRow, plan: Plan, handlers: Any) -> list[dict[str, Any]]:
@@ -137,7 +157,14 @@ def first_calls(row: ExecutionRow, plan: Plan, handlers: Any) -> list[dict[str, 
     roots = [s for s in plan.steps if not s.depends_on]
     if any(s.kind == "auto" and s.handler and s.handler not in handlers for s in plan.steps):
         return []
-    out = [replies.step_entry(row.id, plan, s.id) for s in roots if s.kind == "agent"]
+    params = (row.input.get("params") or {}) if isinstance(row.input, dict) else {}
+    out = [
+        replies.step_entry(
+            row.id, plan, s.id, prompt=templates.render(s.prompt, params, {}) if s.prompt else None
+        )
+        for s in roots
+        if s.kind == "agent"
+    ]
     if any(s.kind in ("auto", "guard") for s in roots):
         out.append(envelope.advance_action(row.id))
     return out
@@ -168,8 +195,8 @@ def _batch_refusal(
             "start_run_batch",
             "",
             "VALIDATION_BATCH_ITEMS",
-            f"{len(failures)} of {len(items)} items do not fit the params_schema of '{wf}'; "
-            "no run was started.",
+            f"start_run_batch: {len(failures)} item(s) failed schema validation",
+            context_hint="One or more items failed schema validation. No runs were created.",
             error_details={"failures": failures},
         )
     return None
@@ -202,7 +229,9 @@ async def start_run_batch(
     failed: list[dict[str, Any]] = []
     for index, (item, inp, result) in enumerate(zip(items, inputs, outcomes, strict=True)):
         key = item.get("idempotency_key")
-        out = await _settle(ops, result, inp, key=key, live=live, terminal=terminal, by=by)
+        out = await _settle(
+            ops, result, inp, key=key, live=live, terminal=terminal, by=by, workflow=wf
+        )
         if out.row is None:
             failed.append(_failure(index, key, item["params"], out))
         else:
@@ -234,7 +263,7 @@ def _started(
     actions = first_calls(row, plan, ops.app.handlers)
     note = "" if actions or runs.ended(row) else " An auto step cannot run here (capability)."
     entry.update(
-        warnings=[],
+        warnings=list(out.warnings),
         next_actions=envelope.ordered(actions),
         context_hint=f"Run '{row.id}' {'found' if out.deduped else 'created'} for workflow "
         f"'{plan.id}'.{note}",

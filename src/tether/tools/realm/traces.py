@@ -12,6 +12,7 @@ that would pass one is refused whole with `BUFFER_FULL`.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -21,6 +22,8 @@ import orjson
 from tether.runtime import errors as rt
 from tether.runtime.operations import Operations
 from tether.runtime.realm.plan import Plan
+from tether.runtime.rows import ExecutionRow
+from tether.specs.realm import validate_payload
 from tether.tools.realm import runs
 from tether.tools.realm.envelope import Reply, refusal
 
@@ -74,16 +77,53 @@ def _usage(found: list[Batch], writer: str) -> tuple[int, int, int, int]:
     )
 
 
-def _not_eligible(step: str, run_id: str, version: int, state: str) -> Reply:
+def _not_eligible(
+    step: str, run_id: str, version: int, state: str, kind: str | None = None
+) -> Reply:
+    """Realm's `details`: `step_state` `run_terminal` (with `run_phase`), `already_claimed`
+    or `in_progress`; a step that is not an agent step has `step_type` instead."""
+    details: dict[str, Any] = {"step_id": step}
+    if kind is not None:
+        details["step_type"] = kind
+        said = f"Step '{step}' is not an agent step (execution: '{kind}')."
+    else:
+        details["step_state"] = state
+        said = {
+            "already_claimed": f"Step '{step}' has already been claimed (completed or failed).",
+            "in_progress": f"Step '{step}' is currently being executed by execute_step.",
+        }.get(state, f"Run '{run_id}' is terminal — trace entries can no longer be adopted by "
+                     "any step.")  # fmt: skip
     return refusal(
         "append_trace",
         run_id,
         "STATE_STEP_NOT_ELIGIBLE",
-        f"Step '{step}' takes no trace entries now (step_state: {state}).",
+        said,
         run_version=version,
         action="resolve_precondition" if state == "in_progress" else "report_to_user",
-        error_details={"step_state": state},
+        context_hint=f"Step '{step}' is not eligible for trace buffering.",
+        error_details={**details, "run_version": version},
     )
+
+
+NONCE_GUIDANCE: Final = (
+    "writer_nonce must be a non-empty string, ≤128 chars, no leading/trailing whitespace; "
+    "recommended: a fresh UUIDv4 per step-attempt."
+)
+
+
+def nonce_problem(nonce: str | None) -> str | None:
+    """Why a `writer_nonce` has not the shape Realm takes (None: it has, or there is none)."""
+    if nonce is None:
+        return None
+    if not nonce:
+        why = "must not be empty"
+    elif nonce != nonce.strip():
+        why = "must not have leading or trailing whitespace"
+    elif len(nonce) > 128:
+        why = "must be ≤128 characters"
+    else:
+        return None
+    return f"Invalid writer_nonce: {why}. {NONCE_GUIDANCE}"
 
 
 async def append_trace(
@@ -91,16 +131,12 @@ async def append_trace(
 ) -> Reply | dict[str, Any]:
     run_id, step, entries = a["run_id"], a["step_id"], a["entries"]
     nonce = a.get("writer_nonce")
-    if nonce is not None and not nonce.strip():
-        return refusal("append_trace", run_id, "VALIDATION_EMPTY_VALUE", "writer_nonce is blank.")
-    if not entries or any(not e["event"].strip() for e in entries):
-        return refusal(
-            "append_trace", run_id, "VALIDATION_EMPTY_VALUE", "entries need a non-empty event."
-        )
+    if (bad := nonce_problem(nonce)) is not None:
+        return refusal("append_trace", run_id, "VALIDATION_EMPTY_VALUE", bad)
     try:
         row = (await ops.get(run_id)).current
     except rt.ExecutionNotFound:
-        return refusal("append_trace", run_id, "STATE_RUN_NOT_FOUND", f"Run '{run_id}' not found.")
+        return refusal("append_trace", run_id, "STATE_RUN_NOT_FOUND", f"Run not found: {run_id}")
     plan: Plan | None = plan_of(row.workflow)
     target = plan.step(step) if plan is not None else None
     if target is None:
@@ -111,10 +147,14 @@ async def append_trace(
             f"Step '{step}' is not in this workflow.",
             run_version=row.version,
         )
-    done = set(runs.completed_steps(plan, await ops.steps(row.id)))
-    if target.kind != "agent" or step in done or runs.ended(row):
-        state = "terminal" if runs.ended(row) else "completed" if step in done else target.kind
-        return _not_eligible(step, row.id, row.version, state)
+    records = await ops.steps(row.id)
+    claimed = {*runs.completed_steps(plan, records), *runs.failed_steps(records)}
+    if runs.ended(row):
+        return _not_eligible(step, row.id, row.version, "run_terminal")
+    if target.kind != "agent":
+        return _not_eligible(step, row.id, row.version, "", kind=target.kind)
+    if step in claimed:
+        return _not_eligible(step, row.id, row.version, "already_claimed")
     return await _buffer(ops, row.id, row.version, step, entries, nonce, by)
 
 
@@ -138,9 +178,10 @@ async def _buffer(
         return _full(run_id, version, "step", STEP_LIMIT, s_n, s_b)
     payload = {"writer": writer, "entries": kept, "bytes": size}
     try:
-        await ops.note(run_id, channel(step), payload, by=by)
+        if kept:  # no entries: the buffer's counts, nothing written
+            await ops.note(run_id, channel(step), payload, by=by)
     except rt.RunEnded:
-        return _not_eligible(step, run_id, version, "terminal")
+        return _not_eligible(step, run_id, version, "run_terminal")
     row = (await ops.get(run_id)).current
     hint = f"{len(kept)} trace entr{'y' if len(kept) == 1 else 'ies'} recorded for step '{step}'."
     wire = Reply("append_trace", run_id, "ok", hint, row.version).to_wire()
@@ -170,3 +211,42 @@ def _full(
 
 def _counts(entries: int, size: int, limit: tuple[int, int]) -> dict[str, int]:
     return {"entries": entries, "bytes": size, "max_entries": limit[0], "max_bytes": limit[1]}
+
+
+def inline_channel(step: str) -> str:
+    """Where the `trace` sent with an execute_step is kept (not adopted: not append_trace's)."""
+    return f"realm.trace-inline.{step}"
+
+
+async def screened(
+    ops: Operations, plan: Plan, row: ExecutionRow, step: str, inline: list[dict[str, Any]]
+) -> tuple[Reply | None, list[str]]:
+    """An execute_step's trace entries (sent with it and buffered for it) against the step's
+    `trace_schema`: `enforce` refuses the call (VALIDATION_TRACE_SCHEMA, nothing written),
+    `warn` (the default) names the misfit in `warnings`. Then the sent entries are kept."""
+    target = plan.step(step)
+    schema = target.spec.trace_schema if target is not None else None
+    problems: list[dict[str, Any]] = []
+    if schema is not None:
+        sent = [s.payload for s in await ops.buffered_signals(row.id, channel(step))]
+        buffered = [e for p in sent if isinstance(p, dict) for e in p.get("entries") or []]
+        for i, entry in enumerate([*inline, *buffered]):
+            problems += [{"entry": i, **v.as_ajv()} for v in validate_payload(schema, entry)]
+    said = f"The trace of step '{step}' does not fit its trace_schema."
+    if problems and target is not None and target.spec.trace_validation_mode == "enforce":
+        details = {"errors": problems}
+        return refusal(
+            step,
+            row.id,
+            "VALIDATION_TRACE_SCHEMA",
+            said,
+            run_version=row.version,
+            error_details=details,
+            run_phase=runs.phase(row),
+            stopped_step=step,
+        ), []
+    if inline:
+        kept = [{k: e[k] for k in ("event", "timestamp", "data") if k in e} for e in inline]
+        with contextlib.suppress(rt.RunEnded):
+            await ops.note(row.id, inline_channel(step), {"entries": kept})
+    return None, [f"{said} It is kept as sent."] if problems else []

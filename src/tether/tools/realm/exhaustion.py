@@ -1,0 +1,123 @@
+"""An agent step's budget of refused answers (Realm's `validation_exhaustion`).
+
+Each refused answer is counted on the run: a note on channel `realm.rejections.<step>`
+(`Operations.note`: durable, in the run's tenant, it does not wake the run), and the refusal
+replies `error_details{errors, rejections, threshold}`. The refusal that reaches the step's
+`threshold` (6 by default) ends the step:
+
+- `mode: fail` ends the run `failed` with `VALIDATION_EXHAUSTED` and `agent_action: stop`
+  (`Step '<s>' exhausted its validation-rejection budget (n/n)`); the run is ended through
+  `Operations.terminate`, so no finalizer runs after it;
+- `mode: default` answers the step with its `default_output`; the reply is `ok` with a warning,
+  `settled_by_default: true` and `defaulted_steps`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+from tether.runtime import errors as rt
+from tether.runtime.operations import Operations
+from tether.runtime.realm.plan import Plan, PlanStep
+from tether.runtime.rows import ExecutionRow
+from tether.specs.realm import validate_payload
+from tether.tools.realm import replies, runs
+from tether.tools.realm.envelope import Reply, refusal
+
+EXHAUSTED: Final = "VALIDATION_EXHAUSTED"
+Settle = Callable[..., Awaitable[tuple[ExecutionRow, Any]]]
+
+
+def channel(step: str) -> str:
+    return f"realm.rejections.{step}"
+
+
+def exhausted_message(step: str, count: int, threshold: int) -> str:
+    return f"Step '{step}' exhausted its validation-rejection budget ({count}/{threshold})"
+
+
+async def rejections(ops: Operations, run_id: str, step: str) -> int:
+    return len(await ops.buffered_signals(run_id, channel(step)))
+
+
+async def refused(
+    ops: Operations,
+    plan: Plan,
+    row: ExecutionRow,
+    wait: dict[str, Any],
+    answer: Any,
+    settle: Settle,
+) -> Reply | dict[str, Any]:
+    """The reply to an answer the step's schemas refused, after counting it."""
+    step = plan.step(wait["name"])
+    assert step is not None  # noqa: S101 — an open agent step of this plan
+    budget = step.spec.exhaustion
+    threshold = budget.threshold if budget is not None else 6
+    schema = refused_schema(step, answer)
+    errors = [v.as_ajv() for v in validate_payload(getattr(step.spec, schema), answer)]
+    try:
+        await ops.note(row.id, channel(step.id), {"schema": schema, "errors": errors[:20]})
+    except rt.RunEnded:
+        return replies.ended(step.id, (await ops.get(row.id)).current, "no steps executed.")
+    count = await rejections(ops, row.id, step.id)
+    if count < threshold:
+        return refusal(
+            step.id,
+            row.id,
+            f"VALIDATION_{schema.upper()}",
+            f"The output of step '{step.id}' does not fit its {schema}.",
+            run_version=row.version,
+            next_actions=[replies.step_entry(row.id, plan, step.id, prompt=wait.get("prompt"))],
+            error_details={"errors": errors, "rejections": count, "threshold": threshold},
+            run_phase="running",
+            stopped_step=step.id,
+        )
+    if budget is not None and budget.mode == "default":
+        try:
+            return await _settle_by_default(ops, plan, row, wait, step, settle, count)
+        except rt.AnswerRejected:  # a default_output that does not fit input_schema too
+            pass
+    message = exhausted_message(step.id, count, threshold)
+    try:
+        ended = await ops.terminate(row.id, reason=f"{EXHAUSTED}: {message}")
+    except rt.RunEnded:
+        ended = (await ops.get(row.id)).current
+    wire = replies.progress(step.id, plan, ended, runs.Chain([], [], None)).to_wire()
+    if wire.get("error_code") == EXHAUSTED:
+        wire["error_details"] = {
+            "rejections": count,
+            "threshold": threshold,
+            "last_ajv_errors": errors,
+        }
+    return wire
+
+
+async def _settle_by_default(
+    ops: Operations,
+    plan: Plan,
+    row: ExecutionRow,
+    wait: dict[str, Any],
+    step: PlanStep,
+    settle: Settle,
+    count: int,
+) -> dict[str, Any]:
+    budget = step.spec.exhaustion
+    assert budget is not None  # noqa: S101 — mode default
+    await ops.answer(row.id, wait["key"], budget.default_output)
+    row, chain = await settle(ops, row, [], answered=step.id)
+    note = (
+        f"Step '{step.id}' settled with its declared default_output after {count} schema "
+        "rejection(s) (validation_exhaustion.mode: 'default')"
+    )
+    wire = replies.progress(step.id, plan, row, chain, warnings=[note]).to_wire()
+    return {**wire, "settled_by_default": True, "defaulted_steps": [step.id]}
+
+
+def refused_schema(step: PlanStep, answer: Any) -> str:
+    """Which of an agent step's schemas an answer broke (it must fit both)."""
+    if step.input_schema is None:
+        return "output_schema"
+    if step.output_schema is None or validate_payload(step.spec.input_schema, answer):
+        return "input_schema"
+    return "output_schema"

@@ -1,0 +1,209 @@
+"""get_run_state's reply (run-state-and-health.md): where a run stands, from its row and its
+step records.
+
+Always: `workflow_id`, `run_phase`, `terminal_state`, `completed_steps`, `in_progress_steps`,
+`failed_steps`, `skipped_steps`, `evidence_count`, `last_step`, `created_at`, `updated_at`,
+`params`, `next_actions` and `next_actions_status` (`ok`, `awaiting_human`,
+`skipped_terminal`, `blocked_on_capability`, `workflow_unresolved`; Tether's worker runs the
+engine's steps itself, so `advance_owed` and the claim values do not arise). When they apply:
+`pending_gate` (with `opened_at`), `terminal_reason` (not after a guard's abort),
+`sealed_by_arm`, `sealed_by_step`, `defaulted_steps`, `rerun_of`, `resumable`, and with
+`include_steps` each step that ran with its attempts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tether.runtime.operations import Operations
+from tether.runtime.realm.plan import Plan
+from tether.runtime.rows import ExecutionRow, StepRecord
+from tether.tools.realm import exhaustion, replies, runs
+from tether.tools.realm.envelope import Reply
+
+_EVIDENCE = ("realm:auto:", "realm:guard:", "realm:final:", "agent_step:")
+
+
+async def run_state(
+    ops: Operations, plan: Plan | None, row: ExecutionRow, include_steps: bool
+) -> dict[str, Any]:
+    records = await ops.steps(row.id)
+    gate = replies.pending_gate(row, plan)
+    stuck = runs.gate_message_problem(row)  # a gate whose message could not be rendered
+    waiting = [gate["step_name"]] if gate else [stuck[0]] if stuck else []
+    done = [s for s in runs.completed_steps(plan, records) if s not in waiting]
+    failed = runs.failed_steps(records)
+    spent = runs.failure(row)[0] if runs.exhausted(row) else None
+    if spent is not None:
+        failed.append(spent)
+    actions = replies.open_entries(row, plan)
+    p = runs.phase(row)
+    out = Reply("get_run_state", row.id, "ok", f"Run '{row.id}' is {p}.", row.version)
+    wire = out.to_wire()
+    wire["next_actions"] = actions
+    params = row.input.get("params") if isinstance(row.input, dict) else None
+    wire.update(
+        workflow_id=row.workflow,
+        run_phase=p,
+        terminal_state=runs.ended(row),
+        completed_steps=done,
+        in_progress_steps=waiting,
+        failed_steps=failed,
+        skipped_steps=skipped_steps(row, records),
+        evidence_count=sum(1 for r in records if r.done and r.name.startswith(_EVIDENCE)),
+        last_step=_last_step(records),
+        created_at=_utc(row.created_at),
+        updated_at=_utc(row.updated_at),
+        params=params or {},
+        next_actions_status=status(row, plan, actions),
+    )
+    if gate is not None:
+        wire["pending_gate"] = _stored(plan, row, gate)
+    wire.update(_sealed(row, records))
+    wire.update(runs.resumable(row))
+    if row.predecessor_id is not None:  # a rerun under the same key names the run it replaced
+        made = next((e for e in await ops.history(row.id) if e.type == "created"), None)
+        if made is not None and isinstance(made.data, dict) and made.data.get("rerun_of"):
+            wire["rerun_of"] = made.data["rerun_of"]
+    if defaulted := await defaulted_steps(ops, plan, row, done):
+        wire["defaulted_steps"] = defaulted
+    if include_steps:
+        wire["steps"] = await steps_ran(ops, plan, row, records, done, failed)
+    return wire
+
+
+async def steps_ran(
+    ops: Operations,
+    plan: Plan | None,
+    row: ExecutionRow,
+    records: Sequence[StepRecord],
+    done: list[str],
+    failed: list[str],
+) -> dict[str, Any]:
+    """`include_steps`: each step that ran and its attempts (`attempt`, `status`); an agent
+    step's refused answers are attempts too. Tether makes no model calls, so no `cost`."""
+    out: dict[str, Any] = {}
+    for s in plan.steps if plan is not None else ():
+        if s.id not in done and s.id not in failed:
+            continue
+        errors = _failures(records, s.id)
+        if s.kind == "agent":
+            errors = await exhaustion.rejections(ops, row.id, s.id)
+        statuses = ["error"] * errors + (["success"] if s.id in done else [])
+        out[s.id] = {
+            "attempts": [
+                {"attempt": i, "status": st, "cost_unrecorded": "not_driven_by_realm"}
+                for i, st in enumerate(statuses or ["error"], 1)
+            ]
+        }
+    return out
+
+
+def _failures(records: Sequence[StepRecord], step: str) -> int:
+    rec = next((r for r in records if r.name == f"realm:auto:{step}"), None)
+    if rec is None or not isinstance(rec.result, dict) or "error" not in rec.result:
+        return 0
+    return int(rec.result.get("failures", 1))
+
+
+def _stored(plan: Plan | None, row: ExecutionRow, gate: dict[str, Any]) -> dict[str, Any]:
+    """gates.md "What is stored when a gate opens": the gate and its settings."""
+    wait = runs.open_gate(row) or {}
+    out = {**gate, "opened_at": wait.get("opened_at")}
+    if "display" in gate:
+        out["resolved_message"] = gate["display"]
+    step = plan.step(gate["step_name"]) if plan is not None else None
+    spec = step.gate if step is not None else None
+    if spec is not None:
+        settings = {
+            "owner": spec.owner,
+            "resolution_messages": dict(spec.resolution_messages) or None,
+            "on_expiry": wait.get("on_expiry"),
+            "default_choice": wait.get("default_choice"),
+            "reminder_seconds": spec.reminder_seconds,
+            "reminder_max": spec.reminder_max if spec.reminder_seconds else None,
+        }
+        out.update({k: v for k, v in settings.items() if v is not None})
+    return out
+
+
+def status(row: ExecutionRow, plan: Plan | None, actions: list[dict[str, Any]]) -> str:
+    """`next_actions_status`: why `next_actions` is what it is."""
+    if runs.ended(row):
+        return "skipped_terminal"
+    if plan is None:
+        return "workflow_unresolved"
+    if runs.open_gate(row) is not None:
+        return "awaiting_human"
+    if any(str(w.get("prompt")).startswith("here") for w in runs.capability_waits(row)):
+        return "blocked_on_capability"  # not an input its schema refuses: that is `ok`
+    return "ok"
+
+
+def skipped_steps(row: ExecutionRow, records: Sequence[StepRecord]) -> list[str]:
+    """Steps whose `when` was false, and at the end every step the walk skipped."""
+    out = row.output if isinstance(row.output, dict) else {}
+    if isinstance(out.get("skipped_steps"), list):
+        return list(out["skipped_steps"])
+    return [
+        r.name.removeprefix("realm:when:")
+        for r in records
+        if r.done
+        and r.name.startswith("realm:when:")
+        and isinstance(r.result, dict)
+        and r.result.get("value") is False
+    ]
+
+
+async def defaulted_steps(
+    ops: Operations, plan: Plan | None, row: ExecutionRow, done: list[str]
+) -> list[str]:
+    """The agent steps completed with their `default_output` (validation_exhaustion)."""
+    out: list[str] = []
+    for s in plan.steps if plan is not None else ():
+        budget = s.spec.exhaustion
+        if s.kind != "agent" or budget is None or budget.mode != "default" or s.id not in done:
+            continue
+        if await exhaustion.rejections(ops, row.id, s.id) >= budget.threshold:
+            out.append(s.id)
+    return out
+
+
+def _sealed(row: ExecutionRow, records: Sequence[StepRecord]) -> dict[str, Any]:
+    """`terminal_reason` (not after a guard's abort), `sealed_by_arm` and `sealed_by_step`."""
+    if not runs.ended(row):
+        return {}
+    p = runs.phase(row)
+    err = row.error if isinstance(row.error, dict) else {}
+    step = runs.failure(row)[0]
+    if p == "completed":
+        return {"terminal_reason": "Workflow completed.", "sealed_by_arm": "complete"}
+    if p == "abandoned":
+        return {"terminal_reason": err.get("message"), "sealed_by_arm": "abandon_requested"}
+    if p == "aborted":
+        expired = err.get("type") == "GateExpired"
+        guard = next((r for r in reversed(records) if r.name.startswith("realm:guard:")), None)
+        at = guard.name.removeprefix("realm:guard:") if guard and not expired else step
+        arm = "gate_expiry_abort" if expired else "guard_abort"
+        sealed = {"sealed_by_arm": arm, **({"sealed_by_step": at} if at else {})}
+        return {"terminal_reason": err.get("message"), **sealed} if expired else sealed
+    out = {"terminal_reason": err.get("message"), "sealed_by_arm": "step_failure"}
+    return {**out, "sealed_by_step": step} if step else out
+
+
+def _last_step(records: Sequence[StepRecord]) -> str | None:
+    newest = max(
+        (r for r in records if r.done and r.name.startswith(_EVIDENCE)), key=_seq, default=None
+    )
+    if newest is None:
+        return None
+    return next(newest.name.removeprefix(p) for p in _EVIDENCE if newest.name.startswith(p))
+
+
+def _seq(r: StepRecord) -> int:
+    return r.seq
+
+
+def _utc(when: Any) -> str:
+    return when.isoformat().replace("+00:00", "Z") if hasattr(when, "isoformat") else str(when)
