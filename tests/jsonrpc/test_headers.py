@@ -23,6 +23,7 @@ from tether.jsonrpc.errors import (
     UnsupportedProtocolVersion,
 )
 from tether.jsonrpc.headers import (
+    HARVEST_IDEMPOTENCY_META,
     IDEMPOTENCY_HEADER,
     IDEMPOTENCY_META,
     Route,
@@ -594,13 +595,26 @@ def refused_with(msg: Message, hdrs: dict[str, str], schema: Any) -> JsonRpcErro
 
 
 def test_the_idempotency_key_header_wins_over_meta() -> None:
-    """Our choice: a non-blank Idempotency-Key header (trimmed), else `_meta`'s key."""
-    with_meta = {"_meta": {IDEMPOTENCY_META: "from-meta"}}
+    """Our choice: a non-blank Idempotency-Key header (trimmed), else `_meta`'s key (ours,
+    else Harvest's name for it: harvest-mcp-tools-and-tasks.md "Crash-safe create")."""
+    with_meta = {"_meta": {IDEMPOTENCY_META: "from-meta", HARVEST_IDEMPOTENCY_META: "h"}}
     assert idempotency_key(with_meta, {IDEMPOTENCY_HEADER: " k-1 "}) == "k-1"
     assert idempotency_key(with_meta, {IDEMPOTENCY_HEADER: "  "}) == "from-meta"
-    assert idempotency_key({"_meta": {IDEMPOTENCY_META: ""}}, {}) is None
-    assert idempotency_key({"_meta": {IDEMPOTENCY_META: 7}}, {}) is None
+    assert idempotency_key({"_meta": {HARVEST_IDEMPOTENCY_META: "h"}}, {}) == "h"
+    assert (
+        idempotency_key({"_meta": {HARVEST_IDEMPOTENCY_META: 7}}, {"idempotency-key": "k"}) == "k"
+    )
     assert idempotency_key({}, {}) is None
+
+
+@pytest.mark.parametrize("name", [IDEMPOTENCY_META, HARVEST_IDEMPOTENCY_META])
+@pytest.mark.parametrize("value", ["", 7, None, ["k"]])
+def test_a_meta_idempotency_key_that_is_not_a_string_is_refused(name: str, value: Any) -> None:
+    """Seed (Harvest: "must be a string"): a key a retry could not repeat is refused with
+    -32602, never dropped (dropping it would start a second run on the retry)."""
+    with pytest.raises(InvalidParams) as info:
+        idempotency_key({"_meta": {name: value}}, {})
+    assert info.value.code == codes.INVALID_PARAMS and name in info.value.message
 
 
 def test_transport_header_rules() -> None:

@@ -21,7 +21,12 @@ from typing import Any, Final, Literal
 
 from tether.jsonrpc import codes
 from tether.jsonrpc.codec import Message
-from tether.jsonrpc.errors import HeaderMismatch, InvalidMeta, UnsupportedProtocolVersion
+from tether.jsonrpc.errors import (
+    HeaderMismatch,
+    InvalidMeta,
+    InvalidParams,
+    UnsupportedProtocolVersion,
+)
 
 Era = Literal["modern", "legacy"]
 #: A tool's input schema by tool name (None for an unknown tool): what Mcp-Param-* mirror.
@@ -32,6 +37,8 @@ SSE: Final = "text/event-stream"
 #: Tether's own: a client may name a start's idempotency key in a header (it wins) or in `_meta`.
 IDEMPOTENCY_HEADER: Final = "idempotency-key"
 IDEMPOTENCY_META: Final = "dev.tether/idempotencyKey"
+#: The same key as Harvest's MCP Tasks route names it, honoured for clients written for it.
+HARVEST_IDEMPOTENCY_META: Final = "io.autumn-harvest/idempotencyKey"
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
 _B64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
 
@@ -260,10 +267,22 @@ def accepts_sse(headers: Mapping[str, str]) -> bool:
 
 def idempotency_key(params: Mapping[str, Any], headers: Mapping[str, str]) -> str | None:
     """The Idempotency-Key header (trimmed, if not blank), else `_meta`'s
-    dev.tether/idempotencyKey (a non-empty string), else None."""
+    dev.tether/idempotencyKey, else its io.autumn-harvest/idempotencyKey, else None.
+
+    Raises:
+        InvalidParams: the `_meta` key the header does not override is not a non-empty
+            string (a retry would otherwise start a second run).
+    """
     header = headers.get(IDEMPOTENCY_HEADER)
     if header and header.strip():
         return header.strip()
     meta = params.get("_meta")
-    key = meta.get(IDEMPOTENCY_META) if isinstance(meta, dict) else None
-    return key if isinstance(key, str) and key else None
+    if not isinstance(meta, dict):
+        return None
+    for name in (IDEMPOTENCY_META, HARVEST_IDEMPOTENCY_META):
+        if name in meta:
+            key = meta[name]
+            if not isinstance(key, str) or not key:
+                raise InvalidParams(f"_meta {name} must be a non-empty string", {"key": name})
+            return key
+    return None

@@ -117,7 +117,7 @@ class McpServer:
                 self.app, modern=True, tools_list_changed=self.info.tools_list_changed
             ),
             "ttlMs": self.info.discover_ttl_ms,
-            "cacheScope": "public",
+            "cacheScope": "private",
         }
         if self.info.instructions:
             result["instructions"] = self.info.instructions

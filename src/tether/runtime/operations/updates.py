@@ -58,8 +58,18 @@ async def update(
     finally:
         unsubscribe()
     if row.status == "failed":
-        raise errors.UpdateFailed(f"update {name!r} failed: {row.error}", error=row.error)
+        raise errors.UpdateFailed(
+            f"update {name!r} failed: {_describe(row.error)}", error=row.error
+        )
     return row.output
+
+
+def _describe(error: object) -> str:
+    """A recorded handler failure in words: `Type: message` (the record as is otherwise)."""
+    if isinstance(error, dict) and error.get("message") is not None:
+        kind = error.get("type")
+        return f"{kind}: {error['message']}" if kind else str(error["message"])
+    return str(error)
 
 
 async def _await_update(env: Env, update_id: str, done: asyncio.Event, timeout: float) -> UpdateRow:

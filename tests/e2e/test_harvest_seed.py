@@ -1,0 +1,144 @@
+"""Seed rules of harvest-mcp-tools-and-tasks.md that the conformance checklist does not state,
+over real HTTP: the cache hints of server/discover and tools/list ("MCP Tasks"), the start key
+of a task create ("Crash-safe create"), and the failure an update tool returns ("Generated
+tool set")."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import asyncpg
+import pytest
+from pydantic import BaseModel
+
+from tests.e2e.conftest import ServeFn
+from tests.mcp_client import CAPS_TASKS, McpClient, meta
+from tether.jsonrpc import codes
+from tether.runtime.context import Context
+from tether.runtime.registry import App
+
+pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
+
+HARVEST_KEY = "io.autumn-harvest/idempotencyKey"
+TETHER_KEY = "dev.tether/idempotencyKey"
+
+
+class Review(BaseModel):
+    title: str
+
+
+class Days(BaseModel):
+    days: int
+
+
+app = App("harvest-seed")
+
+
+@app.workflow(mcp=True)
+async def review(ctx: Context, req: Review) -> str:
+    await ctx.wait_for_signal("approve")
+    return req.title
+
+
+@app.update("review", mcp=True)
+async def explode(ctx: Context, d: Days) -> str:
+    raise RuntimeError("handler exploded")
+
+
+async def create(
+    c: McpClient, *, headers: dict[str, str] | None = None, **meta_keys: Any
+) -> dict[str, Any]:
+    """tools/call start_review with the Tasks extension; the JSON-RPC response body."""
+    params = {
+        "name": "start_review",
+        "arguments": {"body": {"title": "T"}},
+        "_meta": meta(CAPS_TASKS, **meta_keys),
+    }
+    return await c.call("tools/call", params, headers=headers)
+
+
+async def runs(db_url: str) -> int:
+    conn = await asyncpg.connect(db_url)
+    try:
+        count: int = await conn.fetchval("SELECT count(*) FROM executions")
+        return count
+    finally:
+        await conn.close()
+
+
+async def test_discover_and_tools_list_are_private_for_sixty_seconds(
+    mcp_server: ServeFn, client: Any
+) -> None:
+    """Seed: "The server/discover and tools/list results are cacheable: ttlMs is 60000,
+    cacheScope is private", and discovery's _meta holds the server identity."""
+    async with mcp_server(app) as url:
+        c = client(url)
+        discover = await c.result("server/discover", capabilities={})
+        tools = await c.result("tools/list", capabilities={})
+        for result in (discover, tools):
+            assert (result["ttlMs"], result["cacheScope"]) == (60_000, "private"), result
+        assert discover["_meta"][codes.META_SERVER_INFO]["name"]
+
+
+async def test_a_retried_create_with_a_start_key_gets_the_same_task(
+    mcp_server: ServeFn, client: Any, db_url: str
+) -> None:
+    """Seed "Crash-safe create": the key rides in the Idempotency-Key header or in `_meta`
+    (Harvest's io.autumn-harvest/idempotencyKey is honoured beside ours); the header wins; no
+    key starts a new run each time; a key that is not a string is refused (-32602) and starts
+    nothing."""
+    async with mcp_server(app) as url:
+        c = client(url)
+
+        async def task_id(**kw: Any) -> str:
+            body = await create(c, **kw)
+            assert body["result"]["resultType"] == "task", body
+            tid: str = body["result"]["taskId"]
+            return tid
+
+        harvest = await task_id(**{HARVEST_KEY: "h-1"})
+        assert await task_id(**{HARVEST_KEY: "h-1"}) == harvest
+        ours = await task_id(**{TETHER_KEY: "t-1"})
+        assert ours != harvest
+        assert await task_id(headers={"Idempotency-Key": "t-1"}, **{HARVEST_KEY: "h-1"}) == ours
+        assert await task_id() != await task_id()
+        before = await runs(db_url)
+        bad_keys: list[Any] = [7, "", None]
+        for bad in bad_keys:
+            body = await create(c, headers=None, **{HARVEST_KEY: bad})
+            assert body["error"]["code"] == codes.INVALID_PARAMS, body
+            assert HARVEST_KEY in body["error"]["message"]
+        assert await runs(db_url) == before
+
+
+async def test_an_update_handler_failure_is_returned_in_words(
+    mcp_server: ServeFn, client: Any
+) -> None:
+    """Seed "Generated tool set": a handler that fails records a failure, and the tool returns
+    that failure: `Type: message`, with the record itself in structuredContent."""
+    async with mcp_server(app) as url:
+        c = client(url)
+        call = {"name": "start_review", "arguments": {"body": {"title": "T"}}}
+        started = await c.result("tools/call", call, capabilities={})
+        handle = started["structuredContent"]["execution_id"]
+        async with asyncio.timeout(10):
+            while True:
+                status = await c.result(
+                    "tools/call",
+                    {"name": "review_status", "arguments": {"handle": handle}},
+                    capabilities={},
+                )
+                if status["structuredContent"]["status"] == "waiting":
+                    break
+                await asyncio.sleep(0.02)
+        update = {
+            "name": "review_update_explode",
+            "arguments": {"handle": handle, "input": {"days": 1}},
+        }
+        result = await c.result("tools/call", update, capabilities={})
+        assert result["isError"] is True
+        error = result["structuredContent"]["error"]
+        assert error["code"] == "update_failed"
+        assert error["message"] == "update 'explode' failed: RuntimeError: handler exploded"
+        assert error["update_error"] == {"type": "RuntimeError", "message": "handler exploded"}
