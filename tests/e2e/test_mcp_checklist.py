@@ -4,7 +4,10 @@ real HTTP against the fixture tools of tests/apps/mcp_fixtures.py.
 Every test names its checklist items in the docstring. Each test starts one server and groups
 the items that share a setup. Every reply any test receives also passes the error-code hygiene
 checks of section M (and item 54) in `CheckedClient.post`, so those hold suite-wide.
-Skipped: K (no authentication yet) and L (no `notifications/tasks` yet).
+Proved elsewhere: K (130, 131: tests/e2e/test_auth.py and tests/e2e/test_security_matrix.py,
+where a reader or another tenant is refused every tasks/* call and no table changes; 132 is
+here) and L (133-135: tests/e2e/test_push.py, the ack first, frames equal to tasks/get, and
+nothing but notifications/tasks on the stream).
 """
 
 from __future__ import annotations
