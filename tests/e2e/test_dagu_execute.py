@@ -310,6 +310,7 @@ async def test_retry_from_a_step_stop_timeout_queue_and_singleton(
             )
         )
         assert (timed["completed"], timed["statusLabel"]) == (False, "queued")
+        assert "run" not in timed  # Dagu: a wait that timed out reports no run detail
         refused(
             await execute(c, action="enqueue", name="slow", singleton=True), "conflict", "singleton"
         )

@@ -102,7 +102,7 @@ async def test_an_inline_spec_runs_to_completion_and_its_output_reads_back(
 ) -> None:
     """`inline_spec` with shell steps (the operator allowed them) and with an app action
     (allowed by default): each runs to `succeeded`; the logs URI shows the steps' output, the
-    run URI the run; `dagu_read` lists the inline DAG."""
+    run URI the run; `dagu_read` does not list the inline DAG (no DAG definition is made)."""
     monkeypatch.setenv("TETHER_INLINE_SHELL", "1")
     app = App()
     calls: list[int] = []
@@ -133,6 +133,14 @@ async def test_an_inline_spec_runs_to_completion_and_its_output_reads_back(
         logs = await c.result("resources/read", {"uri": out["logsUri"]}, capabilities={})
         text = logs["contents"][0]["text"]
         assert "hello tether" in text and "hello tether!" in text
+        # dagu_execute creates no DAG definition: the inline DAG is not listed nor readable
+        assert [d["name"] for d in (await read(c, "dagu://dags"))["dags"]] == ["kid"]
+        missing = await c.result(
+            "tools/call",
+            {"name": "dagu_read", "arguments": {"uri": "dagu://dags/adhoc"}},
+            capabilities={},
+        )
+        assert missing["structuredContent"]["code"] == "resource_not_found", missing
         done = ok(
             await execute(
                 c,

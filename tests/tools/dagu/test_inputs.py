@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tether.tools.dagu.inputs import FIELDS, ExecuteInput, InputError, parse
+from tether.tools.dagu.inputs import FIELDS, ExecuteInput, InputError, parse, partial
 
 RUN = {"name": "etl", "dagRunId": "r1"}
 DECIDE = {**RUN, "stepName": "gate"}
@@ -104,9 +104,9 @@ REFUSED: list[tuple[str, Any, str | None]] = [
         "includeDownstream",
     ),
     (
-        "includeDownstream requires stepName",
+        "includeDownstream requires stepName (Dagu names stepName)",
         {"action": "retry", **RUN, "includeDownstream": True},
-        "includeDownstream",
+        "stepName",
     ),
     (
         "includeDownstream wrong type",
@@ -308,3 +308,16 @@ def test_every_field_of_the_table_is_covered() -> None:
         "wait",
         "waitTimeoutSeconds",
     }
+
+
+def test_an_input_error_echoes_the_default_target_type_as_the_seed_example() -> None:
+    """The seed's example error: a retry missing dagRunId echoes targetType run."""
+    args = {"action": "retry", "name": "nightly-report"}
+    with pytest.raises(InputError) as info:
+        parse(args)
+    assert info.value.message == "The dagRunId field is required."
+    assert partial(args) == {"action": "retry", "targetType": "run", "dagName": "nightly-report"}
+    assert partial({"action": "start", "spec": " steps: []"})["targetType"] == "inline_spec"
+    assert partial({"action": "enqueue", "name": "x", "colour": 1})["targetType"] == "dag"
+    assert "targetType" not in partial({"action": "start", "targetType": "nope"})
+    assert "targetType" not in partial({"action": "pause", "name": "x"})

@@ -209,10 +209,11 @@ class _Run:
         asks = [s for s in steps if self.state.nodes[s.name].status == "waiting"]
         asks += [s for s in steps if isinstance(s.work, HumanTask)]
         asks.sort(key=lambda s: self.dag.order.index(s.name))
-        answers = await _phase([self._ask(s) for s in asks])
+        answers = await _asks_phase([self._ask(s) for s in asks])
         for step, answer in zip(asks, answers, strict=True):
-            self.state.record_answer(step.name, answer.payload, answer.by)
-        if asks:
+            if answer is not None:
+                self.state.record_answer(step.name, answer.payload, answer.by)
+        if asks and not self.state.rejected():
             self.state.attempts.append((await self.ctx.uuid()).hex[:6])
 
     def _ends_run(self, steps: list[Step]) -> bool:
@@ -324,17 +325,33 @@ async def _phase(calls: list[Any]) -> list[Any]:
         return []
     if len(calls) == 1:  # no task to wrap it in (a chain's every step)
         return [await calls[0]]
+    return _phase_results(await asyncio.gather(*calls, return_exceptions=True))
+
+
+async def _asks_phase(calls: list[Any]) -> list[gates.Answer | None]:
+    """A wave's asks (`_phase`), but a rejection ends the wait (Dagu rejects the run at once):
+    the gates and tasks still open are None, and the run, woken by it, ends `rejected`."""
+    if len(calls) <= 1:
+        return await _phase(calls)
     results = await asyncio.gather(*calls, return_exceptions=True)
+    rejected = [
+        r for r in results if isinstance(r, gates.Answer) and r.payload.get("decision") == "reject"
+    ]
+    return _phase_results(results, parked_ok=bool(rejected))
+
+
+def _phase_results(results: list[Any], *, parked_ok: bool = False) -> list[Any]:
+    """The gathered results; one Park for the calls that wait (`parked_ok`: None for them)."""
     parks = [r for r in results if isinstance(r, Park)]
     for r in results:
         if isinstance(r, BaseException) and not isinstance(r, Park):
             raise r
-    if parks:
+    if parks and not parked_ok:
         waits = [w for p in parks for w in p.waits]
         wakes = [p.wake_at for p in parks if p.wake_at is not None]
         status = "waiting" if any(p.status == "waiting" for p in parks) else "pending"
         raise Park(waits, min(wakes) if wakes else None, status=status)
-    return list(results)
+    return [None if isinstance(r, Park) else r for r in results]
 
 
 async def execute_step(

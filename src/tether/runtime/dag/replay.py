@@ -53,8 +53,13 @@ def param_text(param: Param) -> str:
     return f"{param.name}={param.default}" if param.name else param.default
 
 
-def fold(records: Sequence[StepRecord]) -> tuple[DagState | None, set[str]]:
-    """The state after the recorded results, and the steps with an open wait."""
+def fold(
+    records: Sequence[StepRecord], pending: Mapping[str, Mapping[str, Any]] | None = None
+) -> tuple[DagState | None, set[str]]:
+    """The state after the recorded results, and the steps with an open wait. `pending`:
+    answers delivered to open waits that the run has not consumed yet (by channel,
+    `{payload, by}`), applied as the run will apply them: Dagu shows a decided step decided
+    at once, while the run still waits on its other steps."""
     ordered = sorted(records, key=lambda r: r.seq)
     spec_rec = next((r for r in ordered if r.name == "dag:spec" and r.done), None)
     if spec_rec is None:
@@ -68,6 +73,8 @@ def fold(records: Sequence[StepRecord]) -> tuple[DagState | None, set[str]]:
         kind, _, subject = rec.name.partition(":")
         if rec.kind == "uuid" and rec.done:
             state.attempts.append(rec.result.replace("-", "")[:6])
+        elif rec.kind == "wait" and not rec.done and pending and rec.name in pending:
+            _apply_wait(state, kind, subject, pending[rec.name], children)
         elif rec.kind == "wait" and not rec.done:
             open_waits.add(_step_name(state.dag, kind, subject, children))
         elif rec.kind == "step" and kind == "node" and rec.done:

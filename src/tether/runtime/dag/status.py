@@ -20,7 +20,6 @@ from typing import Any, Final
 
 from tether.runtime.dag.replay import fold
 from tether.runtime.dag.state import DagState
-from tether.specs.dag import HumanTask
 from tether.storage.rows import ExecutionRow, StepRecord
 
 RUN_STATUSES: Final[Mapping[str, int]] = {
@@ -76,9 +75,14 @@ class RunDetail:
     waiting: tuple[Mapping[str, Any], ...] = ()  # the open approval / human-task waits
 
 
-def dag_status(row: ExecutionRow, steps: Sequence[StepRecord]) -> RunDetail:
-    """The Dagu view of a DAG run: run status and each step's status, in execution order."""
-    state, open_waits = fold(steps)
+def dag_status(
+    row: ExecutionRow,
+    steps: Sequence[StepRecord],
+    pending: Mapping[str, Mapping[str, Any]] | None = None,
+) -> RunDetail:
+    """The Dagu view of a DAG run: run status and each step's status, in execution order.
+    `pending`: answers the run holds unconsumed, by wait channel (see `fold`)."""
+    state, open_waits = fold(steps, pending)
     label = _run_label(row, state)
     details = () if state is None else _steps(row, state, open_waits)
     waiting = tuple(w for w in row.waits if w.get("kind") in ("approval", "human_task"))
@@ -131,8 +135,6 @@ def _steps(row: ExecutionRow, state: DagState, open_waits: set[str]) -> tuple[St
             label = "running"
         elif label == "running" and not live:
             label = "aborted"
-        if isinstance(step.work, HumanTask) and name in open_waits:
-            label = "waiting"
         result = node.result or {}
         out.append(
             StepDetail(

@@ -216,6 +216,11 @@ class Operations:
         """Signals named `name` the run holds unconsumed (see `queries.buffered_signals`)."""
         return await queries.buffered_signals(self.env, execution_id, name)
 
+    async def pending_answers(self, execution_id: str, channel: str) -> list[BufferedSignal]:
+        """Answers delivered to wait channel `channel` (`kind:name`, e.g. `approval:gate`)
+        that the run has not consumed yet (see `queries.pending_answers`)."""
+        return await queries.pending_answers(self.env, execution_id, channel)
+
     async def answer(
         self, execution_id: str, key: str, response: Any, *, by: str | None = None
     ) -> AnswerResult:

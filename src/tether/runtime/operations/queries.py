@@ -126,3 +126,12 @@ async def buffered_signals(env: Env, execution_id: str, name: str) -> list[Buffe
     await get(env, execution_id, follow_chain=False)
     with storage_errors():
         return await carryover.get_buffered_signals(env.pool, execution_id, f"signal:{name}")
+
+
+async def pending_answers(env: Env, execution_id: str, channel: str) -> list[BufferedSignal]:
+    """The answers on wait channel `channel` the run holds and has not consumed (an answer to
+    one of several open waits, or one the woken run has not replayed yet), oldest first.
+    Raises ExecutionNotFound."""
+    await get(env, execution_id, follow_chain=False)
+    with storage_errors():
+        return await carryover.get_buffered_signals(env.pool, execution_id, channel)

@@ -154,12 +154,16 @@ async def current(ops: Operations, inp: ExecuteInput) -> ExecutionRow:
 
 async def retry(ops: Operations, inp: ExecuteInput, by: str | None) -> ExecutionRow:
     row = await current(ops, inp)
-    if inp.step_name is not None:
-        read = await resolve.load(ops, row)
-        if read.step(inp.step_name) is None:
-            raise DaguError(
-                RESOURCE_NOT_FOUND, f"run has no step {inp.step_name!r}", field="stepName"
-            )
+    read = await resolve.load(ops, row)
+    if inp.step_name is not None and read.step(inp.step_name) is None:
+        raise DaguError(RESOURCE_NOT_FOUND, f"run has no step {inp.step_name!r}", field="stepName")
+    if row.live:  # Dagu: retrying an active run is a conflict (409)
+        label = read.status.status_label
+        raise DaguError(
+            CONFLICT,
+            f"DAG-run {inp.dag_run_id!r} is {label}; stop it before retrying it",
+            details={"status": read.status.status, "statusLabel": label},
+        )
     try:
         return await retry_dag(
             ops, row.id, inp.step_name, include_downstream=inp.include_downstream, by=by

@@ -13,7 +13,7 @@ open: a decision that lost a race to another is a `conflict` naming the attempt 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from tether.runtime import errors
 from tether.runtime.operations import Operations
@@ -29,8 +29,10 @@ from tether.tools.dagu.results import (
     DaguError,
     translate,
 )
+from tether.tools.dagu.uris import notifies
 
 _MAX_DEPTH = 8  # sub-DAG nesting searched for subDAGRunId
+WAKE: Final = "dagu_execute:wake"  # the signal that wakes a run parked on other waits
 
 
 async def _sub_run(ops: Operations, root: RunRead, sub_id: str) -> RunRead:
@@ -107,9 +109,25 @@ async def decide(ops: Operations, inp: ExecuteInput, root: ExecutionRow, by: str
         await ops.answer(read.row.id, str(wait["key"]), response, by=by)
     except (errors.AnswerConflict, errors.WaitNotOpen) as exc:
         raise await _moved_on(ops, read, inp) from exc
+    except errors.AnswerRejected as exc:
+        err = translate(exc, "inputs")
+        if exc.errors:  # the problems, without the internal wait key the runtime prefixes
+            err.message = "; ".join(str(e) for e in exc.errors)
+        raise err from exc
     except errors.TetherError as exc:
-        raise translate(exc, "inputs" if isinstance(exc, errors.AnswerRejected) else None) from exc
+        raise translate(exc) from exc
+    if response["decision"] == "reject":
+        await _wake(ops, read.row.id)
     return read
+
+
+async def _wake(ops: Operations, execution_id: str) -> None:
+    """A rejection ends the run at once (Dagu), even while other gates or tasks of it still
+    wait. An answer to one of several open waits leaves the run parked on the others, so
+    wake it with a signal it never reads: it replays, sees the rejection and ends."""
+    row = (await ops.get(execution_id)).current
+    if row.status == "waiting" and notifies(row):
+        await ops.signal(row.id, WAKE, None)
 
 
 def _check_attempt(inp: ExecuteInput, current: str | None) -> None:

@@ -57,9 +57,14 @@ class RunRead:
         return next((s for s in self.status.steps if s.name == step.name), None)
 
 
-def read_run(row: ExecutionRow, steps: Sequence[StepRecord]) -> RunRead:
+def read_run(
+    row: ExecutionRow,
+    steps: Sequence[StepRecord],
+    pending: Mapping[str, Mapping[str, Any]] | None = None,
+) -> RunRead:
+    """`pending`: answers the run holds unconsumed, by wait channel (`resolve.load`)."""
     state, _ = fold(steps)
-    return RunRead(row, dag_status(row, steps), state.dag if state is not None else None)
+    return RunRead(row, dag_status(row, steps, pending), state.dag if state is not None else None)
 
 
 def run_detail(read: RunRead, *, parent: Mapping[str, str] | None = None) -> dict[str, Any]:

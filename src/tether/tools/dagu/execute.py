@@ -148,11 +148,13 @@ class DaguExecute:
             out["waitError"] = f"the wait failed: {exc}"
             return out
         out["completed"] = not current.live
-        out["run"] = run = run_detail(read)
+        run = run_detail(read)
         if in_child:  # Dagu: a parent step waits while its child waits; so does the run
             run["status"], run["statusLabel"] = RUN_STATUSES["waiting"], "waiting"
         out["status"], out["statusLabel"] = run["status"], run["statusLabel"]
-        if not (in_child or notifies(current)):
+        if in_child or notifies(current):
+            out["run"] = run
+        else:  # Dagu: "a run that merely timed out reports no detail at all" (spec036 test)
             out["waitTimedOut"] = True
         return out
 

@@ -170,7 +170,7 @@ def _target_type(action: str, given: dict[str, Any]) -> TargetType:
 
 def _require(given: dict[str, Any], field: str, action: str) -> None:
     if field not in given:
-        raise InputError(field, f"The {field} field is required for the {action} action.")
+        raise InputError(field, f"The {field} field is required.")
 
 
 def _check_rules(action: str, given: dict[str, Any]) -> None:
@@ -183,7 +183,8 @@ def _check_rules(action: str, given: dict[str, Any]) -> None:
     if action in DECISIONS:
         _require(given, "stepName", action)
     if "includeDownstream" in given and "stepName" not in given:
-        raise InputError("includeDownstream", "The includeDownstream field requires stepName.")
+        # Dagu names the missing stepName (execute_tool.go), not includeDownstream.
+        raise InputError("stepName", "The includeDownstream field requires stepName.")
     for field in ("dagRunId", "subDAGRunId"):
         if field in given and not RUN_ID.match(given[field]):
             raise InputError(field, f"The {field} field must match ^[-a-zA-Z0-9_]+$ (<= 64).")
@@ -233,7 +234,8 @@ def parse(args: Any) -> ExecuteInput:
 
 def partial(args: Any) -> dict[str, Any]:
     """What an error result may echo of a refused input (action, targetType, dagName,
-    dagRunId), read leniently: only well-typed strings."""
+    dagRunId), read leniently: only well-typed strings. A known action without a
+    `targetType` echoes the one it defaults to, as the seed's example error does."""
     if not isinstance(args, Mapping):
         return {}
     out = {}
@@ -241,7 +243,17 @@ def partial(args: Any) -> dict[str, Any]:
         value = args.get(field)
         if isinstance(value, str) and value.strip():
             out[key] = value.strip()
+    if out.get("targetType") not in (None, *TARGET_TYPES):
+        del out["targetType"]  # an unknown value is the error itself, not a target type
+    elif "targetType" not in out and out.get("action") in ACTIONS:
+        out["targetType"] = _default_target(out["action"], args.get("spec"))
     run_id = args.get("dagRunId")
     if isinstance(run_id, str) and run_id.strip():
         out["dagRunId"] = run_id.strip()
     return out
+
+
+def _default_target(action: str, spec: Any) -> TargetType:
+    if action in RUN_ACTIONS:
+        return "run"
+    return "inline_spec" if isinstance(spec, str) and spec.strip() else "dag"

@@ -76,13 +76,14 @@ def _dag_list(ops: Operations) -> dict[str, Any]:
                 "uri": f"dagu://dags/{name}",
             }
             for name, entry in sorted(ops.app.dags.items())
+            if not entry.inline  # an inline run is no DAG definition (Dagu)
         ]
     }
 
 
 def _dag_spec(ops: Operations, name: str) -> dict[str, Any] | None:
     entry = ops.app.dags.get(name)
-    if entry is None:
+    if entry is None or entry.inline:
         return None
     spec = entry.spec
     return {

@@ -6,11 +6,17 @@ it names is the newest execution of that DAG with that id, followed along its ch
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
+from typing import Any, Final
+
 from tether.runtime import errors
 from tether.runtime.operations import Operations
-from tether.runtime.rows import ExecutionRow
+from tether.runtime.rows import ExecutionRow, StepRecord
 from tether.tools.dagu.detail import RunRead, read_run
 from tether.tools.dagu.uris import parse_run_uri
+
+CHECKPOINT_CHANNELS: Final = ("approval:", "human_task:")
 
 
 async def find_run(ops: Operations, name: str, dag_run_id: str) -> ExecutionRow | None:
@@ -26,7 +32,31 @@ async def find_run(ops: Operations, name: str, dag_run_id: str) -> ExecutionRow 
 
 
 async def load(ops: Operations, row: ExecutionRow) -> RunRead:
-    return read_run(row, await ops.steps(row.id))
+    steps = await ops.steps(row.id)
+    read = read_run(row, steps, await _pending(ops, row, steps))
+    entry = ops.app.dags.get(row.workflow)
+    if read.spec is None and entry is not None:
+        # A run stopped before its first write recorded no spec: its steps are the DAG's.
+        read = dataclasses.replace(read, spec=entry.spec)
+    return read
+
+
+async def _pending(
+    ops: Operations, row: ExecutionRow, steps: Sequence[StepRecord]
+) -> dict[str, dict[str, Any]]:
+    """The answers a live run holds for its open gates and tasks but has not replayed yet:
+    an answer to one of several waits opened together, until the last is answered, or one
+    the woken run has not consumed. Dagu shows such a step decided at once."""
+    if not row.live:
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for rec in steps:
+        if rec.kind != "wait" or rec.done or not rec.name.startswith(CHECKPOINT_CHANNELS):
+            continue
+        given = await ops.pending_answers(row.id, rec.name)
+        if given:
+            out[rec.name] = {"payload": given[0].payload, "by": given[0].by}
+    return out
 
 
 async def read(ops: Operations, name: str, dag_run_id: str) -> RunRead | None:

@@ -1,0 +1,156 @@
+"""`dagu_execute` on a run that waits on two steps at once (Dagu's conformance fixture: a human
+task and an approval gate, independent), over real HTTP: a rejection ends the run at once
+while the task still waits; a decided step reads as decided while the other still waits."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import ServeFn
+from tests.e2e.test_dagu_execute import execute, ok, refused
+from tests.mcp_client import McpClient
+from tether.runtime.registry import App
+
+pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
+Client = Callable[[str], McpClient]
+
+TWO = """
+name: two_waits
+steps:
+  - name: release_review
+    id: release_review
+    action: human.task
+    with:
+      prompt: Choose the release target
+      form:
+        type: object
+        properties:
+          environment: {type: string, enum: [staging, production]}
+        required: [environment]
+  - name: deploy_gate
+    id: deploy_gate
+    command: "true"
+    approval:
+      prompt: Approve the deployment
+      input: [ticket]
+      required: [ticket]
+  - name: record_release
+    depends: [release_review, deploy_gate]
+    command: "echo ${steps.release_review.outputs.environment}"
+"""
+
+
+NAP = """
+name: nap
+steps:
+  - name: sleep
+    command: "sleep 30"
+"""
+
+
+def app() -> App:
+    a = App()
+    a.dag(TWO)
+    a.dag(NAP)
+    return a
+
+
+async def test_a_rejection_ends_the_run_while_another_step_still_waits(
+    mcp_server: ServeFn, client: Client
+) -> None:
+    async with mcp_server(app()) as url:
+        c = client(url)
+        base = {"name": "two_waits", "dagRunId": "r-1"}
+        out = ok(await execute(c, action="start", **base, wait=True, waitTimeoutSeconds=10))
+        waiting = [s["name"] for s in out["run"]["steps"] if s["statusLabel"] == "waiting"]
+        assert waiting == ["release_review", "deploy_gate"], out
+        began = time.monotonic()
+        rejected = ok(
+            await execute(
+                c,
+                action="reject",
+                **base,
+                stepName="deploy_gate",
+                reason="not today",
+                wait=True,
+                waitTimeoutSeconds=10,
+            )
+        )
+        assert time.monotonic() - began < 5, "the rejected run kept waiting"
+        assert (rejected["completed"], rejected["status"], rejected["statusLabel"]) == (
+            True,
+            8,
+            "rejected",
+        ), rejected
+        (gate,) = [s for s in rejected["run"]["steps"] if s["name"] == "deploy_gate"]
+        assert gate["statusLabel"] == "rejected"
+        assert "finishedAt" in rejected["run"]
+        refused(
+            await execute(
+                c, action="approve", **base, stepName="release_review", inputs={"environment": "x"}
+            ),
+            "conflict",
+        )
+
+
+async def read(c: McpClient, uri: str) -> dict[str, Any]:
+    params = {"name": "dagu_read", "arguments": {"uri": uri}}
+    return ok(await c.result("tools/call", params, capabilities={}))
+
+
+async def test_a_decided_step_reads_decided_while_the_other_still_waits(
+    mcp_server: ServeFn, client: Client
+) -> None:
+    async with mcp_server(app()) as url:
+        c = client(url)
+        base = {"name": "two_waits", "dagRunId": "d-1"}
+        out = ok(await execute(c, action="start", **base, wait=True, waitTimeoutSeconds=10))
+        attempt = out["run"]["attemptId"]
+        busy = refused(await execute(c, action="retry", **base), "conflict")
+        assert busy["details"]["statusLabel"] == "waiting" and "d-1" in busy["message"], busy
+        bad = {"stepName": "release_review", "inputs": {"environment": "moon"}}
+        err = refused(await execute(c, action="approve", **base, **bad), "invalid_tool_input")
+        assert err["field"] == "inputs" and err["message"].startswith("environment:"), err
+        task = {"stepName": "release_review", "inputs": {"environment": "production"}}
+        done = ok(await execute(c, action="approve", **base, **task, attemptId=attempt))
+        assert (done["status"], done["statusLabel"]) == (7, "waiting"), done
+        run = await read(c, done["runUri"])
+        labels = {s["name"]: s["statusLabel"] for s in run["steps"]}
+        assert labels == {
+            "release_review": "succeeded",
+            "deploy_gate": "waiting",
+            "record_release": "not_started",
+        }, run
+        again = refused(await execute(c, action="approve", **base, **task), "conflict")
+        assert "succeeded" in again["message"], again
+        gate = {"stepName": "deploy_gate", "inputs": {"ticket": "T-1"}, "attemptId": attempt}
+        end = ok(await execute(c, action="approve", **base, **gate, wait=True))
+        assert (end["completed"], end["statusLabel"]) == (True, "succeeded"), end
+        logs = await read(c, end["logsUri"])
+        assert logs["steps"][-1]["stdout"].strip() == "production"
+
+
+async def test_a_stopped_run_shows_its_waiting_steps_aborted(
+    mcp_server: ServeFn, client: Client
+) -> None:
+    """Dagu's node cancel: waiting → aborted (internal/runtime/node_test.go)."""
+    async with mcp_server(app()) as url:
+        c = client(url)
+        base = {"name": "two_waits", "dagRunId": "s-1"}
+        ok(await execute(c, action="start", **base, wait=True, waitTimeoutSeconds=10))
+        out = ok(await execute(c, action="stop", **base, wait=True, waitTimeoutSeconds=10))
+        assert (out["completed"], out["statusLabel"]) == (True, "aborted"), out
+        steps = {s["name"]: s for s in out["run"]["steps"]}
+        assert steps["release_review"]["statusLabel"] == "aborted", steps
+        assert "humanTask" not in steps["release_review"]
+        assert steps["deploy_gate"]["statusLabel"] == "aborted"
+        # a run stopped before it recorded anything still has its DAG's steps
+        nap = {"name": "nap", "dagRunId": "n-1"}
+        ok(await execute(c, action="start", **nap))
+        ok(await execute(c, action="stop", **nap, wait=True, waitTimeoutSeconds=10))
+        err = refused(await execute(c, action="approve", **nap, stepName="sleep"), "conflict")
+        assert err["field"] == "stepName", err
