@@ -3,7 +3,8 @@ before its fix): a missing shell fails its step, not the run's machinery; a skip
 chain successor reads `skipped`, a failed one's `aborted`; `${VAR.path}` JSON references;
 backtick commands in params and env; unnamed string steps run as a chain; outputs are
 trimmed of spaces and published by a failed step too; the default shell is `$SHELL -e`
-and a script's shebang line chooses its interpreter; a file's steps run in its directory."""
+and a script's shebang line chooses its interpreter; a file's steps run in its directory;
+Dagu v2's `run: <shell text>` and `${params.NAME}`."""
 
 from __future__ import annotations
 
@@ -51,6 +52,15 @@ steps:
   - name: use
     command: echo "${INPUT.name} ${INPUT.age} ${INPUT.tags[1]} ${CONFIG.host}:${CONFIG.port}"
     depends: config
+""",
+    "v2run": """
+params:
+  - MESSAGE: hello
+steps:
+  - run: echo "${params.MESSAGE} from v2"
+    output: SAID
+  - run: |
+      echo "got ${SAID}"
 """,
     "backticks": """
 params:
@@ -154,6 +164,7 @@ async def test_dagu_examples_semantics(
 
     assert stdout["jsonref"]["use"] == "John 30 y localhost:8080\n"
     assert stdout["backticks"]["cmd_1"] == "hi hi-x 2 2\n"
+    assert stdout["v2run"] == {"cmd_1": "hello from v2\n", "cmd_2": "got hello from v2\n"}
     # The default shell is $SHELL -e: a failing line fails the step; bash-isms work; a
     # script's shebang picks its interpreter; a step's own `shell` gets no -e.
     assert labels["errexit"] == {"cmd_1": "failed"}

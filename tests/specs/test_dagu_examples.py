@@ -30,7 +30,7 @@ OUTSIDE = {
     "foreach": ("foreach", 4),
     "output-limit": ("maxOutputSize", 7),
     "execute_jq_command": ("executor", 4),
-    "k8s-example-dag": ("run", 25),  # Dagu v2 `run:` shell text; Tether's `run` is an action
+    "k8s-example-dag": ("queue", 12),  # `queue:` as a mapping (enabled, worker labels)
 }
 
 

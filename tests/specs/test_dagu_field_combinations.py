@@ -19,9 +19,9 @@ STEP = "steps:\n  - name: a\n    command: echo a\n"
 
 #: (where Dagu uses it, our snippet, the field a refusal names; None: it loads)
 COMBINATIONS: list[tuple[str, str, str | None]] = [
-    # Dagu v2 writes shell text under `run:`; Tether's `run` names a Python action
+    # Dagu v2 writes shell text under `run:` (Tether's `run: <name>` names a Python action)
     ("readme, first-run 01/02/04, k8s: run shell text",
-     'steps:\n  - name: a\n    run: echo "hi"\n', "run"),
+     'steps:\n  - name: a\n    run: echo "hi"\n', None),
     ("first-run 01: ids, depends lists, type graph",
      "type: graph\nsteps:\n  - id: a\n    command: echo a\n  - id: b\n    command: echo b\n"
      "    depends: [a]\n", None),

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from tether.runtime.scheduler import due_ticks, next_tick
-from tether.specs.dag import DagSpec, Precondition, Shell, load_string
+from tether.specs.dag import Action, DagSpec, Precondition, Shell, load_string
 
 PLAIN = "steps:\n  - name: a\n    command: x\n"
 
@@ -99,3 +99,32 @@ def test_schedules_in_a_time_zone() -> None:
 def test_output_names_with_a_dollar() -> None:
     for text in ("OUT", "$OUT", "${OUT}", "' OUT '"):
         assert _dag(f"steps:\n  - command: x\n    output: {text}\n").steps[0].output == "OUT"
+
+
+def test_run_with_shell_text_is_dagu_v2s_command_and_a_name_is_an_action() -> None:
+    """Dagu v2 (current README, conformance fixtures): `run:` is the canonical command field;
+    Tether's `run: <name>` (a registered Python action) keeps its meaning."""
+    dag = _dag(
+        'type: graph\nsteps:\n  - run: echo "${params.MESSAGE}"\n'
+        "  - name: two\n    run: [echo a, echo b]\n    with:\n      shell: bash -e\n"
+        "  - name: act\n    run: py.action\n    with: {x: 1}\n"
+    )
+    assert dag.step("cmd_1").work == Shell(('echo "${params.MESSAGE}"',))
+    assert dag.step("two").work == Shell(("echo a", "echo b"), shell="bash -e")  # noqa: S604 — a model, not a call
+    act = dag.step("act").work
+    assert isinstance(act, Action) and act.name == "py.action"
+    assert dict(act.with_) == {"x": 1}
+
+
+def test_run_shell_text_refuses_what_it_does_not_take_by_name() -> None:
+    for text, field in (
+        ("steps:\n  - run: echo a\n    with:\n      shell_packages: [jq]\n", "shell_packages"),
+        ("steps:\n  - run: echo a\n    command: echo b\n", "shell and run"),
+        ("steps:\n  - run: '  '\n", "must not be empty"),
+    ):
+        try:
+            _dag(text)
+        except Exception as exc:  # noqa: BLE001 — the refusal's text is what is checked
+            assert field in str(exc), (text, str(exc))
+        else:
+            raise AssertionError(f"loaded: {text!r}")

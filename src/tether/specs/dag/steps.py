@@ -191,7 +191,7 @@ def _work(fields: Fields, at: At, step_id: str | None, handler: bool) -> tuple[W
         params = fields.take("params")
         return Call(nonblank(*call), parse_params(*params) if params else ()), None
     if kind == "run":
-        return _action(fields, at), None
+        return _run(fields, at), None
     return _human_task(fields, at, step_id, handler)
 
 
@@ -208,14 +208,30 @@ def _shell(fields: Fields) -> Shell:
     )
 
 
-def _action(fields: Fields, at: At) -> Action:
-    run_node, run_at = fields.take("run") or at.fail("unreachable")
-    name = string(run_node, run_at)
-    if not ACTION_NAME.match(name):
-        run_at.fail(
-            f"`run` names a registered Python action ({ACTION_NAME.pattern}); "
-            "for a shell command use `command` or `script`"
-        )
+def _run(fields: Fields, at: At) -> Action | Shell:
+    """`run: <name>` calls a registered Python action (Tether's step kind); any other `run`
+    (text with spaces or shell syntax, several lines, a list) is Dagu v2's canonical spelling
+    of `command`, with `with.shell` as its shell."""
+    node, run_at = fields.take("run") or at.fail("unreachable")
+    if isinstance(node, yaml.ScalarNode) and ACTION_NAME.match(string(node, run_at)):
+        return _action(string(node, run_at), fields, at)
+    commands = strings(node, run_at, allow_scalars=True)
+    if not any(c.strip() for c in commands):
+        run_at.fail("must not be empty")
+    given_shell = fields.take("shell")
+    shell = " ".join(strings(*given_shell)) if given_shell else None
+    if taken := fields.take("with"):
+        options = Fields(*taken)
+        if chosen := options.take("shell"):
+            shell = " ".join(strings(*chosen))
+        options.finish({"shell_args": "put the arguments in `with.shell`"})
+    workdir = fields.take("dir", "workingDir", "working_dir")
+    return Shell(
+        commands=commands, script=None, shell=shell, dir=string(*workdir) if workdir else None
+    )
+
+
+def _action(name: str, fields: Fields, at: At) -> Action:
     args = fields.take("with")
     value = json_value(*args) if args else {}
     if not isinstance(value, dict):
