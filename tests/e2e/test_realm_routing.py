@@ -93,11 +93,32 @@ async def test_refund_routes_by_outcome_and_finalizes_once(
                 "only_low_risk",
             )
             assert "terminal_reason" not in state
+            assert state["abort_context"] == {  # run-state-and-health.md
+                "step_id": "only_low_risk",
+                "conditions": [
+                    {"condition": "assess.risk == 'low'", "resolved_value": "high", "passed": False}
+                ],
+                "abort_message": "High-risk refunds are not automated.",
+            }
         else:
             assert "flag_large" in state["skipped_steps"]  # when: false (20 <= 50)
+            assert "abort_context" not in state
+            assert state["skip_details"]["flag_large"] == {
+                "kind": "when_false",
+                "expression": "assess.amount > 50",
+                "leaves": [
+                    {
+                        "leaf": "assess.amount > 50",
+                        "lhs_present": True,
+                        "resolved_value": 20,
+                        "passed": False,
+                    }
+                ],
+            }
             assert (state["sealed_by_arm"], state["terminal_reason"]) == (
                 "complete", "Workflow completed.",
             )  # fmt: skip
+        assert "run_health" not in state and "step_claims" not in state  # the run has ended
 
 
 async def test_an_abandoned_run_runs_no_finalizer(mcp_server: ServeFn, client: Client) -> None:

@@ -326,6 +326,29 @@ async def test_a_missing_handler_leaves_the_run_open_until_advance_run_finds_it(
         run = started["run_id"]
         state = await tool(c, "get_run_state", {"run_id": run})
         assert state["next_actions_status"] == "blocked_on_capability"
+        assert state["engine_runnable"] == [  # run-state-and-health.md
+            {
+                "step": "fetch",
+                "runnable_here": False,
+                "refused_by": "capability",
+                "refusal": "handler 'fetch_it' is not registered here",
+                "basis": "registry",
+            }
+        ]
+        need = {"requirement": {"kind": "handler", "name": "fetch_it"}}
+        code = "ENGINE_HANDLER_NOT_REGISTERED"
+        assert state["capability_blocks"] == [{"step": "fetch", **need, "code": code}]
+        assert state["run_health"] == [
+            {
+                "kind": "capability_block",
+                "step": "fetch",
+                "reason": code,
+                "evidence": {**need, "code": code},
+            }
+        ]
+        assert state["warnings"] == [
+            "this run has 1 active run-health finding(s) — see 'run_health' for detail."
+        ]
         still = await tool(c, "advance_run", {"run_id": run})  # still lacking: nothing ran
         assert (still["status"], still["run_phase"]) == ("ok", "running")
         assert "cannot run here (capability)" in still["context_hint"]
@@ -345,6 +368,10 @@ async def test_a_missing_handler_leaves_the_run_open_until_advance_run_finds_it(
         )
         state = await tool(c, "get_run_state", {"run_id": refused["run_id"]})
         assert (state["next_actions_status"], state["next_actions"]) == ("ok", [])
+        assert [(e["refused_by"], e["refusal"]) for e in state["engine_runnable"]] == [
+            ("input_schema", "(root) must have required property 'n'")
+        ]
+        assert "run_health" not in state and "capability_blocks" not in state
 
 
 FLAKY = """

@@ -48,6 +48,7 @@ from tether.specs.realm import (
     ConditionUnresolved,
     Progress,
     evaluate,
+    explain,
     finalizers_for,
     templates,
     upstream_verdict,
@@ -167,12 +168,22 @@ def decide_guard(step: PlanStep, params: dict[str, Any], outputs: dict[str, Any]
         return {"outcome": "resolution_error", "reason": str(exc)}
     if ok:
         return {"outcome": "pass"}
-    return {"outcome": "abort", "reason": step.abort_message}
+    read = explain(step.abort_unless, _context(params, outputs))
+    said = [
+        {"condition": c["leaf"], **{k: c[k] for k in ("resolved_value", "passed")}} for c in read
+    ]
+    return {"outcome": "abort", "reason": step.abort_message, "conditions": said}
 
 
-def decide_when(step: PlanStep, params: dict[str, Any], outputs: dict[str, Any]) -> bool:
-    """Whether the step runs (`when`, all true) — pure."""
-    return all(evaluate(c, _context(params, outputs)) for c in step.when)
+def _runs(when: bool | dict[str, Any]) -> bool:
+    """A recorded `when` decision (a bool in runs recorded before its leaves were kept)."""
+    return when if isinstance(when, bool) else bool(when["run"])
+
+
+def decide_when(step: PlanStep, params: dict[str, Any], outputs: dict[str, Any]) -> dict[str, Any]:
+    """Whether the step runs (`when`, all true), with each condition's reading — pure."""
+    leaves = explain(step.when, _context(params, outputs))
+    return {"run": all(c["passed"] for c in leaves), "leaves": leaves}
 
 
 async def _run_handler(
@@ -328,8 +339,8 @@ async def _walk(ctx: Context, host: ProtocolHost, plan: Plan, w: Walk) -> None:
         if w.verdict(step) == "skip":
             w.skipped.add(step.id)
             continue
-        if step.when and not await ctx.step(
-            decide_when, step, w.params, w.outputs, name=f"realm:when:{step.id}"
+        if step.when and not _runs(
+            await ctx.step(decide_when, step, w.params, w.outputs, name=f"realm:when:{step.id}")
         ):
             w.skipped.add(step.id)
             continue
