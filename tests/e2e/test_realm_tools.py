@@ -260,7 +260,13 @@ async def test_refused_answers_are_counted_up_to_the_step_budget(
         (error,) = first["error_details"]["errors"]
         assert (error["instancePath"], error["keyword"]) == ("/summary", "minLength")
         assert error["message"] == "must NOT have fewer than 10 characters"
+        after = await tool(c, "get_run_state", {"run_id": run})  # tools.md run_version: the
+        assert after["run_version"] > first["run_version"]  # refusal was a write on the run
+        assert (after["run_phase"], after["next_actions"][0]["instruction"]["tool"]) == (
+            "running", "execute_step",
+        )  # fmt: skip
         second = await tool(c, "execute_step", short)
+        assert second["run_version"] > after["run_version"]  # the number after its writes
         assert (second["status"], second["error_code"]) == ("error", "VALIDATION_EXHAUSTED")
         assert (second["run_phase"], second["agent_action"]) == ("failed", "stop")
         assert second["stopped_step"] == "summarise"

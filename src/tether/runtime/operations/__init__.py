@@ -250,10 +250,16 @@ class Operations:
         )
 
     async def note(
-        self, execution_id: str, name: str, payload: Any, *, by: str | None = None
+        self,
+        execution_id: str,
+        name: str,
+        payload: Any,
+        *,
+        by: str | None = None,
+        counted: bool = False,
     ) -> None:
         """Buffer a note for the live run without waking it (see `answering.note`)."""
-        await answering.note(self.env, execution_id, name, payload, by=by)
+        await answering.note(self.env, execution_id, name, payload, by=by, counted=counted)
 
     async def update(
         self,

@@ -246,10 +246,18 @@ async def signal(
 
 
 async def note(
-    env: Env, execution_id: str, name: str, payload: Any, *, by: str | None = None
+    env: Env,
+    execution_id: str,
+    name: str,
+    payload: Any,
+    *,
+    by: str | None = None,
+    counted: bool = False,
 ) -> None:
     """Buffer `payload` on channel `name` of the live run without waking it: a note the run
     holds (durable, sealed like a signal) and reads only if it ever waits on that channel.
+    `counted`: the note is a change of the run (a `signal` event, its version rises), still
+    without waking it (a parked run stays parked with the same waits).
     Raises RunEnded, AnswerRejected (size), ExecutionNotFound, Unavailable."""
     waits.check_name(name)
     env.check_payload(payload, errors.AnswerRejected)
@@ -259,3 +267,6 @@ async def note(
         if locked is None or not locked.live:
             raise errors.RunEnded(f"run {run.id!r} has ended")
         await repo.insert_signal(conn, run.id, f"signal:{name}", None, payload, by)
+        if counted and locked.status == "waiting":
+            event = {"name": name, "by": by}
+            await repo.answer_keep_parked(conn, run.id, locked.waits, "signal", event)

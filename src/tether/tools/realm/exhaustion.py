@@ -1,8 +1,9 @@
 """An agent step's budget of refused answers (Realm's `validation_exhaustion`).
 
 Each refused answer is counted on the run: a note on channel `realm.rejections.<step>`
-(`Operations.note`: durable, in the run's tenant, it does not wake the run), and the refusal
-replies `error_details{errors, rejections, threshold}`. The refusal that reaches the step's
+(`Operations.note`: durable, in the run's tenant, it does not wake the run; `counted`, so the
+run's version rises as Realm's does), and the refusal replies `error_details{errors,
+rejections, threshold}` with the run's version from before that write. The refusal that reaches the step's
 `threshold` (6 by default) ends the step:
 
 - `mode: fail` ends the run `failed` with `VALIDATION_EXHAUSTED` and `agent_action: stop`
@@ -57,7 +58,8 @@ async def refused(
     schema = refused_schema(step, answer)
     errors = [v.as_ajv() for v in validate_payload(getattr(step.spec, schema), answer)]
     try:
-        await ops.note(row.id, channel(step.id), {"schema": schema, "errors": errors[:20]})
+        found = {"schema": schema, "errors": errors[:20]}
+        await ops.note(row.id, channel(step.id), found, counted=True)  # run_version rises
     except rt.RunEnded:
         return replies.ended(step.id, (await ops.get(row.id)).current, "no steps executed.")
     count = await rejections(ops, row.id, step.id)
