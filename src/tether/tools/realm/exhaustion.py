@@ -3,8 +3,8 @@
 Each refused answer is counted on the run: a note on channel `realm.rejections.<step>`
 (`Operations.note`: durable, in the run's tenant, it does not wake the run; `counted`, so the
 run's version rises as Realm's does), and the refusal replies `error_details{errors,
-rejections, threshold}` with the run's version from before that write. The refusal that reaches the step's
-`threshold` (6 by default) ends the step:
+rejections, threshold}` with the run's version from before that write. The refusal that
+reaches the step's `threshold` (6 by default) ends the step:
 
 - `mode: fail` ends the run `failed` with `VALIDATION_EXHAUSTED` and `agent_action: stop`
   (`Step '<s>' exhausted its validation-rejection budget (n/n)`); the run is ended through
