@@ -133,3 +133,21 @@ async def test_an_abandoned_run_runs_no_finalizer(mcp_server: ServeFn, client: C
         assert state["sealed_by_arm"] == "abandon_requested"
         await asyncio.sleep(0.3)  # a finalizer, were one to run, would have run by now
         assert notes == []
+
+
+async def test_a_finalizer_without_its_handler_is_left_cleanup_pending(
+    mcp_server: ServeFn, client: Client
+) -> None:
+    """A finalizer whose handler this server lacks is not a failure: Realm leaves it
+    `cleanup_pending` (get_run_state `cleanup_pending{steps}`)."""
+    app = App("realm-routing-pending")
+    app.protocol(REFUND)  # close_books' handler `note` is not registered
+    async with mcp_server(app) as url:
+        c = client(url)
+        run = (await tool(c, "start_run", {"workflow_id": "refund"}))["run_id"]
+        answer = {"risk": "high", "amount": 20}  # the guard aborts; close_books (always) is owed
+        await tool(c, "execute_step", {"run_id": run, "command": "assess", "params": answer})
+        state = await _state(c, run)
+        assert state["run_phase"] == "aborted"
+        assert state["cleanup_pending"] == {"steps": ["close_books"]}
+        assert state["failed_steps"] == []

@@ -24,7 +24,8 @@
   the gate stays open. The step's output gains `choice` (read as `<step>.choice`).
 - when the walk ends (complete, completed_with_failed_steps, a guard's or gate's abort, a
   failure), the finalizers whose `on_outcome` names that ending (or `always`) run once each,
-  in file order (`realm:final:<id>`); a finalizer's failure is recorded and changes nothing.
+  in file order (`realm:final:<id>`); a finalizer's failure is recorded and changes nothing;
+  one whose handler this process lacks is recorded as left pending (`cleanup_pending`).
   An abandoned run (terminated) runs no more code, so no finalizer.
 The output is `{"outputs": {step: output}, "gates": {step: resolution}, "failed_steps"?}`.
 """
@@ -347,6 +348,10 @@ async def _walk(ctx: Context, host: ProtocolHost, plan: Plan, w: Walk) -> None:
         await _one(ctx, host, plan, step, w)
 
 
+def left_pending(handler: str) -> dict[str, str]:
+    return {"cleanup_pending": f"handler '{handler}' is not registered here"}
+
+
 async def _finalize(
     ctx: Context, host: ProtocolHost, plan: Plan, w: Walk, outcome: Outcome
 ) -> None:
@@ -354,6 +359,9 @@ async def _finalize(
     recorded and does not change how the run ended."""
     for fin in finalizers_for(plan.spec, outcome):
         step = PlanStep(fin)
+        if step.handler is not None and step.handler not in host.handlers:
+            await ctx.step(left_pending, step.handler, name=f"realm:final:{fin.id}")
+            continue  # Realm leaves it `cleanup_pending` for code that has its handler
         with contextlib.suppress(StepFailed):
             await ctx.step(
                 _run_handler, host.handlers, step, w.params, w.outputs, name=f"realm:final:{fin.id}"

@@ -12,7 +12,9 @@ run's row, its plan and its step records.
 - `skip_details`: each skipped step, the kind of skip (`when_false`, `trigger_rule`,
   `gate_expired`) and what decided it;
 - `abort_context`: the guard that aborted the run, its conditions with their values, and its
-  message.
+  message;
+- `cleanup_pending{steps}`: on an ended run, the finalizers left pending because their handler
+  was not registered (Tether has no `drain` command, so no `command`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ def fields(
     if context := abort_context(row, plan, records):
         out["abort_context"] = context
     if runs.ended(row):
+        if pending := cleanup_pending(records):
+            out["cleanup_pending"] = pending
         return out
     if waiting:
         since = (runs.open_gate(row) or {}).get("opened_at")
@@ -62,6 +66,20 @@ def fields(
             "for detail."
         ]
     return out
+
+
+def cleanup_pending(records: Sequence[StepRecord]) -> dict[str, Any] | None:
+    """The finalizers left pending: their handler was not registered when the run ended."""
+    steps = [
+        r.name.removeprefix("realm:final:")
+        for r in records
+        if r.done
+        and r.name.startswith("realm:final:")
+        and isinstance(r.result, dict)
+        and isinstance(r.result.get("value"), dict)
+        and "cleanup_pending" in r.result["value"]
+    ]
+    return {"steps": steps} if steps else None
 
 
 def engine_runnable(row: ExecutionRow, plan: Plan | None) -> list[dict[str, Any]]:
