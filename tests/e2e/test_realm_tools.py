@@ -432,3 +432,28 @@ async def test_retry_retries_only_errors_marked_retryable(
             assert got == (
                 3, "failed", "STEP_RETRY_EXHAUSTED", ["Step 'fetch' failed after 3 attempts"],
             )  # fmt: skip
+
+
+async def test_retry_total_timeout_stops_the_retries(mcp_server: ServeFn, client: Client) -> None:
+    """retry-and-timeouts.md: with a 600 ms wait and `total_timeout_seconds: 1`, a third try
+    could not start within the limit: the step fails after 2 attempts (of 5)."""
+    calls: list[int] = []
+    app = App("realm-flaky-total")
+    app.protocol(
+        FLAKY.replace(
+            "retry: {max_attempts: 3, backoff: fixed, base_delay_ms: 10}",
+            "retry: {max_attempts: 5, base_delay_ms: 600, total_timeout_seconds: 1}",
+        )
+    )
+
+    @app.handler()
+    def fetch(inputs: dict[str, Any]) -> dict[str, Any]:
+        calls.append(1)
+        raise RateLimited("rate limited")
+
+    async with mcp_server(app) as url:
+        started = await tool(client(url), "start_run", {"workflow_id": "flaky"})
+        assert (len(calls), started["run_phase"], started.get("error_code")) == (
+            2, "failed", "STEP_RETRY_EXHAUSTED",
+        )  # fmt: skip
+        assert started["errors"] == ["Step 'fetch' failed after 2 attempts"]

@@ -298,6 +298,7 @@ async def _auto(ctx: Context, host: ProtocolHost, plan: Plan, step: PlanStep, w:
             timeout=step.spec.effective_timeout,  # one attempt's limit (3600 s by default)
             retry=policy,
             retry_if=retry_if,
+            total_timeout=step.spec.retry.total_timeout_seconds if step.spec.retry else None,
         )
     except StepFailed:
         if not handled(plan, step):
