@@ -238,6 +238,11 @@ steps:
       required: [n]
       properties: {n: {type: integer}}
     validation_exhaustion: {threshold: 1, mode: default, default_output: {n: 0}}
+  tidy:
+    description: Tidy up after a failure
+    execution: finalizer
+    handler: tidy
+    on_outcome: fail
 """
 
 
@@ -249,6 +254,23 @@ async def test_refused_answers_are_counted_up_to_the_step_budget(
     completes the step with its default_output."""
     app = App("realm-budget")
     app.protocol(BUDGET)
+    tidied: list[int] = []
+
+    @app.handler()
+    def tidy(inputs: dict[str, Any]) -> dict[str, Any]:
+        tidied.append(1)
+        return {}
+
+    handled = BUDGET.replace("id: budget", "id: budget_handled")
+    handled = handled.replace(
+        "depends_on: [summarise]\n    output", "depends_on: [fallback]\n    output"
+    )
+    handled = handled.replace(
+        "  tidy:\n",
+        "  fallback:\n    description: Go on without it\n    execution: auto\n"
+        "    depends_on: [summarise]\n    trigger_rule: one_failed\n  tidy:\n",
+    )
+    app.protocol(handled)
     async with mcp_server(app) as url:
         c = client(url)
         run = (await tool(c, "start_run", {"workflow_id": "budget"}))["run_id"]
@@ -277,6 +299,20 @@ async def test_refused_answers_are_counted_up_to_the_step_budget(
         ]
         state = await tool(c, "get_run_state", {"run_id": run})
         assert (state["run_phase"], state["terminal_state"]) == ("failed", True)
+        assert state["failed_steps"] == ["summarise"]
+        assert tidied == [1]  # a failed step: the run's `fail` finalizers run (not an abandon)
+
+        run = (await tool(c, "start_run", {"workflow_id": "budget_handled"}))["run_id"]
+        for _ in range(2):  # the step fails; `fallback` runs on that failure, the run goes on
+            went_on = await tool(c, "execute_step", {**short, "run_id": run})
+        assert (went_on["status"], went_on["error_code"]) == ("error", "VALIDATION_EXHAUSTED")
+        assert (went_on["run_phase"], went_on["agent_action"]) == ("running", "report_to_user")
+        assert went_on["error_details"]["rejections"] == 2
+        state = await tool(c, "get_run_state", {"run_id": run})
+        assert "fallback" in state["completed_steps"] and state["terminal_state"] is False
+        assert (state["failed_steps"], "summarise" in state["completed_steps"]) == (
+            ["summarise"], False,
+        )  # fmt: skip
 
         run = (await tool(c, "start_run", {"workflow_id": "budget"}))["run_id"]
         ok = {"run_id": run, "command": "summarise", "params": {"summary": "long enough now"}}

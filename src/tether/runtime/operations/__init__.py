@@ -249,6 +249,12 @@ class Operations:
             self.env, execution_id, name, payload, idempotency_key=idempotency_key, by=by
         )
 
+    async def answer_unchecked(
+        self, execution_id: str, key: str, response: Any, *, by: str | None = None
+    ) -> bool:
+        """Deliver a surface's own answer to an open wait, unchecked (`answering`)."""
+        return await answering.answer_unchecked(self.env, execution_id, key, response, by=by)
+
     async def note(
         self,
         execution_id: str,

@@ -193,6 +193,25 @@ async def _judge(
     return "accepted"
 
 
+async def answer_unchecked(
+    env: Env, execution_id: str, key: str, response: Any, *, by: str | None = None
+) -> bool:
+    """Deliver `response` to the open wait `key` without checking it against the wait: for a
+    surface that decided the answer itself (Realm ends an agent step whose refused answers
+    spent its budget with a marker its interpreter reads). False when the wait is not open.
+    Raises ExecutionNotFound, Unavailable."""
+    env.check_payload(response, errors.AnswerRejected)
+    async with storage_errors(), env.pool.acquire() as conn, conn.transaction():
+        row = await repo.get_execution(conn, execution_id, lock=True)
+        if row is None or not env.sees(row):
+            raise errors.ExecutionNotFound(f"no run {execution_id!r}")
+        wait = next((d for d in row.waits if d.get("key") == key), None)
+        if wait is None or await repo.get_signal_by_key(conn, row.id, key) is not None:
+            return False
+        await _deliver(conn, row, [(key, wait, response)], by)
+    return True
+
+
 async def _deliver(conn: Any, row: ExecutionRow, deliver: list[_Delivery], by: str | None) -> None:
     rest = list(row.waits)
     for i, (key, wait, response) in enumerate(deliver):

@@ -43,6 +43,15 @@ from tether.runtime import waits
 from tether.runtime.context import Context
 from tether.runtime.errors import StepFailed, WaitTimeout
 from tether.runtime.realm import attempts
+from tether.runtime.realm.failures import (
+    Exhausted,
+    GateExpired,
+    GateMessageError,
+    GuardAborted,
+    GuardResolutionError,
+    HandlerNotRegistered,
+    exhausted_marker,
+)
 from tether.runtime.realm.plan import Plan, PlanStep, plan_from_text
 from tether.specs.realm import (
     ConditionContext,
@@ -68,36 +77,6 @@ class ProtocolInput(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
 
 
-class GuardAborted(Exception):
-    """A guard's condition was false: the run ends `aborted` (phase) with its abort message."""
-
-    def __init__(self, step: str, reason: str | None) -> None:
-        super().__init__(reason or f"Guard step '{step}' aborted the run.")
-        self.step = step
-        self.reason = reason
-
-
-class GateExpired(GuardAborted):
-    """A gate's time ran out with `on_expiry: abort`: the run ends `aborted`, with no answer."""
-
-
-class GuardResolutionError(Exception):
-    """A guard's condition named nothing: the run fails at that guard."""
-
-
-class GateMessageError(Exception):
-    """A gate's `message` cannot be rendered (`<code>: <detail>`, code
-    GATE_MESSAGE_UNRESOLVABLE or FILTER_UNKNOWN): the gate does not open and the run waits."""
-
-    def __init__(self, step: str, code: str, detail: str) -> None:
-        super().__init__(f"{code}: {detail}")
-        self.step = step
-
-
-class HandlerNotRegistered(Exception):
-    """An auto step names a handler this process does not have."""
-
-
 @dataclass(frozen=True)
 class AgentAnswer(waits.WaitSpec):
     """An agent step's wait: the answer is any JSON fitting the step's JSON schema (checked by
@@ -112,6 +91,11 @@ class AgentAnswer(waits.WaitSpec):
 
     def extra(self) -> dict[str, Any]:
         return {"step": self.name, "input_schema": dict(self.input_schema or {})}
+
+    def parse(self, response: Any, by: str | None) -> Any:
+        if (detail := exhausted_marker(response, by)) is not None:
+            raise Exhausted(self.name, detail)
+        return response
 
 
 @dataclass(frozen=True)
@@ -327,7 +311,13 @@ async def _one(ctx: Context, host: ProtocolHost, plan: Plan, step: PlanStep, w: 
         spec = AgentAnswer(
             step.id, prompt or step.description, step.answer_schema, step.input_schema
         )
-        (answer,) = await ctx.wait_all(spec)
+        try:
+            (answer,) = await ctx.wait_all(spec)
+        except Exhausted:
+            if not handled(plan, step):
+                raise
+            w.failed.add(step.id)
+            return
         w.outputs[step.id] = answer
         w.completed.add(step.id)
     if step.gate is not None and step.id in w.completed:
@@ -382,7 +372,7 @@ async def run_protocol(
     except GuardAborted:
         await _finalize(ctx, host, plan, w, "abort")
         raise
-    except (GuardResolutionError, StepFailed):
+    except (GuardResolutionError, StepFailed, Exhausted):
         await _finalize(ctx, host, plan, w, "fail")
         raise
     outcome: Outcome = "completed_with_failed_steps" if w.failed else "complete"

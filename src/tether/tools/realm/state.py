@@ -37,7 +37,7 @@ async def run_state(
     done = [s for s in runs.completed_steps(plan, records) if s not in waiting]
     failed = runs.failed_steps(records)
     spent = runs.failure(row)[0] if runs.exhausted(row) else None
-    if spent is not None:
+    if spent is not None and spent not in failed:  # runs ended by the older terminate path
         failed.append(spent)
     actions = replies.open_entries(row, plan)
     p = runs.phase(row)
