@@ -15,7 +15,8 @@
   the run (GuardAborted), a path that names nothing fails it (GuardResolutionError);
 - an `agent` step is a wait of kind `agent_step` named after the step, whose schema is the
   step's `answer_schema` (input_schema and output_schema): the one runtime `answer` path
-  checks an answer against it, so a refused answer changes nothing;
+  checks an answer against it, so a refused answer changes nothing; a step whose refused
+  answers spent its budget fails like an auto step (failures.Exhausted);
 - a gated step (`trust: human_*`) then opens an approval wait (`GateWait`) with the gate's
   choices and the step's output as preview; its deadline is the gate's `timeout_seconds`.
   When the deadline passes first, the run (woken by the worker, or by the next act on it)
