@@ -87,6 +87,14 @@ async def test_gate_answered_in_time(mcp_server: ServeFn, client: Client) -> Non
             ["draft"], "awaiting_human",
         )  # fmt: skip
         stored = state["pending_gate"]  # gates.md: what is stored when a gate opens
+        assert state["step_claims"] == [  # run-state-and-health.md
+            {
+                "step": "draft",
+                "holder": {"by": None, "absent_cause": "driver_not_recorded"},
+                "since": stored["opened_at"],
+            }
+        ]
+        assert "run_health" not in state and "engine_runnable" not in state
         assert stored["opened_at"] and stored["resolved_message"] == "Pay it?"
         assert (stored["on_expiry"], stored["default_choice"]) == ("settle_default", "hold")
         early = await tool(c, "execute_step", {"run_id": run, "command": "paid"})
@@ -112,6 +120,14 @@ async def test_gate_answered_in_time(mcp_server: ServeFn, client: Client) -> Non
         assert ok["status"] == "ok"
         assert ok["run_phase"] == "completed"
         assert ok["gate_claim"]["proof"] == "matched"
+        steps = (await tool(c, "get_run_state", {"run_id": run, "include_steps": True}))["steps"]
+        assert steps["draft"]["answers"] == [  # run-state-and-health.md include_steps
+            {
+                "choice": "pay",
+                "answered_by": {"by": "dev", "by_source": "stated"},  # the caller's principal
+                "claim_proof_absent": "proof_not_recorded",
+            }
+        ]
         assert "answer_recorded" not in ok
         again = await tool(c, "submit_human_response", args)
         assert again["status"] == "ok"

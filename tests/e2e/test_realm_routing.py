@@ -93,11 +93,32 @@ async def test_refund_routes_by_outcome_and_finalizes_once(
                 "only_low_risk",
             )
             assert "terminal_reason" not in state
+            assert state["abort_context"] == {  # run-state-and-health.md
+                "step_id": "only_low_risk",
+                "conditions": [
+                    {"condition": "assess.risk == 'low'", "resolved_value": "high", "passed": False}
+                ],
+                "abort_message": "High-risk refunds are not automated.",
+            }
         else:
             assert "flag_large" in state["skipped_steps"]  # when: false (20 <= 50)
+            assert "abort_context" not in state
+            assert state["skip_details"]["flag_large"] == {
+                "kind": "when_false",
+                "expression": "assess.amount > 50",
+                "leaves": [
+                    {
+                        "leaf": "assess.amount > 50",
+                        "lhs_present": True,
+                        "resolved_value": 20,
+                        "passed": False,
+                    }
+                ],
+            }
             assert (state["sealed_by_arm"], state["terminal_reason"]) == (
                 "complete", "Workflow completed.",
             )  # fmt: skip
+        assert "run_health" not in state and "step_claims" not in state  # the run has ended
 
 
 async def test_an_abandoned_run_runs_no_finalizer(mcp_server: ServeFn, client: Client) -> None:
@@ -112,3 +133,21 @@ async def test_an_abandoned_run_runs_no_finalizer(mcp_server: ServeFn, client: C
         assert state["sealed_by_arm"] == "abandon_requested"
         await asyncio.sleep(0.3)  # a finalizer, were one to run, would have run by now
         assert notes == []
+
+
+async def test_a_finalizer_without_its_handler_is_left_cleanup_pending(
+    mcp_server: ServeFn, client: Client
+) -> None:
+    """A finalizer whose handler this server lacks is not a failure: Realm leaves it
+    `cleanup_pending` (get_run_state `cleanup_pending{steps}`)."""
+    app = App("realm-routing-pending")
+    app.protocol(REFUND)  # close_books' handler `note` is not registered
+    async with mcp_server(app) as url:
+        c = client(url)
+        run = (await tool(c, "start_run", {"workflow_id": "refund"}))["run_id"]
+        answer = {"risk": "high", "amount": 20}  # the guard aborts; close_books (always) is owed
+        await tool(c, "execute_step", {"run_id": run, "command": "assess", "params": answer})
+        state = await _state(c, run)
+        assert state["run_phase"] == "aborted"
+        assert state["cleanup_pending"] == {"steps": ["close_books"]}
+        assert state["failed_steps"] == []

@@ -238,6 +238,11 @@ steps:
       required: [n]
       properties: {n: {type: integer}}
     validation_exhaustion: {threshold: 1, mode: default, default_output: {n: 0}}
+  tidy:
+    description: Tidy up after a failure
+    execution: finalizer
+    handler: tidy
+    on_outcome: fail
 """
 
 
@@ -249,6 +254,23 @@ async def test_refused_answers_are_counted_up_to_the_step_budget(
     completes the step with its default_output."""
     app = App("realm-budget")
     app.protocol(BUDGET)
+    tidied: list[int] = []
+
+    @app.handler()
+    def tidy(inputs: dict[str, Any]) -> dict[str, Any]:
+        tidied.append(1)
+        return {}
+
+    handled = BUDGET.replace("id: budget", "id: budget_handled")
+    handled = handled.replace(
+        "depends_on: [summarise]\n    output", "depends_on: [fallback]\n    output"
+    )
+    handled = handled.replace(
+        "  tidy:\n",
+        "  fallback:\n    description: Go on without it\n    execution: auto\n"
+        "    depends_on: [summarise]\n    trigger_rule: one_failed\n  tidy:\n",
+    )
+    app.protocol(handled)
     async with mcp_server(app) as url:
         c = client(url)
         run = (await tool(c, "start_run", {"workflow_id": "budget"}))["run_id"]
@@ -260,7 +282,13 @@ async def test_refused_answers_are_counted_up_to_the_step_budget(
         (error,) = first["error_details"]["errors"]
         assert (error["instancePath"], error["keyword"]) == ("/summary", "minLength")
         assert error["message"] == "must NOT have fewer than 10 characters"
+        after = await tool(c, "get_run_state", {"run_id": run})  # tools.md run_version: the
+        assert after["run_version"] > first["run_version"]  # refusal was a write on the run
+        assert (after["run_phase"], after["next_actions"][0]["instruction"]["tool"]) == (
+            "running", "execute_step",
+        )  # fmt: skip
         second = await tool(c, "execute_step", short)
+        assert second["run_version"] > after["run_version"]  # the number after its writes
         assert (second["status"], second["error_code"]) == ("error", "VALIDATION_EXHAUSTED")
         assert (second["run_phase"], second["agent_action"]) == ("failed", "stop")
         assert second["stopped_step"] == "summarise"
@@ -271,6 +299,20 @@ async def test_refused_answers_are_counted_up_to_the_step_budget(
         ]
         state = await tool(c, "get_run_state", {"run_id": run})
         assert (state["run_phase"], state["terminal_state"]) == ("failed", True)
+        assert state["failed_steps"] == ["summarise"]
+        assert tidied == [1]  # a failed step: the run's `fail` finalizers run (not an abandon)
+
+        run = (await tool(c, "start_run", {"workflow_id": "budget_handled"}))["run_id"]
+        for _ in range(2):  # the step fails; `fallback` runs on that failure, the run goes on
+            went_on = await tool(c, "execute_step", {**short, "run_id": run})
+        assert (went_on["status"], went_on["error_code"]) == ("error", "VALIDATION_EXHAUSTED")
+        assert (went_on["run_phase"], went_on["agent_action"]) == ("running", "report_to_user")
+        assert went_on["error_details"]["rejections"] == 2
+        state = await tool(c, "get_run_state", {"run_id": run})
+        assert "fallback" in state["completed_steps"] and state["terminal_state"] is False
+        assert (state["failed_steps"], "summarise" in state["completed_steps"]) == (
+            ["summarise"], False,
+        )  # fmt: skip
 
         run = (await tool(c, "start_run", {"workflow_id": "budget"}))["run_id"]
         ok = {"run_id": run, "command": "summarise", "params": {"summary": "long enough now"}}
@@ -326,6 +368,29 @@ async def test_a_missing_handler_leaves_the_run_open_until_advance_run_finds_it(
         run = started["run_id"]
         state = await tool(c, "get_run_state", {"run_id": run})
         assert state["next_actions_status"] == "blocked_on_capability"
+        assert state["engine_runnable"] == [  # run-state-and-health.md
+            {
+                "step": "fetch",
+                "runnable_here": False,
+                "refused_by": "capability",
+                "refusal": "handler 'fetch_it' is not registered here",
+                "basis": "registry",
+            }
+        ]
+        need = {"requirement": {"kind": "handler", "name": "fetch_it"}}
+        code = "ENGINE_HANDLER_NOT_REGISTERED"
+        assert state["capability_blocks"] == [{"step": "fetch", **need, "code": code}]
+        assert state["run_health"] == [
+            {
+                "kind": "capability_block",
+                "step": "fetch",
+                "reason": code,
+                "evidence": {**need, "code": code},
+            }
+        ]
+        assert state["warnings"] == [
+            "this run has 1 active run-health finding(s) — see 'run_health' for detail."
+        ]
         still = await tool(c, "advance_run", {"run_id": run})  # still lacking: nothing ran
         assert (still["status"], still["run_phase"]) == ("ok", "running")
         assert "cannot run here (capability)" in still["context_hint"]
@@ -345,6 +410,10 @@ async def test_a_missing_handler_leaves_the_run_open_until_advance_run_finds_it(
         )
         state = await tool(c, "get_run_state", {"run_id": refused["run_id"]})
         assert (state["next_actions_status"], state["next_actions"]) == ("ok", [])
+        assert [(e["refused_by"], e["refusal"]) for e in state["engine_runnable"]] == [
+            ("input_schema", "(root) must have required property 'n'")
+        ]
+        assert "run_health" not in state and "capability_blocks" not in state
 
 
 FLAKY = """
@@ -399,3 +468,28 @@ async def test_retry_retries_only_errors_marked_retryable(
             assert got == (
                 3, "failed", "STEP_RETRY_EXHAUSTED", ["Step 'fetch' failed after 3 attempts"],
             )  # fmt: skip
+
+
+async def test_retry_total_timeout_stops_the_retries(mcp_server: ServeFn, client: Client) -> None:
+    """retry-and-timeouts.md: with a 600 ms wait and `total_timeout_seconds: 1`, a third try
+    could not start within the limit: the step fails after 2 attempts (of 5)."""
+    calls: list[int] = []
+    app = App("realm-flaky-total")
+    app.protocol(
+        FLAKY.replace(
+            "retry: {max_attempts: 3, backoff: fixed, base_delay_ms: 10}",
+            "retry: {max_attempts: 5, base_delay_ms: 600, total_timeout_seconds: 1}",
+        )
+    )
+
+    @app.handler()
+    def fetch(inputs: dict[str, Any]) -> dict[str, Any]:
+        calls.append(1)
+        raise RateLimited("rate limited")
+
+    async with mcp_server(app) as url:
+        started = await tool(client(url), "start_run", {"workflow_id": "flaky"})
+        assert (len(calls), started["run_phase"], started.get("error_code")) == (
+            2, "failed", "STEP_RETRY_EXHAUSTED",
+        )  # fmt: skip
+        assert started["errors"] == ["Step 'fetch' failed after 2 attempts"]

@@ -23,7 +23,7 @@ from pydantic import BaseModel, TypeAdapter
 from tether.observability import instrument
 from tether.runtime import waits
 from tether.runtime.errors import NonDeterminism, StepFailed, WaitTimeout
-from tether.runtime.policy import NO_RETRY, RetryPolicy, seconds
+from tether.runtime.policy import NO_RETRY, RetryPolicy, TotalTimeout, seconds
 from tether.runtime.signals import CancelledRun, ContinueAsNew, Park
 from tether.storage.driver import Connection
 from tether.storage.errors import connection_guard
@@ -133,17 +133,15 @@ class Context:
         timeout: float | timedelta | None = None,
         lazy: bool = False,
         retry_if: Callable[[Exception], bool] | None = None,
+        total_timeout: float | None = None,
         **kwargs: Any,
     ) -> Any:
         """Run `fn(*args, **kwargs)` once and checkpoint its result; replay returns the record.
-        `lazy`: the result is written with the run's next write, not on its own (for a cheap
-        read with no effect: lost in a crash before that write, it simply runs again).
-
+        `lazy`: written with the run's next write (a cheap read: lost in a crash, it reruns).
         Sync functions run in a thread. A failure is retried per `retry` (durable backoff: the
-        run parks until the next try) when `retry_if(error)` holds (if given); after the last
-        try the step raises StepFailed, the same way on every replay. The result round-trips
-        through JSON (typed by `fn`'s return annotation): first run and replay see equal values.
-        """
+        run parks until the next try) when `retry_if(error)` holds, within `total_timeout`
+        (policy.TotalTimeout); after the last try it raises StepFailed, the same way on every
+        replay. The result round-trips through JSON (typed by `fn`'s return annotation)."""
         step_name = name or str(getattr(fn, "__qualname__", repr(fn)))
         seq, rec = self._next("step", step_name)
         adapter = _return_adapter(fn)
@@ -151,8 +149,9 @@ class Context:
             return self._replay_step(step_name, rec.result, adapter)
         failures = int(rec.result.get("failures", 0)) if rec is not None else 0
         policy = retry or NO_RETRY
+        budget = TotalTimeout.since(rec.result.get("first_at") if rec else None, total_timeout)
         try:
-            async with asyncio.timeout(seconds(timeout)):
+            async with asyncio.timeout(budget.clip(seconds(timeout))):
                 with instrument.step(self.workflow, step_name):
                     if inspect.iscoroutinefunction(fn):
                         value = await fn(*args, **kwargs)
@@ -162,12 +161,13 @@ class Context:
         except Exception as exc:
             failures += 1
             error = {"type": type(exc).__name__, "message": str(exc)}
+            wake = _utcnow() + timedelta(seconds=policy.delay(failures))
             if policy.allows_another(failures) and (retry_if is None or retry_if(exc)):
-                self._record(
-                    seq, "step", step_name, {"failures": failures, "error": error}, done=False
-                )
-                wake = _utcnow() + timedelta(seconds=policy.delay(failures))
-                raise Park([], wake, status="pending") from exc
+                if not budget.passed_by(wake):
+                    kept = {"failures": failures, "error": error, "first_at": budget.first_at}
+                    self._record(seq, "step", step_name, kept, done=False)
+                    raise Park([], wake, status="pending") from exc
+                error["message"] += budget.stopped(failures)
             self._record(seq, "step", step_name, {"error": error, "failures": failures})
             self._mark_failure(seq)
             await self._flush()

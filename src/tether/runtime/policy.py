@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 
 def seconds(value: float | timedelta | None) -> float | None:
@@ -48,3 +48,33 @@ class RetryPolicy:
 
 
 NO_RETRY = RetryPolicy(max_attempts=1, initial_interval=0.0)
+
+
+@dataclass(frozen=True)
+class TotalTimeout:
+    """A step's bound on all its tries together, waits included, from its first try's start
+    (`first_at`, kept in the step's record between tries): each try is cut to the time left,
+    and a retry whose wait would pass the bound is not made."""
+
+    first_at: str
+    total: float | None
+
+    @classmethod
+    def since(cls, first_at: str | None, total: float | None) -> TotalTimeout:
+        return cls(first_at or datetime.now(UTC).isoformat(), total)
+
+    def _end(self) -> datetime:
+        return datetime.fromisoformat(self.first_at) + timedelta(seconds=self.total or 0)
+
+    def clip(self, timeout: float | None) -> float | None:
+        if self.total is None:
+            return timeout
+        left = max((self._end() - datetime.now(UTC)).total_seconds(), 0.0)
+        return left if timeout is None else min(timeout, left)
+
+    def passed_by(self, when: datetime) -> bool:
+        return self.total is not None and when > self._end()
+
+    @staticmethod
+    def stopped(failures: int) -> str:
+        return f" (retries stopped by total_timeout after {failures} attempts)"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from tether.specs.realm.templates import UnknownFilter, Unresolvable, render, render_strict
@@ -81,3 +83,20 @@ def test_a_gate_message_is_strict() -> None:
         render_strict("{{ run.params.sku | shout }}", PARAMS, OUTPUTS)
     with pytest.raises(Unresolvable):  # workflow.context is outside the subset
         render_strict("{{ workflow.context.glossary }}", PARAMS, OUTPUTS)
+
+
+def test_from_now_counts_back_or_forward_in_the_largest_whole_unit() -> None:
+    """input-map-and-templates.md: `s.when | from_now` gave `246 days ago` (on 1 Oct 2026 for
+    2026-01-28T14:05:00Z); the text is counted from now."""
+    now = datetime.now(UTC)
+    cases = {
+        now - timedelta(days=246, hours=3): "246 days ago",
+        now - timedelta(hours=1, minutes=5): "1 hour ago",
+        now + timedelta(minutes=10, seconds=30): "in 10 minutes",
+    }
+    for when, said in cases.items():
+        outputs = {"scan": {"when": when.isoformat()}}
+        got = render_strict("{{ context.resources.scan.when | from_now }}", PARAMS, outputs)
+        assert got == said
+    left = "{{ context.resources.scan.summary | from_now }}"  # not a date: left as written
+    assert render_strict(left, PARAMS, OUTPUTS) == left

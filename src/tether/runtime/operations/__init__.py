@@ -254,11 +254,23 @@ class Operations:
             self.env, execution_id, name, payload, idempotency_key=idempotency_key, by=by
         )
 
+    async def answer_unchecked(
+        self, execution_id: str, key: str, response: Any, *, by: str | None = None
+    ) -> bool:
+        """Deliver a surface's own answer to an open wait, unchecked (`answering`)."""
+        return await answering.answer_unchecked(self.env, execution_id, key, response, by=by)
+
     async def note(
-        self, execution_id: str, name: str, payload: Any, *, by: str | None = None
+        self,
+        execution_id: str,
+        name: str,
+        payload: Any,
+        *,
+        by: str | None = None,
+        counted: bool = False,
     ) -> None:
         """Buffer a note for the live run without waking it (see `answering.note`)."""
-        await answering.note(self.env, execution_id, name, payload, by=by)
+        await answering.note(self.env, execution_id, name, payload, by=by, counted=counted)
 
     async def update(
         self,

@@ -193,6 +193,25 @@ async def _judge(
     return "accepted"
 
 
+async def answer_unchecked(
+    env: Env, execution_id: str, key: str, response: Any, *, by: str | None = None
+) -> bool:
+    """Deliver `response` to the open wait `key` without checking it against the wait: for a
+    surface that decided the answer itself (Realm ends an agent step whose refused answers
+    spent its budget with a marker its interpreter reads). False when the wait is not open.
+    Raises ExecutionNotFound, Unavailable."""
+    env.check_payload(response, errors.AnswerRejected)
+    async with storage_errors(), env.pool.acquire() as conn, conn.transaction():
+        row = await repo.get_execution(conn, execution_id, lock=True)
+        if row is None or not env.sees(row):
+            raise errors.ExecutionNotFound(f"no run {execution_id!r}")
+        wait = next((d for d in row.waits if d.get("key") == key), None)
+        if wait is None or await repo.get_signal_by_key(conn, row.id, key) is not None:
+            return False
+        await _deliver(conn, row, [(key, wait, response)], by)
+    return True
+
+
 async def _deliver(conn: Any, row: ExecutionRow, deliver: list[_Delivery], by: str | None) -> None:
     rest = list(row.waits)
     for i, (key, wait, response) in enumerate(deliver):
@@ -246,10 +265,18 @@ async def signal(
 
 
 async def note(
-    env: Env, execution_id: str, name: str, payload: Any, *, by: str | None = None
+    env: Env,
+    execution_id: str,
+    name: str,
+    payload: Any,
+    *,
+    by: str | None = None,
+    counted: bool = False,
 ) -> None:
     """Buffer `payload` on channel `name` of the live run without waking it: a note the run
     holds (durable, sealed like a signal) and reads only if it ever waits on that channel.
+    `counted`: the note is a change of the run (a `signal` event, its version rises), still
+    without waking it (a parked run stays parked with the same waits).
     Raises RunEnded, AnswerRejected (size), ExecutionNotFound, Unavailable."""
     waits.check_name(name)
     env.check_payload(payload, errors.AnswerRejected)
@@ -259,3 +286,6 @@ async def note(
         if locked is None or not locked.live:
             raise errors.RunEnded(f"run {run.id!r} has ended")
         await repo.insert_signal(conn, run.id, f"signal:{name}", None, payload, by)
+        if counted and locked.status == "waiting":
+            event = {"name": name, "by": by}
+            await repo.answer_keep_parked(conn, run.id, locked.waits, "signal", event)

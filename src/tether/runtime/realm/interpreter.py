@@ -15,7 +15,8 @@
   the run (GuardAborted), a path that names nothing fails it (GuardResolutionError);
 - an `agent` step is a wait of kind `agent_step` named after the step, whose schema is the
   step's `answer_schema` (input_schema and output_schema): the one runtime `answer` path
-  checks an answer against it, so a refused answer changes nothing;
+  checks an answer against it, so a refused answer changes nothing; a step whose refused
+  answers spent its budget fails like an auto step (failures.Exhausted);
 - a gated step (`trust: human_*`) then opens an approval wait (`GateWait`) with the gate's
   choices and the step's output as preview; its deadline is the gate's `timeout_seconds`.
   When the deadline passes first, the run (woken by the worker, or by the next act on it)
@@ -24,7 +25,8 @@
   the gate stays open. The step's output gains `choice` (read as `<step>.choice`).
 - when the walk ends (complete, completed_with_failed_steps, a guard's or gate's abort, a
   failure), the finalizers whose `on_outcome` names that ending (or `always`) run once each,
-  in file order (`realm:final:<id>`); a finalizer's failure is recorded and changes nothing.
+  in file order (`realm:final:<id>`); a finalizer's failure is recorded and changes nothing;
+  one whose handler this process lacks is recorded as left pending (`cleanup_pending`).
   An abandoned run (terminated) runs no more code, so no finalizer.
 The output is `{"outputs": {step: output}, "gates": {step: resolution}, "failed_steps"?}`.
 """
@@ -42,12 +44,22 @@ from tether.runtime import waits
 from tether.runtime.context import Context
 from tether.runtime.errors import StepFailed, WaitTimeout
 from tether.runtime.realm import attempts
+from tether.runtime.realm.failures import (
+    Exhausted,
+    GateExpired,
+    GateMessageError,
+    GuardAborted,
+    GuardResolutionError,
+    HandlerNotRegistered,
+    exhausted_marker,
+)
 from tether.runtime.realm.plan import Plan, PlanStep, plan_from_text
 from tether.specs.realm import (
     ConditionContext,
     ConditionUnresolved,
     Progress,
     evaluate,
+    explain,
     finalizers_for,
     templates,
     upstream_verdict,
@@ -66,36 +78,6 @@ class ProtocolInput(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
 
 
-class GuardAborted(Exception):
-    """A guard's condition was false: the run ends `aborted` (phase) with its abort message."""
-
-    def __init__(self, step: str, reason: str | None) -> None:
-        super().__init__(reason or f"Guard step '{step}' aborted the run.")
-        self.step = step
-        self.reason = reason
-
-
-class GateExpired(GuardAborted):
-    """A gate's time ran out with `on_expiry: abort`: the run ends `aborted`, with no answer."""
-
-
-class GuardResolutionError(Exception):
-    """A guard's condition named nothing: the run fails at that guard."""
-
-
-class GateMessageError(Exception):
-    """A gate's `message` cannot be rendered (`<code>: <detail>`, code
-    GATE_MESSAGE_UNRESOLVABLE or FILTER_UNKNOWN): the gate does not open and the run waits."""
-
-    def __init__(self, step: str, code: str, detail: str) -> None:
-        super().__init__(f"{code}: {detail}")
-        self.step = step
-
-
-class HandlerNotRegistered(Exception):
-    """An auto step names a handler this process does not have."""
-
-
 @dataclass(frozen=True)
 class AgentAnswer(waits.WaitSpec):
     """An agent step's wait: the answer is any JSON fitting the step's JSON schema (checked by
@@ -110,6 +92,11 @@ class AgentAnswer(waits.WaitSpec):
 
     def extra(self) -> dict[str, Any]:
         return {"step": self.name, "input_schema": dict(self.input_schema or {})}
+
+    def parse(self, response: Any, by: str | None) -> Any:
+        if (detail := exhausted_marker(response, by)) is not None:
+            raise Exhausted(self.name, detail)
+        return response
 
 
 @dataclass(frozen=True)
@@ -167,12 +154,22 @@ def decide_guard(step: PlanStep, params: dict[str, Any], outputs: dict[str, Any]
         return {"outcome": "resolution_error", "reason": str(exc)}
     if ok:
         return {"outcome": "pass"}
-    return {"outcome": "abort", "reason": step.abort_message}
+    read = explain(step.abort_unless, _context(params, outputs))
+    said = [
+        {"condition": c["leaf"], **{k: c[k] for k in ("resolved_value", "passed")}} for c in read
+    ]
+    return {"outcome": "abort", "reason": step.abort_message, "conditions": said}
 
 
-def decide_when(step: PlanStep, params: dict[str, Any], outputs: dict[str, Any]) -> bool:
-    """Whether the step runs (`when`, all true) — pure."""
-    return all(evaluate(c, _context(params, outputs)) for c in step.when)
+def _runs(when: bool | dict[str, Any]) -> bool:
+    """A recorded `when` decision (a bool in runs recorded before its leaves were kept)."""
+    return when if isinstance(when, bool) else bool(when["run"])
+
+
+def decide_when(step: PlanStep, params: dict[str, Any], outputs: dict[str, Any]) -> dict[str, Any]:
+    """Whether the step runs (`when`, all true), with each condition's reading — pure."""
+    leaves = explain(step.when, _context(params, outputs))
+    return {"run": all(c["passed"] for c in leaves), "leaves": leaves}
 
 
 async def _run_handler(
@@ -286,6 +283,7 @@ async def _auto(ctx: Context, host: ProtocolHost, plan: Plan, step: PlanStep, w:
             timeout=step.spec.effective_timeout,  # one attempt's limit (3600 s by default)
             retry=policy,
             retry_if=retry_if,
+            total_timeout=step.spec.retry.total_timeout_seconds if step.spec.retry else None,
         )
     except StepFailed:
         if not handled(plan, step):
@@ -314,7 +312,13 @@ async def _one(ctx: Context, host: ProtocolHost, plan: Plan, step: PlanStep, w: 
         spec = AgentAnswer(
             step.id, prompt or step.description, step.answer_schema, step.input_schema
         )
-        (answer,) = await ctx.wait_all(spec)
+        try:
+            (answer,) = await ctx.wait_all(spec)
+        except Exhausted:
+            if not handled(plan, step):
+                raise
+            w.failed.add(step.id)
+            return
         w.outputs[step.id] = answer
         w.completed.add(step.id)
     if step.gate is not None and step.id in w.completed:
@@ -328,12 +332,16 @@ async def _walk(ctx: Context, host: ProtocolHost, plan: Plan, w: Walk) -> None:
         if w.verdict(step) == "skip":
             w.skipped.add(step.id)
             continue
-        if step.when and not await ctx.step(
-            decide_when, step, w.params, w.outputs, name=f"realm:when:{step.id}"
+        if step.when and not _runs(
+            await ctx.step(decide_when, step, w.params, w.outputs, name=f"realm:when:{step.id}")
         ):
             w.skipped.add(step.id)
             continue
         await _one(ctx, host, plan, step, w)
+
+
+def left_pending(handler: str) -> dict[str, str]:
+    return {"cleanup_pending": f"handler '{handler}' is not registered here"}
 
 
 async def _finalize(
@@ -343,6 +351,9 @@ async def _finalize(
     recorded and does not change how the run ended."""
     for fin in finalizers_for(plan.spec, outcome):
         step = PlanStep(fin)
+        if step.handler is not None and step.handler not in host.handlers:
+            await ctx.step(left_pending, step.handler, name=f"realm:final:{fin.id}")
+            continue  # Realm leaves it `cleanup_pending` for code that has its handler
         with contextlib.suppress(StepFailed):
             await ctx.step(
                 _run_handler, host.handlers, step, w.params, w.outputs, name=f"realm:final:{fin.id}"
@@ -362,7 +373,7 @@ async def run_protocol(
     except GuardAborted:
         await _finalize(ctx, host, plan, w, "abort")
         raise
-    except (GuardResolutionError, StepFailed):
+    except (GuardResolutionError, StepFailed, Exhausted):
         await _finalize(ctx, host, plan, w, "fail")
         raise
     outcome: Outcome = "completed_with_failed_steps" if w.failed else "complete"

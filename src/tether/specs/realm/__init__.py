@@ -37,6 +37,7 @@ from tether.specs.realm.conditions import (
     ConditionSyntaxError,
     ConditionUnresolved,
     evaluate,
+    explain,
     parse_condition,
     resolve,
 )
@@ -97,6 +98,7 @@ __all__ = [
     "WorkflowSpec",
     "check_schema",
     "evaluate",
+    "explain",
     "finalizers_for",
     "load_file",
     "load_string",

@@ -229,6 +229,31 @@ def evaluate(condition: Condition, context: ConditionContext) -> bool:
     return compare(value, condition.op, condition.value)
 
 
+def explain(
+    conditions: tuple[Condition, ...], context: ConditionContext
+) -> list[dict[str, object]]:
+    """Each condition with what it read (get_run_state's `skip_details` leaves and
+    `abort_context` conditions): `leaf`, `lhs_present`, `resolved_value`, `passed`."""
+    out: list[dict[str, object]] = []
+    for c in conditions:
+        unread = c.path.root == "params" and c.field != "when"
+        value = MISSING if unread else resolve(c.path, context)
+        try:
+            passed = evaluate(c, context)
+        except ConditionUnresolved:
+            passed = False
+        present = value is not MISSING
+        out.append(
+            {
+                "leaf": c.text,
+                "lhs_present": present,
+                "resolved_value": value if present else None,
+                "passed": passed,
+            }
+        )
+    return out
+
+
 def truthy(value: object) -> bool:
     """JavaScript truthiness: false, 0, NaN, '' and null are false; lists and maps are true."""
     if value is None or value is False:

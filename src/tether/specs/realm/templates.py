@@ -238,6 +238,22 @@ def _date(v: Any, form: str = "short") -> str:
     return out.replace(" 0", " ", 1) if form in ("short", "long", "datetime") else out
 
 
+_SPANS: Final = (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1))
+
+
+def _from_now(v: Any) -> str:
+    """`246 days ago`, `in 3 hours`: the largest whole unit up to days (UTC, ISO 8601 text)."""
+    try:
+        when = datetime.fromisoformat(_text(v)).astimezone(UTC)
+    except ValueError:
+        raise _NotApplicable from None
+    gap = int((when - datetime.now(UTC)).total_seconds())
+    unit, size = next(((u, n) for u, n in _SPANS if abs(gap) >= n), ("second", 1))
+    count = abs(gap) // size
+    said = f"{count} {unit}{'' if count == 1 else 's'}"
+    return f"in {said}" if gap > 0 else f"{said} ago"
+
+
 def _unique(v: Any) -> list[Any]:
     out: list[Any] = []
     for item in _items(v):
@@ -287,4 +303,5 @@ FILTERS: Final[Mapping[str, Callable[..., Any]]] = {
     "indent": lambda v, n="2": "\n".join(" " * _int_arg(n) + line for line in _text(v).split("\n")),
     "duration": _duration,
     "date": _date,
+    "from_now": _from_now,
 }

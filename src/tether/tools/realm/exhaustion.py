@@ -1,13 +1,16 @@
 """An agent step's budget of refused answers (Realm's `validation_exhaustion`).
 
 Each refused answer is counted on the run: a note on channel `realm.rejections.<step>`
-(`Operations.note`: durable, in the run's tenant, it does not wake the run), and the refusal
-replies `error_details{errors, rejections, threshold}`. The refusal that reaches the step's
-`threshold` (6 by default) ends the step:
+(`Operations.note`: durable, in the run's tenant, it does not wake the run; `counted`, so the
+run's version rises as Realm's does), and the refusal replies `error_details{errors,
+rejections, threshold}` with the run's version from before that write. The refusal that
+reaches the step's `threshold` (6 by default) ends the step:
 
-- `mode: fail` ends the run `failed` with `VALIDATION_EXHAUSTED` and `agent_action: stop`
-  (`Step '<s>' exhausted its validation-rejection budget (n/n)`); the run is ended through
-  `Operations.terminate`, so no finalizer runs after it;
+- `mode: fail` fails the step (`Step '<s>' exhausted its validation-rejection budget (n/n)`):
+  a marker answer delivered unchecked to the step's wait (`runtime/realm/failures.py`); the
+  run fails with `VALIDATION_EXHAUSTED` and `agent_action: stop`, and its `fail` finalizers
+  run, unless a dependent runs on failures: then the reply is that error with
+  `report_to_user` and the run goes on;
 - `mode: default` answers the step with its `default_output`; the reply is `ok` with a warning,
   `settled_by_default: true` and `defaulted_steps`.
 """
@@ -19,6 +22,7 @@ from typing import Any, Final
 
 from tether.runtime import errors as rt
 from tether.runtime.operations import Operations
+from tether.runtime.realm import failures
 from tether.runtime.realm.plan import Plan, PlanStep
 from tether.runtime.rows import ExecutionRow
 from tether.specs.realm import validate_payload
@@ -57,7 +61,8 @@ async def refused(
     schema = refused_schema(step, answer)
     errors = [v.as_ajv() for v in validate_payload(getattr(step.spec, schema), answer)]
     try:
-        await ops.note(row.id, channel(step.id), {"schema": schema, "errors": errors[:20]})
+        found = {"schema": schema, "errors": errors[:20]}
+        await ops.note(row.id, channel(step.id), found, counted=True)  # run_version rises
     except rt.RunEnded:
         return replies.ended(step.id, (await ops.get(row.id)).current, "no steps executed.")
     count = await rejections(ops, row.id, step.id)
@@ -79,18 +84,25 @@ async def refused(
         except rt.AnswerRejected:  # a default_output that does not fit input_schema too
             pass
     message = exhausted_message(step.id, count, threshold)
-    try:
-        ended = await ops.terminate(row.id, reason=f"{EXHAUSTED}: {message}")
-    except rt.RunEnded:
-        ended = (await ops.get(row.id)).current
-    wire = replies.progress(step.id, plan, ended, runs.Chain([], [], None)).to_wire()
-    if wire.get("error_code") == EXHAUSTED:
-        wire["error_details"] = {
-            "rejections": count,
-            "threshold": threshold,
-            "last_ajv_errors": errors,
-        }
-    return wire
+    marker = {failures.EXHAUSTED_KEY: message}
+    await ops.answer_unchecked(row.id, wait["key"], marker, by=failures.EXHAUSTED_BY)
+    now, chain = await settle(ops, row, [], answered=step.id)
+    details = {"rejections": count, "threshold": threshold, "last_ajv_errors": errors}
+    wire = replies.progress(step.id, plan, now, chain).to_wire()
+    if wire.get("error_code") == EXHAUSTED:  # the step's failure ended the run
+        return {**wire, "error_details": details}
+    return refusal(  # a dependent ran on the failure: the run went on (or ended otherwise)
+        step.id,
+        now.id,
+        EXHAUSTED,
+        message,
+        run_version=now.version,
+        action="stop" if runs.ended(now) else "report_to_user",  # digest §3 overrides
+        next_actions=wire["next_actions"],
+        error_details=details,
+        run_phase=runs.phase(now),
+        stopped_step=step.id,
+    )
 
 
 async def _settle_by_default(

@@ -52,7 +52,7 @@ def _claim(gate: dict[str, Any], token: str | None, *, spent: str | None = None)
     return {"proof": "matched" if ok else "mismatch", "opened_by": None}
 
 
-def _resolution(records: list[StepRecord], step: str) -> dict[str, Any] | None:
+def resolution(records: list[StepRecord], step: str) -> dict[str, Any] | None:
     """How the gate of `step` was resolved, from its wait record (None: not yet)."""
     channel = f"approval:{step}"
     rec = next((r for r in records if r.kind == "wait" and r.name == channel and r.done), None)
@@ -62,7 +62,7 @@ def _resolution(records: list[StepRecord], step: str) -> dict[str, Any] | None:
         return {"resolved_by": "timeout", "deadline": rec.result.get("deadline")}
     answer = rec.result.get("answers", {}).get(channel, {})
     payload = answer.get("payload") or {}
-    return {"resolved_by": "human", "choice": payload.get("decision")}
+    return {"resolved_by": "human", "choice": payload.get("decision"), "by": answer.get("by")}
 
 
 async def submit_human_response(
@@ -89,7 +89,7 @@ async def submit_human_response(
         return await _answer_open(settle, plan, ops, row, gate, a, w, by)
     parts = waits.parse_key(gate_id)
     step = parts.name if parts is not None and parts.execution_id == row.id else None
-    resolved = _resolution(await ops.steps(row.id), step) if step is not None else None
+    resolved = resolution(await ops.steps(row.id), step) if step is not None else None
     if step is None or resolved is None:
         return _wrong_gate(row, gate, plan)
     return _already(plan, row, step, resolved, choice, w)

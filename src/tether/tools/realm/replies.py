@@ -5,7 +5,8 @@ run that has already ended), `blocked` (a step that cannot be called now)."""
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+import re
+from typing import Any, Final
 
 from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow
@@ -127,6 +128,9 @@ def _failed(
     )
 
 
+_TOTAL: Final = re.compile(r"\(retries stopped by total_timeout after (\d+) attempts\)$")
+
+
 def failure_code(
     plan: Plan | None, row: ExecutionRow, step: str | None, message: str
 ) -> tuple[str, str]:
@@ -148,6 +152,8 @@ def failure_code(
         return "STEP_TIMEOUT", f"Step '{step}' timed out after {limit}ms"
     if cause.startswith("RetryableFailure") and s.spec.retry is not None:
         tries = s.spec.retry.max_attempts  # every try failed with an error marked retryable
+        if cut := _TOTAL.search(cause):  # retry.total_timeout_seconds stopped the retries
+            tries = int(cut.group(1))
         return "STEP_RETRY_EXHAUSTED", f"Step '{step}' failed after {tries} attempts"
     if s.handler is None:
         return "ENGINE_STEP_FAILED", message

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from tether.runtime.realm import failures
 from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow, StepRecord
 from tether.runtime.statuses import ENDED_STATUSES
@@ -212,15 +213,28 @@ def completed_steps(plan: Plan | None, records: Sequence[StepRecord]) -> list[st
         for r in records
         if r.done and r.name.startswith((AUTO_PREFIX, GUARD_PREFIX)) and not _failed_record(r)
     }
-    done |= {r.name.removeprefix("agent_step:") for r in records if r.done and r.kind == "wait"}
+    done |= {
+        r.name.removeprefix("agent_step:")
+        for r in records
+        if r.done and r.kind == "wait" and not spent_wait(r)
+    }
     order = [s.id for s in plan.steps] if plan is not None else sorted(done)
     return [s for s in order if s in done]
 
 
 def failed_steps(records: Sequence[StepRecord]) -> list[str]:
-    """The auto steps whose last try failed (in record order)."""
+    """The auto steps whose last try failed, and the agent steps that spent their budget of
+    refused answers (in record order)."""
     return [
-        r.name.removeprefix(AUTO_PREFIX)
+        r.name.removeprefix(AUTO_PREFIX).removeprefix("agent_step:")
         for r in records
-        if r.done and r.name.startswith(AUTO_PREFIX) and _failed_record(r)
+        if r.done and ((r.name.startswith(AUTO_PREFIX) and _failed_record(r)) or spent_wait(r))
     ]
+
+
+def spent_wait(r: StepRecord) -> bool:
+    """An agent step's wait ended by the exhaustion marker (runtime/realm/failures.py)."""
+    if r.kind != "wait" or not r.name.startswith("agent_step:") or not isinstance(r.result, dict):
+        return False
+    got = r.result.get("answers", {}).get(r.name, {})
+    return failures.exhausted_marker(got.get("payload"), got.get("by")) is not None

@@ -7,8 +7,10 @@ Always: `workflow_id`, `run_phase`, `terminal_state`, `completed_steps`, `in_pro
 `skipped_terminal`, `blocked_on_capability`, `workflow_unresolved`; Tether's worker runs the
 engine's steps itself, so `advance_owed` and the claim values do not arise). When they apply:
 `pending_gate` (with `opened_at`), `terminal_reason` (not after a guard's abort),
-`sealed_by_arm`, `sealed_by_step`, `defaulted_steps`, `rerun_of`, `resumable`, and with
-`include_steps` each step that ran with its attempts.
+`sealed_by_arm`, `sealed_by_step`, `defaulted_steps`, `rerun_of`, `resumable`, the fields
+of health.py (`step_claims`, `engine_runnable`, `capability_blocks`, `run_health`,
+`skip_details`, `abort_context`), and with `include_steps` each step that ran with its
+attempts and a gated step's `answers`.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from tether.runtime.operations import Operations
-from tether.runtime.realm.plan import Plan
+from tether.runtime.realm.plan import Plan, PlanStep
 from tether.runtime.rows import ExecutionRow, StepRecord
-from tether.tools.realm import exhaustion, replies, runs
+from tether.tools.realm import exhaustion, gates, health, replies, runs
 from tether.tools.realm.envelope import Reply
 
 _EVIDENCE = ("realm:auto:", "realm:guard:", "realm:final:", "agent_step:")
@@ -35,7 +37,7 @@ async def run_state(
     done = [s for s in runs.completed_steps(plan, records) if s not in waiting]
     failed = runs.failed_steps(records)
     spent = runs.failure(row)[0] if runs.exhausted(row) else None
-    if spent is not None:
+    if spent is not None and spent not in failed:  # runs ended by the older terminate path
         failed.append(spent)
     actions = replies.open_entries(row, plan)
     p = runs.phase(row)
@@ -61,6 +63,9 @@ async def run_state(
     if gate is not None:
         wire["pending_gate"] = _stored(plan, row, gate)
     wire.update(_sealed(row, records))
+    found = health.fields(row, plan, records, waiting, wire["skipped_steps"])
+    wire["warnings"] = [*wire.get("warnings", []), *found.pop("warnings", [])]
+    wire.update(found)
     wire.update(runs.resumable(row))
     if row.predecessor_id is not None:  # a rerun under the same key names the run it replaced
         made = next((e for e in await ops.history(row.id) if e.type == "created"), None)
@@ -85,6 +90,9 @@ async def steps_ran(
     step's refused answers are attempts too. Tether makes no model calls, so no `cost`."""
     out: dict[str, Any] = {}
     for s in plan.steps if plan is not None else ():
+        answered = _answers(records, s) if s.gate is not None else []
+        if answered and s.id not in done:  # a step with an answer and no attempt
+            out[s.id] = {"attempts": [], "answers": answered}
         if s.id not in done and s.id not in failed:
             continue
         errors = _failures(records, s.id)
@@ -97,7 +105,34 @@ async def steps_ran(
                 for i, st in enumerate(statuses or ["error"], 1)
             ]
         }
+        if answered:
+            out[s.id]["answers"] = answered
     return out
+
+
+def _answers(records: Sequence[StepRecord], step: PlanStep) -> list[dict[str, Any]]:
+    """`answers`: the answer to the step's gate (`choice`, `answered_by`, and why there is no
+    `claim_proof`: Tether does not record it). An `abort` expiry is not an answer."""
+    got = gates.resolution(list(records), step.id)
+    if got is None:
+        return []
+    if got["resolved_by"] == "timeout":
+        gate = step.gate
+        if gate is None or gate.on_expiry != "settle_default":
+            return []
+        who = {"by": None, "absent_cause": "settled_by_expiry"}
+        return [
+            {
+                "choice": gate.default_choice,
+                "answered_by": who,
+                "claim_proof_absent": "settled_by_expiry",
+            }
+        ]
+    by = got.get("by")
+    named = {"by": by, "by_source": "stated"} if by else {"by": None, "absent_cause": "not_stated"}
+    return [
+        {"choice": got["choice"], "answered_by": named, "claim_proof_absent": "proof_not_recorded"}
+    ]
 
 
 def _failures(records: Sequence[StepRecord], step: str) -> int:
@@ -152,8 +187,13 @@ def skipped_steps(row: ExecutionRow, records: Sequence[StepRecord]) -> list[str]
         if r.done
         and r.name.startswith("realm:when:")
         and isinstance(r.result, dict)
-        and r.result.get("value") is False
+        and _skipped(r.result.get("value"))
     ]
+
+
+def _skipped(when: Any) -> bool:
+    """A recorded `when` decision that skipped its step (a bool in older records)."""
+    return when is False or (isinstance(when, dict) and when.get("run") is False)
 
 
 async def defaulted_steps(
