@@ -112,6 +112,38 @@ async def test_migrations_apply_once_and_a_second_run_is_a_no_op(server_url: str
 
 
 @pytest.mark.postgres
+class _ProbeFails(Listener):
+    """The probe's first query fails as asyncpg's did during a database restart in CI."""
+
+    probes = 0
+
+    async def _probe(self, conn: asyncpg.Connection) -> None:
+        self.probes += 1
+        if self.probes == 1:
+            raise asyncpg.exceptions._base.InternalClientError(
+                "cannot switch to state 12; another operation (2) is in progress"
+            )
+        await super()._probe(conn)
+
+
+async def test_any_failure_of_the_listen_connection_reconnects_never_ends_the_listener(
+    db_url: str,
+) -> None:
+    """An error outside the driver's connection errors (this one ended a server in CI: the
+    listener's task group took the lifespan down) is a lost connection: reconnect."""
+    listener = _ProbeFails(db_url, max_backoff=0.2)
+    task = asyncio.create_task(listener.run())
+    try:
+        async with asyncio.timeout(10):
+            while listener.probes < 2:  # failed once, connected again and probing
+                assert not task.done(), task
+                await asyncio.sleep(0.01)
+            await listener.ready.wait()
+    finally:
+        listener.stop()
+        await asyncio.wait_for(task, 10)
+
+
 async def test_listener_delivers_notifications_and_reconnects(db_url: str) -> None:
     """A NOTIFY reaches the subscriber; after the server kills the LISTEN connection the
     listener reconnects by itself and delivers again."""

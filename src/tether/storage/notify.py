@@ -15,7 +15,6 @@ from typing import Any, Final
 import asyncpg
 
 from tether.storage.driver import Callback
-from tether.storage.errors import StorageError
 from tether.storage.pool import connect
 
 logger = logging.getLogger(__name__)
@@ -78,8 +77,12 @@ class Listener:
                     self._dispatch(None, 0, channel, "")
                 backoff = 0.1
                 await _first(self._stopping.wait(), self._lost.wait(), self._probe(conn))
-            except (StorageError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
-                logger.warning("listener connection failed; retrying in %.1fs", backoff)
+            except Exception as exc:  # noqa: BLE001 — any failure of this connection: reconnect
+                # Not only the driver's connection errors: during a database restart asyncpg
+                # also raised InternalClientError ("cannot switch to state 12; another operation
+                # is in progress") from the probe, which ended the whole server (chaos, outage).
+                failure = type(exc).__name__
+                logger.warning("listener failed (%s); retrying in %.1fs", failure, backoff)
             finally:
                 self.ready.clear()
                 if conn is not None and not conn.is_closed():
