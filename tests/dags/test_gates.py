@@ -46,7 +46,7 @@ steps:
       required: [TICKET]
       rewind_to: build
   - name: after
-    command: "echo after-${TICKET} >> {log}"
+    command: "echo after-${TICKET}${EXTRA} >> {log}"
     output: DONE
     depends: publish
 """
@@ -59,7 +59,8 @@ def gated_app(log: Path) -> App:
 
 
 async def test_approve_passes_inputs_downstream(start: Start, tmp_path: Path) -> None:
-    """The step runs, then waits; approve with inputs: they reach later steps as env vars."""
+    """The step runs, then waits; approve with inputs (listed or not): they reach later steps
+    as env vars."""
     log = tmp_path / "log"
     async with start(gated_app(log)) as rt:
         run = (await rt.ops.start("gated", {})).execution.id
@@ -72,10 +73,12 @@ async def test_approve_passes_inputs_downstream(start: Start, tmp_path: Path) ->
         )
         with pytest.raises(errors.AnswerRejected):
             await rt.ops.answer(run, gate["key"], {"decision": "approve", "TICKET": "  "})
-        await rt.ops.answer(run, gate["key"], {"decision": "approve", "TICKET": "T-1"}, by="ann")
+        approval = {"decision": "approve", "TICKET": "T-1", "EXTRA": "+x"}  # EXTRA: not listed
+        await rt.ops.answer(run, gate["key"], approval, by="ann")
         row = (await rt.ops.wait_for_end(run, timeout=20)).current
     assert row.status == "completed", row.error
-    assert log.read_text().split() == ["build--", "publish", "after-T-1"]
+    # Dagu keeps an input the gate does not list, as an output like the others
+    assert log.read_text().split() == ["build--", "publish", "after-T-1+x"]
 
 
 async def test_reject_ends_the_run_rejected_with_the_reason(start: Start, tmp_path: Path) -> None:

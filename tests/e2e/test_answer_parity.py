@@ -35,7 +35,7 @@ GOOD_FORM = {"title": "t", "count": 3, "ratio": 0.5, "ok": True}
 SITUATIONS: list[tuple[str, str, Any, bool]] = [
     ("gate", "publish", {"decision": "approve"}, False),  # required input missing
     ("gate", "publish", {"decision": "maybe", "ticket": "T"}, False),
-    ("gate", "publish", {"decision": "approve", "ticket": "T", "colour": "red"}, False),
+    ("gate", "publish", {"decision": "approve", "ticket": "T", "colour": "red"}, True),  # kept
     ("gate", "publish", {"decision": "approve", "ticket": 7}, False),
     ("gate", "publish", {"decision": "approve", "ticket": "T"}, True),
     ("gate", "publish", {"decision": "reject", "reason": "no"}, True),

@@ -44,7 +44,8 @@ def test_keys_with_a_leading_zero_or_unknown_kind_are_refused() -> None:
 
 
 def test_approval_answers_are_checked_from_the_descriptor_alone() -> None:
-    """Decision, string inputs, declared names and required inputs (Dagu gate rules)."""
+    """Decision, string inputs and required inputs (Dagu gate rules: an approval keeps inputs
+    the gate does not list, as Dagu's applyApproval stores them)."""
     spec = waits.Approval("gate", "ok?", ("ticket", "note"), ("ticket",))
     d = spec.descriptor("k", "t", None)
     assert waits.validate_answer(d, {"decision": "approve", "ticket": "T-1"}) == []
@@ -52,7 +53,8 @@ def test_approval_answers_are_checked_from_the_descriptor_alone() -> None:
     assert waits.validate_answer(d, {"decision": "push_back", "anything": "x"}) == []
     assert waits.validate_answer(d, {"decision": "approve"}) == ["ticket: required to approve"]
     assert waits.validate_answer(d, {"decision": "approve", "ticket": 1})[0].startswith("ticket")
-    assert waits.validate_answer(d, {"decision": "approve", "ticket": "T", "x": "y"})
+    assert waits.validate_answer(d, {"decision": "approve", "ticket": "T", "x": "y"}) == []
+    assert waits.validate_answer(d, {"decision": "approve", "ticket": "T", "x": 2})
     assert waits.validate_answer(d, {"decision": "maybe"})
     assert waits.validate_answer(d, "approve")
 

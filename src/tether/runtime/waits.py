@@ -319,15 +319,13 @@ def _approval_errors(descriptor: dict[str, Any], response: dict[str, Any]) -> li
         return [] if decision in choices else [f"decision: must be one of {list(choices)}"]
     if decision not in APPROVAL_DECISIONS:
         return [f"decision: must be one of {list(APPROVAL_DECISIONS)}"]
-    errors = []
-    declared = set(descriptor.get("inputs") or [])
-    for key, value in response.items():
-        if key == "decision":
-            continue
-        if not isinstance(value, str):
-            errors.append(f"{key}: must be a string")
-        elif key != "reason" and decision == "approve" and declared and key not in declared:
-            errors.append(f"{key}: not an input of this gate (inputs: {sorted(declared)})")
+    # Every value is a string. An approval keeps inputs the gate does not list (Dagu's
+    # applyApproval stores each one as an output); a push-back drops them (state.py).
+    errors = [
+        f"{key}: must be a string"
+        for key, value in response.items()
+        if key != "decision" and not isinstance(value, str)
+    ]
     if decision == "approve":
         errors += [
             f"{name}: required to approve"
