@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
 from tests.e2e.conftest import ServeFn
-from tests.e2e.test_dagu_execute import execute, ok, refused
+from tests.e2e.test_dagu_execute import execute, ok, read, refused
 from tests.mcp_client import McpClient
 from tether.runtime.registry import App
 
@@ -95,11 +94,6 @@ async def test_a_rejection_ends_the_run_while_another_step_still_waits(
             ),
             "conflict",
         )
-
-
-async def read(c: McpClient, uri: str) -> dict[str, Any]:
-    params = {"name": "dagu_read", "arguments": {"uri": uri}}
-    return ok(await c.result("tools/call", params, capabilities={}))
 
 
 async def test_a_decided_step_reads_decided_while_the_other_still_waits(

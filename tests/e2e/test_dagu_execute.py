@@ -120,6 +120,11 @@ def ok(result: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+async def read(c: McpClient, uri: str) -> dict[str, Any]:
+    params = {"name": "dagu_read", "arguments": {"uri": uri}}
+    return ok(await c.result("tools/call", params, capabilities={}))
+
+
 def refused(result: dict[str, Any], code: str, field: str | None = None) -> dict[str, Any]:
     assert result["isError"] is True, result
     err: dict[str, Any] = result["structuredContent"]

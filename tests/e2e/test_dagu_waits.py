@@ -7,12 +7,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
 from tests.e2e.conftest import ServeFn
-from tests.e2e.test_dagu_execute import execute, ok, refused
+from tests.e2e.test_dagu_execute import execute, ok, read, refused
 from tests.mcp_client import McpClient
 from tether.runtime.registry import App
 
@@ -35,11 +34,6 @@ steps:
     command: "echo after"
     depends: sub
 """
-
-
-async def read(c: McpClient, uri: str) -> dict[str, Any]:
-    params = {"name": "dagu_read", "arguments": {"uri": uri}}
-    return ok(await c.result("tools/call", params, capabilities={}))
 
 
 async def test_a_wait_on_a_parent_returns_when_its_sub_dag_run_waits_at_a_gate(
