@@ -20,11 +20,24 @@ from tether.runtime.operations.storage_errors import storage_errors
 from tether.storage import access
 from tether.storage.access import AuditEntry
 from tether.storage.driver import Database
-from tether.storage.errors import StorageError
+from tether.storage.errors import IntegrityError, InvalidData, StorageError
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["AuditEntry", "AuditWriter", "entry", "list_entries", "sweep", "write"]
+
+
+_MAX_TEXT = 1000  # characters kept of a recorded name (a tool, a task id) from a request
+
+
+def _text(value: str | None) -> str | None:
+    """A request's text as a `text` column takes it: no lone surrogate (not encodable) and no
+    NUL (PostgreSQL refuses it), each replaced by U+FFFD; at most _MAX_TEXT characters."""
+    if value is None:
+        return None
+    if not value.isascii():
+        value = value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return value[:_MAX_TEXT].replace("\x00", "\ufffd")
 
 
 def entry(
@@ -42,15 +55,15 @@ def entry(
     """An entry stamped now."""
     return AuditEntry(
         at=datetime.now(UTC),
-        principal=principal,
+        principal=_text(principal) or "",
         surface=surface,
-        method=method,
+        method=_text(method) or "",
         outcome=outcome,
-        tenant=tenant,
-        tool=tool,
-        execution_id=execution_id,
+        tenant=_text(tenant),
+        tool=_text(tool),
+        execution_id=_text(execution_id),
         error_code=error_code,
-        remote=remote,
+        remote=_text(remote),
     )
 
 
@@ -119,14 +132,36 @@ class AuditWriter:
             await self._progress.wait_for(lambda: self.written >= count)
 
     async def flush(self) -> None:
-        """Write every queued entry. Raises StorageError (they stay queued)."""
+        """Write every queued entry. Raises DatabaseUnavailable (they stay queued). A batch the
+        database refuses (a value it cannot take) is written one entry at a time, and an entry
+        refused on its own is dropped with an error: one bad entry must not hold back the
+        rest forever (kept and retried, it grew the queue of a server for as long as it ran)."""
         while self._pending:
             batch = self._pending[: self._max_batch]
-            await access.insert_audit(self._db, batch)
+            try:
+                await access.insert_audit(self._db, batch)
+                written = len(batch)
+            except (InvalidData, IntegrityError):
+                written = await self._one_by_one(batch)
             del self._pending[: len(batch)]
             async with self._progress:
-                self.written += len(batch)
+                self.written += written
                 self._progress.notify_all()
+
+    async def _one_by_one(self, batch: list[AuditEntry]) -> int:
+        written = 0
+        for i, item in enumerate(batch):
+            try:
+                await access.insert_audit(self._db, [item])
+            except (InvalidData, IntegrityError) as exc:
+                logger.error("audit entry refused by the database, dropped: %s (%s)", item, exc)
+            except StorageError:
+                del self._pending[:i]  # the written and dropped ones; the rest stay queued
+                self.written += written
+                raise
+            else:
+                written += 1
+        return written
 
     async def run(self) -> None:
         try:
