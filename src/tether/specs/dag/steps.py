@@ -5,7 +5,7 @@ and its policies. References (`depends`, `rewind_to`) stay as written here; `gra
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Final
 
@@ -218,17 +218,14 @@ def _run(fields: Fields, at: At) -> Action | Shell:
     commands = strings(node, run_at, allow_scalars=True)
     if not any(c.strip() for c in commands):
         run_at.fail("must not be empty")
-    given_shell = fields.take("shell")
-    shell = " ".join(strings(*given_shell)) if given_shell else None
+    shell: str | None = None
     if taken := fields.take("with"):
         options = Fields(*taken)
         if chosen := options.take("shell"):
             shell = " ".join(strings(*chosen))
         options.finish({"shell_args": "put the arguments in `with.shell`"})
-    workdir = fields.take("dir", "workingDir", "working_dir")
-    return Shell(
-        commands=commands, script=None, shell=shell, dir=string(*workdir) if workdir else None
-    )
+    base = _shell(fields)  # `shell` and `dir` as a command step reads them (no command here)
+    return replace(base, commands=commands, shell=shell or base.shell)
 
 
 def _action(name: str, fields: Fields, at: At) -> Action:
