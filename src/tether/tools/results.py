@@ -54,17 +54,22 @@ def answered(result: AnswerResult) -> dict[str, Any]:
 def summary(
     view: RunView, *, answer_tool: str | None = None, tasks_update: bool = False
 ) -> dict[str, Any]:
-    """A run as the status, watch and start tools report it (follows the chain). Each open
+    """A run as the status, watch and start tools report it (follows the chain). The run's
+    state, output and error are named and always present as in Harvest's terminal watch frame
+    `{state, output, error}` (null where there is none); the rest is Tether's. Each open
     wait carries `answer_with`, the answer tool call that answers it, and `hints` says in
     words every way that works for this client (`tasks_update`: it declared the Tasks
     extension)."""
     run = view.current
+    ended = run.ended_at is not None
     out: dict[str, Any] = {
         "execution_id": run.id,
         "handle": view.requested.id,
         "workflow": run.workflow,
         "business_id": run.business_id,
-        "status": run.status,
+        "state": run.status,
+        "output": run.output if ended and run.status == "completed" else None,
+        "error": run.error if ended and run.status != "completed" else None,
         "run_version": run.version,
         "created_at": iso(run.created_at),
     }
@@ -90,8 +95,4 @@ def summary(
         ]
     if run.ended_at is not None:
         out["ended_at"] = iso(run.ended_at)
-        if run.status == "completed":
-            out["output"] = run.output
-        elif run.error is not None:
-            out["error"] = run.error
     return out
