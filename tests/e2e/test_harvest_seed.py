@@ -211,7 +211,8 @@ async def test_an_ended_run_yields_the_result_frame_at_once(
     mcp_server: ServeFn, client: Any
 ) -> None:
     """Seed: "An already-terminal run yields the result frame immediately" (no progress frame
-    first); a failed run's frame has its error and a null output."""
+    first); a failed run's frame has a null output and its error in words, a string as
+    Harvest's is (its record beside it, in `error_details`)."""
     async with mcp_server(app) as url:
         c = client(url)
         handle = (await call(c, "start_staged", body={"days": -1}))["execution_id"]
@@ -222,5 +223,6 @@ async def test_an_ended_run_yields_the_result_frame_at_once(
                 await asyncio.sleep(0.05)
         progress, result = await watch(c, handle)
     assert progress == []
-    assert (result["state"], result["output"]) == ("failed", None)
-    assert "no negative days" in str(result["error"]), result
+    frame = (result["state"], result["output"], result["error"])
+    assert frame == ("failed", None, "ValueError: no negative days"), result  # a string
+    assert result["error_details"]["message"] == "no negative days"
