@@ -114,8 +114,10 @@ class Context:
             setattr(cp, key, value)
         return cp
 
-    async def _flush(self) -> None:
-        result = await self._io.write(self.take_buffer())
+    async def _flush(self, *, flush: bool = True) -> None:
+        cp = self.take_buffer()
+        cp.flush = flush
+        result = await self._io.write(cp)
         self.note_cancel(result.cancel_requested)
 
     def park_event_id(self) -> int:
@@ -132,12 +134,16 @@ class Context:
         retry: RetryPolicy | None = None,
         timeout: float | timedelta | None = None,
         lazy: bool = False,
+        flush: bool = True,
         retry_if: Callable[[Exception], bool] | None = None,
         total_timeout: float | None = None,
         **kwargs: Any,
     ) -> Any:
         """Run `fn(*args, **kwargs)` once and checkpoint its result; replay returns the record.
         `lazy`: written with the run's next write (a cheap read: lost in a crash, it reruns).
+        `flush=False`: the result's commit does not wait for the disk (`Checkpoint.flush`):
+        a worker's crash keeps it; PostgreSQL's own crash right after may lose it, and the step
+        then runs again (the DAG interpreter's steps, which are at-least-once).
         Sync functions run in a thread. A failure is retried per `retry` (durable backoff: the
         run parks until the next try) when `retry_if(error)` holds, within `total_timeout`
         (policy.TotalTimeout); after the last try it raises StepFailed, the same way on every
@@ -174,7 +180,7 @@ class Context:
             raise StepFailed(step_name, error["type"], error["message"]) from exc
         self._record(seq, "step", step_name, {"value": encoded})
         if not lazy:
-            await self._flush()
+            await self._flush(flush=flush)
         return adapter.validate_python(encoded)
 
     def _replay_step(self, step_name: str, result: Any, adapter: TypeAdapter[Any]) -> Any:

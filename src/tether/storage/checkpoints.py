@@ -381,7 +381,9 @@ async def _checkpoint_many(
 async def _checkpoint_step(conn: Queryable, w: _Write) -> Applied:
     records, _ = repo.sealed_checkpoint(w.execution_id, w.cp)
     with translated():
-        recs = await conn.fetch(Q["checkpoint_step"], w.execution_id, w.owner, w.attempt, records)
+        recs = await conn.fetch(
+            Q["checkpoint_step"], w.execution_id, w.owner, w.attempt, records, w.cp.flush
+        )
     return {
         rec["id"]: (
             CheckpointResult(rec["status"], rec["cancel_requested"], rec["last_event_id"]),

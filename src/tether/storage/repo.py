@@ -212,6 +212,10 @@ class Checkpoint:
     successor_id: str | None = None
     run_attempt_increment: int = 0
     truncate_from: int | None = None
+    # False: a write that only records calls commits without waiting for the WAL flush
+    # (`checkpoint_step`): it survives the worker's crash, not one of PostgreSQL itself in the
+    # next fraction of a second. Any other write waits for the flush.
+    flush: bool = True
 
 
 @dataclass(frozen=True)

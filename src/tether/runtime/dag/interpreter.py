@@ -11,7 +11,9 @@ started with even when the file is changed or reloaded while it runs. That recor
 with the run's first write (the first step's result, or its first park), not by a commit of its
 own: a run that dies before that write has recorded nothing, and takes the spec anew. Likewise
 the result of a run's last step, when nothing can run after it, is written with the run's settle
-(`_Run._ends_run`): every other step's result commits before anything else runs.
+(`_Run._ends_run`): every other step's result commits before anything else runs. Those commits
+do not wait for the disk flush (`work.step_flush`): a worker's crash keeps every finished step,
+and only a crash of PostgreSQL itself may run the last ones again (steps are at-least-once).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from tether.runtime.dag.work import (
     evaluate_dynamic,
     has_command_substitution,
     run_work,
+    step_flush,
 )
 from tether.runtime.errors import Rejected, StepFailed
 from tether.runtime.signals import Park
@@ -168,6 +171,7 @@ class _Run:
     # The process env, the run's parameters and the DAG's env, evaluated once a claim (the
     # same for every step); each step layers its upstream outputs and run values over it.
     base: Mapping[str, str] | None = None
+    flush: bool = dataclasses.field(default_factory=step_flush)  # TETHER_DAG_STEP_FLUSH
 
     def given(self, name: str) -> StepInput:
         if self.base is None:
@@ -237,23 +241,14 @@ class _Run:
         if isinstance(step.work, Call):
             child_input = {"params": [param_text(p) for p in step.work.params] or None}
             return await self.ctx.transaction(
-                start_child,
-                self.host,
-                step.work.dag,
-                child_input,
-                self.ctx.execution_id,
-                step.name,
-                name=f"call:{step.name}",
-            )
+                start_child, self.host, step.work.dag, child_input, self.ctx.execution_id,
+                step.name, name=f"call:{step.name}",
+            )  # fmt: skip
+        given, actions = self.given(step.name), self.host.actions
         return await self.ctx.step(
-            execute_step,
-            step,
-            self.given(step.name),
-            self.host.actions,
-            retries,
-            name=f"node:{step.name}",
-            lazy=lazy,
-        )
+            execute_step, step, given, actions, retries, name=f"node:{step.name}", lazy=lazy,
+            flush=self.flush,
+        )  # fmt: skip
 
     def _apply_work(self, step: Step, result: dict[str, Any]) -> None:
         if isinstance(step.work, Call):
@@ -304,6 +299,7 @@ class _Run:
                 self.host.actions,
                 0,
                 name=f"handler:{which}",
+                flush=self.flush,
             )
             ok = ok and result["status"] != "failed"
         return ok

@@ -75,6 +75,16 @@ async def _run_shell(step: Step, work: Shell, given: StepInput) -> list[ShellRes
     return results
 
 
+STEP_FLUSH_ENV: Final = "TETHER_DAG_STEP_FLUSH"
+
+
+def step_flush() -> bool:
+    """Whether a DAG step's result waits for the disk flush when it commits (the operator's
+    `TETHER_DAG_STEP_FLUSH`: true/1/yes/on). By default it does not: a worker's crash still
+    keeps every finished step, and PostgreSQL's own crash may run the last ones again."""
+    return os.environ.get(STEP_FLUSH_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def default_shell() -> str:
     """Dagu's shell for a step that names none: `$SHELL` (else `sh`), with `-e` (errexit)
     added for a Unix-like shell (Dagu specs 014/015), so a failing line of a multi-line
