@@ -64,7 +64,8 @@ async def refused(
         found = {"schema": schema, "errors": errors[:20]}
         await ops.note(row.id, channel(step.id), found, counted=True)  # run_version rises
     except rt.RunEnded:
-        return replies.ended(step.id, (await ops.get(row.id)).current, "no steps executed.")
+        now = (await ops.get(row.id)).current
+        return replies.ended(step.id, now, "no steps executed.", await ops.steps(row.id))
     count = await rejections(ops, row.id, step.id)
     if count < threshold:
         return refusal(

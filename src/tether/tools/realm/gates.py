@@ -89,10 +89,11 @@ async def submit_human_response(
         return await _answer_open(settle, plan, ops, row, gate, a, w, by)
     parts = waits.parse_key(gate_id)
     step = parts.name if parts is not None and parts.execution_id == row.id else None
-    resolved = resolution(await ops.steps(row.id), step) if step is not None else None
+    records = await ops.steps(row.id) if step is not None or runs.ended(row) else []
+    resolved = resolution(records, step) if step is not None else None
     if step is None or resolved is None:
-        return _wrong_gate(row, gate, plan)
-    return _already(plan, row, step, resolved, choice, w)
+        return _wrong_gate(row, gate, records)
+    return _already(plan, row, step, resolved, choice, w, records)
 
 
 async def _answer_open(
@@ -123,7 +124,7 @@ async def _answer_open(
         await ops.answer(row.id, gate["key"], {"decision": choice}, by=a.get("responded_by") or by)
     except (rt.WaitNotOpen, rt.AnswerConflict):
         now = (await ops.get(row.id)).current
-        return _wrong_gate(now, runs.open_gate(now), plan)
+        return _wrong_gate(now, runs.open_gate(now), await ops.steps(now.id))
     now, chain = await settle(ops, row, before)
     reply = replies.progress(COMMAND, plan, now, chain, warnings=w)
     claim = _claim(gate, a.get("claim_token"))
@@ -203,22 +204,14 @@ def _already(
     resolved: dict[str, Any],
     choice: str,
     w: list[str],
+    records: list[StepRecord],
 ) -> Reply:
     winning = resolved.get("choice")
     if resolved["resolved_by"] == "timeout":
         gstep = plan.step(step) if plan is not None else None
         gate = gstep.gate if gstep is not None else None
-        if gate is None or gate.on_expiry == "abort":
-            return refusal(
-                COMMAND,
-                row.id,
-                "STATE_RUN_TERMINAL",
-                f"Gate '{step}' expired and aborted the run.",
-                run_version=row.version,
-                context_hint=replies.join(
-                    f"Gate '{step}' expired and aborted the run.", runs.way_back(row, step)
-                ),
-            )
+        if gate is None or gate.on_expiry == "abort":  # the question recorded no choice
+            return _terminal(row, records)
         winning = gate.default_choice
     details = {"winning_choice": winning, "resolved_by": resolved["resolved_by"]}
     if choice != winning:
@@ -251,15 +244,48 @@ def _already(
     )
 
 
-def _wrong_gate(row: ExecutionRow, gate: dict[str, Any] | None, plan: Plan | None) -> Reply:
-    if runs.ended(row):
-        return refusal(
-            WRONG_GATE,
-            row.id,
-            "STATE_RUN_TERMINAL",
-            f"Run '{row.id}' has already ended ({runs.phase(row)}).",
-            run_version=row.version,
+def _terminal(row: ExecutionRow, records: list[StepRecord]) -> Reply:
+    """An answer to an ended run that recorded no choice for it (Realm's
+    `terminalAnswerRefusalMessage`): the ending and its way out."""
+    return refusal(
+        WRONG_GATE,
+        row.id,
+        "STATE_RUN_TERMINAL",
+        f"Run '{row.id}' is terminal ({runs.phase(row)}); cannot submit a gate response — "
+        f"{_way_out(row, records)}",
+        run_version=row.version,
+        action="report_to_user",
+    )
+
+
+def _way_out(row: ExecutionRow, records: list[StepRecord]) -> str:
+    p, left = runs.phase(row), runs.left_pending(records)
+    cleanup = runs.cleanup_sentence(row.id, left)
+    if p == "completed":
+        return (
+            f"it completed; {cleanup[0].lower()}{cleanup[1:]}"
+            if left
+            else ("it completed, and nothing is owed.")
         )
+    if p == "aborted":
+        way = "an aborted run is never resumed."
+    elif way := runs.way_back(row, None):
+        way = f"{way[0].lower()}{way[1:]}"
+        way = way if way.endswith(".") else f"{way}."
+    elif failed := runs.failed_steps(records):
+        names = ", ".join(f"'{s}'" for s in failed)
+        way = (
+            f"'tether runs resume' takes none of the steps that failed ({names}), so it has "
+            "nothing to run again."
+        )
+    else:
+        way = "no step failed, so 'tether runs resume' has nothing to run again."
+    return replies.join(way, cleanup)
+
+
+def _wrong_gate(row: ExecutionRow, gate: dict[str, Any] | None, records: list[StepRecord]) -> Reply:
+    if runs.ended(row):
+        return _terminal(row, records)
     actions = []
     if gate is not None:
         actions.append(

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from typing import Any, Final
 
 from tether.runtime.realm.plan import Plan
-from tether.runtime.rows import ExecutionRow
+from tether.runtime.rows import ExecutionRow, StepRecord
 from tether.tools.realm import envelope, runs
 from tether.tools.realm.envelope import Reply, refusal
 
@@ -36,13 +37,14 @@ def progress(
     # `stopped_step` (execute_step, start_run, advance_run): the step an error or a gate
     # stopped the call at — not on a deduped start, which ran nothing
     names_stop = command not in ("submit_human_response", "create_workflow") and not deduped
+    cleanup = runs.cleanup_sentence(row.id, chain.cleanup) if runs.ended(row) else ""
     if chain.ended_by is not None:
-        hint = join(lead, _guard_ending(command, row, chain.ended_by))
+        hint = join(lead, _guard_ending(command, row, chain.ended_by), cleanup)
         return Reply(command, row.id, "ok", hint, row.version, warnings=warns, extra=extra)
     if p == "failed":
-        return _failed(command, plan, row, lead, extra, names_stop)
+        return _failed(command, plan, row, lead, extra, names_stop, cleanup)
     if p == "completed":
-        hint = join(lead, "Run completed.")
+        hint = join(lead, "Run completed.", cleanup)
         return Reply(command, row.id, "ok", hint, row.version, warnings=warns, extra=extra)
     gate = runs.open_gate(row)
     if gate is not None:
@@ -51,7 +53,7 @@ def progress(
         return _confirm(command, plan, row, gate, lead, warns, extra)
     if runs.ended(row):
         err = row.error if isinstance(row.error, dict) else {}
-        hint = join(lead, f"Run ended ({p}): {err.get('message', '')}")
+        hint = join(lead, f"Run ended ({p}): {err.get('message', '')}", cleanup)
         return Reply(command, row.id, "ok", hint, row.version, warnings=warns, extra=extra)
     stuck = runs.gate_message_problem(row)
     if stuck is not None and names_stop:  # the step stops the call; the run stays open
@@ -109,13 +111,14 @@ def _failed(
     lead: str,
     extra: dict[str, Any],
     names_stop: bool,
+    cleanup: str,
 ) -> Reply:
     step, message = runs.failure(row)
     code, error = failure_code(plan, row, step, message)
     if names_stop and step is not None:
         extra = {**extra, "stopped_step": step}
     said = f"Step '{step}' failed. Run is terminated." if step else f"The run failed: {message}."
-    hint = join(lead, said, runs.way_back(row, step))
+    hint = join(lead, said, runs.way_back(row, step), cleanup)
     return refusal(
         command,
         row.id,
@@ -186,12 +189,19 @@ def _confirm(
     )
 
 
-def ended(command: str, row: ExecutionRow, what: str) -> Reply:
-    p = runs.phase(row)
-    hint = join(f"Run '{row.id}' is already terminal ({p}); {what}", runs.way_back(row, None))
-    return Reply(
-        command, row.id, "ok", hint, row.version, extra={"run_phase": p, "agent_action": "stop"}
+def ended_hint(row: ExecutionRow, what: str, records: Sequence[StepRecord]) -> str:
+    """`Run '<id>' is already terminal (<phase>); <what>`, then the ways back in."""
+    return join(
+        f"Run '{row.id}' is already terminal ({runs.phase(row)}); {what}",
+        runs.way_back(row, None),
+        runs.cleanup_sentence(row.id, runs.left_pending(records)),
     )
+
+
+def ended(command: str, row: ExecutionRow, what: str, records: Sequence[StepRecord]) -> Reply:
+    hint = ended_hint(row, what, records)
+    extra = {"run_phase": runs.phase(row), "agent_action": "stop"}
+    return Reply(command, row.id, "ok", hint, row.version, extra=extra)
 
 
 def blocked(step: str, plan: Plan, row: ExecutionRow) -> Reply:

@@ -15,6 +15,7 @@ from tether.runtime.statuses import ENDED_STATUSES
 
 AUTO_PREFIX: Final = "realm:auto:"
 GUARD_PREFIX: Final = "realm:guard:"
+FINAL_PREFIX: Final = failures.FINAL_PREFIX
 RESUME: Final = "tether runs resume {run} --from {step}"
 
 
@@ -106,6 +107,7 @@ class Chain:
     chained: list[dict[str, Any]]
     guards: list[dict[str, Any]]
     ended_by: dict[str, Any] | None
+    cleanup: tuple[str, ...] = ()  # the run's cleanup steps left pending (left_pending)
 
 
 def upto(records: Sequence[StepRecord], step: str) -> list[StepRecord]:
@@ -143,7 +145,7 @@ def chain(before: Sequence[StepRecord], after: Sequence[StepRecord], final_phase
                 ended_by = {"arm": arm, "step": step}
                 if verdict.get("reason"):
                     ended_by["reason"] = verdict["reason"]
-    return Chain(chained, guards, ended_by)
+    return Chain(chained, guards, ended_by, tuple(left_pending(after)))
 
 
 def failed_step(after: Sequence[StepRecord]) -> tuple[str, str] | None:
@@ -195,6 +197,36 @@ def way_back(row: ExecutionRow, step: str | None) -> str:
     if p == "failed" and step is not None and not exhausted(row):
         return "To make the failed step runnable again: " + RESUME.format(run=row.id, step=step)
     return ""
+
+
+def left_pending(records: Sequence[StepRecord]) -> list[str]:
+    """The cleanup steps (finalizers) the run's ending left pending: their handler was not
+    registered in the process that ended it (interpreter.left_pending), in file order."""
+    return [
+        r.name.removeprefix(FINAL_PREFIX)
+        for r in records
+        if r.done and failures.is_left_pending(r.name, r.result)
+    ]
+
+
+def cleanup_command(run_id: str, steps: Sequence[str]) -> str:
+    """The command that runs them: a resume from the first, which keeps every other recorded
+    call (lifecycle.resume), so only the pending cleanup steps run, with the server's code."""
+    return RESUME.format(run=run_id, step=steps[0])
+
+
+def cleanup_sentence(run_id: str, steps: Sequence[str]) -> str:
+    """The sentence a reply on an ended run ends with when its ending left cleanup steps
+    pending (Realm's `pendingCleanupSentence`); empty when none is."""
+    if not steps:
+        return ""
+    one = len(steps) == 1
+    names = ", ".join(f"'{s}'" for s in steps)
+    them = "it with code that has its handler" if one else "them with code that has their handlers"
+    return (
+        f"Cleanup {'step' if one else 'steps'} left pending: {names} — "
+        f"'{cleanup_command(run_id, steps)}' runs {them}."
+    )
 
 
 def _failed_record(r: StepRecord) -> bool:

@@ -132,8 +132,9 @@ class RealmTools:
         row, warned = out.row, list(out.warnings)
         if row is None:
             return refusal("start_run", "", out.code, out.message)
-        if out.deduped:
-            none = runs.Chain([], [], None)
+        if out.deduped:  # ran nothing; an ended run's reply still ends with its ways back in
+            left = runs.left_pending(await ops.steps(row.id)) if runs.ended(row) else []
+            none = runs.Chain([], [], None, tuple(left))
             lead = (
                 f"Matched existing run '{row.id}' (idempotent) in phase '{runs.phase(row)}'; no "
                 "new run created."
@@ -181,7 +182,7 @@ class RealmTools:
         if not runs.settled(row):  # a replay in flight (woken by a signal, a trace …)
             row = (await ops.wait_until(row.id, runs.settled, timeout=SETTLE_S)).current
         if runs.ended(row):
-            return replies.ended(step, row, "no steps executed.")
+            return replies.ended(step, row, "no steps executed.", await ops.steps(row.id))
         wait = runs.open_step(row, step)
         if wait is None and runs.parked(row, step):  # naming an auto step runs it
             return await self.advance_run(ops, {"run_id": row.id}, [], by, command=step)
@@ -213,10 +214,7 @@ class RealmTools:
             return refusal("advance_run", run_id, "STATE_RUN_NOT_FOUND", f"Run not found: {run_id}")
         plan = self._plan(row.workflow)
         if runs.ended(row):
-            p = runs.phase(row)
-            hint = replies.join(
-                f"Run '{row.id}' is already terminal ({p}); nothing ran.", runs.way_back(row, None)
-            )
+            hint = replies.ended_hint(row, "nothing ran.", await ops.steps(row.id))
             return Reply(
                 "advance_run",
                 row.id,
@@ -224,7 +222,7 @@ class RealmTools:
                 hint,
                 row.version,
                 warnings=w,
-                extra={"run_phase": p, "continued_by": _CONTINUED},
+                extra={"run_phase": runs.phase(row), "continued_by": _CONTINUED},
             )
         before = await ops.steps(row.id)
         parked = runs.capability_waits(row)
