@@ -183,7 +183,16 @@ def _confirm(
             f"{', '.join(view['choices'])}.",
         ),
         row.version,
-        next_actions=[envelope.gate_action(row.id, gate["key"], gate["name"], view["choices"])],
+        next_actions=[
+            envelope.gate_action(
+                row.id,
+                gate["key"],
+                gate["name"],
+                view["choices"],
+                claim_token=view.get("claim_token"),
+                gate_reply=True,
+            )
+        ],
         warnings=warns,
         extra={**extra, "gate": view},
     )
@@ -274,14 +283,18 @@ def join(*parts: str) -> str:
 def step_entry(
     run_id: str, plan: Plan | None, step: str, *, prompt: str | None = None
 ) -> dict[str, Any]:
-    """An agent step's entry; `prompt` is the open wait's (rendered when the step opened)."""
+    """An agent step's entry; `prompt` is the open wait's (rendered when the step opened), given
+    only when the step declares a prompt."""
     s = plan.step(step) if plan is not None else None
-    if prompt is None and s is not None:
-        prompt = s.prompt or s.description
+    if s is None or s.prompt is None:
+        prompt = None
+    elif prompt is None:
+        prompt = s.prompt
     return envelope.step_action(
         run_id,
         step,
-        input_schema=dict(s.answer_schema) if s is not None else None,
+        description=s.description if s is not None else step,
+        input_schema=s.input_schema if s is not None else None,
         prompt=prompt,
     )
 

@@ -165,8 +165,9 @@ def first_calls(row: ExecutionRow, plan: Plan, handlers: Any) -> list[dict[str, 
         for s in roots
         if s.kind == "agent"
     ]
-    if any(s.kind in ("auto", "guard") for s in roots):
-        out.append(envelope.advance_action(row.id))
+    owed = [s.id for s in roots if s.kind == "guard"] + [s.id for s in roots if s.kind == "auto"]
+    if owed:
+        out.append(envelope.advance_action(row.id, owed))
     return out
 
 
