@@ -179,19 +179,32 @@ async def test_append_trace_and_adoption(mcp_server: ServeFn, client: Client) ->
         mine = {"run_id": run, "step_id": "assess", "entries": entries, "writer_nonce": "w1"}
         out = await tool(c, "append_trace", mine)
         assert out["status"] == "ok", out
-        assert out["accepted"] == 2
-        assert out["run_version"] == started["run_version"]  # a note does not wake the run
-        assert out["writer"]["entries"] == 2
+        assert out == {  # tools.md append_trace: the buffer's counts against the limits
+            "status": "ok",
+            "buffer_count": 2,
+            "buffer_bytes": out["buffer_bytes"],
+            "limit_count": 200,
+            "limit_bytes": 102400,
+            "final_limit_entries": 100,
+            "final_limit_bytes": 51200,
+            "file_count": 2,
+            "file_bytes": out["buffer_bytes"],
+            "file_limit_count": 400,
+            "file_limit_bytes": 204800,
+        }
+        state = await tool(c, "get_run_state", {"run_id": run})
+        assert state["run_version"] == started["run_version"]  # a note does not wake the run
         await tool(c, "append_trace", {**mine, "writer_nonce": "w2", "entries": entries[:1]})
         await tool(c, "append_trace", {k: v for k, v in mine.items() if k != "writer_nonce"})
 
         missing = await tool(c, "append_trace", {**mine, "step_id": "nope"})
         assert missing["error_code"] == "STEP_NOT_FOUND"
+        assert missing["errors"] == ["Step 'nope' not found in workflow 'refund'."]
         auto = await tool(c, "append_trace", {**mine, "step_id": "score"})
         assert auto["error_code"] == "STATE_STEP_NOT_ELIGIBLE"
         assert auto["error_details"]["step_type"] == "auto"
         blank = await tool(c, "append_trace", {**mine, "entries": []})  # the counts, no write
-        assert (blank["status"], blank["accepted"], blank["writer"]["entries"]) == ("ok", 0, 2)
+        assert (blank["status"], blank["buffer_count"], blank["file_count"]) == ("ok", 2, 5)
         for nonce, why in [("", "must not be empty"), (" w1", "must not have leading or")]:
             shaped = await tool(c, "append_trace", {**mine, "writer_nonce": nonce})
             assert shaped["error_code"] == "VALIDATION_EMPTY_VALUE"
@@ -216,8 +229,8 @@ async def test_append_trace_and_adoption(mcp_server: ServeFn, client: Client) ->
         )  # fmt: skip
         late = await tool(c, "append_trace", mine)
         assert late["error_code"] == "STATE_STEP_NOT_ELIGIBLE"
-        assert late["error_details"]["step_state"] == "already_claimed"
-        assert late["errors"] == ["Step 'assess' has already been claimed (completed or failed)."]
+        assert late["error_details"]["step_state"] == "completed"
+        assert late["errors"] == ["Step 'assess' has already completed."]
 
 
 def answer_of(run: str) -> dict[str, Any]:

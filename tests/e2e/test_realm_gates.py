@@ -113,8 +113,12 @@ async def test_gate_answered_in_time(mcp_server: ServeFn, client: Client) -> Non
         assert held["error_code"] == "STATE_TRANSITION_DENIED"
         assert held["errors"] == [
             f"Run '{run}' is waiting on human gate 'draft' (gate '{gate['gate_id']}'); answer it "
-            "before abandoning."
+            f"before abandoning. Answer it: submit_human_response {{run_id: '{run}', gate_id: "
+            f"'{gate['gate_id']}', choice: <one of: pay, hold>}}."
         ]
+        assert held["context_hint"] == (
+            f"Run '{run}' is waiting on a human gate; resolve it before abandoning."
+        )
         args = {"run_id": run, "gate_id": gate["gate_id"], "choice": "pay"}
         ok = await tool(c, "submit_human_response", {**args, "claim_token": gate["claim_token"]})
         assert ok["status"] == "ok"

@@ -150,13 +150,27 @@ async def test_guard_aborts_and_abandon(mcp_server: ServeFn, client: Client) -> 
         terminal = await tool(c, "abandon_run", {"run_id": run})
         assert terminal["error_code"] == "STATE_RUN_TERMINAL"
         assert "run_version" not in terminal
+        assert terminal["errors"] == [
+            f"Run '{run}' is already terminal (aborted); cannot abandon a finished run."
+        ]
+        assert terminal["context_hint"] == f"Run '{run}' is already terminal; nothing to abandon."
 
         other = await tool(c, "start_run", {"workflow_id": "refund", "params": {"amount": 1}})
         gone = await tool(c, "abandon_run", {"run_id": other["run_id"], "reason": "no longer"})
-        assert gone["run_phase"] == "abandoned"
-        assert gone["terminal_reason"] == "no longer"
+        kill = (  # tools.md abandon_run: the summary alone, with its note
+            "abandon is a kill — declared finalizers (if any) did NOT run and will not for this "
+            "run. The graceful path is the workflow's own guard step (abort_unless), which runs "
+            "them; there is no operator abort command."
+        )
+        assert gone == {
+            "run_id": other["run_id"],
+            "run_phase": "abandoned",
+            "terminal_state": True,
+            "terminal_reason": "no longer",
+            "note": kill,
+        }
         twice = await tool(c, "abandon_run", {"run_id": other["run_id"]})
-        assert twice["note"].startswith("already abandoned (no change this call)")
+        assert twice["note"] == f"already abandoned (no change this call). {kill}"
 
 
 async def test_refusals(mcp_server: ServeFn, client: Client) -> None:

@@ -239,36 +239,31 @@ class RealmTools:
         return wire
 
     async def abandon_run(self, ops: Operations, a: Args, w: list[str], by: str | None) -> Any:
+        """tools.md `abandon_run`: the run's summary `{run_id, run_phase, terminal_state,
+        terminal_reason, note}`; a refusal is the envelope without `run_version`, its hint
+        Realm's short sentence and its error the full one."""
         run_id = a["run_id"]
         reason = a.get("reason") or "Abandoned via abandon_run"
         try:
             row = (await ops.get(run_id)).current
         except rt.ExecutionNotFound:
-            return refusal(
-                "abandon_run",
-                run_id,
-                "STATE_RUN_NOT_FOUND",
-                f"Run not found: {run_id}",
-                run_version=None,
+            return _abandon_refused(
+                run_id, "STATE_RUN_NOT_FOUND", f"Run not found: {run_id}", "not found."
             )
-        note = f"Run '{row.id}' abandoned."
+        note = ABANDON_NOTE
         if runs.phase(row) == "abandoned":
-            note = "already abandoned (no change this call)"
+            note = f"already abandoned (no change this call). {ABANDON_NOTE}"
         elif runs.ended(row):
-            return refusal(
-                "abandon_run",
-                row.id,
-                "STATE_RUN_TERMINAL",
-                f"Run '{row.id}' has already ended ({runs.phase(row)}).",
-                run_version=None,
+            message = (
+                f"Run '{row.id}' is already terminal ({runs.phase(row)}); cannot abandon a "
+                "finished run."
             )
+            hint = "is already terminal; nothing to abandon."
+            return _abandon_refused(row.id, "STATE_RUN_TERMINAL", message, hint)
         elif runs.phase(row) == "gate_waiting":
-            return refusal(
-                "abandon_run",
-                row.id,
-                "STATE_TRANSITION_DENIED",
-                _gate_open_sentence(row),
-                run_version=None,
+            hint = "is waiting on a human gate; resolve it before abandoning."
+            return _abandon_refused(
+                row.id, "STATE_TRANSITION_DENIED", _gate_open_sentence(row), hint
             )
         else:
             try:
@@ -276,9 +271,8 @@ class RealmTools:
             except rt.RunEnded:
                 row = (await ops.get(row.id)).current
         err = row.error if isinstance(row.error, dict) else {}
-        base = Reply("abandon_run", row.id, "ok", note, row.version).to_wire()
         return {
-            **base,
+            "run_id": row.id,
             "run_phase": "abandoned",
             "terminal_state": True,
             "terminal_reason": err.get("message", reason),
@@ -325,11 +319,32 @@ class RealmTools:
 
 
 def _gate_open_sentence(row: ExecutionRow) -> str:
-    """gates-and-trust.md: why a run at a gate cannot be abandoned."""
+    """gates-and-trust.md, tools.md: why a run at a gate cannot be abandoned, and the answer."""
     gate = runs.open_gate(row) or {}
+    choices = ", ".join(gate.get("choices") or [])
     return (
         f"Run '{row.id}' is waiting on human gate '{gate.get('name')}' (gate "
-        f"'{gate.get('key')}'); answer it before abandoning."
+        f"'{gate.get('key')}'); answer it before abandoning. Answer it: submit_human_response "
+        f"{{run_id: '{row.id}', gate_id: '{gate.get('key')}', choice: <one of: {choices}>}}."
+    )
+
+
+#: tools.md `abandon_run`: the note every abandon carries (no finalizer runs after it).
+ABANDON_NOTE: Final = (
+    "abandon is a kill — declared finalizers (if any) did NOT run and will not for this run. "
+    "The graceful path is the workflow's own guard step (abort_unless), which runs them; there "
+    "is no operator abort command."
+)
+
+
+def _abandon_refused(run_id: str, code: str, message: str, hint: str) -> Reply:
+    return refusal(
+        "abandon_run",
+        run_id,
+        code,
+        message,
+        run_version=None,
+        context_hint=f"Run '{run_id}' {hint}",
     )
 
 
