@@ -107,6 +107,13 @@ async def test_agent_run_refused_then_accepted_auto_chain_and_tasks_get(
         assert done["guards"] == [{"step": "only_low_risk", "outcome": "pass"}]
         assert done["next_actions"][0]["instruction"]["params"]["command"] == "confirm"
         assert done["run_version"] > started["run_version"]
+        # execution-loop.ts: the last step the call completed, then what comes next
+        assert done["context_hint"] == "Step 'score' completed. Ready for the agent: 'confirm'."
+        assert done["next_actions"][0]["human_readable"] == (
+            "Execute step 'confirm': Write the confirmation"
+        )
+        idle = await tool(c, "advance_run", {"run_id": run})  # nothing owed: never an error
+        assert idle["context_hint"] == f"Run '{run}': nothing ran. Ready for the agent: 'confirm'."
 
         again = await tool(
             c, "execute_step", {"run_id": run, "command": "assess", "params": {"risk": "low"}}

@@ -35,11 +35,45 @@ def _now() -> datetime:
 
 
 def _actor_problem(name: str | None) -> str | None:
+    """tools.md: `responded_by: <empty | longer than 200 characters | contains a control
+    character>; nothing was recorded. …` (None: fine, or not given)."""
     if name is None:
         return None
-    if len(name) > 200 or any(ord(ch) < 32 or ord(ch) == 127 for ch in name):
-        return "responded_by must be at most 200 characters, with no control characters."
-    return None
+    if not name:
+        why = "empty"
+    elif len(name) > 200:
+        why = "longer than 200 characters"
+    elif any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in name):
+        why = "contains a control character"
+    else:
+        return None
+    return (
+        f"responded_by: {why}; nothing was recorded. Give a name of at most 200 characters "
+        "with no control characters, or leave it out."
+    )
+
+
+def due(gate: dict[str, Any]) -> bool:
+    """The gate's time is up and it declares `on_expiry`: carrying that out is owed."""
+    deadline = gate.get("deadline")
+    return bool(deadline and gate.get("on_expiry") and _now() >= datetime.fromisoformat(deadline))
+
+
+def lag(ms: int) -> str:
+    """Realm's duration words (`formatDuration`): `12s`, `3m`, `2h 5m`, `1d 3h`."""
+    secs = max(0, ms) // 1000
+    if secs < 60:
+        return f"{secs}s"
+    mins, hours = secs // 60, secs // 3600
+    if mins < 60:
+        return f"{mins}m"
+    return f"{hours}h {mins % 60}m" if hours < 24 else f"{hours // 24}d {hours % 24}h"
+
+
+MATCHED_LATE: Final = (
+    "the outcome matches your choice, but it was settled by timeout; your response was not "
+    "recorded."
+)
 
 
 def _claim(gate: dict[str, Any], token: str | None, *, spent: str | None = None) -> dict[str, Any]:
@@ -73,7 +107,7 @@ async def submit_human_response(
     w: list[str],
     by: str | None,
 ) -> Reply:
-    run_id, gate_id, choice = a["run_id"], a["gate_id"], a["choice"]
+    run_id, gate_id = a["run_id"], a["gate_id"]
     try:
         row = (await ops.get(run_id)).current
     except rt.ExecutionNotFound:
@@ -93,7 +127,7 @@ async def submit_human_response(
     resolved = resolution(records, step) if step is not None else None
     if step is None or resolved is None:
         return _wrong_gate(row, gate, records)
-    return _already(plan, row, step, resolved, choice, w, records)
+    return _already(plan, row, step, resolved, a, w, records)
 
 
 async def _answer_open(
@@ -112,7 +146,7 @@ async def _answer_open(
         return await _late(settle, plan, ops, row, gate, a, w)
     if choice not in choices:
         return refusal(
-            COMMAND,
+            gate["name"],
             row.id,
             "VALIDATION_INPUT_SCHEMA",
             f"Choice '{choice}' is not valid. Expected one of: {', '.join(choices)}",
@@ -126,7 +160,8 @@ async def _answer_open(
         now = (await ops.get(row.id)).current
         return _wrong_gate(now, runs.open_gate(now), await ops.steps(now.id))
     now, chain = await settle(ops, row, before)
-    reply = replies.progress(COMMAND, plan, now, chain, warnings=w)
+    done = f"Gate '{gate['name']}' resolved with choice '{choice}'."
+    reply = replies.progress(gate["name"], plan, now, chain, tool=COMMAND, done=done, warnings=w)
     claim = _claim(gate, a.get("claim_token"))
     warns = list(reply.warnings)
     if claim["proof"] != "matched":
@@ -149,51 +184,72 @@ async def _late(
     a: dict[str, Any],
     w: list[str],
 ) -> Reply:
-    """The deadline has passed: let the expiry happen first; the answer is not recorded."""
-    expired_at = gate["deadline"]
+    """The deadline has passed: this call carries out the expiry first (the run wakes at its
+    deadline); the answer is not recorded (tools.md "An answer after the gate's time is up")."""
+    expired_at, step, key = gate["deadline"], gate["name"], gate["key"]
     overdue = int((_now() - datetime.fromisoformat(expired_at)).total_seconds() * 1000)
-    now, _ = await settle(ops, row, await ops.steps(row.id))
-    details = {"resolved_by": "timeout", "expired_at": expired_at, "overdue_ms": overdue}
+    now, chain = await settle(ops, row, await ops.steps(row.id))
+    details = {"runId": row.id, "gateId": key, "resolved_by": "timeout"}
+    timing = {"expired_at": expired_at, "overdue_ms": overdue}
+    line = (
+        f"gate '{key}' on '{step}' had expired {lag(overdue)} before this call — this "
+        "submit_human_response call first carried out its declared "
+    )
     if gate.get("on_expiry") == "abort":
+        said = (
+            f"Gate '{key}' on '{step}' expired and the run aborted per the workflow's declared "
+            "on_expiry — your choice was NOT recorded."
+        )
         return refusal(
-            COMMAND,
+            step,
             now.id,
             "STATE_RUN_TERMINAL",
-            f"Gate '{gate['name']}' expired and aborted the run; the answer was not recorded.",
+            said,
             run_version=now.version,
             answer_recorded=False,
             run_phase=runs.phase(now),
-            error_details={**details, "winning_choice": None},
+            error_details={**details, "winning_choice": None, **timing},
         )
     winning = gate.get("default_choice")
-    details["winning_choice"] = winning
+    warns = [
+        *w,
+        f"{line}settle_default: the default choice '{winning}' was recorded (enacted_via: "
+        "submit_human_response).",
+    ]
+    details = {**details, "winning_choice": winning, **timing}
     if a["choice"] != winning:
-        return refusal(
-            COMMAND,
+        said = (
+            f"Gate '{key}' was settled by timeout with choice '{winning}' — your choice "
+            f"'{a['choice']}' was not recorded."
+        )
+        reply = replies.progress(step, plan, now, chain, tool=COMMAND, lead=said, done=said)
+        refused = refusal(
+            step,
             now.id,
             "STATE_BLOCKED",
-            f"Gate '{gate['name']}' expired and recorded '{winning}'; the answer was not recorded.",
+            said,
             run_version=now.version,
             action="report_to_user",
+            context_hint=reply.context_hint,
+            next_actions=reply.next_actions,
             answer_recorded=False,
             error_details=details,
             run_phase=runs.phase(now),
+            guards=chain.guards or None,
+            ended_by=chain.ended_by,
         )
-    hint = f"Gate '{gate['name']}' expired and recorded '{winning}' (resolved_by timeout)."
-    return Reply(
-        COMMAND,
-        now.id,
-        "ok",
-        hint,
-        now.version,
-        warnings=w,
-        next_actions=replies.open_entries(now, plan),
-        extra={
-            "run_phase": runs.phase(now),
-            "answer_recorded": False,
-            "error_details": details,
-            "gate_claim": _claim(gate, a.get("claim_token"), spent="expired"),
-        },
+        return _with(refused, warnings=warns)
+    reply = replies.progress(
+        step, plan, now, chain, tool=COMMAND, lead=MATCHED_LATE, done=MATCHED_LATE, warnings=warns
+    )
+    return _with(
+        reply,
+        warnings=list(reply.warnings),
+        answer_recorded=False,
+        error_details=details,
+        gate_claim=_claim(gate, a.get("claim_token"), spent="expired"),
+        chained_auto_steps=None,
+        guards=chain.guards or None,
     )
 
 
@@ -202,10 +258,11 @@ def _already(
     row: ExecutionRow,
     step: str,
     resolved: dict[str, Any],
-    choice: str,
+    a: dict[str, Any],
     w: list[str],
     records: list[StepRecord],
 ) -> Reply:
+    choice, key = a["choice"], a["gate_id"]
     winning = resolved.get("choice")
     if resolved["resolved_by"] == "timeout":
         gstep = plan.step(step) if plan is not None else None
@@ -213,27 +270,37 @@ def _already(
         if gate is None or gate.on_expiry == "abort":  # the question recorded no choice
             return _terminal(row, records)
         winning = gate.default_choice
-    details = {"winning_choice": winning, "resolved_by": resolved["resolved_by"]}
+    details: dict[str, Any] = {"winning_choice": winning}
+    timed_out = resolved["resolved_by"] == "timeout"
+    if timed_out:
+        details.update(resolved_by="timeout")
     if choice != winning:
+        how = "was settled by timeout" if timed_out else "was already resolved"
         return refusal(
-            COMMAND,
+            step,
             row.id,
             "STATE_BLOCKED",
-            f"Gate '{step}' was already resolved with choice '{winning}'.",
+            f"Gate '{key}' {how} with choice '{winning}' — your choice '{choice}' was not "
+            "recorded.",
             run_version=row.version,
             action="report_to_user",
+            next_actions=replies.open_entries(row, plan),
             error_details=details,
         )
-    cause = "expired" if resolved["resolved_by"] == "timeout" else "answered"
-    hint = f"Gate '{step}' was already resolved with choice '{winning}' — no action was taken."
+    hint = (
+        MATCHED_LATE
+        if timed_out
+        else (f"Gate '{key}' was already resolved with choice '{winning}' — no action was taken.")
+    )
     extra: dict[str, Any] = {
         "run_phase": runs.phase(row),
-        "gate_claim": {"proof": "spent", "cause": cause, "opened_by": None},
-    }
-    if cause == "expired":
+        "gate_claim": {"proof": "spent", "cause": "expired" if timed_out else "answered",
+                       "opened_by": None},
+    }  # fmt: skip
+    if timed_out:
         extra.update(answer_recorded=False, error_details=details)
     return Reply(
-        COMMAND,
+        step,
         row.id,
         "ok",
         hint,

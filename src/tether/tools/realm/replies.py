@@ -23,9 +23,16 @@ def progress(
     *,
     deduped: bool | None = None,
     lead: str = "",
+    done: str = "",
+    tool: str | None = None,
     warnings: list[str] | None = None,
 ) -> Reply:
+    """The reply of a call that moved run `row` (or found nothing to do). `command` is the
+    reply's word (the step, for an answer), `tool` the tool when it differs; `done` is the
+    sentence of what this call completed (`Step '<s>' completed.`), said in place of `lead`
+    when the run goes on with nothing open."""
     p = runs.phase(row)
+    tool = tool or command
     extra: dict[str, Any] = {
         "run_phase": p,
         "deduped": deduped,
@@ -36,10 +43,10 @@ def progress(
     warns = list(warnings or [])
     # `stopped_step` (execute_step, start_run, advance_run): the step an error or a gate
     # stopped the call at — not on a deduped start, which ran nothing
-    names_stop = command not in ("submit_human_response", "create_workflow") and not deduped
+    names_stop = tool not in ("submit_human_response", "create_workflow") and not deduped
     cleanup = runs.cleanup_sentence(row.id, chain.cleanup) if runs.ended(row) else ""
     if chain.ended_by is not None:
-        hint = join(lead, _guard_ending(command, row, chain.ended_by), cleanup)
+        hint = join(lead, _guard_ending(tool, row, chain.ended_by), cleanup)
         return Reply(command, row.id, "ok", hint, row.version, warnings=warns, extra=extra)
     if p == "failed":
         return _failed(command, plan, row, lead, extra, names_stop, cleanup)
@@ -60,12 +67,13 @@ def progress(
         return _unrendered(command, row, stuck, lead, extra)
     actions = open_entries(row, plan)
     names = ", ".join(f"'{w['name']}'" for w in runs.open_agent_steps(row))
-    hint = join(lead, f"Ready for the agent: {names}." if names else "", *runs.cannot_run(row))
+    said = join(f"Ready for the agent: {names}." if names else "", *runs.cannot_run(row))
+    hint = join(done or lead, said or "No step is ready.")
     return Reply(
         command,
         row.id,
         "ok",
-        hint or "Nothing is ready.",
+        hint,
         row.version,
         next_actions=actions,
         warnings=warns,
@@ -98,6 +106,8 @@ def _guard_ending(command: str, row: ExecutionRow, ended_by: dict[str, Any]) -> 
     g = ended_by["step"]
     if ended_by["arm"] == "guard_abort":
         return f"Guard step '{g}' aborted the run."
+    if ended_by["arm"] == "guard_pass_complete":
+        return f"Guard step '{g}' passed and completed the run."
     hint = f"Guard step '{g}' failed with a resolution error. Run is terminated."
     if command in ("submit_human_response", "advance_run"):
         hint = join(hint, runs.way_back(row, g))  # the guard is a failed step resume takes
@@ -274,6 +284,35 @@ def not_callable(
 def done_names(row: ExecutionRow) -> set[str]:
     out = row.output if isinstance(row.output, dict) else {}
     return set(out.get("outputs", {}))
+
+
+def waiting_on(
+    row: ExecutionRow, gate: dict[str, Any], warnings: list[str], extra: dict[str, Any]
+) -> Reply:
+    """advance_run at a question already open: nothing ran; the answer is what comes next."""
+    choices = list(gate.get("choices") or [])
+    hint = (
+        f"Run '{row.id}': nothing ran. Waiting on the question on step '{gate['name']}' "
+        f"(choices: {', '.join(choices)}) — answer it with submit_human_response."
+    )
+    return Reply(
+        "advance_run",
+        row.id,
+        "ok",
+        hint,
+        row.version,
+        next_actions=[envelope.gate_action(row.id, gate["key"], gate["name"], choices)],
+        warnings=warnings,
+        extra={"run_phase": runs.phase(row), **extra},
+    )
+
+
+def completed(step: str, chain: runs.Chain) -> str:
+    """`Step '<s>' completed.`: the last auto step the call ran, else `step` (a guard is
+    decided in the write of the step before it and is never the one named)."""
+    guards = {g["step"] for g in chain.guards}
+    ran = [c["step"] for c in chain.chained if c["step"] not in guards]
+    return f"Step '{ran[-1] if ran else step}' completed."
 
 
 def join(*parts: str) -> str:

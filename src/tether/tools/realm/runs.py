@@ -145,6 +145,8 @@ def chain(before: Sequence[StepRecord], after: Sequence[StepRecord], final_phase
                 ended_by = {"arm": arm, "step": step}
                 if verdict.get("reason"):
                     ended_by["reason"] = verdict["reason"]
+            elif last and final_phase == "completed":  # its pass was the run's last step
+                ended_by = {"arm": "guard_pass_complete", "step": step}
     return Chain(chained, guards, ended_by, tuple(left_pending(after)))
 
 

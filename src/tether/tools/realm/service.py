@@ -143,6 +143,8 @@ class RealmTools:
                 "start_run", plan, row, none, deduped=True, lead=lead, warnings=warned
             )
         row, chain = await self._settle(ops, row, [])
+        ran = any(c["step"] not in {g["step"] for g in chain.guards} for c in chain.chained)
+        done = replies.completed("", chain) if ran else ""  # start-run.ts: the step's sentence
         hint = f"Run '{row.id}' created for workflow '{wf}'."
         if out.rerun_of is not None:
             hint = (
@@ -150,7 +152,7 @@ class RealmTools:
                 "key (on_terminal_match)."
             )
         reply = replies.progress(
-            "start_run", plan, row, chain, deduped=False, lead=hint, warnings=warned
+            "start_run", plan, row, chain, deduped=False, lead=hint, done=done, warnings=warned
         )
         if out.rerun_of is None:
             return reply
@@ -201,7 +203,8 @@ class RealmTools:
         row, chain = await self._settle(ops, row, [], answered=step)
         traced = await ops.buffered_signals(row.id, traces.channel(step))
         adopted = traces.adoption([t.payload for t in traced], a.get("writer_nonce"))
-        reply = replies.progress(step, plan, row, chain, warnings=warned)
+        done = replies.completed(step, chain)
+        reply = replies.progress(step, plan, row, chain, done=done, warnings=warned)
         return {**reply.to_wire(), **adopted}
 
     async def advance_run(
@@ -229,10 +232,16 @@ class RealmTools:
         for wait in parked:  # look for the handler again (this server's, or another's)
             with contextlib.suppress(rt.RunEnded):
                 await ops.signal(row.id, wait["name"])
+        gate = runs.open_gate(row)
+        if gate is not None and not parked and not gates.due(gate):
+            reply = replies.waiting_on(row, gate, w, extra={"continued_by": _CONTINUED})
+            return reply.to_wire()
         chain = runs.Chain([], [], None)
         if parked or not runs.settled(row):  # nothing owed: never an error, nothing to wait on
             row, chain = await self._settle(ops, row, before)
-        reply = replies.progress(command, plan, row, chain, warnings=w)
+        ran = any(c["step"] not in {g["step"] for g in chain.guards} for c in chain.chained)
+        done = replies.completed(command, chain) if ran else f"Run '{row.id}': nothing ran."
+        reply = replies.progress(command, plan, row, chain, done=done, warnings=w)
         wire = reply.to_wire()
         if command == "advance_run":
             wire["continued_by"] = _CONTINUED
