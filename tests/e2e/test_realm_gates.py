@@ -134,6 +134,17 @@ async def test_gate_answered_in_time(mcp_server: ServeFn, client: Client) -> Non
         assert bad["error_code"] == "VALIDATION_INPUT_SCHEMA"
         assert bad["errors"] == ["Choice 'x' is not valid. Expected one of: pay, hold"]
         assert bad["command"] == "draft"  # the seed: an answer's reply names the step
+        wrong = await tool(
+            c, "submit_human_response", {"run_id": run, "gate_id": "g9", "choice": "pay"}
+        )
+        assert (wrong["command"], wrong["error_code"], wrong["agent_action"]) == (
+            "submit_gate", "STATE_BLOCKED", "resolve_precondition",
+        )  # fmt: skip
+        assert wrong["context_hint"] == (
+            "Gate 'g9' is not the open gate and matches no committed resolution. The open "
+            f"question is on step 'draft' (gate '{gate['gate_id']}') — answer it as next_actions "
+            "says."
+        )
         held = await tool(c, "abandon_run", {"run_id": run})  # gates-and-trust.md
         assert held["error_code"] == "STATE_TRANSITION_DENIED"
         assert held["errors"] == [

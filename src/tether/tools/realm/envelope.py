@@ -242,8 +242,21 @@ def gate_action(
     )
 
 
-def advance_action(run_id: str, owed: Sequence[str]) -> dict[str, Any]:
-    """`advance_run`: the engine owes work (guards, auto steps), named (Realm's act)."""
+def advance_action(
+    run_id: str, owed: Sequence[str], *, expiry: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """`advance_run`: the engine owes work (guards, auto steps, or carrying out an expired
+    question's `on_expiry`), named (Realm's act)."""
+    if expiry is not None:
+        words = f"the expired question on '{expiry['name']}' (its declared {expiry['on_expiry']})"
+        return next_action(
+            "advance_run",
+            {"run_id": run_id},
+            human_readable=f"Call advance_run to carry out {words}, then run what it leaves "
+            "owed until a step opens a question, fails or ends the run. It runs with this "
+            "server's extensions and environment.",
+            orientation=f"Run is active. Engine work is owed: {words}.",
+        )
     names = ", ".join(f"'{n}'" for n in owed)
     one = len(owed) == 1
     until = "" if one else " until a step opens a question, fails or ends the run"

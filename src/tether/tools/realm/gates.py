@@ -20,8 +20,9 @@ from tether.runtime import waits
 from tether.runtime.operations import Operations
 from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow, StepRecord
-from tether.tools.realm import envelope, replies, runs
+from tether.tools.realm import envelope, late, replies, runs
 from tether.tools.realm.envelope import Reply, refusal
+from tether.tools.realm.late import MATCHED_LATE, with_fields
 
 COMMAND: Final = "submit_human_response"
 WRONG_GATE: Final = "submit_gate"  # the seed's word for an answer that names no open gate
@@ -57,23 +58,6 @@ def due(gate: dict[str, Any]) -> bool:
     """The gate's time is up and it declares `on_expiry`: carrying that out is owed."""
     deadline = gate.get("deadline")
     return bool(deadline and gate.get("on_expiry") and _now() >= datetime.fromisoformat(deadline))
-
-
-def lag(ms: int) -> str:
-    """Realm's duration words (`formatDuration`): `12s`, `3m`, `2h 5m`, `1d 3h`."""
-    secs = max(0, ms) // 1000
-    if secs < 60:
-        return f"{secs}s"
-    mins, hours = secs // 60, secs // 3600
-    if mins < 60:
-        return f"{mins}m"
-    return f"{hours}h {mins % 60}m" if hours < 24 else f"{hours // 24}d {hours % 24}h"
-
-
-MATCHED_LATE: Final = (
-    "the outcome matches your choice, but it was settled by timeout; your response was not "
-    "recorded."
-)
 
 
 def _claim(gate: dict[str, Any], token: str | None, *, spent: str | None = None) -> dict[str, Any]:
@@ -126,7 +110,7 @@ async def submit_human_response(
     records = await ops.steps(row.id) if step is not None or runs.ended(row) else []
     resolved = resolution(records, step) if step is not None else None
     if step is None or resolved is None:
-        return _wrong_gate(row, gate, records)
+        return _wrong_gate(row, gate, records, gate_id)
     return _already(plan, row, step, resolved, a, w, records)
 
 
@@ -143,7 +127,8 @@ async def _answer_open(
     choice, choices = a["choice"], list(gate.get("choices") or [])
     deadline = gate.get("deadline")
     if deadline and _now() >= datetime.fromisoformat(deadline):
-        return await _late(settle, plan, ops, row, gate, a, w)
+        claim = _claim(gate, a.get("claim_token"), spent="expired")
+        return await late.late_answer(settle, plan, ops, row, gate, a, w, claim)
     if choice not in choices:
         return refusal(
             gate["name"],
@@ -158,7 +143,7 @@ async def _answer_open(
         await ops.answer(row.id, gate["key"], {"decision": choice}, by=a.get("responded_by") or by)
     except (rt.WaitNotOpen, rt.AnswerConflict):
         now = (await ops.get(row.id)).current
-        return _wrong_gate(now, runs.open_gate(now), await ops.steps(now.id))
+        return _wrong_gate(now, runs.open_gate(now), await ops.steps(now.id), gate["key"])
     now, chain = await settle(ops, row, before)
     done = f"Gate '{gate['name']}' resolved with choice '{choice}'."
     reply = replies.progress(gate["name"], plan, now, chain, tool=COMMAND, done=done, warnings=w)
@@ -166,88 +151,10 @@ async def _answer_open(
     warns = list(reply.warnings)
     if claim["proof"] != "matched":
         warns.append(f"gate_claim proof is '{claim['proof']}'.")
-    return _with(
+    return with_fields(
         reply,
         warnings=warns,
         gate_claim=claim,
-        chained_auto_steps=None,
-        guards=chain.guards or None,
-    )
-
-
-async def _late(
-    settle: Settle,
-    plan: Plan | None,
-    ops: Operations,
-    row: ExecutionRow,
-    gate: dict[str, Any],
-    a: dict[str, Any],
-    w: list[str],
-) -> Reply:
-    """The deadline has passed: this call carries out the expiry first (the run wakes at its
-    deadline); the answer is not recorded (tools.md "An answer after the gate's time is up")."""
-    expired_at, step, key = gate["deadline"], gate["name"], gate["key"]
-    overdue = int((_now() - datetime.fromisoformat(expired_at)).total_seconds() * 1000)
-    now, chain = await settle(ops, row, await ops.steps(row.id))
-    details = {"runId": row.id, "gateId": key, "resolved_by": "timeout"}
-    timing = {"expired_at": expired_at, "overdue_ms": overdue}
-    line = (
-        f"gate '{key}' on '{step}' had expired {lag(overdue)} before this call — this "
-        "submit_human_response call first carried out its declared "
-    )
-    if gate.get("on_expiry") == "abort":
-        said = (
-            f"Gate '{key}' on '{step}' expired and the run aborted per the workflow's declared "
-            "on_expiry — your choice was NOT recorded."
-        )
-        return refusal(
-            step,
-            now.id,
-            "STATE_RUN_TERMINAL",
-            said,
-            run_version=now.version,
-            answer_recorded=False,
-            run_phase=runs.phase(now),
-            error_details={**details, "winning_choice": None, **timing},
-        )
-    winning = gate.get("default_choice")
-    warns = [
-        *w,
-        f"{line}settle_default: the default choice '{winning}' was recorded (enacted_via: "
-        "submit_human_response).",
-    ]
-    details = {**details, "winning_choice": winning, **timing}
-    if a["choice"] != winning:
-        said = (
-            f"Gate '{key}' was settled by timeout with choice '{winning}' — your choice "
-            f"'{a['choice']}' was not recorded."
-        )
-        reply = replies.progress(step, plan, now, chain, tool=COMMAND, lead=said, done=said)
-        refused = refusal(
-            step,
-            now.id,
-            "STATE_BLOCKED",
-            said,
-            run_version=now.version,
-            action="report_to_user",
-            context_hint=reply.context_hint,
-            next_actions=reply.next_actions,
-            answer_recorded=False,
-            error_details=details,
-            run_phase=runs.phase(now),
-            guards=chain.guards or None,
-            ended_by=chain.ended_by,
-        )
-        return _with(refused, warnings=warns)
-    reply = replies.progress(
-        step, plan, now, chain, tool=COMMAND, lead=MATCHED_LATE, done=MATCHED_LATE, warnings=warns
-    )
-    return _with(
-        reply,
-        warnings=list(reply.warnings),
-        answer_recorded=False,
-        error_details=details,
-        gate_claim=_claim(gate, a.get("claim_token"), spent="expired"),
         chained_auto_steps=None,
         guards=chain.guards or None,
     )
@@ -350,37 +257,36 @@ def _way_out(row: ExecutionRow, records: list[StepRecord]) -> str:
     return replies.join(way, cleanup)
 
 
-def _wrong_gate(row: ExecutionRow, gate: dict[str, Any] | None, records: list[StepRecord]) -> Reply:
+def _wrong_gate(
+    row: ExecutionRow, gate: dict[str, Any] | None, records: list[StepRecord], gate_id: str
+) -> Reply:
+    """A gate ID that is not the open gate (tools.md): the question that is open, answered as
+    `next_actions` says — or, its time up with `on_expiry`, `advance_run` carries that out."""
     if runs.ended(row):
         return _terminal(row, records)
-    actions = []
-    if gate is not None:
-        actions.append(
-            envelope.gate_action(row.id, gate["key"], gate["name"], list(gate.get("choices") or []))
+    said = f"Gate '{gate_id}' is not the open gate and matches no committed resolution."
+    tail, actions = "No question is open on this run.", []
+    if gate is not None and due(gate):
+        tail = (
+            f"The question on step '{gate['name']}' (gate '{gate['key']}') can no longer be "
+            f"answered: its time is up — call advance_run to carry out its declared "
+            f"{gate.get('on_expiry')}."
         )
+        actions = [envelope.advance_action(row.id, [], expiry=gate)]
+    elif gate is not None:
+        tail = (
+            f"The open question is on step '{gate['name']}' (gate '{gate['key']}') — answer it "
+            "as next_actions says."
+        )
+        choices = list(gate.get("choices") or [])
+        actions = [envelope.gate_action(row.id, gate["key"], gate["name"], choices)]
     return refusal(
         WRONG_GATE,
         row.id,
         "STATE_BLOCKED",
-        "That gate is not the open one.",
+        said,
         run_version=row.version,
+        context_hint=f"{said} {tail}",
         next_actions=actions,
         action="resolve_precondition" if actions else "report_to_user",
-    )
-
-
-def _with(reply: Reply, *, warnings: list[str], **fields: Any) -> Reply:
-    extra = {**reply.extra, **fields}
-    return Reply(
-        reply.command,
-        reply.run_id,
-        reply.status,
-        reply.context_hint,
-        reply.run_version,
-        next_actions=reply.next_actions,
-        warnings=warnings,
-        errors=reply.errors,
-        data=reply.data,
-        evidence=reply.evidence,
-        extra=extra,
     )

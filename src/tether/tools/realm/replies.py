@@ -28,9 +28,8 @@ def progress(
     warnings: list[str] | None = None,
 ) -> Reply:
     """The reply of a call that moved run `row` (or found nothing to do). `command` is the
-    reply's word (the step, for an answer), `tool` the tool when it differs; `done` is the
-    sentence of what this call completed (`Step '<s>' completed.`), said in place of `lead`
-    when the run goes on with nothing open."""
+    reply's word (an answer's: its step), `tool` the tool; `done` (`Step '<s>' completed.`)
+    is said in place of `lead` when the run goes on with nothing open."""
     p = runs.phase(row)
     tool = tool or command
     extra: dict[str, Any] = {
@@ -65,20 +64,19 @@ def progress(
     stuck = runs.gate_message_problem(row)
     if stuck is not None and names_stop:  # the step stops the call; the run stays open
         return _unrendered(command, row, stuck, lead, extra)
+    hint = join(done or lead, what_next(row))
     actions = open_entries(row, plan)
+    return Reply(
+        command, row.id, "ok", hint, row.version, next_actions=actions, warnings=warns, extra=extra
+    )
+
+
+def what_next(row: ExecutionRow) -> str:
+    """Realm's `describeNext` for an open run with no question: the agent steps ready, each
+    step that cannot run, else `No step is ready.`"""
     names = ", ".join(f"'{w['name']}'" for w in runs.open_agent_steps(row))
     said = join(f"Ready for the agent: {names}." if names else "", *runs.cannot_run(row))
-    hint = join(done or lead, said or "No step is ready.")
-    return Reply(
-        command,
-        row.id,
-        "ok",
-        hint,
-        row.version,
-        next_actions=actions,
-        warnings=warns,
-        extra=extra,
-    )
+    return said or "No step is ready."
 
 
 def _unrendered(
