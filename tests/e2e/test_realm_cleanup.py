@@ -58,9 +58,9 @@ async def test_a_cleanup_step_left_pending_is_named_with_the_command_that_runs_i
         assert (late["command"], late["error_code"], late["agent_action"]) == (
             "submit_gate", "STATE_RUN_TERMINAL", "report_to_user",
         )  # fmt: skip
-        refused = f"Run '{run}' is terminal (completed); cannot submit a gate response"
+        terminal = f"Run '{run}' is terminal (completed); cannot submit a gate response"
         # said once: "it completed; cleanup step left pending …"
-        assert late["context_hint"] == f"{refused} — it completed; c{sentence[1:]}"
+        assert late["context_hint"] == f"{terminal} — it completed; c{sentence[1:]}"
         state = await _ended(c, run)
         assert state["cleanup_pending"] == {"steps": ["tidy"], "command": command}
 
