@@ -262,6 +262,7 @@ async def test_terminal_match_policies(mcp_server: ServeFn, client: Client) -> N
         assert rerun["next_actions"][0]["instruction"]["params"]["command"] == "assess"
         moved = await tool(c, "start_run", start)  # the key moved to the rerun
         assert (moved["run_id"], moved["deduped"]) == (rerun["run_id"], True)
+        assert moved["warnings"] == ["Idempotency key matched a run still in phase 'running'."]
         assert moved["context_hint"].startswith(
             f"Matched existing run '{rerun['run_id']}' (idempotent) in phase 'running'; no new "
             "run created."
@@ -277,9 +278,9 @@ async def test_terminal_match_policies(mcp_server: ServeFn, client: Client) -> N
         assert (again["run_id"], again["deduped"]) == (rerun["run_id"], True)  # not failed
         other = await tool(c, "start_run", {**start, "params": {"amount": 2}})  # Realm: a warning
         assert (other["run_id"], other["deduped"]) == (rerun["run_id"], True)
-        assert other["warnings"] == [
-            "idempotency_key 'once' was first used with other params; the run it holds is "
-            "matched, and these params are not applied to it."
+        assert other["warnings"] == [  # start-run.ts, in its words
+            "Idempotency key matched an existing run created with different params; the "
+            "original run is returned unchanged (params not updated)."
         ]
 
 

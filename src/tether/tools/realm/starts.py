@@ -112,10 +112,7 @@ async def _settle(
         if live == "fail" and not runs.ended(holder):
             return _owned(workflow, holder)
         started = Started(holder, deduped=True)
-        warned = (
-            f"idempotency_key '{key}' was first used with other params; the run it holds is "
-            "matched, and these params are not applied to it.",
-        )
+        warned = (OTHER_PARAMS,)
     if isinstance(started, rt.TetherError):
         raise started
     row = started.execution
@@ -123,8 +120,11 @@ async def _settle(
         row = (await ops.list_runs(business_id=row.business_id, limit=1)).items[0]
         if not runs.ended(row) and live == "fail":
             return _owned(workflow, row)
-    if not started.deduped or not runs.ended(row):
-        return Outcome(row, deduped=started.deduped, warnings=warned)
+    if not started.deduped:
+        return Outcome(row, deduped=False, warnings=warned)
+    if not runs.ended(row):  # start-run.ts: observational only (a retry also matches)
+        live_match = f"Idempotency key matched a run still in phase '{runs.phase(row)}'."
+        return Outcome(row, deduped=True, warnings=(live_match, *warned))
     policy = terminal or "reuse"
     if policy == "reject":
         return Outcome(
@@ -140,6 +140,12 @@ async def _settle(
             return Outcome(None, code="STATE_IDEMPOTENCY_KEY_USED", message=exc.message)
         return Outcome(new, rerun_of=row.id, warnings=warned)
     return Outcome(row, deduped=True, warnings=warned)
+
+
+OTHER_PARAMS: Final = (
+    "Idempotency key matched an existing run created with different params; the original run "
+    "is returned unchanged (params not updated)."
+)
 
 
 def first_calls(row: ExecutionRow, plan: Plan, handlers: Any) -> list[dict[str, Any]]:
