@@ -90,6 +90,11 @@ async def test_agent_run_refused_then_accepted_auto_chain_and_tasks_get(
 
         task = await c.result("tasks/get", {"taskId": run}, capabilities=TASKS_ONLY)
         assert task["status"] in ("working", "input_required")
+        early = await tool(c, "execute_step", {"run_id": run, "command": "confirm"})
+        assert early["context_hint"] == (  # pending.ts notCallableReason, then what comes next
+            "Step 'confirm' cannot be called now: its dependencies are not settled "
+            "('only_low_risk'). Ready for the agent: 'assess'."
+        )
 
         refused = await tool(
             c, "execute_step", {"run_id": run, "command": "assess", "params": {"risk": "medium"}}
@@ -120,6 +125,10 @@ async def test_agent_run_refused_then_accepted_auto_chain_and_tasks_get(
         )
         assert again["status"] == "blocked"
         assert again["blocked_reason"]["eligible_steps"] == ["confirm"]
+        assert again["context_hint"] == (
+            "Step 'assess' cannot be called now: it has already completed. Ready for the agent: "
+            "'confirm'."
+        )
         assert again["stopped_step"] == "assess"
 
         end = await tool(

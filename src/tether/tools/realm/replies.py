@@ -221,39 +221,6 @@ def ended(command: str, row: ExecutionRow, what: str, records: Sequence[StepReco
     return Reply(command, row.id, "ok", hint, row.version, extra=extra)
 
 
-def blocked(step: str, plan: Plan, row: ExecutionRow) -> Reply:
-    actions = open_entries(row, plan)
-    eligible = [w["name"] for w in runs.open_agent_steps(row)]
-    gate = runs.open_gate(row)
-    if gate is not None and not eligible:
-        suggestion = "Answer the open question first, as next_actions says."
-    elif actions:
-        suggestion = "Call one of the steps indicated in next_actions instead."
-    else:
-        suggestion = "No other step can be called now."
-    why = "it has already completed" if step in done_names(row) else "it is not ready"
-    if gate is not None and step not in done_names(row):
-        why = (
-            f"it waits on the question on step '{gate['name']}' (choices: "
-            f"{', '.join(gate.get('choices') or [])}) — answer it with submit_human_response"
-        )
-    return Reply(
-        step,
-        row.id,
-        "blocked",
-        f"Step '{step}' cannot be called now: {why}.",
-        row.version,
-        next_actions=actions,
-        extra={
-            "run_phase": runs.phase(row),
-            "stopped_step": step,
-            "error_code": None,
-            "agent_action": "resolve_precondition" if actions else "report_to_user",
-            "blocked_reason": {"eligible_steps": eligible, "suggestion": suggestion},
-        },
-    )
-
-
 def not_callable(
     plan: Plan | None, row: ExecutionRow, step: str, nonce: str | None
 ) -> Reply | None:

@@ -272,3 +272,23 @@ def spent_wait(r: StepRecord) -> bool:
         return False
     got = r.result.get("answers", {}).get(r.name, {})
     return failures.exhausted_marker(got.get("payload"), got.get("by")) is not None
+
+
+def skipped_steps(row: ExecutionRow, records: Sequence[StepRecord]) -> list[str]:
+    """Steps whose `when` was false, and at the end every step the walk skipped."""
+    out = row.output if isinstance(row.output, dict) else {}
+    if isinstance(out.get("skipped_steps"), list):
+        return list(out["skipped_steps"])
+    return [
+        r.name.removeprefix("realm:when:")
+        for r in records
+        if r.done
+        and r.name.startswith("realm:when:")
+        and isinstance(r.result, dict)
+        and _skipped(r.result.get("value"))
+    ]
+
+
+def _skipped(when: Any) -> bool:
+    """A recorded `when` decision that skipped its step (a bool in older records)."""
+    return when is False or (isinstance(when, dict) and when.get("run") is False)

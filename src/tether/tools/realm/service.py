@@ -15,6 +15,7 @@ from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow, StepRecord
 from tether.tools import results
 from tether.tools.realm import (
+    blocked,
     created,
     exhaustion,
     gates,
@@ -189,7 +190,7 @@ class RealmTools:
         if wait is None and runs.parked(row, step):  # naming an auto step runs it
             return await self.advance_run(ops, {"run_id": row.id}, [], by, command=step)
         if wait is None:
-            return replies.blocked(step, plan, row)
+            return blocked.blocked(step, plan, row, await ops.steps(row.id))
         refused, warned = await traces.screened(ops, plan, row, step, a.get("trace") or [])
         if refused is not None:
             return refused
@@ -199,7 +200,8 @@ class RealmTools:
         except rt.AnswerRejected:
             return await exhaustion.refused(ops, plan, row, wait, answer, self._settle)
         except (rt.WaitNotOpen, rt.AnswerConflict):
-            return replies.blocked(step, plan, (await ops.get(row.id)).current)
+            now = (await ops.get(row.id)).current
+            return blocked.blocked(step, plan, now, await ops.steps(now.id))
         row, chain = await self._settle(ops, row, [], answered=step)
         traced = await ops.buffered_signals(row.id, traces.channel(step))
         adopted = traces.adoption([t.payload for t in traced], a.get("writer_nonce"))

@@ -24,7 +24,7 @@ from tether.runtime.operations import Operations
 from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow
 from tether.specs.realm import validate_payload
-from tether.tools.realm import runs, state
+from tether.tools.realm import runs
 from tether.tools.realm.envelope import Reply, refusal
 
 WRITER_LIMIT: Final = (200, 102400)
@@ -186,7 +186,7 @@ async def _settled(ops: Operations, plan: Plan | None, row: ExecutionRow, step: 
         return "completed"
     if step in runs.failed_steps(records):
         return "failed"
-    return "skipped" if step in state.skipped_steps(row, records) else None
+    return "skipped" if step in runs.skipped_steps(row, records) else None
 
 
 async def _buffer(
