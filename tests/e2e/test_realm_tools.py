@@ -102,6 +102,10 @@ async def test_agent_run_refused_then_accepted_auto_chain_and_tasks_get(
         assert refused["status"] == "error"
         assert refused["error_code"] == "VALIDATION_OUTPUT_SCHEMA"
         assert refused["agent_action"] == "provide_input"
+        assert (refused["errors"], refused["context_hint"]) == (  # tools.md "A refused answer"
+            ["Output validation failed for step 'assess'"],
+            "Error during 'assess'. Run phase: 'running'.",
+        )
         assert refused["run_version"] == started["run_version"]  # refused: nothing changed
 
         done = await tool(

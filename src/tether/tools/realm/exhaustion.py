@@ -72,8 +72,11 @@ async def refused(
             step.id,
             row.id,
             f"VALIDATION_{schema.upper()}",
-            f"The output of step '{step.id}' does not fit its {schema}.",
+            f"Invalid input for step '{step.id}'"  # Realm's validateInputSchema / Output
+            if schema == "input_schema"
+            else f"Output validation failed for step '{step.id}'",
             run_version=row.version,
+            context_hint=f"Error during '{step.id}'. Run phase: 'running'.",
             next_actions=[replies.step_entry(row.id, plan, step.id, prompt=wait.get("prompt"))],
             error_details={"errors": errors, "rejections": count, "threshold": threshold},
             run_phase="running",
