@@ -129,6 +129,9 @@ async def test_start_run_batch(mcp_server: ServeFn, client: Client, db_url: str)
         assert first["idempotency_key"] == "k1"
         assert first["deduped"] is False
         assert first["next_actions"][0]["instruction"]["params"]["command"] == "assess"
+        assert first["context_hint"] == (  # tools.md start_run_batch: start_run's sentence
+            f"Run '{first['run_id']}' created for workflow 'refund'. Ready for the agent: 'assess'."
+        )
 
         # the key policy refuses per item: k1 is live, on_live_match=fail
         out = await tool(
@@ -146,6 +149,13 @@ async def test_start_run_batch(mcp_server: ServeFn, client: Client, db_url: str)
         deduped = await tool(c, "start_run_batch", {"workflow_id": "refund", "items": items[:1]})
         assert deduped["started"][0]["deduped"] is True
         assert deduped["started"][0]["run_id"] == first["run_id"]
+        assert deduped["started"][0]["warnings"] == [
+            "Idempotency key matched a run still in phase 'running'."
+        ]
+        assert deduped["started"][0]["context_hint"] == (
+            f"Matched existing run '{first['run_id']}' (idempotent) in phase 'running'; no new run "
+            "created. Ready for the agent: 'assess'."
+        )
 
         count = await _runs(db_url)
         bad = await tool(

@@ -396,9 +396,16 @@ async def test_a_missing_handler_leaves_the_run_open_until_advance_run_finds_it(
         started = await tool(c, "start_run", {"workflow_id": "lacking"})
         assert (started["status"], started["run_phase"]) == ("ok", "running"), started
         assert started["next_actions"] == []
-        assert started["context_hint"].endswith(
-            "Step 'fetch' cannot run here (capability): handler 'fetch_it' is not registered here."
+        assert started["context_hint"].endswith(  # pending.ts cannotRunClause
+            "'fetch' cannot run here (capability): handler 'fetch_it' is not registered here — "
+            "load the missing extension, or run the step on a runner that has it."
         )
+        assert started["warnings"] == [  # reached: blocked, in place of its pre-flight warning
+            "Step 'fetch' is blocked: its handler 'fetch_it' is not registered in this runner. "
+            "The run is NOT terminated — the step remains eligible, so a runner that provides "
+            "this handler can execute it. Provision this runner (or re-run on a capable one), "
+            "then follow next_actions."
+        ]
         run = started["run_id"]
         state = await tool(c, "get_run_state", {"run_id": run})
         assert state["next_actions_status"] == "blocked_on_capability"
@@ -439,13 +446,18 @@ async def test_a_missing_handler_leaves_the_run_open_until_advance_run_finds_it(
 
         refused = await tool(c, "start_run", {"workflow_id": "unfit"})  # its input, refused
         assert (refused["status"], refused["run_phase"]) == ("ok", "running")
-        assert refused["context_hint"].endswith(
-            "Step 'fetch' cannot run (input_schema): (root) must have required property 'n'."
+        assert refused["context_hint"].endswith(  # then the way out: nothing else can go on
+            "'fetch' cannot run (input_schema): Invalid input for step 'fetch': the input must "
+            "have required property 'n'. Correct the workflow and register it again, then call "
+            "advance_run; or end the run with abandon_run."
         )
         state = await tool(c, "get_run_state", {"run_id": refused["run_id"]})
         assert (state["next_actions_status"], state["next_actions"]) == ("ok", [])
         assert [(e["refused_by"], e["refusal"]) for e in state["engine_runnable"]] == [
-            ("input_schema", "(root) must have required property 'n'")
+            (
+                "input_schema",
+                "Invalid input for step 'fetch': the input must have required property 'n'",
+            )
         ]
         assert "run_health" not in state and "capability_blocks" not in state
 

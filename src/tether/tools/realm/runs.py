@@ -88,12 +88,28 @@ def gate_message_problem(row: ExecutionRow) -> tuple[str, str, str] | None:
     return None
 
 
+CAPABILITY_WAY_OUT: Final = " — load the missing extension, or run the step on a runner that has it"
+WAY_OUT: Final = (
+    "Correct the workflow and register it again, then call advance_run; or end the run with "
+    "abandon_run."
+)
+
+
 def cannot_run(row: ExecutionRow) -> list[str]:
-    """Realm's sentence for each step that cannot run here."""
-    return [
-        f"Step '{str(w['name']).removeprefix(CAPABILITY)}' cannot run {w.get('prompt')}."
-        for w in capability_waits(row)
-    ]
+    """Realm's clause for each step that cannot run (`cannotRunClause`): `'<s>' cannot run
+    here (capability): <why> — load the missing extension, …` or `'<s>' cannot run
+    (<check>): <why>`; then, when nothing else can go on and a step is refused for a reason
+    a runner with the handler would not fix, the way out (`cannotRunWayOutTools`)."""
+    said, refused = [], False
+    for w in capability_waits(row):
+        prompt = str(w.get("prompt"))
+        capability = prompt.startswith("here (capability)")
+        refused = refused or prompt.startswith("(input_schema)")
+        way = CAPABILITY_WAY_OUT if capability else ""
+        said.append(f"'{str(w['name']).removeprefix(CAPABILITY)}' cannot run {prompt}{way}.")
+    if refused and not open_agent_steps(row) and open_gate(row) is None:
+        said.append(WAY_OUT)
+    return said
 
 
 def open_agent_steps(row: ExecutionRow) -> list[dict[str, Any]]:

@@ -133,7 +133,12 @@ class RealmTools:
         row, warned = out.row, list(out.warnings)
         if row is None:
             return refusal("start_run", "", out.code, out.message)
-        if out.deduped:  # ran nothing; an ended run's reply still ends with its ways back in
+        handlers = ops.app.handlers
+        if out.deduped:
+            warned = [
+                *starts.preflight(plan, handlers),
+                *warned,
+            ]  # ran nothing; an ended run's reply still ends with its ways back in
             left = runs.left_pending(await ops.steps(row.id)) if runs.ended(row) else []
             none = runs.Chain([], [], None, tuple(left))
             lead = (
@@ -144,6 +149,8 @@ class RealmTools:
                 "start_run", plan, row, none, deduped=True, lead=lead, warnings=warned
             )
         row, chain = await self._settle(ops, row, [])
+        reached = [str(w["name"]).removeprefix(runs.CAPABILITY) for w in runs.capability_waits(row)]
+        warned = [*starts.preflight(plan, handlers, reached), *warned]
         ran = any(c["step"] not in {g["step"] for g in chain.guards} for c in chain.chained)
         done = replies.completed("", chain) if ran else ""  # start-run.ts: the step's sentence
         hint = f"Run '{row.id}' created for workflow '{wf}'."
