@@ -30,6 +30,11 @@ from tether.tools.realm import replies, runs
 from tether.tools.realm.envelope import Reply, refusal
 
 EXHAUSTED: Final = "VALIDATION_EXHAUSTED"
+#: Realm's words for an answer a schema refused (validateInputSchema, validateOutputSchema).
+REFUSED: Final = {
+    "input_schema": "Invalid input for step '{step}'",
+    "output_schema": "Output validation failed for step '{step}'",
+}
 Settle = Callable[..., Awaitable[tuple[ExecutionRow, Any]]]
 
 
@@ -72,9 +77,7 @@ async def refused(
             step.id,
             row.id,
             f"VALIDATION_{schema.upper()}",
-            f"Invalid input for step '{step.id}'"  # Realm's validateInputSchema / Output
-            if schema == "input_schema"
-            else f"Output validation failed for step '{step.id}'",
+            REFUSED[schema].format(step=step.id),
             run_version=row.version,
             context_hint=f"Error during '{step.id}'. Run phase: 'running'.",
             next_actions=[replies.step_entry(row.id, plan, step.id, prompt=wait.get("prompt"))],

@@ -135,19 +135,7 @@ class RealmTools:
             return refusal("start_run", "", out.code, out.message)
         handlers = ops.app.handlers
         if out.deduped:
-            warned = [
-                *starts.preflight(plan, handlers),
-                *warned,
-            ]  # ran nothing; an ended run's reply still ends with its ways back in
-            left = runs.left_pending(await ops.steps(row.id)) if runs.ended(row) else []
-            none = runs.Chain([], [], None, tuple(left))
-            lead = (
-                f"Matched existing run '{row.id}' (idempotent) in phase '{runs.phase(row)}'; no "
-                "new run created."
-            )
-            return replies.progress(
-                "start_run", plan, row, none, deduped=True, lead=lead, warnings=warned
-            )
+            return await _matched(ops, plan, row, [*starts.preflight(plan, handlers), *warned])
         row, chain = await self._settle(ops, row, [])
         reached = [str(w["name"]).removeprefix(runs.CAPABILITY) for w in runs.capability_waits(row)]
         warned = [*starts.preflight(plan, handlers, reached), *warned]
@@ -334,6 +322,18 @@ class RealmTools:
         if answered is not None:
             before = runs.upto(after, answered)
         return now, runs.chain(before, after, runs.phase(now))
+
+
+async def _matched(ops: Operations, plan: Plan, row: ExecutionRow, warned: list[str]) -> Reply:
+    """A start the key matched: it ran nothing; an ended run's reply still ends with its ways
+    back in."""
+    left = runs.left_pending(await ops.steps(row.id)) if runs.ended(row) else []
+    none = runs.Chain([], [], None, tuple(left))
+    lead = (
+        f"Matched existing run '{row.id}' (idempotent) in phase '{runs.phase(row)}'; no new run "
+        "created."
+    )
+    return replies.progress("start_run", plan, row, none, deduped=True, lead=lead, warnings=warned)
 
 
 def _gate_open_sentence(row: ExecutionRow) -> str:
