@@ -3,6 +3,9 @@
 Every step appends `<step> <pid>` to `$SIDE_EFFECT_DIR/evidence`. Step `c` SIGKILLs its own
 worker (the shell's parent) when `KILL_DAG=1`, after writing its line: the step is cut off
 mid-command and must run again in the next worker; steps that finished must not.
+
+`gated` is for the kill at a gate (tests/e2e/test_kill_dag.py): the test holds the run's row
+while `b` runs, so `b`'s result cannot commit and `c`'s shell waits at its gate.
 """
 
 from __future__ import annotations
@@ -37,6 +40,24 @@ steps:
     command: >-
       echo "c $PPID" >> "$SIDE_EFFECT_DIR/evidence";
       if [ "$KILL_DAG" = 1 ]; then kill -9 $PPID; sleep 5; fi
+  - name: d
+    command: echo "d $PPID" >> "$SIDE_EFFECT_DIR/evidence"
+"""
+)
+
+app.dag(
+    """
+name: gated
+type: chain
+steps:
+  - name: a
+    command: echo "a $PPID" >> "$SIDE_EFFECT_DIR/evidence"
+  - name: b
+    command: >-
+      echo "b-start $PPID" >> "$SIDE_EFFECT_DIR/evidence"; sleep 1;
+      echo "b-end $PPID" >> "$SIDE_EFFECT_DIR/evidence"
+  - name: c
+    command: echo "c $PPID" >> "$SIDE_EFFECT_DIR/evidence"
   - name: d
     command: echo "d $PPID" >> "$SIDE_EFFECT_DIR/evidence"
 """

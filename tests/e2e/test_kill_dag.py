@@ -1,8 +1,11 @@
 """SIGKILL a worker in the middle of a DAG run: the next worker resumes it; finished steps do
-not run again; the step that was cut off mid-command runs again (at-least-once)."""
+not run again; the step that was cut off mid-command runs again (at-least-once). Killed while
+a step's result is still committing and the next step's shell waits at its gate, the next
+step's command never ran, and the finished step is not run again."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 from pathlib import Path
 
@@ -45,3 +48,59 @@ async def test_a_killed_worker_resumes_the_dag_without_rerunning_finished_steps(
     pids = [int(pid) for _, pid in lines]
     assert pids[:3] == [first.pid] * 3 and pids[3:] == [second.pid] * 2
     assert [s.status_label for s in detail.steps] == ["succeeded"] * 4
+
+
+def _read(path: Path) -> list[list[str]]:
+    return [ln.split() for ln in path.read_text().splitlines()] if path.exists() else []
+
+
+async def _lines(path: Path, want: str, timeout: float = 30.0) -> list[list[str]]:
+    """The evidence lines once one starts with `want`."""
+    async with asyncio.timeout(timeout):
+        while True:
+            lines = _read(path)
+            if any(line[0] == want for line in lines):
+                return lines
+            await asyncio.sleep(0.05)
+
+
+async def test_killed_at_a_gate_the_next_command_never_ran(
+    db: asyncpg.Pool, db_url: str, tmp_path: Path
+) -> None:
+    """`b`'s result cannot commit (the test holds the run's row), so `c`'s shell, started
+    meanwhile, waits at its gate; the worker is killed there. `c` never ran in it; `b`'s
+    statement, already with PostgreSQL, commits once the row is let go, so the next worker
+    runs `c` and `d` once each and `b` not again."""
+    evidence_dir = tmp_path / "evidence"
+    evidence_dir.mkdir()
+    evidence = evidence_dir / "evidence"
+    workers = Workers(db_url, tmp_path, "tests/apps/killable_dag.py:app")
+    env = {"SIDE_EFFECT_DIR": str(evidence_dir)}
+    try:
+        ops = Operations(db, app)
+        run = (await ops.start("gated", {})).execution.id
+        first = workers.spawn("worker1", TETHER_WORKERS="1", TETHER_LEASE_S="2", **env)
+        await _lines(evidence, "b-start")
+        async with db.acquire() as conn:
+            hold = conn.transaction()
+            await hold.start()
+            await conn.execute("SELECT 1 FROM executions WHERE id = $1 FOR UPDATE", run)
+            await _lines(evidence, "b-end")
+            await asyncio.sleep(1.0)  # b's write waits for the row; c's shell at its gate
+            first.send_signal(signal.SIGKILL)
+            assert await wait_exit(first, 20) == -signal.SIGKILL
+            await asyncio.sleep(0.3)
+            at_kill = [line[0] for line in _read(evidence)]
+            await hold.rollback()
+        second = workers.spawn("worker2", TETHER_WORKERS="2", TETHER_LEASE_S="5", **env)
+        row = (await ops.wait_for_end(run, timeout=60)).current
+        second.send_signal(signal.SIGTERM)
+        assert await wait_exit(second, 20) == 0, workers.log("worker2")
+    finally:
+        workers.kill_all()
+    assert row.status == "completed", row.error
+    assert at_kill == ["a", "b-start", "b-end"]
+    lines = _read(evidence)
+    assert [step for step, _ in lines] == ["a", "b-start", "b-end", "c", "d"]
+    pids = [int(pid) for _, pid in lines]
+    assert pids[:3] == [first.pid] * 3 and pids[3:] == [second.pid] * 2
