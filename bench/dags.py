@@ -296,6 +296,14 @@ def shell_breakdown(m: dict[str, float], steps: int) -> None:
     print(f"  measured: command + commit loop {durable:7.2f} a step, / bare = {durable / bare:.2f}")
 
 
+def run_on(loop: str, main: Any) -> Any:
+    if loop == "uvloop":
+        import uvloop
+
+        return uvloop.run(main)
+    return asyncio.run(main)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dsn")
@@ -306,11 +314,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shell-command", default=SHELL_COMMAND)
     parser.add_argument("--poll", type=float, default=1.0, help="the worker's poll_s (s)")
     parser.add_argument(
+        "--loop",
+        choices=("uvloop", "asyncio"),
+        default="asyncio",
+        help="the event loop: asyncio, as `tether worker` runs; uvloop, as `tether serve` "
+        "runs under uvicorn when uvloop is installed",
+    )
+    parser.add_argument(
         "--default-gc", action="store_true", help="leave the collector untuned (servers tune it)"
     )
     args = parser.parse_args(argv)
     with server(args.dsn) as dsn:
-        report(asyncio.run(measure(dsn, args)), args.shell_steps)
+        print(f"event loop: {args.loop}")
+        report(run_on(args.loop, measure(dsn, args)), args.shell_steps)
     return 0
 
 
