@@ -194,14 +194,12 @@ class Context:
         name: str | None = None,
         **kwargs: Any,
     ) -> Any:
-        """Run `await fn(conn, *args)` in a database transaction that also records its result.
-
-        The effect and the checkpoint commit together or not at all, so a transaction step
-        happens exactly once even if the worker dies at any point. An error `fn` raises rolls
-        the effect back and reaches the workflow unchanged (uncaught, it fails the run, or
-        retries it per the workflow's policy); only a connection that broke under `fn` reads
-        as losing the database (the lease then expires and another worker resumes the run).
-        """
+        """Run `await fn(conn, *args)` in a database transaction that also records its result:
+        the effect and the checkpoint commit together or not at all (exactly once even if the
+        worker dies at any point). An error `fn` raises rolls the effect back and reaches the
+        workflow unchanged (uncaught, it fails the run, or retries it per its policy); only a
+        connection that broke under `fn` reads as losing the database (the lease then expires
+        and another worker resumes the run)."""
         step_name = name or str(getattr(fn, "__qualname__", repr(fn)))
         seq, rec = self._next("transaction", step_name)
         adapter = _return_adapter(fn)
@@ -264,10 +262,8 @@ class Context:
         self, *specs: waits.WaitSpec, timeout: float | timedelta | None = None
     ) -> list[Any]:
         """Open several waits at once; return their answers in order once all are answered.
-
-        Answers that arrive one by one are kept as they come; the run stays parked on the
-        rest. With `timeout`, WaitTimeout is raised when it passes first.
-        """
+        Answers that arrive one by one are kept as they come; the run stays parked on the rest
+        (a park anew: new keys, unless the waits keep theirs); past `timeout`: WaitTimeout."""
         if not specs:
             raise ValueError("wait_all needs at least one wait")
         channels = [s.channel for s in specs]
@@ -285,10 +281,11 @@ class Context:
             state = {"opened_at": opened.isoformat(), "deadline": deadline, "answers": {}}
         else:
             state = {**rec.result, "answers": dict(rec.result.get("answers", {}))}
+        n = state.get("n") if all(s.keeps_keys for s in specs) else None  # see WaitSpec
         for spec in specs:
             if spec.channel in state["answers"]:
                 continue
-            sig = self._take_signal(spec.channel)
+            sig = self._take_signal(spec, n)
             if sig is not None:
                 state["answers"][spec.channel] = {"payload": sig.payload, "by": sig.by}
                 self._buf.consumed.append({"id": sig.id, "seq": seq})
@@ -302,8 +299,8 @@ class Context:
             self._buf.events.append({"type": "wait_timed_out", "data": {"waits": channels}})
             await self._flush()
             return self._wait_result(seq, specs, {**state, "timed_out": True})
+        n = state["n"] = self.park_event_id() if n is None else n
         self._record(seq, "wait", label, state, done=False)
-        n = self.park_event_id()
         descriptors = [
             spec.descriptor(
                 waits.make_key(self.execution_id, spec.kind, spec.name, n),
@@ -315,9 +312,12 @@ class Context:
         ]
         raise Park(descriptors, deadline_dt, status="waiting")
 
-    def _take_signal(self, channel: str) -> BufferedSignal | None:
+    def _take_signal(self, spec: waits.WaitSpec, n: int | None) -> BufferedSignal | None:
+        """The oldest signal on the wait's channel; once it has keys (n), none for another's."""
+        key = waits.make_key(self.execution_id, spec.kind, spec.name, n) if n is not None else ""
         for i, sig in enumerate(self._signals):
-            if sig.channel == channel:
+            theirs = sig.key not in (key, None) and waits.parse_key(sig.key or "") is not None
+            if sig.channel == spec.channel and not (key and theirs):
                 return self._signals.pop(i)
         return None
 

@@ -43,7 +43,8 @@ class KeyParts:
 
 
 def make_key(execution_id: str, kind: str, name: str, n: int) -> str:
-    """`{execution id}:{kind}:{name}:{n}`; n is the run's last event id when it parked."""
+    """`{execution id}:{kind}:{name}:{n}`; n is the run's last event id when it parked
+    (when it first parked, for a wait that keeps its keys)."""
     return f"{execution_id}:{kind}:{name}:{n}"
 
 
@@ -108,6 +109,10 @@ class WaitSpec:
     """Base of the wait kinds. `channel` is where its answers are buffered."""
 
     kind: ClassVar[str] = ""
+    # Whether the wait, parked again, keeps the keys of its first park (and takes no answer
+    # to another wait's key): a DAG's ask, which stays open while its run goes on. Any other
+    # wait is open again under a new key (DESIGN.md §3).
+    keeps_keys: ClassVar[bool] = False
     name: str
     prompt: str | None = None
 

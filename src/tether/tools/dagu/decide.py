@@ -116,15 +116,16 @@ async def decide(ops: Operations, inp: ExecuteInput, root: ExecutionRow, by: str
         raise err from exc
     except errors.TetherError as exc:
         raise translate(exc) from exc
-    if response["decision"] == "reject":
+    if response["decision"] in ("reject", "push_back"):
         await _wake(ops, read.row.id)
     return read
 
 
 async def _wake(ops: Operations, execution_id: str) -> None:
-    """A rejection ends the run at once (Dagu), even while other gates or tasks of it still
-    wait. An answer to one of several open waits leaves the run parked on the others, so
-    wake it with a signal it never reads: it replays, sees the rejection and ends."""
+    """A rejection ends the run at once (Dagu), and a push-back resumes it at once, even
+    while other gates or tasks of it still wait. An answer to one of several open waits
+    leaves the run parked on the others, so wake it with a signal it never reads: it
+    replays, sees the decision and ends, or goes on while the others keep waiting."""
     row = (await ops.get(execution_id)).current
     if row.status == "waiting" and notifies(row):
         await ops.signal(row.id, WAKE, None)
