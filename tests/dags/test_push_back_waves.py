@@ -4,6 +4,7 @@ key it had, answerable as before; a restarted worker replays to the same state."
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -140,3 +141,73 @@ async def test_both_gates_pushed_back_in_turn_each_rerun_then_the_run_completes(
         row = (await rt.ops.wait_for_end(run, timeout=20)).current
     assert row.status == "completed", row.error
     assert log.read_text().split()[-1] == "finish"
+
+
+async def labels_once_reset(rt: Runtime, run: str) -> dict[str, str]:
+    """The step labels once the gate reads reset by its push-back (the run goes on)."""
+    for _ in range(200):
+        row = (await rt.ops.get(run)).current
+        labels = {s.name: s.status_label for s in dag_status(row, await rt.ops.steps(run)).steps}
+        if labels["gate"] == "not_started":
+            return labels
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the gate never read reset: {labels}")
+
+
+SHARED = """
+name: shared
+steps:
+  - name: build
+    command: '[ -z "$DAG_PUSHBACK_ITERATION" ] || until [ -f {go} ]; do sleep 0.05; done;
+      echo build-$DAG_PUSHBACK_ITERATION >> {log}'
+  - name: gate
+    command: "true"
+    depends: build
+    approval: {rewind_to: build}
+  - id: review
+    action: human.task
+    depends: build
+    with:
+      prompt: Review
+      form: {type: object, properties: {fine: {type: boolean}}}
+"""
+
+
+async def test_a_push_back_that_resets_the_other_waiting_step_asks_it_anew(
+    start: Start, tmp_path: Path
+) -> None:
+    """The task is downstream of the gate's rewind target: it is reset too (not waiting while
+    the target runs again) and asked again under a new key; its old key is not open, and its
+    old wait takes no answer to the new one."""
+    log, go = tmp_path / "log", tmp_path / "go"
+    shared = App()
+    shared.dag(SHARED.replace("{log}", str(log)).replace("{go}", str(go)))
+    async with start(shared) as rt:
+        run = (await rt.ops.start("shared", {})).execution.id
+
+        def on_both(check: Any = None) -> Any:
+            def ok(row: ExecutionRow) -> bool:
+                both = row.status == "waiting" and set(keys(row)) == {"gate", "review"}
+                return both and (check is None or check(row))
+
+            return ok
+
+        first = (await rt.ops.wait_until(run, on_both(), timeout=20)).current
+        await push_back(rt, run, keys(first)["gate"], {})
+        assert await labels_once_reset(rt, run) == {
+            "build": "running",
+            "gate": "not_started",
+            "review": "not_started",
+        }
+        go.touch()
+        moved = on_both(lambda r: keys(r)["review"] != keys(first)["review"])
+        again = (await rt.ops.wait_until(run, moved, timeout=20)).current
+        assert moved(again), again
+        assert keys(again)["gate"] != keys(first)["gate"]
+        with pytest.raises(errors.WaitNotOpen):
+            await rt.ops.answer(run, keys(first)["review"], {"fine": False})
+        await rt.ops.answer(run, keys(again)["review"], {"fine": True})
+        await rt.ops.answer(run, keys(again)["gate"], {"decision": "approve"})
+        row = (await rt.ops.wait_for_end(run, timeout=20)).current
+    assert row.status == "completed", row.error
+    assert log.read_text().split() == ["build-", "build-1"]

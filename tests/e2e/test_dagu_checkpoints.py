@@ -148,3 +148,37 @@ async def test_a_stopped_run_shows_its_waiting_steps_aborted(
         ok(await execute(c, action="stop", **nap, wait=True, waitTimeoutSeconds=10))
         err = refused(await execute(c, action="approve", **nap, stepName="sleep"), "conflict")
         assert err["field"] == "stepName", err
+
+
+async def test_a_push_back_resumes_at_once_while_the_other_step_still_waits(
+    mcp_server: ServeFn, client: Client
+) -> None:
+    """Dagu resumes the run on a push-back: the gate runs again and waits under a new attempt,
+    while the task keeps waiting, decided as before against the run's current attempt."""
+    async with mcp_server(app()) as url:
+        c = client(url)
+        base = {"name": "two_waits", "dagRunId": "p-1"}
+        out = ok(await execute(c, action="start", **base, wait=True, waitTimeoutSeconds=10))
+        first = out["run"]["attemptId"]
+        began = time.monotonic()
+        gate = {"stepName": "deploy_gate", "attemptId": first}
+        back = ok(await execute(c, action="push_back", **base, **gate, wait=True))
+        assert time.monotonic() - began < 5, "the push-back waited for the other step"
+        assert (back["completed"], back["statusLabel"]) == (False, "waiting"), back
+        run = back["run"]
+        steps = {s["name"]: s for s in run["steps"]}
+        assert steps["deploy_gate"]["statusLabel"] == "waiting", steps
+        assert steps["deploy_gate"]["pushBackIteration"] == 1, steps
+        assert steps["release_review"]["statusLabel"] == "waiting", steps
+        now = run["attemptId"]
+        assert now != first
+        task = {"stepName": "release_review", "inputs": {"environment": "staging"}}
+        stale = await execute(c, action="approve", **base, **task, attemptId=first)
+        assert refused(stale, "conflict", "attemptId")["details"]["attemptId"] == now, stale
+        done = ok(await execute(c, action="approve", **base, **task, attemptId=now))
+        assert done["statusLabel"] == "waiting", done
+        gate = {"stepName": "deploy_gate", "inputs": {"ticket": "T-2"}, "attemptId": now}
+        end = ok(await execute(c, action="approve", **base, **gate, wait=True))
+        assert (end["completed"], end["statusLabel"]) == (True, "succeeded"), end
+        logs = await read(c, end["logsUri"])
+        assert logs["steps"][-1]["stdout"].strip() == "staging"
