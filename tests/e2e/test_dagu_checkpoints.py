@@ -4,8 +4,10 @@ while the task still waits; a decided step reads as decided while the other stil
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +15,7 @@ from tests.e2e.conftest import ServeFn
 from tests.e2e.test_dagu_execute import execute, ok, read, refused
 from tests.mcp_client import McpClient
 from tether.runtime.registry import App
+from tether.tools.dagu.uris import run_uri
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
 Client = Callable[[str], McpClient]
@@ -182,3 +185,50 @@ async def test_a_push_back_resumes_at_once_while_the_other_step_still_waits(
         assert (end["completed"], end["statusLabel"]) == (True, "succeeded"), end
         logs = await read(c, end["logsUri"])
         assert logs["steps"][-1]["stdout"].strip() == "staging"
+
+
+BUSY = """
+name: busy
+steps:
+  - name: build
+    command: '[ -z "$DAG_PUSHBACK_ITERATION" ] || until [ -f {go} ]; do sleep 0.05; done'
+  - name: gate_a
+    command: "true"
+    depends: build
+    approval: {rewind_to: build}
+  - name: prep
+    command: "true"
+  - name: gate_b
+    command: "true"
+    depends: prep
+    approval: {}
+"""
+
+
+async def test_a_decision_while_the_run_reruns_pushed_back_steps_lands_once_it_parks(
+    mcp_server: ServeFn, client: Client, tmp_path: Path
+) -> None:
+    """While the run runs again the steps a push-back reset, the other gate still reads
+    waiting; a decision on it waits for the run to park again, then lands (Dagu: at once)."""
+    go = tmp_path / "go"
+    busy = App()
+    busy.dag(BUSY.replace("{go}", str(go)))
+    async with mcp_server(busy) as url:
+        c = client(url)
+        base = {"name": "busy", "dagRunId": "b-1"}
+        ok(await execute(c, action="start", **base, wait=True, waitTimeoutSeconds=10))
+        ok(await execute(c, action="push_back", **base, stepName="gate_a"))
+        run = await read(c, run_uri("busy", "b-1"))
+        labels = {s["name"]: s["statusLabel"] for s in run["steps"]}
+        assert (labels["build"], labels["gate_a"], labels["gate_b"]) == (
+            "running",
+            "not_started",
+            "waiting",
+        ), labels
+        decision = asyncio.create_task(execute(c, action="approve", **base, stepName="gate_b"))
+        await asyncio.sleep(0.3)
+        assert not decision.done(), decision
+        go.touch()
+        assert ok(await decision)["statusLabel"] == "waiting"
+        end = ok(await execute(c, action="approve", **base, stepName="gate_a", wait=True))
+        assert (end["completed"], end["statusLabel"]) == (True, "succeeded"), end
