@@ -281,7 +281,8 @@ class Context:
             state = {"opened_at": opened.isoformat(), "deadline": deadline, "answers": {}}
         else:
             state = {**rec.result, "answers": dict(rec.result.get("answers", {}))}
-        n = state.get("n") if all(s.keeps_keys for s in specs) else None  # see WaitSpec
+        keep = all(s.keeps_keys for s in specs)  # see WaitSpec.keeps_keys
+        n = state.get("n") if keep else None
         for spec in specs:
             if spec.channel in state["answers"]:
                 continue
@@ -299,7 +300,9 @@ class Context:
             self._buf.events.append({"type": "wait_timed_out", "data": {"waits": channels}})
             await self._flush()
             return self._wait_result(seq, specs, {**state, "timed_out": True})
-        n = state["n"] = self.park_event_id() if n is None else n
+        n = self.park_event_id() if n is None else n
+        if keep:
+            state["n"] = n
         self._record(seq, "wait", label, state, done=False)
         descriptors = [
             spec.descriptor(
@@ -313,11 +316,8 @@ class Context:
         raise Park(descriptors, deadline_dt, status="waiting")
 
     def _take_signal(self, spec: waits.WaitSpec, n: int | None) -> BufferedSignal | None:
-        """The oldest signal on the wait's channel; once it has keys (n), none for another's."""
-        key = waits.make_key(self.execution_id, spec.kind, spec.name, n) if n is not None else ""
         for i, sig in enumerate(self._signals):
-            theirs = sig.key not in (key, None) and waits.parse_key(sig.key or "") is not None
-            if sig.channel == spec.channel and not (key and theirs):
+            if sig.channel == spec.channel and waits.takes(spec, self.execution_id, n, sig.key):
                 return self._signals.pop(i)
         return None
 

@@ -62,6 +62,15 @@ def parse_key(key: str) -> KeyParts | None:
     return KeyParts(execution_id, kind, name, int(n_text))
 
 
+def takes(spec: WaitSpec, execution_id: str, n: int | None, signal_key: str | None) -> bool:
+    """Whether a signal buffered on the wait's channel (sent with `signal_key`) answers it:
+    any does, but an answer to another wait's key never answers a wait that keeps its keys
+    (`n`: the keys' n), such as one parked before under the same channel."""
+    if n is None or signal_key is None or parse_key(signal_key) is None:
+        return True
+    return signal_key == make_key(execution_id, spec.kind, spec.name, n)
+
+
 def check_name(name: str) -> str:
     if not _NAME.match(name):
         raise ValueError(f"invalid wait name {name!r}: 1-200 characters, no control characters")
