@@ -217,7 +217,8 @@ async def test_a_decision_while_the_run_reruns_pushed_back_steps_lands_once_it_p
         c = client(url)
         base = {"name": "busy", "dagRunId": "b-1"}
         ok(await execute(c, action="start", **base, wait=True, waitTimeoutSeconds=10))
-        ok(await execute(c, action="push_back", **base, stepName="gate_a"))
+        back = ok(await execute(c, action="push_back", **base, stepName="gate_a"))
+        assert back["statusLabel"] == "running", back
         run = await read(c, run_uri("busy", "b-1"))
         labels = {s["name"]: s["statusLabel"] for s in run["steps"]}
         assert (labels["build"], labels["gate_a"], labels["gate_b"]) == (
