@@ -85,6 +85,11 @@ class Settings(BaseModel):
     step_output_bytes: int = Field(
         1024 * 1024, ge=0, description="stdout and stderr kept of each DAG shell step, each"
     )
+    dag_step_flush: bool = Field(
+        False,
+        description="a DAG step's result waits for the disk flush (off: only a crash of "
+        "PostgreSQL itself can lose it, and the step runs again)",
+    )
     queues: str = Field("", description="admission queues and their limits: default=4,reports=1")
     profiles: str = Field(
         "", description="runtime profiles: JSON {name: {env, params}}, or a path to such a file"

@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
+from tether.runtime.context import Context
 from tether.runtime.registry import App
 from tether.runtime.service import Runtime
+from tether.storage import checkpoints
 from tether.storage.rows import ExecutionRow
 
 from .conftest import Start
@@ -258,6 +260,44 @@ async def test_the_spec_is_written_with_the_first_steps_result(start: Start) -> 
     assert row.status == "completed", row.error
     tx = {r["name"]: r["tx"] for r in rows}
     assert tx["dag:spec"] == tx["node:a"] != tx["node:b"], tx
+
+
+async def test_dag_steps_commit_without_waiting_for_the_flush_unless_told(
+    start: Start, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A DAG step's result commits without waiting for the disk flush (a worker's crash keeps
+    it: tests/e2e/test_kill_dag.py); `TETHER_DAG_STEP_FLUSH=1` makes every one wait, and a
+    Python workflow's steps always wait."""
+    seen: list[tuple[str, bool]] = []
+    real = checkpoints._checkpoint_step
+
+    async def spy(conn: Any, w: Any) -> Any:
+        seen.append((w.cp.records[-1]["name"], w.cp.flush))
+        return await real(conn, w)
+
+    monkeypatch.setattr(checkpoints, "_checkpoint_step", spy)
+    app = App()
+    steps = ", ".join(f"{{name: {n}, command: 'true'}}" for n in "abc")
+    app.dag(f"name: three\ntype: chain\nsteps: [{steps}]")
+
+    @app.workflow(name="plain")
+    async def plain(ctx: Context) -> None:
+        await ctx.step(lambda: 1, name="one")
+        await ctx.step(lambda: 2, name="two")
+
+    async with start(app) as rt:
+        assert (await run_to_end(rt, "three")).status == "completed"
+        monkeypatch.setenv("TETHER_DAG_STEP_FLUSH", "1")
+        assert (await run_to_end(rt, "three")).status == "completed"
+        started = await rt.ops.start("plain", None)
+        assert (await rt.ops.wait_for_end(started.execution.id, timeout=20)).current.status == (
+            "completed"
+        )
+    assert seen == [
+        ("node:a", False), ("node:b", False),  # node:c rides on the settle, which waits
+        ("node:a", True), ("node:b", True),
+        ("one", True), ("two", True),
+    ], seen  # fmt: skip
 
 
 async def test_the_last_steps_result_rides_on_the_runs_settle(start: Start) -> None:

@@ -96,7 +96,7 @@ async def test_tasks_update_and_the_answer_tool_agree(
         finals = await asyncio.gather(
             status_until(c, wf, handle, ended), status_until(c, wf, task_id, ended)
         )
-        assert [f["status"] for f in finals] == ["completed", "completed"]
+        assert [f["state"] for f in finals] == ["completed", "completed"]
         assert finals[0]["output"] == finals[1]["output"]
 
 

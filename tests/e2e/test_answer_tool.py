@@ -60,7 +60,7 @@ async def status_until(
 
 
 def waiting(status: dict[str, Any]) -> bool:
-    return status["status"] == "waiting" and bool(status.get("waits"))
+    return status["state"] == "waiting" and bool(status.get("waits"))
 
 
 def ended(status: dict[str, Any]) -> bool:
@@ -113,7 +113,7 @@ async def test_a_plain_mcp_client_answers_an_approval_with_the_answer_tool(
             assert error(await answer(c, "gate", handle, ref, other))["code"] == "conflict"
 
         final = await status_until(c, "gate", handle, ended)
-        assert final["status"] == "completed"
+        assert final["state"] == "completed"
         assert final["output"] == {"decision": "approved", "inputs": {"ticket": "CHG-42"}}
 
 

@@ -1,7 +1,7 @@
 """Seed rules of harvest-mcp-tools-and-tasks.md that the conformance checklist does not state,
 over real HTTP: the cache hints of server/discover and tools/list ("MCP Tasks"), the start key
-of a task create ("Crash-safe create"), and the failure an update tool returns ("Generated
-tool set")."""
+of a task create ("Crash-safe create"), the failure an update tool returns ("Generated
+tool set"), and the frames of a watch ("Streaming progress")."""
 
 from __future__ import annotations
 
@@ -9,11 +9,13 @@ import asyncio
 from typing import Any
 
 import asyncpg
+import orjson
 import pytest
 from pydantic import BaseModel
 
 from tests.e2e.conftest import ServeFn
 from tests.mcp_client import CAPS_TASKS, McpClient, meta
+from tests.sse import Stream
 from tether.jsonrpc import codes
 from tether.runtime.context import Context
 from tether.runtime.registry import App
@@ -44,6 +46,16 @@ async def review(ctx: Context, req: Review) -> str:
 @app.update("review", mcp=True)
 async def explode(ctx: Context, d: Days) -> str:
     raise RuntimeError("handler exploded")
+
+
+@app.workflow(mcp=True)
+async def staged(ctx: Context, d: Days) -> dict[str, int]:
+    await ctx.set_details("step 1/2: fetch")
+    await ctx.sleep(0.3)
+    await ctx.set_details("step 2/2: store")
+    if d.days < 0:
+        raise ValueError("no negative days")
+    return {"days": d.days}
 
 
 async def create(
@@ -129,7 +141,7 @@ async def test_an_update_handler_failure_is_returned_in_words(
                     {"name": "review_status", "arguments": {"handle": handle}},
                     capabilities={},
                 )
-                if status["structuredContent"]["status"] == "waiting":
+                if status["structuredContent"]["state"] == "waiting":
                     break
                 await asyncio.sleep(0.02)
         update = {
@@ -142,3 +154,75 @@ async def test_an_update_handler_failure_is_returned_in_words(
         assert error["code"] == "update_failed"
         assert error["message"] == "update 'explode' failed: RuntimeError: handler exploded"
         assert error["update_error"] == {"type": "RuntimeError", "message": "handler exploded"}
+
+
+async def call(c: McpClient, tool: str, **arguments: Any) -> dict[str, Any]:
+    """A tools/call without the Tasks extension; its structuredContent."""
+    result = await c.result("tools/call", {"name": tool, "arguments": arguments}, capabilities={})
+    out: dict[str, Any] = result["structuredContent"]
+    return out
+
+
+async def watch(c: McpClient, handle: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """staged_watch with a progress token: (progress notification params, the result)."""
+    params = {
+        "name": "staged_watch",
+        "arguments": {"handle": handle},
+        "_meta": {**meta({}), "progressToken": "tok"},
+    }
+    body = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": params}
+    headers = c.headers("tools/call", params)
+    async with c.http.stream("POST", c.url, content=orjson.dumps(body), headers=headers) as resp:
+        if resp.headers["content-type"].startswith("application/json"):
+            messages = [orjson.loads(await resp.aread())]  # nothing was streamed first
+        else:
+            messages = await Stream(resp).rest(timeout=10)
+    progress = [m["params"] for m in messages if m.get("method") == "notifications/progress"]
+    assert messages[-1]["id"] == 9, messages
+    return progress, messages[-1]["result"]["structuredContent"]
+
+
+async def test_a_watch_reports_progress_then_the_terminal_frame_state_output_error(
+    mcp_server: ServeFn, client: Any
+) -> None:
+    """Seed "Streaming progress": progress frames carry a number and `current_details | state`;
+    the terminal frame `{state, output, error}` is the tools/call result, with no progress
+    frame for the end. The status tool names them the same ("report the eventual successor's
+    real state/output/error"), and so does the start tool."""
+    async with mcp_server(app) as url:
+        c = client(url)
+        started = await call(c, "start_staged", body={"days": 2})
+        assert started["state"] in ("pending", "running"), started
+        progress, result = await watch(c, started["execution_id"])
+        status = await call(c, "staged_status", handle=started["execution_id"])
+    numbers = [p["progress"] for p in progress]
+    assert numbers == list(range(1, len(numbers) + 1)) and numbers, progress
+    assert {p["progressToken"] for p in progress} == {"tok"}
+    messages = [p["message"] for p in progress]
+    assert "step 1/2: fetch" in messages, messages  # current_details once set, else the state
+    assert not set(messages) & {"completed", "failed", "cancelled"}, messages
+    frame = {k: result[k] for k in ("state", "output", "error")}
+    assert frame == {"state": "completed", "output": {"days": 2}, "error": None}, result
+    assert "status" not in result and "status" not in status and "status" not in started
+    assert {k: status[k] for k in ("state", "output", "error")} == frame
+
+
+async def test_an_ended_run_yields_the_result_frame_at_once(
+    mcp_server: ServeFn, client: Any
+) -> None:
+    """Seed: "An already-terminal run yields the result frame immediately" (no progress frame
+    first); a failed run's frame has a null output and its error in words, a string as
+    Harvest's is (its record beside it, in `error_details`)."""
+    async with mcp_server(app) as url:
+        c = client(url)
+        handle = (await call(c, "start_staged", body={"days": -1}))["execution_id"]
+        async with asyncio.timeout(10):
+            while True:
+                if (await call(c, "staged_status", handle=handle))["state"] == "failed":
+                    break
+                await asyncio.sleep(0.05)
+        progress, result = await watch(c, handle)
+    assert progress == []
+    frame = (result["state"], result["output"], result["error"])
+    assert frame == ("failed", None, "ValueError: no negative days"), result  # a string
+    assert result["error_details"]["message"] == "no negative days"

@@ -91,8 +91,9 @@ async def test_a_run_that_kills_its_worker_every_time_ends_failed_after_the_limi
     assert task["status"] == "completed"  # a workflow error is a tool error (DESIGN.md §4)
     assert task["result"]["isError"] is True
     assert task["result"]["content"] == [{"type": "text", "text": f"RunAbandoned: {MESSAGE}"}]
-    assert status["structuredContent"]["status"] == "failed"
-    assert status["structuredContent"]["error"] == ERROR
+    assert status["structuredContent"]["state"] == "failed"
+    assert status["structuredContent"]["error"] == f"RunAbandoned: {MESSAGE}"
+    assert status["structuredContent"]["error_details"] == ERROR
 
     shown = await _runs_show(db_url, run_id)
     assert (shown["status"], shown["error"]) == ("failed", ERROR)

@@ -234,7 +234,7 @@ async def test_a_watch_goes_on_across_sleeps_retries_and_chains_to_the_result(
         handle = await start(c, workflow, body)
         progress, result = await _watch(c, f"{workflow}_watch", handle)
     assert result["stopped"] == "ended" and result["completed"] is True
-    assert result["status"] == "completed" and result["output"] == output
+    assert result["state"] == "completed" and result["output"] == output
     assert progress
 
 

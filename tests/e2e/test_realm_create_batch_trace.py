@@ -129,6 +129,9 @@ async def test_start_run_batch(mcp_server: ServeFn, client: Client, db_url: str)
         assert first["idempotency_key"] == "k1"
         assert first["deduped"] is False
         assert first["next_actions"][0]["instruction"]["params"]["command"] == "assess"
+        assert first["context_hint"] == (  # tools.md start_run_batch: start_run's sentence
+            f"Run '{first['run_id']}' created for workflow 'refund'. Ready for the agent: 'assess'."
+        )
 
         # the key policy refuses per item: k1 is live, on_live_match=fail
         out = await tool(
@@ -146,6 +149,13 @@ async def test_start_run_batch(mcp_server: ServeFn, client: Client, db_url: str)
         deduped = await tool(c, "start_run_batch", {"workflow_id": "refund", "items": items[:1]})
         assert deduped["started"][0]["deduped"] is True
         assert deduped["started"][0]["run_id"] == first["run_id"]
+        assert deduped["started"][0]["warnings"] == [
+            "Idempotency key matched a run still in phase 'running'."
+        ]
+        assert deduped["started"][0]["context_hint"] == (
+            f"Matched existing run '{first['run_id']}' (idempotent) in phase 'running'; no new run "
+            "created. Ready for the agent: 'assess'."
+        )
 
         count = await _runs(db_url)
         bad = await tool(
@@ -179,19 +189,32 @@ async def test_append_trace_and_adoption(mcp_server: ServeFn, client: Client) ->
         mine = {"run_id": run, "step_id": "assess", "entries": entries, "writer_nonce": "w1"}
         out = await tool(c, "append_trace", mine)
         assert out["status"] == "ok", out
-        assert out["accepted"] == 2
-        assert out["run_version"] == started["run_version"]  # a note does not wake the run
-        assert out["writer"]["entries"] == 2
+        assert out == {  # tools.md append_trace: the buffer's counts against the limits
+            "status": "ok",
+            "buffer_count": 2,
+            "buffer_bytes": out["buffer_bytes"],
+            "limit_count": 200,
+            "limit_bytes": 102400,
+            "final_limit_entries": 100,
+            "final_limit_bytes": 51200,
+            "file_count": 2,
+            "file_bytes": out["buffer_bytes"],
+            "file_limit_count": 400,
+            "file_limit_bytes": 204800,
+        }
+        state = await tool(c, "get_run_state", {"run_id": run})
+        assert state["run_version"] == started["run_version"]  # a note does not wake the run
         await tool(c, "append_trace", {**mine, "writer_nonce": "w2", "entries": entries[:1]})
         await tool(c, "append_trace", {k: v for k, v in mine.items() if k != "writer_nonce"})
 
         missing = await tool(c, "append_trace", {**mine, "step_id": "nope"})
         assert missing["error_code"] == "STEP_NOT_FOUND"
+        assert missing["errors"] == ["Step 'nope' not found in workflow 'refund'."]
         auto = await tool(c, "append_trace", {**mine, "step_id": "score"})
         assert auto["error_code"] == "STATE_STEP_NOT_ELIGIBLE"
         assert auto["error_details"]["step_type"] == "auto"
         blank = await tool(c, "append_trace", {**mine, "entries": []})  # the counts, no write
-        assert (blank["status"], blank["accepted"], blank["writer"]["entries"]) == ("ok", 0, 2)
+        assert (blank["status"], blank["buffer_count"], blank["file_count"]) == ("ok", 2, 5)
         for nonce, why in [("", "must not be empty"), (" w1", "must not have leading or")]:
             shaped = await tool(c, "append_trace", {**mine, "writer_nonce": nonce})
             assert shaped["error_code"] == "VALIDATION_EMPTY_VALUE"
@@ -216,8 +239,8 @@ async def test_append_trace_and_adoption(mcp_server: ServeFn, client: Client) ->
         )  # fmt: skip
         late = await tool(c, "append_trace", mine)
         assert late["error_code"] == "STATE_STEP_NOT_ELIGIBLE"
-        assert late["error_details"]["step_state"] == "already_claimed"
-        assert late["errors"] == ["Step 'assess' has already been claimed (completed or failed)."]
+        assert late["error_details"]["step_state"] == "completed"
+        assert late["errors"] == ["Step 'assess' has already completed."]
 
 
 def answer_of(run: str) -> dict[str, Any]:
@@ -249,6 +272,7 @@ async def test_terminal_match_policies(mcp_server: ServeFn, client: Client) -> N
         assert rerun["next_actions"][0]["instruction"]["params"]["command"] == "assess"
         moved = await tool(c, "start_run", start)  # the key moved to the rerun
         assert (moved["run_id"], moved["deduped"]) == (rerun["run_id"], True)
+        assert moved["warnings"] == ["Idempotency key matched a run still in phase 'running'."]
         assert moved["context_hint"].startswith(
             f"Matched existing run '{rerun['run_id']}' (idempotent) in phase 'running'; no new "
             "run created."
@@ -264,9 +288,9 @@ async def test_terminal_match_policies(mcp_server: ServeFn, client: Client) -> N
         assert (again["run_id"], again["deduped"]) == (rerun["run_id"], True)  # not failed
         other = await tool(c, "start_run", {**start, "params": {"amount": 2}})  # Realm: a warning
         assert (other["run_id"], other["deduped"]) == (rerun["run_id"], True)
-        assert other["warnings"] == [
-            "idempotency_key 'once' was first used with other params; the run it holds is "
-            "matched, and these params are not applied to it."
+        assert other["warnings"] == [  # start-run.ts, in its words
+            "Idempotency key matched an existing run created with different params; the "
+            "original run is returned unchanged (params not updated)."
         ]
 
 

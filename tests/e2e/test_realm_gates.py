@@ -74,8 +74,32 @@ async def test_gate_answered_in_time(mcp_server: ServeFn, client: Client) -> Non
         assert gate["display"] == "Pay it?"
         assert gate["agent_hint"] == "Show the amount to the person."
         assert "expires_at" in gate
-        assert opened["next_actions"][0]["instruction"]["tool"] == "submit_human_response"
+        answer = opened["next_actions"][0]  # pending.ts answerAction: the opening reply's
+        assert answer["instruction"]["tool"] == "submit_human_response"
+        assert answer["instruction"]["call_with"] == {
+            "run_id": opened["run_id"],
+            "gate_id": gate["gate_id"],
+            "choice": "<pay|hold>",
+            "claim_token": gate["claim_token"],  # only the opening reply passes it
+        }
+        assert answer["orientation"] == (
+            f"Run is paused at gate '{gate['gate_id']}'. Available choices: pay, hold."
+        )
         run = opened["run_id"]
+        idle = await tool(c, "advance_run", {"run_id": run})  # tools.md advance_run
+        assert (idle["status"], idle["context_hint"]) == (
+            "ok",
+            f"Run '{run}': nothing ran. Waiting on the question on step 'draft' (choices: pay, "
+            "hold) — answer it with submit_human_response.",
+        )
+        assert "claim_token" not in idle["next_actions"][0]["instruction"]["params"]
+        nameless = {"run_id": run, "gate_id": gate["gate_id"], "choice": "pay", "responded_by": ""}
+        nobody = await tool(c, "submit_human_response", nameless)
+        assert (nobody["error_code"], nobody["errors"]) == (
+            "VALIDATION_ACTOR_INVALID",
+            ["responded_by: empty; nothing was recorded. Give a name of at most 200 characters "
+             "with no control characters, or leave it out."],
+        )  # fmt: skip
         state = await tool(c, "get_run_state", {"run_id": run})  # the open question, named
         assert state["pending_gate"]["gate_id"] == gate["gate_id"]
         assert "claim_token" not in state["pending_gate"]  # only the opening reply carries it
@@ -109,16 +133,34 @@ async def test_gate_answered_in_time(mcp_server: ServeFn, client: Client) -> Non
         )
         assert bad["error_code"] == "VALIDATION_INPUT_SCHEMA"
         assert bad["errors"] == ["Choice 'x' is not valid. Expected one of: pay, hold"]
+        assert bad["command"] == "draft"  # the seed: an answer's reply names the step
+        wrong = await tool(
+            c, "submit_human_response", {"run_id": run, "gate_id": "g9", "choice": "pay"}
+        )
+        assert (wrong["command"], wrong["error_code"], wrong["agent_action"]) == (
+            "submit_gate", "STATE_BLOCKED", "resolve_precondition",
+        )  # fmt: skip
+        assert wrong["context_hint"] == (
+            "Gate 'g9' is not the open gate and matches no committed resolution. The open "
+            f"question is on step 'draft' (gate '{gate['gate_id']}') — answer it as next_actions "
+            "says."
+        )
         held = await tool(c, "abandon_run", {"run_id": run})  # gates-and-trust.md
         assert held["error_code"] == "STATE_TRANSITION_DENIED"
         assert held["errors"] == [
             f"Run '{run}' is waiting on human gate 'draft' (gate '{gate['gate_id']}'); answer it "
-            "before abandoning."
+            f"before abandoning. Answer it: submit_human_response {{run_id: '{run}', gate_id: "
+            f"'{gate['gate_id']}', choice: <one of: pay, hold>}}."
         ]
+        assert held["context_hint"] == (
+            f"Run '{run}' is waiting on a human gate; resolve it before abandoning."
+        )
         args = {"run_id": run, "gate_id": gate["gate_id"], "choice": "pay"}
         ok = await tool(c, "submit_human_response", {**args, "claim_token": gate["claim_token"]})
-        assert ok["status"] == "ok"
+        assert (ok["status"], ok["command"]) == ("ok", "draft")
         assert ok["run_phase"] == "completed"
+        assert ok["context_hint"] == "Guard step 'paid' passed and completed the run."
+        assert ok["ended_by"] == {"arm": "guard_pass_complete", "step": "paid"}
         assert ok["gate_claim"]["proof"] == "matched"
         steps = (await tool(c, "get_run_state", {"run_id": run, "include_steps": True}))["steps"]
         assert steps["draft"]["answers"] == [  # run-state-and-health.md include_steps
@@ -132,9 +174,17 @@ async def test_gate_answered_in_time(mcp_server: ServeFn, client: Client) -> Non
         again = await tool(c, "submit_human_response", args)
         assert again["status"] == "ok"
         assert again["gate_claim"] == {"proof": "spent", "cause": "answered", "opened_by": None}
+        assert again["context_hint"] == (
+            f"Gate '{gate['gate_id']}' was already resolved with choice 'pay' — no action was "
+            "taken."
+        )
         other = await tool(c, "submit_human_response", {**args, "choice": "hold"})
         assert other["error_code"] == "STATE_BLOCKED"
         assert other["agent_action"] == "report_to_user"
+        assert other["errors"] == [
+            f"Gate '{gate['gate_id']}' was already resolved with choice 'pay' — your choice "
+            "'hold' was not recorded."
+        ]
 
 
 async def test_gate_answered_after_its_expiry(mcp_server: ServeFn, client: Client) -> None:
@@ -150,10 +200,18 @@ async def test_gate_answered_after_its_expiry(mcp_server: ServeFn, client: Clien
         late = await tool(c, "submit_human_response", args)
         assert late["error_code"] == "STATE_BLOCKED"
         assert late["error_details"] == {"winning_choice": "hold", "resolved_by": "timeout"}
+        assert late["errors"] == [  # tools.md: an earlier call carried the expiry out
+            f"Gate '{gate_id}' was settled by timeout with choice 'hold' — your choice 'pay' was "
+            "not recorded."
+        ]
         same = await tool(c, "submit_human_response", {**args, "choice": "hold"})
-        assert same["status"] == "ok"
+        assert (same["status"], same["command"]) == ("ok", "draft")
         assert same["answer_recorded"] is False
         assert same["error_details"]["winning_choice"] == "hold"
+        assert same["context_hint"] == (
+            "the outcome matches your choice, but it was settled by timeout; your response was "
+            "not recorded."
+        )
         state = await tool(c, "get_run_state", {"run_id": run})
         assert state["run_phase"] == "aborted"  # the guard read draft.choice == 'hold'
 

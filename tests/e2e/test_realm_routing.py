@@ -139,7 +139,7 @@ async def test_a_finalizer_without_its_handler_is_left_cleanup_pending(
     mcp_server: ServeFn, client: Client
 ) -> None:
     """A finalizer whose handler this server lacks is not a failure: Realm leaves it
-    `cleanup_pending` (get_run_state `cleanup_pending{steps}`)."""
+    `cleanup_pending` (get_run_state `cleanup_pending{steps, command}`)."""
     app = App("realm-routing-pending")
     app.protocol(REFUND)  # close_books' handler `note` is not registered
     async with mcp_server(app) as url:
@@ -149,5 +149,8 @@ async def test_a_finalizer_without_its_handler_is_left_cleanup_pending(
         await tool(c, "execute_step", {"run_id": run, "command": "assess", "params": answer})
         state = await _state(c, run)
         assert state["run_phase"] == "aborted"
-        assert state["cleanup_pending"] == {"steps": ["close_books"]}
+        assert state["cleanup_pending"] == {
+            "steps": ["close_books"],
+            "command": f"tether runs resume {run} --from close_books",
+        }
         assert state["failed_steps"] == []

@@ -90,6 +90,11 @@ async def test_agent_run_refused_then_accepted_auto_chain_and_tasks_get(
 
         task = await c.result("tasks/get", {"taskId": run}, capabilities=TASKS_ONLY)
         assert task["status"] in ("working", "input_required")
+        early = await tool(c, "execute_step", {"run_id": run, "command": "confirm"})
+        assert early["context_hint"] == (  # pending.ts notCallableReason, then what comes next
+            "Step 'confirm' cannot be called now: its dependencies are not settled "
+            "('only_low_risk'). Ready for the agent: 'assess'."
+        )
 
         refused = await tool(
             c, "execute_step", {"run_id": run, "command": "assess", "params": {"risk": "medium"}}
@@ -97,6 +102,10 @@ async def test_agent_run_refused_then_accepted_auto_chain_and_tasks_get(
         assert refused["status"] == "error"
         assert refused["error_code"] == "VALIDATION_OUTPUT_SCHEMA"
         assert refused["agent_action"] == "provide_input"
+        assert (refused["errors"], refused["context_hint"]) == (  # tools.md "A refused answer"
+            ["Output validation failed for step 'assess'"],
+            "Error during 'assess'. Run phase: 'running'.",
+        )
         assert refused["run_version"] == started["run_version"]  # refused: nothing changed
 
         done = await tool(
@@ -107,12 +116,23 @@ async def test_agent_run_refused_then_accepted_auto_chain_and_tasks_get(
         assert done["guards"] == [{"step": "only_low_risk", "outcome": "pass"}]
         assert done["next_actions"][0]["instruction"]["params"]["command"] == "confirm"
         assert done["run_version"] > started["run_version"]
+        # execution-loop.ts: the last step the call completed, then what comes next
+        assert done["context_hint"] == "Step 'score' completed. Ready for the agent: 'confirm'."
+        assert done["next_actions"][0]["human_readable"] == (
+            "Execute step 'confirm': Write the confirmation"
+        )
+        idle = await tool(c, "advance_run", {"run_id": run})  # nothing owed: never an error
+        assert idle["context_hint"] == f"Run '{run}': nothing ran. Ready for the agent: 'confirm'."
 
         again = await tool(
             c, "execute_step", {"run_id": run, "command": "assess", "params": {"risk": "low"}}
         )
         assert again["status"] == "blocked"
         assert again["blocked_reason"]["eligible_steps"] == ["confirm"]
+        assert again["context_hint"] == (
+            "Step 'assess' cannot be called now: it has already completed. Ready for the agent: "
+            "'confirm'."
+        )
         assert again["stopped_step"] == "assess"
 
         end = await tool(
@@ -150,13 +170,27 @@ async def test_guard_aborts_and_abandon(mcp_server: ServeFn, client: Client) -> 
         terminal = await tool(c, "abandon_run", {"run_id": run})
         assert terminal["error_code"] == "STATE_RUN_TERMINAL"
         assert "run_version" not in terminal
+        assert terminal["errors"] == [
+            f"Run '{run}' is already terminal (aborted); cannot abandon a finished run."
+        ]
+        assert terminal["context_hint"] == f"Run '{run}' is already terminal; nothing to abandon."
 
         other = await tool(c, "start_run", {"workflow_id": "refund", "params": {"amount": 1}})
         gone = await tool(c, "abandon_run", {"run_id": other["run_id"], "reason": "no longer"})
-        assert gone["run_phase"] == "abandoned"
-        assert gone["terminal_reason"] == "no longer"
+        kill = (  # tools.md abandon_run: the summary alone, with its note
+            "abandon is a kill — declared finalizers (if any) did NOT run and will not for this "
+            "run. The graceful path is the workflow's own guard step (abort_unless), which runs "
+            "them; there is no operator abort command."
+        )
+        assert gone == {
+            "run_id": other["run_id"],
+            "run_phase": "abandoned",
+            "terminal_state": True,
+            "terminal_reason": "no longer",
+            "note": kill,
+        }
         twice = await tool(c, "abandon_run", {"run_id": other["run_id"]})
-        assert twice["note"].startswith("already abandoned (no change this call)")
+        assert twice["note"] == f"already abandoned (no change this call). {kill}"
 
 
 async def test_refusals(mcp_server: ServeFn, client: Client) -> None:
@@ -362,9 +396,16 @@ async def test_a_missing_handler_leaves_the_run_open_until_advance_run_finds_it(
         started = await tool(c, "start_run", {"workflow_id": "lacking"})
         assert (started["status"], started["run_phase"]) == ("ok", "running"), started
         assert started["next_actions"] == []
-        assert started["context_hint"].endswith(
-            "Step 'fetch' cannot run here (capability): handler 'fetch_it' is not registered here."
+        assert started["context_hint"].endswith(  # pending.ts cannotRunClause
+            "'fetch' cannot run here (capability): handler 'fetch_it' is not registered here — "
+            "load the missing extension, or run the step on a runner that has it."
         )
+        assert started["warnings"] == [  # reached: blocked, in place of its pre-flight warning
+            "Step 'fetch' is blocked: its handler 'fetch_it' is not registered in this runner. "
+            "The run is NOT terminated — the step remains eligible, so a runner that provides "
+            "this handler can execute it. Provision this runner (or re-run on a capable one), "
+            "then follow next_actions."
+        ]
         run = started["run_id"]
         state = await tool(c, "get_run_state", {"run_id": run})
         assert state["next_actions_status"] == "blocked_on_capability"
@@ -405,13 +446,18 @@ async def test_a_missing_handler_leaves_the_run_open_until_advance_run_finds_it(
 
         refused = await tool(c, "start_run", {"workflow_id": "unfit"})  # its input, refused
         assert (refused["status"], refused["run_phase"]) == ("ok", "running")
-        assert refused["context_hint"].endswith(
-            "Step 'fetch' cannot run (input_schema): (root) must have required property 'n'."
+        assert refused["context_hint"].endswith(  # then the way out: nothing else can go on
+            "'fetch' cannot run (input_schema): Invalid input for step 'fetch': the input must "
+            "have required property 'n'. Correct the workflow and register it again, then call "
+            "advance_run; or end the run with abandon_run."
         )
         state = await tool(c, "get_run_state", {"run_id": refused["run_id"]})
         assert (state["next_actions_status"], state["next_actions"]) == ("ok", [])
         assert [(e["refused_by"], e["refusal"]) for e in state["engine_runnable"]] == [
-            ("input_schema", "(root) must have required property 'n'")
+            (
+                "input_schema",
+                "Invalid input for step 'fetch': the input must have required property 'n'",
+            )
         ]
         assert "run_health" not in state and "capability_blocks" not in state
 

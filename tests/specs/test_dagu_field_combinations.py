@@ -4,8 +4,8 @@ loads, or it is refused naming the field (issue 13). Never silently ignored.
 Read from github.com/dagucloud/dagu at 532c51294: examples/embedded/*/workflow.yaml,
 deploy/k8s/example-dag.yaml, the first-run examples (internal/persis/file/dag/examples_unix.go),
 `dagu example` (internal/cmd/example.go) and the README's YAML samples. The snippets below are
-ours: minimal DAGs with each example's combination of fields, not copies of the files. (The
-older dagu-org examples are in test_dagu_examples.py.)
+ours: minimal DAGs with each example's combination of fields, not copies of the files. (DAGs
+modelled on the older dagu-org examples are in test_dagu_examples.py.)
 """
 
 from __future__ import annotations

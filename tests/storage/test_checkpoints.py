@@ -369,3 +369,55 @@ def test_the_refill_claims_by_the_claim_loops_rules() -> None:
     )
     assert "$" not in loop and "$" not in refill
     assert loop == refill
+
+
+class SettingPool(CountingPool):
+    """A CountingPool whose statements run in a transaction of their own that reads
+    `synchronous_commit` just before it commits (`commit_settings`)."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        super().__init__(pool)
+        self.commit_settings: list[str] = []
+
+    async def acquire(self) -> CountingConnection:
+        self.acquired += 1
+        return SettingConnection(self, await self.pool.acquire())
+
+
+class SettingConnection(CountingConnection):
+    async def fetch(self, query: str, *args: Any, timeout: float | None = None) -> list[Any]:
+        self.counting.sent.append(query)
+        async with self.conn.transaction():
+            rows = await self.conn.fetch(query, *args, timeout=timeout)
+            setting = await self.conn.fetchval("SELECT current_setting('synchronous_commit')")
+        assert isinstance(self.counting, SettingPool)
+        self.counting.commit_settings.append(setting)
+        return rows
+
+
+async def test_a_records_only_write_may_commit_without_waiting_for_the_flush(
+    db: asyncpg.Pool,
+) -> None:
+    """`Checkpoint.flush=False`: the lone records-only write commits with synchronous_commit
+    off for its own transaction (the session keeps the server's setting); the default keeps
+    the server's setting; a write that settles ignores the flag and waits."""
+    await db.execute(INSERT, ["ex_a", "ex_b", "ex_c"])
+    counting = SettingPool(db)
+    writer = CheckpointWriter(counting)  # type: ignore[arg-type]
+    relaxed = _step(0, {"value": 1})
+    relaxed.events, relaxed.flush = [], False
+    await writer.write("ex_a", "w", 1, 1, relaxed)
+    flushed = _step(0, {"value": 2})
+    flushed.events = []
+    await writer.write("ex_b", "w", 1, 1, flushed)
+    settle = Checkpoint(status="completed", output={"x": 1}, flush=False)
+    await writer.write("ex_c", "w", 1, 1, settle)
+    await writer.close()
+    assert counting.sent == [Q["checkpoint_step"], Q["checkpoint_step"], Q["checkpoint_many"]]
+    assert counting.commit_settings == ["off", "on", "on"]
+    assert await db.fetchval("SELECT current_setting('synchronous_commit')") == "on"
+    values = await db.fetch("SELECT execution_id, result FROM steps ORDER BY execution_id")
+    assert [(r["execution_id"], r["result"]) for r in values] == [
+        ("ex_a", {"value": 1}),
+        ("ex_b", {"value": 2}),
+    ]

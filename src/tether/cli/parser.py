@@ -303,7 +303,8 @@ def _runs_steering(action: Callable[..., Parser]) -> None:
         "go on from a step of an ended run",
         "Start a new run of an ended (failed, cancelled or terminated) run that keeps its "
         "recorded calls and answers before STEP, so the run goes on from STEP (a protocol "
-        "run's failed step runs again). Handles follow, as after retry.",
+        "run's failed step runs again; from a protocol's cleanup step left pending, a completed "
+        "run too, and only the pending cleanup steps run). Handles follow, as after retry.",
     )
     resume.add_argument("id", help="run id")
     resume.add_argument("--from", dest="from_step", required=True, metavar="STEP", help="step")

@@ -10,42 +10,25 @@ order. Use ctx.now() and ctx.uuid() instead of the clock and random ids.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import inspect
 import uuid as uuid_mod
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any, NoReturn, Protocol, TypeVar
+from typing import Any, NoReturn
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import TypeAdapter
 
 from tether.observability import instrument
 from tether.runtime import waits
 from tether.runtime.errors import NonDeterminism, StepFailed, WaitTimeout
 from tether.runtime.policy import NO_RETRY, RetryPolicy, TotalTimeout, seconds
-from tether.runtime.signals import CancelledRun, ContinueAsNew, Park
-from tether.storage.driver import Connection
-from tether.storage.errors import connection_guard
-from tether.storage.repo import Checkpoint, CheckpointResult
+from tether.runtime.run_io import RunIO
+from tether.runtime.signals import CancelledRun, ContinueAsNew, LeaseGone, Park
+from tether.runtime.typed_waits import TypedWaits
+from tether.storage.errors import StorageError, connection_guard
+from tether.storage.repo import Checkpoint
 from tether.storage.rows import BufferedSignal, ExecutionRow, RunState, StepRecord
-
-T = TypeVar("T")
-M = TypeVar("M", bound=BaseModel)
-
-
-class RunIO(Protocol):
-    """The executor's fenced write handle for one claimed run."""
-
-    seen_event_id: int
-
-    async def write(self, cp: Checkpoint) -> CheckpointResult: ...
-
-    async def write_in(self, conn: Connection, cp: Checkpoint) -> CheckpointResult: ...
-
-    def acquire(self) -> contextlib.AbstractAsyncContextManager[Connection]:
-        """A pooled connection; failing to get or give it back raises StorageError."""
-        ...
 
 
 @functools.cache
@@ -61,7 +44,7 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-class Context:
+class Context(TypedWaits):
     """Durable calls for one run. Created by the executor for every (re-)execution."""
 
     def __init__(self, row: ExecutionRow, state: RunState, io: RunIO) -> None:
@@ -114,9 +97,31 @@ class Context:
             setattr(cp, key, value)
         return cp
 
-    async def _flush(self) -> None:
-        result = await self._io.write(self.take_buffer())
+    async def _flush(self, *, flush: bool = True) -> None:
+        cp = self.take_buffer()
+        cp.flush = flush
+        result = await self._io.write(cp)
         self.note_cancel(result.cancel_requested)
+
+    def landing(self) -> Callable[[], Awaitable[None]]:
+        """For a `gated` step's `fn`: returns once every earlier write of the run has
+        committed; if one failed (the lease or the database gone), raises LeaseGone, which
+        stops the run without writing and is never taken for the step's own failure."""
+
+        async def landed() -> None:
+            try:
+                await self._landed()
+            except StorageError as exc:
+                raise LeaseGone() from exc
+
+        return landed
+
+    async def _landed(self) -> None:
+        """Every earlier write has committed (raises CancelledRun if one heard a cancel)."""
+        result = await self._io.drain()
+        if result is not None and result.cancel_requested:
+            self.note_cancel(True)
+            raise CancelledRun()
 
     def park_event_id(self) -> int:
         """The run's last event id once the buffered events are written (the wait key's n)."""
@@ -132,12 +137,18 @@ class Context:
         retry: RetryPolicy | None = None,
         timeout: float | timedelta | None = None,
         lazy: bool = False,
+        flush: bool = True,
+        behind: bool = False,
+        gated: bool = False,
         retry_if: Callable[[Exception], bool] | None = None,
         total_timeout: float | None = None,
         **kwargs: Any,
     ) -> Any:
         """Run `fn(*args, **kwargs)` once and checkpoint its result; replay returns the record.
         `lazy`: written with the run's next write (a cheap read: lost in a crash, it reruns).
+        `flush=False`: its commit does not wait for the disk (`Checkpoint.flush`). `behind`:
+        its write is started, not waited for (`RunIO.write_behind`): the next durable call or
+        user code waits first. `gated`: `fn` waits itself (`landing`) before its side effects.
         Sync functions run in a thread. A failure is retried per `retry` (durable backoff: the
         run parks until the next try) when `retry_if(error)` holds, within `total_timeout`
         (policy.TotalTimeout); after the last try it raises StepFailed, the same way on every
@@ -147,6 +158,8 @@ class Context:
         adapter = _return_adapter(fn)
         if rec is not None and rec.done:
             return self._replay_step(step_name, rec.result, adapter)
+        if not gated:
+            await self._landed()  # `fn` runs once every earlier write has committed
         failures = int(rec.result.get("failures", 0)) if rec is not None else 0
         policy = retry or NO_RETRY
         budget = TotalTimeout.since(rec.result.get("first_at") if rec else None, total_timeout)
@@ -158,24 +171,40 @@ class Context:
                     else:
                         value = await asyncio.to_thread(fn, *args, **kwargs)
             encoded = adapter.dump_python(value, mode="json")
-        except Exception as exc:
-            failures += 1
-            error = {"type": type(exc).__name__, "message": str(exc)}
-            wake = _utcnow() + timedelta(seconds=policy.delay(failures))
-            if policy.allows_another(failures) and (retry_if is None or retry_if(exc)):
-                if not budget.passed_by(wake):
-                    kept = {"failures": failures, "error": error, "first_at": budget.first_at}
-                    self._record(seq, "step", step_name, kept, done=False)
-                    raise Park([], wake, status="pending") from exc
-                error["message"] += budget.stopped(failures)
-            self._record(seq, "step", step_name, {"error": error, "failures": failures})
-            self._mark_failure(seq)
-            await self._flush()
-            raise StepFailed(step_name, error["type"], error["message"]) from exc
+        except Exception as exc:  # noqa: BLE001 — user code: its error is the step's failure
+            await self._step_failed(seq, step_name, exc, failures + 1, policy, retry_if, budget)
         self._record(seq, "step", step_name, {"value": encoded})
-        if not lazy:
-            await self._flush()
+        if behind:
+            cp = self.take_buffer()
+            cp.flush = flush
+            await self._io.write_behind(cp)
+        elif not lazy:
+            await self._flush(flush=flush)
         return adapter.validate_python(encoded)
+
+    async def _step_failed(
+        self,
+        seq: int,
+        step_name: str,
+        exc: Exception,
+        failures: int,
+        policy: RetryPolicy,
+        retry_if: Callable[[Exception], bool] | None,
+        budget: TotalTimeout,
+    ) -> NoReturn:
+        """Park for the step's next try, or record its failure and raise StepFailed."""
+        error = {"type": type(exc).__name__, "message": str(exc)}
+        wake = _utcnow() + timedelta(seconds=policy.delay(failures))
+        if policy.allows_another(failures) and (retry_if is None or retry_if(exc)):
+            if not budget.passed_by(wake):
+                kept = {"failures": failures, "error": error, "first_at": budget.first_at}
+                self._record(seq, "step", step_name, kept, done=False)
+                raise Park([], wake, status="pending") from exc
+            error["message"] += budget.stopped(failures)
+        self._record(seq, "step", step_name, {"error": error, "failures": failures})
+        self._mark_failure(seq)
+        await self._flush()
+        raise StepFailed(step_name, error["type"], error["message"]) from exc
 
     def _replay_step(self, step_name: str, result: Any, adapter: TypeAdapter[Any]) -> Any:
         if "error" in result:
@@ -205,6 +234,7 @@ class Context:
         adapter = _return_adapter(fn)
         if rec is not None and rec.done:
             return self._replay_step(step_name, rec.result, adapter)
+        await self._io.drain()
         async with self._io.acquire() as conn, connection_guard(conn), conn.transaction():
             value = await fn(conn, *args, **kwargs)
             encoded = adapter.dump_python(value, mode="json")
@@ -331,67 +361,6 @@ class Context:
             )
             for s in specs
         ]
-
-    async def wait_for_signal(
-        self,
-        name: str,
-        *,
-        schema: type[BaseModel] | None = None,
-        prompt: str | None = None,
-        timeout: float | timedelta | None = None,
-    ) -> Any:
-        """The next signal `name` (a `schema` instance when given). Early signals are kept."""
-        (value,) = await self.wait_all(waits.Signal(name, prompt, schema), timeout=timeout)
-        return value
-
-    async def approval(
-        self,
-        name: str,
-        *,
-        prompt: str | None = None,
-        inputs: list[str] | tuple[str, ...] = (),
-        required: list[str] | tuple[str, ...] = (),
-        timeout: float | timedelta | None = None,
-    ) -> waits.Approved | waits.PushedBack:
-        """A gate: Approved(inputs) or PushedBack(feedback); a rejection raises Rejected."""
-        spec = waits.Approval(name, prompt, tuple(inputs), tuple(required))
-        (value,) = await self.wait_all(spec, timeout=timeout)
-        return value  # type: ignore[no-any-return]  # Approval.parse returns exactly these
-
-    async def human_task(
-        self,
-        name: str,
-        *,
-        form: type[M],
-        prompt: str | None = None,
-        feedback: type[BaseModel] | None = None,
-        timeout: float | timedelta | None = None,
-    ) -> waits.Completed[M] | waits.PushedBack:
-        """A typed form a person fills in: Completed(values) or PushedBack(feedback)."""
-        spec: waits.HumanTask[M] = waits.HumanTask(name, prompt, form, feedback)
-        (value,) = await self.wait_all(spec, timeout=timeout)
-        return value  # type: ignore[no-any-return]  # HumanTask.parse returns exactly these
-
-    async def agent_step(
-        self,
-        name: str,
-        *,
-        schema: type[M],
-        prompt: str | None = None,
-        instructions: dict[str, Any] | None = None,
-        timeout: float | timedelta | None = None,
-    ) -> M:
-        """A step the assistant does itself and answers; the answer must fit `schema`."""
-        spec: waits.AgentStep[M] = waits.AgentStep(name, prompt, schema, instructions or {})
-        (value,) = await self.wait_all(spec, timeout=timeout)
-        return value  # type: ignore[no-any-return]  # AgentStep.parse returns the model
-
-    async def wait_for_update(
-        self, name: str, *, timeout: float | timedelta | None = None
-    ) -> waits.UpdateReceived:
-        """The next completed update `name` (its input, and the handler's output or error)."""
-        (value,) = await self.wait_all(waits.Update(name), timeout=timeout)
-        return value  # type: ignore[no-any-return]  # Update.parse returns UpdateReceived
 
     # --- chains ----------------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from tether.runtime.registry import App, WorkflowDef
 from tether.runtime.signals import CancelledRun, ContinueAsNew, LeaseGone, Park
 from tether.runtime.statuses import ENDED_STATUSES
 from tether.storage import repo
-from tether.storage.checkpoints import CheckpointWriter
+from tether.storage.checkpoints import CheckpointWriter, records_only
 from tether.storage.driver import Connection, Database
 from tether.storage.errors import (
     LeaseLost,
@@ -53,17 +53,67 @@ class RunIO:
     # The worker's group commit of checkpoints across its runs; None: one statement a write.
     writer: CheckpointWriter | None = None
 
+    # The write `write_behind` started that no later write or `drain` has waited for yet.
+    behind: asyncio.Future[CheckpointResult] | None = None
+    _draining: int = 0  # tasks of the run waiting in `drain`
+
     async def write(self, cp: Checkpoint) -> CheckpointResult:
+        await self.drain()
         if self.writer is None:
             async with translated(), self.pool.acquire() as conn:
-                return await self.write_in(conn, cp)
+                return await self._write_in(conn, cp)
         result = await self.writer.write(
             self.execution_id, self.owner, self.attempt, self.seen_event_id, cp
         )
         self.seen_event_id += len(cp.events)
         return result
 
+    async def write_behind(self, cp: Checkpoint) -> None:
+        """Start writing `cp` (records of durable calls only) and return without waiting
+        for its commit. Writes stay in order: the next one, or `drain`, waits for it first
+        and raises what it raised. Until then, its failure (the lease or the database gone)
+        cancels the run's task. Without a group writer this is `write`."""
+        if self.writer is None or not records_only(cp):
+            await self.write(cp)
+            return
+        await self.drain()
+        run = asyncio.current_task()
+        done = self.writer.submit(
+            self.execution_id, self.owner, self.attempt, self.seen_event_id, cp
+        )
+        self.behind = done
+
+        def failed(fut: asyncio.Future[CheckpointResult]) -> None:
+            if fut.cancelled() or fut.exception() is None or self._draining:
+                return  # it applied, or someone waits for it (and hears its error)
+            if self.behind is fut and run is not None:
+                run.cancel()
+
+        done.add_done_callback(failed)
+        await asyncio.sleep(0)  # the statement's task sends it now, before the caller goes on
+
+    async def drain(self) -> CheckpointResult | None:
+        """Wait until the write `write_behind` left in flight has committed and return its
+        result (None: none was in flight); raises what it raised (LeaseLost, StorageError).
+        Several tasks of the run may wait at once."""
+        done = self.behind
+        if done is None:
+            return None
+        if not done.done():
+            self._draining += 1
+            try:
+                await asyncio.wait([done])  # a waiter's cancellation leaves the write alone
+            finally:
+                self._draining -= 1
+        if self.behind is done:
+            self.behind = None
+        return done.result()  # raises what the write raised (cancelled with its statement)
+
     async def write_in(self, conn: Connection, cp: Checkpoint) -> CheckpointResult:
+        await self.drain()
+        return await self._write_in(conn, cp)
+
+    async def _write_in(self, conn: Connection, cp: Checkpoint) -> CheckpointResult:
         result = await repo.checkpoint(
             conn, self.execution_id, self.owner, self.attempt, self.seen_event_id, cp
         )

@@ -118,12 +118,18 @@ class CheckpointWriter:
         self, execution_id: str, owner: str, attempt: int, seen_event_id: int, cp: Checkpoint
     ) -> CheckpointResult:
         """As `repo.checkpoint` on a pooled connection. Raises LeaseLost, StorageError."""
+        # Cancelling the caller cancels `done` only: the statement goes on (module docstring).
+        return await self.submit(execution_id, owner, attempt, seen_event_id, cp)
+
+    def submit(
+        self, execution_id: str, owner: str, attempt: int, seen_event_id: int, cp: Checkpoint
+    ) -> asyncio.Future[CheckpointResult]:
+        """Queue the write (sent at once if a slot is free); the future `write` awaits."""
         write = _Write(execution_id, owner, attempt, seen_event_id, cp)
         self._queued.append(write)
         if self._in_flight < self._max_statements:
             self._start_batch()
-        # Cancelling the caller cancels `done` only: the statement goes on (module docstring).
-        return await write.done
+        return write.done
 
     async def close(self) -> None:
         """Send the wake-ups due and give back the connections kept (before the pool
@@ -330,7 +336,7 @@ def _columns(batch: list[_Write]) -> list[list[Any]]:
     return columns
 
 
-def _records_only(cp: Checkpoint) -> bool:
+def records_only(cp: Checkpoint) -> bool:
     """A write that only records durable calls (most of a running run's writes)."""
     return bool(cp.records) and not (
         cp.consumed
@@ -351,7 +357,7 @@ async def _checkpoint_many(
     to be woken, and the claimed rows (payloads as stored, as `repo.claim` returns them).
     A statement of one write that only records calls, claiming nothing, is the lighter
     `checkpoint_step`, of the same effect."""
-    if len(batch) == 1 and _records_only(batch[0].cp) and (refill is None or claim == 0):
+    if len(batch) == 1 and records_only(batch[0].cp) and (refill is None or claim == 0):
         return await _checkpoint_step(conn, batch[0]), []
     abandon = refill.abandon if refill is not None else repo.Abandon()
     with translated():
@@ -381,7 +387,9 @@ async def _checkpoint_many(
 async def _checkpoint_step(conn: Queryable, w: _Write) -> Applied:
     records, _ = repo.sealed_checkpoint(w.execution_id, w.cp)
     with translated():
-        recs = await conn.fetch(Q["checkpoint_step"], w.execution_id, w.owner, w.attempt, records)
+        recs = await conn.fetch(
+            Q["checkpoint_step"], w.execution_id, w.owner, w.attempt, records, w.cp.flush
+        )
     return {
         rec["id"]: (
             CheckpointResult(rec["status"], rec["cancel_requested"], rec["last_event_id"]),

@@ -21,6 +21,8 @@ from tether.storage.rows import (
     StepRecord,
     UpdateRow,
 )
+from tether.storage.rows import Checkpoint as Checkpoint  # callers: repo.Checkpoint
+from tether.storage.rows import CheckpointResult as CheckpointResult
 from tether.storage.rows import NewExecution as NewExecution  # callers: repo.NewExecution
 
 Conn = Queryable  # what a query runs on: a pool, or a connection inside a transaction
@@ -193,32 +195,6 @@ async def load_run_state(conn: Conn, execution_id: str) -> RunState:
         signals=tuple(BufferedSignal.from_mapping(m, execution_id) for m in rec["signals"]),
         updates=tuple(PendingUpdate.from_mapping(m, execution_id) for m in rec["updates"]),
     )
-
-
-@dataclass
-class Checkpoint:
-    """One fenced worker write (see the `checkpoint` query)."""
-
-    records: list[dict[str, Any]] = field(default_factory=list)
-    consumed: list[dict[str, int]] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    set_details: bool = False
-    details: str | None = None
-    status: str | None = None
-    output: Any = None
-    error: Any = None
-    waits: list[dict[str, Any]] = field(default_factory=list)
-    wake_at: datetime | None = None
-    successor_id: str | None = None
-    run_attempt_increment: int = 0
-    truncate_from: int | None = None
-
-
-@dataclass(frozen=True)
-class CheckpointResult:
-    status: str
-    cancel_requested: bool
-    last_event_id: int
 
 
 def sealed_checkpoint(execution_id: str, cp: Checkpoint) -> tuple[list[dict[str, Any]], Any]:

@@ -291,3 +291,32 @@ class RunState:
     steps: tuple[StepRecord, ...]
     signals: tuple[BufferedSignal, ...]
     updates: tuple[PendingUpdate, ...]
+
+
+@dataclass
+class Checkpoint:
+    """One fenced worker write (see the `checkpoint` query)."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    consumed: list[dict[str, int]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    set_details: bool = False
+    details: str | None = None
+    status: str | None = None
+    output: Any = None
+    error: Any = None
+    waits: list[dict[str, Any]] = field(default_factory=list)
+    wake_at: datetime | None = None
+    successor_id: str | None = None
+    run_attempt_increment: int = 0
+    truncate_from: int | None = None
+    # False: a records-only write commits without waiting for the WAL flush (`checkpoint_step`;
+    # kept through a worker's crash, not PostgreSQL's); any other write waits for it.
+    flush: bool = True
+
+
+@dataclass(frozen=True)
+class CheckpointResult:
+    status: str
+    cancel_requested: bool
+    last_event_id: int

@@ -175,14 +175,20 @@ def success_result(output: Any) -> dict[str, Any]:
     return result
 
 
+def error_text(error: Any, status: str) -> str:
+    """A run's error in words: `Type: message`."""
+    err = error if isinstance(error, dict) else {}
+    message = err.get("message") or ("timed out" if status == "timed_out" else "failed")
+    kind = err.get("type") or err.get("kind") or status
+    return f"{kind}: {message}"
+
+
 def error_result(error: Any, status: str) -> dict[str, Any]:
     """CallToolResult for a run that ended in a workflow error (a tool error, not a protocol
     error: clients must not retry a business failure as a fault)."""
     err = error if isinstance(error, dict) else {}
-    message = err.get("message") or ("timed out" if status == "timed_out" else "failed")
-    kind = err.get("type") or err.get("kind") or status
     return {
-        "content": [{"type": "text", "text": f"{kind}: {message}"}],
+        "content": [{"type": "text", "text": error_text(error, status)}],
         "structuredContent": {"error": {**err, "status": status}},
         "isError": True,
     }

@@ -10,7 +10,7 @@ import orjson
 from tether.runtime.hints import answer_hints, tool_call_hint
 from tether.runtime.operations import AnswerResult, RunView
 from tether.runtime.waits import ANSWERABLE_KINDS
-from tether.tasks.views import iso
+from tether.tasks.views import error_text, iso
 
 
 def text_result(value: Any, *, is_error: bool = False) -> dict[str, Any]:
@@ -54,20 +54,29 @@ def answered(result: AnswerResult) -> dict[str, Any]:
 def summary(
     view: RunView, *, answer_tool: str | None = None, tasks_update: bool = False
 ) -> dict[str, Any]:
-    """A run as the status, watch and start tools report it (follows the chain). Each open
-    wait carries `answer_with`, the answer tool call that answers it, and `hints` says in
+    """A run as the status, watch and start tools report it (follows the chain). The run's
+    state, output and error are named and always present as in Harvest's terminal watch frame
+    `{state, output, error}` (null where there is none; the error in words, `Type: message`,
+    for Harvest's is a string); the rest is Tether's (`error_details`: the error's record).
+    Each open wait carries `answer_with`, the answer tool call that answers it, and `hints` says in
     words every way that works for this client (`tasks_update`: it declared the Tasks
     extension)."""
     run = view.current
+    ended = run.ended_at is not None
+    failed = ended and run.status != "completed" and run.error is not None
     out: dict[str, Any] = {
         "execution_id": run.id,
         "handle": view.requested.id,
         "workflow": run.workflow,
         "business_id": run.business_id,
-        "status": run.status,
+        "state": run.status,
+        "output": run.output if ended and run.status == "completed" else None,
+        "error": error_text(run.error, run.status) if failed else None,
         "run_version": run.version,
         "created_at": iso(run.created_at),
     }
+    if failed:
+        out["error_details"] = run.error
     if run.details:
         out["details"] = run.details
     open_waits = [w for w in run.waits if w.get("kind") in ANSWERABLE_KINDS]
@@ -90,8 +99,4 @@ def summary(
         ]
     if run.ended_at is not None:
         out["ended_at"] = iso(run.ended_at)
-        if run.status == "completed":
-            out["output"] = run.output
-        elif run.error is not None:
-            out["error"] = run.error
     return out

@@ -253,9 +253,11 @@ class ToolService:
     async def _watch(
         self, ctx: RequestContext, ops: Operations, view: RunView, timeout: float
     ) -> dict[str, Any]:
-        """Progress notifications on every visible change, across sleeps, retries and
-        continue-as-new, until the run ends or waits for the caller (runtime/watching.py);
-        the last frame then names the wait and how to answer it."""
+        """Progress notifications on every visible change of a live run, across sleeps,
+        retries and continue-as-new, until the run ends or waits for the caller
+        (runtime/watching.py); the last frame then names the wait and how to answer it. As
+        in Harvest, the end is the result alone (`{state, output, error}` and Tether's
+        fields), never a progress frame: an already ended run yields the result at once."""
         progress = 0
         last: tuple[str, str, str | None, int] | None = None
         tasks_update = ctx.route.declares_tasks()
@@ -264,7 +266,7 @@ class ToolService:
             nonlocal progress, last
             row = v.current
             marker = (row.id, row.status, row.details, row.version if row.waits else 0)
-            if marker == last or ctx.progress_token is None:
+            if marker == last or ctx.progress_token is None or watch_stop(row) == "ended":
                 return
             last = marker
             progress += 1

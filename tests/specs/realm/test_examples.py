@@ -1,7 +1,7 @@
 """Realm's public example workflows: those inside the subset load, the others are refused by name.
 
 Each file in `examples/` is vendored unchanged under a first line naming its source path and
-commit in sensigo-hq/realm.
+commit in sensigo-hq/realm (Apache-2.0: `examples/NOTICE` and the licence beside it).
 """
 
 from __future__ import annotations
@@ -32,6 +32,9 @@ def test_every_example_is_listed_and_names_its_source() -> None:
     for path in EXAMPLES.glob("*.yaml"):
         first = path.read_text(encoding="utf-8").splitlines()[0]
         assert re.fullmatch(r"# vendored from sensigo-hq/realm \S+ @ [0-9a-f]{40}.*", first)
+    notice = (EXAMPLES / "NOTICE").read_text(encoding="utf-8")  # Apache-2.0 §4: the licence
+    assert "Apache License, Version 2.0" in notice and "Sensigo Software" in notice
+    assert "Apache License\n" in (EXAMPLES / "LICENSE-Apache-2.0").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("stem", sorted(INSIDE))

@@ -130,29 +130,85 @@ def test_reply_overrides() -> None:
 def test_next_actions_put_advance_run_last() -> None:
     """An advance_run entry comes last (digest §1)."""
     entries = [
-        envelope.advance_action("r"),
-        envelope.step_action("r", "draft", input_schema=None, prompt="Write it"),
+        envelope.advance_action("r", ["score"]),
+        envelope.step_action("r", "draft", description="D", input_schema=None, prompt="W"),
         envelope.gate_action("r", "g", "approve", ["approve", "reject"]),
     ]
     wire = Reply("start_run", "r", "ok", "h", next_actions=entries).to_wire()
     tools = [a["instruction"]["tool"] for a in wire["next_actions"]]
     assert tools == ["execute_step", "submit_human_response", "advance_run"]
+    assert wire["evidence"] == []  # Realm's evidence is a list, empty in MCP replies
 
 
-def test_a_step_entry_carries_its_call_with_template() -> None:
-    """call_with is the whole argument object, with a placeholder for the answer."""
-    entry = envelope.step_action("r", "draft", input_schema={"type": "object"}, prompt="p")
+SCHEMA = {
+    "type": "object",
+    "required": ["category", "confidence", "tags", "ok"],
+    "properties": {
+        "category": {"type": "string", "enum": ["billing", "bug", "other"]},
+        "confidence": {"type": "number"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "ok": {"type": "boolean"},
+        "note": {"type": "string"},
+    },
+}
+
+
+def test_a_step_entry_is_realms() -> None:
+    """tools.md "An entry of next_actions" (Realm's buildAgentAction): call_with's params are
+    a skeleton of the step's input_schema (required properties, `<a|b>` for an enum);
+    input_schema and prompt only when the step declares them."""
+    entry = envelope.step_action(
+        "r", "classify", description="Classify it.", input_schema=SCHEMA, prompt=None
+    )
     assert entry == {
         "instruction": {
             "tool": "execute_step",
-            "params": {"run_id": "r", "command": "draft"},
-            "call_with": {"run_id": "r", "command": "draft", "params": envelope.ANSWER_PLACEHOLDER},
+            "params": {"run_id": "r", "command": "classify"},
+            "call_with": {
+                "run_id": "r",
+                "command": "classify",
+                "params": {
+                    "category": "<billing|bug|other>",
+                    "confidence": 0,
+                    "tags": [""],
+                    "ok": False,
+                },
+            },
         },
-        "input_schema": {"type": "object"},
-        "prompt": "p",
-        "human_readable": "Do step 'draft' and submit its output with execute_step.",
-        "orientation": "Agent step 'draft' is ready.",
+        "input_schema": SCHEMA,
+        "human_readable": "Execute step 'classify': Classify it.",
+        "orientation": "Run is active. Next step ready: 'classify'.",
     }
+    bare = envelope.step_action("r", "draft", description="D", input_schema=None, prompt="p")
+    assert bare["instruction"]["call_with"]["params"] == {}
+    assert "input_schema" not in bare and bare["prompt"] == "p"
+
+
+def test_the_answer_and_advance_entries_are_realms() -> None:
+    """pending.ts answerAction and the advance act: `<a|b>`, the claim token only when given."""
+    token = "t"  # noqa: S105 — a test claim token
+    opening = envelope.gate_action(
+        "r", "g1", "ship", ["yes", "no"], claim_token=token, gate_reply=True
+    )
+    assert opening["instruction"]["params"] == {"run_id": "r", "gate_id": "g1", "claim_token": "t"}
+    assert opening["instruction"]["call_with"]["choice"] == "<yes|no>"
+    assert opening["orientation"] == "Run is paused at gate 'g1'. Available choices: yes, no."
+    assert opening["human_readable"].endswith(
+        "passing claim_token back unchanged — it shows that this answer comes from the "
+        "conversation that opened the question."
+    )
+    other = envelope.gate_action("r", "g1", "ship", ["yes", "no"])
+    assert other["human_readable"].startswith(
+        "Human review required for step 'ship'. Ask the user to choose one of: yes, no, then "
+    )
+    assert "claim_token" not in other["instruction"]["call_with"]
+    owed = envelope.advance_action("r", ["check", "score"])
+    assert owed["human_readable"] == (
+        "Call advance_run to run the steps the engine owes: 'check', 'score'. It runs them with "
+        "this server's extensions and environment until a step opens a question, fails or ends "
+        "the run."
+    )
+    assert owed["orientation"] == "Run is active. Engine work is owed: 'check', 'score'."
 
 
 def test_refusal_takes_its_codes_action_and_names_the_error() -> None:

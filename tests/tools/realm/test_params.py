@@ -68,7 +68,18 @@ def test_three_tools_name_what_they_ignored(tool: str) -> None:
     args = {p.name: _valid(p) for p in params.TOOLS[tool] if p.required}
     known, warnings = params.checked(tool, {**args, "extra_thing": 1})
     assert known == args
-    assert warnings == ["Unknown parameter 'extra_thing' was ignored."]
+    assert warnings == [f"{tool}: unknown argument 'extra_thing' was ignored."]
+
+
+def test_an_answer_names_the_argument_it_meant() -> None:
+    """submit-human-response.ts: `claimToken` and `token` are answered with `claim_token`."""
+    args = {"run_id": "r", "gate_id": "g", "choice": "c"}
+    _, warnings = params.checked("submit_human_response", {**args, "claimToken": "t", "gateID": 1})
+    assert warnings == [
+        "submit_human_response: unknown argument 'claimToken' was ignored — did you mean "
+        "'claim_token'?",
+        "submit_human_response: unknown argument 'gateID' was ignored — did you mean 'gate_id'?",
+    ]
 
 
 def test_every_tool_has_an_object_input_schema() -> None:

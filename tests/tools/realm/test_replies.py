@@ -28,3 +28,12 @@ def test_a_step_the_workflow_lacks_and_a_nonce_on_an_auto_step() -> None:
     assert nonce is not None
     assert nonce.to_wire()["error_details"]["step_type"] == "auto"
     assert replies.not_callable(PLAN, row, "assess", "w1") is None
+
+
+def test_lag_is_realms_duration_words() -> None:
+    """late.lag is Realm's formatDuration: seconds under a minute, never `0m`."""
+    from tether.tools.realm.late import lag
+
+    assert [lag(ms) for ms in (-5, 12_093, 184_311, 7_500_000, 93_600_000)] == [
+        "0s", "12s", "3m", "2h 5m", "1d 2h",
+    ]  # fmt: skip

@@ -12,7 +12,12 @@ started with even when the file is changed or reloaded while it runs. That recor
 with the run's first write (the first step's result, or its first park), not by a commit of its
 own: a run that dies before that write has recorded nothing, and takes the spec anew. Likewise
 the result of a run's last step, when nothing can run after it, is written with the run's settle
-(`_Run._ends_run`): every other step's result commits before anything else runs.
+(`_Run._ends_run`). Every other step's result commits before any later step does anything:
+the write of a lone step's result is left in flight (`Context.step(behind=True)`) while the
+next step is prepared and its shell started, and that shell waits for the commit before it runs
+the command (`shell.run_command`'s gate). Those commits do not wait for the disk flush
+(`work.step_flush`): a worker's crash keeps every finished step; only a crash of PostgreSQL
+itself may run the last ones again (steps are at-least-once).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from tether.runtime.dag.replay import (
     param_text,
     parse_snapshot,
 )
+from tether.runtime.dag.shell import Gate
 from tether.runtime.dag.state import DagState
 from tether.runtime.dag.work import (
     Actions,
@@ -41,6 +47,7 @@ from tether.runtime.dag.work import (
     evaluate_dynamic,
     has_command_substitution,
     run_work,
+    step_flush,
 )
 from tether.runtime.errors import Rejected, StepFailed
 from tether.specs.dag import (
@@ -167,6 +174,7 @@ class _Run:
     # The process env, the run's parameters and the DAG's env, evaluated once a claim (the
     # same for every step); each step layers its upstream outputs and run values over it.
     base: Mapping[str, str] | None = None
+    flush: bool = dataclasses.field(default_factory=step_flush)  # TETHER_DAG_STEP_FLUSH
     # Asks still waiting after a push-back let the run go on: step name → its ask's result.
     carried: dict[str, Any] = dataclasses.field(default_factory=dict)
 
@@ -199,7 +207,10 @@ class _Run:
         steps = [self.state.by_name[n] for n in wave]
         work = [s for s in steps if not isinstance(s.work, HumanTask)]
         last = self._ends_run(steps)
-        done = await asks.phase([self._work(s, lazy=last) for s in work])
+        # A lone step that is not the run's last: its result commits while the next one
+        # starts (module docstring).
+        behind = not last and len(work) == 1
+        done = await asks.phase([self._work(s, lazy=last, behind=behind) for s in work])
         for step, result in zip(work, done, strict=True):
             self._apply_work(step, result)
         calls = [s for s in work if self.state.nodes[s.name].child_id and _running(self, s)]
@@ -246,28 +257,19 @@ class _Run:
             node.status not in _OPEN for n, node in self.state.nodes.items() if n != step.name
         )
 
-    async def _work(self, step: Step, *, lazy: bool = False) -> Any:
+    async def _work(self, step: Step, *, lazy: bool, behind: bool) -> Any:
         retries = self.state.nodes[step.name].retries
         if isinstance(step.work, Call):
             child_input = {"params": [param_text(p) for p in step.work.params] or None}
             return await self.ctx.transaction(
-                start_child,
-                self.host,
-                step.work.dag,
-                child_input,
-                self.ctx.execution_id,
-                step.name,
-                name=f"call:{step.name}",
-            )
+                start_child, self.host, step.work.dag, child_input, self.ctx.execution_id,
+                step.name, name=f"call:{step.name}",
+            )  # fmt: skip
+        given, actions, gate = self.given(step.name), self.host.actions, self.ctx.landing()
         return await self.ctx.step(
-            execute_step,
-            step,
-            self.given(step.name),
-            self.host.actions,
-            retries,
-            name=f"node:{step.name}",
-            lazy=lazy,
-        )
+            execute_step, step, given, actions, retries, gate, name=f"node:{step.name}",
+            lazy=lazy, flush=self.flush, behind=behind, gated=True,
+        )  # fmt: skip
 
     def _apply_work(self, step: Step, result: dict[str, Any]) -> None:
         if isinstance(step.work, Call):
@@ -312,13 +314,9 @@ class _Run:
             if step is None:
                 continue
             result = await self.ctx.step(
-                execute_step,
-                step,
-                self.given(step.name),
-                self.host.actions,
-                0,
-                name=f"handler:{which}",
-            )
+                execute_step, step, self.given(step.name), self.host.actions, 0,
+                name=f"handler:{which}", flush=self.flush,
+            )  # fmt: skip
             ok = ok and result["status"] != "failed"
         return ok
 
@@ -333,10 +331,11 @@ def _running(run: _Run, step: Step) -> bool:
 
 
 async def execute_step(
-    step: Step, given: StepInput, actions: Actions, retries: int
+    step: Step, given: StepInput, actions: Actions, retries: int, gate: Gate | None = None
 ) -> dict[str, Any]:
-    """One durable step: the work's result, with `retry` set when its policy allows another."""
-    result = await run_work(step, given, actions)
+    """One durable step: the work's result, with `retry` set when its policy allows another.
+    `gate`: awaited before the work's first side effect (`Context.landing`)."""
+    result = await run_work(step, given, actions, gate)
     policy = step.retry_policy
     if result["status"] == "failed" and policy is not None and retries < policy.limit:
         code = result.get("exit_code")

@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 import threading
 from asyncio import AbstractEventLoop
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -41,6 +41,30 @@ class ShellResult:
     timed_out: bool
 
 
+#: Put before a command the shell is started with ahead of its turn (`run_command`'s `gate`):
+#: it reads one line from stdin, the gate, before anything else runs; at end of file (the
+#: worker is gone, or the gate failed) the shell exits without running the command. On the
+#: command's own first line, so line numbers in its messages are as written.
+GATE_PREFIX: Final = "read -r TETHER_GATE || exit 125; unset TETHER_GATE; exec </dev/null; "
+POSIX_SHELLS: Final = frozenset({"sh", "bash", "zsh", "ksh", "ash", "dash"})
+_TRACING: Final = frozenset({"xtrace", "verbose"})
+
+Gate = Callable[[], Awaitable[None]]
+
+
+def gateable(shell: str, env: Mapping[str, str]) -> bool:
+    """Whether a command may be run through `GATE_PREFIX` by `shell` (may carry flags): a
+    POSIX shell that echoes no command it runs (no -x/-v, no xtrace in SHELLOPTS), so the
+    gate leaves the command's output as it would be."""
+    words = _split(shell)
+    if not words or os.path.basename(words[0]) not in POSIX_SHELLS:
+        return False
+    flags = [w for w in words[1:] if w[:1] in "-+" and w[1:2] != "-"]
+    if any("x" in f or "v" in f for f in flags) or _TRACING & set(words[1:]):
+        return False
+    return not _TRACING & set(env.get("SHELLOPTS", "").split(":"))
+
+
 def argv_for(command: str, shell: str | None) -> list[str]:
     """`shell -c command` (the shell may carry flags, e.g. `bash -e`)."""
     return [*_split(shell or DEFAULT_SHELL), "-c", command]
@@ -58,25 +82,34 @@ async def run_command(
     cwd: str | None = None,
     timeout: float | None = None,
     cap: int | None = None,
+    gate: Gate | None = None,
 ) -> ShellResult:
     """Run `argv` in its own process group; on timeout or cancellation the group is killed
     (SIGTERM, then SIGKILL after a grace period).
+
+    With `gate`, argv's command starts with `GATE_PREFIX`: the shell is started at once
+    and waits, reading its stdin, while `gate()` is awaited (the run's previous write
+    commits); then it is given its line and runs the command (the timeout counts from
+    there). If `gate()` raises, the shell is given end of file, killed and reaped, and the
+    error is raised: the command never ran.
 
     The child is spawned as `subprocess.run` spawns it; the event loop reads its pipes and
     learns of its exit from a pidfd (Linux), so a command costs no thread and no hand-off
     between threads (a wide wave runs all its commands at once). Where there is no pidfd, a
     thread of its own waits for the exit."""
     limit = cap or output_cap()
-    # Popen forks here, on the loop, as asyncio's own subprocess transport does.
-    proc = subprocess.Popen(  # noqa: S603, ASYNC220 — the DAG's own command, as written
-        argv,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        cwd=cwd,
-        start_new_session=True,
-    )
+    if gate is None:
+        proc = _spawn(argv, env, cwd, subprocess.DEVNULL)
+    else:
+        gate_in, gate_out = os.pipe()
+        try:
+            proc = _spawn(argv, env, cwd, gate_in)
+        except BaseException:
+            os.close(gate_out)
+            raise
+        finally:
+            os.close(gate_in)
+        await _open_gate(proc, gate, gate_out)
     try:
         ended = _Collector(proc, limit, asyncio.get_running_loop())
     except BaseException:  # no watcher (out of descriptors or threads): nothing may outlive us
@@ -95,6 +128,40 @@ async def run_command(
         await asyncio.shield(_kill_group(proc, ended))
         raise
     return ShellResult(None if timed_out else code, _decode(out), _decode(err), cut, timed_out)
+
+
+def _spawn(
+    argv: list[str], env: Mapping[str, str], cwd: str | None, stdin: int
+) -> subprocess.Popen[bytes]:
+    """Start `argv` in a session (process group) of its own, stdout and stderr piped."""
+    # Popen forks here, on the loop, as asyncio's own subprocess transport does.
+    return subprocess.Popen(  # noqa: S603 — the DAG's own command, as written
+        argv,
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+        start_new_session=True,
+    )
+
+
+async def _open_gate(proc: subprocess.Popen[bytes], gate: Gate, gate_out: int) -> None:
+    """Let the waiting shell go on once `gate()` returns; if it raises, end the shell (it
+    reads end of file and exits before the command; killed anyway) and raise."""
+    try:
+        await gate()
+    except BaseException:
+        os.close(gate_out)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()  # reaped at once: it ran nothing that could hold its pipes
+        raise
+    try:
+        with contextlib.suppress(BrokenPipeError):  # it died meanwhile: its end is collected
+            os.write(gate_out, b"\n")
+    finally:
+        os.close(gate_out)
 
 
 async def run_script(

@@ -13,12 +13,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from tether.runtime.dag.shell import ShellResult, argv_for, run_command, run_script
+from tether.runtime.dag.shell import (
+    GATE_PREFIX,
+    POSIX_SHELLS,
+    Gate,
+    ShellResult,
+    argv_for,
+    gateable,
+    run_command,
+    run_script,
+)
 from tether.specs.dag import Action, EnvVar, Precondition, Shell, Step, substitute
 
 Actions = Mapping[str, Callable[..., Any]]
 _BACKTICKS: Final = re.compile(r"`([^`]+)`")
-_UNIX_SHELLS: Final = frozenset({"sh", "bash", "zsh", "ksh", "ash", "dash"})
 
 
 @dataclass(frozen=True)
@@ -34,28 +42,48 @@ class StepInput:
         return substitute(text, self.scope, self.positional, self.task_outputs)
 
 
-async def run_work(step: Step, given: StepInput, actions: Actions) -> dict[str, Any]:
-    """The step's result: `status` succeeded / failed / skipped, plus what it produced."""
+async def run_work(
+    step: Step, given: StepInput, actions: Actions, gate: Gate | None = None
+) -> dict[str, Any]:
+    """The step's result: `status` succeeded / failed / skipped, plus what it produced.
+    `gate`: awaited before the step's first side effect (the run's previous write commits
+    meanwhile); a lone shell command's shell is started while it is awaited."""
+    if gate is not None and not _starts_early(step, given):
+        await gate()
+        gate = None
     for cond in step.preconditions:
         if not await _holds(cond, given):
             return {"status": "skipped", "reason": f"precondition not met: {cond.condition}"}
     work = step.work
     if isinstance(work, Shell):
-        return await _shell(step, work, given)
+        return await _shell(step, work, given, gate)
     if isinstance(work, Action):
         return await _action(step, work, given, actions)
     raise TypeError(f"step {step.name!r} has no work to run here")  # call / task: not here
 
 
-async def _shell(step: Step, work: Shell, given: StepInput) -> dict[str, Any]:
+def _starts_early(step: Step, given: StepInput) -> bool:
+    """Whether the step's shell may start while its gate is awaited: commands (not a script)
+    run by a POSIX shell that echoes nothing it runs, and no precondition to check first."""
+    work = step.work
+    if not isinstance(work, Shell) or work.script is not None or not work.commands:
+        return False
+    return not step.preconditions and gateable(work.shell or default_shell(), given.scope)
+
+
+async def _shell(
+    step: Step, work: Shell, given: StepInput, gate: Gate | None = None
+) -> dict[str, Any]:
     try:
-        results = await _run_shell(step, work, given)
+        results = await _run_shell(step, work, given, gate)
     except OSError as exc:  # the shell, interpreter or `dir` is missing: the step fails (Dagu)
         return {"status": "failed", "error": f"cannot start the command: {exc}"}
     return _shell_result(step, results)
 
 
-async def _run_shell(step: Step, work: Shell, given: StepInput) -> list[ShellResult]:
+async def _run_shell(
+    step: Step, work: Shell, given: StepInput, gate: Gate | None
+) -> list[ShellResult]:
     cwd = os.path.join(given.workdir or "", given.expand(work.dir)) if work.dir else given.workdir
     timeout = float(step.timeout_sec) if step.timeout_sec else None
     results: list[ShellResult] = []
@@ -67,12 +95,24 @@ async def _run_shell(step: Step, work: Shell, given: StepInput) -> list[ShellRes
         results.append(await run_script(script, interpreter, env=env, cwd=cwd, timeout=timeout))
     else:
         for command in work.commands:
-            argv = argv_for(given.expand(command), shell)
-            res = await run_command(argv, env=env, cwd=cwd, timeout=timeout)
+            text = given.expand(command)
+            argv = argv_for(text if gate is None else GATE_PREFIX + text, shell)
+            res = await run_command(argv, env=env, cwd=cwd, timeout=timeout, gate=gate)
+            gate = None  # the first command passed it
             results.append(res)
             if res.exit_code != 0:
                 break
     return results
+
+
+STEP_FLUSH_ENV: Final = "TETHER_DAG_STEP_FLUSH"
+
+
+def step_flush() -> bool:
+    """Whether a DAG step's result waits for the disk flush when it commits (the operator's
+    `TETHER_DAG_STEP_FLUSH`: true/1/yes/on). By default it does not: a worker's crash still
+    keeps every finished step, and PostgreSQL's own crash may run the last ones again."""
+    return os.environ.get(STEP_FLUSH_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def default_shell() -> str:
@@ -81,7 +121,7 @@ def default_shell() -> str:
     command fails the step."""
     shell = os.environ.get("SHELL", "").strip() or "sh"
     name = os.path.basename(shell.split()[0])
-    return f"{shell} -e" if name in _UNIX_SHELLS and "-e" not in shell.split() else shell
+    return f"{shell} -e" if name in POSIX_SHELLS and "-e" not in shell.split() else shell
 
 
 def _shebang(script: str, work: Shell) -> str | None:

@@ -13,6 +13,7 @@ from tether.runtime.ids import new_execution_id
 from tether.runtime.operations.env import Env
 from tether.runtime.operations.queries import get
 from tether.runtime.operations.storage_errors import storage_errors
+from tether.runtime.realm.failures import is_left_pending
 from tether.storage import admitting, carryover, repo
 from tether.storage.repo import Conn
 from tether.storage.rows import ExecutionRow, StepRecord
@@ -129,19 +130,27 @@ async def resume(
 ) -> ExecutionRow:
     """A new run with the same input that keeps the old run's recorded calls before `from_step`
     (answers included), so replay goes on from that step; handles follow, as after a retry.
-    Raises Conflict (the run is live, completed, or already has a successor) and InvalidInput
-    (no recorded call of that step)."""
+    From a protocol's cleanup step left pending, it keeps every call but the pending cleanup
+    steps (a completed run too), so only they run. Raises Conflict (the run is live, completed,
+    or already has a successor) and InvalidInput (no recorded call of that step)."""
     old = await _ended_run(env, execution_id)
     if old.live:
         raise errors.Conflict(f"run {old.id!r} is still {old.status}: end it first")
-    if old.status == "completed" or old.successor_id is not None or old.sealed_from:
+    if old.successor_id is not None or old.sealed_from:
         raise errors.Conflict(f"run {old.id!r} ({old.status}) cannot be resumed")
     with storage_errors():
         records = await repo.get_steps(env.pool, old.id)
     seq = resume_point(records, from_step)
+    pending = [r.seq for r in records if r.done and is_left_pending(r.name, r.result)]
+    if old.status == "completed" and seq not in pending:
+        raise errors.Conflict(f"run {old.id!r} ({old.status}) cannot be resumed")
     if seq is None:
         raise errors.InvalidInput(f"run {old.id!r} has no recorded call of step {from_step!r}")
-    kept = [r for r in records if r.seq < seq and r.done]
+    # From a cleanup step left pending (its handler was missing): keep every other call, so
+    # only the pending cleanup steps run (Realm's `run drain`); else keep the calls before it.
+    kept = [
+        r for r in records if r.done and (r.seq not in pending if seq in pending else r.seq < seq)
+    ]
 
     async def carry(conn: Conn, new_id: str) -> None:
         await carryover.insert_steps(conn, new_id, kept)

@@ -20,7 +20,7 @@ from typing import Any, Final
 from tether.runtime.context import Context
 from tether.runtime.policy import RetryPolicy
 from tether.runtime.realm.plan import PlanStep
-from tether.specs.realm import templates, validate_payload
+from tether.specs.realm import Violation, templates, validate_payload
 
 CAPABILITY: Final = "realm.capability."
 Handlers = Mapping[str, Callable[..., Any]]
@@ -71,8 +71,19 @@ async def refusal(
     found = validate_payload(step.spec.input_schema, given if step.spec.input_map else params)
     if not found:
         return None
-    first = found[0]
-    return f"(input_schema): {first.instance_path or '(root)'} {first.message}"
+    return f"(input_schema): Invalid input for step '{step.id}': {_first(found[0])}"
+
+
+def _first(v: Violation) -> str:
+    """Realm's refusal (pending.ts `withFirstValidationMessage`): the field the first violation
+    names (`the input` at the root, else `'a.b'`) and its message; a property the schema does
+    not allow is named itself (`'<p>' is not allowed`)."""
+    segments = [p for p in v.instance_path.split("/") if p]
+    extra = v.params.get("additionalProperty")
+    if v.keyword == "additionalProperties" and isinstance(extra, str):
+        return f"'{'.'.join([*segments, extra])}' is not allowed"
+    name = f"'{'.'.join(segments)}'" if segments else "the input"
+    return f"{name} {v.message}"
 
 
 async def capable(

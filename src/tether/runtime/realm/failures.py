@@ -13,6 +13,8 @@ from typing import Any, Final
 
 EXHAUSTED_KEY: Final = "$realm_validation_exhausted"
 EXHAUSTED_BY: Final = "realm:validation_exhaustion"
+FINAL_PREFIX: Final = "realm:final:"
+CLEANUP_PENDING: Final = "cleanup_pending"
 
 
 class GuardAborted(Exception):
@@ -58,3 +60,14 @@ def exhausted_marker(response: Any, by: str | None) -> str | None:
     if by != EXHAUSTED_BY or not isinstance(response, dict) or set(response) != {EXHAUSTED_KEY}:
         return None
     return str(response[EXHAUSTED_KEY])
+
+
+def left_pending(handler: str) -> dict[str, str]:
+    """What a finalizer whose handler this process lacks records: it is left pending."""
+    return {CLEANUP_PENDING: f"handler '{handler}' is not registered here"}
+
+
+def is_left_pending(name: str, result: Any) -> bool:
+    """Whether a step record is a finalizer left pending (`left_pending`'s value)."""
+    value = result.get("value") if isinstance(result, dict) else None
+    return name.startswith(FINAL_PREFIX) and isinstance(value, dict) and CLEANUP_PENDING in value

@@ -52,6 +52,7 @@ from tether.runtime.realm.failures import (
     GuardResolutionError,
     HandlerNotRegistered,
     exhausted_marker,
+    left_pending,
 )
 from tether.runtime.realm.plan import Plan, PlanStep, plan_from_text
 from tether.specs.realm import (
@@ -338,10 +339,6 @@ async def _walk(ctx: Context, host: ProtocolHost, plan: Plan, w: Walk) -> None:
             w.skipped.add(step.id)
             continue
         await _one(ctx, host, plan, step, w)
-
-
-def left_pending(handler: str) -> dict[str, str]:
-    return {"cleanup_pending": f"handler '{handler}' is not registered here"}
 
 
 async def _finalize(

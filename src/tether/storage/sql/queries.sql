@@ -328,12 +328,19 @@ FROM lease;
 -- it when a statement carries one such write): the fence, the row's progress (version,
 -- updated_at, the lost-lease count) and the records. It notifies no one; `changed` and `ready`
 -- are those `checkpoint_many` returns. No row back means the lease was lost and nothing was
--- written.
-WITH lease AS (
+-- written. $5 false: the commit does not wait for the WAL flush (synchronous_commit off for this
+-- transaction only; true keeps the server's setting): the records survive the worker's crash, and
+-- are lost to a crash of PostgreSQL itself within about three `wal_writer_delay`s of the commit.
+WITH relax AS (
+    SELECT set_config('synchronous_commit',
+                      CASE WHEN $5 THEN current_setting('synchronous_commit') ELSE 'off' END,
+                      true)
+), lease AS (
     UPDATE executions e SET
         version     = e.version + 1,
         updated_at  = now(),
         lost_leases = 0
+    FROM relax
     WHERE e.id = $1 AND e.lease_owner = $2 AND e.attempt = $3
     RETURNING e.id, e.status, e.cancel_requested, e.last_event_id, e.wake_at
 ), rec AS (

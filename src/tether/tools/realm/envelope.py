@@ -115,7 +115,24 @@ def action_for(
 
 # --- next_actions ------------------------------------------------------------------------------
 
-ANSWER_PLACEHOLDER: Final = "<an object matching input_schema>"
+
+def skeleton(schema: Mapping[str, Any]) -> Any:
+    """A minimal value of `schema`, with placeholders (Realm's `call_with` template): an
+    object's required properties (all, when none is required), an array of one item, `<a|b>`
+    for a string enum, `""`, `0`, `false`, else null."""
+    kind, props = schema.get("type"), schema.get("properties")
+    if kind == "object" or (kind is None and isinstance(props, Mapping)):
+        if not isinstance(props, Mapping):
+            return {}
+        required = schema.get("required") or list(props)
+        return {k: skeleton(props[k]) for k in required if isinstance(props.get(k), Mapping)}
+    if kind == "array":
+        items = schema.get("items")
+        return [skeleton(items)] if isinstance(items, Mapping) else []
+    if kind == "string":
+        enum = schema.get("enum")
+        return f"<{'|'.join(str(v) for v in enum)}>" if isinstance(enum, list) else ""
+    return {"number": 0, "integer": 0, "boolean": False}.get(str(kind))
 
 
 def next_action(
@@ -130,7 +147,7 @@ def next_action(
 ) -> dict[str, Any]:
     """One `next_actions` entry: `instruction{tool, params, call_with}` (`call_with` is the
     whole argument object, with `<…>` placeholders where the caller fills in a value),
-    `input_schema?`, `prompt?`, `human_readable` and `orientation`."""
+    `input_schema?`, `human_readable`, `orientation` and `prompt?`."""
     entry: dict[str, Any] = {
         "instruction": {
             "tool": tool,
@@ -140,52 +157,116 @@ def next_action(
     }
     if input_schema is not None:
         entry["input_schema"] = dict(input_schema)
-    if prompt is not None:
-        entry["prompt"] = prompt
     entry["human_readable"] = human_readable
     entry["orientation"] = orientation
+    if prompt is not None:
+        entry["prompt"] = prompt
     return entry
 
 
 def step_action(
-    run_id: str, step: str, *, input_schema: Mapping[str, Any] | None, prompt: str | None
+    run_id: str,
+    step: str,
+    *,
+    description: str,
+    input_schema: Mapping[str, Any] | None,
+    prompt: str | None,
 ) -> dict[str, Any]:
-    """Call agent step `step` with `execute_step`."""
+    """Call agent step `step` with `execute_step` (Realm's `buildAgentAction`): `call_with`'s
+    params are a skeleton of the step's `input_schema`; `input_schema` and `prompt` only when
+    the step declares them."""
+    params = skeleton(input_schema) if input_schema is not None else {}
     return next_action(
         "execute_step",
         {"run_id": run_id, "command": step},
-        call_with={"run_id": run_id, "command": step, "params": ANSWER_PLACEHOLDER},
-        input_schema=input_schema or {"type": "object"},
+        call_with={"run_id": run_id, "command": step, "params": params},
+        input_schema=input_schema,
         prompt=prompt,
-        human_readable=f"Do step '{step}' and submit its output with execute_step.",
-        orientation=f"Agent step '{step}' is ready.",
+        human_readable=f"Execute step '{step}': {description}",
+        orientation=f"Run is active. Next step ready: '{step}'.",
     )
 
 
-def gate_action(run_id: str, gate_id: str, step: str, choices: Sequence[str]) -> dict[str, Any]:
-    """Answer the open question (gate) `gate_id` with `submit_human_response`."""
+QUESTION_TEXT: Final = (
+    "The question's text, when its gate declares a message, is get_run_state's "
+    "pending_gate.resolved_message."
+)
+OPENER_PASSES_BACK: Final = (
+    "The conversation that opened the question passes back the claim_token it was given then, "
+    "when it was given one."
+)
+
+
+def gate_action(
+    run_id: str,
+    gate_id: str,
+    step: str,
+    choices: Sequence[str],
+    *,
+    claim_token: str | None = None,
+    gate_reply: bool = False,
+) -> dict[str, Any]:
+    """Answer the open question (gate) `gate_id` with `submit_human_response` (Realm's
+    `answerAction`): the reply that opens the question passes its claim token, and only it;
+    a reply that carries the `gate` object points at it, any other names the choices."""
+    token = {"claim_token": claim_token} if claim_token is not None else {}
+    if gate_reply:
+        then = (
+            " with call_with, passing claim_token back unchanged — it shows that this answer "
+            "comes from the conversation that opened the question."
+            if claim_token is not None
+            else "."
+        )
+        said = (
+            f"Human review required for step '{step}'. Present gate.display to the user, wait "
+            f"for their choice from gate.response_spec.choices, then call submit_human_response"
+            f"{then}"
+        )
+    else:
+        said = (
+            f"Human review required for step '{step}'. Ask the user to choose one of: "
+            f"{', '.join(choices)}, then call submit_human_response with their choice. "
+            f"{QUESTION_TEXT} {OPENER_PASSES_BACK}"
+        )
     return next_action(
         "submit_human_response",
-        {"run_id": run_id, "gate_id": gate_id},
+        {"run_id": run_id, "gate_id": gate_id, **token},
         call_with={
             "run_id": run_id,
             "gate_id": gate_id,
-            "choice": f"<one of: {', '.join(choices)}>",
+            "choice": f"<{'|'.join(choices)}>",
+            **token,
         },
-        input_schema={"type": "object", "properties": {"choice": {"enum": list(choices)}}},
-        human_readable=f"Show the gate of step '{step}' to the person and pass on their "
-        "choice with submit_human_response.",
-        orientation=f"Step '{step}' waits for a person's choice.",
+        human_readable=said,
+        orientation=f"Run is paused at gate '{gate_id}'. Available choices: {', '.join(choices)}.",
     )
 
 
-def advance_action(run_id: str) -> dict[str, Any]:
-    """`advance_run`: the engine owes work (guards, auto steps, an expiry)."""
+def advance_action(
+    run_id: str, owed: Sequence[str], *, expiry: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """`advance_run`: the engine owes work (guards, auto steps, or carrying out an expired
+    question's `on_expiry`), named (Realm's act)."""
+    if expiry is not None:
+        words = f"the expired question on '{expiry['name']}' (its declared {expiry['on_expiry']})"
+        return next_action(
+            "advance_run",
+            {"run_id": run_id},
+            human_readable=f"Call advance_run to carry out {words}, then run what it leaves "
+            "owed until a step opens a question, fails or ends the run. It runs with this "
+            "server's extensions and environment.",
+            orientation=f"Run is active. Engine work is owed: {words}.",
+        )
+    names = ", ".join(f"'{n}'" for n in owed)
+    one = len(owed) == 1
+    until = "" if one else " until a step opens a question, fails or ends the run"
     return next_action(
         "advance_run",
         {"run_id": run_id},
-        human_readable="Call advance_run to let the engine run the work it owes.",
-        orientation="The engine owes work on this run.",
+        human_readable=f"Call advance_run to run {'the step' if one else 'the steps'} the engine "
+        f"owes: {names}. It runs {'it' if one else 'them'} with this server's extensions and "
+        f"environment{until}.",
+        orientation=f"Run is active. Engine work is owed: {names}.",
     )
 
 
@@ -237,7 +318,7 @@ class Reply:
     warnings: Sequence[str] = ()
     errors: Sequence[str] = ()
     data: Mapping[str, Any] = field(default_factory=dict)
-    evidence: Mapping[str, Any] = field(default_factory=dict)
+    evidence: Sequence[Any] = ()  # Realm's evidence list: empty in MCP replies
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -254,7 +335,7 @@ class Reply:
             warnings=list(self.warnings),
             errors=list(self.errors),
             data=dict(self.data),
-            evidence=dict(self.evidence),
+            evidence=list(self.evidence),
         )
         out.update({k: self.extra[k] for k in OPTIONAL if self.extra.get(k) is not None})
         return out

@@ -30,6 +30,11 @@ from tether.tools.realm import replies, runs
 from tether.tools.realm.envelope import Reply, refusal
 
 EXHAUSTED: Final = "VALIDATION_EXHAUSTED"
+#: Realm's words for an answer a schema refused (validateInputSchema, validateOutputSchema).
+REFUSED: Final = {
+    "input_schema": "Invalid input for step '{step}'",
+    "output_schema": "Output validation failed for step '{step}'",
+}
 Settle = Callable[..., Awaitable[tuple[ExecutionRow, Any]]]
 
 
@@ -64,15 +69,17 @@ async def refused(
         found = {"schema": schema, "errors": errors[:20]}
         await ops.note(row.id, channel(step.id), found, counted=True)  # run_version rises
     except rt.RunEnded:
-        return replies.ended(step.id, (await ops.get(row.id)).current, "no steps executed.")
+        now = (await ops.get(row.id)).current
+        return replies.ended(step.id, now, "no steps executed.", await ops.steps(row.id))
     count = await rejections(ops, row.id, step.id)
     if count < threshold:
         return refusal(
             step.id,
             row.id,
             f"VALIDATION_{schema.upper()}",
-            f"The output of step '{step.id}' does not fit its {schema}.",
+            REFUSED[schema].format(step=step.id),
             run_version=row.version,
+            context_hint=f"Error during '{step.id}'. Run phase: 'running'.",
             next_actions=[replies.step_entry(row.id, plan, step.id, prompt=wait.get("prompt"))],
             error_details={"errors": errors, "rejections": count, "threshold": threshold},
             run_phase="running",

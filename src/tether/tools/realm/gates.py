@@ -20,8 +20,9 @@ from tether.runtime import waits
 from tether.runtime.operations import Operations
 from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow, StepRecord
-from tether.tools.realm import envelope, replies, runs
+from tether.tools.realm import envelope, late, replies, runs
 from tether.tools.realm.envelope import Reply, refusal
+from tether.tools.realm.late import MATCHED_LATE, with_fields
 
 COMMAND: Final = "submit_human_response"
 WRONG_GATE: Final = "submit_gate"  # the seed's word for an answer that names no open gate
@@ -35,11 +36,28 @@ def _now() -> datetime:
 
 
 def _actor_problem(name: str | None) -> str | None:
+    """tools.md: `responded_by: <empty | longer than 200 characters | contains a control
+    character>; nothing was recorded. …` (None: fine, or not given)."""
     if name is None:
         return None
-    if len(name) > 200 or any(ord(ch) < 32 or ord(ch) == 127 for ch in name):
-        return "responded_by must be at most 200 characters, with no control characters."
-    return None
+    if not name:
+        why = "empty"
+    elif len(name) > 200:
+        why = "longer than 200 characters"
+    elif any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in name):
+        why = "contains a control character"
+    else:
+        return None
+    return (
+        f"responded_by: {why}; nothing was recorded. Give a name of at most 200 characters "
+        "with no control characters, or leave it out."
+    )
+
+
+def due(gate: dict[str, Any]) -> bool:
+    """The gate's time is up and it declares `on_expiry`: carrying that out is owed."""
+    deadline = gate.get("deadline")
+    return bool(deadline and gate.get("on_expiry") and _now() >= datetime.fromisoformat(deadline))
 
 
 def _claim(gate: dict[str, Any], token: str | None, *, spent: str | None = None) -> dict[str, Any]:
@@ -73,7 +91,7 @@ async def submit_human_response(
     w: list[str],
     by: str | None,
 ) -> Reply:
-    run_id, gate_id, choice = a["run_id"], a["gate_id"], a["choice"]
+    run_id, gate_id = a["run_id"], a["gate_id"]
     try:
         row = (await ops.get(run_id)).current
     except rt.ExecutionNotFound:
@@ -89,10 +107,11 @@ async def submit_human_response(
         return await _answer_open(settle, plan, ops, row, gate, a, w, by)
     parts = waits.parse_key(gate_id)
     step = parts.name if parts is not None and parts.execution_id == row.id else None
-    resolved = resolution(await ops.steps(row.id), step) if step is not None else None
+    records = await ops.steps(row.id) if step is not None or runs.ended(row) else []
+    resolved = resolution(records, step) if step is not None else None
     if step is None or resolved is None:
-        return _wrong_gate(row, gate, plan)
-    return _already(plan, row, step, resolved, choice, w)
+        return _wrong_gate(row, gate, records, gate_id)
+    return _already(plan, row, step, resolved, a, w, records)
 
 
 async def _answer_open(
@@ -108,10 +127,11 @@ async def _answer_open(
     choice, choices = a["choice"], list(gate.get("choices") or [])
     deadline = gate.get("deadline")
     if deadline and _now() >= datetime.fromisoformat(deadline):
-        return await _late(settle, plan, ops, row, gate, a, w)
+        claim = _claim(gate, a.get("claim_token"), spent="expired")
+        return await late.late_answer(settle, plan, ops, row, gate, a, w, claim)
     if choice not in choices:
         return refusal(
-            COMMAND,
+            gate["name"],
             row.id,
             "VALIDATION_INPUT_SCHEMA",
             f"Choice '{choice}' is not valid. Expected one of: {', '.join(choices)}",
@@ -123,14 +143,15 @@ async def _answer_open(
         await ops.answer(row.id, gate["key"], {"decision": choice}, by=a.get("responded_by") or by)
     except (rt.WaitNotOpen, rt.AnswerConflict):
         now = (await ops.get(row.id)).current
-        return _wrong_gate(now, runs.open_gate(now), plan)
+        return _wrong_gate(now, runs.open_gate(now), await ops.steps(now.id), gate["key"])
     now, chain = await settle(ops, row, before)
-    reply = replies.progress(COMMAND, plan, now, chain, warnings=w)
+    done = f"Gate '{gate['name']}' resolved with choice '{choice}'."
+    reply = replies.progress(gate["name"], plan, now, chain, tool=COMMAND, done=done, warnings=w)
     claim = _claim(gate, a.get("claim_token"))
     warns = list(reply.warnings)
     if claim["proof"] != "matched":
         warns.append(f"gate_claim proof is '{claim['proof']}'.")
-    return _with(
+    return with_fields(
         reply,
         warnings=warns,
         gate_claim=claim,
@@ -139,108 +160,54 @@ async def _answer_open(
     )
 
 
-async def _late(
-    settle: Settle,
-    plan: Plan | None,
-    ops: Operations,
-    row: ExecutionRow,
-    gate: dict[str, Any],
-    a: dict[str, Any],
-    w: list[str],
-) -> Reply:
-    """The deadline has passed: let the expiry happen first; the answer is not recorded."""
-    expired_at = gate["deadline"]
-    overdue = int((_now() - datetime.fromisoformat(expired_at)).total_seconds() * 1000)
-    now, _ = await settle(ops, row, await ops.steps(row.id))
-    details = {"resolved_by": "timeout", "expired_at": expired_at, "overdue_ms": overdue}
-    if gate.get("on_expiry") == "abort":
-        return refusal(
-            COMMAND,
-            now.id,
-            "STATE_RUN_TERMINAL",
-            f"Gate '{gate['name']}' expired and aborted the run; the answer was not recorded.",
-            run_version=now.version,
-            answer_recorded=False,
-            run_phase=runs.phase(now),
-            error_details={**details, "winning_choice": None},
-        )
-    winning = gate.get("default_choice")
-    details["winning_choice"] = winning
-    if a["choice"] != winning:
-        return refusal(
-            COMMAND,
-            now.id,
-            "STATE_BLOCKED",
-            f"Gate '{gate['name']}' expired and recorded '{winning}'; the answer was not recorded.",
-            run_version=now.version,
-            action="report_to_user",
-            answer_recorded=False,
-            error_details=details,
-            run_phase=runs.phase(now),
-        )
-    hint = f"Gate '{gate['name']}' expired and recorded '{winning}' (resolved_by timeout)."
-    return Reply(
-        COMMAND,
-        now.id,
-        "ok",
-        hint,
-        now.version,
-        warnings=w,
-        next_actions=replies.open_entries(now, plan),
-        extra={
-            "run_phase": runs.phase(now),
-            "answer_recorded": False,
-            "error_details": details,
-            "gate_claim": _claim(gate, a.get("claim_token"), spent="expired"),
-        },
-    )
-
-
 def _already(
     plan: Plan | None,
     row: ExecutionRow,
     step: str,
     resolved: dict[str, Any],
-    choice: str,
+    a: dict[str, Any],
     w: list[str],
+    records: list[StepRecord],
 ) -> Reply:
+    choice, key = a["choice"], a["gate_id"]
     winning = resolved.get("choice")
     if resolved["resolved_by"] == "timeout":
         gstep = plan.step(step) if plan is not None else None
         gate = gstep.gate if gstep is not None else None
-        if gate is None or gate.on_expiry == "abort":
-            return refusal(
-                COMMAND,
-                row.id,
-                "STATE_RUN_TERMINAL",
-                f"Gate '{step}' expired and aborted the run.",
-                run_version=row.version,
-                context_hint=replies.join(
-                    f"Gate '{step}' expired and aborted the run.", runs.way_back(row, step)
-                ),
-            )
+        if gate is None or gate.on_expiry == "abort":  # the question recorded no choice
+            return _terminal(row, records)
         winning = gate.default_choice
-    details = {"winning_choice": winning, "resolved_by": resolved["resolved_by"]}
+    details: dict[str, Any] = {"winning_choice": winning}
+    timed_out = resolved["resolved_by"] == "timeout"
+    if timed_out:
+        details.update(resolved_by="timeout")
     if choice != winning:
+        how = "was settled by timeout" if timed_out else "was already resolved"
         return refusal(
-            COMMAND,
+            step,
             row.id,
             "STATE_BLOCKED",
-            f"Gate '{step}' was already resolved with choice '{winning}'.",
+            f"Gate '{key}' {how} with choice '{winning}' — your choice '{choice}' was not "
+            "recorded.",
             run_version=row.version,
             action="report_to_user",
+            next_actions=replies.open_entries(row, plan),
             error_details=details,
         )
-    cause = "expired" if resolved["resolved_by"] == "timeout" else "answered"
-    hint = f"Gate '{step}' was already resolved with choice '{winning}' — no action was taken."
+    hint = (
+        MATCHED_LATE
+        if timed_out
+        else (f"Gate '{key}' was already resolved with choice '{winning}' — no action was taken.")
+    )
     extra: dict[str, Any] = {
         "run_phase": runs.phase(row),
-        "gate_claim": {"proof": "spent", "cause": cause, "opened_by": None},
-    }
-    if cause == "expired":
+        "gate_claim": {"proof": "spent", "cause": "expired" if timed_out else "answered",
+                       "opened_by": None},
+    }  # fmt: skip
+    if timed_out:
         extra.update(answer_recorded=False, error_details=details)
     return Reply(
-        COMMAND,
+        step,
         row.id,
         "ok",
         hint,
@@ -251,43 +218,75 @@ def _already(
     )
 
 
-def _wrong_gate(row: ExecutionRow, gate: dict[str, Any] | None, plan: Plan | None) -> Reply:
+def _terminal(row: ExecutionRow, records: list[StepRecord]) -> Reply:
+    """An answer to an ended run that recorded no choice for it (Realm's
+    `terminalAnswerRefusalMessage`): the ending and its way out."""
+    return refusal(
+        WRONG_GATE,
+        row.id,
+        "STATE_RUN_TERMINAL",
+        f"Run '{row.id}' is terminal ({runs.phase(row)}); cannot submit a gate response — "
+        f"{_way_out(row, records)}",
+        run_version=row.version,
+        action="report_to_user",
+    )
+
+
+def _way_out(row: ExecutionRow, records: list[StepRecord]) -> str:
+    p, left = runs.phase(row), runs.left_pending(records)
+    cleanup = runs.cleanup_sentence(row.id, left)
+    if p == "completed":
+        return (
+            f"it completed; {cleanup[0].lower()}{cleanup[1:]}"
+            if left
+            else ("it completed, and nothing is owed.")
+        )
+    if p == "aborted":
+        way = "an aborted run is never resumed."
+    elif way := runs.way_back(row, None):
+        way = f"{way[0].lower()}{way[1:]}"
+        way = way if way.endswith(".") else f"{way}."
+    elif failed := runs.failed_steps(records):
+        names = ", ".join(f"'{s}'" for s in failed)
+        way = (
+            f"'tether runs resume' takes none of the steps that failed ({names}), so it has "
+            "nothing to run again."
+        )
+    else:
+        way = "no step failed, so 'tether runs resume' has nothing to run again."
+    return replies.join(way, cleanup)
+
+
+def _wrong_gate(
+    row: ExecutionRow, gate: dict[str, Any] | None, records: list[StepRecord], gate_id: str
+) -> Reply:
+    """A gate ID that is not the open gate (tools.md): the question that is open, answered as
+    `next_actions` says — or, its time up with `on_expiry`, `advance_run` carries that out."""
     if runs.ended(row):
-        return refusal(
-            WRONG_GATE,
-            row.id,
-            "STATE_RUN_TERMINAL",
-            f"Run '{row.id}' has already ended ({runs.phase(row)}).",
-            run_version=row.version,
+        return _terminal(row, records)
+    said = f"Gate '{gate_id}' is not the open gate and matches no committed resolution."
+    tail, actions = "No question is open on this run.", []
+    if gate is not None and due(gate):
+        tail = (
+            f"The question on step '{gate['name']}' (gate '{gate['key']}') can no longer be "
+            f"answered: its time is up — call advance_run to carry out its declared "
+            f"{gate.get('on_expiry')}."
         )
-    actions = []
-    if gate is not None:
-        actions.append(
-            envelope.gate_action(row.id, gate["key"], gate["name"], list(gate.get("choices") or []))
+        actions = [envelope.advance_action(row.id, [], expiry=gate)]
+    elif gate is not None:
+        tail = (
+            f"The open question is on step '{gate['name']}' (gate '{gate['key']}') — answer it "
+            "as next_actions says."
         )
+        choices = list(gate.get("choices") or [])
+        actions = [envelope.gate_action(row.id, gate["key"], gate["name"], choices)]
     return refusal(
         WRONG_GATE,
         row.id,
         "STATE_BLOCKED",
-        "That gate is not the open one.",
+        said,
         run_version=row.version,
+        context_hint=f"{said} {tail}",
         next_actions=actions,
         action="resolve_precondition" if actions else "report_to_user",
-    )
-
-
-def _with(reply: Reply, *, warnings: list[str], **fields: Any) -> Reply:
-    extra = {**reply.extra, **fields}
-    return Reply(
-        reply.command,
-        reply.run_id,
-        reply.status,
-        reply.context_hint,
-        reply.run_version,
-        next_actions=reply.next_actions,
-        warnings=warnings,
-        errors=reply.errors,
-        data=reply.data,
-        evidence=reply.evidence,
-        extra=extra,
     )

@@ -13,8 +13,8 @@ run's row, its plan and its step records.
   `gate_expired`) and what decided it;
 - `abort_context`: the guard that aborted the run, its conditions with their values, and its
   message;
-- `cleanup_pending{steps}`: on an ended run, the finalizers left pending because their handler
-  was not registered (Tether has no `drain` command, so no `command`).
+- `cleanup_pending{steps, command}`: on an ended run, the finalizers left pending because their
+  handler was not registered, and the command that runs them (`runs.cleanup_command`).
 """
 
 from __future__ import annotations
@@ -44,8 +44,11 @@ def fields(
     if context := abort_context(row, plan, records):
         out["abort_context"] = context
     if runs.ended(row):
-        if pending := cleanup_pending(records):
-            out["cleanup_pending"] = pending
+        if pending := runs.left_pending(records):
+            out["cleanup_pending"] = {
+                "steps": pending,
+                "command": runs.cleanup_command(row.id, pending),
+            }
         return out
     if waiting:
         since = (runs.open_gate(row) or {}).get("opened_at")
@@ -66,20 +69,6 @@ def fields(
             "for detail."
         ]
     return out
-
-
-def cleanup_pending(records: Sequence[StepRecord]) -> dict[str, Any] | None:
-    """The finalizers left pending: their handler was not registered when the run ended."""
-    steps = [
-        r.name.removeprefix("realm:final:")
-        for r in records
-        if r.done
-        and r.name.startswith("realm:final:")
-        and isinstance(r.result, dict)
-        and isinstance(r.result.get("value"), dict)
-        and "cleanup_pending" in r.result["value"]
-    ]
-    return {"steps": steps} if steps else None
 
 
 def engine_runnable(row: ExecutionRow, plan: Plan | None) -> list[dict[str, Any]]:

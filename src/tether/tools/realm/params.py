@@ -198,9 +198,22 @@ def checked(tool: str, args: Mapping[str, Any] | None) -> tuple[dict[str, Any], 
     names = {p.name for p in params}
     known = {k: v for k, v in given.items() if k in names}
     unknown = sorted(set(given) - names)
-    warnings = (
-        [f"Unknown parameter '{name}' was ignored." for name in unknown]
-        if tool in WARN_UNKNOWN
-        else []
-    )
+    warnings = [_ignored(tool, name, names) for name in unknown] if tool in WARN_UNKNOWN else []
     return known, warnings
+
+
+#: submit-human-response.ts: the names answered with the argument they meant.
+_MEANT: Final = {"claimToken": "claim_token", "token": "claim_token"}
+
+
+def _ignored(tool: str, name: str, names: set[str]) -> str:
+    """Realm's words (`<tool>: unknown argument '<k>' was ignored.`); submit_human_response
+    adds the argument it has that was meant (`— did you mean 'claim_token'?`)."""
+    said = f"{tool}: unknown argument '{name}' was ignored"
+    if tool != "submit_human_response":
+        return f"{said}."
+    flat = name.replace("_", "").replace("-", "").lower()
+    meant = _MEANT.get(name) or next(
+        (n for n in sorted(names) if n.replace("_", "").lower() == flat), None
+    )
+    return f"{said} — did you mean '{meant}'?" if meant else f"{said}."

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from typing import Any, Final
 
 from tether.runtime.realm.plan import Plan
-from tether.runtime.rows import ExecutionRow
+from tether.runtime.rows import ExecutionRow, StepRecord
 from tether.tools.realm import envelope, runs
 from tether.tools.realm.envelope import Reply, refusal
 
@@ -22,9 +23,15 @@ def progress(
     *,
     deduped: bool | None = None,
     lead: str = "",
+    done: str = "",
+    tool: str | None = None,
     warnings: list[str] | None = None,
 ) -> Reply:
+    """The reply of a call that moved run `row` (or found nothing to do). `command` is the
+    reply's word (an answer's: its step), `tool` the tool; `done` (`Step '<s>' completed.`)
+    is said in place of `lead` when the run goes on with nothing open."""
     p = runs.phase(row)
+    tool = tool or command
     extra: dict[str, Any] = {
         "run_phase": p,
         "deduped": deduped,
@@ -35,14 +42,15 @@ def progress(
     warns = list(warnings or [])
     # `stopped_step` (execute_step, start_run, advance_run): the step an error or a gate
     # stopped the call at — not on a deduped start, which ran nothing
-    names_stop = command not in ("submit_human_response", "create_workflow") and not deduped
+    names_stop = tool not in ("submit_human_response", "create_workflow") and not deduped
+    cleanup = runs.cleanup_sentence(row.id, chain.cleanup) if runs.ended(row) else ""
     if chain.ended_by is not None:
-        hint = join(lead, _guard_ending(command, row, chain.ended_by))
+        hint = join(lead, _guard_ending(tool, row, chain.ended_by), cleanup)
         return Reply(command, row.id, "ok", hint, row.version, warnings=warns, extra=extra)
     if p == "failed":
-        return _failed(command, plan, row, lead, extra, names_stop)
+        return _failed(command, plan, row, lead, extra, names_stop, cleanup)
     if p == "completed":
-        hint = join(lead, "Run completed.")
+        hint = join(lead, "Run completed.", cleanup)
         return Reply(command, row.id, "ok", hint, row.version, warnings=warns, extra=extra)
     gate = runs.open_gate(row)
     if gate is not None:
@@ -51,24 +59,24 @@ def progress(
         return _confirm(command, plan, row, gate, lead, warns, extra)
     if runs.ended(row):
         err = row.error if isinstance(row.error, dict) else {}
-        hint = join(lead, f"Run ended ({p}): {err.get('message', '')}")
+        hint = join(lead, f"Run ended ({p}): {err.get('message', '')}", cleanup)
         return Reply(command, row.id, "ok", hint, row.version, warnings=warns, extra=extra)
     stuck = runs.gate_message_problem(row)
     if stuck is not None and names_stop:  # the step stops the call; the run stays open
         return _unrendered(command, row, stuck, lead, extra)
+    hint = join(done or lead, what_next(row))
     actions = open_entries(row, plan)
-    names = ", ".join(f"'{w['name']}'" for w in runs.open_agent_steps(row))
-    hint = join(lead, f"Ready for the agent: {names}." if names else "", *runs.cannot_run(row))
     return Reply(
-        command,
-        row.id,
-        "ok",
-        hint or "Nothing is ready.",
-        row.version,
-        next_actions=actions,
-        warnings=warns,
-        extra=extra,
+        command, row.id, "ok", hint, row.version, next_actions=actions, warnings=warns, extra=extra
     )
+
+
+def what_next(row: ExecutionRow) -> str:
+    """Realm's `describeNext` for an open run with no question: the agent steps ready, each
+    step that cannot run, else `No step is ready.`"""
+    names = ", ".join(f"'{w['name']}'" for w in runs.open_agent_steps(row))
+    said = join(f"Ready for the agent: {names}." if names else "", *runs.cannot_run(row))
+    return said or "No step is ready."
 
 
 def _unrendered(
@@ -96,6 +104,8 @@ def _guard_ending(command: str, row: ExecutionRow, ended_by: dict[str, Any]) -> 
     g = ended_by["step"]
     if ended_by["arm"] == "guard_abort":
         return f"Guard step '{g}' aborted the run."
+    if ended_by["arm"] == "guard_pass_complete":
+        return f"Guard step '{g}' passed and completed the run."
     hint = f"Guard step '{g}' failed with a resolution error. Run is terminated."
     if command in ("submit_human_response", "advance_run"):
         hint = join(hint, runs.way_back(row, g))  # the guard is a failed step resume takes
@@ -109,13 +119,14 @@ def _failed(
     lead: str,
     extra: dict[str, Any],
     names_stop: bool,
+    cleanup: str,
 ) -> Reply:
     step, message = runs.failure(row)
     code, error = failure_code(plan, row, step, message)
     if names_stop and step is not None:
         extra = {**extra, "stopped_step": step}
     said = f"Step '{step}' failed. Run is terminated." if step else f"The run failed: {message}."
-    hint = join(lead, said, runs.way_back(row, step))
+    hint = join(lead, said, runs.way_back(row, step), cleanup)
     return refusal(
         command,
         row.id,
@@ -180,51 +191,34 @@ def _confirm(
             f"{', '.join(view['choices'])}.",
         ),
         row.version,
-        next_actions=[envelope.gate_action(row.id, gate["key"], gate["name"], view["choices"])],
+        next_actions=[
+            envelope.gate_action(
+                row.id,
+                gate["key"],
+                gate["name"],
+                view["choices"],
+                claim_token=view.get("claim_token"),
+                gate_reply=True,
+            )
+        ],
         warnings=warns,
         extra={**extra, "gate": view},
     )
 
 
-def ended(command: str, row: ExecutionRow, what: str) -> Reply:
-    p = runs.phase(row)
-    hint = join(f"Run '{row.id}' is already terminal ({p}); {what}", runs.way_back(row, None))
-    return Reply(
-        command, row.id, "ok", hint, row.version, extra={"run_phase": p, "agent_action": "stop"}
+def ended_hint(row: ExecutionRow, what: str, records: Sequence[StepRecord]) -> str:
+    """`Run '<id>' is already terminal (<phase>); <what>`, then the ways back in."""
+    return join(
+        f"Run '{row.id}' is already terminal ({runs.phase(row)}); {what}",
+        runs.way_back(row, None),
+        runs.cleanup_sentence(row.id, runs.left_pending(records)),
     )
 
 
-def blocked(step: str, plan: Plan, row: ExecutionRow) -> Reply:
-    actions = open_entries(row, plan)
-    eligible = [w["name"] for w in runs.open_agent_steps(row)]
-    gate = runs.open_gate(row)
-    if gate is not None and not eligible:
-        suggestion = "Answer the open question first, as next_actions says."
-    elif actions:
-        suggestion = "Call one of the steps indicated in next_actions instead."
-    else:
-        suggestion = "No other step can be called now."
-    why = "it has already completed" if step in done_names(row) else "it is not ready"
-    if gate is not None and step not in done_names(row):
-        why = (
-            f"it waits on the question on step '{gate['name']}' (choices: "
-            f"{', '.join(gate.get('choices') or [])}) — answer it with submit_human_response"
-        )
-    return Reply(
-        step,
-        row.id,
-        "blocked",
-        f"Step '{step}' cannot be called now: {why}.",
-        row.version,
-        next_actions=actions,
-        extra={
-            "run_phase": runs.phase(row),
-            "stopped_step": step,
-            "error_code": None,
-            "agent_action": "resolve_precondition" if actions else "report_to_user",
-            "blocked_reason": {"eligible_steps": eligible, "suggestion": suggestion},
-        },
-    )
+def ended(command: str, row: ExecutionRow, what: str, records: Sequence[StepRecord]) -> Reply:
+    hint = ended_hint(row, what, records)
+    extra = {"run_phase": runs.phase(row), "agent_action": "stop"}
+    return Reply(command, row.id, "ok", hint, row.version, extra=extra)
 
 
 def not_callable(
@@ -257,6 +251,35 @@ def done_names(row: ExecutionRow) -> set[str]:
     return set(out.get("outputs", {}))
 
 
+def waiting_on(
+    row: ExecutionRow, gate: dict[str, Any], warnings: list[str], extra: dict[str, Any]
+) -> Reply:
+    """advance_run at a question already open: nothing ran; the answer is what comes next."""
+    choices = list(gate.get("choices") or [])
+    hint = (
+        f"Run '{row.id}': nothing ran. Waiting on the question on step '{gate['name']}' "
+        f"(choices: {', '.join(choices)}) — answer it with submit_human_response."
+    )
+    return Reply(
+        "advance_run",
+        row.id,
+        "ok",
+        hint,
+        row.version,
+        next_actions=[envelope.gate_action(row.id, gate["key"], gate["name"], choices)],
+        warnings=warnings,
+        extra={"run_phase": runs.phase(row), **extra},
+    )
+
+
+def completed(step: str, chain: runs.Chain) -> str:
+    """`Step '<s>' completed.`: the last auto step the call ran, else `step` (a guard is
+    decided in the write of the step before it and is never the one named)."""
+    guards = {g["step"] for g in chain.guards}
+    ran = [c["step"] for c in chain.chained if c["step"] not in guards]
+    return f"Step '{ran[-1] if ran else step}' completed."
+
+
 def join(*parts: str) -> str:
     return " ".join(p for p in parts if p)
 
@@ -264,14 +287,18 @@ def join(*parts: str) -> str:
 def step_entry(
     run_id: str, plan: Plan | None, step: str, *, prompt: str | None = None
 ) -> dict[str, Any]:
-    """An agent step's entry; `prompt` is the open wait's (rendered when the step opened)."""
+    """An agent step's entry; `prompt` is the open wait's (rendered when the step opened), given
+    only when the step declares a prompt."""
     s = plan.step(step) if plan is not None else None
-    if prompt is None and s is not None:
-        prompt = s.prompt or s.description
+    if s is None or s.prompt is None:
+        prompt = None
+    elif prompt is None:
+        prompt = s.prompt
     return envelope.step_action(
         run_id,
         step,
-        input_schema=dict(s.answer_schema) if s is not None else None,
+        description=s.description if s is not None else step,
+        input_schema=s.input_schema if s is not None else None,
         prompt=prompt,
     )
 

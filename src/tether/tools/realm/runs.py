@@ -15,6 +15,7 @@ from tether.runtime.statuses import ENDED_STATUSES
 
 AUTO_PREFIX: Final = "realm:auto:"
 GUARD_PREFIX: Final = "realm:guard:"
+FINAL_PREFIX: Final = failures.FINAL_PREFIX
 RESUME: Final = "tether runs resume {run} --from {step}"
 
 
@@ -87,12 +88,28 @@ def gate_message_problem(row: ExecutionRow) -> tuple[str, str, str] | None:
     return None
 
 
+CAPABILITY_WAY_OUT: Final = " — load the missing extension, or run the step on a runner that has it"
+WAY_OUT: Final = (
+    "Correct the workflow and register it again, then call advance_run; or end the run with "
+    "abandon_run."
+)
+
+
 def cannot_run(row: ExecutionRow) -> list[str]:
-    """Realm's sentence for each step that cannot run here."""
-    return [
-        f"Step '{str(w['name']).removeprefix(CAPABILITY)}' cannot run {w.get('prompt')}."
-        for w in capability_waits(row)
-    ]
+    """Realm's clause for each step that cannot run (`cannotRunClause`): `'<s>' cannot run
+    here (capability): <why> — load the missing extension, …` or `'<s>' cannot run
+    (<check>): <why>`; then, when nothing else can go on and a step is refused for a reason
+    a runner with the handler would not fix, the way out (`cannotRunWayOutTools`)."""
+    said, refused = [], False
+    for w in capability_waits(row):
+        prompt = str(w.get("prompt"))
+        capability = prompt.startswith("here (capability)")
+        refused = refused or prompt.startswith("(input_schema)")
+        way = CAPABILITY_WAY_OUT if capability else ""
+        said.append(f"'{str(w['name']).removeprefix(CAPABILITY)}' cannot run {prompt}{way}.")
+    if refused and not open_agent_steps(row) and open_gate(row) is None:
+        said.append(WAY_OUT)
+    return said
 
 
 def open_agent_steps(row: ExecutionRow) -> list[dict[str, Any]]:
@@ -106,6 +123,7 @@ class Chain:
     chained: list[dict[str, Any]]
     guards: list[dict[str, Any]]
     ended_by: dict[str, Any] | None
+    cleanup: tuple[str, ...] = ()  # the run's cleanup steps left pending (left_pending)
 
 
 def upto(records: Sequence[StepRecord], step: str) -> list[StepRecord]:
@@ -143,7 +161,9 @@ def chain(before: Sequence[StepRecord], after: Sequence[StepRecord], final_phase
                 ended_by = {"arm": arm, "step": step}
                 if verdict.get("reason"):
                     ended_by["reason"] = verdict["reason"]
-    return Chain(chained, guards, ended_by)
+            elif last and final_phase == "completed":  # its pass was the run's last step
+                ended_by = {"arm": "guard_pass_complete", "step": step}
+    return Chain(chained, guards, ended_by, tuple(left_pending(after)))
 
 
 def failed_step(after: Sequence[StepRecord]) -> tuple[str, str] | None:
@@ -197,6 +217,36 @@ def way_back(row: ExecutionRow, step: str | None) -> str:
     return ""
 
 
+def left_pending(records: Sequence[StepRecord]) -> list[str]:
+    """The cleanup steps (finalizers) the run's ending left pending: their handler was not
+    registered in the process that ended it (interpreter.left_pending), in file order."""
+    return [
+        r.name.removeprefix(FINAL_PREFIX)
+        for r in records
+        if r.done and failures.is_left_pending(r.name, r.result)
+    ]
+
+
+def cleanup_command(run_id: str, steps: Sequence[str]) -> str:
+    """The command that runs them: a resume from the first, which keeps every other recorded
+    call (lifecycle.resume), so only the pending cleanup steps run, with the server's code."""
+    return RESUME.format(run=run_id, step=steps[0])
+
+
+def cleanup_sentence(run_id: str, steps: Sequence[str]) -> str:
+    """The sentence a reply on an ended run ends with when its ending left cleanup steps
+    pending (Realm's `pendingCleanupSentence`); empty when none is."""
+    if not steps:
+        return ""
+    one = len(steps) == 1
+    names = ", ".join(f"'{s}'" for s in steps)
+    them = "it with code that has its handler" if one else "them with code that has their handlers"
+    return (
+        f"Cleanup {'step' if one else 'steps'} left pending: {names} — "
+        f"'{cleanup_command(run_id, steps)}' runs {them}."
+    )
+
+
 def _failed_record(r: StepRecord) -> bool:
     """An auto step whose last try failed, or a guard that did not pass."""
     if not isinstance(r.result, dict):
@@ -238,3 +288,23 @@ def spent_wait(r: StepRecord) -> bool:
         return False
     got = r.result.get("answers", {}).get(r.name, {})
     return failures.exhausted_marker(got.get("payload"), got.get("by")) is not None
+
+
+def skipped_steps(row: ExecutionRow, records: Sequence[StepRecord]) -> list[str]:
+    """Steps whose `when` was false, and at the end every step the walk skipped."""
+    out = row.output if isinstance(row.output, dict) else {}
+    if isinstance(out.get("skipped_steps"), list):
+        return list(out["skipped_steps"])
+    return [
+        r.name.removeprefix("realm:when:")
+        for r in records
+        if r.done
+        and r.name.startswith("realm:when:")
+        and isinstance(r.result, dict)
+        and _skipped(r.result.get("value"))
+    ]
+
+
+def _skipped(when: Any) -> bool:
+    """A recorded `when` decision that skipped its step (a bool in older records)."""
+    return when is False or (isinstance(when, dict) and when.get("run") is False)

@@ -15,6 +15,7 @@ from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow, StepRecord
 from tether.tools import results
 from tether.tools.realm import (
+    blocked,
     created,
     exhaustion,
     gates,
@@ -132,16 +133,14 @@ class RealmTools:
         row, warned = out.row, list(out.warnings)
         if row is None:
             return refusal("start_run", "", out.code, out.message)
+        handlers = ops.app.handlers
         if out.deduped:
-            none = runs.Chain([], [], None)
-            lead = (
-                f"Matched existing run '{row.id}' (idempotent) in phase '{runs.phase(row)}'; no "
-                "new run created."
-            )
-            return replies.progress(
-                "start_run", plan, row, none, deduped=True, lead=lead, warnings=warned
-            )
+            return await _matched(ops, plan, row, [*starts.preflight(plan, handlers), *warned])
         row, chain = await self._settle(ops, row, [])
+        reached = [str(w["name"]).removeprefix(runs.CAPABILITY) for w in runs.capability_waits(row)]
+        warned = [*starts.preflight(plan, handlers, reached), *warned]
+        ran = any(c["step"] not in {g["step"] for g in chain.guards} for c in chain.chained)
+        done = replies.completed("", chain) if ran else ""  # start-run.ts: the step's sentence
         hint = f"Run '{row.id}' created for workflow '{wf}'."
         if out.rerun_of is not None:
             hint = (
@@ -149,7 +148,7 @@ class RealmTools:
                 "key (on_terminal_match)."
             )
         reply = replies.progress(
-            "start_run", plan, row, chain, deduped=False, lead=hint, warnings=warned
+            "start_run", plan, row, chain, deduped=False, lead=hint, done=done, warnings=warned
         )
         if out.rerun_of is None:
             return reply
@@ -181,12 +180,12 @@ class RealmTools:
         if not runs.settled(row):  # a replay in flight (woken by a signal, a trace …)
             row = (await ops.wait_until(row.id, runs.settled, timeout=SETTLE_S)).current
         if runs.ended(row):
-            return replies.ended(step, row, "no steps executed.")
+            return replies.ended(step, row, "no steps executed.", await ops.steps(row.id))
         wait = runs.open_step(row, step)
         if wait is None and runs.parked(row, step):  # naming an auto step runs it
             return await self.advance_run(ops, {"run_id": row.id}, [], by, command=step)
         if wait is None:
-            return replies.blocked(step, plan, row)
+            return blocked.blocked(step, plan, row, await ops.steps(row.id))
         refused, warned = await traces.screened(ops, plan, row, step, a.get("trace") or [])
         if refused is not None:
             return refused
@@ -196,11 +195,13 @@ class RealmTools:
         except rt.AnswerRejected:
             return await exhaustion.refused(ops, plan, row, wait, answer, self._settle)
         except (rt.WaitNotOpen, rt.AnswerConflict):
-            return replies.blocked(step, plan, (await ops.get(row.id)).current)
+            now = (await ops.get(row.id)).current
+            return blocked.blocked(step, plan, now, await ops.steps(now.id))
         row, chain = await self._settle(ops, row, [], answered=step)
         traced = await ops.buffered_signals(row.id, traces.channel(step))
         adopted = traces.adoption([t.payload for t in traced], a.get("writer_nonce"))
-        reply = replies.progress(step, plan, row, chain, warnings=warned)
+        done = replies.completed(step, chain)
+        reply = replies.progress(step, plan, row, chain, done=done, warnings=warned)
         return {**reply.to_wire(), **adopted}
 
     async def advance_run(
@@ -213,10 +214,7 @@ class RealmTools:
             return refusal("advance_run", run_id, "STATE_RUN_NOT_FOUND", f"Run not found: {run_id}")
         plan = self._plan(row.workflow)
         if runs.ended(row):
-            p = runs.phase(row)
-            hint = replies.join(
-                f"Run '{row.id}' is already terminal ({p}); nothing ran.", runs.way_back(row, None)
-            )
+            hint = replies.ended_hint(row, "nothing ran.", await ops.steps(row.id))
             return Reply(
                 "advance_run",
                 row.id,
@@ -224,53 +222,54 @@ class RealmTools:
                 hint,
                 row.version,
                 warnings=w,
-                extra={"run_phase": p, "continued_by": _CONTINUED},
+                extra={"run_phase": runs.phase(row), "continued_by": _CONTINUED},
             )
         before = await ops.steps(row.id)
         parked = runs.capability_waits(row)
         for wait in parked:  # look for the handler again (this server's, or another's)
             with contextlib.suppress(rt.RunEnded):
                 await ops.signal(row.id, wait["name"])
+        gate = runs.open_gate(row)
+        if gate is not None and not parked and not gates.due(gate):
+            reply = replies.waiting_on(row, gate, w, extra={"continued_by": _CONTINUED})
+            return reply.to_wire()
         chain = runs.Chain([], [], None)
         if parked or not runs.settled(row):  # nothing owed: never an error, nothing to wait on
             row, chain = await self._settle(ops, row, before)
-        reply = replies.progress(command, plan, row, chain, warnings=w)
+        ran = any(c["step"] not in {g["step"] for g in chain.guards} for c in chain.chained)
+        done = replies.completed(command, chain) if ran else f"Run '{row.id}': nothing ran."
+        reply = replies.progress(command, plan, row, chain, done=done, warnings=w)
         wire = reply.to_wire()
         if command == "advance_run":
             wire["continued_by"] = _CONTINUED
         return wire
 
     async def abandon_run(self, ops: Operations, a: Args, w: list[str], by: str | None) -> Any:
+        """tools.md `abandon_run`: the run's summary `{run_id, run_phase, terminal_state,
+        terminal_reason, note}`; a refusal is the envelope without `run_version`, its hint
+        Realm's short sentence and its error the full one."""
         run_id = a["run_id"]
         reason = a.get("reason") or "Abandoned via abandon_run"
         try:
             row = (await ops.get(run_id)).current
         except rt.ExecutionNotFound:
-            return refusal(
-                "abandon_run",
-                run_id,
-                "STATE_RUN_NOT_FOUND",
-                f"Run not found: {run_id}",
-                run_version=None,
+            return _abandon_refused(
+                run_id, "STATE_RUN_NOT_FOUND", f"Run not found: {run_id}", "not found."
             )
-        note = f"Run '{row.id}' abandoned."
+        note = ABANDON_NOTE
         if runs.phase(row) == "abandoned":
-            note = "already abandoned (no change this call)"
+            note = f"already abandoned (no change this call). {ABANDON_NOTE}"
         elif runs.ended(row):
-            return refusal(
-                "abandon_run",
-                row.id,
-                "STATE_RUN_TERMINAL",
-                f"Run '{row.id}' has already ended ({runs.phase(row)}).",
-                run_version=None,
+            message = (
+                f"Run '{row.id}' is already terminal ({runs.phase(row)}); cannot abandon a "
+                "finished run."
             )
+            hint = "is already terminal; nothing to abandon."
+            return _abandon_refused(row.id, "STATE_RUN_TERMINAL", message, hint)
         elif runs.phase(row) == "gate_waiting":
-            return refusal(
-                "abandon_run",
-                row.id,
-                "STATE_TRANSITION_DENIED",
-                _gate_open_sentence(row),
-                run_version=None,
+            hint = "is waiting on a human gate; resolve it before abandoning."
+            return _abandon_refused(
+                row.id, "STATE_TRANSITION_DENIED", _gate_open_sentence(row), hint
             )
         else:
             try:
@@ -278,9 +277,8 @@ class RealmTools:
             except rt.RunEnded:
                 row = (await ops.get(row.id)).current
         err = row.error if isinstance(row.error, dict) else {}
-        base = Reply("abandon_run", row.id, "ok", note, row.version).to_wire()
         return {
-            **base,
+            "run_id": row.id,
             "run_phase": "abandoned",
             "terminal_state": True,
             "terminal_reason": err.get("message", reason),
@@ -326,12 +324,45 @@ class RealmTools:
         return now, runs.chain(before, after, runs.phase(now))
 
 
+async def _matched(ops: Operations, plan: Plan, row: ExecutionRow, warned: list[str]) -> Reply:
+    """A start the key matched: it ran nothing; an ended run's reply still ends with its ways
+    back in."""
+    left = runs.left_pending(await ops.steps(row.id)) if runs.ended(row) else []
+    none = runs.Chain([], [], None, tuple(left))
+    lead = (
+        f"Matched existing run '{row.id}' (idempotent) in phase '{runs.phase(row)}'; no new run "
+        "created."
+    )
+    return replies.progress("start_run", plan, row, none, deduped=True, lead=lead, warnings=warned)
+
+
 def _gate_open_sentence(row: ExecutionRow) -> str:
-    """gates-and-trust.md: why a run at a gate cannot be abandoned."""
+    """gates-and-trust.md, tools.md: why a run at a gate cannot be abandoned, and the answer."""
     gate = runs.open_gate(row) or {}
+    choices = ", ".join(gate.get("choices") or [])
     return (
         f"Run '{row.id}' is waiting on human gate '{gate.get('name')}' (gate "
-        f"'{gate.get('key')}'); answer it before abandoning."
+        f"'{gate.get('key')}'); answer it before abandoning. Answer it: submit_human_response "
+        f"{{run_id: '{row.id}', gate_id: '{gate.get('key')}', choice: <one of: {choices}>}}."
+    )
+
+
+#: tools.md `abandon_run`: the note every abandon carries (no finalizer runs after it).
+ABANDON_NOTE: Final = (
+    "abandon is a kill — declared finalizers (if any) did NOT run and will not for this run. "
+    "The graceful path is the workflow's own guard step (abort_unless), which runs them; there "
+    "is no operator abort command."
+)
+
+
+def _abandon_refused(run_id: str, code: str, message: str, hint: str) -> Reply:
+    return refusal(
+        "abandon_run",
+        run_id,
+        code,
+        message,
+        run_version=None,
+        context_hint=f"Run '{run_id}' {hint}",
     )
 
 

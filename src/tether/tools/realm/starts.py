@@ -12,6 +12,7 @@ all-or-nothing; a key policy refusal applies to its item only (`failed[]`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -112,10 +113,7 @@ async def _settle(
         if live == "fail" and not runs.ended(holder):
             return _owned(workflow, holder)
         started = Started(holder, deduped=True)
-        warned = (
-            f"idempotency_key '{key}' was first used with other params; the run it holds is "
-            "matched, and these params are not applied to it.",
-        )
+        warned = (OTHER_PARAMS,)
     if isinstance(started, rt.TetherError):
         raise started
     row = started.execution
@@ -123,8 +121,11 @@ async def _settle(
         row = (await ops.list_runs(business_id=row.business_id, limit=1)).items[0]
         if not runs.ended(row) and live == "fail":
             return _owned(workflow, row)
-    if not started.deduped or not runs.ended(row):
-        return Outcome(row, deduped=started.deduped, warnings=warned)
+    if not started.deduped:
+        return Outcome(row, deduped=False, warnings=warned)
+    if not runs.ended(row):  # start-run.ts: observational only (a retry also matches)
+        live_match = f"Idempotency key matched a run still in phase '{runs.phase(row)}'."
+        return Outcome(row, deduped=True, warnings=(live_match, *warned))
     policy = terminal or "reuse"
     if policy == "reject":
         return Outcome(
@@ -140,6 +141,12 @@ async def _settle(
             return Outcome(None, code="STATE_IDEMPOTENCY_KEY_USED", message=exc.message)
         return Outcome(new, rerun_of=row.id, warnings=warned)
     return Outcome(row, deduped=True, warnings=warned)
+
+
+OTHER_PARAMS: Final = (
+    "Idempotency key matched an existing run created with different params; the original run "
+    "is returned unchanged (params not updated)."
+)
 
 
 def first_calls(row: ExecutionRow, plan: Plan, handlers: Any) -> list[dict[str, Any]]:
@@ -165,8 +172,9 @@ def first_calls(row: ExecutionRow, plan: Plan, handlers: Any) -> list[dict[str, 
         for s in roots
         if s.kind == "agent"
     ]
-    if any(s.kind in ("auto", "guard") for s in roots):
-        out.append(envelope.advance_action(row.id))
+    owed = [s.id for s in roots if s.kind == "guard"] + [s.id for s in roots if s.kind == "auto"]
+    if owed:
+        out.append(envelope.advance_action(row.id, owed))
     return out
 
 
@@ -261,13 +269,68 @@ def _started(
     if runs.ended(row) and isinstance(row.error, dict):
         entry["terminal_reason"] = row.error.get("message")
     actions = first_calls(row, plan, ops.app.handlers)
-    note = "" if actions or runs.ended(row) else " An auto step cannot run here (capability)."
     entry.update(
-        warnings=list(out.warnings),
+        warnings=[*preflight(plan, ops.app.handlers), *out.warnings],
         next_actions=envelope.ordered(actions),
-        context_hint=f"Run '{row.id}' {'found' if out.deduped else 'created'} for workflow "
-        f"'{plan.id}'.{note}",
+        context_hint=batch_hint(row, plan, ops.app.handlers, out.deduped),
     )
     if out.rerun_of is not None:
         entry["rerun_of"] = out.rerun_of
     return entry
+
+
+def preflight(plan: Plan, handlers: Any, reached: Sequence[str] = ()) -> list[str]:
+    """Realm's warnings for the auto steps whose handler this server lacks (`capabilityWarning`),
+    and for each such step this call reached, that it is blocked (after the others)."""
+    ahead: list[str] = []
+    blocked: list[str] = []
+    for s in plan.steps:
+        if s.kind != "auto" or not s.handler or s.handler in handlers:
+            continue
+        if s.id in reached:
+            blocked.append(
+                f"Step '{s.id}' is blocked: its handler '{s.handler}' is not registered in this "
+                "runner. The run is NOT terminated — the step remains eligible, so a runner that "
+                "provides this handler can execute it. Provision this runner (or re-run on a "
+                "capable one), then follow next_actions."
+            )
+        else:
+            ahead.append(
+                f"Step '{s.id}' needs handler '{s.handler}', which is not registered in this "
+                "runner. If reached it will block recoverably (not fail) until a runner that "
+                "provides this handler executes it — load the missing extension or run on a "
+                "capable runner."
+            )
+    return ahead + blocked
+
+
+def batch_hint(row: ExecutionRow, plan: Plan, handlers: Any, deduped: bool) -> str:
+    """A batch entry's `context_hint`: start_run's sentence for a run on which nothing ran,
+    then what comes next (the agent steps ready, the engine's owed work, what cannot run)."""
+    lead = (
+        f"Matched existing run '{row.id}' (idempotent) in phase '{runs.phase(row)}'; no new run "
+        "created."
+        if deduped
+        else f"Run '{row.id}' created for workflow '{plan.id}'."
+    )
+    if runs.ended(row) or row.waits:
+        return replies.join(lead, "" if runs.ended(row) else replies.what_next(row))
+    roots = [s for s in plan.steps if not s.depends_on]
+    agents = ", ".join(f"'{s.id}'" for s in roots if s.kind == "agent")
+    owed, cannot = [], []
+    for s in sorted(roots, key=lambda s: s.kind != "guard"):
+        if s.kind == "auto" and s.handler and s.handler not in handlers:
+            cannot.append(
+                f"'{s.id}' cannot run here (capability): handler '{s.handler}' is not registered "
+                f"here{runs.CAPABILITY_WAY_OUT}."
+            )
+        elif s.kind in ("auto", "guard"):
+            owed.append(f"'{s.id}'")
+    until = "; it runs them until a step opens a question, fails or ends the run"
+    said = [f"Ready for the agent: {agents}." if agents else ""]
+    if owed:
+        tail = until if len(owed) > 1 else ""
+        said.append(f"Owed to the engine: {', '.join(owed)} — call advance_run{tail}.")
+    return (
+        replies.join(lead, *said, *cannot) if any(said) or cannot else f"{lead} No step is ready."
+    )

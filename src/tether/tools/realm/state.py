@@ -52,7 +52,7 @@ async def run_state(
         completed_steps=done,
         in_progress_steps=waiting,
         failed_steps=failed,
-        skipped_steps=skipped_steps(row, records),
+        skipped_steps=runs.skipped_steps(row, records),
         evidence_count=sum(1 for r in records if r.done and r.name.startswith(_EVIDENCE)),
         last_step=_last_step(records),
         created_at=_utc(row.created_at),
@@ -174,26 +174,6 @@ def status(row: ExecutionRow, plan: Plan | None, actions: list[dict[str, Any]]) 
     if any(str(w.get("prompt")).startswith("here") for w in runs.capability_waits(row)):
         return "blocked_on_capability"  # not an input its schema refuses: that is `ok`
     return "ok"
-
-
-def skipped_steps(row: ExecutionRow, records: Sequence[StepRecord]) -> list[str]:
-    """Steps whose `when` was false, and at the end every step the walk skipped."""
-    out = row.output if isinstance(row.output, dict) else {}
-    if isinstance(out.get("skipped_steps"), list):
-        return list(out["skipped_steps"])
-    return [
-        r.name.removeprefix("realm:when:")
-        for r in records
-        if r.done
-        and r.name.startswith("realm:when:")
-        and isinstance(r.result, dict)
-        and _skipped(r.result.get("value"))
-    ]
-
-
-def _skipped(when: Any) -> bool:
-    """A recorded `when` decision that skipped its step (a bool in older records)."""
-    return when is False or (isinstance(when, dict) and when.get("run") is False)
 
 
 async def defaulted_steps(

@@ -29,6 +29,7 @@ from tether.tools.realm.envelope import Reply, refusal
 
 WRITER_LIMIT: Final = (200, 102400)
 STEP_LIMIT: Final = (400, 204800)
+FINAL_LIMIT: Final = (100, 51200)  # what execute_step adopts of them (Realm's final limits)
 ANONYMOUS: Final = ""
 
 
@@ -77,31 +78,41 @@ def _usage(found: list[Batch], writer: str) -> tuple[int, int, int, int]:
     )
 
 
-def _not_eligible(
-    step: str, run_id: str, version: int, state: str, kind: str | None = None
-) -> Reply:
-    """Realm's `details`: `step_state` `run_terminal` (with `run_phase`), `already_claimed`
-    or `in_progress`; a step that is not an agent step has `step_type` instead."""
+_STATES: Final = {
+    "completed": "Step '{step}' has already completed.",
+    "failed": "Step '{step}' has already failed.",
+    "skipped": "Step '{step}' was skipped.",
+    "in_progress": "Step '{step}' is currently being executed by execute_step.",
+}
+
+
+def _not_eligible(step: str, row: ExecutionRow, state: str, kind: str | None = None) -> Reply:
+    """Realm's refusal taxonomy (append-trace.ts): `details.step_state` `run_terminal` (with
+    `run_phase`), `completed`, `failed`, `skipped` or `in_progress`; a step that is not an agent
+    step has `step_type` instead. Only `in_progress` can be resolved."""
     details: dict[str, Any] = {"step_id": step}
     if kind is not None:
         details["step_type"] = kind
         said = f"Step '{step}' is not an agent step (execution: '{kind}')."
+    elif state == "run_terminal":
+        phase = runs.phase(row)
+        details.update(step_state=state, run_phase=phase)
+        said = (
+            f"Run '{row.id}' is terminal (phase: '{phase}') — trace entries can no longer be "
+            "adopted by any step."
+        )
     else:
         details["step_state"] = state
-        said = {
-            "already_claimed": f"Step '{step}' has already been claimed (completed or failed).",
-            "in_progress": f"Step '{step}' is currently being executed by execute_step.",
-        }.get(state, f"Run '{run_id}' is terminal — trace entries can no longer be adopted by "
-                     "any step.")  # fmt: skip
+        said = _STATES[state].format(step=step)
     return refusal(
         "append_trace",
-        run_id,
+        row.id,
         "STATE_STEP_NOT_ELIGIBLE",
         said,
-        run_version=version,
+        run_version=row.version,
         action="resolve_precondition" if state == "in_progress" else "report_to_user",
         context_hint=f"Step '{step}' is not eligible for trace buffering.",
-        error_details={**details, "run_version": version},
+        error_details={**details, "run_version": row.version},
     )
 
 
@@ -136,32 +147,51 @@ async def append_trace(
     try:
         row = (await ops.get(run_id)).current
     except rt.ExecutionNotFound:
-        return refusal("append_trace", run_id, "STATE_RUN_NOT_FOUND", f"Run not found: {run_id}")
+        return refusal(
+            "append_trace",
+            run_id,
+            "STATE_RUN_NOT_FOUND",
+            f"Run not found: {run_id}",
+            context_hint=f"Run '{run_id}' not found.",
+        )
     plan: Plan | None = plan_of(row.workflow)
     target = plan.step(step) if plan is not None else None
+    if runs.ended(row):  # Realm refuses an ended run first
+        return _not_eligible(step, row, "run_terminal")
     if target is None:
         return refusal(
             "append_trace",
             row.id,
             "STEP_NOT_FOUND",
-            f"Step '{step}' is not in this workflow.",
+            f"Step '{step}' not found in workflow '{row.workflow}'.",
             run_version=row.version,
+            context_hint=f"Step '{step}' not found in the workflow.",
+            error_details={
+                "step_id": step,
+                "workflow_id": row.workflow,
+                "run_version": row.version,
+            },
         )
-    records = await ops.steps(row.id)
-    claimed = {*runs.completed_steps(plan, records), *runs.failed_steps(records)}
-    if runs.ended(row):
-        return _not_eligible(step, row.id, row.version, "run_terminal")
     if target.kind != "agent":
-        return _not_eligible(step, row.id, row.version, "", kind=target.kind)
-    if step in claimed:
-        return _not_eligible(step, row.id, row.version, "already_claimed")
-    return await _buffer(ops, row.id, row.version, step, entries, nonce, by)
+        return _not_eligible(step, row, "", kind=target.kind)
+    if (settled := await _settled(ops, plan, row, step)) is not None:
+        return _not_eligible(step, row, settled)
+    return await _buffer(ops, row, step, entries, nonce, by)
+
+
+async def _settled(ops: Operations, plan: Plan | None, row: ExecutionRow, step: str) -> str | None:
+    """Whether agent step `step` has settled: `completed`, `failed` or `skipped` (None: not)."""
+    records = await ops.steps(row.id)
+    if step in runs.completed_steps(plan, records):
+        return "completed"
+    if step in runs.failed_steps(records):
+        return "failed"
+    return "skipped" if step in runs.skipped_steps(row, records) else None
 
 
 async def _buffer(
     ops: Operations,
-    run_id: str,
-    version: int,
+    row: ExecutionRow,
     step: str,
     entries: list[dict[str, Any]],
     nonce: str | None,
@@ -169,42 +199,67 @@ async def _buffer(
 ) -> Reply | dict[str, Any]:
     kept = [{k: e[k] for k in ("event", "timestamp", "data") if k in e} for e in entries]
     size = len(orjson.dumps(kept))
-    found = batches([s.payload for s in await ops.buffered_signals(run_id, channel(step))])
+    found = batches([s.payload for s in await ops.buffered_signals(row.id, channel(step))])
     writer = nonce or ANONYMOUS
     w_n, w_b, s_n, s_b = _usage(found, writer)
     if w_n + len(kept) > WRITER_LIMIT[0] or w_b + size > WRITER_LIMIT[1]:
-        return _full(run_id, version, "writer", WRITER_LIMIT, w_n, w_b)
+        return _full(row, step, "writer", WRITER_LIMIT, w_n, w_b)
     if s_n + len(kept) > STEP_LIMIT[0] or s_b + size > STEP_LIMIT[1]:
-        return _full(run_id, version, "step", STEP_LIMIT, s_n, s_b)
+        return _full(row, step, "step", STEP_LIMIT, s_n, s_b)
     payload = {"writer": writer, "entries": kept, "bytes": size}
     try:
         if kept:  # no entries: the buffer's counts, nothing written
-            await ops.note(run_id, channel(step), payload, by=by)
+            await ops.note(row.id, channel(step), payload, by=by)
     except rt.RunEnded:
-        return _not_eligible(step, run_id, version, "run_terminal")
-    row = (await ops.get(run_id)).current
-    hint = f"{len(kept)} trace entr{'y' if len(kept) == 1 else 'ies'} recorded for step '{step}'."
-    wire = Reply("append_trace", run_id, "ok", hint, row.version).to_wire()
-    return {
-        **wire,
-        "run_phase": runs.phase(row),
-        "step_id": step,
-        "accepted": len(kept),
-        "writer": _counts(w_n + len(kept), w_b + size, WRITER_LIMIT),
-        "file": _counts(s_n + len(kept), s_b + size, STEP_LIMIT),
+        return _not_eligible(step, (await ops.get(row.id)).current, "run_terminal")
+    out: dict[str, Any] = {
+        "status": "ok",
+        "buffer_count": w_n + len(kept),
+        "buffer_bytes": w_b + size,
+        "limit_count": WRITER_LIMIT[0],
+        "limit_bytes": WRITER_LIMIT[1],
+        "final_limit_entries": FINAL_LIMIT[0],
+        "final_limit_bytes": FINAL_LIMIT[1],
+        "file_count": s_n + len(kept),
+        "file_bytes": s_b + size,
+        "file_limit_count": STEP_LIMIT[0],
+        "file_limit_bytes": STEP_LIMIT[1],
     }
+    if (near := capacity_warning(out)) is not None:
+        out["warnings"] = [near]
+    return out
+
+
+def capacity_warning(usage: dict[str, Any]) -> str | None:
+    """Realm's advisory once this writer's buffer is at 80% of a limit (never a refusal)."""
+    by_count = usage["buffer_count"] / usage["limit_count"]
+    by_bytes = usage["buffer_bytes"] / usage["limit_bytes"]
+    if max(by_count, by_bytes) < 0.8:
+        return None
+    if by_count >= by_bytes:
+        detail = (
+            f"{usage['buffer_count']}/{usage['limit_count']} entries ({round(by_count * 100)}%)"
+        )
+    else:
+        detail = f"{usage['buffer_bytes']}/{usage['limit_bytes']} bytes ({round(by_bytes * 100)}%)"
+    return (
+        f"trace buffer for this step is at {detail} of capacity, approaching the limit — reduce "
+        "tracing verbosity or call execute_step to finalize the step before further appends are "
+        "refused with BUFFER_FULL"
+    )
 
 
 def _full(
-    run_id: str, version: int, scope: str, limit: tuple[int, int], used_n: int, used_b: int
+    row: ExecutionRow, step: str, scope: str, limit: tuple[int, int], used_n: int, used_b: int
 ) -> Reply:
     return refusal(
         "append_trace",
-        run_id,
+        row.id,
         "BUFFER_FULL",
         f"The {scope} trace buffer is full ({used_n}/{limit[0]} entries, "
         f"{used_b}/{limit[1]} bytes); nothing was recorded.",
-        run_version=version,
+        run_version=row.version,
+        context_hint=f"Trace buffer is full for step '{step}'.",
         error_details={"scope": scope, **_counts(used_n, used_b, limit)},
     )
 

@@ -1,0 +1,78 @@
+"""A cleanup step (finalizer) whose handler the server lacks is left pending, and every reply
+on the ended run ends with Realm's sentence for it (tools.md "A run that has ended",
+`pendingCleanupSentence`), naming the command that runs it with code that has its handler:
+`tether runs resume RUN --from STEP`, which keeps every other recorded call."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from tests.apps import realm_cleanup
+from tests.e2e.conftest import ServeFn
+from tests.e2e.test_answer_tool import Client
+from tests.e2e.test_realm_tools import tool
+from tests.mcp_client import McpClient
+from tests.test_cli import as_json, tether
+
+pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
+
+APP = "tests/apps/realm_cleanup.py:app"
+
+
+async def _ended(c: McpClient, run: str) -> dict[str, Any]:
+    for _ in range(200):
+        state = await tool(c, "get_run_state", {"run_id": run})
+        if state["terminal_state"]:
+            return state
+        await asyncio.sleep(0.05)
+    raise AssertionError(state)
+
+
+async def test_a_cleanup_step_left_pending_is_named_with_the_command_that_runs_it(
+    mcp_server: ServeFn, client: Client, db_url: str
+) -> None:
+    async with mcp_server(realm_cleanup.app) as url:
+        c = client(url)
+        run = (await tool(c, "start_run", {"workflow_id": "cleanup_owed"}))["run_id"]
+        answer = {"run_id": run, "command": "draft", "params": {"text": "v1"}}
+        done = await tool(c, "execute_step", answer)
+        command = f"tether runs resume {run} --from tidy"
+        sentence = (
+            f"Cleanup step left pending: 'tidy' — '{command}' runs it with code that has its "
+            "handler."
+        )
+        assert (done["status"], done["run_phase"]) == ("ok", "completed"), done
+        assert done["context_hint"] == f"Run completed. {sentence}"
+        again = await tool(c, "advance_run", {"run_id": run})
+        assert again["context_hint"] == (
+            f"Run '{run}' is already terminal (completed); nothing ran. {sentence}"
+        )
+        repeat = await tool(c, "execute_step", answer)
+        assert (repeat["status"], repeat["agent_action"]) == ("ok", "stop")
+        assert repeat["context_hint"].endswith(f"no steps executed. {sentence}")
+        gate = {"run_id": run, "gate_id": "g", "choice": "x"}
+        late = await tool(c, "submit_human_response", gate)
+        assert (late["command"], late["error_code"], late["agent_action"]) == (
+            "submit_gate", "STATE_RUN_TERMINAL", "report_to_user",
+        )  # fmt: skip
+        terminal = f"Run '{run}' is terminal (completed); cannot submit a gate response"
+        # said once: "it completed; cleanup step left pending …"
+        assert late["context_hint"] == f"{terminal} — it completed; c{sentence[1:]}"
+        state = await _ended(c, run)
+        assert state["cleanup_pending"] == {"steps": ["tidy"], "command": command}
+
+        cli = ("runs", "--app", APP)
+        refused = tether(db_url, *cli, "resume", run, "--from", "draft", check=False)
+        assert refused.returncode == 1  # a completed run resumes only from a pending cleanup step
+        realm_cleanup.provide_tidy()  # the server now has the handler
+        resumed = as_json(
+            tether(db_url, "runs", "--app", APP, "--json", "resume", run, "--from", "tidy")
+        )
+        state = await _ended(c, run)  # the old id follows to the resumed run
+        assert state["run_id"] == resumed["id"] != run
+        assert (state["run_phase"], state["completed_steps"]) == ("completed", ["draft"])
+        assert "cleanup_pending" not in state
+        assert realm_cleanup.TIDIED == ["v1"]  # the kept answer; only the cleanup step ran
