@@ -217,3 +217,27 @@ async def test_a_push_back_that_resets_the_other_waiting_step_asks_it_anew(
         row = (await rt.ops.wait_for_end(run, timeout=20)).current
     assert row.status == "completed", row.error
     assert log.read_text().split() == ["build-", "build-1"]
+
+
+async def test_a_reject_of_the_gate_carried_past_a_push_back_ends_the_run_at_once(
+    start: Start, tmp_path: Path
+) -> None:
+    """The carried gate's rejection is applied with the next asks: the run ends rejected."""
+    log = tmp_path / "log"
+    async with start(app(log)) as rt:
+        run = (await rt.ops.start("two_gates", {})).execution.id
+        first = await parked(rt, run)
+        await push_back(rt, run, keys(first)["gate_a"], {})
+        again = await parked(rt, run, lambda r: keys(r)["gate_a"] != keys(first)["gate_a"])
+        reject = {"decision": "reject", "reason": "no"}
+        await rt.ops.answer(run, keys(again)["gate_b"], reject, by="bo")
+        await rt.ops.signal(run, WAKE, None)
+        row = (await rt.ops.wait_for_end(run, timeout=20)).current
+        detail = dag_status(row, await rt.ops.steps(run))
+    assert (row.status, row.error["kind"], row.error["gate"]) == ("failed", "rejected", "gate_b")
+    labels = {s.name: s.status_label for s in detail.steps}
+    assert (labels["gate_b"], labels["gate_a"], labels["finish"]) == (
+        "rejected",
+        "aborted",  # it still waited: waiting -> aborted when the run ends
+        "aborted",  # upstream rejected
+    ), labels
