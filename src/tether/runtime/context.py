@@ -223,12 +223,14 @@ class Context(TypedWaits):
         name: str | None = None,
         **kwargs: Any,
     ) -> Any:
-        """Run `await fn(conn, *args)` in a database transaction that also records its result:
-        the effect and the checkpoint commit together or not at all (exactly once even if the
-        worker dies at any point). An error `fn` raises rolls the effect back and reaches the
-        workflow unchanged (uncaught, it fails the run, or retries it per its policy); only a
-        connection that broke under `fn` reads as losing the database (the lease then expires
-        and another worker resumes the run)."""
+        """Run `await fn(conn, *args)` in a database transaction that also records its result.
+
+        The effect and the checkpoint commit together or not at all, so a transaction step
+        happens exactly once even if the worker dies at any point. An error `fn` raises rolls
+        the effect back and reaches the workflow unchanged (uncaught, it fails the run, or
+        retries it per the workflow's policy); only a connection that broke under `fn` reads
+        as losing the database (the lease then expires and another worker resumes the run).
+        """
         step_name = name or str(getattr(fn, "__qualname__", repr(fn)))
         seq, rec = self._next("transaction", step_name)
         adapter = _return_adapter(fn)
@@ -292,8 +294,11 @@ class Context(TypedWaits):
         self, *specs: waits.WaitSpec, timeout: float | timedelta | None = None
     ) -> list[Any]:
         """Open several waits at once; return their answers in order once all are answered.
-        Answers that arrive one by one are kept as they come; the run stays parked on the rest
-        (a park anew: new keys, unless the waits keep theirs); past `timeout`: WaitTimeout."""
+
+        Answers that arrive one by one are kept as they come; the run stays parked on the
+        rest. With `timeout`, WaitTimeout is raised when it passes first. Parked again, the
+        waits get new keys, unless they keep theirs (`WaitSpec.keeps_keys`).
+        """
         if not specs:
             raise ValueError("wait_all needs at least one wait")
         channels = [s.channel for s in specs]

@@ -79,15 +79,15 @@ def _under(park: Park, attempt: str | None) -> Park:
     return Park(waits, park.wake_at, status=park.status)
 
 
-def phase_results(results: list[Any], *, parked_ok: bool = False) -> list[Any]:
-    """The gathered results; one Park for the calls that wait (`parked_ok`: None for them)."""
+def phase_results(results: list[Any]) -> list[Any]:
+    """The gathered results; one Park for the calls that wait, when any does."""
     parks = [r for r in results if isinstance(r, Park)]
     for r in results:
         if isinstance(r, BaseException) and not isinstance(r, Park):
             raise r
-    if parks and not parked_ok:
+    if parks:
         waits = [w for p in parks for w in p.waits]
         wakes = [p.wake_at for p in parks if p.wake_at is not None]
         status = "waiting" if any(p.status == "waiting" for p in parks) else "pending"
         raise Park(waits, min(wakes) if wakes else None, status=status)
-    return [None if isinstance(r, Park) else r for r in results]
+    return results
