@@ -4,8 +4,10 @@ while the task still waits; a decided step reads as decided while the other stil
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +15,7 @@ from tests.e2e.conftest import ServeFn
 from tests.e2e.test_dagu_execute import execute, ok, read, refused
 from tests.mcp_client import McpClient
 from tether.runtime.registry import App
+from tether.tools.dagu.uris import run_uri
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
 Client = Callable[[str], McpClient]
@@ -148,3 +151,85 @@ async def test_a_stopped_run_shows_its_waiting_steps_aborted(
         ok(await execute(c, action="stop", **nap, wait=True, waitTimeoutSeconds=10))
         err = refused(await execute(c, action="approve", **nap, stepName="sleep"), "conflict")
         assert err["field"] == "stepName", err
+
+
+async def test_a_push_back_resumes_at_once_while_the_other_step_still_waits(
+    mcp_server: ServeFn, client: Client
+) -> None:
+    """Dagu resumes the run on a push-back: the gate runs again and waits under a new attempt,
+    while the task keeps waiting, decided as before against the run's current attempt."""
+    async with mcp_server(app()) as url:
+        c = client(url)
+        base = {"name": "two_waits", "dagRunId": "p-1"}
+        out = ok(await execute(c, action="start", **base, wait=True, waitTimeoutSeconds=10))
+        first = out["run"]["attemptId"]
+        began = time.monotonic()
+        gate = {"stepName": "deploy_gate", "attemptId": first}
+        back = ok(await execute(c, action="push_back", **base, **gate, wait=True))
+        assert time.monotonic() - began < 5, "the push-back waited for the other step"
+        assert (back["completed"], back["statusLabel"]) == (False, "waiting"), back
+        run = back["run"]
+        steps = {s["name"]: s for s in run["steps"]}
+        assert steps["deploy_gate"]["statusLabel"] == "waiting", steps
+        assert steps["deploy_gate"]["pushBackIteration"] == 1, steps
+        assert steps["release_review"]["statusLabel"] == "waiting", steps
+        now = run["attemptId"]
+        assert now != first
+        task = {"stepName": "release_review", "inputs": {"environment": "staging"}}
+        stale = await execute(c, action="approve", **base, **task, attemptId=first)
+        assert refused(stale, "conflict", "attemptId")["details"]["attemptId"] == now, stale
+        done = ok(await execute(c, action="approve", **base, **task, attemptId=now))
+        assert done["statusLabel"] == "waiting", done
+        gate = {"stepName": "deploy_gate", "inputs": {"ticket": "T-2"}, "attemptId": now}
+        end = ok(await execute(c, action="approve", **base, **gate, wait=True))
+        assert (end["completed"], end["statusLabel"]) == (True, "succeeded"), end
+        logs = await read(c, end["logsUri"])
+        assert logs["steps"][-1]["stdout"].strip() == "staging"
+
+
+BUSY = """
+name: busy
+steps:
+  - name: build
+    command: '[ -z "$DAG_PUSHBACK_ITERATION" ] || until [ -f {go} ]; do sleep 0.05; done'
+  - name: gate_a
+    command: "true"
+    depends: build
+    approval: {rewind_to: build}
+  - name: prep
+    command: "true"
+  - name: gate_b
+    command: "true"
+    depends: prep
+    approval: {}
+"""
+
+
+async def test_a_decision_while_the_run_reruns_pushed_back_steps_lands_once_it_parks(
+    mcp_server: ServeFn, client: Client, tmp_path: Path
+) -> None:
+    """While the run runs again the steps a push-back reset, the other gate still reads
+    waiting; a decision on it waits for the run to park again, then lands (Dagu: at once)."""
+    go = tmp_path / "go"
+    busy = App()
+    busy.dag(BUSY.replace("{go}", str(go)))
+    async with mcp_server(busy) as url:
+        c = client(url)
+        base = {"name": "busy", "dagRunId": "b-1"}
+        ok(await execute(c, action="start", **base, wait=True, waitTimeoutSeconds=10))
+        back = ok(await execute(c, action="push_back", **base, stepName="gate_a"))
+        assert back["statusLabel"] == "running", back
+        run = await read(c, run_uri("busy", "b-1"))
+        labels = {s["name"]: s["statusLabel"] for s in run["steps"]}
+        assert (labels["build"], labels["gate_a"], labels["gate_b"]) == (
+            "running",
+            "not_started",
+            "waiting",
+        ), labels
+        decision = asyncio.create_task(execute(c, action="approve", **base, stepName="gate_b"))
+        await asyncio.sleep(0.3)
+        assert not decision.done(), decision
+        go.touch()
+        assert ok(await decision)["statusLabel"] == "waiting"
+        end = ok(await execute(c, action="approve", **base, stepName="gate_a", wait=True))
+        assert (end["completed"], end["statusLabel"]) == (True, "succeeded"), end

@@ -296,7 +296,8 @@ class Context(TypedWaits):
         """Open several waits at once; return their answers in order once all are answered.
 
         Answers that arrive one by one are kept as they come; the run stays parked on the
-        rest. With `timeout`, WaitTimeout is raised when it passes first.
+        rest. With `timeout`, WaitTimeout is raised when it passes first. Parked again, the
+        waits get new keys, unless they keep theirs (`WaitSpec.keeps_keys`).
         """
         if not specs:
             raise ValueError("wait_all needs at least one wait")
@@ -315,10 +316,12 @@ class Context(TypedWaits):
             state = {"opened_at": opened.isoformat(), "deadline": deadline, "answers": {}}
         else:
             state = {**rec.result, "answers": dict(rec.result.get("answers", {}))}
+        keep = all(s.keeps_keys for s in specs)  # see WaitSpec.keeps_keys
+        n = state.get("n") if keep else None
         for spec in specs:
             if spec.channel in state["answers"]:
                 continue
-            sig = self._take_signal(spec.channel)
+            sig = self._take_signal(spec, n)
             if sig is not None:
                 state["answers"][spec.channel] = {"payload": sig.payload, "by": sig.by}
                 self._buf.consumed.append({"id": sig.id, "seq": seq})
@@ -332,8 +335,10 @@ class Context(TypedWaits):
             self._buf.events.append({"type": "wait_timed_out", "data": {"waits": channels}})
             await self._flush()
             return self._wait_result(seq, specs, {**state, "timed_out": True})
+        n = self.park_event_id() if n is None else n
+        if keep:
+            state["n"] = n
         self._record(seq, "wait", label, state, done=False)
-        n = self.park_event_id()
         descriptors = [
             spec.descriptor(
                 waits.make_key(self.execution_id, spec.kind, spec.name, n),
@@ -345,9 +350,9 @@ class Context(TypedWaits):
         ]
         raise Park(descriptors, deadline_dt, status="waiting")
 
-    def _take_signal(self, channel: str) -> BufferedSignal | None:
+    def _take_signal(self, spec: waits.WaitSpec, n: int | None) -> BufferedSignal | None:
         for i, sig in enumerate(self._signals):
-            if sig.channel == channel:
+            if sig.channel == spec.channel and waits.takes(spec, self.execution_id, n, sig.key):
                 return self._signals.pop(i)
         return None
 

@@ -43,7 +43,8 @@ class KeyParts:
 
 
 def make_key(execution_id: str, kind: str, name: str, n: int) -> str:
-    """`{execution id}:{kind}:{name}:{n}`; n is the run's last event id when it parked."""
+    """`{execution id}:{kind}:{name}:{n}`; n is the run's last event id when it parked
+    (when it first parked, for a wait that keeps its keys)."""
     return f"{execution_id}:{kind}:{name}:{n}"
 
 
@@ -59,6 +60,15 @@ def parse_key(key: str) -> KeyParts | None:
     if not n_text.isdigit() or (len(n_text) > 1 and n_text[0] == "0"):
         return None
     return KeyParts(execution_id, kind, name, int(n_text))
+
+
+def takes(spec: WaitSpec, execution_id: str, n: int | None, signal_key: str | None) -> bool:
+    """Whether a signal buffered on the wait's channel (sent with `signal_key`) answers it:
+    any does, but an answer to another wait's key never answers a wait that keeps its keys
+    (`n`: the keys' n), such as one parked before under the same channel."""
+    if n is None or signal_key is None or parse_key(signal_key) is None:
+        return True
+    return signal_key == make_key(execution_id, spec.kind, spec.name, n)
 
 
 def check_name(name: str) -> str:
@@ -108,6 +118,10 @@ class WaitSpec:
     """Base of the wait kinds. `channel` is where its answers are buffered."""
 
     kind: ClassVar[str] = ""
+    # Whether the wait, parked again, keeps the keys of its first park (and takes no answer
+    # to another wait's key): a DAG's ask, which stays open while its run goes on. Any other
+    # wait is open again under a new key (DESIGN.md §3).
+    keeps_keys: ClassVar[bool] = False
     name: str
     prompt: str | None = None
 

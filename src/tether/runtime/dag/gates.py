@@ -26,6 +26,7 @@ def _attempt(attempt: str | None) -> dict[str, Any]:
 class Gate(w.Approval):
     """An approval gate whose answer (approve / reject / push_back) comes back raw."""
 
+    keeps_keys: ClassVar[bool] = True  # open while the run goes on after a push-back
     attempt: str | None = None
 
     def extra(self) -> dict[str, Any]:
@@ -40,6 +41,7 @@ class FormTask(w.WaitSpec):
     """A human task over a flat scalar form (JSON data, checked by `scalar_forms`)."""
 
     kind: ClassVar[str] = "human_task"
+    keeps_keys: ClassVar[bool] = True
     form: dict[str, Any] | None = None
     feedback: dict[str, Any] | None = None
     attempt: str | None = None

@@ -4,7 +4,8 @@ It runs in waves: every step that is ready (its dependencies done) starts togeth
 next wave is computed when the whole wave has finished. Inside a wave, durable calls are made
 in phases (work; then sub-DAG ends; then approvals and human tasks), each phase's calls in the
 DAG's order, so replay assigns every call the same position whatever finished first. A wave
-whose gate or task is still open parks the run; steps of the wave that finished are kept.
+whose gate or task is still open parks the run; steps of the wave that finished are kept. A
+push-back goes on at once while the wave's other asks keep waiting (`asks`).
 
 The spec is recorded by the run's first step (`dag:spec`), so a run interprets the spec it
 started with even when the file is changed or reloaded while it runs. That record is written
@@ -21,7 +22,6 @@ itself may run the last ones again (steps are at-least-once).
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -31,7 +31,7 @@ from typing import Any, cast
 from pydantic import BaseModel, ConfigDict
 
 from tether.runtime.context import Context
-from tether.runtime.dag import gates
+from tether.runtime.dag import asks, gates
 from tether.runtime.dag.replay import (
     apply_call,
     child_result,
@@ -50,7 +50,6 @@ from tether.runtime.dag.work import (
     step_flush,
 )
 from tether.runtime.errors import Rejected, StepFailed
-from tether.runtime.signals import Park
 from tether.specs.dag import (
     Action,
     Call,
@@ -145,7 +144,7 @@ async def run_dag(ctx: Context, host: DagHost, name: str, inp: DagInput) -> dict
     run = _Run(ctx, host, dag, DagState(dag), positional, named, env_values)
     run.state.inherit(snap.get("inherit") or {})
     run.state.attempts.append((await ctx.uuid()).hex[:6])
-    while not run.state.rejected() and (wave := run.state.ready()):
+    while not run.state.rejected() and ((wave := run.state.ready()) or run.carried):
         await run.wave(wave)
     outcome = run.state.outcome()
     if outcome == "rejected":
@@ -176,6 +175,8 @@ class _Run:
     # same for every step); each step layers its upstream outputs and run values over it.
     base: Mapping[str, str] | None = None
     flush: bool = dataclasses.field(default_factory=step_flush)  # TETHER_DAG_STEP_FLUSH
+    # Asks still waiting after a push-back let the run go on: step name → its ask's result.
+    carried: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def given(self, name: str) -> StepInput:
         if self.base is None:
@@ -209,22 +210,35 @@ class _Run:
         # A lone step that is not the run's last: its result commits while the next one
         # starts (module docstring).
         behind = not last and len(work) == 1
-        done = await _phase([self._work(s, lazy=last, behind=behind) for s in work])
+        done = await asks.phase([self._work(s, lazy=last, behind=behind) for s in work])
         for step, result in zip(work, done, strict=True):
             self._apply_work(step, result)
         calls = [s for s in work if self.state.nodes[s.name].child_id and _running(self, s)]
-        ended = await _phase([self._child_end(s) for s in calls])
+        ended = await asks.phase([self._child_end(s) for s in calls])
         for step, answer in zip(calls, ended, strict=True):
             child = self.state.nodes[step.name].child_id
             self.state.record_work(step.name, child_result(answer.payload, step, child))
-        asks = [s for s in steps if self.state.nodes[s.name].status == "waiting"]
-        asks += [s for s in steps if isinstance(s.work, HumanTask)]
-        asks.sort(key=lambda s: self.dag.order.index(s.name))
-        answers = await _asks_phase([self._ask(s) for s in asks])
-        for step, answer in zip(asks, answers, strict=True):
-            if answer is not None:
-                self.state.record_answer(step.name, answer.payload, answer.by)
-        if asks and not self.state.rejected():
+        await self._asks(steps)
+
+    async def _asks(self, steps: list[Step]) -> None:
+        """The wave's asks, with the ones carried from an earlier wave (see `asks`); a wave
+        with nothing to ask leaves the carried ones waiting, unless nothing else can run."""
+        own = [
+            s.name
+            for s in steps
+            if isinstance(s.work, HumanTask) or self.state.nodes[s.name].status == "waiting"
+        ]
+        if not own and (steps or not self.carried):
+            return
+        self.state.asking(own)
+        got = await asks.settle([self._ask(self.state.by_name[n]) for n in own])
+        results = {**self.carried, **dict(zip(own, got, strict=True))}
+        attempt = self.state.attempts[-1]
+        apply, still = await asks.decide(self.ctx, results, self.dag.order, attempt)
+        for name in apply:
+            self.state.record_answer(name, results[name].payload, results[name].by)
+        self.carried = {n: results[n] for n in still if self.state.nodes[n].status == "waiting"}
+        if not self.state.rejected():
             self.state.attempts.append((await self.ctx.uuid()).hex[:6])
 
     def _ends_run(self, steps: list[Step]) -> bool:
@@ -314,42 +328,6 @@ def _workdir(dag: DagSpec) -> str | None:
 
 def _running(run: _Run, step: Step) -> bool:
     return run.state.nodes[step.name].status == "running"
-
-
-async def _phase(calls: list[Any]) -> list[Any]:
-    """Await one phase's durable calls together (started in order, so positions are fixed);
-    parks once for all of them when any must wait."""
-    if not calls:
-        return []
-    if len(calls) == 1:  # no task to wrap it in (a chain's every step)
-        return [await calls[0]]
-    return _phase_results(await asyncio.gather(*calls, return_exceptions=True))
-
-
-async def _asks_phase(calls: list[Any]) -> list[gates.Answer | None]:
-    """A wave's asks (`_phase`), but a rejection ends the wait (Dagu rejects the run at once):
-    the gates and tasks still open are None, and the run, woken by it, ends `rejected`."""
-    if len(calls) <= 1:
-        return await _phase(calls)
-    results = await asyncio.gather(*calls, return_exceptions=True)
-    rejected = [
-        r for r in results if isinstance(r, gates.Answer) and r.payload.get("decision") == "reject"
-    ]
-    return _phase_results(results, parked_ok=bool(rejected))
-
-
-def _phase_results(results: list[Any], *, parked_ok: bool = False) -> list[Any]:
-    """The gathered results; one Park for the calls that wait (`parked_ok`: None for them)."""
-    parks = [r for r in results if isinstance(r, Park)]
-    for r in results:
-        if isinstance(r, BaseException) and not isinstance(r, Park):
-            raise r
-    if parks and not parked_ok:
-        waits = [w for p in parks for w in p.waits]
-        wakes = [p.wake_at for p in parks if p.wake_at is not None]
-        status = "waiting" if any(p.status == "waiting" for p in parks) else "pending"
-        raise Park(waits, min(wakes) if wakes else None, status=status)
-    return [None if isinstance(r, Park) else r for r in results]
 
 
 async def execute_step(

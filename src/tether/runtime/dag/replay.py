@@ -69,8 +69,10 @@ def fold(
     state.inherit(snap.get("inherit") or {})
     children: dict[str, str] = {}
     open_waits: set[str] = set()
-    for rec in ordered:
+    for i, rec in enumerate(ordered):
         kind, _, subject = rec.name.partition(":")
+        if _is_ask(rec) and (i == 0 or not _is_ask(ordered[i - 1])):
+            state.asking(_asked(state.dag, ordered[i:]))  # the wave's asks, then its answers
         if rec.kind == "uuid" and rec.done:
             state.attempts.append(rec.result.replace("-", "")[:6])
         elif rec.kind == "wait" and not rec.done and pending and rec.name in pending:
@@ -85,7 +87,25 @@ def fold(
                 children[rec.result["value"]["child"]] = subject
         elif rec.kind == "wait" and rec.done:
             _apply_wait(state, kind, subject, rec.result["answers"][rec.name], children)
-    return state, open_waits
+    # an ask left open by a push-back that reset its step is no longer waited on
+    waiting = {n for n, node in state.nodes.items() if node.status in ("waiting", "running")}
+    return state, {n for n in open_waits if n in waiting or n not in state.nodes}
+
+
+def _is_ask(rec: StepRecord) -> bool:
+    return rec.kind == "wait" and rec.name.partition(":")[0] in ("approval", "human_task")
+
+
+def _asked(dag: DagSpec, records: Sequence[StepRecord]) -> list[str]:
+    """The steps asked by the consecutive ask records at the start of `records` (one wave's:
+    its asks are recorded together, before any of their answers is applied)."""
+    names = []
+    for rec in records:
+        if not _is_ask(rec):
+            break
+        kind, _, subject = rec.name.partition(":")
+        names.append(_step_name(dag, kind, subject, {}))
+    return names
 
 
 def _work_value(result: Mapping[str, Any]) -> dict[str, Any]:

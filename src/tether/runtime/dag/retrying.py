@@ -17,7 +17,10 @@ from tether.specs.dag import HumanTask, downstream_of
 from tether.storage import repo
 from tether.storage.rows import ExecutionRow
 
-_RERUN = frozenset({"failed", "aborted", "not_started", "retrying", "rejected", "running"})
+# A step still waiting when the run ended was aborted with it (Dagu: waiting -> aborted).
+_RERUN = frozenset(
+    {"failed", "aborted", "not_started", "retrying", "rejected", "running", "waiting"}
+)
 
 
 def reset_plan(

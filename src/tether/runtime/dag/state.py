@@ -132,6 +132,12 @@ class DagState:
         if status == "succeeded" and step.approval is not None:
             node.status = "waiting"
 
+    def asking(self, names: list[str]) -> None:
+        """The steps' approvals or human tasks are asked now: each waits until it is decided
+        (or reset by a push-back); a waiting step is never ready."""
+        for name in names:
+            self.nodes[name].status = "waiting"
+
     def record_child(self, name: str, child_id: str) -> None:
         self.nodes[name].child_id = child_id
         self.nodes[name].status = "running"

@@ -18,7 +18,7 @@ from typing import Any, Final
 from tether.runtime import errors
 from tether.runtime.operations import Operations
 from tether.runtime.rows import ExecutionRow
-from tether.specs.dag import HumanTask
+from tether.specs.dag import HumanTask, Step
 from tether.tools.dagu import resolve
 from tether.tools.dagu.detail import RunRead
 from tether.tools.dagu.inputs import ExecuteInput
@@ -33,6 +33,7 @@ from tether.tools.dagu.uris import notifies
 
 _MAX_DEPTH = 8  # sub-DAG nesting searched for subDAGRunId
 WAKE: Final = "dagu_execute:wake"  # the signal that wakes a run parked on other waits
+_BUSY_S: Final = 10.0  # how long a decision waits for a run busy after a push-back
 
 
 async def _sub_run(ops: Operations, root: RunRead, sub_id: str) -> RunRead:
@@ -89,6 +90,7 @@ async def decide(ops: Operations, inp: ExecuteInput, root: ExecutionRow, by: str
         raise DaguError(
             RESOURCE_NOT_FOUND, f"the run has no step {inp.step_name!r}", field="stepName"
         )
+    read = await _parked_again(ops, read, step)
     wait = read.open_wait(step)
     # The attempt the open wait belongs to, from the same row as its key (else the run's).
     current = str(wait.get("attempt") or "") if wait is not None else ""
@@ -116,15 +118,33 @@ async def decide(ops: Operations, inp: ExecuteInput, root: ExecutionRow, by: str
         raise err from exc
     except errors.TetherError as exc:
         raise translate(exc) from exc
-    if response["decision"] == "reject":
+    if response["decision"] in ("reject", "push_back"):
         await _wake(ops, read.row.id)
     return read
 
 
+async def _parked_again(ops: Operations, read: RunRead, step: Step) -> RunRead:
+    """A step that waits while its run runs again the steps a push-back reset: its wait is
+    kept, under its key, but the run is not parked on it until those steps end. Dagu decides
+    it at once; here the decision waits (a while) for the run to park again, or end."""
+    detail = read.step_detail(step)
+    if detail is None or detail.status_label != "waiting" or read.row.status == "waiting":
+        return read
+    if not read.row.live:
+        return read
+    view = await ops.wait_until(read.row.id, _parked_or_ended, timeout=_BUSY_S)
+    return await resolve.load(ops, view.current)
+
+
+def _parked_or_ended(row: ExecutionRow) -> bool:
+    return row.status == "waiting" or not row.live
+
+
 async def _wake(ops: Operations, execution_id: str) -> None:
-    """A rejection ends the run at once (Dagu), even while other gates or tasks of it still
-    wait. An answer to one of several open waits leaves the run parked on the others, so
-    wake it with a signal it never reads: it replays, sees the rejection and ends."""
+    """A rejection ends the run at once (Dagu), and a push-back resumes it at once, even
+    while other gates or tasks of it still wait. An answer to one of several open waits
+    leaves the run parked on the others, so wake it with a signal it never reads: it
+    replays, sees the decision and ends, or goes on while the others keep waiting."""
     row = (await ops.get(execution_id)).current
     if row.status == "waiting" and notifies(row):
         await ops.signal(row.id, WAKE, None)

@@ -33,7 +33,12 @@ async def find_run(ops: Operations, name: str, dag_run_id: str) -> ExecutionRow 
 
 async def load(ops: Operations, row: ExecutionRow) -> RunRead:
     steps = await ops.steps(row.id)
-    read = read_run(row, steps, await _pending(ops, row, steps))
+    pending = await _pending(ops, row, steps)
+    if row.live:
+        # A run replaying may consume an answer between the two reads (it was in neither):
+        # its steps read again after the answers show it, as consumed with its wait's end.
+        steps = await ops.steps(row.id)
+    read = read_run(row, steps, pending)
     entry = ops.app.dags.get(row.workflow)
     if read.spec is None and entry is not None:
         # A run stopped before its first write recorded no spec: its steps are the DAG's.
