@@ -185,8 +185,8 @@ class Worker:
                 self._start(row)
             if claimed and len(claimed) == free:
                 continue  # there may be more due work; claim again when a slot frees
-            if claimed:
-                continue
+            # Fewer than asked: every run due by the claim is taken. One made due since has
+            # woken us (its notification), as has a run of ours that ended; else poll.
             await self._sleep(self.settings.poll_s)
 
     async def _admit(self) -> None:

@@ -124,7 +124,7 @@ async def run_dag(ctx: Context, host: DagHost, name: str, inp: DagInput) -> dict
     """Walk the DAG `name`; the output is `{status, outputs}`; a failure raises DagFailed, a
     rejection Rejected (the run ends `failed`; `dag_status` shows them as Dagu does)."""
     if inp.retry is None:
-        snap = await ctx.step(host.snapshot, name, inp.inline, name="dag:spec", lazy=True)
+        snap = await ctx.step(_spec, host, name, inp.inline, name="dag:spec", lazy=True)
     else:
         plan = inp.retry.model_dump()
         snap = await ctx.transaction(inherited, ctx.execution_id, plan, name="dag:spec")
@@ -319,6 +319,12 @@ class _Run:
             )  # fmt: skip
             ok = ok and result["status"] != "failed"
         return ok
+
+
+async def _spec(host: DagHost, name: str, inline: str | None) -> dict[str, str]:
+    """The spec the run records (a coroutine: `ctx.step` would hand a plain function to a
+    thread, for a dictionary lookup)."""
+    return host.snapshot(name, inline)
 
 
 def _workdir(dag: DagSpec) -> str | None:
