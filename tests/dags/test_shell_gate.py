@@ -106,3 +106,32 @@ async def test_gated_output_is_the_ungated_output(command: str) -> None:
 )
 def test_which_shells_take_the_gate(shell: str, env: dict[str, str], ok: bool) -> None:
     assert gateable(shell, env) is ok
+
+
+def test_a_bare_program_is_looked_up_once_on_the_steps_path(tmp_path: Path) -> None:
+    """`_found`: the step's PATH decides (not the worker's); a relative directory in it, or a
+    path, leaves the lookup to Popen in the child's working directory."""
+    from tether.runtime.dag.shell import _found
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "tether-test-tool"
+    tool.write_text("#!/bin/sh\necho mine\n")
+    tool.chmod(0o755)
+    assert _found("tether-test-tool", f"{bin_dir}:/usr/bin") == str(tool)
+    assert _found("tether-test-tool", "/usr/bin") is None
+    assert _found("tether-test-tool", f"bin:{bin_dir}") is None  # relative: the child's cwd
+    assert _found("./tether-test-tool", str(bin_dir)) is None
+
+
+async def test_a_program_found_on_the_steps_path_runs_with_its_argv0(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "tether-test-tool2"
+    tool.write_text('#!/bin/sh\necho "ran as $0"\n')
+    tool.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    res = await run_command(["tether-test-tool2"], env=env)
+    assert (res.exit_code, res.stdout) == (0, f"ran as {tool}\n")  # the kernel's #! argv
+    res = await run_command(["sh", "-c", 'echo "$0"'], env=env)
+    assert res.stdout == "sh\n"  # argv[0] as written

@@ -12,6 +12,7 @@ import contextlib
 import functools
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -133,10 +134,26 @@ async def run_command(
 def _spawn(
     argv: list[str], env: Mapping[str, str], cwd: str | None, stdin: int
 ) -> subprocess.Popen[bytes]:
-    """Start `argv` in a session (process group) of its own, stdout and stderr piped."""
+    """Start `argv` in a session (process group) of its own, stdout and stderr piped. A bare
+    program name is looked up on the step's PATH once (`_found`), not by trying each
+    directory in the forked child every time; argv[0] stays as written."""
+    found = _found(argv[0], env.get("PATH"))
+    try:
+        return _popen(argv, env, cwd, stdin, found)
+    except FileNotFoundError:
+        if found is None:
+            raise
+        _found.cache_clear()  # moved since it was found: look again
+        return _popen(argv, env, cwd, stdin, None)
+
+
+def _popen(
+    argv: list[str], env: Mapping[str, str], cwd: str | None, stdin: int, exe: str | None
+) -> subprocess.Popen[bytes]:
     # Popen forks here, on the loop, as asyncio's own subprocess transport does.
     return subprocess.Popen(  # noqa: S603 — the DAG's own command, as written
         argv,
+        executable=exe,
         stdin=stdin,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -144,6 +161,17 @@ def _spawn(
         cwd=cwd,
         start_new_session=True,
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _found(program: str, path: str | None) -> str | None:
+    """The file a bare `program` name runs on `path` (a PATH value); None for a path, for a
+    PATH with a relative directory (the child's working directory would decide), or when not
+    found: Popen then looks it up itself."""
+    dirs = (path if path is not None else os.defpath).split(os.pathsep)
+    if os.sep in program or not program or not all(os.path.isabs(d) for d in dirs):
+        return None
+    return shutil.which(program, path=os.pathsep.join(dirs))
 
 
 async def _open_gate(proc: subprocess.Popen[bytes], gate: Gate, gate_out: int) -> None:
