@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import with_database
 from tether.storage import migrate, pool, queries
-from tether.storage.notify import READY_CHANNEL, Listener
+from tether.storage.notify import CHANGE_CHANNEL, READY_CHANNEL, Listener
 
 
 def test_queries_file_parses_into_the_expected_names() -> None:
@@ -142,6 +142,42 @@ async def test_any_failure_of_the_listen_connection_reconnects_never_ends_the_li
     finally:
         listener.stop()
         await asyncio.wait_for(task, 10)
+
+
+async def test_an_echoed_wake_up_is_delivered_at_once_and_its_notify_skipped_once(
+    db_url: str,
+) -> None:
+    """`echo`: this process's subscribers hear a wake-up before it is sent (a batch's
+    duplicates once, as PostgreSQL delivers a transaction's); the NOTIFY that carries it is
+    then skipped here, once; a second one, or another payload, is delivered."""
+    listener = Listener(db_url, max_backoff=0.2)
+    got: list[str] = []
+    heard = asyncio.Event()
+
+    def hear(_channel: str, payload: str) -> None:
+        if payload:  # not the wake-everyone of a (re)connect
+            got.append(payload)
+            heard.set()
+
+    listener.subscribe(CHANGE_CHANNEL, hear)
+    task = asyncio.create_task(listener.run())
+    conn = await asyncpg.connect(db_url)
+    try:
+        async with asyncio.timeout(10):
+            await listener.ready.wait()
+            listener.echo([(CHANGE_CHANNEL, "x"), (CHANGE_CHANNEL, "x")])
+            assert got == ["x"]  # at once, before any NOTIFY
+            await conn.execute("SELECT pg_notify($1, 'x')", CHANGE_CHANNEL)  # its own: skipped
+            await conn.execute("SELECT pg_notify($1, 'y')", CHANGE_CHANNEL)
+            await conn.execute("SELECT pg_notify($1, 'x')", CHANGE_CHANNEL)  # a new one
+            while len(got) < 3:
+                heard.clear()
+                await heard.wait()
+    finally:
+        listener.stop()
+        await asyncio.wait_for(task, 5)
+        await conn.close()
+    assert got == ["x", "y", "x"]
 
 
 async def test_listener_delivers_notifications_and_reconnects(db_url: str) -> None:

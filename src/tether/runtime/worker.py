@@ -113,6 +113,7 @@ class Worker:
                 pool,
                 max_statements=statements,
                 refill=refill if self.settings.refill_claims else None,
+                echo=listener.echo if listener is not None else None,
             )
             if statements
             else None

@@ -101,12 +101,14 @@ class CheckpointWriter:
         max_batch: int = 64,
         refill: Refill | None = None,
         linger_s: float = LINGER_S,
+        echo: Callable[[list[Note]], None] | None = None,
     ) -> None:
         if max_statements < 1 or max_batch < 1:
             raise ValueError("max_statements and max_batch must be at least 1")
         self._max_statements = max_statements
         self._max_batch = max_batch
         self._refill = refill
+        self._echo = echo  # this process's own listener: delivers a batch of wake-ups first
         self._in_flight = 0
         self._queued: list[_Write] = []
         self._tasks: set[asyncio.Task[None]] = set()
@@ -208,6 +210,8 @@ class CheckpointWriter:
         self._notes += notes
         if self._notes and self._waking is None:
             notes, self._notes = self._notes, []
+            if self._echo is not None:
+                self._echo(notes)
             self._waking = asyncio.get_running_loop().create_task(_wake(self._kept, notes))
             self._waking.add_done_callback(self._woken)
 

@@ -17,7 +17,7 @@ they fit where the runtime receives them, and tests/storage/test_driver.py check
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterable
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
@@ -89,4 +89,8 @@ class Notifications(Protocol):
 
     def subscribe(self, channel: str, callback: Callback) -> Callable[[], None]:
         """Call `callback(channel, payload)` on each notification; returns the unsubscribe."""
+        ...
+
+    def echo(self, notes: Iterable[tuple[str, str]]) -> None:
+        """Deliver notifications this process is about to send to its own subscribers now."""
         ...

@@ -2,6 +2,11 @@
 
 Notifications are hints: payloads are ids, readers re-fetch rows, and every consumer keeps a
 polling fallback, so a notification lost while reconnecting costs latency, never correctness.
+
+A wake-up this process sends itself is delivered to its own subscribers at once (`echo`),
+ahead of the NOTIFY that carries it to other processes: a run started or settled here reaches
+this process's worker or waiter without the round trip through PostgreSQL. The NOTIFY's own
+delivery here is then skipped, once per echo, so nothing is handled twice.
 """
 
 from __future__ import annotations
@@ -9,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 import asyncpg
@@ -23,6 +28,7 @@ READY_CHANNEL: Final = "tether_ready"  # a run became runnable (payload: executi
 CHANGE_CHANNEL: Final = "tether_change"  # a run's visible state changed (payload: execution id)
 UPDATE_CHANNEL: Final = "tether_update"  # an update finished (payload: update id)
 TOKENS_CHANNEL: Final = "tether_tokens"  # an API token was created or revoked (payload: its id)
+_ECHO_MAX: Final = 10_000  # echoed wake-ups awaiting their NOTIFY, at most
 
 
 class Listener:
@@ -37,6 +43,7 @@ class Listener:
         self.ready = asyncio.Event()
         self._stopping = asyncio.Event()
         self._lost = asyncio.Event()
+        self._echoed: dict[tuple[str, str], int] = {}  # delivered ahead, NOTIFY not yet heard
 
     def subscribe(self, channel: str, callback: Callback) -> Callable[[], None]:
         """Register `callback` for `channel`; returns a function that unsubscribes it."""
@@ -48,6 +55,28 @@ class Listener:
                 callbacks.remove(callback)
 
         return unsubscribe
+
+    def echo(self, notes: Iterable[tuple[str, str]]) -> None:
+        """Deliver `notes` (channel, payload) here now, before the caller sends them as NOTIFY;
+        each one's NOTIFY, when heard, is then skipped once (a transaction's identical
+        notifications arrive as one)."""
+        for channel, payload in dict.fromkeys(notes):
+            if self.ready.is_set():  # else its NOTIFY will not be heard here: nothing to skip
+                key = (channel, payload)
+                self._echoed[key] = self._echoed.get(key, 0) + 1
+                if len(self._echoed) > _ECHO_MAX:  # the oldest: its NOTIFY was lost
+                    del self._echoed[next(iter(self._echoed))]
+            self._dispatch(None, 0, channel, payload)
+
+    def _heard(self, conn: Any, pid: int, channel: str, payload: object) -> None:
+        key = (channel, str(payload))
+        left = self._echoed.get(key)
+        if left is None:
+            self._dispatch(conn, pid, channel, payload)
+        elif left > 1:
+            self._echoed[key] = left - 1
+        else:
+            del self._echoed[key]
 
     def _dispatch(self, _conn: Any, _pid: int, channel: str, payload: object) -> None:
         for callback in list(self._subscribers.get(channel, ())):
@@ -68,8 +97,9 @@ class Listener:
             try:
                 conn = await connect(self._dsn)
                 conn.add_termination_listener(self._on_termination)
+                self._echoed.clear()  # what was echoed before this connection is not coming
                 for channel in channels:
-                    await conn.add_listener(channel, self._dispatch)
+                    await conn.add_listener(channel, self._heard)
                 self._lost.clear()
                 self.ready.set()
                 # Wake everyone once: something may have happened while we were not listening.

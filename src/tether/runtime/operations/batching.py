@@ -112,7 +112,9 @@ async def _resolve(
     """The outcome of an item whose key the batch found taken."""
     try:
         with storage_errors():
-            return await starting.insert_or_resolve(env.pool, new, on_live_match, key_taken=True)
+            return await starting.insert_or_resolve(
+                env.pool, new, on_live_match, key_taken=True, echo=env.echo
+            )
     except errors.TetherError as exc:
         return exc
 

@@ -78,6 +78,11 @@ class Env:
             return lambda: None
         return self.listener.subscribe(channel, callback)
 
+    def echo(self, notes: list[tuple[str, str]]) -> None:
+        """Hand wake-ups this process is about to send to its own subscribers first."""
+        if self.listener is not None:
+            self.listener.echo(notes)
+
     def poll_s(self) -> float:
         """How long to wait for a notification before re-reading anyway."""
         listening = self.listener is not None and self.listener.ready.is_set()

@@ -4,7 +4,7 @@ run that already holds it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal
@@ -134,7 +134,7 @@ async def start(
                 row = await _insert_singleton(conn, new, singleton)
             if row is not None:
                 return Started(row, deduped=False)
-        return await insert_or_resolve(env.pool, new, on_live_match)
+        return await insert_or_resolve(env.pool, new, on_live_match, echo=env.echo)
 
 
 async def insert_or_resolve(
@@ -143,17 +143,21 @@ async def insert_or_resolve(
     on_live_match: Literal["return", "fail"],
     *,
     key_taken: bool = False,
+    echo: Callable[[list[tuple[str, str]]], None] | None = None,
 ) -> Started:
     """Insert `new`, or resolve its idempotency key to the run that holds it (`key_taken`:
     an insert already found it taken); `conn` is a pool or a connection outside a transaction.
     The workers are woken once the insert has committed (`repo.wake`: the insert itself then
-    never waits for PostgreSQL's notification lock). Raises IdempotencyMismatch,
-    RunAlreadyActive, Unavailable, StorageError."""
+    never waits for PostgreSQL's notification lock), this process's first (`echo`). Raises
+    IdempotencyMismatch, RunAlreadyActive, Unavailable, StorageError."""
     for _ in range(3):
         if not key_taken:
             row = await repo.insert_execution(conn, new, notify=False)
             if row is not None:
-                await repo.wake(conn, [(READY_CHANNEL, row.id)])
+                notes = [(READY_CHANNEL, row.id)]
+                if echo is not None:
+                    echo(notes)
+                await repo.wake(conn, notes)
                 return Started(row, deduped=False)
         key_taken = False
         existing = await _holder(conn, new, on_live_match)
