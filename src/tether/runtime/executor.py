@@ -23,7 +23,7 @@ from tether.runtime.registry import App, WorkflowDef
 from tether.runtime.signals import CancelledRun, ContinueAsNew, LeaseGone, Park
 from tether.runtime.statuses import ENDED_STATUSES
 from tether.storage import repo
-from tether.storage.checkpoints import CheckpointWriter, records_only
+from tether.storage.checkpoints import CheckpointWriter
 from tether.storage.driver import Connection, Database
 from tether.storage.errors import (
     LeaseLost,
@@ -73,7 +73,7 @@ class RunIO:
         for its commit. Writes stay in order: the next one, or `drain`, waits for it first
         and raises what it raised. Until then, its failure (the lease or the database gone)
         cancels the run's task. Without a group writer this is `write`."""
-        if self.writer is None or not records_only(cp):
+        if self.writer is None or not cp.records_only():
             await self.write(cp)
             return
         await self.drain()

@@ -340,19 +340,6 @@ def _columns(batch: list[_Write]) -> list[list[Any]]:
     return columns
 
 
-def records_only(cp: Checkpoint) -> bool:
-    """A write that only records durable calls (most of a running run's writes)."""
-    return bool(cp.records) and not (
-        cp.consumed
-        or cp.events
-        or cp.set_details
-        or cp.status is not None
-        or cp.successor_id is not None
-        or cp.run_attempt_increment
-        or cp.truncate_from is not None
-    )
-
-
 async def _checkpoint_many(
     conn: Queryable, batch: list[_Write], refill: Refill | None, claim: int
 ) -> tuple[Applied, list[ExecutionRow]]:
@@ -361,7 +348,7 @@ async def _checkpoint_many(
     to be woken, and the claimed rows (payloads as stored, as `repo.claim` returns them).
     A statement of one write that only records calls, claiming nothing, is the lighter
     `checkpoint_step`, of the same effect."""
-    if len(batch) == 1 and records_only(batch[0].cp) and (refill is None or claim == 0):
+    if len(batch) == 1 and batch[0].cp.records_only() and (refill is None or claim == 0):
         return await _checkpoint_step(conn, batch[0]), []
     abandon = refill.abandon if refill is not None else repo.Abandon()
     with translated():

@@ -314,6 +314,18 @@ class Checkpoint:
     # kept through a worker's crash, not PostgreSQL's); any other write waits for it.
     flush: bool = True
 
+    def records_only(self) -> bool:
+        """A write that only records durable calls (most of a running run's writes)."""
+        return bool(self.records) and not (
+            self.consumed
+            or self.events
+            or self.set_details
+            or self.status is not None
+            or self.successor_id is not None
+            or self.run_attempt_increment
+            or self.truncate_from is not None
+        )
+
 
 @dataclass(frozen=True)
 class CheckpointResult:
