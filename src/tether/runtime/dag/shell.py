@@ -138,17 +138,29 @@ def _spawn(
     program name is looked up on the step's PATH once (`_found`), not by trying each
     directory in the forked child every time; argv[0] stays as written."""
     found = _found(argv[0], env.get("PATH"))
+    encoded = {_bytes(k): _bytes(v) for k, v in env.items()}
     try:
-        return _popen(argv, env, cwd, stdin, found)
+        return _popen(argv, encoded, cwd, stdin, found)
     except FileNotFoundError:
         if found is None:
             raise
         _found.cache_clear()  # moved since it was found: look again
-        return _popen(argv, env, cwd, stdin, None)
+        return _popen(argv, encoded, cwd, stdin, None)
+
+
+def _bytes(text: str) -> bytes:
+    """`os.fsencode(text)`, remembered for short texts: a step's environment is mostly the
+    same variables every step, and Popen would encode each of them for every command."""
+    return _encoded(text) if len(text) <= 1024 else os.fsencode(text)
+
+
+@functools.lru_cache(maxsize=2048)
+def _encoded(text: str) -> bytes:
+    return os.fsencode(text)
 
 
 def _popen(
-    argv: list[str], env: Mapping[str, str], cwd: str | None, stdin: int, exe: str | None
+    argv: list[str], env: Mapping[bytes, bytes], cwd: str | None, stdin: int, exe: str | None
 ) -> subprocess.Popen[bytes]:
     # Popen forks here, on the loop, as asyncio's own subprocess transport does.
     return subprocess.Popen(  # noqa: S603 — the DAG's own command, as written
