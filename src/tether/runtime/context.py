@@ -97,9 +97,13 @@ class Context(TypedWaits):
             setattr(cp, key, value)
         return cp
 
-    async def _flush(self, *, flush: bool = True) -> None:
+    async def _flush(self, *, flush: bool = True, behind: bool = False) -> None:
+        """Write what is buffered (`behind`: start the write, its commit waited for later)."""
         cp = self.take_buffer()
         cp.flush = flush
+        if behind:
+            await self._io.write_behind(cp)
+            return
         result = await self._io.write(cp)
         self.note_cancel(result.cancel_requested)
 
@@ -174,12 +178,8 @@ class Context(TypedWaits):
         except Exception as exc:  # noqa: BLE001 — user code: its error is the step's failure
             await self._step_failed(seq, step_name, exc, failures + 1, policy, retry_if, budget)
         self._record(seq, "step", step_name, {"value": encoded})
-        if behind:
-            cp = self.take_buffer()
-            cp.flush = flush
-            await self._io.write_behind(cp)
-        elif not lazy:
-            await self._flush(flush=flush)
+        if behind or not lazy:
+            await self._flush(flush=flush, behind=behind)
         return adapter.validate_python(encoded)
 
     async def _step_failed(
@@ -236,7 +236,7 @@ class Context(TypedWaits):
         adapter = _return_adapter(fn)
         if rec is not None and rec.done:
             return self._replay_step(step_name, rec.result, adapter)
-        await self._io.drain()
+        await self._landed()  # `fn` runs once every earlier write has committed
         async with self._io.acquire() as conn, connection_guard(conn), conn.transaction():
             value = await fn(conn, *args, **kwargs)
             encoded = adapter.dump_python(value, mode="json")
