@@ -120,7 +120,8 @@ async def run_command(
     timed_out = False
     try:
         try:
-            await asyncio.wait_for(asyncio.shield(ended.done), timeout)
+            async with asyncio.timeout(timeout):
+                await ended.ended()
         except TimeoutError:
             timed_out = True
             await _kill_group(proc, ended)
@@ -138,29 +139,17 @@ def _spawn(
     program name is looked up on the step's PATH once (`_found`), not by trying each
     directory in the forked child every time; argv[0] stays as written."""
     found = _found(argv[0], env.get("PATH"))
-    encoded = {_bytes(k): _bytes(v) for k, v in env.items()}
     try:
-        return _popen(argv, encoded, cwd, stdin, found)
+        return _popen(argv, env, cwd, stdin, found)
     except FileNotFoundError:
         if found is None:
             raise
         _found.cache_clear()  # moved since it was found: look again
-        return _popen(argv, encoded, cwd, stdin, None)
-
-
-def _bytes(text: str) -> bytes:
-    """`os.fsencode(text)`, remembered for short texts: a step's environment is mostly the
-    same variables every step, and Popen would encode each of them for every command."""
-    return _encoded(text) if len(text) <= 1024 else os.fsencode(text)
-
-
-@functools.lru_cache(maxsize=2048)
-def _encoded(text: str) -> bytes:
-    return os.fsencode(text)
+        return _popen(argv, env, cwd, stdin, None)
 
 
 def _popen(
-    argv: list[str], env: Mapping[bytes, bytes], cwd: str | None, stdin: int, exe: str | None
+    argv: list[str], env: Mapping[str, str], cwd: str | None, stdin: int, exe: str | None
 ) -> subprocess.Popen[bytes]:
     # Popen forks here, on the loop, as asyncio's own subprocess transport does.
     return subprocess.Popen(  # noqa: S603 — the DAG's own command, as written
@@ -244,6 +233,7 @@ class _Collector:
         self._cut = False
         self._exited = False
         self._pidfd: int | None = None
+        self._waiters: list[asyncio.Future[None]] = []
         try:
             self._watch_exit()
             for fd in self._pipes:
@@ -252,6 +242,16 @@ class _Collector:
         except BaseException:
             self._close()
             raise
+
+    def ended(self) -> asyncio.Future[None]:
+        """A future of its own, resolved as `done` is: cancelling it leaves `done` alone (as
+        shielding `done` would, one hand-off between callbacks fewer)."""
+        waiter: asyncio.Future[None] = self._loop.create_future()
+        if self.done.done():
+            waiter.set_result(None)
+        else:
+            self._waiters.append(waiter)
+        return waiter
 
     def stop(self) -> None:
         for fd in list(self._pipes):
@@ -308,11 +308,19 @@ class _Collector:
         self._close()
         out, err = (bytes(kept) for kept in self._kept.values())
         self.done.set_result((code, out, err, self._cut))
+        self._wake()
 
     def _fail(self, exc: BaseException) -> None:
         self._close()
         if not self.done.done():
             self.done.set_exception(exc)
+        self._wake()
+
+    def _wake(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     def _close(self) -> None:
         for fd in list(self._pipes):
