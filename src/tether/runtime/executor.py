@@ -23,7 +23,7 @@ from tether.runtime.registry import App, WorkflowDef
 from tether.runtime.signals import CancelledRun, ContinueAsNew, LeaseGone, Park
 from tether.runtime.statuses import ENDED_STATUSES
 from tether.storage import repo
-from tether.storage.checkpoints import CheckpointWriter
+from tether.storage.checkpoints import CheckpointWriter, Pending
 from tether.storage.driver import Connection, Database
 from tether.storage.errors import (
     LeaseLost,
@@ -54,7 +54,7 @@ class RunIO:
     writer: CheckpointWriter | None = None
 
     # The write `write_behind` started that no later write or `drain` has waited for yet.
-    behind: asyncio.Future[CheckpointResult] | None = None
+    behind: Pending | None = None
     _draining: int = 0  # tasks of the run waiting in `drain`
 
     async def write(self, cp: Checkpoint) -> CheckpointResult:
@@ -78,36 +78,36 @@ class RunIO:
             return
         await self.drain()
         run = asyncio.current_task()
-        done = self.writer.submit(
+        pending = self.writer.submit(
             self.execution_id, self.owner, self.attempt, self.seen_event_id, cp
         )
-        self.behind = done
+        self.behind = pending
 
         def failed(fut: asyncio.Future[CheckpointResult]) -> None:
             if fut.cancelled() or fut.exception() is None or self._draining:
                 return  # it applied, or someone waits for it (and hears its error)
-            if self.behind is fut and run is not None:
+            if self.behind is pending and run is not None:
                 run.cancel()
 
-        done.add_done_callback(failed)
+        pending.done.add_done_callback(failed)
         await asyncio.sleep(0)  # the statement's task sends it now, before the caller goes on
 
     async def drain(self) -> CheckpointResult | None:
         """Wait until the write `write_behind` left in flight has committed and return its
         result (None: none was in flight); raises what it raised (LeaseLost, StorageError).
         Several tasks of the run may wait at once."""
-        done = self.behind
-        if done is None:
+        pending = self.behind
+        if pending is None:
             return None
-        if not done.done():
+        if not pending.done.done():
             self._draining += 1
             try:
-                await asyncio.wait([done])  # a waiter's cancellation leaves the write alone
+                await pending.landed()  # a waiter's cancellation leaves the write alone
             finally:
                 self._draining -= 1
-        if self.behind is done:
+        if self.behind is pending:
             self.behind = None
-        return done.result()  # raises what the write raised (cancelled with its statement)
+        return pending.done.result()  # raises what the write raised (cancelled with its statement)
 
     async def write_in(self, conn: Connection, cp: Checkpoint) -> CheckpointResult:
         await self.drain()

@@ -68,6 +68,9 @@ LINGER_S = 0.1  # how long an unused connection stays with the writer (module do
 
 @dataclass
 class _Write:
+    """A write submitted to the writer (`Pending`): `done` resolves to its result once it
+    committed."""
+
     execution_id: str
     owner: str
     attempt: int
@@ -76,6 +79,26 @@ class _Write:
     done: asyncio.Future[CheckpointResult] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
+    _waiters: list[asyncio.Future[None]] = field(default_factory=list)
+
+    def landed(self) -> asyncio.Future[None]:
+        """A future of its own, resolved (None) as `done` is: cancelling it leaves the write
+        alone, as waiting on `done` through `asyncio.wait` would, one hand-off sooner."""
+        waiter: asyncio.Future[None] = self.done.get_loop().create_future()
+        if self.done.done():
+            waiter.set_result(None)
+        else:
+            self._waiters.append(waiter)
+        return waiter
+
+    def _wake(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+
+Pending = _Write  # what `CheckpointWriter.submit` returns
 
 
 @dataclass(frozen=True)
@@ -121,17 +144,18 @@ class CheckpointWriter:
     ) -> CheckpointResult:
         """As `repo.checkpoint` on a pooled connection. Raises LeaseLost, StorageError."""
         # Cancelling the caller cancels `done` only: the statement goes on (module docstring).
-        return await self.submit(execution_id, owner, attempt, seen_event_id, cp)
+        return await self.submit(execution_id, owner, attempt, seen_event_id, cp).done
 
     def submit(
         self, execution_id: str, owner: str, attempt: int, seen_event_id: int, cp: Checkpoint
-    ) -> asyncio.Future[CheckpointResult]:
-        """Queue the write (sent at once if a slot is free); the future `write` awaits."""
+    ) -> Pending:
+        """Queue the write (sent at once if a slot is free); its `done` is what `write`
+        awaits."""
         write = _Write(execution_id, owner, attempt, seen_event_id, cp)
         self._queued.append(write)
         if self._in_flight < self._max_statements:
             self._start_batch()
-        return write.done
+        return write
 
     async def close(self) -> None:
         """Send the wake-ups due and give back the connections kept (before the pool
@@ -186,12 +210,12 @@ class CheckpointWriter:
             self._refill.take(claimed)
         for write in batch:
             found = results.get(write.execution_id)
-            if write.done.done():
-                continue
-            if found is None:
-                write.done.set_exception(LeaseLost())
-            else:
-                write.done.set_result(found[0])
+            if not write.done.done():
+                if found is None:
+                    write.done.set_exception(LeaseLost())
+                else:
+                    write.done.set_result(found[0])
+            write._wake()
         self._wake(_notes(results, claimed))
 
     async def _statement(
@@ -312,8 +336,12 @@ async def _wake(kept: _Kept, notes: list[Note]) -> None:
 def _fail(write: _Write, exc: BaseException) -> None:
     """The write fails as it would have alone: its own copy of a storage error (one exception
     object must not be raised in several tasks), cancelled when the statement was."""
-    if write.done.done():
-        return
+    if not write.done.done():
+        _settle_failed(write, exc)
+    write._wake()
+
+
+def _settle_failed(write: _Write, exc: BaseException) -> None:
     if isinstance(exc, asyncio.CancelledError):
         write.done.cancel()
     elif isinstance(exc, StorageError):
