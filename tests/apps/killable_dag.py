@@ -5,7 +5,8 @@ worker (the shell's parent) when `KILL_DAG=1`, after writing its line: the step 
 mid-command and must run again in the next worker; steps that finished must not.
 
 `gated` is for the kill at a gate (tests/e2e/test_kill_dag.py): the test holds the run's row
-while `b` runs, so `b`'s result cannot commit and `c`'s shell waits at its gate.
+while `b` runs, so `b`'s result cannot commit and `c`'s shell, started while `b` ran
+(`tether.runtime.dag.ahead`), waits at its gate.
 """
 
 from __future__ import annotations

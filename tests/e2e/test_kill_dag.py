@@ -68,9 +68,9 @@ async def test_killed_at_a_gate_the_next_command_never_ran(
     db: asyncpg.Pool, db_url: str, tmp_path: Path
 ) -> None:
     """`b`'s result cannot commit (the test holds the run's row), so `c`'s shell, started
-    meanwhile, waits at its gate; the worker is killed there. `c` never ran in it; `b`'s
-    statement, already with PostgreSQL, commits once the row is let go, so the next worker
-    runs `c` and `d` once each and `b` not again."""
+    while `b` ran (`dag/ahead.py`), waits at its gate; the worker is killed there. `c` never
+    ran in it; `b`'s statement, already with PostgreSQL, commits once the row is let go, so
+    the next worker runs `c` and `d` once each and `b` not again."""
     evidence_dir = tmp_path / "evidence"
     evidence_dir.mkdir()
     evidence = evidence_dir / "evidence"

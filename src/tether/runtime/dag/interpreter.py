@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict
 
 from tether.runtime.context import Context
 from tether.runtime.dag import asks, gates
+from tether.runtime.dag.ahead import Ahead, Launch
 from tether.runtime.dag.replay import (
     apply_call,
     child_result,
@@ -46,6 +47,7 @@ from tether.runtime.dag.work import (
     StepInput,
     evaluate_dynamic,
     has_command_substitution,
+    launch_of,
     run_work,
     step_flush,
 )
@@ -59,6 +61,7 @@ from tether.specs.dag import (
     Step,
     bind_params,
     retry_delay,
+    split_params,
     step_scope,
 )
 from tether.specs.dag.loader import INLINE
@@ -106,20 +109,6 @@ class DagHost:
     new_child: Callable[[str, Any, str], repo.NewExecution]  # (dag, input, parent) → row
 
 
-def split_params(given: str | list[str] | dict[str, str] | None) -> list[tuple[str | None, str]]:
-    """Run parameters as `(name or None, value)` in the order given."""
-    if given is None:
-        return []
-    if isinstance(given, dict):
-        return list(given.items())
-    items = given.split() if isinstance(given, str) else given
-    out: list[tuple[str | None, str]] = []
-    for item in items:
-        name, sep, value = item.partition("=")
-        out.append((name, value) if sep and name.isidentifier() else (None, item))
-    return out
-
-
 async def run_dag(ctx: Context, host: DagHost, name: str, inp: DagInput) -> dict[str, Any]:
     """Walk the DAG `name`; the output is `{status, outputs}`; a failure raises DagFailed, a
     rejection Rejected (the run ends `failed`; `dag_status` shows them as Dagu does)."""
@@ -144,8 +133,11 @@ async def run_dag(ctx: Context, host: DagHost, name: str, inp: DagInput) -> dict
     run = _Run(ctx, host, dag, DagState(dag), positional, named, env_values)
     run.state.inherit(snap.get("inherit") or {})
     run.state.attempts.append((await ctx.uuid()).hex[:6])
-    while not run.state.rejected() and ((wave := run.state.ready()) or run.carried):
-        await run.wave(wave)
+    try:
+        while not run.state.rejected() and ((wave := run.state.ready()) or run.carried):
+            await run.wave(wave)
+    finally:
+        run.ahead.discard()  # a shell started for a step that will not run now
     outcome = run.state.outcome()
     if outcome == "rejected":
         step = next(n for n, node in run.state.nodes.items() if node.status == "rejected")
@@ -177,6 +169,7 @@ class _Run:
     flush: bool = dataclasses.field(default_factory=step_flush)  # TETHER_DAG_STEP_FLUSH
     # Asks still waiting after a push-back let the run go on: step name → its ask's result.
     carried: dict[str, Any] = dataclasses.field(default_factory=dict)
+    ahead: Ahead = dataclasses.field(default_factory=Ahead)  # the next step's shell (`ahead`)
 
     def given(self, name: str) -> StepInput:
         if self.base is None:
@@ -210,6 +203,8 @@ class _Run:
         # A lone step that is not the run's last: its result commits while the next one
         # starts (module docstring).
         behind = not last and len(work) == 1
+        self.ahead.keep(work[0].name if len(work) == 1 else None)
+        self.ahead.plan(self._next_launch(work[0]) if behind else None)
         done = await asks.phase([self._work(s, lazy=last, behind=behind) for s in work])
         for step, result in zip(work, done, strict=True):
             self._apply_work(step, result)
@@ -241,6 +236,16 @@ class _Run:
         if not self.state.rejected():
             self.state.attempts.append((await self.ctx.uuid()).hex[:6])
 
+    def _next_launch(self, step: Step) -> Launch | None:
+        """The shell to start ahead while `step` runs: the step's that would be the next wave
+        alone if `step` succeeds, when `step` publishes nothing and waits for no one."""
+        if not isinstance(step.work, Shell) or step.output or step.approval is not None:
+            return None
+        following = self.state.ready_after(step.name)
+        if len(following) != 1 or self.state.nodes[following[0]].status != "not_started":
+            return None
+        return launch_of(self.state.by_name[following[0]], self.given(following[0]))
+
     def _ends_run(self, steps: list[Step]) -> bool:
         """Whether the wave's one step is the run's last effect: every other step has ended,
         and no retry, gate or handler can follow it, so only the run's settle writes after
@@ -266,9 +271,10 @@ class _Run:
                 step.name, name=f"call:{step.name}",
             )  # fmt: skip
         given, actions, gate = self.given(step.name), self.host.actions, self.ctx.landing()
+        ahead = self.ahead if behind or lazy else None  # the wave is this step alone
         return await self.ctx.step(
-            execute_step, step, given, actions, retries, gate, name=f"node:{step.name}",
-            lazy=lazy, flush=self.flush, behind=behind, gated=True,
+            execute_step, step, given, actions, retries, gate, ahead,
+            name=f"node:{step.name}", lazy=lazy, flush=self.flush, behind=behind, gated=True,
         )  # fmt: skip
 
     def _apply_work(self, step: Step, result: dict[str, Any]) -> None:
@@ -337,11 +343,17 @@ def _running(run: _Run, step: Step) -> bool:
 
 
 async def execute_step(
-    step: Step, given: StepInput, actions: Actions, retries: int, gate: Gate | None = None
+    step: Step,
+    given: StepInput,
+    actions: Actions,
+    retries: int,
+    gate: Gate | None = None,
+    ahead: Ahead | None = None,
 ) -> dict[str, Any]:
     """One durable step: the work's result, with `retry` set when its policy allows another.
-    `gate`: awaited before the work's first side effect (`Context.landing`)."""
-    result = await run_work(step, given, actions, gate)
+    `gate`: awaited before the work's first side effect (`Context.landing`); `ahead`: the
+    run's shells started ahead (the wave is this step alone)."""
+    result = await run_work(step, given, actions, gate, ahead)
     policy = step.retry_policy
     if result["status"] == "failed" and policy is not None and retries < policy.limit:
         code = result.get("exit_code")

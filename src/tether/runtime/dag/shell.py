@@ -51,6 +51,7 @@ POSIX_SHELLS: Final = frozenset({"sh", "bash", "zsh", "ksh", "ash", "dash"})
 _TRACING: Final = frozenset({"xtrace", "verbose"})
 
 Gate = Callable[[], Awaitable[None]]
+Started = tuple[subprocess.Popen[bytes], int]  # a shell waiting at its gate, and the gate
 
 
 def gateable(shell: str, env: Mapping[str, str]) -> bool:
@@ -84,6 +85,8 @@ async def run_command(
     timeout: float | None = None,
     cap: int | None = None,
     gate: Gate | None = None,
+    started: Started | None = None,
+    then: Callable[[], None] | None = None,
 ) -> ShellResult:
     """Run `argv` in its own process group; on timeout or cancellation the group is killed
     (SIGTERM, then SIGKILL after a grace period).
@@ -92,7 +95,9 @@ async def run_command(
     and waits, reading its stdin, while `gate()` is awaited (the run's previous write
     commits); then it is given its line and runs the command (the timeout counts from
     there). If `gate()` raises, the shell is given end of file, killed and reaped, and the
-    error is raised: the command never ran.
+    error is raised: the command never ran. `started`: that shell, already started with
+    exactly this argv, env and cwd, waiting at its gate (`ahead.Ahead.take`). `then` is
+    called once the command runs (`ahead.Ahead.launch`: the next step's shell starts now).
 
     The child is spawned as `subprocess.run` spawns it; the event loop reads its pipes and
     learns of its exit from a pidfd (Linux), so a command costs no thread and no hand-off
@@ -102,14 +107,7 @@ async def run_command(
     if gate is None:
         proc = _spawn(argv, env, cwd, subprocess.DEVNULL)
     else:
-        gate_in, gate_out = os.pipe()
-        try:
-            proc = _spawn(argv, env, cwd, gate_in)
-        except BaseException:
-            os.close(gate_out)
-            raise
-        finally:
-            os.close(gate_in)
+        proc, gate_out = started or start_gated(argv, env, cwd)
         await _open_gate(proc, gate, gate_out)
     try:
         ended = _Collector(proc, limit, asyncio.get_running_loop())
@@ -117,6 +115,8 @@ async def run_command(
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         raise
+    if then is not None:
+        then()
     timed_out = False
     try:
         try:
@@ -175,16 +175,36 @@ def _found(program: str, path: str | None) -> str | None:
     return shutil.which(program, path=os.pathsep.join(dirs))
 
 
+def start_gated(argv: list[str], env: Mapping[str, str], cwd: str | None) -> Started:
+    """Start `argv` (a command behind `GATE_PREFIX`) with its stdin the read end of a new
+    pipe; returns the process and the pipe's write end (its gate)."""
+    gate_in, gate_out = os.pipe()
+    try:
+        proc = _spawn(argv, env, cwd, gate_in)
+    except BaseException:
+        os.close(gate_out)
+        raise
+    finally:
+        os.close(gate_in)
+    return proc, gate_out
+
+
+def abandon(proc: subprocess.Popen[bytes], gate_out: int) -> None:
+    """End a shell waiting at its gate, unrun: it reads end of file and exits before the
+    command (killed anyway), and is reaped at once."""
+    os.close(gate_out)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate()  # it ran nothing that could hold its pipes
+
+
 async def _open_gate(proc: subprocess.Popen[bytes], gate: Gate, gate_out: int) -> None:
-    """Let the waiting shell go on once `gate()` returns; if it raises, end the shell (it
-    reads end of file and exits before the command; killed anyway) and raise."""
+    """Let the waiting shell go on once `gate()` returns; if it raises, end the shell
+    (`abandon`) and raise."""
     try:
         await gate()
     except BaseException:
-        os.close(gate_out)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()  # reaped at once: it ran nothing that could hold its pipes
+        abandon(proc, gate_out)
         raise
     try:
         with contextlib.suppress(BrokenPipeError):  # it died meanwhile: its end is collected
@@ -200,14 +220,16 @@ async def run_script(
     env: Mapping[str, str],
     cwd: str | None = None,
     timeout: float | None = None,
+    then: Callable[[], None] | None = None,
 ) -> ShellResult:
-    """Write `script` to a temporary file and run `interpreter FILE`."""
+    """Write `script` to a temporary file and run `interpreter FILE` (`then`: as for
+    `run_command`)."""
     fd, path = tempfile.mkstemp(prefix="tether-step-", suffix=".sh")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(script)
         argv = [*shlex.split(interpreter), path]
-        return await run_command(argv, env=env, cwd=cwd, timeout=timeout)
+        return await run_command(argv, env=env, cwd=cwd, timeout=timeout, then=then)
     finally:
         with contextlib.suppress(OSError):
             os.unlink(path)

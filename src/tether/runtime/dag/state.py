@@ -109,6 +109,17 @@ class DagState:
                 out.append(name)
         return out
 
+    def ready_after(self, name: str) -> list[str]:
+        """The steps `ready()` would give once step `name` has succeeded publishing nothing,
+        were nothing else to change (a prediction: nothing is settled)."""
+        nodes = {**self.nodes, name: Node(status="succeeded")}
+        return [
+            n
+            for n, deps in self._deps
+            if nodes[n].status in ("not_started", "retrying")
+            and all(_lets_go_on(nodes[d]) for d in deps)
+        ]
+
     # --- transitions ---------------------------------------------------------------------------
 
     def record_work(self, name: str, result: dict[str, Any]) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from tether.runtime.dag.ahead import Ahead, Launch, quiet_start
 from tether.runtime.dag.shell import (
     GATE_PREFIX,
     POSIX_SHELLS,
@@ -43,11 +44,16 @@ class StepInput:
 
 
 async def run_work(
-    step: Step, given: StepInput, actions: Actions, gate: Gate | None = None
+    step: Step,
+    given: StepInput,
+    actions: Actions,
+    gate: Gate | None = None,
+    ahead: Ahead | None = None,
 ) -> dict[str, Any]:
     """The step's result: `status` succeeded / failed / skipped, plus what it produced.
     `gate`: awaited before the step's first side effect (the run's previous write commits
-    meanwhile); a lone shell command's shell is started while it is awaited."""
+    meanwhile); a lone shell command's shell is started while it is awaited. `ahead`: the
+    run's shells started ahead (`ahead`): this step may take one, and starts the next."""
     if gate is not None and not _starts_early(step, given):
         await gate()
         gate = None
@@ -56,7 +62,7 @@ async def run_work(
             return {"status": "skipped", "reason": f"precondition not met: {cond.condition}"}
     work = step.work
     if isinstance(work, Shell):
-        return await _shell(step, work, given, gate)
+        return await _shell(step, work, given, gate, ahead)
     if isinstance(work, Action):
         return await _action(step, work, given, actions)
     raise TypeError(f"step {step.name!r} has no work to run here")  # call / task: not here
@@ -71,20 +77,39 @@ def _starts_early(step: Step, given: StepInput) -> bool:
     return not step.preconditions and gateable(work.shell or default_shell(), given.scope)
 
 
+def launch_of(step: Step, given: StepInput) -> Launch | None:
+    """How the step's first command would start behind its gate, to start it ahead
+    (`ahead`); None when it would not start before its gate, or its shell may run a startup
+    file."""
+    work = step.work
+    if not isinstance(work, Shell) or not _starts_early(step, given):
+        return None
+    shell = work.shell or default_shell()
+    argv = argv_for(GATE_PREFIX + given.expand(work.commands[0]), shell)
+    if not quiet_start(argv[0], given.scope):
+        return None
+    return Launch(step.name, tuple(argv), dict(given.scope), _cwd(work, given))
+
+
+def _cwd(work: Shell, given: StepInput) -> str | None:
+    return os.path.join(given.workdir or "", given.expand(work.dir)) if work.dir else given.workdir
+
+
 async def _shell(
-    step: Step, work: Shell, given: StepInput, gate: Gate | None = None
+    step: Step, work: Shell, given: StepInput, gate: Gate | None, ahead: Ahead | None
 ) -> dict[str, Any]:
     try:
-        results = await _run_shell(step, work, given, gate)
+        results = await _run_shell(step, work, given, gate, ahead)
     except OSError as exc:  # the shell, interpreter or `dir` is missing: the step fails (Dagu)
         return {"status": "failed", "error": f"cannot start the command: {exc}"}
     return _shell_result(step, results)
 
 
 async def _run_shell(
-    step: Step, work: Shell, given: StepInput, gate: Gate | None
+    step: Step, work: Shell, given: StepInput, gate: Gate | None, ahead: Ahead | None
 ) -> list[ShellResult]:
-    cwd = os.path.join(given.workdir or "", given.expand(work.dir)) if work.dir else given.workdir
+    cwd = _cwd(work, given)
+    then = ahead.launch if ahead is not None else None
     timeout = float(step.timeout_sec) if step.timeout_sec else None
     results: list[ShellResult] = []
     env = dict(given.scope)
@@ -92,13 +117,17 @@ async def _run_shell(
     if work.script is not None:
         script = given.expand(work.script)
         interpreter = work.commands[0] if work.commands else _shebang(script, work) or shell
-        results.append(await run_script(script, interpreter, env=env, cwd=cwd, timeout=timeout))
+        ran = run_script(script, interpreter, env=env, cwd=cwd, timeout=timeout, then=then)
+        results.append(await ran)
     else:
         for command in work.commands:
             text = given.expand(command)
             argv = argv_for(text if gate is None else GATE_PREFIX + text, shell)
-            res = await run_command(argv, env=env, cwd=cwd, timeout=timeout, gate=gate)
-            gate = None  # the first command passed it
+            started = ahead.take(argv, env, cwd) if gate and ahead else None
+            res = await run_command(
+                argv, env=env, cwd=cwd, timeout=timeout, gate=gate, started=started, then=then
+            )
+            gate = then = None  # the first command passed the gate and started the next shell
             results.append(res)
             if res.exit_code != 0:
                 break

@@ -36,7 +36,13 @@ from tether.specs.dag.model import (
     Work,
 )
 from tether.specs.dag.policies import retry_delay
-from tether.specs.dag.substitute import bind_params, evaluate_env, step_scope, substitute
+from tether.specs.dag.substitute import (
+    bind_params,
+    evaluate_env,
+    split_params,
+    step_scope,
+    substitute,
+)
 from tether.specs.dag.values import cron_of, parse_label
 
 __all__ = [
@@ -73,6 +79,7 @@ __all__ = [
     "parse_label",
     "retry_delay",
     "shell_steps",
+    "split_params",
     "step_scope",
     "substitute",
     "upstream_of",

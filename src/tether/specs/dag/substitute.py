@@ -140,3 +140,17 @@ def step_scope(
         scope.update(published)
     scope.update(run_values or {})
     return scope
+
+
+def split_params(given: str | list[str] | dict[str, str] | None) -> list[tuple[str | None, str]]:
+    """Run parameters as `(name or None, value)` in the order given."""
+    if given is None:
+        return []
+    if isinstance(given, dict):
+        return list(given.items())
+    items = given.split() if isinstance(given, str) else given
+    out: list[tuple[str | None, str]] = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        out.append((name, value) if sep and name.isidentifier() else (None, item))
+    return out
