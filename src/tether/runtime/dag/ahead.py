@@ -1,11 +1,13 @@
-"""The next step's shell, started while the current step's command runs.
+"""The next step's shell, started one step ahead.
 
-In a chain of shell steps, starting a shell (fork and exec) costs about as much as running a
-short command, and the worker is idle while the command runs. So when a lone step starts,
-the interpreter plans the step that would be the next wave alone if this one succeeds
-(`Launch`: the argv, environment and working directory it would run with then); once the
-current step's command runs, its runner starts that shell (`Ahead.launch`), behind its gate
-(`shell.GATE_PREFIX`): it runs nothing until it is given its line.
+A shell's start (fork, exec, the dynamic loader, the shell's own start-up) takes longer than
+a short command itself. A gated shell is started while the previous step's result commits, but
+its start-up still runs on after the commit is in. So when a lone step starts, the interpreter
+plans the step that would be the next wave alone if this one succeeds (`Launch`: the argv,
+environment and working directory it would run with then), and once the current step's shell
+is started, its runner starts that one too (`Ahead.launch`), behind its gate
+(`shell.GATE_PREFIX`): it runs nothing until it is given its line, and by its turn it waits,
+started, at its `read`.
 
 When the next step's turn comes, its runner takes the waiting shell only if it was started with
 exactly the argv, environment and directory the step has now (`Ahead.take`); it then passes

@@ -97,7 +97,8 @@ async def run_command(
     there). If `gate()` raises, the shell is given end of file, killed and reaped, and the
     error is raised: the command never ran. `started`: that shell, already started with
     exactly this argv, env and cwd, waiting at its gate (`ahead.Ahead.take`). `then` is
-    called once the command runs (`ahead.Ahead.launch`: the next step's shell starts now).
+    called once this command's shell is started, before its gate is awaited
+    (`ahead.Ahead.launch`: the next step's shell starts while this one waits).
 
     The child is spawned as `subprocess.run` spawns it; the event loop reads its pipes and
     learns of its exit from a pidfd (Linux), so a command costs no thread and no hand-off
@@ -106,8 +107,12 @@ async def run_command(
     limit = cap or output_cap()
     if gate is None:
         proc = _spawn(argv, env, cwd, subprocess.DEVNULL)
+        if then is not None:
+            then()
     else:
         proc, gate_out = started or start_gated(argv, env, cwd)
+        if then is not None:
+            then()  # while this shell waits at its gate for the previous step's commit
         await _open_gate(proc, gate, gate_out)
     try:
         ended = _Collector(proc, limit, asyncio.get_running_loop())
@@ -115,8 +120,6 @@ async def run_command(
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         raise
-    if then is not None:
-        then()
     timed_out = False
     try:
         try:
