@@ -23,7 +23,7 @@ from tether.runtime.registry import App, WorkflowDef
 from tether.runtime.signals import CancelledRun, ContinueAsNew, LeaseGone, Park
 from tether.runtime.statuses import ENDED_STATUSES
 from tether.storage import repo
-from tether.storage.checkpoints import CheckpointWriter, Pending
+from tether.storage.checkpoints import CheckpointWriter
 from tether.storage.driver import Connection, Database
 from tether.storage.errors import (
     LeaseLost,
@@ -32,6 +32,7 @@ from tether.storage.errors import (
     TamperedPayload,
     translated,
 )
+from tether.storage.pending import Pending
 from tether.storage.repo import Checkpoint, CheckpointResult
 from tether.storage.rows import ExecutionRow, RunState, unsealed
 

@@ -47,13 +47,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from tether.storage import repo
 from tether.storage.driver import Connection, Database, Queryable
 from tether.storage.errors import IntegrityError, InvalidData, LeaseLost, StorageError, translated
 from tether.storage.notify import CHANGE_CHANNEL, READY_CHANNEL
+from tether.storage.pending import Pending
 from tether.storage.pool import json_text
 from tether.storage.queries import Q
 from tether.storage.repo import Checkpoint, CheckpointResult
@@ -61,44 +62,11 @@ from tether.storage.rows import ExecutionRow
 
 logger = logging.getLogger(__name__)
 
+_Write = Pending  # a write queued or in a statement
+
 Note = tuple[str, str]  # a wake-up: (channel, payload)
 
 LINGER_S = 0.1  # how long an unused connection stays with the writer (module docstring)
-
-
-@dataclass
-class _Write:
-    """A write submitted to the writer (`Pending`): `done` resolves to its result once it
-    committed."""
-
-    execution_id: str
-    owner: str
-    attempt: int
-    seen_event_id: int
-    cp: Checkpoint
-    done: asyncio.Future[CheckpointResult] = field(
-        default_factory=lambda: asyncio.get_running_loop().create_future()
-    )
-    _waiters: list[asyncio.Future[None]] = field(default_factory=list)
-
-    def landed(self) -> asyncio.Future[None]:
-        """A future of its own, resolved (None) as `done` is: cancelling it leaves the write
-        alone, as waiting on `done` through `asyncio.wait` would, one hand-off sooner."""
-        waiter: asyncio.Future[None] = self.done.get_loop().create_future()
-        if self.done.done():
-            waiter.set_result(None)
-        else:
-            self._waiters.append(waiter)
-        return waiter
-
-    def _wake(self) -> None:
-        waiters, self._waiters = self._waiters, []
-        for waiter in waiters:
-            if not waiter.done():
-                waiter.set_result(None)
-
-
-Pending = _Write  # what `CheckpointWriter.submit` returns
 
 
 @dataclass(frozen=True)
@@ -215,7 +183,7 @@ class CheckpointWriter:
                     write.done.set_exception(LeaseLost())
                 else:
                     write.done.set_result(found[0])
-            write._wake()
+            write.wake()
         self._wake(_notes(results, claimed))
 
     async def _statement(
@@ -338,7 +306,7 @@ def _fail(write: _Write, exc: BaseException) -> None:
     object must not be raised in several tasks), cancelled when the statement was."""
     if not write.done.done():
         _settle_failed(write, exc)
-    write._wake()
+    write.wake()
 
 
 def _settle_failed(write: _Write, exc: BaseException) -> None:
