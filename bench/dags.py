@@ -13,8 +13,9 @@ process with one worker on one PostgreSQL):
 Targets (issue 12): DAG/plain ≤ 1.3 for chain and fan-out; shell DAG/loop ≤ 1.5.
 
 The shell case also prints where a DAG shell step's time goes: the command (timed around the
-shell runner: spawn the shell, wait at its gate for the previous step's result to commit, run
-the command, read its output, reap it), the writes the run waited for (timed around the run's
+shell runner: take the shell started for the step one step ahead, or spawn it; start the next
+step's shell; wait at the gate for the previous step's result to commit; run the command, read
+its output, reap it), the writes the run waited for (timed around the run's
 `RunIO.write`: the start of a chain's step waits for the previous step's write at its gate
 instead, so this is the settle and any write not left in flight), and the rest (start, claim,
 wake-ups, the interpreter).
@@ -287,7 +288,7 @@ def shell_breakdown(m: dict[str, float], steps: int) -> None:
         f"\nshell, per step (ms; {steps} steps, {m['shell_writes']:.0f} writes waited for a run):"
     )
     print(f"  DAG step       {total:7.2f}   bare subprocess.run  {bare:7.2f}")
-    print(f"    command      {command:7.2f}   (spawn, gate: previous step's commit, run, reap)")
+    print(f"    command      {command:7.2f}   (next shell, gate: last step's commit, run, reap)")
     print(f"    writes       {write:7.2f}   one-row commit floor {commit:7.2f}")
     print(
         f"    rest         {total - command - write:7.2f}   (start, claim, wake-ups, interpreter)"
