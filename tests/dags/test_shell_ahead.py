@@ -41,12 +41,18 @@ async def _open() -> None:
     return None
 
 
+async def _launched(ahead: Ahead) -> int | None:
+    """Launch what is planned; the shell starts once the caller pauses."""
+    ahead.launch()
+    await asyncio.sleep(0)
+    return _started(ahead)
+
+
 async def test_a_shell_taken_runs_its_command_once_its_gate_opens(tmp_path: Path) -> None:
     mark = tmp_path / "ran"
     ahead = Ahead()
     ahead.plan(launch := _launch(f"touch {mark}; echo done"))
-    ahead.launch()
-    pid = _started(ahead)
+    pid = await _launched(ahead)
     assert pid is not None and ahead.planned is None
     await asyncio.sleep(0.2)
     assert not mark.exists()  # started, waiting at its gate
@@ -71,8 +77,7 @@ async def test_a_shell_started_otherwise_is_ended_unrun(
     launch = _launch(f"touch {mark}")
     ahead = Ahead()
     ahead.plan(launch)
-    ahead.launch()
-    pid = _started(ahead)
+    pid = await _launched(ahead)
     assert pid is not None
     argv = list(argv_for(GATE_PREFIX + change["argv"], "sh")) if "argv" in change else None
     env = {**launch.env, **change.get("env", {})}
@@ -86,24 +91,37 @@ async def test_discard_and_a_wave_for_another_step_end_the_waiting_shell(tmp_pat
     mark = tmp_path / "ran"
     ahead = Ahead()
     ahead.plan(_launch(f"touch {mark}", step="b"))
-    ahead.launch()
-    first = _started(ahead)
+    first = await _launched(ahead)
     ahead.keep("b")  # the wave is the step it was started for: it waits on
     assert first is not None and _started(ahead) == first and _alive(first)
     ahead.keep("a")  # another step's wave (a retry of the step before, say)
     assert _started(ahead) is None and not _alive(first)
     ahead.plan(_launch(f"touch {mark}", step="b"))
-    ahead.launch()
-    second = _started(ahead)
+    second = await _launched(ahead)
     ahead.discard()
     assert second is not None and not _alive(second) and not mark.exists()
 
 
-def test_a_shell_that_cannot_start_leaves_nothing(tmp_path: Path) -> None:
+async def test_a_shell_that_cannot_start_leaves_nothing(tmp_path: Path) -> None:
     ahead = Ahead()
     ahead.plan(_launch("true", cwd=str(tmp_path / "missing")))
-    ahead.launch()  # the step's own start reports the missing directory, in its turn
-    assert _started(ahead) is None and ahead.planned is None
+    # the step's own start reports the missing directory, in its turn
+    assert await _launched(ahead) is None and ahead.planned is None
+
+
+async def test_a_shell_starts_at_the_callers_pause_and_not_once_the_run_is_done() -> None:
+    ahead = Ahead()
+    ahead.plan(_launch("true"))
+    ahead.launch()
+    assert _started(ahead) is None  # not before the runner pauses (at its gate, or its run)
+    await asyncio.sleep(0)
+    pid = _started(ahead)
+    assert pid is not None
+    ahead.plan(_launch("true"))
+    ahead.launch()
+    ahead.close()  # the run ended before the loop turned
+    await asyncio.sleep(0.05)
+    assert _started(ahead) is None and not _alive(pid)
 
 
 @pytest.mark.parametrize(
@@ -127,10 +145,10 @@ def ahead_log(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[int]]]
     """Every shell started ahead (pid) and every one taken, by any run; once the test is over,
     none of them may still be a process (each ran its step and was reaped, or was ended)."""
     log: dict[str, list[int]] = {"started": [], "taken": []}
-    launch, take = Ahead.launch, Ahead.take
+    start, take = Ahead._start, Ahead.take
 
-    def recording_launch(self: Ahead) -> None:
-        launch(self)
+    def recording_start(self: Ahead, planned: Launch) -> None:
+        start(self, planned)
         if (pid := _started(self)) is not None:
             log["started"].append(pid)
 
@@ -140,7 +158,7 @@ def ahead_log(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, list[int]]]
             log["taken"].append(started[0].pid)
         return started
 
-    monkeypatch.setattr(Ahead, "launch", recording_launch)
+    monkeypatch.setattr(Ahead, "_start", recording_start)
     monkeypatch.setattr(Ahead, "take", recording_take)
     yield log
     assert not [pid for pid in log["started"] if _alive(pid)]

@@ -4,10 +4,11 @@ A shell's start (fork, exec, the dynamic loader, the shell's own start-up) takes
 a short command itself. A gated shell is started while the previous step's result commits, but
 its start-up still runs on after the commit is in. So when a lone step starts, the interpreter
 plans the step that would be the next wave alone if this one succeeds (`Launch`: the argv,
-environment and working directory it would run with then), and once the current step's shell
-is started, its runner starts that one too (`Ahead.launch`), behind its gate
-(`shell.GATE_PREFIX`): it runs nothing until it is given its line, and by its turn it waits,
-started, at its `read`.
+environment and working directory it would run with then), and the current step's runner starts
+that one too (`Ahead.launch`) at its first pause: while the current shell waits at its gate for
+the previous step's commit or, when no write is in flight, while its command runs. It is
+behind its gate (`shell.GATE_PREFIX`): it runs nothing until it is given its line, and by its
+turn it waits, started, at its `read`.
 
 When the next step's turn comes, its runner takes the waiting shell only if it was started with
 exactly the argv, environment and directory the step has now (`Ahead.take`); it then passes
@@ -21,6 +22,7 @@ the same end of file. Only shells that read no startup file under `-c` are start
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -56,6 +58,7 @@ class Ahead:
     def __init__(self) -> None:
         self.planned: Launch | None = None
         self._spare: tuple[Launch, Started] | None = None
+        self._closed = False
         self.taken = 0  # shells started ahead that ran their step (read by tests and bench)
 
     def plan(self, launch: Launch | None) -> None:
@@ -69,11 +72,18 @@ class Ahead:
             self.discard()
 
     def launch(self) -> None:
-        """Start the planned shell, ending any other one waiting. A shell that cannot be
+        """Start the planned shell at the caller's next pause (`call_soon`): while the
+        current step's shell waits at its gate for the previous step's commit or, when no
+        write is in flight, while its command runs; never between the two."""
+        planned, self.planned = self.planned, None
+        if planned is not None:
+            asyncio.get_running_loop().call_soon(self._start, planned)
+
+    def _start(self, planned: Launch) -> None:
+        """Start `planned`'s shell, ending any other one waiting. A shell that cannot be
         started leaves nothing: the step starts its own when its turn comes (and fails there
         as it would have)."""
-        planned, self.planned = self.planned, None
-        if planned is None:
+        if self._closed:
             return
         self.discard()
         try:
@@ -100,3 +110,8 @@ class Ahead:
         spare, self._spare = self._spare, None
         if spare is not None:
             abandon(*spare[1])
+
+    def close(self) -> None:
+        """The run is done with its steps: end the shell waiting, and start no other."""
+        self._closed = True
+        self.discard()

@@ -137,7 +137,7 @@ async def run_dag(ctx: Context, host: DagHost, name: str, inp: DagInput) -> dict
         while not run.state.rejected() and ((wave := run.state.ready()) or run.carried):
             await run.wave(wave)
     finally:
-        run.ahead.discard()  # a shell started for a step that will not run now
+        run.ahead.close()  # a shell started for a step that will not run now
     outcome = run.state.outcome()
     if outcome == "rejected":
         step = next(n for n, node in run.state.nodes.items() if node.status == "rejected")

@@ -98,7 +98,7 @@ async def run_command(
     error is raised: the command never ran. `started`: that shell, already started with
     exactly this argv, env and cwd, waiting at its gate (`ahead.Ahead.take`). `then` is
     called once this command's shell is started, before its gate is awaited
-    (`ahead.Ahead.launch`: the next step's shell starts while this one waits).
+    (`ahead.Ahead.launch`: the next step's shell starts at the runner's first pause).
 
     The child is spawned as `subprocess.run` spawns it; the event loop reads its pipes and
     learns of its exit from a pidfd (Linux), so a command costs no thread and no hand-off
