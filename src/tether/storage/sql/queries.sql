@@ -3,13 +3,23 @@
 -- wakes the workers in the same transaction. No row back means the key was taken (keys are per
 -- tenant: $15, NULL for none). A run on a queue ($11) is inserted queued: wake_at NULL, so no
 -- claim sees it until a worker admits it. $16 false: no wake-up here (the caller sends `wake`
--- once this has committed).
+-- once this has committed). $17 (a worker of the starting process with a free slot, NULL for
+-- none): a run due at once (no queue) is inserted already claimed by it for $18 seconds, as
+-- `claim_executions` would leave it (status 'running', attempt 1, wake_at = lease_until), so its
+-- lease expires, and any worker claims it again, if that worker never runs it.
 WITH ins AS (
     INSERT INTO executions (id, workflow, business_id, status, input, idempotency_key,
                             predecessor_id, root_id, retention_s, deadline_at, wake_at,
-                            last_event_id, queue, labels, profile, profile_env, tenant)
-    VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8, $9,
-            CASE WHEN $11::text IS NULL THEN now() END, 1, $11, $12, $13, $14, $15)
+                            last_event_id, queue, labels, profile, profile_env, tenant,
+                            lease_owner, lease_until, attempt)
+    SELECT $1, $2, $3, CASE WHEN h.owner IS NULL THEN 'pending' ELSE 'running' END, $4, $5, $6,
+           $7, $8, $9,
+           CASE WHEN h.owner IS NOT NULL THEN now() + make_interval(secs => $18)
+                WHEN $11::text IS NULL THEN now() END,
+           1, $11, $12, $13, $14, $15,
+           h.owner, CASE WHEN h.owner IS NOT NULL THEN now() + make_interval(secs => $18) END,
+           CASE WHEN h.owner IS NULL THEN 0 ELSE 1 END
+    FROM (SELECT CASE WHEN $11::text IS NULL THEN $17::text END AS owner) AS h
     ON CONFLICT (workflow, (coalesce(tenant, '')), idempotency_key)
         WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING *
