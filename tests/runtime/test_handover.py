@@ -108,3 +108,28 @@ async def test_a_run_handed_to_a_worker_that_never_takes_it_is_recovered_at_leas
         2,
         0,  # progress since: the count of lost leases in a row starts over
     )
+
+
+async def test_a_handed_over_run_costs_no_claim_statement(
+    start: Start, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hand-over replaces the wake-up and the claim: while the handed run runs, the
+    worker's claim loop (polling only every 30 s) sends no claim statement."""
+    gate = asyncio.Event()
+    idle = WorkerSettings(concurrency=4, lease_s=5.0, poll_s=30.0, shutdown_grace_s=1.0)
+    claims: list[str] = []
+    claim = repo.claim
+
+    async def counted(*args: object, **kwargs: object) -> object:
+        claims.append("claim")
+        return await claim(*args, **kwargs)  # type: ignore[arg-type]
+
+    async with start(_app(gate), worker_settings=idle) as rt:
+        await asyncio.sleep(0.2)  # the loop's first claims (start-up, the listener's) are done
+        monkeypatch.setattr(repo, "claim", counted)
+        run = (await rt.ops.start("blocks")).execution
+        await asyncio.sleep(0.2)
+        assert (run.status, claims) == ("running", [])
+        gate.set()
+        view = await rt.ops.wait_for_end(run.id, timeout=10)
+    assert view.current.output == "released"

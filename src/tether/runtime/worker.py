@@ -152,18 +152,22 @@ class Worker:
         return repo.Lease(self.owner, self.settings.lease_s)
 
     def unreserve(self) -> None:
-        self._reserved -= 1
-        if self._reserved == 0:
-            self._handed.set()
+        self._release_reservation()
         self._wake.set()  # the slot is free again for the claim loop
 
     def adopt(self, row: ExecutionRow) -> None:
-        """Run a run a start inserted claimed by this worker (its reserved slot)."""
-        self.unreserve()
+        """Run a run a start inserted claimed by this worker (its reserved slot; the claim
+        loop is not woken: the run takes the slot)."""
+        self._release_reservation()
         if self._closed:  # drained meanwhile: its lease expires and any worker claims it
             logger.warning("a run was handed over after the worker stopped; it is recovered")
             return
         self._start(row)
+
+    def _release_reservation(self) -> None:
+        self._reserved -= 1
+        if self._reserved == 0:
+            self._handed.set()
 
     def _poke(self, _channel: str = "", _payload: str = "") -> None:
         self._wake.set()
