@@ -440,7 +440,9 @@ class _HeldConnection:
         return getattr(self.conn, name)
 
     async def fetch(self, query: str, *args: Any, **kwargs: Any) -> Any:
-        if query == Q["checkpoint_many"] and any(args[8]) and not self.held.held.is_set():
+        status = args[8] if query in (Q["checkpoint_many"], Q["checkpoint_one"]) else None
+        settles = any(status) if isinstance(status, list) else status is not None
+        if settles and not self.held.held.is_set():
             self.held.held.set()
             await self.held.go.wait()
         return await self.conn.fetch(query, *args, **kwargs)

@@ -371,6 +371,16 @@ def test_the_refill_claims_by_the_claim_loops_rules() -> None:
     assert loop == refill
 
 
+def test_the_one_write_statement_is_the_many_write_statement_past_its_first_cte() -> None:
+    """`checkpoint_one` (a lone write, scalar parameters) repeats `checkpoint_many` after the
+    CTE that reads the parameters; only the refill's "not a run it writes" test differs."""
+    many, one = Q["checkpoint_many"], Q["checkpoint_one"]
+    rest_many = many[many.index("), lease AS (") :]
+    rest_one = one[one.index("), lease AS (") :]
+    assert rest_one == rest_many.replace("x.id <> ALL($1::text[])", "x.id <> $1::text")
+    assert "x.id <> $1::text" in rest_one
+
+
 class SettingPool(CountingPool):
     """A CountingPool whose statements run in a transaction of their own that reads
     `synchronous_commit` just before it commits (`commit_settings`)."""
@@ -413,7 +423,7 @@ async def test_a_records_only_write_may_commit_without_waiting_for_the_flush(
     settle = Checkpoint(status="completed", output={"x": 1}, flush=False)
     await writer.write("ex_c", "w", 1, 1, settle)
     await writer.close()
-    assert counting.sent == [Q["checkpoint_step"], Q["checkpoint_step"], Q["checkpoint_many"]]
+    assert counting.sent == [Q["checkpoint_step"], Q["checkpoint_step"], Q["checkpoint_one"]]
     assert counting.commit_settings == ["off", "on", "on"]
     assert await db.fetchval("SELECT current_setting('synchronous_commit')") == "on"
     values = await db.fetch("SELECT execution_id, result FROM steps ORDER BY execution_id")

@@ -74,6 +74,7 @@ def test_queries_file_parses_into_the_expected_names() -> None:
         "insert_executions",
         "wake",
         "checkpoint_many",
+        "checkpoint_one",
         "checkpoint_step",
     }
     assert set(queries.Q) == expected

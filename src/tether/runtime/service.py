@@ -182,6 +182,7 @@ async def _running(
             for _ in range(workers):
                 worker = Worker(db, app, worker_settings, listener=listener)
                 rt.workers.append(worker)
+                ops.env.takers.append(worker)
                 tg.create_task(worker.run(), name=f"tether-worker-{worker.owner}")
             sweeper = (
                 tg.create_task(

@@ -99,6 +99,10 @@ class Worker:
         self.stats = WorkerStats()
         self._listener = listener
         self._active: dict[str, _Active] = {}
+        self._reserved = 0  # slots held for runs a start hands over (`reserve`)
+        self._handed = asyncio.Event()  # set while no slot is reserved
+        self._handed.set()
+        self._closed = False  # drained: a run handed over now is left to its lease's expiry
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
         self._abandon = self.settings.abandon
@@ -136,6 +140,35 @@ class Worker:
         for row in rows:
             self._start(row)
 
+    def reserve(self) -> repo.Lease | None:
+        """Hold a free slot for a run a start of this process inserts already claimed by this
+        worker (operations/starting.py); None while it stops, admits queued runs first, traces
+        (as `_room`), or has no free slot. `adopt` or `unreserve` frees the slot."""
+        busy = len(self._active) + self._reserved
+        if not self.running.is_set() or busy >= self.settings.concurrency or self._room(1) == 0:
+            return None
+        self._reserved += 1
+        self._handed.clear()
+        return repo.Lease(self.owner, self.settings.lease_s)
+
+    def unreserve(self) -> None:
+        self._release_reservation()
+        self._wake.set()  # the slot is free again for the claim loop
+
+    def adopt(self, row: ExecutionRow) -> None:
+        """Run a run a start inserted claimed by this worker (its reserved slot; the claim
+        loop is not woken: the run takes the slot)."""
+        self._release_reservation()
+        if self._closed:  # drained meanwhile: its lease expires and any worker claims it
+            logger.warning("a run was handed over after the worker stopped; it is recovered")
+            return
+        self._start(row)
+
+    def _release_reservation(self) -> None:
+        self._reserved -= 1
+        if self._reserved == 0:
+            self._handed.set()
+
     def _poke(self, _channel: str = "", _payload: str = "") -> None:
         self._wake.set()
 
@@ -162,7 +195,7 @@ class Worker:
         backoff = self.settings.poll_s
         while not self._stopping.is_set():
             self._wake.clear()
-            free = self.settings.concurrency - len(self._active)
+            free = self.settings.concurrency - len(self._active) - self._reserved
             claimed: list[ExecutionRow] = []
             if free > 0:
                 try:
@@ -271,6 +304,9 @@ class Worker:
         alike; no statement claims once the worker stops."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.settings.shutdown_grace_s
+        with contextlib.suppress(TimeoutError):  # runs being handed over join the drain
+            async with asyncio.timeout_at(deadline):
+                await self._handed.wait()
         while self._active:
             tasks = [a.task for a in self._active.values()]
             _, pending = await asyncio.wait(tasks, timeout=max(deadline - loop.time(), 0.0))
@@ -280,3 +316,4 @@ class Worker:
                     active.task.cancel()
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
+        self._closed = True

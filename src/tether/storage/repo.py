@@ -23,6 +23,7 @@ from tether.storage.rows import (
 )
 from tether.storage.rows import Checkpoint as Checkpoint  # callers: repo.Checkpoint
 from tether.storage.rows import CheckpointResult as CheckpointResult
+from tether.storage.rows import Lease as Lease  # callers: repo.Lease
 from tether.storage.rows import NewExecution as NewExecution  # callers: repo.NewExecution
 
 Conn = Queryable  # what a query runs on: a pool, or a connection inside a transaction
@@ -33,8 +34,28 @@ async def insert_execution(
 ) -> ExecutionRow | None:
     """Insert a pending run; None when (workflow, tenant, idempotency_key) is already taken.
     `notify=False`: the workers are not woken here (send `wake` once it has committed)."""
+    rec = await _insert_execution(conn, new, notify, None)
+    return ExecutionRow.from_record(rec) if rec else None
+
+
+async def insert_claimed(
+    conn: Conn, new: NewExecution, lease: Lease
+) -> tuple[ExecutionRow, ExecutionRow] | None:
+    """Insert a run (wakes no one) already claimed under `lease` when it is due at once (no
+    queue; else it is inserted queued, as `insert_execution` does); None when its key is
+    taken. The row twice: with its payloads as stored (for the worker, as `claim` returns
+    them) and opened (for the caller)."""
+    rec = await _insert_execution(conn, new, False, lease)
+    if rec is None:
+        return None
+    return ExecutionRow.from_record(rec, unseal=False), ExecutionRow.from_record(rec)
+
+
+async def _insert_execution(
+    conn: Conn, new: NewExecution, notify: bool, lease: Lease | None
+) -> Any:
     with translated():
-        rec = await conn.fetchrow(
+        return await conn.fetchrow(
             Q["insert_execution"],
             new.id,
             new.workflow,
@@ -52,8 +73,9 @@ async def insert_execution(
             dict(new.profile_env) if new.profile_env is not None else None,
             new.tenant,
             notify,
+            lease.owner if lease is not None else None,
+            float(lease.lease_s) if lease is not None else 0.0,
         )
-    return ExecutionRow.from_record(rec) if rec else None
 
 
 async def wake(conn: Conn, notes: Sequence[tuple[str, str]]) -> None:

@@ -139,6 +139,15 @@ def unsealed(row: ExecutionRow) -> ExecutionRow:
 
 
 @dataclass(frozen=True)
+class Lease:
+    """A run inserted already claimed (`insert_claimed`): held by worker `owner` for `lease_s`
+    seconds, as a claim would hold it."""
+
+    owner: str
+    lease_s: float
+
+
+@dataclass(frozen=True)
 class NewExecution:
     """A run to insert (`repo.insert_execution`)."""
 

@@ -8,7 +8,7 @@ import copy
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -17,7 +17,7 @@ from tether.runtime.admission import NO_ADMISSION, Admission
 from tether.runtime.registry import App
 from tether.storage.coalesce import RowReader
 from tether.storage.driver import Database, Notifications
-from tether.storage.rows import ExecutionRow
+from tether.storage.rows import ExecutionRow, Lease
 
 DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024
 POLL_FALLBACK_S = 0.25
@@ -35,6 +35,19 @@ def check_tenant(tenant: str | None) -> None:
         )
 
 
+class Taker(Protocol):
+    """A worker of this process that takes a run its start inserts already claimed (the
+    start's hand-over: operations/starting.py): `reserve` holds one of its free slots and
+    says the lease to insert under (None: no free slot, or it claims only through its loop),
+    then exactly one of `adopt` (the inserted row, as stored) or `unreserve` frees it."""
+
+    def reserve(self) -> Lease | None: ...
+
+    def adopt(self, row: ExecutionRow) -> None: ...
+
+    def unreserve(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class Env:
     """Shared by every operation; holds no run state."""
@@ -50,6 +63,8 @@ class Env:
     # with no tenant) and new runs belong to it. See `narrowed`.
     tenant: str | None = field(default=None, init=False)
     every_tenant: bool = field(default=True, init=False)
+    # This process's workers (the runtime adds them), to which a start hands its run over.
+    takers: list[Taker] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
         # A quarter of the pool for concurrent single-row reads; more readers share statements.

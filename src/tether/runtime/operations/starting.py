@@ -4,6 +4,7 @@ run that already holds it."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -12,7 +13,7 @@ from typing import Any, Literal
 from tether.observability import tracing
 from tether.runtime import admission, errors
 from tether.runtime.ids import new_execution_id
-from tether.runtime.operations.env import Env
+from tether.runtime.operations.env import Env, Taker
 from tether.runtime.operations.storage_errors import storage_errors
 from tether.runtime.policy import seconds
 from tether.runtime.registry import WorkflowDef
@@ -134,7 +135,9 @@ async def start(
                 row = await _insert_singleton(conn, new, singleton)
             if row is not None:
                 return Started(row, deduped=False)
-        return await insert_or_resolve(env.pool, new, on_live_match, echo=env.echo)
+        return await insert_or_resolve(
+            env.pool, new, on_live_match, echo=env.echo, takers=env.takers
+        )
 
 
 async def insert_or_resolve(
@@ -144,15 +147,22 @@ async def insert_or_resolve(
     *,
     key_taken: bool = False,
     echo: Callable[[list[tuple[str, str]]], None] | None = None,
+    takers: Sequence[Taker] = (),
 ) -> Started:
     """Insert `new`, or resolve its idempotency key to the run that holds it (`key_taken`:
     an insert already found it taken); `conn` is a pool or a connection outside a transaction.
     The workers are woken once the insert has committed (`repo.wake`: the insert itself then
-    never waits for PostgreSQL's notification lock), this process's first (`echo`). Raises
+    never waits for PostgreSQL's notification lock), this process's first (`echo`). A run due
+    at once is handed to one of `takers` (this process's workers) with a free slot instead:
+    inserted already claimed by it, no one is woken (`_insert_taken`). Raises
     IdempotencyMismatch, RunAlreadyActive, Unavailable, StorageError."""
     for _ in range(3):
         if not key_taken:
-            row = await repo.insert_execution(conn, new, notify=False)
+            handed, row = await _insert_taken(conn, new, takers)
+            if row is not None and handed:
+                return Started(row, deduped=False)
+            if not handed:
+                row = await repo.insert_execution(conn, new, notify=False)
             if row is not None:
                 notes = [(READY_CHANNEL, row.id)]
                 if echo is not None:
@@ -164,6 +174,38 @@ async def insert_or_resolve(
         if existing is not None:
             return Started(existing, deduped=True)
     raise errors.Unavailable("could not create the run; retry")
+
+
+async def _insert_taken(
+    conn: repo.Conn, new: repo.NewExecution, takers: Sequence[Taker]
+) -> tuple[bool, ExecutionRow | None]:
+    """The start's hand-over: insert `new` already claimed by a taker with a free slot, who
+    then runs it at once, with neither a wake-up nor a claim statement: (True, the row), or
+    (True, None) when the key is taken; (False, None) when no taker had room or the run waits
+    in a queue (nothing inserted: insert it as usual). The insert and the
+    hand-over run in a task of their own, so a cancelled caller still leaves the run with its
+    worker; a run inserted but never adopted (the process dies) is claimed again by any worker
+    once its lease expires, as any claimed run whose worker is lost."""
+    if new.queue is None:  # a queued run is admitted by its queue, never handed over
+        for taker in takers:
+            lease = taker.reserve()
+            if lease is not None:
+                return True, await asyncio.shield(_insert_claimed(conn, new, taker, lease))
+    return False, None
+
+
+async def _insert_claimed(
+    conn: repo.Conn, new: repo.NewExecution, taker: Taker, lease: repo.Lease
+) -> ExecutionRow | None:
+    rows = None
+    try:
+        rows = await repo.insert_claimed(conn, new, lease)
+    finally:
+        if rows is None:
+            taker.unreserve()
+        else:
+            taker.adopt(rows[0])
+    return rows[1] if rows is not None else None
 
 
 async def _insert_singleton(

@@ -3,13 +3,23 @@
 -- wakes the workers in the same transaction. No row back means the key was taken (keys are per
 -- tenant: $15, NULL for none). A run on a queue ($11) is inserted queued: wake_at NULL, so no
 -- claim sees it until a worker admits it. $16 false: no wake-up here (the caller sends `wake`
--- once this has committed).
+-- once this has committed). $17 (a worker of the starting process with a free slot, NULL for
+-- none): a run due at once (no queue) is inserted already claimed by it for $18 seconds, as
+-- `claim_executions` would leave it (status 'running', attempt 1, wake_at = lease_until), so its
+-- lease expires, and any worker claims it again, if that worker never runs it.
 WITH ins AS (
     INSERT INTO executions (id, workflow, business_id, status, input, idempotency_key,
                             predecessor_id, root_id, retention_s, deadline_at, wake_at,
-                            last_event_id, queue, labels, profile, profile_env, tenant)
-    VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8, $9,
-            CASE WHEN $11::text IS NULL THEN now() END, 1, $11, $12, $13, $14, $15)
+                            last_event_id, queue, labels, profile, profile_env, tenant,
+                            lease_owner, lease_until, attempt)
+    SELECT $1, $2, $3, CASE WHEN h.owner IS NULL THEN 'pending' ELSE 'running' END, $4, $5, $6,
+           $7, $8, $9,
+           CASE WHEN h.owner IS NOT NULL THEN now() + make_interval(secs => $18)
+                WHEN $11::text IS NULL THEN now() END,
+           1, $11, $12, $13, $14, $15,
+           h.owner, CASE WHEN h.owner IS NOT NULL THEN now() + make_interval(secs => $18) END,
+           CASE WHEN h.owner IS NULL THEN 0 ELSE 1 END
+    FROM (SELECT CASE WHEN $11::text IS NULL THEN $17::text END AS owner) AS h
     ON CONFLICT (workflow, (coalesce(tenant, '')), idempotency_key)
         WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING *
@@ -446,6 +456,134 @@ WITH c AS (
     SELECT d.id, d.lost FROM (
         SELECT x.id, x.status = 'running' AS lost FROM executions x
         WHERE x.wake_at <= now() AND x.id <> ALL($1::text[])
+        ORDER BY x.wake_at
+        LIMIT 64
+        FOR UPDATE SKIP LOCKED
+    ) AS d
+    LIMIT $20
+), claimed AS (
+    UPDATE executions e SET
+        lost_leases = e.lost_leases + due.lost::integer,
+        status      = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN 'failed'
+                           ELSE 'running' END,
+        error       = CASE WHEN due.lost AND e.lost_leases + 1 >= $21
+                           THEN $22::jsonb || jsonb_build_object(
+                                'message', format($23::text, e.lost_leases + 1),
+                                'lost_leases', e.lost_leases + 1)
+                           ELSE e.error END,
+        ended_at    = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN now()
+                           ELSE e.ended_at END,
+        expires_at  = CASE WHEN due.lost AND e.lost_leases + 1 >= $21
+                           THEN now() + make_interval(secs => e.retention_s)
+                           ELSE e.expires_at END,
+        last_event_id = e.last_event_id + (due.lost AND e.lost_leases + 1 >= $21)::integer,
+        lease_owner = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN NULL ELSE $18 END,
+        lease_until = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN NULL
+                           ELSE now() + make_interval(secs => $19) END,
+        wake_at     = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN NULL
+                           ELSE now() + make_interval(secs => $19) END,
+        attempt     = e.attempt + 1,
+        waits       = '[]'::jsonb,
+        version     = e.version + 1,
+        updated_at  = now()
+    FROM due
+    WHERE e.id = due.id
+    RETURNING e.*
+), ended AS (
+    INSERT INTO history (execution_id, event_id, type, data)
+    SELECT id, last_event_id, 'ended', jsonb_build_object('status', status, 'error', error)
+    FROM claimed WHERE status = 'failed'
+), w AS (
+    SELECT row_number() OVER () AS w_n, lease.id AS w_id, lease.status AS w_status,
+           lease.cancel_requested AS w_cancel_requested, lease.last_event_id AS w_last_event_id,
+           lease.set_status IS NOT NULL OR lease.set_details AS w_changed,
+           (lease.status = 'pending' AND lease.wake_at <= now())
+           OR (lease.queue IS NOT NULL  -- it ended: its queue slot is free
+               AND lease.status IN ('completed', 'failed', 'timed_out', 'cancelled',
+                                    'continued_as_new')) AS w_ready
+    FROM lease
+), k AS (
+    SELECT row_number() OVER () AS k_n, claimed.* FROM claimed
+)
+SELECT w.*, k.* FROM w FULL JOIN k ON k.k_n = w.w_n;
+
+-- name: checkpoint_one
+-- `checkpoint_many` for one write, its parameters scalars instead of arrays (jsonb ones as
+-- jsonb): the same statement past its first CTE (tests/storage/test_checkpoints.py keeps the two
+-- alike), which PostgreSQL runs in about two thirds of the time (no arrays to unnest and join).
+WITH c AS (
+    SELECT $1::text AS id, $2::text AS owner, $3::integer AS attempt, $4::jsonb AS records,
+           $5::jsonb AS consumed, $6::jsonb AS events, $7::boolean AS set_details,
+           $8::text AS details, $9::text AS status, $10::jsonb AS output, $11::jsonb AS error,
+           $12::jsonb AS waits, $13::timestamptz AS wake_at, $14::bigint AS seen,
+           $15::text AS successor_id, $16::integer AS run_attempt, $17::integer AS truncate_from
+), lease AS (
+    UPDATE executions e SET
+        version        = e.version + 1,
+        updated_at     = now(),
+        last_event_id  = e.last_event_id + jsonb_array_length(c.events),
+        details        = CASE WHEN c.set_details THEN c.details ELSE e.details END,
+        status         = CASE
+                            WHEN c.status IS NULL THEN e.status
+                            WHEN c.status = 'waiting' AND e.last_event_id <> c.seen
+                                THEN 'pending'
+                            ELSE c.status END,
+        output         = CASE WHEN c.status IS NULL THEN e.output ELSE c.output END,
+        error          = CASE WHEN c.status IS NULL THEN e.error ELSE c.error END,
+        waits          = CASE
+                            WHEN c.status = 'waiting' AND e.last_event_id = c.seen
+                                THEN c.waits
+                            WHEN c.status IS NULL THEN e.waits
+                            ELSE '[]'::jsonb END,
+        wake_at        = CASE
+                            WHEN c.status IS NULL THEN e.wake_at
+                            WHEN c.status = 'waiting' AND e.last_event_id <> c.seen
+                                THEN now()
+                            WHEN c.status IN ('waiting', 'pending') THEN c.wake_at
+                            ELSE NULL END,
+        lease_owner    = CASE WHEN c.status IS NULL THEN e.lease_owner ELSE NULL END,
+        lease_until    = CASE WHEN c.status IS NULL THEN e.lease_until ELSE NULL END,
+        ended_at       = CASE WHEN c.status IN ('completed', 'failed', 'timed_out', 'cancelled',
+                                                'continued_as_new')
+                              THEN now() ELSE e.ended_at END,
+        expires_at     = CASE WHEN c.status IN ('completed', 'failed', 'timed_out', 'cancelled',
+                                                'continued_as_new')
+                              THEN now() + make_interval(secs => e.retention_s)
+                              ELSE e.expires_at END,
+        successor_id   = coalesce(c.successor_id, e.successor_id),
+        run_attempt    = e.run_attempt + c.run_attempt,
+        lost_leases    = CASE WHEN c.status IS NOT NULL OR jsonb_array_length(c.records) > 0
+                              THEN 0 ELSE e.lost_leases END
+    FROM c
+    WHERE e.id = c.id AND e.lease_owner = c.owner AND e.attempt = c.attempt
+    RETURNING e.id, e.status, e.cancel_requested, e.last_event_id, e.wake_at, e.queue,
+              c.records, c.consumed, c.events, c.set_details, c.status AS set_status,
+              c.truncate_from
+), trunc AS (
+    DELETE FROM steps s USING lease
+    WHERE lease.truncate_from IS NOT NULL AND s.execution_id = lease.id
+      AND s.seq >= lease.truncate_from
+), rec AS (
+    INSERT INTO steps (execution_id, seq, kind, name, result, done)
+    SELECT lease.id, r.seq, r.kind, r.name, r.result, r.done
+    FROM lease, jsonb_to_recordset(lease.records) AS r(seq integer, kind text, name text,
+                                                       result jsonb, done boolean)
+    ON CONFLICT (execution_id, seq) DO UPDATE
+        SET result = EXCLUDED.result, done = EXCLUDED.done, at = now()
+        WHERE NOT steps.done
+), con AS (
+    UPDATE signals s SET consumed_seq = x.seq
+    FROM lease, jsonb_to_recordset(lease.consumed) AS x(id bigint, seq integer)
+    WHERE s.id = x.id AND s.execution_id = lease.id AND s.consumed_seq IS NULL
+), ev AS (
+    INSERT INTO history (execution_id, event_id, type, data)
+    SELECT lease.id, lease.last_event_id - jsonb_array_length(lease.events) + x.n, x.type, x.data
+    FROM lease, ROWS FROM (jsonb_to_recordset(lease.events) AS (type text, data jsonb))
+         WITH ORDINALITY AS x(type, data, n)
+), due AS (
+    SELECT d.id, d.lost FROM (
+        SELECT x.id, x.status = 'running' AS lost FROM executions x
+        WHERE x.wake_at <= now() AND x.id <> $1::text
         ORDER BY x.wake_at
         LIMIT 64
         FOR UPDATE SKIP LOCKED
