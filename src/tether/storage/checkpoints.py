@@ -62,8 +62,6 @@ from tether.storage.rows import ExecutionRow
 
 logger = logging.getLogger(__name__)
 
-_Write = Pending  # a write queued or in a statement
-
 Note = tuple[str, str]  # a wake-up: (channel, payload)
 
 LINGER_S = 0.1  # how long an unused connection stays with the writer (module docstring)
@@ -101,7 +99,7 @@ class CheckpointWriter:
         self._refill = refill
         self._echo = echo  # this process's own listener: delivers a batch of wake-ups first
         self._in_flight = 0
-        self._queued: list[_Write] = []
+        self._queued: list[Pending] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._notes: list[Note] = []  # wake-ups due, not yet sent
         self._waking: asyncio.Task[None] | None = None
@@ -119,7 +117,7 @@ class CheckpointWriter:
     ) -> Pending:
         """Queue the write (sent at once if a slot is free); its `done` is what `write`
         awaits."""
-        write = _Write(execution_id, owner, attempt, seen_event_id, cp)
+        write = Pending(execution_id, owner, attempt, seen_event_id, cp)
         self._queued.append(write)
         if self._in_flight < self._max_statements:
             self._start_batch()
@@ -138,9 +136,9 @@ class CheckpointWriter:
             self._start_batch()
 
     def _start_batch(self) -> None:
-        batch: list[_Write] = []
+        batch: list[Pending] = []
         seen: set[str] = set()
-        kept: list[_Write] = []
+        kept: list[Pending] = []
         for write in self._queued:
             if write.execution_id in seen or len(batch) >= self._max_batch:
                 kept.append(write)  # one write per run and statement: the next one takes it
@@ -159,7 +157,7 @@ class CheckpointWriter:
         self._tasks.discard(task)
         self._finished()
 
-    async def _apply(self, batch: list[_Write], claim: int) -> None:
+    async def _apply(self, batch: list[Pending], claim: int) -> None:
         try:
             results, claimed = await self._statement(batch, claim)
         except (IntegrityError, InvalidData) as exc:
@@ -187,7 +185,7 @@ class CheckpointWriter:
         self._wake(_notes(results, claimed))
 
     async def _statement(
-        self, batch: list[_Write], claim: int
+        self, batch: list[Pending], claim: int
     ) -> tuple[Applied, list[ExecutionRow]]:
         conn = await self._kept.take()
         try:
@@ -301,7 +299,7 @@ async def _wake(kept: _Kept, notes: list[Note]) -> None:
         await kept.give_back(conn, healthy=sent)
 
 
-def _fail(write: _Write, exc: BaseException) -> None:
+def _fail(write: Pending, exc: BaseException) -> None:
     """The write fails as it would have alone: its own copy of a storage error (one exception
     object must not be raised in several tasks), cancelled when the statement was."""
     if not write.done.done():
@@ -309,7 +307,7 @@ def _fail(write: _Write, exc: BaseException) -> None:
     write.wake()
 
 
-def _settle_failed(write: _Write, exc: BaseException) -> None:
+def _settle_failed(write: Pending, exc: BaseException) -> None:
     if isinstance(exc, asyncio.CancelledError):
         write.done.cancel()
     elif isinstance(exc, StorageError):
@@ -320,7 +318,7 @@ def _settle_failed(write: _Write, exc: BaseException) -> None:
         write.done.set_exception(exc)
 
 
-def _values(w: _Write, encode: Callable[[Any], Any]) -> tuple[Any, ...]:
+def _values(w: Pending, encode: Callable[[Any], Any]) -> tuple[Any, ...]:
     """A write's parameters, in the query's order, jsonb ones through `encode`."""
     cp = w.cp
     records, output = repo.sealed_checkpoint(w.execution_id, cp)
@@ -332,7 +330,7 @@ def _values(w: _Write, encode: Callable[[Any], Any]) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
-def _columns(batch: list[_Write]) -> list[list[Any]]:
+def _columns(batch: list[Pending]) -> list[list[Any]]:
     """`checkpoint_many`'s arrays: jsonb values as JSON text (an array is one element)."""
     columns: list[list[Any]] = [[] for _ in range(17)]
     for w in batch:
@@ -342,7 +340,7 @@ def _columns(batch: list[_Write]) -> list[list[Any]]:
 
 
 async def _checkpoint_many(
-    conn: Queryable, batch: list[_Write], refill: Refill | None, claim: int
+    conn: Queryable, batch: list[Pending], refill: Refill | None, claim: int
 ) -> tuple[Applied, list[ExecutionRow]]:
     """Apply the writes in one statement, claiming up to `claim` runs for `refill`'s owner;
     for each run whose fence held, its result and whether its watchers and the workers are
@@ -377,7 +375,7 @@ async def _checkpoint_many(
     return applied, claimed
 
 
-async def _checkpoint_step(conn: Queryable, w: _Write) -> Applied:
+async def _checkpoint_step(conn: Queryable, w: Pending) -> Applied:
     records, _ = repo.sealed_checkpoint(w.execution_id, w.cp)
     with translated():
         recs = await conn.fetch(

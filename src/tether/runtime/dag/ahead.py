@@ -59,7 +59,7 @@ class Ahead:
         self.planned: Launch | None = None
         self._spare: tuple[Launch, Started] | None = None
         self._closed = False
-        self.taken = 0  # shells started ahead that ran their step (read by tests and bench)
+        self.taken = 0  # shells started ahead that ran their step (read by tests)
 
     def plan(self, launch: Launch | None) -> None:
         """The shell `launch` starts next (None: none)."""

@@ -107,12 +107,11 @@ async def run_command(
     limit = cap or output_cap()
     if gate is None:
         proc = _spawn(argv, env, cwd, subprocess.DEVNULL)
-        if then is not None:
-            then()
     else:
         proc, gate_out = started or start_gated(argv, env, cwd)
-        if then is not None:
-            then()  # while this shell waits at its gate for the previous step's commit
+    if then is not None:
+        then()
+    if gate is not None:
         await _open_gate(proc, gate, gate_out)
     try:
         ended = _Collector(proc, limit, asyncio.get_running_loop())
