@@ -40,6 +40,8 @@ async def test_a_killed_worker_resumes_the_dag_without_rerunning_finished_steps(
         second.send_signal(signal.SIGTERM)
         assert await wait_exit(second, 20) == 0, workers.log("worker2")
         detail = dag_status(row, await ops.steps(run))
+        # `tether worker` runs on the loop `tether serve` runs on (uvloop where installed).
+        assert "(event loop: uvloop)" in workers.log("worker2")
     finally:
         workers.kill_all()
     assert row.status == "completed", row.error

@@ -22,10 +22,27 @@ from tether.settings import Settings
 logger = logging.getLogger("tether")
 
 
-def with_db(settings: Settings, fn: Callable[[str], Coroutine[Any, Any, int]]) -> int:
-    """Run `fn(dsn)` against the configured database (starting the embedded one if needed)."""
-    with database_url(settings) as dsn:
-        return asyncio.run(fn(dsn))
+def with_db(
+    settings: Settings,
+    fn: Callable[[str], Coroutine[Any, Any, int]],
+    *,
+    loop_factory: Callable[[], asyncio.AbstractEventLoop] | None = None,
+) -> int:
+    """Run `fn(dsn)` against the configured database (starting the embedded one if needed),
+    on a loop from `loop_factory` (None: asyncio's own)."""
+    with database_url(settings) as dsn, asyncio.Runner(loop_factory=loop_factory) as runner:
+        return runner.run(fn(dsn))
+
+
+def server_loop() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The event loop `tether serve` runs on, which `tether worker` runs on too: uvicorn's
+    `auto` picks uvloop where it is installed (a dependency except on Windows), else asyncio's
+    own (None). One loop for both, so a run behaves and performs alike in either process."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 def serve(args: argparse.Namespace, settings: Settings, log_level: str) -> int:
@@ -85,14 +102,19 @@ def worker(settings: Settings) -> int:
             protocols_dir=settings.protocols,
             encryption=settings.encryption(),
         ) as rt:
-            logger.info("worker %s running %d workflows", rt.workers[0].owner, len(app.workflows))
+            logger.info(
+                "worker %s running %d workflows (event loop: %s)",
+                rt.workers[0].owner,
+                len(app.workflows),
+                type(loop).__module__.split(".")[0],
+            )
             gc_tuning.tune_gc()
             scrape = Scrape(functools.partial(health.snapshot, rt))
             async with serving(settings.host, settings.metrics_port, scrape):
                 await stop.wait()
         return 0
 
-    return with_db(settings, run)
+    return with_db(settings, run, loop_factory=server_loop())
 
 
 async def run_migrations(dsn: str) -> int:
