@@ -1,0 +1,130 @@
+"""`bench/dags.py` can fail: with a fault injected into the DAG side (a step made slower),
+each target row it prints turns OVER. The benchmark itself is never timed here; only that its
+verdict follows a gross slowdown (several times the target) on a tiny run."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from tether.runtime.dag import interpreter, work
+
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "dags.py"
+
+
+def load_bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_dags", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses in it look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def tiny() -> argparse.Namespace:
+    return argparse.Namespace(
+        steps=3,
+        width=3,
+        shell_steps=4,
+        repeat=1,
+        shell_command="echo step",
+        poll=1.0,
+        default_gc=True,
+    )
+
+
+def verdicts(out: str) -> dict[str, tuple[float, str]]:
+    """Each target row's ratio and verdict (ok / OVER), by case."""
+    rows = re.findall(r"^(chain|fanout|shell)\s+\S+\s+\S+\s+(\S+)\s+\S+\s+(ok|OVER)$", out, re.M)
+    return {case: (float(ratio), verdict) for case, ratio, verdict in rows}
+
+
+def synthetic(ratio: float) -> dict[str, Any]:
+    """Measurements whose every DAG run takes `ratio` times its baseline run."""
+    runs = {name: [1.0, 2.0, 3.0] for name in ("shell_flush", "durable", "relaxed")}
+    for dag, base in (
+        ("chain", "chain_plain"),
+        ("fanout", "fanout_plain"),
+        ("shell", "shell_loop"),
+    ):
+        runs[base] = [1.0, 2.0, 3.0]
+        runs[dag] = [ratio * t for t in runs[base]]
+    m: dict[str, Any] = {name: sorted(times)[1] for name, times in runs.items()}
+    m.update(runs=runs, commit=0.001, shell_median_run=2.0, shell_command=1.0, shell_write=0.1)
+    m.update(shell_writes=1.0)
+    return m
+
+
+@pytest.mark.parametrize(
+    ("ratio", "want"),
+    [(1.2, {"chain": "ok", "fanout": "ok", "shell": "ok"}),
+     (1.4, {"chain": "OVER", "fanout": "OVER", "shell": "ok"}),
+     (1.6, {"chain": "OVER", "fanout": "OVER", "shell": "OVER"})],
+)  # fmt: skip
+def test_the_verdict_is_the_ratio_against_the_target(
+    ratio: float, want: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    load_bench().report(synthetic(ratio), 20)
+    got = verdicts(capsys.readouterr().out)
+    assert {case: verdict for case, (_, verdict) in got.items()} == want
+    assert all(r == pytest.approx(ratio, abs=0.01) for r, _ in got.values())
+
+
+def test_a_ratio_is_the_median_of_the_repeats_pairs() -> None:
+    bench = load_bench()
+    # Pairs 2/1, 3/1, 1/1: median 2 (the ratio of medians would be 2/1 as well here) ...
+    assert bench.paired([2.0, 3.0, 1.0], [1.0, 1.0, 1.0]) == 2.0
+    # ... but a slow minute that slows both runs of a pair leaves its ratio alone.
+    assert bench.paired([2.0, 20.0, 2.0], [1.0, 10.0, 1.0]) == 2.0
+    with pytest.raises(ValueError):
+        bench.paired([1.0], [1.0, 2.0])
+
+
+async def measure_with(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> dict[str, tuple[float, str]]:
+    bench = load_bench()
+    m = await bench.measure(db_url, tiny())
+    bench.report(m, 4)
+    out = capsys.readouterr().out
+    assert "(comparison)" in out and "of medians instead" in out
+    return verdicts(out)
+
+
+async def test_the_shell_target_catches_slow_shell_steps(
+    db_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_command = work.run_command  # type: ignore[attr-defined]  # work imports it from shell
+
+    async def slow(*args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(0.02)  # about fourteen bare steps' time, on every DAG step
+        return await run_command(*args, **kwargs)
+
+    monkeypatch.setattr(work, "run_command", slow)
+    got = await measure_with(db_url, capsys)
+    assert got["shell"][1] == "OVER" and got["shell"][0] > 3, got
+
+
+async def test_the_chain_and_fanout_targets_catch_a_slow_interpreter(
+    db_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    execute_step = interpreter.execute_step
+
+    async def slow(*args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(0.03)
+        return await execute_step(*args, **kwargs)
+
+    monkeypatch.setattr(interpreter, "execute_step", slow)
+    got = await measure_with(db_url, capsys)
+    assert got["chain"][1] == "OVER" and got["chain"][0] > 2, got
+    assert got["fanout"][1] == "OVER" and got["fanout"][0] > 2, got
