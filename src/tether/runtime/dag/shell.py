@@ -58,13 +58,18 @@ def gateable(shell: str, env: Mapping[str, str]) -> bool:
     """Whether a command may be run through `GATE_PREFIX` by `shell` (may carry flags): a
     POSIX shell that echoes no command it runs (no -x/-v, no xtrace in SHELLOPTS), so the
     gate leaves the command's output as it would be."""
+    return _gateable(shell, env.get("SHELLOPTS", ""))
+
+
+@functools.lru_cache(maxsize=64)
+def _gateable(shell: str, shellopts: str) -> bool:
     words = _split(shell)
     if not words or os.path.basename(words[0]) not in POSIX_SHELLS:
         return False
     flags = [w for w in words[1:] if w[:1] in "-+" and w[1:2] != "-"]
     if any("x" in f or "v" in f for f in flags) or _TRACING & set(words[1:]):
         return False
-    return not _TRACING & set(env.get("SHELLOPTS", "").split(":"))
+    return not _TRACING & set(shellopts.split(":"))
 
 
 def argv_for(command: str, shell: str | None) -> list[str]:
