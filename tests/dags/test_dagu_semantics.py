@@ -183,3 +183,69 @@ async def test_dagu_examples_semantics(
     # Dagu publishes TrimSpace'd stdout, and a failed command's output too.
     assert stdout["outputs"]["use"] == "[42] got partial\n"
     assert stdout["unnamed"] == {"cmd_1": "one\n", "cmd_2": "got one\n"}
+
+
+V2_PARENT = """\
+working_dir: work
+shell: sh
+steps:
+  - id: where
+    run: basename "$PWD"
+  - id: nested
+    working_dir: inner
+    run: basename "$PWD"
+  - id: which
+    run: echo "${BASH_VERSION:-not bash}"
+  - id: own
+    shell: bash
+    run: echo "${BASH_VERSION:+bash}"
+  - id: errexit
+    run: |
+      false
+      echo not reached
+    continue_on:
+      failure: true
+  - id: child
+    action: dag.run
+    with:
+      dag: v2child
+      params: "WHO=tether"
+    output: CHILD
+  - id: picked
+    run: echo "${CHILD.outputs.GREETING}"
+"""
+V2_CHILD = """\
+name: v2child
+params: "WHO=nobody"
+steps:
+  - id: greet
+    run: echo "hi ${WHO}"
+    output: GREETING
+"""
+
+
+async def test_dagu_v2_root_working_dir_shell_and_dag_run(
+    start: Start, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Dagu v2's DAG-level `working_dir` (relative to the file; a step's own is taken from
+    it) and `shell` (a step's shell when it names none, with `-e` as the default shell has),
+    and `action: dag.run` with `with: {dag, params}` (v2's spelling of `call`)."""
+    monkeypatch.setenv("SHELL", "/bin/bash")
+    (tmp_path / "work" / "inner").mkdir(parents=True)
+    (tmp_path / "v2parent.yaml").write_text(V2_PARENT)
+    app = App()
+    app.dag(tmp_path / "v2parent.yaml")
+    app.dag(V2_CHILD)
+    async with start(app) as rt:
+        row = await run_to_end(rt, "v2parent")
+        steps = await rt.ops.steps(row.id)
+    detail = dag_status(row, steps)
+    labels = {s.name: s.status_label for s in detail.steps}
+    stdout = {k: v.get("stdout") for k, v in node_results(steps).items()}
+    assert labels["errexit"] == "failed" and stdout["errexit"] == "", stdout
+    assert {k: v for k, v in labels.items() if k != "errexit"} == dict.fromkeys(
+        ("where", "nested", "which", "own", "child", "picked"), "succeeded"
+    )
+    assert stdout["where"] == "work\n" and stdout["nested"] == "inner\n"
+    assert stdout["which"] == "not bash\n" and stdout["own"] == "bash\n"
+    assert stdout["picked"] == "hi tether\n"

@@ -54,7 +54,12 @@ COMBINATIONS: list[tuple[str, str, str | None]] = [
      "hist_retention_days"),
     ("readme: ssh", "ssh: {host: x}\n" + STEP, "ssh"),
     ("readme: tools", "tools: [jq]\n" + STEP, "tools"),
-    ("readme: working_dir", "working_dir: .\n" + STEP, "working_dir"),
+    ("readme: working_dir", "working_dir: .\n" + STEP, None),
+    ("conformance specs: DAG-level shell", "shell: bash\n" + STEP, None),
+    ("conformance specs: v2 sub-DAG run",
+     "steps:\n  - name: a\n    action: dag.run\n    with: {dag: child, params: X=1}\n", None),
+    ("conformance specs: dag.enqueue action",
+     "steps:\n  - name: a\n    action: dag.enqueue\n    with: {dag: child}\n", "action"),
     ("readme: approval gate", STEP + "    approval:\n      prompt: ok?\n      input: [X]\n",
      None),
 ]  # fmt: skip

@@ -41,6 +41,18 @@ INVALID: list[tuple[str, type[DagSpecError], str, int]] = [
     ("steps:\n  - name: a\n    run: ''\n", InvalidValue, "run", 3),
     ("steps:\n  - name: a\n    run: f\n    with: [1]\n", InvalidValue, "with", 4),
     ("steps:\n  - name: a\n    action: http.request\n", InvalidValue, "action", 3),
+    ("steps:\n  - name: a\n    action: dag.run\n", InvalidValue, "action", 3),
+    ("steps:\n  - name: a\n    action: dag.run\n    with: {}\n", InvalidValue, "with", 4),
+    (
+        "steps:\n  - name: a\n    action: dag.run\n    with: {dag: b, labels: x}\n",
+        UnknownField,
+        "labels",
+        4,
+    ),
+    ("steps:\n  - name: a\n    action: dag.run\n    with: {dag: ' '}\n", InvalidValue, "dag", 4),
+    ("working_dir: ''\n" + S, InvalidValue, "working_dir", 1),
+    ("workingDir: a\nworking_dir: b\n" + S, InvalidValue, "workingDir", 1),
+    ("shell: {a: 1}\n" + S, InvalidValue, "shell", 1),
     (
         "steps:\n  - name: a\n    action: human.task\n    with: {prompt: p}\n",
         InvalidValue,

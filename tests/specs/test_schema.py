@@ -53,6 +53,8 @@ def test_schema_refuses_fields_outside_the_subset(spec: str) -> None:
         "steps:\n  - command: echo\n    output: ${OUT}\n    precondition: test -f x\n"
         "  - script: echo\n    preconditions: [{command: test -d /}]\n",
         "schedule: 'CRON_TZ=Asia/Tokyo 5 9 * * *'\nsteps: [{command: x}]\n",
+        "working_dir: .\nshell: [bash, -e]\nsteps:\n  - action: dag.run\n"
+        "    with: {dag: child, params: X=1}\n",
     ],
 )
 def test_schema_accepts_dagus_other_forms(spec: str) -> None:

@@ -114,6 +114,11 @@ class Fields(Generic[A]):
     def has(self, *spellings: str) -> bool:
         return any(s in self._items for s in spellings)
 
+    def peek(self, key: str) -> yaml.Node | None:
+        """The value of `key` without taking it."""
+        item = self._items.get(key)
+        return item[1] if item else None
+
     def remaining(self) -> Iterator[str]:
         return iter(list(self._items))
 

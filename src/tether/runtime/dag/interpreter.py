@@ -186,7 +186,8 @@ class _Run:
             if name in self.state.nodes
             else {"DAG_NAME": self.dag.name, "DAG_RUN_ID": self.ctx.business_id},
         )
-        return StepInput(scope, self.positional, self.state.task_outputs(), _workdir(self.dag))
+        given = StepInput(scope, self.positional, self.state.task_outputs(), None, self.dag.shell)
+        return dataclasses.replace(given, workdir=_workdir(self.dag, given.expand))
 
     async def wave(self, wave: list[str]) -> None:
         delays = [
@@ -333,9 +334,13 @@ async def _spec(host: DagHost, name: str, inline: str | None) -> dict[str, str]:
     return host.snapshot(name, inline)
 
 
-def _workdir(dag: DagSpec) -> str | None:
-    """Dagu runs a file's steps in the file's directory (an inline spec: the worker's)."""
-    return os.path.dirname(os.path.abspath(dag.file)) if dag.file != INLINE else None
+def _workdir(dag: DagSpec, expand: Callable[[str], str]) -> str | None:
+    """The DAG's `working_dir` (`${VAR}` and `~` expanded), relative to the file's directory;
+    without one, Dagu runs a file's steps in its directory (an inline spec: the worker's)."""
+    base = os.path.dirname(os.path.abspath(dag.file)) if dag.file != INLINE else None
+    if dag.working_dir is None:
+        return base
+    return os.path.join(base or "", os.path.expanduser(expand(dag.working_dir)))
 
 
 def _running(run: _Run, step: Step) -> bool:

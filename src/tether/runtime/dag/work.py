@@ -37,7 +37,12 @@ class StepInput:
     scope: Mapping[str, str]
     positional: Sequence[str]
     task_outputs: Mapping[str, Mapping[str, str]]
-    workdir: str | None = None  # the DAG file's directory (Dagu's default working directory)
+    workdir: str | None = None  # the DAG's `working_dir`, else its file's directory (Dagu's)
+    shell: str | None = None  # the DAG's `shell`: a step's shell when it names none
+
+    def shell_for(self, work: Shell) -> str:
+        """The shell `work` runs in: its own, else the DAG's or the default (`default_shell`)."""
+        return work.shell or default_shell(self.shell)
 
     def expand(self, text: str) -> str:
         return substitute(text, self.scope, self.positional, self.task_outputs)
@@ -74,7 +79,7 @@ def _starts_early(step: Step, given: StepInput) -> bool:
     work = step.work
     if not isinstance(work, Shell) or work.script is not None or not work.commands:
         return False
-    return not step.preconditions and gateable(work.shell or default_shell(), given.scope)
+    return not step.preconditions and gateable(given.shell_for(work), given.scope)
 
 
 def launch_of(step: Step, given: StepInput) -> Launch | None:
@@ -84,7 +89,7 @@ def launch_of(step: Step, given: StepInput) -> Launch | None:
     work = step.work
     if not isinstance(work, Shell) or not _starts_early(step, given):
         return None
-    shell = work.shell or default_shell()
+    shell = given.shell_for(work)
     argv = argv_for(GATE_PREFIX + given.expand(work.commands[0]), shell)
     if not quiet_start(argv[0], given.scope):
         return None
@@ -113,7 +118,7 @@ async def _run_shell(
     timeout = float(step.timeout_sec) if step.timeout_sec else None
     results: list[ShellResult] = []
     env = dict(given.scope)
-    shell = work.shell or default_shell()
+    shell = given.shell_for(work)
     if work.script is not None:
         script = given.expand(work.script)
         interpreter = work.commands[0] if work.commands else _shebang(script, work) or shell
@@ -144,11 +149,11 @@ def step_flush() -> bool:
     return os.environ.get(STEP_FLUSH_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def default_shell() -> str:
-    """Dagu's shell for a step that names none: `$SHELL` (else `sh`), with `-e` (errexit)
-    added for a Unix-like shell (Dagu specs 014/015), so a failing line of a multi-line
-    command fails the step."""
-    shell = os.environ.get("SHELL", "").strip() or "sh"
+def default_shell(dag_shell: str | None = None) -> str:
+    """Dagu's shell for a step that names none: the DAG's `shell`, else `$SHELL` (else `sh`),
+    with `-e` (errexit) added for a Unix-like shell (Dagu specs 014/015), so a failing line
+    of a multi-line command fails the step. (A step's own `shell` is taken as written.)"""
+    shell = dag_shell or os.environ.get("SHELL", "").strip() or "sh"
     name = os.path.basename(shell.split()[0])
     return f"{shell} -e" if name in POSIX_SHELLS and "-e" not in shell.split() else shell
 

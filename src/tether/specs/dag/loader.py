@@ -20,7 +20,17 @@ import yaml
 from tether.specs.dag.errors import InvalidReference, InvalidValue, InvalidYaml
 from tether.specs.dag.graph import resolve
 from tether.specs.dag.model import DagSpec, DagType, HandlerEvent, Label, Step
-from tether.specs.dag.nodes import At, Fields, boolean, compose, integer, items, nonblank, string
+from tether.specs.dag.nodes import (
+    At,
+    Fields,
+    boolean,
+    compose,
+    integer,
+    items,
+    nonblank,
+    string,
+    strings,
+)
 from tether.specs.dag.steps import Draft, parse_step
 from tether.specs.dag.values import parse_env, parse_labels, parse_params, parse_schedule
 from tether.specs.yaml_nodes import STR
@@ -88,6 +98,7 @@ def _parse(root: yaml.MappingNode, file: str, default_name: str | None) -> DagSp
     labels = _labels(fields)
     schedule = fields.take("schedule")
     mcp = fields.take("mcp")
+    workdir, shell = fields.take("working_dir", "workingDir"), fields.take("shell")
     fields.finish(_HINTS)
     entries = _step_nodes(*steps_f)
     taken = {k for n, _, _ in entries for k in _written_names(n)}
@@ -116,6 +127,8 @@ def _parse(root: yaml.MappingNode, file: str, default_name: str | None) -> DagSp
         labels=labels,
         schedules=parse_schedule(*schedule) if schedule else (),
         mcp=boolean(*mcp) if mcp else False,
+        working_dir=nonblank(*workdir) if workdir else None,
+        shell=" ".join(strings(*shell)) if shell else None,
     )
 
 

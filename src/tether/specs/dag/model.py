@@ -217,6 +217,8 @@ class DagSpec:
     labels: tuple[Label, ...] = ()
     schedules: tuple[Schedule, ...] = ()
     mcp: bool = False
+    working_dir: str | None = None  # the steps' directory; relative: to the file's directory
+    shell: str | None = None  # the shell of every shell step that names none
 
     @property
     def runs_shell(self) -> bool:

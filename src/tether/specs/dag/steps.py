@@ -24,6 +24,7 @@ from tether.specs.dag.values import NAME_RE, json_value, parse_params
 
 ACTION_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:[.:-][A-Za-z0-9_]+)*$")
 HUMAN_TASK: Final = "human.task"
+DAG_RUN: Final = "dag.run"  # Dagu v2's spelling of `call` (`with: {dag, params}`)
 _NOT_ON_HUMAN_TASK: Final = (
     "retryPolicy",
     "retry_policy",
@@ -41,7 +42,7 @@ _NOT_ON_HUMAN_TASK: Final = (
     "run",
 )
 _HINTS: Final = {
-    "executor": "only shell, `call`, `run` and `action: human.task` steps are supported",
+    "executor": "only shell, `call`, `run` and `action: human.task` or `dag.run` steps",
     "env": "step-level env is outside the subset; use the DAG's `env`",
     "signalOnStop": "outside the subset",
     "stdout": "outside the subset",
@@ -192,7 +193,20 @@ def _work(fields: Fields, at: At, step_id: str | None, handler: bool) -> tuple[W
         return Call(nonblank(*call), parse_params(*params) if params else ()), None
     if kind == "run":
         return _run(fields, at), None
+    if (action := fields.peek("action")) is not None and action.value == DAG_RUN:
+        return _dag_run(fields, at), None
     return _human_task(fields, at, step_id, handler)
+
+
+def _dag_run(fields: Fields, at: At) -> Call:
+    """`action: dag.run` with `with: {dag, params}`: a sub-DAG run, as `call` + `params`."""
+    _, action_at = fields.take("action") or at.fail("unreachable")
+    config = fields.take("with") or action_at.fail("`action: dag.run` needs `with.dag`")
+    options = Fields(*config)
+    dag = options.take("dag") or config[1].fail("`action: dag.run` needs `with.dag`")
+    params = options.take("params")
+    options.finish({})
+    return Call(nonblank(*dag), parse_params(*params) if params else ())
 
 
 def _shell(fields: Fields) -> Shell:
@@ -240,8 +254,11 @@ def _human_task(
     fields: Fields, at: At, step_id: str | None, handler: bool
 ) -> tuple[Work, At | None]:
     action_node, action_at = fields.take("action") or at.fail("unreachable")
-    if string(action_node, action_at) != HUMAN_TASK:
-        action_at.fail(f"only `action: {HUMAN_TASK}` is supported")
+    if (name := string(action_node, action_at)) != HUMAN_TASK:
+        action_at.fail(
+            f"`action: {name}` is outside the subset; "
+            f"only `action: {HUMAN_TASK}` and `action: {DAG_RUN}` are supported"
+        )
     if handler:
         action_at.fail("a handler cannot be a human task")
     if step_id is None:
