@@ -213,6 +213,8 @@ steps:
     output: CHILD
   - id: picked
     run: echo "${CHILD.outputs.GREETING}"
+  - id: oneword
+    run: pwd
 """
 V2_CHILD = """\
 name: v2child
@@ -229,9 +231,10 @@ async def test_dagu_v2_root_working_dir_shell_and_dag_run(
 ) -> None:
     """Dagu v2's DAG-level `working_dir` (relative to the file; a step's own is taken from
     it) and `shell` (a step's shell when it names none, with `-e` as the default shell has),
-    and `action: dag.run` with `with: {dag, params}` (v2's spelling of `call`)."""
+    `action: dag.run` with `with: {dag, params}` (v2's spelling of `call`), and a one-word
+    `run:` that names no registered action (`run: pwd`) as a shell command."""
     monkeypatch.setenv("SHELL", "/bin/bash")
-    (tmp_path / "work" / "inner").mkdir(parents=True)
+    # `work` and `work/inner` do not exist: as Dagu does, a missing working directory is made.
     (tmp_path / "v2parent.yaml").write_text(V2_PARENT)
     app = App()
     app.dag(tmp_path / "v2parent.yaml")
@@ -244,8 +247,10 @@ async def test_dagu_v2_root_working_dir_shell_and_dag_run(
     stdout = {k: v.get("stdout") for k, v in node_results(steps).items()}
     assert labels["errexit"] == "failed" and stdout["errexit"] == "", stdout
     assert {k: v for k, v in labels.items() if k != "errexit"} == dict.fromkeys(
-        ("where", "nested", "which", "own", "child", "picked"), "succeeded"
+        ("where", "nested", "which", "own", "child", "picked", "oneword"), "succeeded"
     )
+    # A one-word `run:` that names no registered action is Dagu's shell command.
+    assert stdout["oneword"] == f"{tmp_path / 'work'}\n"
     assert stdout["where"] == "work\n" and stdout["nested"] == "inner\n"
     assert stdout["which"] == "not bash\n" and stdout["own"] == "bash\n"
     assert stdout["picked"] == "hi tether\n"

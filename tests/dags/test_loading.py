@@ -64,6 +64,44 @@ def test_inline_shell_is_refused_naming_the_step(monkeypatch: pytest.MonkeyPatch
     assert app.inline_dag(text).name == "inl"
 
 
+ACT = "steps:\n  - name: ok\n    run: act\n"
+SHELL_OUTSIDE_STEPS = [
+    # (spec, the field the refusal names, its line)
+    ("name: pre\n" + ACT + "    preconditions:\n      - test -f /etc/hosts\n", "preconditions", 3),
+    (
+        "name: cmp\n" + ACT + "    preconditions:\n      - condition: '$(id -u)'\n"
+        "        expected: '0'\n",
+        "preconditions",
+        3,
+    ),
+    ("name: tick\n" + ACT + "    preconditions:\n      - condition: '`id -u`'\n"
+     "        expected: '0'\n", "preconditions", 3),
+    ("name: env\nenv:\n  - WHO: '`id -un`'\n" + ACT, "env", 2),
+    ("name: par\ndescription: d\nparams: 'WHO=`id -un`'\n" + ACT, "params", 3),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "field", "line"), SHELL_OUTSIDE_STEPS)
+def test_inline_shell_outside_steps_is_refused_naming_the_field(
+    text: str, field: str, line: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Shell text an inline spec writes outside `command` / `script` runs a shell too: a
+    command precondition, a comparison holding `$(…)` or backticks, backticks in `env` or a
+    parameter's default. Each needs TETHER_INLINE_SHELL; a plain comparison does not."""
+    monkeypatch.delenv("TETHER_INLINE_SHELL", raising=False)
+    app = App()
+    app.action("act")(lambda: None)
+    with pytest.raises(InlineShellRefused) as caught:
+        app.inline_dag(text)
+    assert (caught.value.field, caught.value.line) == (field, line), str(caught.value)
+    assert not app.dags
+    plain = "name: plain\nparams: 'X=$HOME'\n" + ACT + "    preconditions:\n"
+    plain += "      - condition: '${X}'\n        expected: on\n"
+    assert app.inline_dag(plain).name == "plain"
+    monkeypatch.setenv("TETHER_INLINE_SHELL", "1")
+    assert app.inline_dag(text).steps
+
+
 def test_a_dag_cannot_take_a_python_workflow_name() -> None:
     """A DAG named like an existing Python workflow is refused; the workflow stays."""
     app = App()

@@ -56,6 +56,10 @@ COMBINATIONS: list[tuple[str, str, str | None]] = [
     ("readme: tools", "tools: [jq]\n" + STEP, "tools"),
     ("readme: working_dir", "working_dir: .\n" + STEP, None),
     ("conformance specs: DAG-level shell", "shell: bash\n" + STEP, None),
+    ("conformance spec 009: null and numeric depends, trimmed ids and names",
+     "type: graph\nsteps:\n  - name: '42'\n    command: x\n  - id: ' b '\n    name: ' B '\n"
+     "    command: y\n    depends: [42]\n  - id: c\n    depends: null\n    command: z\n"
+     "  - id: d\n    depends: [B, b]\n    command: w\n", None),
     ("conformance specs: v2 sub-DAG run",
      "steps:\n  - name: a\n    action: dag.run\n    with: {dag: child, params: X=1}\n", None),
     ("conformance specs: dag.enqueue action",
@@ -78,10 +82,13 @@ def test_each_combination_loads_or_is_refused_naming_its_field(
     assert field in str(info.value)
 
 
-def test_a_one_word_run_that_names_no_action_is_refused_for_an_inline_spec() -> None:
-    """`run: date` is Dagu's shell command `date`; here it would name an action. An inline
-    spec (the app is set up by then) is refused naming `run`; one that names a registered
-    action loads."""
+def test_a_one_word_run_that_names_no_action_is_refused_for_an_inline_spec(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`run: date` is Dagu's shell command `date`, or names an action. An inline spec (the
+    app is set up by then) naming no registered action is refused naming `run`, unless the
+    operator allows inline shell; one that names a registered action loads."""
+    monkeypatch.delenv("TETHER_INLINE_SHELL", raising=False)
     app = App()
 
     @app.action("twice")
@@ -90,6 +97,11 @@ def test_a_one_word_run_that_names_no_action_is_refused_for_an_inline_spec() -> 
 
     with pytest.raises(DagSpecError) as info:
         app.inline_dag("steps:\n  - name: a\n    run: date\n", default_name="x")
-    assert info.value.field == "run" and "command" in str(info.value)
+    assert info.value.field == "run" and "TETHER_INLINE_SHELL" in str(info.value)
     assert "x" not in app.dags
     assert app.inline_dag("steps:\n  - name: a\n    run: twice\n", default_name="y").steps
+    with pytest.raises(DagSpecError) as info:  # arguments: an action, whatever the setting
+        app.inline_dag("steps:\n  - name: a\n    run: nope\n    with: {n: 1}\n", default_name="z")
+    assert info.value.field == "run" and "no registered action" in str(info.value)
+    monkeypatch.setenv("TETHER_INLINE_SHELL", "1")
+    assert app.inline_dag("steps:\n  - name: a\n    run: date\n", default_name="x").steps

@@ -50,6 +50,22 @@ INVALID: list[tuple[str, type[DagSpecError], str, int]] = [
         4,
     ),
     ("steps:\n  - name: a\n    action: dag.run\n    with: {dag: ' '}\n", InvalidValue, "dag", 4),
+    ("steps:\n  - id: ENV\n    command: x\n", InvalidValue, "id", 2),
+    ("steps:\n  - id: " + "a" * 41 + "\n    command: x\n", InvalidValue, "id", 2),
+    ("steps:\n  - name: " + "\u3042" * 86 + "\n    command: x\n", InvalidValue, "name", 2),
+    (
+        "steps:\n  - id: ' b '\n    command: x\n  - id: b\n    command: y\n",
+        InvalidReference,
+        "steps",
+        4,
+    ),
+    (
+        "type: graph\nsteps:\n  - id: b\n    command: x\n  - name: c\n    command: y\n"
+        "    depends: ' b '\n",
+        InvalidReference,
+        "depends",
+        7,
+    ),
     ("working_dir: ''\n" + S, InvalidValue, "working_dir", 1),
     ("workingDir: a\nworking_dir: b\n" + S, InvalidValue, "workingDir", 1),
     ("shell: {a: 1}\n" + S, InvalidValue, "shell", 1),

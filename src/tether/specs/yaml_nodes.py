@@ -153,8 +153,8 @@ def string(node: yaml.Node, at: At, *, allow_scalars: bool = False) -> str:
     return at.fail("must be a string")
 
 
-def nonblank(node: yaml.Node, at: At) -> str:
-    text = string(node, at)
+def nonblank(node: yaml.Node, at: At, *, allow_scalars: bool = False) -> str:
+    text = string(node, at, allow_scalars=allow_scalars)
     if not text.strip():
         at.fail("must not be blank")
     return text

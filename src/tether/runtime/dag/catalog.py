@@ -9,6 +9,7 @@ import hashlib
 import inspect
 import logging
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,9 +18,9 @@ from typing import Any, TypeVar
 
 from tether.runtime.context import Context
 from tether.runtime.dag.interpreter import DagHost, DagInput, run_dag
-from tether.runtime.dag.work import unknown_action
+from tether.runtime.dag.work import as_command, unknown_action
 from tether.runtime.ids import new_execution_id
-from tether.specs.dag import Action, DagSpec, DagSpecError, load_string, shell_steps
+from tether.specs.dag import Action, DagSpec, DagSpecError, Shell, load_string, shell_steps
 from tether.specs.dag.loader import INLINE
 from tether.storage import repo
 
@@ -112,17 +113,8 @@ class DagCatalog:
         `script` steps unless TETHER_INLINE_SHELL is set; the refusal names the steps.
         `default_name`: the DAG's name when the spec sets none."""
         spec = load_string(text, default_name=default_name)
-        shell = shell_steps(spec)
-        if shell and not inline_shell_allowed():
-            first = next(s for s in (*spec.steps, *spec.handlers.values()) if s.name == shell[0])
-            raise InlineShellRefused(
-                f"steps {list(shell)} run shell commands (command/script), which an inline "
-                f"spec may not do unless the operator sets {INLINE_SHELL_ENV}",
-                field="command",
-                path=f"steps[{shell[0]}]",
-                file=spec.file,
-                line=first.line,
-            )
+        if spec.runs_shell and not inline_shell_allowed():
+            raise _shell_refusal(spec, text)
         _check_actions(spec, self._actions)
         self._register(DagEntry(spec, text, spec.file, inline=True), mcp=spec.mcp)
         self._inline.pop((spec.name, inline_key(text)), None)
@@ -215,13 +207,46 @@ def _admission(entry: DagEntry) -> dict[str, Any]:
     }
 
 
+def _shell_refusal(spec: DagSpec, text: str) -> InlineShellRefused:
+    """The refusal of an inline spec that would run shell text: its steps that do, else the
+    DAG-level field (`params` / `env`) whose backtick commands would run."""
+    needs = f"which an inline spec may not do unless the operator sets {INLINE_SHELL_ENV}"
+    if shell := shell_steps(spec):
+        first = next(s for s in (*spec.steps, *spec.handlers.values()) if s.name == shell[0])
+        return InlineShellRefused(
+            f"steps {list(shell)} run shell commands (command/script or a command "
+            f"precondition), {needs}",
+            field="command" if isinstance(first.work, Shell) else "preconditions",
+            path=f"steps[{shell[0]}]",
+            file=spec.file,
+            line=first.line,
+        )
+    key = spec.command_fields[0]
+    found = re.search(rf"(?m)^{key}\s*:", text)
+    return InlineShellRefused(
+        f"`{key}` holds backtick commands, {needs}",
+        field=key,
+        path=key,
+        file=spec.file,
+        line=text.count("\n", 0, found.start()) + 1 if found else 1,
+    )
+
+
 def _check_actions(spec: DagSpec, actions: Mapping[str, Any]) -> None:
     """An inline spec arrives once the app is set up: a `run:` naming no registered action is
-    refused by name now (a stored DAG's may be registered later; its run fails naming it)."""
+    Dagu's one-word shell command, which needs TETHER_INLINE_SHELL, else it is refused by
+    name now (a stored DAG's action may be registered later; until then it runs as the
+    command)."""
     for step in (*spec.steps, *spec.handlers.values()):
         if isinstance(step.work, Action) and step.work.name not in actions:
+            command = as_command(step.work)
+            if command is not None and inline_shell_allowed():
+                continue
             raise DagSpecError(
-                unknown_action(step.work.name),
+                unknown_action(step.work.name)
+                if command is None
+                else f"`run: {step.work.name}` names no registered action, and as Dagu's "
+                f"shell command it needs {INLINE_SHELL_ENV}",
                 field="run",
                 path=f"steps[{step.name}]",
                 file=spec.file,

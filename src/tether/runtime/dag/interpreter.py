@@ -45,6 +45,7 @@ from tether.runtime.dag.state import DagState
 from tether.runtime.dag.work import (
     Actions,
     StepInput,
+    dag_workdir,
     evaluate_dynamic,
     has_command_substitution,
     launch_of,
@@ -64,7 +65,6 @@ from tether.specs.dag import (
     split_params,
     step_scope,
 )
-from tether.specs.dag.loader import INLINE
 from tether.specs.dag.model import HandlerEvent
 from tether.storage import children, repo
 
@@ -123,10 +123,13 @@ async def run_dag(ctx: Context, host: DagHost, name: str, inp: DagInput) -> dict
     except ValueError as exc:
         raise DagFailed(str(exc)) from exc
     env_values = None
-    texts = [*positional, *(v.value for v in dag.env)]
+    defaults = [p.default for p in dag.params]  # a value the run was started with never runs
+    texts = [*(v for v in positional if v in defaults), *(v.value for v in dag.env)]
     if has_command_substitution(texts):
         try:
-            done = await ctx.step(evaluate_dynamic, positional, named, dag.env, name="dag:eval")
+            done = await ctx.step(
+                evaluate_dynamic, positional, named, dag.env, defaults, name="dag:eval"
+            )
         except StepFailed as exc:
             raise DagFailed(f"evaluating params and env: {exc}") from exc
         positional, named, env_values = done["positional"], done["named"], done["env"]
@@ -187,7 +190,7 @@ class _Run:
             else {"DAG_NAME": self.dag.name, "DAG_RUN_ID": self.ctx.business_id},
         )
         given = StepInput(scope, self.positional, self.state.task_outputs(), None, self.dag.shell)
-        return dataclasses.replace(given, workdir=_workdir(self.dag, given.expand))
+        return dataclasses.replace(given, workdir=dag_workdir(self.dag, given.expand))
 
     async def wave(self, wave: list[str]) -> None:
         delays = [
@@ -332,15 +335,6 @@ async def _spec(host: DagHost, name: str, inline: str | None) -> dict[str, str]:
     """The spec the run records (a coroutine: `ctx.step` would hand a plain function to a
     thread, for a dictionary lookup)."""
     return host.snapshot(name, inline)
-
-
-def _workdir(dag: DagSpec, expand: Callable[[str], str]) -> str | None:
-    """The DAG's `working_dir` (`${VAR}` and `~` expanded), relative to the file's directory;
-    without one, Dagu runs a file's steps in its directory (an inline spec: the worker's)."""
-    base = os.path.dirname(os.path.abspath(dag.file)) if dag.file != INLINE else None
-    if dag.working_dir is None:
-        return base
-    return os.path.join(base or "", os.path.expanduser(expand(dag.working_dir)))
 
 
 def _running(run: _Run, step: Step) -> bool:

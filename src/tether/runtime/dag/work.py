@@ -5,6 +5,8 @@ the work itself (the interpreter decides retries and continueOn from the result)
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import inspect
 import json
 import os
@@ -24,10 +26,11 @@ from tether.runtime.dag.shell import (
     run_command,
     run_script,
 )
-from tether.specs.dag import Action, EnvVar, Precondition, Shell, Step, substitute
+from tether.specs.dag import Action, DagSpec, EnvVar, Precondition, Shell, Step, substitute
+from tether.specs.dag.loader import INLINE
+from tether.specs.dag.model import BACKTICK_COMMAND
 
 Actions = Mapping[str, Callable[..., Any]]
-_BACKTICKS: Final = re.compile(r"`([^`]+)`")
 
 
 @dataclass(frozen=True)
@@ -44,8 +47,8 @@ class StepInput:
         """The shell `work` runs in: its own, else the DAG's or the default (`default_shell`)."""
         return work.shell or default_shell(self.shell)
 
-    def expand(self, text: str) -> str:
-        return substitute(text, self.scope, self.positional, self.task_outputs)
+    def expand(self, text: str, quote: Callable[[str], str] | None = None) -> str:
+        return substitute(text, self.scope, self.positional, self.task_outputs, quote)
 
 
 async def run_work(
@@ -96,6 +99,15 @@ def launch_of(step: Step, given: StepInput) -> Launch | None:
     return Launch(step.name, tuple(argv), dict(given.scope), _cwd(work, given))
 
 
+def dag_workdir(dag: DagSpec, expand: Callable[[str], str]) -> str | None:
+    """The DAG's `working_dir` (`${VAR}` and `~` expanded), relative to the file's directory;
+    without one, Dagu runs a file's steps in its directory (an inline spec: the worker's)."""
+    base = os.path.dirname(os.path.abspath(dag.file)) if dag.file != INLINE else None
+    if dag.working_dir is None:
+        return base
+    return os.path.join(base or "", os.path.expanduser(expand(dag.working_dir)))
+
+
 def _cwd(work: Shell, given: StepInput) -> str | None:
     return os.path.join(given.workdir or "", given.expand(work.dir)) if work.dir else given.workdir
 
@@ -114,6 +126,11 @@ async def _run_shell(
     step: Step, work: Shell, given: StepInput, gate: Gate | None, ahead: Ahead | None
 ) -> list[ShellResult]:
     cwd = _cwd(work, given)
+    if cwd is not None and _missing_dir(cwd):  # Dagu creates a missing working directory
+        if gate is not None:
+            await gate()  # nothing of the step's before the run's previous write commits
+            gate = None
+        _make_dir(cwd)
     then = ahead.launch if ahead is not None else None
     timeout = float(step.timeout_sec) if step.timeout_sec else None
     results: list[ShellResult] = []
@@ -187,17 +204,29 @@ def _shell_result(step: Step, results: list[ShellResult]) -> dict[str, Any]:
 
 
 def unknown_action(name: str) -> str:
-    """The refusal of a `run:` that names no registered action (Dagu's `run:` is shell text;
-    here a shell command is `command:` or `script:`)."""
+    """The refusal of a `run:` with `with` arguments that names no registered action."""
     return (
-        f"`run: {name}` names no registered action; "
-        "for a shell command (Dagu's `run:`) use `command` or `script`"
+        f"`run: {name}` names no registered action (with `with` arguments other than `shell`, "
+        "it is not Dagu's one-word shell command)"
     )
+
+
+def as_command(work: Action) -> Shell | None:
+    """A one-word `run:` that names no registered action is Dagu's shell command (`run:
+    hostname`, `run: "true"`), with `with.shell` as its shell; None when `with` holds other
+    arguments (the step then fails naming the action)."""
+    if not set(work.with_) <= {"shell"}:
+        return None
+    shell = work.with_.get("shell")
+    words = shell if isinstance(shell, list) else [shell] if shell is not None else []
+    return Shell(commands=(work.name,), shell=" ".join(map(str, words)) or None)
 
 
 async def _action(step: Step, work: Action, given: StepInput, actions: Actions) -> dict[str, Any]:
     fn = actions.get(work.name)
     if fn is None:
+        if (command := as_command(work)) is not None:
+            return await _shell(step, command, given, None, None)
         return {"status": "failed", "error": unknown_action(work.name)}
     kwargs = {k: _expand_value(v, given) for k, v in work.with_.items()}
     try:
@@ -233,10 +262,12 @@ async def _holds(cond: Precondition, given: StepInput) -> bool:
     condition equals `expected` (or matches `re:…`); `negate` inverts either."""
     if cond.expected is None:
         argv = argv_for(given.expand(cond.condition), None)
+        if given.workdir is not None and _missing_dir(given.workdir):
+            _make_dir(given.workdir)
         res = await run_command(argv, env=given.scope, cwd=given.workdir)
         held = res.exit_code == 0
     else:
-        actual = await _evaluate(given.expand(cond.condition), given)
+        actual = await _evaluate(cond.condition, given)
         expected = given.expand(cond.expected)
         if expected.startswith("re:"):
             held = re.search(expected[3:], actual) is not None  # not anchored (Dagu spec 023)
@@ -247,46 +278,89 @@ async def _holds(cond: Precondition, given: StepInput) -> bool:
 
 def has_command_substitution(texts: Sequence[str]) -> bool:
     """Whether any of `texts` holds a backtick command (Dagu runs these in params and env)."""
-    return any(_BACKTICKS.search(t) for t in texts)
+    return any(BACKTICK_COMMAND.search(t) for t in texts)
 
 
 async def evaluate_dynamic(
-    positional: Sequence[str], named: Mapping[str, str], env: Sequence[EnvVar]
+    positional: Sequence[str],
+    named: Mapping[str, str],
+    env: Sequence[EnvVar],
+    defaults: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Dagu's command substitution in parameter values and `env` values, once per run (the
     caller records the result as a durable step): each `` `cmd` `` is replaced by the trimmed
-    stdout of `sh -c cmd`. Env entries are evaluated top to bottom, `${NAME}` first, each
-    command seeing the entries before it. A command that fails fails the run (Dagu refuses
-    to load the DAG)."""
+    stdout of `sh -c cmd`. Only text written in the DAG runs: a parameter's value when it is
+    one of the DAG's `defaults`, and the backtick commands written in an `env` value. A value
+    the run was started with is data, and so is a value put into an env entry by `${NAME}`.
+    Env entries are evaluated top to bottom, each command seeing the entries before it. A
+    command that fails fails the run (Dagu refuses to load the DAG)."""
+    written = set(defaults)
     done: dict[str, str] = {}
     for value in {*positional, *named.values()}:
-        done[value] = await _substitute_commands(value, os.environ)
+        done[value] = await _substitute_commands(value, os.environ) if value in written else value
     params = {k: done[v] for k, v in named.items()}
     scope = {**os.environ, **params}
     values = [done[v] for v in positional]
     env_values: dict[str, str] = {}
     for var in env:
-        value = await _substitute_commands(substitute(var.value, scope, values), scope)
+        expand = functools.partial(substitute, scope=scope, positional=values)
+        value = await _substitute_commands(var.value, scope, expand)
         scope[var.name] = env_values[var.name] = value
     return {"positional": values, "named": params, "env": env_values}
 
 
-async def _substitute_commands(text: str, env: Mapping[str, str]) -> str:
+async def _substitute_commands(
+    text: str, env: Mapping[str, str], expand: Callable[[str], str] = str
+) -> str:
+    """`text` with each backtick command written in it replaced by its trimmed stdout; the
+    rest of the text, and each command, go through `expand` (`${NAME}` references) apart, so
+    a value put in never becomes a command of its own."""
     out, last = [], 0
-    for match in _BACKTICKS.finditer(text):
-        res = await run_command(argv_for(match[1], None), env=env)
+    for match in BACKTICK_COMMAND.finditer(text):
+        command = expand(match[1])
+        res = await run_command(argv_for(command, None), env=env)
         if res.exit_code != 0:
-            raise ValueError(f"command substitution `{match[1]}` exited {res.exit_code}")
-        out += [text[last : match.start()], res.stdout.strip()]
+            raise ValueError(f"command substitution `{command}` exited {res.exit_code}")
+        out += [expand(text[last : match.start()]), res.stdout.strip()]
         last = match.end()
-    return "".join([*out, text[last:]])
+    return "".join([*out, expand(text[last:])])
 
 
-async def _evaluate(text: str, given: StepInput) -> str:
-    """Shell-expand `text` (`$VAR`, backticks, `$(…)`) when it asks for it."""
-    if "`" not in text and "$" not in text:
-        return text
-    quoted = text.replace("\\", "\\\\").replace('"', '\\"')
+async def _evaluate(condition: str, given: StepInput) -> str:
+    """The condition with its references put in, then shell-expanded (`$VAR`, backticks,
+    `$(…)`) when its own text asks for it. The values put in are quoted for the shell: a
+    value (a caller's parameter, a step's output) is data, never run as a command."""
+    if not _asks_shell(given.expand(condition, _dropped)):
+        return given.expand(condition)
+    written = condition.replace("\\", "\\\\").replace('"', '\\"')  # its `$` and backticks act
+    quoted = given.expand(written, _in_quotes)
     argv = argv_for(f'printf %s "{quoted}"', None)
-    res = await run_command(argv, env=given.scope, cwd=given.workdir)
+    workdir = given.workdir if given.workdir and not _missing_dir(given.workdir) else None
+    res = await run_command(argv, env=given.scope, cwd=workdir)
     return res.stdout
+
+
+def _missing_dir(path: str) -> bool:
+    return not os.path.isdir(path)  # one stat, as the command's start makes anyway
+
+
+def _make_dir(path: str) -> None:
+    """Create the working directory `path` (and its parents) as Dagu does; one that cannot be
+    made is left for the command's start to report (the step fails naming it)."""
+    with contextlib.suppress(OSError):
+        os.makedirs(path, mode=0o750, exist_ok=True)
+
+
+def _dropped(_: str) -> str:
+    return ""
+
+
+def _asks_shell(text: str) -> bool:
+    return "`" in text or "$" in text
+
+
+def _in_quotes(text: str) -> str:
+    """`text` as literal text inside a shell's double quotes."""
+    for char in ("\\", '"', "$", "`"):
+        text = text.replace(char, "\\" + char)
+    return text

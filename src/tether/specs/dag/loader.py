@@ -209,7 +209,7 @@ def _written_names(node: yaml.Node) -> list[str]:
     if not isinstance(node, yaml.MappingNode):
         return []
     return [
-        str(v.value)
+        str(v.value).strip()
         for k, v in node.value
         if isinstance(k, yaml.ScalarNode) and k.value in ("name", "id")
         if isinstance(v, yaml.ScalarNode)
@@ -245,7 +245,8 @@ def _named(node: yaml.Node, event: str) -> yaml.Node:
 
 
 def shell_steps(dag: DagSpec) -> tuple[str, ...]:
-    """Names of the steps and handlers that run shell (`command` / `script`), in file order.
+    """Names of the steps and handlers that run shell (`command` / `script`, or a precondition
+    that runs a command), in file order.
 
     A surface that accepts inline specs refuses a non-empty answer unless the operator set
     `TETHER_INLINE_SHELL`, naming these steps.

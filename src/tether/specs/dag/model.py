@@ -6,16 +6,21 @@ model (`depends`, `rewind_to`) is already resolved to a step name of the same DA
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal
+from typing import Final, Literal
 
 DagType = Literal["graph", "chain"]
 HandlerEvent = Literal["success", "failure", "exit"]
 ScalarType = Literal["string", "integer", "number", "boolean"]
 Scalar = str | int | float | bool
 EMPTY: Mapping[str, object] = MappingProxyType({})
+
+
+BACKTICK_COMMAND: Final = re.compile(r"`([^`]+)`")  # Dagu's command substitution in params, env
+_SHELL_COMMAND: Final = re.compile(r"`[^`]+`|\$\(")  # what a shell runs inside double quotes
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,12 @@ class Precondition:
     condition: str
     expected: str | None = None
     negate: bool = False
+
+    @property
+    def runs_command(self) -> bool:
+        """Whether checking it runs a command written in the DAG: a command precondition, or
+        a comparison whose condition holds `` `…` `` or `$(…)` (expanded by a shell)."""
+        return self.expected is None or _SHELL_COMMAND.search(self.condition) is not None
 
 
 @dataclass(frozen=True)
@@ -196,7 +207,9 @@ class Step:
 
     @property
     def runs_shell(self) -> bool:
-        return isinstance(self.work, Shell)
+        """Whether the step runs shell text written in the DAG: a `command` / `script`, or a
+        precondition that runs a command."""
+        return isinstance(self.work, Shell) or any(p.runs_command for p in self.preconditions)
 
 
 @dataclass(frozen=True)
@@ -222,8 +235,17 @@ class DagSpec:
 
     @property
     def runs_shell(self) -> bool:
-        """Whether any step or handler runs shell (see `shell_steps` for their names)."""
-        return any(s.runs_shell for s in (*self.steps, *self.handlers.values()))
+        """Whether any step or handler runs shell (see `shell_steps` for their names), or a
+        parameter's default or an `env` value holds a backtick command (`command_fields`)."""
+        return bool(self.command_fields) or any(
+            s.runs_shell for s in (*self.steps, *self.handlers.values())
+        )
+
+    @property
+    def command_fields(self) -> tuple[str, ...]:
+        """`params` and / or `env` when a default or value there holds a backtick command."""
+        texts = {"params": [p.default for p in self.params], "env": [e.value for e in self.env]}
+        return tuple(k for k, v in texts.items() if any(BACKTICK_COMMAND.search(t) for t in v))
 
     def step(self, name: str) -> Step:
         """The step called `name` (or with that `id`).

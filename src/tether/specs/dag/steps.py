@@ -13,7 +13,16 @@ import yaml
 
 from tether.specs.dag.humantask import parse_human_task
 from tether.specs.dag.model import Action, Call, ContinueOn, Shell, Step, Work
-from tether.specs.dag.nodes import At, Fields, integer, items, nonblank, string, strings
+from tether.specs.dag.nodes import (
+    At,
+    Fields,
+    integer,
+    is_null,
+    items,
+    nonblank,
+    string,
+    strings,
+)
 from tether.specs.dag.policies import (
     parse_approval,
     parse_continue_on,
@@ -22,6 +31,9 @@ from tether.specs.dag.policies import (
 )
 from tether.specs.dag.values import NAME_RE, json_value, parse_params
 
+_RESERVED_IDS: Final = frozenset(("env", "params", "args", "stdout", "stderr", "output", "outputs"))
+_MAX_ID: Final = 40
+_MAX_NAME: Final = 255
 ACTION_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:[.:-][A-Za-z0-9_]+)*$")
 HUMAN_TASK: Final = "human.task"
 DAG_RUN: Final = "dag.run"  # Dagu v2's spelling of `call` (`with: {dag, params}`)
@@ -91,8 +103,8 @@ def parse_step(
     """
     fields = Fields(node, at)
     name_f, id_f = fields.take("name"), fields.take("id")
-    step_id = nonblank(*id_f) if id_f else None
-    name = nonblank(*name_f) if name_f else step_id
+    step_id = _step_id(*id_f) if id_f else None
+    name = _step_name(*name_f) if name_f else step_id
     if name is None and taken is None:
         at.fail("a step needs `name` or `id`")
     desc = fields.take("description")
@@ -143,12 +155,33 @@ def _generated_name(work: Work, index: int, taken: set[str]) -> str:
     return name
 
 
+def _step_id(node: yaml.Node, at: At) -> str:
+    """An `id`, trimmed (Dagu spec 009): at most 40 characters, not a reserved word."""
+    step_id = nonblank(node, at).strip()
+    if step_id.lower() in _RESERVED_IDS:
+        at.fail(f"step id {step_id!r} is a reserved word ({', '.join(sorted(_RESERVED_IDS))})")
+    if len(step_id) > _MAX_ID:
+        at.fail(f"a step id must be at most {_MAX_ID} characters")
+    return step_id
+
+
+def _step_name(node: yaml.Node, at: At) -> str:
+    """A `name`, trimmed (Dagu spec 009): at most 255 bytes of UTF-8; digits are a name."""
+    name = nonblank(node, at, allow_scalars=True).strip()
+    if len(name.encode()) > _MAX_NAME:
+        at.fail(f"a step name must be at most {_MAX_NAME} bytes")
+    return name
+
+
 def _depends(node: yaml.Node, at: At) -> tuple[tuple[str, ...], tuple[At, ...]]:
-    """`depends`: one step name/id or a list of them (`[]` = explicitly none)."""
+    """`depends`: one step name/id or a list of them (`[]` or null = explicitly none); a
+    number or boolean names the step of that name (`depends: [42]`), as in Dagu."""
+    if is_null(node):
+        return (), ()
     if isinstance(node, yaml.SequenceNode):
-        pairs = [(string(n, a), a) for n, a in items(node, at)]
+        pairs = [(string(n, a, allow_scalars=True), a) for n, a in items(node, at)]
         return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
-    return (string(node, at),), (at,)
+    return (string(node, at, allow_scalars=True),), (at,)
 
 
 def _output(node: yaml.Node, at: At) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from tether.specs.dag.model import EnvVar, Param
@@ -37,21 +37,30 @@ def substitute(
     scope: Mapping[str, str],
     positional: Sequence[str] = (),
     step_outputs: Mapping[str, Mapping[str, str]] | None = None,
+    quote: Callable[[str], str] | None = None,
 ) -> str:
-    """`text` with `${NAME}`, `${n}` / `$n` and `${steps.ID.outputs.F}` replaced; unknown kept."""
+    """`text` with `${NAME}`, `${n}` / `$n` and `${steps.ID.outputs.F}` replaced; unknown kept.
+    `quote`, when given, is applied to each value put in (not to a reference left as written).
+    """
 
-    def replace(match: re.Match[str]) -> str:
+    def value(match: re.Match[str]) -> str | None:
         if match["name"] is not None:
             if match["path"]:
                 found = _json_path(scope.get(match["name"]), match["path"])
                 if found is None and match["name"] == "params":
                     found = scope.get(match["path"][1:])  # Dagu v2's `${params.NAME}`
-                return match[0] if found is None else found
-            return scope.get(match["name"], match[0])
+                return found
+            return scope.get(match["name"])
         if match["step"] is not None:
-            return (step_outputs or {}).get(match["step"], {}).get(match["field"], match[0])
+            return (step_outputs or {}).get(match["step"], {}).get(match["field"])
         index = int(match["pos"] or match["bare"]) - 1
-        return positional[index] if index < len(positional) else match[0]
+        return positional[index] if index < len(positional) else None
+
+    def replace(match: re.Match[str]) -> str:
+        found = value(match)
+        if found is None:
+            return match[0]
+        return found if quote is None else quote(found)
 
     return _REF.sub(replace, text)
 

@@ -15,8 +15,10 @@ from typing import Final
 import yaml
 from cronsim import CronSim, CronSimError
 
-from tether.specs.dag.model import EnvVar, Label, Param, Schedule
+from tether.specs.dag.model import BACKTICK_COMMAND, EnvVar, Label, Param, Schedule
 from tether.specs.dag.nodes import At, Fields, items, plain, string, strings
+
+_MARK: Final = re.compile("\0([0-9]+)\0")  # a backtick command set aside by `_words`
 
 NAME_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LABEL_KEY: Final = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")
@@ -58,10 +60,16 @@ def parse_params(node: yaml.Node, at: At) -> tuple[Param, ...]:
 
 
 def _words(text: str, at: At) -> list[str]:
+    """Shell-like words, where a backtick command (`` `date +%F` ``) stays in one word with
+    its spaces, as in Dagu's parameter strings."""
+    commands = [m[0] for m in BACKTICK_COMMAND.finditer(text)]
+    spans = iter(range(len(commands)))
+    marked = BACKTICK_COMMAND.sub(lambda _: f"\0{next(spans)}\0", text)
     try:
-        return shlex.split(text)
+        words = shlex.split(marked)
     except ValueError as exc:
         return at.fail(f"cannot split parameters: {exc}")
+    return [_MARK.sub(lambda m: commands[int(m[1])], word) for word in words]
 
 
 def _split_assignment(word: str) -> tuple[str | None, str]:
