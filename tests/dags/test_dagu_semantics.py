@@ -188,7 +188,13 @@ async def test_dagu_examples_semantics(
 V2_PARENT = """\
 working_dir: work
 shell: sh
+env:
+  - WORD: hey
 steps:
+  - id: envref
+    run: |
+      WORD=shell
+      echo "$WORD ${env.WORD}"
   - id: where
     run: basename "$PWD"
   - id: nested
@@ -247,8 +253,9 @@ async def test_dagu_v2_root_working_dir_shell_and_dag_run(
     stdout = {k: v.get("stdout") for k, v in node_results(steps).items()}
     assert labels["errexit"] == "failed" and stdout["errexit"] == "", stdout
     assert {k: v for k, v in labels.items() if k != "errexit"} == dict.fromkeys(
-        ("where", "nested", "which", "own", "child", "picked", "oneword"), "succeeded"
+        ("envref", "where", "nested", "which", "own", "child", "picked", "oneword"), "succeeded"
     )
+    assert stdout["envref"] == "shell hey\n"  # `${env.NAME}`: the DAG's env, not the shell's
     # A one-word `run:` that names no registered action is Dagu's shell command.
     assert stdout["oneword"] == f"{tmp_path / 'work'}\n"
     assert stdout["where"] == "work\n" and stdout["nested"] == "inner\n"

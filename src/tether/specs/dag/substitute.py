@@ -11,8 +11,8 @@ Sources, lowest to highest precedence (Dagu spec 006, without dotenv and secrets
 A reference to a missing name is left as written (the shell may still expand it).
 `${NAME.key[0].sub}` reads a path in NAME's JSON value (older Dagu's JSON references).
 `${steps.<id>.outputs.<field>}` reads a human task's published outputs.
-`${params.NAME}` (Dagu v2) reads the parameter NAME (as `${NAME}` does, so an env entry or an
-output of the same name, higher in the precedence, wins).
+`${params.NAME}` and `${env.NAME}` (Dagu v2) read NAME as `${NAME}` does (so for a parameter,
+an env entry or an output of the same name, higher in the precedence, wins).
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ def substitute(
         if match["name"] is not None:
             if match["path"]:
                 found = _json_path(scope.get(match["name"]), match["path"])
-                if found is None and match["name"] == "params":
-                    found = scope.get(match["path"][1:])  # Dagu v2's `${params.NAME}`
+                if found is None and match["name"] in ("params", "env"):
+                    found = scope.get(match["path"][1:])  # Dagu v2's `${params.NAME}`, `${env.…}`
                 return found
             return scope.get(match["name"])
         if match["step"] is not None:
