@@ -187,7 +187,10 @@ async def test_dagu_examples_semantics(
 
 V2_PARENT = """\
 working_dir: work
-shell: sh
+params:
+  - name: SH
+    default: sh
+shell: ${params.SH}
 env:
   - WORD: hey
 steps:
@@ -236,7 +239,8 @@ async def test_dagu_v2_root_working_dir_shell_and_dag_run(
     start: Start, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Dagu v2's DAG-level `working_dir` (relative to the file; a step's own is taken from
-    it) and `shell` (a step's shell when it names none, with `-e` as the default shell has),
+    it) and `shell` (a step's shell when it names none, with `-e` as the default shell has;
+    its `${…}` references put in),
     `action: dag.run` with `with: {dag, params}` (v2's spelling of `call`), and a one-word
     `run:` that names no registered action (`run: pwd`) as a shell command."""
     monkeypatch.setenv("SHELL", "/bin/bash")

@@ -189,8 +189,9 @@ class _Run:
             if name in self.state.nodes
             else {"DAG_NAME": self.dag.name, "DAG_RUN_ID": self.ctx.business_id},
         )
-        given = StepInput(scope, self.positional, self.state.task_outputs(), None, self.dag.shell)
-        return dataclasses.replace(given, workdir=dag_workdir(self.dag, given.expand))
+        given = StepInput(scope, self.positional, self.state.task_outputs())
+        shell = given.expand(self.dag.shell) if self.dag.shell else None  # `bash ${params.X}`
+        return dataclasses.replace(given, workdir=dag_workdir(self.dag, given.expand), shell=shell)
 
     async def wave(self, wave: list[str]) -> None:
         delays = [
