@@ -77,6 +77,7 @@ SHELL_OUTSIDE_STEPS = [
     ("name: tick\n" + ACT + "    preconditions:\n      - condition: '`id -u`'\n"
      "        expected: '0'\n", "preconditions", 3),
     ("name: env\nenv:\n  - WHO: '`id -un`'\n" + ACT, "env", 2),
+    ("name: ev\nparams:\n  - name: WHO\n    eval: $(id -un)\n" + ACT, "params", 2),
     ("name: par\ndescription: d\nparams: 'WHO=`id -un`'\n" + ACT, "params", 3),
 ]  # fmt: skip
 

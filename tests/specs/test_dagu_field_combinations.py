@@ -40,7 +40,7 @@ COMBINATIONS: list[tuple[str, str, str | None]] = [
     ("readme: http.request action",
      "steps:\n  - id: a\n    action: http.request\n    with: {url: 'http://x'}\n", "action"),
     ("dagu example: typed params",
-     "params:\n  - name: ENV\n    type: string\n    default: DEV\n" + STEP, "type"),
+     "params:\n  - name: ENV\n    type: string\n    default: DEV\n" + STEP, None),
     ("dagu example: env list", "env:\n  - LOG_LEVEL: info\n" + STEP, None),
     ("dagu example: schedule", "schedule: '0 * * * *'\n" + STEP, None),
     ("dagu example: preconditions", STEP + "    preconditions:\n"

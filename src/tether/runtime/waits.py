@@ -19,7 +19,7 @@ import jsonschema
 from pydantic import BaseModel, ValidationError
 
 from tether.runtime.errors import Rejected
-from tether.runtime.scalar_forms import form_errors
+from tether.specs.scalar_forms import form_errors
 
 KINDS: Final = ("signal", "approval", "human_task", "agent_step", "update", "child")
 ANSWERABLE_KINDS: Final = frozenset({"signal", "approval", "human_task", "agent_step"})

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict
 from tether.runtime.context import Context
 from tether.runtime.dag import asks, gates
 from tether.runtime.dag.ahead import Ahead, Launch
+from tether.runtime.dag.dynamic import check_params, evaluate_dynamic, needs_evaluation
 from tether.runtime.dag.replay import (
     apply_call,
     child_result,
@@ -46,8 +47,6 @@ from tether.runtime.dag.work import (
     Actions,
     StepInput,
     dag_workdir,
-    evaluate_dynamic,
-    has_command_substitution,
     launch_of,
     run_work,
     step_flush,
@@ -64,6 +63,7 @@ from tether.specs.dag import (
     retry_delay,
     split_params,
     step_scope,
+    supplied_positions,
 )
 from tether.specs.dag.model import HandlerEvent
 from tether.storage import children, repo
@@ -119,20 +119,22 @@ async def run_dag(ctx: Context, host: DagHost, name: str, inp: DagInput) -> dict
         snap = await ctx.transaction(inherited, ctx.execution_id, plan, name="dag:spec")
     dag = parse_snapshot(snap["name"], snap["file"], snap["text"])
     try:
-        positional, named = bind_params(dag.params, split_params(inp.params))
+        given = split_params(inp.params)
+        positional, named = bind_params(dag.params, given)
+        supplied = supplied_positions(dag.params, given)
     except ValueError as exc:
         raise DagFailed(str(exc)) from exc
     env_values = None
-    defaults = [p.default for p in dag.params]  # a value the run was started with never runs
-    texts = [*(v for v in positional if v in defaults), *(v.value for v in dag.env)]
-    if has_command_substitution(texts):
+    if needs_evaluation(dag.params, supplied, dag.env):
         try:
             done = await ctx.step(
-                evaluate_dynamic, positional, named, dag.env, defaults, name="dag:eval"
+                evaluate_dynamic, dag.params, positional, supplied, dag.env, name="dag:eval"
             )
         except StepFailed as exc:
             raise DagFailed(f"evaluating params and env: {exc}") from exc
         positional, named, env_values = done["positional"], done["named"], done["env"]
+    if problems := check_params(dag.params, positional, supplied):
+        raise DagFailed("; ".join(problems))
     run = _Run(ctx, host, dag, DagState(dag), positional, named, env_values)
     run.state.inherit(snap.get("inherit") or {})
     run.state.attempts.append((await ctx.uuid()).hex[:6])

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import inspect
 import json
 import os
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from tether.runtime.dag.ahead import Ahead, Launch, quiet_start
+from tether.runtime.dag.dynamic import in_quotes
 from tether.runtime.dag.shell import (
     GATE_PREFIX,
     POSIX_SHELLS,
@@ -26,9 +26,8 @@ from tether.runtime.dag.shell import (
     run_command,
     run_script,
 )
-from tether.specs.dag import Action, DagSpec, EnvVar, Precondition, Shell, Step, substitute
+from tether.specs.dag import Action, DagSpec, Precondition, Shell, Step, substitute
 from tether.specs.dag.loader import INLINE
-from tether.specs.dag.model import BACKTICK_COMMAND
 
 Actions = Mapping[str, Callable[..., Any]]
 
@@ -276,56 +275,6 @@ async def _holds(cond: Precondition, given: StepInput) -> bool:
     return held != cond.negate
 
 
-def has_command_substitution(texts: Sequence[str]) -> bool:
-    """Whether any of `texts` holds a backtick command (Dagu runs these in params and env)."""
-    return any(BACKTICK_COMMAND.search(t) for t in texts)
-
-
-async def evaluate_dynamic(
-    positional: Sequence[str],
-    named: Mapping[str, str],
-    env: Sequence[EnvVar],
-    defaults: Sequence[str] = (),
-) -> dict[str, Any]:
-    """Dagu's command substitution in parameter values and `env` values, once per run (the
-    caller records the result as a durable step): each `` `cmd` `` is replaced by the trimmed
-    stdout of `sh -c cmd`. Only text written in the DAG runs: a parameter's value when it is
-    one of the DAG's `defaults`, and the backtick commands written in an `env` value. A value
-    the run was started with is data, and so is a value put into an env entry by `${NAME}`.
-    Env entries are evaluated top to bottom, each command seeing the entries before it. A
-    command that fails fails the run (Dagu refuses to load the DAG)."""
-    written = set(defaults)
-    done: dict[str, str] = {}
-    for value in {*positional, *named.values()}:
-        done[value] = await _substitute_commands(value, os.environ) if value in written else value
-    params = {k: done[v] for k, v in named.items()}
-    scope = {**os.environ, **params}
-    values = [done[v] for v in positional]
-    env_values: dict[str, str] = {}
-    for var in env:
-        expand = functools.partial(substitute, scope=scope, positional=values)
-        value = await _substitute_commands(var.value, scope, expand)
-        scope[var.name] = env_values[var.name] = value
-    return {"positional": values, "named": params, "env": env_values}
-
-
-async def _substitute_commands(
-    text: str, env: Mapping[str, str], expand: Callable[[str], str] = str
-) -> str:
-    """`text` with each backtick command written in it replaced by its trimmed stdout; the
-    rest of the text, and each command, go through `expand` (`${NAME}` references) apart, so
-    a value put in never becomes a command of its own."""
-    out, last = [], 0
-    for match in BACKTICK_COMMAND.finditer(text):
-        command = expand(match[1])
-        res = await run_command(argv_for(command, None), env=env)
-        if res.exit_code != 0:
-            raise ValueError(f"command substitution `{command}` exited {res.exit_code}")
-        out += [expand(text[last : match.start()]), res.stdout.strip()]
-        last = match.end()
-    return "".join([*out, expand(text[last:])])
-
-
 async def _evaluate(condition: str, given: StepInput) -> str:
     """The condition with its references put in, then shell-expanded (`$VAR`, backticks,
     `$(…)`) when its own text asks for it. The values put in are quoted for the shell: a
@@ -333,7 +282,7 @@ async def _evaluate(condition: str, given: StepInput) -> str:
     if not _asks_shell(given.expand(condition, _dropped)):
         return given.expand(condition)
     written = condition.replace("\\", "\\\\").replace('"', '\\"')  # its `$` and backticks act
-    quoted = given.expand(written, _in_quotes)
+    quoted = given.expand(written, in_quotes)
     argv = argv_for(f'printf %s "{quoted}"', None)
     workdir = given.workdir if given.workdir and not _missing_dir(given.workdir) else None
     res = await run_command(argv, env=given.scope, cwd=workdir)
@@ -357,10 +306,3 @@ def _dropped(_: str) -> str:
 
 def _asks_shell(text: str) -> bool:
     return "`" in text or "$" in text
-
-
-def _in_quotes(text: str) -> str:
-    """`text` as literal text inside a shell's double quotes."""
-    for char in ("\\", '"', "$", "`"):
-        text = text.replace(char, "\\" + char)
-    return text

@@ -42,6 +42,7 @@ from tether.specs.dag.substitute import (
     split_params,
     step_scope,
     substitute,
+    supplied_positions,
 )
 from tether.specs.dag.values import cron_of, parse_label
 
@@ -82,5 +83,6 @@ __all__ = [
     "split_params",
     "step_scope",
     "substitute",
+    "supplied_positions",
     "upstream_of",
 ]

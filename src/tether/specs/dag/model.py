@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final, Literal
 
+from tether.specs.dag.params import ParamRules
+
 DagType = Literal["graph", "chain"]
 HandlerEvent = Literal["success", "failure", "exit"]
 ScalarType = Literal["string", "integer", "number", "boolean"]
@@ -30,6 +32,7 @@ class Param:
     position: int
     name: str | None
     default: str
+    rules: ParamRules | None = None  # a rich entry's type, constraints and `eval` (Dagu v2)
 
 
 @dataclass(frozen=True)
@@ -243,9 +246,14 @@ class DagSpec:
 
     @property
     def command_fields(self) -> tuple[str, ...]:
-        """`params` and / or `env` when a default or value there holds a backtick command."""
-        texts = {"params": [p.default for p in self.params], "env": [e.value for e in self.env]}
-        return tuple(k for k, v in texts.items() if any(BACKTICK_COMMAND.search(t) for t in v))
+        """`params` and / or `env` when a default or value there holds a backtick command, or a
+        parameter has an `eval`."""
+        params = any(
+            BACKTICK_COMMAND.search(p.default) or (p.rules is not None and p.rules.eval)
+            for p in self.params
+        )
+        env = any(BACKTICK_COMMAND.search(e.value) for e in self.env)
+        return tuple(k for k, v in (("params", params), ("env", env)) if v)
 
     def step(self, name: str) -> Step:
         """The step called `name` (or with that `id`).

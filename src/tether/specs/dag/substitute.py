@@ -101,22 +101,42 @@ def bind_params(
     Raises:
         ValueError: a named override that the DAG does not declare.
     """
+    values, _ = _bind(declared, given)
+    named = {p.name: values[p.position - 1] for p in declared if p.name is not None}
+    return tuple(values), named
+
+
+def supplied_positions(
+    declared: Sequence[Param], given: Sequence[tuple[str | None, str]] = ()
+) -> frozenset[int]:
+    """The 0-based positions whose values `given` sets (as `bind_params` applies it).
+
+    Raises:
+        ValueError: a named override that the DAG does not declare.
+    """
+    return frozenset(_bind(declared, given)[1])
+
+
+def _bind(
+    declared: Sequence[Param], given: Sequence[tuple[str | None, str]]
+) -> tuple[list[str], set[int]]:
     values = [p.default for p in declared]
     names = {p.name: p.position - 1 for p in declared if p.name is not None}
-    position = 0
+    position, supplied = 0, set()
     for name, value in given:
         if name is None:
             if position < len(values):
                 values[position] = value
             else:
                 values.append(value)
+            supplied.add(position)
             position += 1
         elif name in names:
             values[names[name]] = value
+            supplied.add(names[name])
         else:
             raise ValueError(f"unknown parameter {name!r}")
-    named = {p.name: values[p.position - 1] for p in declared if p.name is not None}
-    return tuple(values), named
+    return values, supplied
 
 
 def evaluate_env(

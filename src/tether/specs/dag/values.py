@@ -17,7 +17,10 @@ from cronsim import CronSim, CronSimError
 
 from tether.specs.dag.model import BACKTICK_COMMAND, EnvVar, Label, Param, Schedule
 from tether.specs.dag.nodes import At, Fields, items, plain, string, strings
+from tether.specs.dag.params import ParamRules, parse_rich
 
+# a parameter as written: name (None: positional), default text, place, and a rich entry's rules
+_Raw = tuple[str | None, str, At] | tuple[str | None, str, At, ParamRules]
 _MARK: Final = re.compile("\0([0-9]+)\0")  # a backtick command set aside by `_words`
 
 NAME_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -45,7 +48,7 @@ def _scalar_text(node: yaml.Node, at: At) -> str:
 def parse_params(node: yaml.Node, at: At) -> tuple[Param, ...]:
     """`params`: a string (`"A B NAME=val"`), a list of strings / `{NAME: val}` / `{name, default}`
     entries, or a `{NAME: val}` map. Every parameter gets a 1-based position."""
-    raw: list[tuple[str | None, str, At]] = []
+    raw: list[_Raw] = []
     if isinstance(node, yaml.ScalarNode):
         raw = [(*_split_assignment(word), at) for word in _words(string(node, at), at)]
     elif isinstance(node, yaml.SequenceNode):
@@ -77,17 +80,15 @@ def _split_assignment(word: str) -> tuple[str | None, str]:
     return (name, value) if eq and NAME_RE.match(name) else (None, word)
 
 
-def _param_entry(node: yaml.Node, at: At) -> tuple[str | None, str, At]:
+def _param_entry(node: yaml.Node, at: At) -> _Raw:
     if isinstance(node, yaml.ScalarNode):
         return (*_split_assignment(_scalar_text(node, at)), at)
     fields = Fields(node, at)
-    if fields.has("name"):  # a rich entry: only name/default/description are in the subset
+    if fields.has("name"):  # a rich entry (Dagu v2): typed, with constraints and `eval`
         name_node, name_at = fields.take("name") or at.fail("unreachable")
         name = string(name_node, name_at)
-        default = fields.take("default")
-        fields.take("description")
-        fields.finish({"type": "typed parameters are outside the subset"})
-        return name, _scalar_text(*default) if default else "", name_at
+        default, rules = parse_rich(fields, name_at)
+        return (name, default, name_at) if rules is None else (name, default, name_at, rules)
     keys = list(fields.remaining())
     if len(keys) != 1:
         at.fail("a parameter entry must be one `NAME: value` pair")
@@ -95,17 +96,17 @@ def _param_entry(node: yaml.Node, at: At) -> tuple[str | None, str, At]:
     return keys[0], _scalar_text(value_node, value_at), value_at
 
 
-def _numbered(raw: list[tuple[str | None, str, At]]) -> tuple[Param, ...]:
+def _numbered(raw: list[_Raw]) -> tuple[Param, ...]:
     seen: set[str] = set()
     params = []
-    for position, (name, default, at) in enumerate(raw, start=1):
+    for position, (name, default, at, *rules) in enumerate(raw, start=1):
         if name is not None:
             if not NAME_RE.match(name):
                 at.fail(f"parameter name {name!r} must match {NAME_RE.pattern}")
             if name in seen:
                 at.fail(f"parameter {name!r} is declared twice")
             seen.add(name)
-        params.append(Param(position, name, default))
+        params.append(Param(position, name, default, rules[0] if rules else None))
     return tuple(params)
 
 

@@ -1,0 +1,120 @@
+"""A DAG run's values computed once, before its first step (the caller records them as the
+durable `dag:eval` step, so a resumed run sees the same): Dagu's backtick commands in parameter
+defaults and `env` values, and a rich parameter's `eval` (Dagu v2). Then the parameters are
+checked against their declared types and constraints.
+
+Only text written in the DAG runs. A value the run was started with (an MCP client's params,
+`tether runs start`, a parent's `call`) is data: it is never searched for commands, and where
+a reference puts it into text a shell reads, it is quoted for that shell first.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
+
+from tether.runtime.dag.shell import argv_for, run_command
+from tether.specs.dag import EnvVar, Param, substitute
+from tether.specs.dag.model import BACKTICK_COMMAND
+from tether.specs.dag.params import ParamRules
+
+
+def needs_evaluation(
+    declared: Sequence[Param], supplied: Collection[int], env: Sequence[EnvVar]
+) -> bool:
+    """Whether a parameter the run was not given, or an `env` value, has something to run."""
+    params = (p for p in declared if p.position - 1 not in supplied)
+    return any(
+        (p.rules is not None and p.rules.eval) or BACKTICK_COMMAND.search(p.default) for p in params
+    ) or any(BACKTICK_COMMAND.search(var.value) for var in env)
+
+
+async def evaluate_dynamic(
+    declared: Sequence[Param],
+    positional: Sequence[str],
+    supplied: Collection[int],
+    env: Sequence[EnvVar],
+) -> dict[str, Any]:
+    """The run's parameter values and `env` values, evaluated. A parameter the run was not
+    given (`supplied`: 0-based positions it was) takes its `eval`'s output (`$(…)`, backticks,
+    `${NAME}` of earlier parameters; a failure falls back to the default, and without one fails
+    the run), or has each backtick command of its default replaced by the command's trimmed
+    stdout. Env entries are evaluated top to bottom, each command seeing the entries before
+    it. A backtick command that fails fails the run (Dagu refuses to load the DAG)."""
+    values = list(positional)
+    scope = dict(os.environ)
+    for param in declared:
+        index = param.position - 1
+        if index not in supplied:
+            if param.rules is not None and param.rules.eval:
+                values[index] = await _eval(param, scope, values)
+            elif BACKTICK_COMMAND.search(param.default):
+                values[index] = await _substitute_commands(param.default, os.environ)
+        if param.name is not None:
+            scope[param.name] = values[index]
+    named = {p.name: values[p.position - 1] for p in declared if p.name is not None}
+    scope = {**os.environ, **named}
+    env_values: dict[str, str] = {}
+    for var in env:
+        expand = functools.partial(substitute, scope=scope, positional=values)
+        value = await _substitute_commands(var.value, scope, expand)
+        scope[var.name] = env_values[var.name] = value
+    return {"positional": values, "named": named, "env": env_values}
+
+
+def check_params(
+    declared: Sequence[Param], values: Sequence[str], supplied: Collection[int]
+) -> list[str]:
+    """Why the run's parameter values do not fit their rich entries (empty: they do). A
+    `required` parameter needs a value: given, a default, or an `eval`."""
+    problems = []
+    for param in declared:
+        if param.rules is None:
+            continue
+        label = param.name or f"${param.position}"
+        given = param.position - 1 in supplied or param.rules.has_default or param.rules.eval
+        if not given:
+            if param.rules.required:
+                problems.append(f"parameter {label!r} is required")
+            continue
+        value = values[param.position - 1]
+        problems += [f"parameter {label!r} {p}" for p in param.rules.problems(value)]
+    return problems
+
+
+async def _eval(param: Param, scope: Mapping[str, str], values: Sequence[str]) -> str:
+    rules = param.rules or ParamRules()
+    written = (rules.eval or "").replace("\\", "\\\\").replace('"', '\\"')  # `$` and backticks act
+    text = substitute(written, scope, values, quote=in_quotes)
+    res = await run_command(argv_for(f'__value="{text}" && printf %s "$__value"', None), env=scope)
+    if res.exit_code == 0:
+        return res.stdout.strip()
+    if rules.has_default:
+        return param.default
+    raise ValueError(f"parameter {param.name!r}: eval exited {res.exit_code} and it has no default")
+
+
+async def _substitute_commands(
+    text: str, env: Mapping[str, str], expand: Callable[[str], str] = str
+) -> str:
+    """`text` with each backtick command written in it replaced by its trimmed stdout; the
+    rest of the text, and each command, go through `expand` (`${NAME}` references) apart, so
+    a value put in never becomes a command of its own."""
+    out, last = [], 0
+    for match in BACKTICK_COMMAND.finditer(text):
+        command = expand(match[1])
+        res = await run_command(argv_for(command, None), env=env)
+        if res.exit_code != 0:
+            raise ValueError(f"command substitution `{command}` exited {res.exit_code}")
+        out += [expand(text[last : match.start()]), res.stdout.strip()]
+        last = match.end()
+    return "".join([*out, expand(text[last:])])
+
+
+def in_quotes(text: str) -> str:
+    """`text` as literal text inside a shell's double quotes."""
+    for char in ("\\", '"', "$", "`"):
+        text = text.replace(char, "\\" + char)
+    return text
