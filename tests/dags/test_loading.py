@@ -78,6 +78,7 @@ SHELL_OUTSIDE_STEPS = [
      "        expected: '0'\n", "preconditions", 3),
     ("name: env\nenv:\n  - WHO: '`id -un`'\n" + ACT, "env", 2),
     ("name: ev\nparams:\n  - name: WHO\n    eval: $(id -un)\n" + ACT, "params", 2),
+    ("name: rp\npreconditions:\n  - test -f /etc/hosts\n" + ACT, "preconditions", 2),
     ("name: par\ndescription: d\nparams: 'WHO=`id -un`'\n" + ACT, "params", 3),
 ]  # fmt: skip
 

@@ -15,10 +15,48 @@ import os
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
+from tether.runtime.context import Context
 from tether.runtime.dag.shell import argv_for, run_command
-from tether.specs.dag import EnvVar, Param, substitute
+from tether.runtime.errors import StepFailed
+from tether.specs.dag import (
+    DagSpec,
+    EnvVar,
+    Param,
+    bind_params,
+    split_params,
+    substitute,
+    supplied_positions,
+)
 from tether.specs.dag.model import BACKTICK_COMMAND
 from tether.specs.dag.params import ParamRules
+
+
+async def prepare_values(
+    ctx: Context, dag: DagSpec, params: str | list[str] | dict[str, str] | None
+) -> tuple[Sequence[str], Mapping[str, str], Mapping[str, str] | None]:
+    """The run's positional and named parameter values, and its `env` values when they were
+    evaluated here (else None: the caller evaluates them), from the `params` it was started
+    with.
+
+    Raises:
+        ValueError: an unknown parameter, an evaluation that failed, or a value that does not
+            fit its declaration (the run fails saying so).
+    """
+    given = split_params(params)
+    positional, named = bind_params(dag.params, given)
+    supplied = supplied_positions(dag.params, given)
+    env_values = None
+    if needs_evaluation(dag.params, supplied, dag.env):
+        try:
+            done = await ctx.step(
+                evaluate_dynamic, dag.params, positional, supplied, dag.env, name="dag:eval"
+            )
+        except StepFailed as exc:
+            raise ValueError(f"evaluating params and env: {exc}") from exc
+        positional, named, env_values = done["positional"], done["named"], done["env"]
+    if problems := check_params(dag.params, positional, supplied):
+        raise ValueError("; ".join(problems))
+    return positional, named, env_values
 
 
 def needs_evaluation(

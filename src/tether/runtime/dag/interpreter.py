@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict
 from tether.runtime.context import Context
 from tether.runtime.dag import asks, gates
 from tether.runtime.dag.ahead import Ahead, Launch
-from tether.runtime.dag.dynamic import check_params, evaluate_dynamic, needs_evaluation
+from tether.runtime.dag.dynamic import prepare_values
 from tether.runtime.dag.replay import (
     apply_call,
     child_result,
@@ -50,8 +50,9 @@ from tether.runtime.dag.work import (
     launch_of,
     run_work,
     step_flush,
+    unmet_precondition,
 )
-from tether.runtime.errors import Rejected, StepFailed
+from tether.runtime.errors import Rejected
 from tether.specs.dag import (
     Action,
     Call,
@@ -59,11 +60,8 @@ from tether.specs.dag import (
     HumanTask,
     Shell,
     Step,
-    bind_params,
     retry_delay,
-    split_params,
     step_scope,
-    supplied_positions,
 )
 from tether.specs.dag.model import HandlerEvent
 from tether.storage import children, repo
@@ -119,25 +117,15 @@ async def run_dag(ctx: Context, host: DagHost, name: str, inp: DagInput) -> dict
         snap = await ctx.transaction(inherited, ctx.execution_id, plan, name="dag:spec")
     dag = parse_snapshot(snap["name"], snap["file"], snap["text"])
     try:
-        given = split_params(inp.params)
-        positional, named = bind_params(dag.params, given)
-        supplied = supplied_positions(dag.params, given)
+        positional, named, env_values = await prepare_values(ctx, dag, inp.params)
     except ValueError as exc:
         raise DagFailed(str(exc)) from exc
-    env_values = None
-    if needs_evaluation(dag.params, supplied, dag.env):
-        try:
-            done = await ctx.step(
-                evaluate_dynamic, dag.params, positional, supplied, dag.env, name="dag:eval"
-            )
-        except StepFailed as exc:
-            raise DagFailed(f"evaluating params and env: {exc}") from exc
-        positional, named, env_values = done["positional"], done["named"], done["env"]
-    if problems := check_params(dag.params, positional, supplied):
-        raise DagFailed("; ".join(problems))
     run = _Run(ctx, host, dag, DagState(dag), positional, named, env_values)
     run.state.inherit(snap.get("inherit") or {})
     run.state.attempts.append((await ctx.uuid()).hex[:6])
+    if dag.preconditions and (unmet := await run.unmet()) is not None:
+        await run.handlers("abort")  # no `abort` handler here: `exit` runs (Dagu's onExit)
+        return {"status": "aborted", "outputs": {}, "reason": f"precondition not met: {unmet}"}
     try:
         while not run.state.rejected() and ((wave := run.state.ready()) or run.carried):
             await run.wave(wave)
@@ -318,6 +306,12 @@ class _Run:
             )
         (answer,) = await self.ctx.wait_all(spec)
         return answer  # type: ignore[no-any-return]  # both parse to Answer
+
+    async def unmet(self) -> str | None:
+        """The DAG's first precondition that does not hold (checked once, recorded)."""
+        given = self.given("dag:preconditions")
+        conds = self.dag.preconditions
+        return await self.ctx.step(unmet_precondition, conds, given, name="dag:preconditions")  # type: ignore[no-any-return]
 
     async def handlers(self, event: str) -> bool:
         """Run the `event` handler, then `exit`; whether both succeeded (or are absent)."""

@@ -64,9 +64,8 @@ async def run_work(
     if gate is not None and not _starts_early(step, given):
         await gate()
         gate = None
-    for cond in step.preconditions:
-        if not await _holds(cond, given):
-            return {"status": "skipped", "reason": f"precondition not met: {cond.condition}"}
+    if (unmet := await unmet_precondition(step.preconditions, given)) is not None:
+        return {"status": "skipped", "reason": f"precondition not met: {unmet}"}
     work = step.work
     if isinstance(work, Shell):
         return await _shell(step, work, given, gate, ahead)
@@ -254,6 +253,14 @@ def _expand_value(value: Any, given: StepInput) -> Any:
     if isinstance(value, dict):
         return {k: _expand_value(v, given) for k, v in value.items()}
     return value
+
+
+async def unmet_precondition(conds: Sequence[Precondition], given: StepInput) -> str | None:
+    """The first of `conds` that does not hold (its condition as written), else None."""
+    for cond in conds:
+        if not await _holds(cond, given):
+            return cond.condition
+    return None
 
 
 async def _holds(cond: Precondition, given: StepInput) -> bool:

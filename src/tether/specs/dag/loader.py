@@ -31,6 +31,7 @@ from tether.specs.dag.nodes import (
     string,
     strings,
 )
+from tether.specs.dag.policies import parse_preconditions
 from tether.specs.dag.steps import Draft, parse_step
 from tether.specs.dag.values import parse_env, parse_labels, parse_params, parse_schedule
 from tether.specs.yaml_nodes import STR
@@ -99,6 +100,7 @@ def _parse(root: yaml.MappingNode, file: str, default_name: str | None) -> DagSp
     schedule = fields.take("schedule")
     mcp = fields.take("mcp")
     workdir, shell = fields.take("working_dir", "workingDir"), fields.take("shell")
+    pre = fields.take("preconditions", "precondition")
     fields.finish(_HINTS)
     entries = _step_nodes(*steps_f)
     taken = {k for n, _, _ in entries for k in _written_names(n)}
@@ -127,6 +129,7 @@ def _parse(root: yaml.MappingNode, file: str, default_name: str | None) -> DagSp
         labels=labels,
         schedules=parse_schedule(*schedule) if schedule else (),
         mcp=boolean(*mcp) if mcp else False,
+        preconditions=parse_preconditions(*pre) if pre else (),
         working_dir=nonblank(*workdir) if workdir else None,
         shell=" ".join(strings(*shell)) if shell else None,
     )

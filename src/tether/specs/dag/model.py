@@ -233,6 +233,7 @@ class DagSpec:
     labels: tuple[Label, ...] = ()
     schedules: tuple[Schedule, ...] = ()
     mcp: bool = False
+    preconditions: tuple[Precondition, ...] = ()  # not all met: the run ends `aborted`
     working_dir: str | None = None  # the steps' directory; relative: to the file's directory
     shell: str | None = None  # the shell of every shell step that names none
 
@@ -246,14 +247,15 @@ class DagSpec:
 
     @property
     def command_fields(self) -> tuple[str, ...]:
-        """`params` and / or `env` when a default or value there holds a backtick command, or a
-        parameter has an `eval`."""
+        """`params`, `env`, `preconditions` (the DAG's) when they run shell text: a backtick
+        command in a default or value, a parameter's `eval`, a precondition's command."""
         params = any(
             BACKTICK_COMMAND.search(p.default) or (p.rules is not None and p.rules.eval)
             for p in self.params
         )
         env = any(BACKTICK_COMMAND.search(e.value) for e in self.env)
-        return tuple(k for k, v in (("params", params), ("env", env)) if v)
+        pre = any(p.runs_command for p in self.preconditions)
+        return tuple(k for k, v in (("params", params), ("env", env), ("preconditions", pre)) if v)
 
     def step(self, name: str) -> Step:
         """The step called `name` (or with that `id`).

@@ -1,0 +1,62 @@
+"""A DAG's own `preconditions` (Dagu spec 023): checked once before the first step; when one
+does not hold, no step runs, the `exit` handler does, and the run ends `aborted`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tether.runtime.dag.status import dag_status
+from tether.runtime.registry import App
+
+from .conftest import Start
+from .test_run import node_results
+
+pytestmark = pytest.mark.postgres
+
+GUARDED = """\
+name: guarded
+params: "READY=no"
+preconditions:
+  - condition: "${READY}"
+    expected: "yes"
+  - test -f flag
+handler_on:
+  exit:
+    command: echo bye
+steps:
+  - name: main
+    command: echo main
+"""
+
+
+async def test_dag_preconditions_abort_the_run_or_let_it_go(start: Start, tmp_path: Path) -> None:
+    (tmp_path / "guarded.yaml").write_text(GUARDED)
+    app = App()
+    app.dag(tmp_path / "guarded.yaml")
+    async with start(app) as rt:
+        runs = {}
+        for label, params in (
+            ("unmet", {}),
+            ("no-flag", {"READY": "yes"}),
+            ("met", {"READY": "yes"}),
+        ):
+            if label == "met":
+                (tmp_path / "flag").write_text("")  # a command precondition, in the file's dir
+            run = (await rt.ops.start("guarded", {"params": params})).execution.id
+            row = (await rt.ops.wait_for_end(run, timeout=20)).current
+            steps = await rt.ops.steps(run)
+            runs[label] = (row, steps, dag_status(row, steps))
+    for label in ("unmet", "no-flag"):
+        row, steps, detail = runs[label]
+        assert row.status == "completed" and detail.status_label == "aborted", label
+        assert [s.status_label for s in detail.steps] == ["not_started"], label
+        assert "main" not in node_results(steps)
+        exit_handler = next(r for r in steps if r.name == "handler:exit")
+        assert exit_handler.result["value"]["stdout"] == "bye\n"
+    assert runs["unmet"][0].output["reason"] == "precondition not met: ${READY}"
+    assert runs["no-flag"][0].output["reason"] == "precondition not met: test -f flag"
+    row, steps, detail = runs["met"]
+    assert detail.status_label == "succeeded"
+    assert node_results(steps)["main"]["stdout"] == "main\n"
