@@ -27,6 +27,9 @@ handler_on:
     command: echo bye
 steps:
   - name: main
+    preconditions:
+      - eval: "$(printf on)"
+        expected: "on"
     command: echo main
 """
 

@@ -6,10 +6,12 @@ both in one mapping is an error.
 
 from __future__ import annotations
 
+import re
+
 import yaml
 
 from tether.specs.dag.model import Approval, ContinueOn, Precondition, RetryPolicy
-from tether.specs.dag.nodes import At, Fields, boolean, integer, items, string, strings
+from tether.specs.dag.nodes import At, Fields, boolean, integer, items, nonblank, string, strings
 
 
 def parse_preconditions(node: yaml.Node, at: At) -> tuple[Precondition, ...]:
@@ -23,20 +25,35 @@ def parse_preconditions(node: yaml.Node, at: At) -> tuple[Precondition, ...]:
             out.append(Precondition(string(item, item_at)))
             continue
         fields = Fields(item, item_at)
-        cond = fields.take("condition", "command") or item_at.fail(
-            "a precondition needs `condition`"
+        cond = fields.take("condition", "command", "eval") or item_at.fail(
+            "a precondition needs `condition` (or `eval` with `expected`)"
         )
         expected = fields.take("expected")
+        if expected is None and cond[1].field == "eval":
+            cond[1].fail("`eval` needs `expected`")
         negate = fields.take("negate")
-        fields.finish({"eval": "use `condition` with `expected`"})
+        fields.finish()
         out.append(
             Precondition(
-                string(*cond),
-                string(*expected, allow_scalars=True) if expected else None,
+                nonblank(*cond),
+                _expected(*expected) if expected else None,
                 boolean(*negate) if negate else False,
             )
         )
     return tuple(out)
+
+
+def _expected(node: yaml.Node, at: At) -> str:
+    """`expected`: text, or `re:<regex>` (a regex written without `${…}` is compiled now)."""
+    text = string(node, at, allow_scalars=True)
+    if text.startswith("re:") and not text[3:]:
+        at.fail("an empty regular expression")
+    if text.startswith("re:") and "$" not in text:
+        try:
+            re.compile(text[3:])
+        except re.error as exc:
+            at.fail(f"not a valid regular expression: {exc}")
+    return text
 
 
 def _exit_codes(node: yaml.Node, at: At) -> tuple[int, ...]:
