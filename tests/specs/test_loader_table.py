@@ -26,7 +26,7 @@ INVALID: list[tuple[str, type[DagSpecError], str, int]] = [
         "signalOnStop",
         4,
     ),
-    ("steps:\n  - name: a\n    command: x\n    env: {A: b}\n", UnknownField, "env", 4),
+    ("steps:\n  - name: a\n    command: x\n    env: [A]\n", InvalidValue, "env", 4),
     ("timeoutSec: 3\n" + S, UnknownField, "timeoutSec", 1),
     ("steps: []\n", InvalidValue, "steps", 1),
     ("name: x\n", InvalidValue, "", 1),

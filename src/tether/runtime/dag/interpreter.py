@@ -26,7 +26,7 @@ import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -68,6 +68,9 @@ from tether.storage import children, repo
 
 #: Node statuses after which a step may still run (or be answered) in this run.
 _OPEN = frozenset({"not_started", "retrying", "waiting", "running"})
+
+
+_NO_STEP: Final = Step(name="", work=Shell(), line=0)  # the DAG's own checks: no step env
 
 
 class DagFailed(Exception):
@@ -164,7 +167,7 @@ class _Run:
     carried: dict[str, Any] = dataclasses.field(default_factory=dict)
     ahead: Ahead = dataclasses.field(default_factory=Ahead)  # the next step's shell (`ahead`)
 
-    def given(self, name: str) -> StepInput:
+    def given(self, name: str, step: Step | None = None) -> StepInput:
         if self.base is None:
             env = self.dag.env if self.env_values is None else ()
             base = step_scope(os.environ, self.named, env, positional=self.positional)
@@ -175,6 +178,7 @@ class _Run:
             (),
             positional=self.positional,
             outputs=self.state.upstream_outputs(name) if name in self.state.nodes else (),
+            step_env=(step or self.state.by_name.get(name) or _NO_STEP).env,
             run_values=self.state.run_values(name, self.ctx.business_id)
             if name in self.state.nodes
             else {"DAG_NAME": self.dag.name, "DAG_RUN_ID": self.ctx.business_id},
@@ -321,7 +325,7 @@ class _Run:
             if step is None:
                 continue
             result = await self.ctx.step(
-                execute_step, step, self.given(step.name), self.host.actions, 0,
+                execute_step, step, self.given(step.name, step), self.host.actions, 0,
                 name=f"handler:{which}", flush=self.flush,
             )  # fmt: skip
             ok = ok and result["status"] != "failed"

@@ -207,6 +207,7 @@ class Step:
     retry_policy: RetryPolicy | None = None
     timeout_sec: int | None = None
     approval: Approval | None = None
+    env: tuple[EnvVar, ...] = ()  # the step's own env, over the DAG's and upstream outputs
 
     @property
     def runs_shell(self) -> bool:

@@ -29,7 +29,7 @@ from tether.specs.dag.policies import (
     parse_preconditions,
     parse_retry_policy,
 )
-from tether.specs.dag.values import NAME_RE, json_value, parse_params
+from tether.specs.dag.values import NAME_RE, json_value, parse_env, parse_params
 
 _RESERVED_IDS: Final = frozenset(("env", "params", "args", "stdout", "stderr", "output", "outputs"))
 _MAX_ID: Final = 40
@@ -55,7 +55,6 @@ _NOT_ON_HUMAN_TASK: Final = (
 )
 _HINTS: Final = {
     "executor": "only shell, `call`, `run` and `action: human.task` or `dag.run` steps",
-    "env": "step-level env is outside the subset; use the DAG's `env`",
     "signalOnStop": "outside the subset",
     "stdout": "outside the subset",
     "params": "`params` goes with `call: <dag>` (older Dagu's `run: <dag>` is `call:` here)",
@@ -120,7 +119,7 @@ def parse_step(
         fields.take("continueOn", "continue_on"),
         fields.take("retryPolicy", "retry_policy"),
     )
-    timeout = fields.take("timeoutSec", "timeout_sec")
+    timeout, env = fields.take("timeoutSec", "timeout_sec"), fields.take("env")
     fields.finish(_HINTS)
     depends, depends_at = _depends(*depends_f) if depends_f else ((), ())
     step = Step(
@@ -136,6 +135,7 @@ def parse_step(
         retry_policy=parse_retry_policy(*retry) if retry else None,
         timeout_sec=integer(*timeout, minimum=0) or None if timeout else None,
         approval=approval,
+        env=parse_env(*env) if env else (),
     )
     return Draft(step, at, depends_at, rewind_at or approval_at, depends_f is not None)
 

@@ -7,6 +7,7 @@ Sources, lowest to highest precedence (Dagu spec 006, without dotenv and secrets
   4. the selected runtime profile's env
   5. outputs of upstream steps (`output:` variables, approval inputs), applied in
      `output_order` so a later-visited predecessor wins
+  5b. the step's own `env`, evaluated top to bottom
   6. run values set by the runtime (DAG_RUN_ID, DAG_PUSHBACK_ITERATION, DAG_PUSHBACK …)
 A reference to a missing name is left as written (the shell may still expand it).
 `${NAME.key[0].sub}` reads a path in NAME's JSON value (older Dagu's JSON references).
@@ -157,16 +158,19 @@ def step_scope(
     positional: Sequence[str] = (),
     profile: Mapping[str, str] | None = None,
     outputs: Iterable[Mapping[str, str]] = (),
+    step_env: Iterable[EnvVar] = (),
     run_values: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The variables a step sees, layered in the documented precedence (later wins).
 
-    `outputs` are the upstream steps' published variables in `output_order`.
+    `outputs` are the upstream steps' published variables in `output_order`; `step_env` the
+    step's own `env`, evaluated top to bottom over all of those (run values stay protected).
     """
     scope = evaluate_env(env, {**process_env, **params}, positional)
     scope.update(profile or {})
     for published in outputs:
         scope.update(published)
+    scope = evaluate_env(step_env, scope, positional)
     scope.update(run_values or {})
     return scope
 

@@ -1,5 +1,6 @@
-"""A DAG's own `preconditions` (Dagu spec 023): checked once before the first step; when one
-does not hold, no step runs, the `exit` handler does, and the run ends `aborted`."""
+"""Where a DAG's checks and variables apply: the DAG's own `preconditions` (Dagu spec 023),
+checked once before the first step (when one does not hold, no step runs, the `exit` handler
+does, and the run ends `aborted`); and a step's own `env` (Dagu spec 006)."""
 
 from __future__ import annotations
 
@@ -63,3 +64,45 @@ async def test_dag_preconditions_abort_the_run_or_let_it_go(start: Start, tmp_pa
     row, steps, detail = runs["met"]
     assert detail.status_label == "succeeded"
     assert node_results(steps)["main"]["stdout"] == "main\n"
+
+
+STEP_ENV = """\
+name: stepenv
+params: "TARGET=api"
+env:
+  - ROOT=root
+steps:
+  - name: produce
+    command: echo made
+    output: MADE
+  - name: consume
+    env:
+      - PARAM=${TARGET}
+      - ROOT_COPY=${env.ROOT}
+      - PREVIOUS=${MADE}
+      - EARLIER=seed
+      - LATER=${EARLIER}-grown
+      - DAG_RUN_ID=shadowed
+    command: printf '%s|' "$PARAM" "$ROOT_COPY" "$PREVIOUS" "$LATER" "$DAG_RUN_ID"
+handler_on:
+  exit:
+    env:
+      HANDLER: only-here
+    command: printf '%s|%s' "$HANDLER" "${LATER:-unset}"
+"""
+
+
+async def test_a_steps_own_env(start: Start) -> None:
+    """A step's `env` (Dagu spec 006): evaluated top to bottom over the params, the DAG's env
+    and the upstream outputs; it does not reach other steps; run values stay protected."""
+    app = App()
+    app.dag(STEP_ENV)
+    async with start(app) as rt:
+        run = (await rt.ops.start("stepenv", {})).execution.id
+        row = (await rt.ops.wait_for_end(run, timeout=20)).current
+        steps = await rt.ops.steps(run)
+    assert row.status == "completed", row.error
+    shown = node_results(steps)["consume"]["stdout"]
+    assert shown == f"api|root|made|seed-grown|{row.business_id}|", shown
+    handler = next(r for r in steps if r.name == "handler:exit")
+    assert handler.result["value"]["stdout"] == "only-here|unset"
