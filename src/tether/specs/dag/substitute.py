@@ -158,7 +158,7 @@ def step_scope(
     positional: Sequence[str] = (),
     profile: Mapping[str, str] | None = None,
     outputs: Iterable[Mapping[str, str]] = (),
-    step_env: Iterable[EnvVar] = (),
+    step_env: Sequence[EnvVar] = (),
     run_values: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The variables a step sees, layered in the documented precedence (later wins).
@@ -170,7 +170,8 @@ def step_scope(
     scope.update(profile or {})
     for published in outputs:
         scope.update(published)
-    scope = evaluate_env(step_env, scope, positional)
+    if step_env:
+        scope = evaluate_env(step_env, scope, positional)
     scope.update(run_values or {})
     return scope
 
