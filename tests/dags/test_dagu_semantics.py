@@ -190,6 +190,8 @@ working_dir: work
 params:
   - name: SH
     default: sh
+  - name: HERE
+    eval: $(basename "$PWD")
 shell: ${params.SH}
 env:
   - WORD: hey
@@ -224,6 +226,8 @@ steps:
     run: echo "${CHILD.outputs.GREETING}"
   - id: oneword
     run: pwd
+  - id: evaluated
+    run: echo "$HERE"
 """
 V2_CHILD = """\
 name: v2child
@@ -257,11 +261,13 @@ async def test_dagu_v2_root_working_dir_shell_and_dag_run(
     stdout = {k: v.get("stdout") for k, v in node_results(steps).items()}
     assert labels["errexit"] == "failed" and stdout["errexit"] == "", stdout
     assert {k: v for k, v in labels.items() if k != "errexit"} == dict.fromkeys(
-        ("envref", "where", "nested", "which", "own", "child", "picked", "oneword"), "succeeded"
+        ("envref", "where", "nested", "which", "own", "child", "picked", "oneword", "evaluated"),
+        "succeeded",
     )
     assert stdout["envref"] == "shell hey\n"  # `${env.NAME}`: the DAG's env, not the shell's
     # A one-word `run:` that names no registered action is Dagu's shell command.
     assert stdout["oneword"] == f"{tmp_path / 'work'}\n"
+    assert stdout["evaluated"] == "work\n"  # a parameter's `eval` runs in the working dir
     assert stdout["where"] == "work\n" and stdout["nested"] == "inner\n"
     assert stdout["which"] == "not bash\n" and stdout["own"] == "bash\n"
     assert stdout["picked"] == "hi tether\n"

@@ -10,6 +10,7 @@ a reference puts it into text a shell reads, it is quoted for that shell first.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -27,6 +28,7 @@ from tether.specs.dag import (
     substitute,
     supplied_positions,
 )
+from tether.specs.dag.loader import INLINE
 from tether.specs.dag.model import BACKTICK_COMMAND
 from tether.specs.dag.params import ParamRules
 
@@ -47,10 +49,15 @@ async def prepare_values(
     supplied = supplied_positions(dag.params, given)
     env_values = None
     if needs_evaluation(dag.params, supplied, dag.env):
+        scope = {**os.environ, **named}
+        workdir = dag_workdir(
+            dag, functools.partial(substitute, scope=scope, positional=positional)
+        )
         try:
             done = await ctx.step(
-                evaluate_dynamic, dag.params, positional, supplied, dag.env, name="dag:eval"
-            )
+                evaluate_dynamic, dag.params, positional, supplied, dag.env, workdir,
+                name="dag:eval",
+            )  # fmt: skip
         except StepFailed as exc:
             raise ValueError(f"evaluating params and env: {exc}") from exc
         positional, named, env_values = done["positional"], done["named"], done["env"]
@@ -74,22 +81,25 @@ async def evaluate_dynamic(
     positional: Sequence[str],
     supplied: Collection[int],
     env: Sequence[EnvVar],
+    workdir: str | None = None,
 ) -> dict[str, Any]:
     """The run's parameter values and `env` values, evaluated. A parameter the run was not
     given (`supplied`: 0-based positions it was) takes its `eval`'s output (`$(…)`, backticks,
     `${NAME}` of earlier parameters; a failure falls back to the default, and without one fails
     the run), or has each backtick command of its default replaced by the command's trimmed
     stdout. Env entries are evaluated top to bottom, each command seeing the entries before
-    it. A backtick command that fails fails the run (Dagu refuses to load the DAG)."""
+    it. A backtick command that fails fails the run (Dagu refuses to load the DAG). Commands
+    run in `workdir` (the DAG's working directory), made when missing."""
+    cwd = _existing(workdir)
     values = list(positional)
     scope = dict(os.environ)
     for param in declared:
         index = param.position - 1
         if index not in supplied:
             if param.rules is not None and param.rules.eval:
-                values[index] = await _eval(param, scope, values)
+                values[index] = await _eval(param, scope, values, cwd)
             elif BACKTICK_COMMAND.search(param.default):
-                values[index] = await _substitute_commands(param.default, os.environ)
+                values[index] = await _substitute_commands(param.default, os.environ, cwd)
         if param.name is not None:
             scope[param.name] = values[index]
     named = {p.name: values[p.position - 1] for p in declared if p.name is not None}
@@ -97,7 +107,7 @@ async def evaluate_dynamic(
     env_values: dict[str, str] = {}
     for var in env:
         expand = functools.partial(substitute, scope=scope, positional=values)
-        value = await _substitute_commands(var.value, scope, expand)
+        value = await _substitute_commands(var.value, scope, cwd, expand)
         scope[var.name] = env_values[var.name] = value
     return {"positional": values, "named": named, "env": env_values}
 
@@ -122,20 +132,43 @@ def check_params(
     return problems
 
 
-async def _eval(param: Param, scope: Mapping[str, str], values: Sequence[str]) -> str:
+async def _eval(
+    param: Param, scope: Mapping[str, str], values: Sequence[str], cwd: str | None
+) -> str:
+    """A parameter's `eval`, expanded by a shell. It failed when the shell did, or when it
+    printed nothing and wrote an error (a command substitution that failed: its status does
+    not reach the shell's)."""
     rules = param.rules or ParamRules()
-    written = (rules.eval or "").replace("\\", "\\\\").replace('"', '\\"')  # `$` and backticks act
-    text = substitute(written, scope, values, quote=in_quotes)
-    res = await run_command(argv_for(f'__value="{text}" && printf %s "$__value"', None), env=scope)
-    if res.exit_code == 0:
-        return res.stdout.strip()
+    text = substitute(rules.eval or "", scope, values, quote=for_heredoc)
+    res = await run_command(expansion_argv(text), env=scope, cwd=cwd)
+    value = res.stdout.removesuffix("\n").strip()
+    if res.exit_code == 0 and (value or not res.stderr.strip()):
+        return value
     if rules.has_default:
         return param.default
-    raise ValueError(f"parameter {param.name!r}: eval exited {res.exit_code} and it has no default")
+    raise ValueError(f"parameter {param.name!r}: eval failed and it has no default")
+
+
+def expansion_argv(text: str) -> list[str]:
+    """A shell command printing `text` shell-expanded as a double-quoted string would be
+    (`$VAR`, `$(…)`, backticks), with a newline after it. It goes in a here-document, so the
+    text's own quotes need no escaping; what was put into it must be `for_heredoc` quoted."""
+    end = "__TETHER_TEXT_END__"
+    while end in text:
+        end += "_"
+    return argv_for(f"cat <<{end}\n{text}\n{end}", None)
+
+
+def for_heredoc(value: str) -> str:
+    """`value` as literal text in an unquoted here-document (its `\\`, `$` and backticks
+    escaped): a value put into shell text is data, never a command."""
+    for char in ("\\", "$", "`"):
+        value = value.replace(char, "\\" + char)
+    return value
 
 
 async def _substitute_commands(
-    text: str, env: Mapping[str, str], expand: Callable[[str], str] = str
+    text: str, env: Mapping[str, str], cwd: str | None, expand: Callable[[str], str] = str
 ) -> str:
     """`text` with each backtick command written in it replaced by its trimmed stdout; the
     rest of the text, and each command, go through `expand` (`${NAME}` references) apart, so
@@ -143,7 +176,7 @@ async def _substitute_commands(
     out, last = [], 0
     for match in BACKTICK_COMMAND.finditer(text):
         command = expand(match[1])
-        res = await run_command(argv_for(command, None), env=env)
+        res = await run_command(argv_for(command, None), env=env, cwd=cwd)
         if res.exit_code != 0:
             raise ValueError(f"command substitution `{command}` exited {res.exit_code}")
         out += [expand(text[last : match.start()]), res.stdout.strip()]
@@ -151,8 +184,19 @@ async def _substitute_commands(
     return "".join([*out, expand(text[last:])])
 
 
-def in_quotes(text: str) -> str:
-    """`text` as literal text inside a shell's double quotes."""
-    for char in ("\\", '"', "$", "`"):
-        text = text.replace(char, "\\" + char)
-    return text
+def dag_workdir(dag: DagSpec, expand: Callable[[str], str]) -> str | None:
+    """The DAG's `working_dir` (`${VAR}` and `~` expanded), relative to the file's directory;
+    without one, Dagu runs a file's steps in its directory (an inline spec: the worker's)."""
+    base = os.path.dirname(os.path.abspath(dag.file)) if dag.file != INLINE else None
+    if dag.working_dir is None:
+        return base
+    return os.path.join(base or "", os.path.expanduser(expand(dag.working_dir)))
+
+
+def _existing(path: str | None) -> str | None:
+    """`path`, made when missing (as Dagu makes a DAG's working directory at the start); None
+    when there is none, or it cannot be made."""
+    if path is not None and not os.path.isdir(path):
+        with contextlib.suppress(OSError):
+            os.makedirs(path, mode=0o750, exist_ok=True)
+    return path if path is not None and os.path.isdir(path) else None

@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict
 from tether.runtime.context import Context
 from tether.runtime.dag import asks, gates
 from tether.runtime.dag.ahead import Ahead, Launch
-from tether.runtime.dag.dynamic import prepare_values
+from tether.runtime.dag.dynamic import dag_workdir, prepare_values
 from tether.runtime.dag.replay import (
     apply_call,
     child_result,
@@ -46,7 +46,6 @@ from tether.runtime.dag.state import DagState
 from tether.runtime.dag.work import (
     Actions,
     StepInput,
-    dag_workdir,
     launch_of,
     run_work,
     step_flush,

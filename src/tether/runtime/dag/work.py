@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from tether.runtime.dag.ahead import Ahead, Launch, quiet_start
-from tether.runtime.dag.dynamic import in_quotes
+from tether.runtime.dag.dynamic import expansion_argv, for_heredoc
 from tether.runtime.dag.shell import (
     GATE_PREFIX,
     POSIX_SHELLS,
@@ -26,8 +26,7 @@ from tether.runtime.dag.shell import (
     run_command,
     run_script,
 )
-from tether.specs.dag import Action, DagSpec, Precondition, Shell, Step, substitute
-from tether.specs.dag.loader import INLINE
+from tether.specs.dag import Action, Precondition, Shell, Step, substitute
 
 Actions = Mapping[str, Callable[..., Any]]
 
@@ -95,15 +94,6 @@ def launch_of(step: Step, given: StepInput) -> Launch | None:
     if not quiet_start(argv[0], given.scope):
         return None
     return Launch(step.name, tuple(argv), dict(given.scope), _cwd(work, given))
-
-
-def dag_workdir(dag: DagSpec, expand: Callable[[str], str]) -> str | None:
-    """The DAG's `working_dir` (`${VAR}` and `~` expanded), relative to the file's directory;
-    without one, Dagu runs a file's steps in its directory (an inline spec: the worker's)."""
-    base = os.path.dirname(os.path.abspath(dag.file)) if dag.file != INLINE else None
-    if dag.working_dir is None:
-        return base
-    return os.path.join(base or "", os.path.expanduser(expand(dag.working_dir)))
 
 
 def _cwd(work: Shell, given: StepInput) -> str | None:
@@ -288,12 +278,10 @@ async def _evaluate(condition: str, given: StepInput) -> str:
     value (a caller's parameter, a step's output) is data, never run as a command."""
     if not _asks_shell(given.expand(condition, _dropped)):
         return given.expand(condition)
-    written = condition.replace("\\", "\\\\").replace('"', '\\"')  # its `$` and backticks act
-    quoted = given.expand(written, in_quotes)
-    argv = argv_for(f'printf %s "{quoted}"', None)
+    argv = expansion_argv(given.expand(condition, for_heredoc))
     workdir = given.workdir if given.workdir and not _missing_dir(given.workdir) else None
     res = await run_command(argv, env=given.scope, cwd=workdir)
-    return res.stdout
+    return res.stdout.removesuffix("\n")
 
 
 def _missing_dir(path: str) -> bool:
