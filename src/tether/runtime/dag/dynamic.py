@@ -196,7 +196,17 @@ def dag_workdir(dag: DagSpec, expand: Callable[[str], str]) -> str | None:
 def _existing(path: str | None) -> str | None:
     """`path`, made when missing (as Dagu makes a DAG's working directory at the start); None
     when there is none, or it cannot be made."""
-    if path is not None and not os.path.isdir(path):
-        with contextlib.suppress(OSError):
-            os.makedirs(path, mode=0o750, exist_ok=True)
-    return path if path is not None and os.path.isdir(path) else None
+    if path is not None and missing_dir(path):
+        make_dir(path)
+    return path if path is not None and not missing_dir(path) else None
+
+
+def missing_dir(path: str) -> bool:
+    return not os.path.isdir(path)  # one stat, as the command's start makes anyway
+
+
+def make_dir(path: str) -> None:
+    """Create the working directory `path` (and its parents) as Dagu does; one that cannot be
+    made is left for the command's start to report (the step fails naming it)."""
+    with contextlib.suppress(OSError):
+        os.makedirs(path, mode=0o750, exist_ok=True)

@@ -23,6 +23,7 @@ itself may run the last ones again (steps are at-least-once).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -61,6 +62,7 @@ from tether.specs.dag import (
     Step,
     retry_delay,
     step_scope,
+    substitute,
 )
 from tether.specs.dag.model import HandlerEvent
 from tether.storage import children, repo
@@ -182,9 +184,12 @@ class _Run:
             if name in self.state.nodes
             else {"DAG_NAME": self.dag.name, "DAG_RUN_ID": self.ctx.business_id},
         )
-        given = StepInput(scope, self.positional, self.state.task_outputs())
-        shell = given.expand(self.dag.shell) if self.dag.shell else None  # `bash ${params.X}`
-        return dataclasses.replace(given, workdir=dag_workdir(self.dag, given.expand), shell=shell)
+        outputs = self.state.task_outputs()
+        expand = functools.partial(
+            substitute, scope=scope, positional=self.positional, step_outputs=outputs
+        )
+        shell = expand(self.dag.shell) if self.dag.shell else None  # `bash ${params.X}`
+        return StepInput(scope, self.positional, outputs, dag_workdir(self.dag, expand), shell)
 
     async def wave(self, wave: list[str]) -> None:
         delays = [

@@ -5,7 +5,6 @@ the work itself (the interpreter decides retries and continueOn from the result)
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import json
 import os
@@ -15,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from tether.runtime.dag.ahead import Ahead, Launch, quiet_start
-from tether.runtime.dag.dynamic import expansion_argv, for_heredoc
+from tether.runtime.dag.dynamic import expansion_argv, for_heredoc, make_dir, missing_dir
 from tether.runtime.dag.shell import (
     GATE_PREFIX,
     POSIX_SHELLS,
@@ -114,11 +113,11 @@ async def _run_shell(
     step: Step, work: Shell, given: StepInput, gate: Gate | None, ahead: Ahead | None
 ) -> list[ShellResult]:
     cwd = _cwd(work, given)
-    if cwd is not None and _missing_dir(cwd):  # Dagu creates a missing working directory
+    if cwd is not None and missing_dir(cwd):  # Dagu creates a missing working directory
         if gate is not None:
             await gate()  # nothing of the step's before the run's previous write commits
             gate = None
-        _make_dir(cwd)
+        make_dir(cwd)
     then = ahead.launch if ahead is not None else None
     timeout = float(step.timeout_sec) if step.timeout_sec else None
     results: list[ShellResult] = []
@@ -258,8 +257,8 @@ async def _holds(cond: Precondition, given: StepInput) -> bool:
     condition equals `expected` (or matches `re:…`); `negate` inverts either."""
     if cond.expected is None:
         argv = argv_for(given.expand(cond.condition), None)
-        if given.workdir is not None and _missing_dir(given.workdir):
-            _make_dir(given.workdir)
+        if given.workdir is not None and missing_dir(given.workdir):
+            make_dir(given.workdir)
         res = await run_command(argv, env=given.scope, cwd=given.workdir)
         held = res.exit_code == 0
     else:
@@ -279,20 +278,9 @@ async def _evaluate(condition: str, given: StepInput) -> str:
     if not _asks_shell(given.expand(condition, _dropped)):
         return given.expand(condition)
     argv = expansion_argv(given.expand(condition, for_heredoc))
-    workdir = given.workdir if given.workdir and not _missing_dir(given.workdir) else None
+    workdir = given.workdir if given.workdir and not missing_dir(given.workdir) else None
     res = await run_command(argv, env=given.scope, cwd=workdir)
     return res.stdout.removesuffix("\n")
-
-
-def _missing_dir(path: str) -> bool:
-    return not os.path.isdir(path)  # one stat, as the command's start makes anyway
-
-
-def _make_dir(path: str) -> None:
-    """Create the working directory `path` (and its parents) as Dagu does; one that cannot be
-    made is left for the command's start to report (the step fails naming it)."""
-    with contextlib.suppress(OSError):
-        os.makedirs(path, mode=0o750, exist_ok=True)
 
 
 def _dropped(_: str) -> str:
