@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from importlib.metadata import metadata
+from pathlib import Path
 
 import tether
 
@@ -23,3 +25,13 @@ def test_the_conformance_harness_imports_without_the_runtime() -> None:
         "sys.exit(1 if any(m.startswith('tether.runtime') for m in sys.modules) else 0)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_the_package_declares_the_apache_licence_it_ships() -> None:
+    """Our choice: the distribution's metadata names Apache-2.0 and the LICENSE file at the
+    root holds that licence's text."""
+    meta = metadata("tether")
+    assert meta["License-Expression"] == "Apache-2.0"
+    text = (Path(__file__).parents[1] / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License" in text
+    assert "Version 2.0, January 2004" in text
