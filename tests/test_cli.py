@@ -17,11 +17,13 @@ pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
 REPO = Path(__file__).resolve().parents[1]
 
 
-def tether(db_url: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+def tether(
+    db_url: str, *args: str, check: bool = True, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
         [sys.executable, "-m", "tether", "--log-level", "WARNING", *args],
         cwd=REPO,
-        env={**os.environ, "TETHER_DATABASE_URL": db_url},
+        env={**os.environ, "TETHER_DATABASE_URL": db_url, **(env or {})},
         capture_output=True,
         text=True,
         timeout=60,

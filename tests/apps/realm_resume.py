@@ -35,8 +35,12 @@ PAID: list[int] = []
 
 app = App("realm-resume")
 app.protocol(PROTOCOL)
+# The same handler without the protocol: the protocol comes from a directory
+# (`--protocols DIR` / TETHER_PROTOCOLS), as `tether serve` loads it.
+handlers_only = App("realm-resume-handlers")
 
 
+@handlers_only.handler()
 @app.handler()
 def pay(inputs: dict[str, Any]) -> dict[str, Any]:
     if FAILING[0]:

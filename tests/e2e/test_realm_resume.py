@@ -4,6 +4,7 @@ replies name: a new run keeps the answers recorded before STEP and goes on from 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from tests.test_cli import as_json, tether
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
 
 APP = "tests/apps/realm_resume.py:app"
+HANDLERS = "tests/apps/realm_resume.py:handlers_only"
 
 
 async def _ready(c: McpClient, run: str) -> dict[str, Any]:
@@ -66,3 +68,41 @@ async def test_a_failed_auto_step_is_resumed_from_the_step_the_reply_names(
         assert state["completed_steps"] == ["assess", "pay"], str(state)  # the answer was kept
         assert state["next_actions"][0]["instruction"]["params"]["command"] == "confirm"
         assert realm_resume.PAID == [7]
+
+
+async def test_the_printed_way_back_works_when_protocols_come_from_a_directory(
+    mcp_server: ServeFn, client: Client, db_url: str, tmp_path: Path
+) -> None:
+    """`tether runs` loads the protocol directory as `tether serve` does (--protocols, or
+    TETHER_PROTOCOLS), so the command a failed run's reply prints finds its workflow."""
+    (tmp_path / "payout.yaml").write_text(realm_resume.PROTOCOL, encoding="utf-8")
+    app = realm_resume.handlers_only
+    app.load_protocols(tmp_path)
+    realm_resume.FAILING[0] = True
+    async with mcp_server(app) as url:
+        c = client(url)
+        run = (await tool(c, "start_run", {"workflow_id": "payout_resume"}))["run_id"]
+        answer = {"run_id": run, "command": "assess", "params": {"amount": 9}}
+        failed = await tool(c, "execute_step", answer)
+        assert failed["context_hint"].endswith(f"tether runs resume {run} --from pay"), failed
+
+        realm_resume.FAILING[0] = False
+        by_flag = tether(
+            db_url, "runs", "--app", HANDLERS, "--protocols", str(tmp_path), "--json",
+            "resume", run, "--from", "pay",
+        )  # fmt: skip
+        assert as_json(by_flag)["id"] != run
+        state = await _ready(c, run)
+        assert state["completed_steps"] == ["assess", "pay"], str(state)
+
+        # The same command reads TETHER_PROTOCOLS when no flag is given.
+        second = (await tool(c, "start_run", {"workflow_id": "payout_resume"}))["run_id"]
+        realm_resume.FAILING[0] = True
+        answer = {"run_id": second, "command": "assess", "params": {"amount": 4}}
+        assert (await tool(c, "execute_step", answer))["run_phase"] == "failed"
+        realm_resume.FAILING[0] = False
+        by_env = tether(
+            db_url, "runs", "--app", HANDLERS, "--json", "resume", second, "--from", "pay",
+            env={"TETHER_PROTOCOLS": str(tmp_path)},
+        )  # fmt: skip
+        assert as_json(by_env)["id"] != second

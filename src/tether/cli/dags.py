@@ -150,6 +150,16 @@ def load_dags(app: App, settings: Settings) -> None:
         print(f"tether: {file}: {problem}", file=sys.stderr)
 
 
+def load_workflow_files(app: App, settings: Settings) -> None:
+    """Load every directory of workflow files `tether serve` would: the DAGs (TETHER_DAGS /
+    --dags) and the protocol workflows (TETHER_PROTOCOLS / --protocols), so a command run
+    beside a server knows the same workflows. Each refused file is one line on stderr."""
+    load_dags(app, settings)
+    if settings.protocols is not None:
+        for file, problem in app.load_protocols(settings.protocols).items():
+            print(f"tether: {file}: {problem}", file=sys.stderr)
+
+
 def command(args: argparse.Namespace, settings: Settings) -> int:
     """`tether dags …`: 0, or 1 when `validate` refuses the file."""
     app = load_app(settings.app)

@@ -213,6 +213,7 @@ def _runs(sub: argparse._SubParsersAction[Parser]) -> None:
     )
     runs.add_argument("--app", help=APP_HELP)
     runs.add_argument("--dags", help=DAGS_HELP)
+    runs.add_argument("--protocols", help=PROTOCOLS_HELP)
     runs.add_argument("--tenant", help=TENANT_HELP)
     rsub = runs.add_subparsers(dest="action", required=True, metavar="ACTION")
 
@@ -220,6 +221,7 @@ def _runs(sub: argparse._SubParsersAction[Parser]) -> None:
         p = _command(rsub, name, help_text, description)
         p.add_argument("--app", default=argparse.SUPPRESS, help=APP_HELP)
         p.add_argument("--dags", default=argparse.SUPPRESS, help=DAGS_HELP)
+        p.add_argument("--protocols", default=argparse.SUPPRESS, help=PROTOCOLS_HELP)
         p.add_argument("--tenant", default=argparse.SUPPRESS, help=TENANT_HELP)
         return p
 

@@ -48,7 +48,7 @@ def print_error(exc: rt_errors.TetherError) -> None:
 
 async def runs(args: argparse.Namespace, settings: Settings, dsn: str) -> int:
     app = load_app(settings.app)
-    dags.load_dags(app, settings)
+    dags.load_workflow_files(app, settings)
     out = Output(args.json)
     listener = Listener(dsn) if args.action == "watch" else None
     try:
