@@ -90,3 +90,24 @@ async def test_a_run_uri_subscription_is_told_of_each_checkpoint_and_the_end(
     # nothing else: the stream ends with its result once its only resource has ended
     assert [m for m in rest if m.get("method")] == []
     assert rest and rest[-1]["id"] == 40 and "result" in rest[-1]
+
+
+async def test_the_subscribe_guidance_names_the_method_this_revision_serves(
+    mcp_server: ServeFn, client: Callable[[str], McpClient]
+) -> None:
+    """A reply's `subscribe` guidance points at `subscriptions/listen` with the run URI (the
+    2026-07-28 way; `resources/subscribe` is gone and answers -32601), and `server/discover`
+    says resources can be followed that way."""
+    app = App()
+    app.dag("name: quick\nsteps:\n  - name: one\n    command: echo one\n")
+    async with mcp_server(app) as url:
+        c = client(url)
+        started = ok(await execute(c, action="start", name="quick", dagRunId="s-1"))
+        guidance = started["subscribe"]
+        assert "subscriptions/listen" in guidance and "resourceSubscriptions" in guidance
+        assert "resources/subscribe" not in guidance
+        discovered = await c.result("server/discover", {}, capabilities=PLAIN)
+        resources = discovered["capabilities"]["resources"]
+        assert resources == {"subscribe": True, "listChanged": False}
+        removed = await c.call("resources/subscribe", {"uri": started["runUri"]})
+        assert removed["error"]["code"] == -32601

@@ -60,9 +60,18 @@ class CompleteParams(BaseModel):
 def capabilities(app: App, *, modern: bool, tools_list_changed: bool = False) -> dict[str, Any]:
     """`tools_list_changed`: the server tells of tool list changes — on a 2026-07-28
     `subscriptions/listen` stream only (a 2025 client has no stream to receive them on: this
-    server answers GET with 405), so a 2025 client is told `listChanged: false`."""
+    server answers GET with 405), so a 2025 client is told `listChanged: false`.
+
+    Resources: a 2026-07-28 client may follow a resource with `resourceSubscriptions` on
+    `subscriptions/listen` (`subscribe: true`); a 2025 client could only use
+    `resources/subscribe`, which this server does not serve. The resource lists never change
+    while the server runs, so `listChanged` is false for both."""
     listed = tools_list_changed and modern
-    caps: dict[str, Any] = {"tools": {"listChanged": listed}, "resources": {}, "prompts": {}}
+    caps: dict[str, Any] = {
+        "tools": {"listChanged": listed},
+        "resources": {"subscribe": modern, "listChanged": False},
+        "prompts": {},
+    }
     if any(p.completions for p in app.prompts.values()):
         caps["completions"] = {}
     if modern:

@@ -37,8 +37,9 @@ from tether.tools.dagu.uris import REFERENCES, logs_uri, notifies, run_uri
 logger = logging.getLogger(__name__)
 
 SUBSCRIBE: Final = (
-    "Subscribe to runUri with resources/subscribe to be notified when the run reaches a "
-    "terminal state or stops at a waiting checkpoint; read runUri for its detail."
+    "To hear when the run stops at a waiting checkpoint or ends, call subscriptions/listen "
+    "with notifications.resourceSubscriptions [runUri]; each "
+    "notifications/resources/updated on that stream means: read runUri again."
 )
 
 
