@@ -1,11 +1,6 @@
-"""The field combinations Dagu's current public examples use, each through Tether's loader: it
-loads, or it is refused naming the field (issue 13). Never silently ignored.
-
-Read from github.com/dagucloud/dagu at 532c51294: examples/embedded/*/workflow.yaml,
-deploy/k8s/example-dag.yaml, the first-run examples (internal/persis/file/dag/examples_unix.go),
-`dagu example` (internal/cmd/example.go) and the README's YAML samples. The snippets below are
-ours: minimal DAGs with each example's combination of fields, not copies of the files. (DAGs
-modelled on the older dagu-org examples are in test_dagu_examples.py.)
+"""Combinations of fields that Dagu's current public DAGs use, each as a minimal DAG of our
+own put through the loader: it loads, or it is refused naming the field, never silently
+ignored. (Whole DAG files, one per feature, are in test_dag_files.py.)
 """
 
 from __future__ import annotations

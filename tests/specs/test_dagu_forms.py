@@ -36,9 +36,9 @@ def test_unnamed_steps_get_dagus_generated_names() -> None:
 
 def test_string_steps_are_commands_and_run_as_a_chain() -> None:
     """Dagu 1.2x README: `steps: ["echo hello", …]`, with no `type` (a chain by default)."""
-    dag = _dag('steps:\n  - echo "Hello, dagu!"\n  - echo second\n')
+    dag = _dag('steps:\n  - echo "quoted, with a comma"\n  - echo second\n')
     assert dag.type == "chain"
-    assert dag.step("cmd_1").work == Shell(('echo "Hello, dagu!"',))
+    assert dag.step("cmd_1").work == Shell(('echo "quoted, with a comma"',))
     assert _deps(dag) == {"cmd_1": (), "cmd_2": ("cmd_1",)}
 
 

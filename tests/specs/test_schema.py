@@ -1,4 +1,4 @@
-"""The published JSON Schema agrees with the loader on the examples and the refusal table."""
+"""The published JSON Schema agrees with the loader on the DAG files and the refusal table."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.specs.test_dagu_examples import EXAMPLES, INSIDE, OUTSIDE
+from tests.specs.test_dag_files import DAG_FILES, INSIDE, OUTSIDE
 from tests.specs.test_loader_table import INVALID
 
 SCHEMA = json.loads(
@@ -28,13 +28,13 @@ def test_schema_is_a_valid_draft7_schema() -> None:
 
 
 @pytest.mark.parametrize("stem", INSIDE)
-def test_schema_accepts_the_examples_the_loader_loads(stem: str) -> None:
-    assert _errors(EXAMPLES / f"{stem}.yaml") == []
+def test_schema_accepts_the_files_the_loader_loads(stem: str) -> None:
+    assert _errors(DAG_FILES / f"{stem}.yaml") == []
 
 
 @pytest.mark.parametrize("stem", sorted(OUTSIDE))
-def test_schema_refuses_the_examples_the_loader_refuses(stem: str) -> None:
-    assert _errors(EXAMPLES / f"{stem}.yaml")
+def test_schema_refuses_the_files_the_loader_refuses(stem: str) -> None:
+    assert _errors(DAG_FILES / f"{stem}.yaml")
 
 
 @pytest.mark.parametrize(
@@ -48,8 +48,8 @@ def test_schema_refuses_fields_outside_the_subset(spec: str) -> None:
 @pytest.mark.parametrize(
     "spec",
     [
-        'steps:\n  - echo "Hello, dagu!"\n  - - echo b\n    - {command: echo c}\n  - echo d\n',
-        "steps:\n  step1: {command: echo hello}\n  step2: {command: echo bye, depends: step1}\n",
+        'steps:\n  - echo "a, b"\n  - - echo b\n    - {command: echo c}\n  - echo d\n',
+        "steps:\n  wash: {command: echo rinse}\n  dry: {command: echo spin, depends: wash}\n",
         "steps:\n  - command: echo\n    output: ${OUT}\n    precondition: test -f x\n"
         "  - script: echo\n    preconditions: [{command: test -d /}]\n",
         "schedule: 'CRON_TZ=Asia/Tokyo 5 9 * * *'\nsteps: [{command: x}]\n",
@@ -57,6 +57,6 @@ def test_schema_refuses_fields_outside_the_subset(spec: str) -> None:
         "    with: {dag: child, params: X=1}\n",
     ],
 )
-def test_schema_accepts_dagus_other_forms(spec: str) -> None:
-    """The forms the loader accepts from Dagu's examples (tests/specs/test_dagu_forms.py)."""
+def test_schema_accepts_the_loaders_other_forms(spec: str) -> None:
+    """The older and newer spellings the loader accepts (tests/specs/test_dagu_forms.py)."""
     assert list(VALIDATOR.iter_errors(yaml.safe_load(spec))) == []
