@@ -43,15 +43,17 @@ steps:
 """,
     "jsonref": """
 params:
-  - INPUT: '{"name": "John", "age": 30, "tags": ["x", "y"]}'
+  - ORDER: '{"sku": "kettle", "qty": 3, "bins": ["a7", "c2"]}'
 steps:
-  - name: config
-    command: |
-      echo '{"port": 8080, "host": "localhost"}'
-    output: CONFIG
-  - name: use
-    command: echo "${INPUT.name} ${INPUT.age} ${INPUT.tags[1]} ${CONFIG.host}:${CONFIG.port}"
-    depends: config
+  - name: route
+    script: |
+      printf '{"carrier": "%s", "dock": %d}\\n' northline 4
+    output: ROUTE
+  - name: label
+    depends: route
+    command: >-
+      echo "${ORDER.sku} x${ORDER.qty} from ${ORDER.bins[1]},
+      ${ROUTE.carrier} at dock ${ROUTE.dock}"
 """,
     "v2run": """
 params:
@@ -64,12 +66,12 @@ steps:
 """,
     "backticks": """
 params:
-  - BAR: "`echo 2`"
+  - SHELF: "`expr 7 + 5`"
 env:
-  - TODAY: "`printf hi`"
-  - B: "${TODAY}-x"
+  - AISLE: "`printf north`"
+  - SPOT: "${AISLE}-${SHELF}"
 steps:
-  - echo $TODAY $B $BAR ${BAR}
+  - echo $AISLE $SPOT $SHELF ${SHELF}
 """,
     "outputs": """
 steps:
@@ -128,7 +130,7 @@ steps:
 }
 
 
-async def test_dagu_examples_semantics(
+async def test_small_dags_run_with_dagus_semantics(
     start: Start, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("SHELL", "/bin/bash")  # Dagu's default shell is $SHELL, with -e
@@ -162,8 +164,8 @@ async def test_dagu_examples_semantics(
     assert labels["skipchain"] == {"cmd_1": "succeeded", "cmd_2": "skipped", "cmd_3": "skipped"}
     assert details["skipchain"].status_label == "succeeded"
 
-    assert stdout["jsonref"]["use"] == "John 30 y localhost:8080\n"
-    assert stdout["backticks"]["cmd_1"] == "hi hi-x 2 2\n"
+    assert stdout["jsonref"]["label"] == "kettle x3 from c2, northline at dock 4\n"
+    assert stdout["backticks"]["cmd_1"] == "north north-12 12 12\n"
     assert stdout["v2run"] == {"cmd_1": "hello from v2\n", "cmd_2": "got hello from v2\n"}
     # The default shell is $SHELL -e: a failing line fails the step; bash-isms work; a
     # script's shebang picks its interpreter; a step's own `shell` gets no -e.
