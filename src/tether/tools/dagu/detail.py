@@ -1,5 +1,5 @@
-"""The run detail model (Spec 021, as DAGU-RUN-MODEL.md §1 digests it) and the per-step logs,
-built from an execution row and its recorded steps (pure).
+"""The run detail Dagu's read tool returns, and the per-step logs, built from an
+execution row and its recorded steps (pure).
 
 Run fields: `name`, `dagRunId`, `uri`, `logsUri` (root runs), `status`, `statusLabel`,
 `attemptId`, `startedAt` / `finishedAt` once recorded, `queuedAt`, `params`, `labels`, and

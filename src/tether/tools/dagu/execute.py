@@ -1,6 +1,6 @@
 """The `dagu_execute` tool: check the input (inputs.py), authorize, perform exactly the
 requested action (actions.py, decide.py), then optionally wait for the identified run, and
-answer in the seed's output shape (results.py).
+answer in `dagu_execute`'s result shape (results.py).
 
 Waiting uses the runtime's change notifications (LISTEN/NOTIFY through `Operations.wait_until`),
 not Dagu's 2-second polling: the reply leaves as soon as the run's row reaches a terminal state
@@ -155,7 +155,7 @@ class DaguExecute:
         out["status"], out["statusLabel"] = run["status"], run["statusLabel"]
         if in_child or notifies(current):
             out["run"] = run
-        else:  # Dagu: "a run that merely timed out reports no detail at all" (spec036 test)
+        else:  # as in Dagu, a wait that timed out carries no run detail
             out["waitTimedOut"] = True
         return out
 

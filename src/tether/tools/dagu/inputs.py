@@ -1,12 +1,12 @@
-"""`dagu_execute` input (pure): the seed's input table as data, and one function that checks
-an arguments object against it.
+"""`dagu_execute` input (pure): which fields the tool takes, as data, and one function that
+checks an arguments object against them.
 
-Every rule of the seed's input section is a row of `FIELDS` or a step of `parse`, in the order
-a reader finds them in the seed: unknown fields, types, null = absent, trimming (not `spec`),
-empty after trim = absent, known `action` / `targetType` values, fields valid only for some
-actions (refused even when `false` or `[]`), required fields, `includeDownstream` needs
-`stepName`, `waitTimeoutSeconds` needs `wait` and lies in 1-300 (default 60), object `params`
-canonicalized to compact JSON. A refusal is `InputError(field, message)`.
+Each rule is a row of `FIELDS` or a step of `parse`, checked in this order: unknown fields,
+types, null = absent, trimming (not `spec`), empty after trim = absent, known `action` /
+`targetType` values, fields valid only for some actions (refused even when `false` or `[]`),
+required fields, `includeDownstream` needs `stepName`, `waitTimeoutSeconds` needs `wait` and
+lies in 1-300 (default 60), object `params` canonicalized to compact JSON. A refusal is
+`InputError(field, message)`.
 """
 
 from __future__ import annotations
@@ -36,14 +36,14 @@ RUN_ID: Final = re.compile(r"^[-a-zA-Z0-9_]{1,64}$")
 
 @dataclass(frozen=True)
 class Rule:
-    """One row of the seed's input table: JSON type and the actions that accept the field."""
+    """One input field: its JSON type and the actions that accept it."""
 
     type: Literal["string", "boolean", "integer", "object", "string_or_object", "string_array"]
     actions: frozenset[str]
     trim: bool = True
 
 
-#: The seed's input table (field → type and the actions it is valid for).
+#: Every input field → its type and the actions it is valid for.
 FIELDS: Final[Mapping[str, Rule]] = MappingProxyType(
     {
         "action": Rule("string", ALL),
@@ -183,7 +183,7 @@ def _check_rules(action: str, given: dict[str, Any]) -> None:
     if action in DECISIONS:
         _require(given, "stepName", action)
     if "includeDownstream" in given and "stepName" not in given:
-        # Dagu names the missing stepName (execute_tool.go), not includeDownstream.
+        # As Dagu does, the refusal names the missing stepName, not includeDownstream.
         raise InputError("stepName", "The includeDownstream field requires stepName.")
     for field in ("dagRunId", "subDAGRunId"):
         if field in given and not RUN_ID.match(given[field]):
@@ -235,7 +235,7 @@ def parse(args: Any) -> ExecuteInput:
 def partial(args: Any) -> dict[str, Any]:
     """What an error result may echo of a refused input (action, targetType, dagName,
     dagRunId), read leniently: only well-typed strings. A known action without a
-    `targetType` echoes the one it defaults to, as the seed's example error does."""
+    `targetType` echoes the one it defaults to, as Dagu's errors do."""
     if not isinstance(args, Mapping):
         return {}
     out = {}

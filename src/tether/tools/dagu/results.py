@@ -1,6 +1,6 @@
 """`dagu_execute` results: the successful output (text, resource links, structured content)
 and the tool-level error `{code, message, action, targetType, dagName, dagRunId, field,
-details}`, with the one table from runtime errors to the seed's codes."""
+details}`, with the one table from runtime errors to the tool's error codes."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import orjson
 from tether.runtime import errors as runtime_errors
 from tether.specs.dag import DagSpecError
 
-#: The seed's error codes (clients branch on these).
+#: `dagu_execute`'s error codes, as Dagu names them (clients branch on these).
 UNAUTHENTICATED: Final = "unauthenticated"
 UNAUTHORIZED: Final = "unauthorized"
 INVALID_TOOL_INPUT: Final = "invalid_tool_input"
@@ -33,7 +33,7 @@ CODES: Final = (
 
 
 class DaguError(Exception):
-    """A refused `dagu_execute` call, in the seed's terms."""
+    """A refused `dagu_execute` call: its code, message and, when one is at fault, field."""
 
     def __init__(
         self,
@@ -50,7 +50,7 @@ class DaguError(Exception):
         self.details = dict(details) if details else None
 
 
-#: Runtime error → the seed's code (looked up along the MRO; the most specific wins).
+#: Runtime error → the tool's error code (looked up along the MRO; the most specific wins).
 CODE_OF: Final[Mapping[type[Exception], str]] = MappingProxyType(
     {
         runtime_errors.WorkflowNotFound: RESOURCE_NOT_FOUND,

@@ -15,25 +15,47 @@ _JSON_TYPES: Final[dict[str, dict[str, Any]]] = {
     "string_array": {"type": "array", "items": {"type": "string"}},
 }
 _DESCRIPTIONS: Final = {
-    "action": "Execution action.",
-    "targetType": "dag (default), inline_spec (when spec is given) or run (run actions).",
-    "name": "DAG name, including the identity used for inline runs.",
-    "spec": "Inline DAG YAML for start and enqueue (targetType inline_spec).",
-    "dagRunId": "DAG-run id: required for run actions; an override for start and enqueue.",
-    "params": "Runtime parameters (start, enqueue); an object is sent as compact JSON.",
-    "queue": "Queue override (enqueue).",
-    "singleton": "Refuse when a run is already running (start) or running or queued (enqueue).",
-    "noReuse": "Execute build steps without reusing results (accepted; Tether reuses none).",
-    "profile": "Runtime profile for this run only.",
-    "labels": "Additional labels, key=value or key-only.",
-    "stepName": "Step to retry, or the waiting step to decide.",
-    "includeDownstream": "Retry the step and every reachable descendant (needs stepName).",
-    "subDAGRunId": "Sub-DAG run of dagRunId that owns the waiting step.",
-    "inputs": "Values for the waiting step (approval inputs are strings).",
-    "reason": "Reason recorded with a rejection.",
-    "attemptId": "The attempt the decision is based on (read it from the run detail).",
-    "wait": "Wait for the identified run to end or stop at a waiting checkpoint.",
-    "waitTimeoutSeconds": f"Maximum wait, 1-{MAX_WAIT_S} seconds (default 60); needs wait.",
+    "action": "What to do: launch a DAG, act on a run, or answer a step that asks a person.",
+    "targetType": (
+        "What the call acts on: a stored DAG, the YAML in spec, or an existing run. "
+        "Usually left out: spec implies inline_spec, the run actions imply run."
+    ),
+    "name": "The DAG's name; for YAML in spec, the name its runs are filed under.",
+    "spec": "DAG YAML to run without storing it first (start and enqueue).",
+    "dagRunId": (
+        "Which run to act on (retry, stop and the decisions); for start and enqueue, "
+        "an id of your choosing for the new run."
+    ),
+    "params": (
+        "Parameters for the new run: a params string such as 'A B NAME=value', or an "
+        "object of names to values (passed on as compact JSON)."
+    ),
+    "queue": "Place the run on this queue instead of the DAG's own (enqueue).",
+    "singleton": (
+        "Refuse if the DAG already has a run in progress (start), or one in progress "
+        "or waiting in its queue (enqueue)."
+    ),
+    "noReuse": "Taken for compatibility and ignored: Tether keeps no build results to reuse.",
+    "profile": "Name of a runtime profile that applies to this run alone.",
+    "labels": "Extra labels for the run: 'key=value', or a bare key.",
+    "stepName": "For retry, the step to run again from; for a decision, the step that waits.",
+    "includeDownstream": "With stepName on retry: also run again every step that follows from it.",
+    "subDAGRunId": "When the waiting step belongs to a child run that dagRunId started: its id.",
+    "inputs": (
+        "Answers for the waiting step: strings for an approval, the form's fields for a human task."
+    ),
+    "reason": "Why the step is rejected; kept with the decision.",
+    "attemptId": (
+        "The attemptId read from the run detail; a decision made against an older "
+        "attempt is refused as a conflict."
+    ),
+    "wait": (
+        "Hold the call until the run finishes or pauses for a person's decision (or the "
+        "wait times out), and include the run's detail."
+    ),
+    "waitTimeoutSeconds": (
+        f"Stop waiting after this many seconds (1-{MAX_WAIT_S}, default 60); only with wait."
+    ),
 }
 MUTATING: Final = {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": False}
 READ_ONLY: Final = {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
@@ -51,9 +73,10 @@ def execute_definition(name: str) -> dict[str, Any]:
     return {
         "name": name,
         "description": (
-            "Start, enqueue, retry or stop DAG-runs, decide steps waiting for a person "
-            "(approve, reject, push_back), and optionally wait for the run's result. "
-            "Errors are isError results whose structured content has a `code` to branch on."
+            "Drive DAG runs: launch a DAG, from the store or as YAML in spec, now (start) or "
+            "through a queue (enqueue), repeat a run (retry), end one (stop), or answer a step "
+            "that asks a person (approve, reject, push_back). With wait, the same call "
+            "returns the outcome. A refusal is an isError result; branch on its `code`."
         ),
         "inputSchema": {
             "type": "object",
@@ -69,13 +92,16 @@ def read_definition(name: str) -> dict[str, Any]:
     return {
         "name": name,
         "description": (
-            "Read DAGs and DAG-runs by URI: dagu://dags (the DAG list), dagu://dags/{name} "
-            "(a DAG's spec), dagu://runs/{name}/{dagRunId} (the run detail, with attemptId "
-            "and waiting steps' prompts and forms), …/logs (per-step output)."
+            "Fetch a dagu:// resource: dagu://dags lists the DAGs, dagu://dags/{name} "
+            "holds one DAG's YAML, dagu://runs/{name}/{dagRunId} shows a run (its "
+            "attemptId, and the prompt and form of any step that asks a person), and "
+            "that URI plus /logs gives each step's output."
         ),
         "inputSchema": {
             "type": "object",
-            "properties": {"uri": {"type": "string", "description": "A dagu:// URI"}},
+            "properties": {
+                "uri": {"type": "string", "description": "The dagu:// address to read."}
+            },
             "required": ["uri"],
             "additionalProperties": False,
         },
