@@ -1,4 +1,4 @@
-"""Retrying a DAG run (Dagu's retry; digest §5): the whole run (failed, aborted and blocked
+"""Retrying a DAG run, as Dagu retries one: the whole run (failed, aborted and blocked
 steps and everything downstream of them run again), or from one step, with or without its
 downstream. The retry is a new execution under the same dagRunId (business id) that starts
 from the kept steps' recorded results; the old execution is sealed, keeping its ending.

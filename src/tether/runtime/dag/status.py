@@ -2,7 +2,7 @@
 
 `dag_status(row, steps)` folds the recorded results through the same state machine the
 interpreter used (`state.DagState`), so the read model never disagrees with the run. The
-numbers and labels are Dagu's (DC: internal/ir/status.go): run 0 not_started … 8 rejected;
+numbers and labels are Dagu's: run 0 not_started … 8 rejected;
 a step uses 5 for skipped and adds 9 retrying.
 
 `attemptId`: each start, retry (a new execution), resume after a decision and push-back

@@ -163,7 +163,7 @@ def default_shell(dag_shell: str | None = None) -> str:
 
 
 def _shebang(script: str, work: Shell) -> str | None:
-    """A script's `#!` interpreter, used when the step names no shell (Dagu spec 015)."""
+    """A script's `#!` interpreter, used when the step names no shell (as in Dagu)."""
     if work.shell is None and script.startswith("#!"):
         return script[2:].partition("\n")[0].strip() or None
     return None
@@ -265,7 +265,7 @@ async def _holds(cond: Precondition, given: StepInput) -> bool:
         actual = await _evaluate(cond.condition, given)
         expected = given.expand(cond.expected)
         if expected.startswith("re:"):
-            held = re.search(expected[3:], actual) is not None  # not anchored (Dagu spec 023)
+            held = re.search(expected[3:], actual) is not None  # searched, not anchored, as in Dagu
         else:
             held = actual == expected
     return held != cond.negate

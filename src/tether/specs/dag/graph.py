@@ -123,7 +123,7 @@ def downstream_of(dag: DagSpec, name: str) -> frozenset[str]:
 
 
 def output_order(dag: DagSpec | dict[str, Step], name: str) -> tuple[str, ...]:
-    """Predecessors of `name` in breadth-first upstream order (Dagu spec 006): apply their
+    """Predecessors of `name` in breadth-first upstream order (Dagu's order): apply their
     published outputs in this order, a later one winning over an earlier one. `dag` may be
     the steps by name."""
     by_name = dag if isinstance(dag, dict) else {s.name: s for s in dag.steps}

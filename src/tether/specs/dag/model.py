@@ -118,7 +118,7 @@ class Approval:
 
 @dataclass(frozen=True)
 class FormProperty:
-    """One scalar field of a human task form (Dagu spec 008's scalar rules)."""
+    """One scalar field of a human task form (checked by Dagu's scalar rules)."""
 
     name: str
     type: ScalarType

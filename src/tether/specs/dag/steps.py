@@ -156,7 +156,7 @@ def _generated_name(work: Work, index: int, taken: set[str]) -> str:
 
 
 def _step_id(node: yaml.Node, at: At) -> str:
-    """An `id`, trimmed (Dagu spec 009): at most 40 characters, not a reserved word."""
+    """An `id`, trimmed (as Dagu does): at most 40 characters, not a reserved word."""
     step_id = nonblank(node, at).strip()
     if step_id.lower() in _RESERVED_IDS:
         at.fail(f"step id {step_id!r} is a reserved word ({', '.join(sorted(_RESERVED_IDS))})")
@@ -166,7 +166,7 @@ def _step_id(node: yaml.Node, at: At) -> str:
 
 
 def _step_name(node: yaml.Node, at: At) -> str:
-    """A `name`, trimmed (Dagu spec 009): at most 255 bytes of UTF-8; digits are a name."""
+    """A `name`, trimmed (as Dagu does): at most 255 bytes of UTF-8; digits are a name."""
     name = nonblank(node, at, allow_scalars=True).strip()
     if len(name.encode()) > _MAX_NAME:
         at.fail(f"a step name must be at most {_MAX_NAME} bytes")

@@ -1,6 +1,6 @@
 """`${NAME}` substitution and the variable scope of a step (pure functions).
 
-Sources, lowest to highest precedence (Dagu spec 006, without dotenv and secrets):
+Sources, lowest to highest precedence (as Dagu resolves them, without dotenv and secrets):
   1. the inherited process environment
   2. parameters: named ones as `${NAME}`, every one as `$1`, `${1}` … by position
   3. the DAG's `env`, evaluated top to bottom (an entry may use params and earlier entries)

@@ -1,7 +1,7 @@
 """Parsers for the DAG fields Dagu accepts in several shapes (params, env, labels, schedule …).
 
 Each takes a YAML node and its place and returns model data, or refuses with the field's name
-and line. The accepted variants follow Dagu's schema (`internal/cmn/schema/dag.schema.json`).
+and line. The accepted variants are those Dagu's own DAG schema allows.
 """
 
 from __future__ import annotations
