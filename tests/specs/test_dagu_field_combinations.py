@@ -12,68 +12,68 @@ from tether.specs.dag import DagSpecError, load_string
 
 STEP = "steps:\n  - name: a\n    command: echo a\n"
 
-#: (where Dagu uses it, our snippet, the field a refusal names; None: it loads)
+#: (the combination, our snippet, the field a refusal names; None: it loads)
 COMBINATIONS: list[tuple[str, str, str | None]] = [
     # Dagu v2 writes shell text under `run:` (Tether's `run: <name>` names a Python action)
-    ("readme, first-run 01/02/04, k8s: run shell text",
+    ("run shell text",
      'steps:\n  - name: a\n    run: echo "hi"\n', None),
-    ("first-run 01: ids, depends lists, type graph",
+    ("ids, depends lists, type graph",
      "type: graph\nsteps:\n  - id: a\n    command: echo a\n  - id: b\n    command: echo b\n"
      "    depends: [a]\n", None),
-    ("readme 08: type build", "type: build\n" + STEP, "type"),
-    ("dagu example: defaults (retry for every step)",
+    ("type build", "type: build\n" + STEP, "type"),
+    ("defaults (retry for every step)",
      "defaults:\n  retry_policy: {limit: 2}\n" + STEP, "defaults"),
-    ("dagu example: step retry_policy", STEP + "    retry_policy:\n      limit: 2\n"
+    ("step retry_policy", STEP + "    retry_policy:\n      limit: 2\n"
      "      interval_sec: 5\n", None),
-    ("dagu example: custom actions", "actions:\n  greet: {}\n" + STEP, "actions"),
-    ("dagu example: harness", "harness: {provider: x}\n" + STEP, "harness"),
-    ("dagu example: harnesses", "harnesses: {x: {}}\n" + STEP, "harnesses"),
-    ("dagu example: output-only steps", "steps:\n  - id: a\n    output:\n      v: '1'\n",
+    ("custom actions", "actions:\n  greet: {}\n" + STEP, "actions"),
+    ("harness", "harness: {provider: x}\n" + STEP, "harness"),
+    ("harnesses", "harnesses: {x: {}}\n" + STEP, "harnesses"),
+    ("output-only steps", "steps:\n  - id: a\n    output:\n      v: '1'\n",
      "output"),
-    ("dagu example: template.render action",
+    ("template.render action",
      "steps:\n  - id: a\n    action: template.render\n    with: {template: x}\n", "action"),
-    ("readme: http.request action",
+    ("http.request action",
      "steps:\n  - id: a\n    action: http.request\n    with: {url: 'http://x'}\n", "action"),
-    ("dagu example: typed params",
+    ("typed params",
      "params:\n  - name: ENV\n    type: string\n    default: DEV\n" + STEP, None),
-    ("dagu example: env list", "env:\n  - LOG_LEVEL: info\n" + STEP, None),
-    ("dagu example: schedule", "schedule: '0 * * * *'\n" + STEP, None),
-    ("dagu example: preconditions", STEP + "    preconditions:\n"
+    ("env list", "env:\n  - LOG_LEVEL: info\n" + STEP, None),
+    ("schedule", "schedule: '0 * * * *'\n" + STEP, None),
+    ("preconditions", STEP + "    preconditions:\n"
      "      - condition: '$ENV'\n        expected: DEV\n", None),
-    ("dagu example: lifecycle hooks", "handler_on:\n  success:\n    command: echo ok\n" + STEP,
+    ("lifecycle hooks", "handler_on:\n  success:\n    command: echo ok\n" + STEP,
      None),
-    ("dagu example: sub-DAG call", "steps:\n  - name: a\n    call: child\n    params: X=1\n",
+    ("sub-DAG call", "steps:\n  - name: a\n    call: child\n    params: X=1\n",
      None),
-    ("dagu example: docker container", STEP + "    container: {image: alpine}\n", "container"),
-    ("first-run 03: history retention", "hist_retention_days: 7\n" + STEP,
+    ("docker container", STEP + "    container: {image: alpine}\n", "container"),
+    ("history retention", "hist_retention_days: 7\n" + STEP,
      "hist_retention_days"),
-    ("readme: ssh", "ssh: {host: x}\n" + STEP, "ssh"),
-    ("readme: tools", "tools: [jq]\n" + STEP, "tools"),
-    ("readme: working_dir", "working_dir: .\n" + STEP, None),
-    ("conformance specs: DAG-level shell", "shell: bash\n" + STEP, None),
-    ("conformance spec 009: null and numeric depends, trimmed ids and names",
+    ("ssh", "ssh: {host: x}\n" + STEP, "ssh"),
+    ("tools", "tools: [jq]\n" + STEP, "tools"),
+    ("working_dir", "working_dir: .\n" + STEP, None),
+    ("DAG-level shell", "shell: bash\n" + STEP, None),
+    ("null and numeric depends, trimmed ids and names",
      "type: graph\nsteps:\n  - name: '42'\n    command: x\n  - id: ' b '\n    name: ' B '\n"
      "    command: y\n    depends: [42]\n  - id: c\n    depends: null\n    command: z\n"
      "  - id: d\n    depends: [B, b]\n    command: w\n", None),
-    ("conformance specs: v2 sub-DAG run",
+    ("v2 sub-DAG run",
      "steps:\n  - name: a\n    action: dag.run\n    with: {dag: child, params: X=1}\n", None),
-    ("conformance specs: dag.enqueue action",
+    ("dag.enqueue action",
      "steps:\n  - name: a\n    action: dag.enqueue\n    with: {dag: child}\n", "action"),
-    ("readme: approval gate", STEP + "    approval:\n      prompt: ok?\n      input: [X]\n",
+    ("approval gate", STEP + "    approval:\n      prompt: ok?\n      input: [X]\n",
      None),
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("where", "text", "field"), COMBINATIONS, ids=[c[0] for c in COMBINATIONS])
+@pytest.mark.parametrize(("what", "text", "field"), COMBINATIONS, ids=[c[0] for c in COMBINATIONS])
 def test_each_combination_loads_or_is_refused_naming_its_field(
-    where: str, text: str, field: str | None
+    what: str, text: str, field: str | None
 ) -> None:
     if field is None:
         assert load_string(text, default_name="x").steps
         return
     with pytest.raises(DagSpecError) as info:
         load_string(text, default_name="x")
-    assert info.value.field == field, (where, str(info.value))
+    assert info.value.field == field, (what, str(info.value))
     assert field in str(info.value)
 
 
