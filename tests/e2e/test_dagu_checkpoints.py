@@ -23,26 +23,26 @@ Client = Callable[[str], McpClient]
 TWO = """
 name: two_waits
 steps:
-  - name: release_review
-    id: release_review
+  - name: pick_shelf
+    id: pick_shelf
     action: human.task
     with:
-      prompt: Choose the release target
+      prompt: Which shelf does the new stock go on?
       form:
         type: object
         properties:
-          environment: {type: string, enum: [staging, production]}
-        required: [environment]
-  - name: deploy_gate
-    id: deploy_gate
+          shelf: {type: string, enum: [lower, upper]}
+        required: [shelf]
+  - name: restock_gate
+    id: restock_gate
     command: "true"
     approval:
-      prompt: Approve the deployment
+      prompt: Order the restock?
       input: [ticket]
       required: [ticket]
-  - name: record_release
-    depends: [release_review, deploy_gate]
-    command: "echo ${steps.release_review.outputs.environment}"
+  - name: label_shelf
+    depends: [pick_shelf, restock_gate]
+    command: "echo ${steps.pick_shelf.outputs.shelf}"
 """
 
 
@@ -69,14 +69,14 @@ async def test_a_rejection_ends_the_run_while_another_step_still_waits(
         base = {"name": "two_waits", "dagRunId": "r-1"}
         out = ok(await execute(c, action="start", **base, wait=True, waitTimeoutSeconds=10))
         waiting = [s["name"] for s in out["run"]["steps"] if s["statusLabel"] == "waiting"]
-        assert waiting == ["release_review", "deploy_gate"], out
+        assert waiting == ["pick_shelf", "restock_gate"], out
         began = time.monotonic()
         rejected = ok(
             await execute(
                 c,
                 action="reject",
                 **base,
-                stepName="deploy_gate",
+                stepName="restock_gate",
                 reason="not today",
                 wait=True,
                 waitTimeoutSeconds=10,
@@ -88,12 +88,12 @@ async def test_a_rejection_ends_the_run_while_another_step_still_waits(
             8,
             "rejected",
         ), rejected
-        (gate,) = [s for s in rejected["run"]["steps"] if s["name"] == "deploy_gate"]
+        (gate,) = [s for s in rejected["run"]["steps"] if s["name"] == "restock_gate"]
         assert gate["statusLabel"] == "rejected"
         assert "finishedAt" in rejected["run"]
         refused(
             await execute(
-                c, action="approve", **base, stepName="release_review", inputs={"environment": "x"}
+                c, action="approve", **base, stepName="pick_shelf", inputs={"shelf": "x"}
             ),
             "conflict",
         )
@@ -109,26 +109,26 @@ async def test_a_decided_step_reads_decided_while_the_other_still_waits(
         attempt = out["run"]["attemptId"]
         busy = refused(await execute(c, action="retry", **base), "conflict")
         assert busy["details"]["statusLabel"] == "waiting" and "d-1" in busy["message"], busy
-        bad = {"stepName": "release_review", "inputs": {"environment": "moon"}}
+        bad = {"stepName": "pick_shelf", "inputs": {"shelf": "roof"}}
         err = refused(await execute(c, action="approve", **base, **bad), "invalid_tool_input")
-        assert err["field"] == "inputs" and err["message"].startswith("environment:"), err
-        task = {"stepName": "release_review", "inputs": {"environment": "production"}}
+        assert err["field"] == "inputs" and err["message"].startswith("shelf:"), err
+        task = {"stepName": "pick_shelf", "inputs": {"shelf": "upper"}}
         done = ok(await execute(c, action="approve", **base, **task, attemptId=attempt))
         assert (done["status"], done["statusLabel"]) == (7, "waiting"), done
         run = await read(c, done["runUri"])
         labels = {s["name"]: s["statusLabel"] for s in run["steps"]}
         assert labels == {
-            "release_review": "succeeded",
-            "deploy_gate": "waiting",
-            "record_release": "not_started",
+            "pick_shelf": "succeeded",
+            "restock_gate": "waiting",
+            "label_shelf": "not_started",
         }, run
         again = refused(await execute(c, action="approve", **base, **task), "conflict")
         assert "succeeded" in again["message"], again
-        gate = {"stepName": "deploy_gate", "inputs": {"ticket": "T-1"}, "attemptId": attempt}
+        gate = {"stepName": "restock_gate", "inputs": {"ticket": "T-1"}, "attemptId": attempt}
         end = ok(await execute(c, action="approve", **base, **gate, wait=True))
         assert (end["completed"], end["statusLabel"]) == (True, "succeeded"), end
         logs = await read(c, end["logsUri"])
-        assert logs["steps"][-1]["stdout"].strip() == "production"
+        assert logs["steps"][-1]["stdout"].strip() == "upper"
 
 
 async def test_a_stopped_run_shows_its_waiting_steps_aborted(
@@ -142,9 +142,9 @@ async def test_a_stopped_run_shows_its_waiting_steps_aborted(
         out = ok(await execute(c, action="stop", **base, wait=True, waitTimeoutSeconds=10))
         assert (out["completed"], out["statusLabel"]) == (True, "aborted"), out
         steps = {s["name"]: s for s in out["run"]["steps"]}
-        assert steps["release_review"]["statusLabel"] == "aborted", steps
-        assert "humanTask" not in steps["release_review"]
-        assert steps["deploy_gate"]["statusLabel"] == "aborted"
+        assert steps["pick_shelf"]["statusLabel"] == "aborted", steps
+        assert "humanTask" not in steps["pick_shelf"]
+        assert steps["restock_gate"]["statusLabel"] == "aborted"
         # a run stopped before it recorded anything still has its DAG's steps
         nap = {"name": "nap", "dagRunId": "n-1"}
         ok(await execute(c, action="start", **nap))
@@ -164,27 +164,27 @@ async def test_a_push_back_resumes_at_once_while_the_other_step_still_waits(
         out = ok(await execute(c, action="start", **base, wait=True, waitTimeoutSeconds=10))
         first = out["run"]["attemptId"]
         began = time.monotonic()
-        gate = {"stepName": "deploy_gate", "attemptId": first}
+        gate = {"stepName": "restock_gate", "attemptId": first}
         back = ok(await execute(c, action="push_back", **base, **gate, wait=True))
         assert time.monotonic() - began < 5, "the push-back waited for the other step"
         assert (back["completed"], back["statusLabel"]) == (False, "waiting"), back
         run = back["run"]
         steps = {s["name"]: s for s in run["steps"]}
-        assert steps["deploy_gate"]["statusLabel"] == "waiting", steps
-        assert steps["deploy_gate"]["pushBackIteration"] == 1, steps
-        assert steps["release_review"]["statusLabel"] == "waiting", steps
+        assert steps["restock_gate"]["statusLabel"] == "waiting", steps
+        assert steps["restock_gate"]["pushBackIteration"] == 1, steps
+        assert steps["pick_shelf"]["statusLabel"] == "waiting", steps
         now = run["attemptId"]
         assert now != first
-        task = {"stepName": "release_review", "inputs": {"environment": "staging"}}
+        task = {"stepName": "pick_shelf", "inputs": {"shelf": "lower"}}
         stale = await execute(c, action="approve", **base, **task, attemptId=first)
         assert refused(stale, "conflict", "attemptId")["details"]["attemptId"] == now, stale
         done = ok(await execute(c, action="approve", **base, **task, attemptId=now))
         assert done["statusLabel"] == "waiting", done
-        gate = {"stepName": "deploy_gate", "inputs": {"ticket": "T-2"}, "attemptId": now}
+        gate = {"stepName": "restock_gate", "inputs": {"ticket": "T-2"}, "attemptId": now}
         end = ok(await execute(c, action="approve", **base, **gate, wait=True))
         assert (end["completed"], end["statusLabel"]) == (True, "succeeded"), end
         logs = await read(c, end["logsUri"])
-        assert logs["steps"][-1]["stdout"].strip() == "staging"
+        assert logs["steps"][-1]["stdout"].strip() == "lower"
 
 
 BUSY = """
