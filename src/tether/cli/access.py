@@ -1,5 +1,5 @@
 """`tether tokens create|list|revoke` and `tether audit`: the token store and the audit trail
-from the command line (issue 16); their parsers are in `cli/parser.py`, `run` dispatches.
+from the command line; their parsers are in `cli/parser.py`, `run` dispatches.
 
 Every token change is audited (surface `cli`, principal `cli:<OS user>`), refused ones
 included; `cli_entry` builds the same row for any other CLI mutation.

@@ -74,7 +74,7 @@ READS = frozenset({"list", "show", "watch"})  # every other `runs` action is aud
 
 
 async def run_action(args: argparse.Namespace, ops: Operations, out: Output) -> int:
-    """Run one `runs` action; a mutation leaves one audit row (issue 16), refused ones too."""
+    """Run one `runs` action; a mutation leaves one audit row, refused ones too."""
     if args.action in READS:
         await _act(args, ops, out)
         return 0

@@ -13,8 +13,9 @@ from tether.conformance.check import Check, Status
 from tether.conformance.client import Client, Exchange
 from tether.conformance.requirements import FAILING_LEVELS, requirement
 
-#: Fixture role → the official suite's tool name (CONFORMANCE.md). `header_tool` has no fixed
-#: name: it is any tool whose inputSchema declares an `x-mcp-header` argument.
+#: Fixture role → the official suite's tool name (`tether.testing.conformance` serves each).
+#: `header_tool` has no fixed name: it is any tool whose inputSchema declares an `x-mcp-header`
+#: argument.
 DEFAULT_FIXTURES: Mapping[str, str | None] = {
     "greet": "greet",
     "slow_compute": "slow_compute",

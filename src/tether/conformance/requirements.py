@@ -2,8 +2,9 @@
 """Every check the harness makes: id → level, CHECKLIST items, spec URL, behaviour sentence.
 
 Levels: `MUST` and `S9` (the official suite's reading) fail when violated; `SHOULD`, `MAY`,
-`REC` (the recommended choice where the spec is silent), `SEED` and `TETHER` (choices of the
-project's seeds and of Tether) warn, and fail only with `--strict`. A check with no CHECKLIST
+`REC` (the recommended choice where the spec is silent), `SEED` (a rule of the Harvest client
+contract Tether keeps, where the spec is silent) and `TETHER` (Tether's own choices) warn, and
+fail only with `--strict`. The level names are the CHECKLIST's tags. A check with no CHECKLIST
 item is an explicit extra. `DEFERRED` records the CHECKLIST items no check covers, with why.
 A test enforces the mapping both ways (tests/conformance/test_requirements.py).
 """

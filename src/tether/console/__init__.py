@@ -1,4 +1,4 @@
-"""The console: web pages where people see runs and answer what they wait for (issue 17).
+"""The console: web pages where people see runs and answer what they wait for.
 
 A surface like `mcp` and `tools`: it reaches the runtime through `Operations` (scoped to the
 visitor's tenant) and the change hub, and knows nothing of JSON-RPC. Server-rendered HTML

@@ -36,8 +36,9 @@ RATE_LIMITED: Final = -31003
 LIMIT_REACHED: Final = -31010
 
 #: A reason that refines the HTTP status of a code (the wire code stays the same): a -32602 for a
-#: required `_meta` key that is missing or malformed marks a malformed request (HTTP 400,
-#: digest §9.1), where a semantic -32602 (unknown task, bad argument) is 200.
+#: required `_meta` key that is missing or malformed marks a malformed request (HTTP 400, the
+#: one status the spec fixes for -32602), where a semantic -32602 (unknown task, bad argument)
+#: is 200: the spec leaves that status open, and 200 is the common reading.
 MALFORMED_META: Final = "malformed-meta"
 
 #: The HTTP status for each error code, and for a code with a reason that refines it; anything

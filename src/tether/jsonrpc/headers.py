@@ -1,5 +1,6 @@
 """The header ladder (PURE): decide which protocol era a request speaks and check its routing
-headers and `_meta` against the body, in the order of the digest §2.4:
+headers and `_meta` against the body, in this order (our reading of "Server Validation" on the
+spec's Streamable HTTP transport page):
 
     version header → header ≠ _meta → version served → required _meta → Mcp-Method → Mcp-Name
     → Mcp-Param-* (tools/call, SEP-2243)

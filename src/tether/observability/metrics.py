@@ -223,7 +223,7 @@ class _RequestCollector(Series):
     """`tether_mcp_requests_total` and `tether_mcp_request_duration_seconds`, kept as plain
     numbers and turned into metric families at scrape time. On the `tasks/get` hot path a
     request then costs a dict lookup, a bisect and a few additions under one lock, where
-    prometheus_client's labelled children took three locks and a dozen calls (issue 16)."""
+    prometheus_client's labelled children took three locks and a dozen calls."""
 
     def __init__(self, buckets: tuple[float, ...]) -> None:
         super().__init__()

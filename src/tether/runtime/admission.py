@@ -1,5 +1,5 @@
-"""Admission rules, as data (issue 12; Dagu's queues, maxActiveRuns, singleton, profiles and
-labels — spec/DAGU-RUN-MODEL.md §6). Pure: parsing and validation, no I/O.
+"""Admission rules, as data (modelled on Dagu's queues, maxActiveRuns, singleton, profiles and
+labels; docs/admission.md). Pure: parsing and validation, no I/O.
 
 - A **queue** has a concurrency limit. A run started on a queue waits in it (`queued`) until
   fewer than `limit` of the queue's runs hold a slot; it is admitted oldest first, and holds its

@@ -1,4 +1,4 @@
-"""The audit trail: an append-only `audit` table, one row per action (DESIGN.md §6, issue 16).
+"""The audit trail: an append-only `audit` table, one row per action (docs/security.md).
 
 Servers record entries without waiting (`AuditWriter.record`, no I/O on the request path); a
 background loop writes them in one statement per batch, within `flush_s` (1 s) of the first

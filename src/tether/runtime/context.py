@@ -1,7 +1,7 @@
 """The per-run context: every durable call a workflow makes goes through it.
 
-Replay by re-execution (DESIGN.md §2): each durable call takes the next sequence number; a
-recorded result is returned at once (after checking the call is the same one), otherwise the
+Replay by re-execution (docs/architecture.md): each durable call takes the next sequence number;
+a recorded result is returned at once (after checking the call is the same one), otherwise the
 call runs and its result is recorded before the workflow goes on. Workflow code must be
 deterministic between durable calls: same inputs and recorded results, same calls in the same
 order. Use ctx.now() and ctx.uuid() instead of the clock and random ids.

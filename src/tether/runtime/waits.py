@@ -1,4 +1,4 @@
-"""Waits: one abstraction for every "needs input" case (DESIGN.md §3). Pure: no I/O.
+"""Waits: one abstraction for every "needs input" case (docs/architecture.md). Pure: no I/O.
 
 A wait spec is what workflow code asks for; its *descriptor* (a JSON object written to the
 run's `waits` column when it parks) is what every surface sees and what answers are checked
@@ -120,7 +120,7 @@ class WaitSpec:
     kind: ClassVar[str] = ""
     # Whether the wait, parked again, keeps the keys of its first park (and takes no answer
     # to another wait's key): a DAG's ask, which stays open while its run goes on. Any other
-    # wait is open again under a new key (DESIGN.md §3).
+    # wait is open again under a new key (a key carries the run's last event id when it parked).
     keeps_keys: ClassVar[bool] = False
     name: str
     prompt: str | None = None

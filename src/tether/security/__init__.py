@@ -1,4 +1,4 @@
-"""Security (DESIGN.md §6), apart from routing as Starlette keeps trusted-host and CORS apart:
+"""Security (docs/security.md), apart from routing as Starlette keeps trusted-host and CORS apart:
 
 - `middleware`: the ASGI layer around the whole app — Host/Origin policy and authentication
   (the principal goes into the ASGI scope; 401 with a Bearer challenge) for every route;

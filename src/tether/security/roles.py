@@ -1,4 +1,4 @@
-"""What a role may call (DESIGN.md §6): `reader` (discover, lists, read-only tools, prompts,
+"""What a role may call (docs/security.md): `reader` (discover, lists, read-only tools, prompts,
 resources), `operator` (also every mutation: tools that start or steer runs, and every tasks/*
 method — a reader cannot poll a task), `admin` (everything).
 
@@ -19,7 +19,7 @@ from tether.security.tokens import ANONYMOUS, Principal
 
 audit = logging.getLogger("tether.audit")
 
-# One audit line per call that acts (DESIGN.md §6: "per tool call"). tasks/get is a poll an
+# One audit line per call that acts (every tool call, update and cancel). tasks/get is a poll an
 # agent sends every few seconds: it is authorized like a mutation but not audited.
 AUDITED_METHODS: Final = frozenset({"tools/call", "tasks/update", "tasks/cancel"})
 READ_METHODS: Final = frozenset(

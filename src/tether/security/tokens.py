@@ -1,4 +1,4 @@
-"""API tokens, principals, and resolving a request's principal (DESIGN.md §6).
+"""API tokens, principals, and resolving a request's principal (docs/security.md, "Tokens").
 
 Tokens come from two sources, merged: `TETHER_API_TOKENS="name:role:sha256hex[:tenant],…"`
 (make one with `tether tokens new NAME ROLE [--tenant T]`; stateless deployments) and the

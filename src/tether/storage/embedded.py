@@ -1,6 +1,6 @@
 """Embedded PostgreSQL via pgserver, so a new user needs nothing but Python.
 
-Facts that shape this module (DESIGN.md §7): the server outlives a SIGKILLed parent and the next
+Facts that shape this module: the server outlives a SIGKILLed parent and the next
 start on the same directory reuses it; pgserver's atexit hook does not run on SIGTERM, so we stop
 it ourselves on graceful shutdown; as root it runs PostgreSQL as a separate `pgserver` user; its
 unix socket lives under the data directory, so the path must stay short.

@@ -31,7 +31,7 @@ ENDED_STATUSES: frozenset[str] = frozenset(STATUSES) - LIVE_STATUSES
 
 @dataclass(frozen=True)
 class ExecutionRow:
-    """One run: the single source of truth for its task view (DESIGN.md §2)."""
+    """One run: the single source of truth for its task view."""
 
     id: str
     workflow: str

@@ -69,7 +69,7 @@ def register(router: Router, service: TaskService) -> None:
         return {}
 
     # Registered for the 2025 revisions too, so their tasks/* calls get the -32021 of the
-    # capability gate (DESIGN.md §5: older clients never get tasks) rather than -32601.
+    # capability gate (older clients never get tasks) rather than -32601.
     both: tuple[Era, ...] = ("modern", "legacy")
     router.add("tasks/get", get, eras=both)
     router.add("tasks/update", update, eras=both)

@@ -1,4 +1,4 @@
-"""The tenant scope of a request: which runs its principal may see and steer (DESIGN.md §6).
+"""The tenant scope of a request: which runs its principal may see and steer.
 
 Every surface (tasks methods, workflow tools, run resources) asks this one function for the
 operations to use, so a tenant-bound principal reaches only its tenant's runs everywhere. A

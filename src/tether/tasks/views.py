@@ -1,4 +1,4 @@
-"""PURE: execution rows → MCP task objects and tool results (DESIGN.md §4).
+"""PURE: execution rows → MCP task objects and tool results.
 
 | run                                          | task status      | extra                 |
 |----------------------------------------------|------------------|-----------------------|
@@ -269,7 +269,8 @@ def task(
         return {**base, "status": "working", "statusMessage": working}
     if result.outcome == "succeeded":
         # The inlined result is exactly what tools/call would have returned, resultType
-        # included (digest §7.5 and §9.3; strict clients require it).
+        # included (the rule of `tasks/get`; the extension's examples omit it, but strict
+        # clients require it).
         return {
             **base,
             "status": "completed",

@@ -1,9 +1,9 @@
 """Fixtures of the official MCP conformance suite (`@modelcontextprotocol/conformance`), each a
 real Tether workflow or tool: `tether serve tether.testing.conformance:app --port PORT`.
 
-Names and payloads follow the suite's scenario contracts (see CONFORMANCE.md). This module
-holds the tools and workflows; `conformance_prompts` the prompts and resources (registered
-last), `conformance_content` what they say and ask.
+Names and payloads are the ones the suite's scenarios call and expect (scripts/official-conformance
+runs them against this app). This module holds the tools and workflows; `conformance_prompts`
+the prompts and resources (registered last), `conformance_content` what they say and ask.
 """
 
 from __future__ import annotations

@@ -306,7 +306,8 @@ class Catalog:
 
     def authorizes_itself(self, name: object) -> bool:
         """Whether the tool checks the caller's role itself and answers a refusal as its own
-        error result (dagu_execute: `unauthorized` / `unauthenticated`, per the seed)."""
+        error result (dagu_execute: `unauthorized` / `unauthenticated`, as Dagu's execute-tool
+        contract has it)."""
         return isinstance(name, str) and name in self._self_authorizing
 
     def in_catalog(self, workflow: str) -> bool:

@@ -1,7 +1,8 @@
-"""`subscriptions/listen` for task notifications (CHECKLIST 133-135, digest §7.8): the ack
-comes first and lists only agreed ids, every `notifications/tasks` is the `DetailedTask`
-`tasks/get` returns (no `resultType`, the subscription id in `_meta`), and nothing else is
-sent: no progress, no log messages, no kinds or tasks that were not asked for.
+"""`subscriptions/listen` for task notifications (CHECKLIST 133-135; the Tasks extension's
+status notifications, `spec.URL_TASKS_NOTIFICATIONS`): the ack comes first and lists only
+agreed ids, every `notifications/tasks` is the `DetailedTask` `tasks/get` returns (no
+`resultType`, the subscription id in `_meta`), and nothing else is sent: no progress, no log
+messages, no kinds or tasks that were not asked for.
 
 Push is optional for servers: one that answers the listen with an error or without a stream
 skips these checks. The official scenario (`tasks-status-notifications`) is still pending."""

@@ -925,7 +925,7 @@ WHERE d.id = u.id
 RETURNING d.id;
 
 -- name: status_counts
--- Observability (issue 18): runs by status for the `tether_runs` gauge (one grouped count,
+-- Observability: runs by status for the `tether_runs` gauge (one grouped count,
 -- cached by the scraper for a second).
 SELECT status, count(*)::integer AS n FROM executions GROUP BY status;
 

@@ -1,4 +1,4 @@
--- Durable runtime schema (DESIGN.md §2). One hot row per execution; everything else hangs off it
+-- Durable runtime schema. One hot row per execution; everything else hangs off it
 -- by execution_id and goes with it (ON DELETE CASCADE) when retention deletes the row.
 
 CREATE TABLE executions (

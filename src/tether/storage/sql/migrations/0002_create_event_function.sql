@@ -1,6 +1,7 @@
 -- One place that appends an event from outside the run (a signal, an answer, an update, a cancel
 -- request): bump the position and the version, re-open a parked run so the worker re-parks it
--- with new wait keys (DESIGN.md §3), record the event, and wake workers and watchers.
+-- with new wait keys (a key carries the run's last event id), record the event, and wake
+-- workers and watchers.
 -- Returns the new event id, or NULL when the run does not exist or has ended.
 CREATE FUNCTION tether_append_event(p_id text, p_type text, p_data jsonb) RETURNS bigint
 LANGUAGE plpgsql AS $$

@@ -1,4 +1,4 @@
--- Admission (issue 12): named queues and max_active_runs, labels, runtime profiles, cron schedules.
+-- Admission: named queues and max_active_runs, labels, runtime profiles, cron schedules.
 --
 -- A run started on a queue is inserted with queue set, admitted_at NULL and wake_at NULL: it is
 -- queued (Dagu's `queued`), invisible to the claim (which reads only the wake_at index). A worker

@@ -1,4 +1,4 @@
--- Tenants (issue 16, DESIGN.md §6): a run carries the tenant of the principal that started it
+-- Tenants: a run carries the tenant of the principal that started it
 -- (NULL: no tenant). Its successors (retry, rerun, continue-as-new) inherit it. Reading a run by
 -- id stays a primary-key read: the tenant is compared on the row read, never a second query.
 ALTER TABLE executions ADD COLUMN tenant text CHECK (tenant IS NULL OR tenant <> '');

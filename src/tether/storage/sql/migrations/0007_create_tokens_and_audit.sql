@@ -1,4 +1,4 @@
--- Token store and audit trail (issue 16).
+-- Token store and audit trail.
 --
 -- api_tokens: API tokens kept as the SHA-256 of the secret (the secret is shown once, never
 -- stored). A name is unique among live tokens; a revoked token keeps its row (and its name
