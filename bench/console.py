@@ -1,5 +1,5 @@
 """The console's live pages: from a run's change to an open run page's SSE stream showing it
-(issue 17: p99 ≤ 100 ms with 100 open run pages).
+(target: p99 ≤ 100 ms with 100 open run pages).
 
 One process serves the console (uvicorn on loopback, the embedded PostgreSQL unless ``--dsn``)
 for tests/apps/answering.py; ``--pages`` runs are parked on an approval and each has an open

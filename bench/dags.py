@@ -14,7 +14,7 @@ medians may compare runs measured in different minutes; that figure is printed t
 * ``shell``: a ``--shell-steps``-step chain of shell commands as a DAG, against a loop of
   ``subprocess.run`` of the same commands (no database at all).
 
-Targets (issue 12): DAG/plain ≤ 1.3 for chain and fan-out; shell DAG/loop ≤ 1.5.
+Targets: DAG/plain ≤ 1.3 for chain and fan-out; shell DAG/loop ≤ 1.5.
 
 The shell case also prints where a DAG shell step's time goes: the command (timed around the
 shell runner: take the shell started for the step one step ahead, or spawn it; start the next

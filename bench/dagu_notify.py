@@ -10,7 +10,7 @@ start of the transaction that made the change; PostgreSQL's clock on this host).
 The ceiling is the same measure for a bare `pg_notify` carrying its transaction's `now()` to
 an asyncpg LISTEN connection: the floor any LISTEN/NOTIFY push pays. Dagu polls every 2 s.
 
-Target (issue 13): p99 ≤ 100 ms.
+Target: p99 ≤ 100 ms.
 
 Usage::
 

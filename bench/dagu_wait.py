@@ -5,7 +5,7 @@ Each sample starts a one-step DAG (a Python action that sleeps `--work-ms`) with
 reply-received minus the run's recorded end (`finishedAt`, PostgreSQL's clock on this host).
 The reply is pushed by LISTEN/NOTIFY (`Operations.wait_until`); Dagu polls every 2 s.
 
-Target (issue 13): p99 ≤ 100 ms.
+Target: p99 ≤ 100 ms.
 
 Usage::
 

@@ -15,13 +15,13 @@ cancels slow drift), and the spread of those ratios is printed beside it. Engine
 bench/engine_tether.py's throughput measurement (one worker process runs N three-step runs,
 each in a fresh database) with the mode's environment, interleaved the same way.
 
-Two figures per mode. Throughput (requests or runs per second) is what the issue names, but on
+Two figures per mode. Throughput (requests or runs per second) is what the targets name, but on
 a machine other work shares it moves with that work. CPU per request (the server process's
 user + system seconds over the window, over the requests it answered; for the engine the
 worker's CPU from ready to stop, over the runs) measures what observability adds to each
 request, and moves far less with load; both are printed, and each has its verdict.
 
-Targets (issue 18): metrics ≤ 5 % and tracing ≤ 15 % slower than off.
+Targets: metrics ≤ 5 % and tracing ≤ 15 % slower than off.
 
 Usage::
 

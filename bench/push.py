@@ -1,5 +1,5 @@
 # ruff: noqa: E501, ASYNC110 — a benchmark script: long report lines, client-side busy waits
-"""Pushed task notifications against polling, in one run (issue 15).
+"""Pushed task notifications against polling, in one run.
 
 A `tether serve` subprocess (its CPU and memory read from /proc) on one PostgreSQL:
 

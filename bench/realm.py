@@ -10,8 +10,8 @@ answers them in turn, alternating the two ways an agent can answer an agent step
   `tasks/get` until the task asks for the next step (what an agent needs before its next
   answer; the same durable answer path and the same worker underneath).
 
-The figure is the ratio of the two medians (and p90s) measured in the same run; target
-(issue 14): execute_step / tasks ≤ 1.5 — the envelope must not cost more than the answer.
+The figure is the ratio of the two medians (and p90s) measured in the same run; the
+target is execute_step / tasks ≤ 1.5 — the envelope must not cost more than the answer.
 
 Usage::
 

@@ -1,4 +1,4 @@
-"""CPU per `tasks/get` in one process, this tree against another (issue 16's before/after).
+"""CPU per `tasks/get` in one process, this tree against another (a before/after of one change).
 
 The whole Tether app (security layer, JSON-RPC endpoint, tasks methods, one row read) is called
 as a raw ASGI application, with no HTTP server or client in the measured process, on a run

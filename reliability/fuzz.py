@@ -420,7 +420,7 @@ async def run_fuzz(
     finally:
         await client.aclose()
     after = await snapshot(db)
-    # The audit trail records refused calls too (issue 16), so it may grow: append-only is its
+    # The audit trail records refused calls too, so it may grow: append-only is its
     # own trigger's job; the accepted-mutation check below is what must stay empty.
     changed = {
         t: (before.get(t), v)
