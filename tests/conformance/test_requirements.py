@@ -1,8 +1,8 @@
 """The harness's requirement map (`tether.conformance.requirements`) against the project's
 CHECKLIST, both ways, and against the scenarios that record the checks.
 
-The CHECKLIST is a copy kept in the repository (`CHECKLIST.md` next to this file; its first
-lines name its source), so these tests run in a clean checkout and never skip."""
+The CHECKLIST is kept in the repository (`CHECKLIST.md` next to this file), so these tests run
+in a clean checkout and never skip."""
 
 from __future__ import annotations
 
@@ -27,12 +27,12 @@ def checklist() -> dict[int, str]:
 
 
 def test_the_checklist_has_the_expected_number_of_items() -> None:
-    """Our choice: CHECKLIST_SIZE follows CHECKLIST.md (the repository's copy of the spec's)."""
+    """Our choice: CHECKLIST_SIZE follows CHECKLIST.md."""
     assert sorted(checklist()) == list(range(1, CHECKLIST_SIZE + 1))
 
 
 def test_every_checklist_item_maps_to_a_check_or_a_recorded_deferral() -> None:
-    """Issue 4: every CHECKLIST item maps to a check by number, or to a deferral with a reason."""
+    """Every CHECKLIST item maps to a check by number, or to a deferral with a reason."""
     covered = {i for r in REQUIREMENTS.values() for i in r.items}
     items = set(range(1, CHECKLIST_SIZE + 1))
     assert sorted(items - covered - set(DEFERRED)) == []
@@ -42,7 +42,7 @@ def test_every_checklist_item_maps_to_a_check_or_a_recorded_deferral() -> None:
 
 
 def test_every_check_names_a_checklist_item_or_is_an_explicit_extra() -> None:
-    """Issue 4: the mapping holds the other way too (no check without a reason to exist)."""
+    """The mapping holds the other way too (no check without a reason to exist)."""
     assert {r.id for r in REQUIREMENTS.values() if not r.items} == EXTRA
     for r in REQUIREMENTS.values():
         assert r.url.startswith("https://"), r.id
