@@ -98,7 +98,7 @@ def test_bad_input_is_refused_with_a_clear_message_and_exit_code(db_url: str) ->
 
 
 def test_runs_tenant_scopes_what_the_cli_sees_and_starts(db_url: str) -> None:
-    """Issue 16: `runs --tenant T` acts as a caller bound to T: its starts belong to T, and
+    """`runs --tenant T` acts as a caller bound to T: its starts belong to T, and
     another tenant's run reads as not found."""
     started = as_json(
         tether(db_url, "runs", "--tenant", "acme", "--json", "start", "long_job", '{"steps": 1}')
@@ -112,7 +112,7 @@ def test_runs_tenant_scopes_what_the_cli_sees_and_starts(db_url: str) -> None:
 
 
 def test_cli_mutations_leave_audit_rows_refused_ones_too(db_url: str) -> None:
-    """Issue 16: one audit row per CLI mutation (surface `cli`), a refused one included; reads
+    """One audit row per CLI mutation (surface `cli`), a refused one included; reads
     leave none."""
     started = as_json(tether(db_url, "runs", "--json", "start", "long_job", '{"steps": 1}'))
     tether(db_url, "runs", "--json", "list")

@@ -1,6 +1,6 @@
 """`tether runs answer RUN WAIT RESPONSE` takes the wait's name as well as its key, refuses an
 answer that does not fit (exit 1, naming the problem), and answers a stale key or an unknown
-name with the waits open now, so the operator can retry. Issue 11."""
+name with the waits open now, so the operator can retry."""
 
 from __future__ import annotations
 

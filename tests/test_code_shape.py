@@ -1,4 +1,4 @@
-"""The shape of the source: small modules, short functions, no import cycles (STYLE.md §1)."""
+"""The shape of the source: small modules, short functions, no import cycles (our rules)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def _over_limit(rel: str, source: str) -> list[str]:
 
 
 def test_no_module_over_400_lines_and_no_function_over_60() -> None:
-    """Our choice (STYLE.md §1): one concept per module, functions that fit on a screen."""
+    """Our choice: one concept per module, functions that fit on a screen."""
     problems = [
         problem
         for rel, source in _modules()
@@ -71,7 +71,7 @@ def test_the_shape_check_sees_a_long_function_and_a_long_module() -> None:
 
 
 def test_no_module_imports_itself_through_others() -> None:
-    """Our choice (STYLE.md §3): imports point one way, also inside a package (type-only
+    """Our choice: imports point one way, also inside a package (type-only
     imports included), so any module can be read and tested on its own."""
     graph = grimp.build_graph("tether", cache_dir=None)
     cycles = sorted(

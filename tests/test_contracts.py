@@ -1,5 +1,5 @@
 """Every module under src/tether is named in an import-linter contract (pyproject.toml), so a
-new module cannot slip outside the layering. Our choice (STYLE.md §3, issue 10)."""
+new module cannot slip outside the layering. Our choice (docs/architecture.md, "Layers")."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ import tether
 
 
 def test_all_is_sorted_complete_and_resolves() -> None:
-    """Our choice (STYLE.md §2): __all__ is sorted and every public name imports."""
+    """Our choice: __all__ is sorted and every public name imports."""
     assert tether.__all__ == sorted(tether.__all__)
     assert set(tether.__all__) - {"__version__"} == set(tether._EXPORTS)
     for name in tether.__all__:

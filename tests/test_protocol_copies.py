@@ -1,4 +1,4 @@
-"""Our choice (issue 10): the reliability suite, the benchmarks and the test client speak MCP
+"""Our choice: the reliability suite, the benchmarks and the test client speak MCP
 from outside, like the conformance harness, so they keep their own copies of a few protocol
 facts; this test holds every copy equal to the library's constants. Copies are read from the
 source with `ast` (a benchmark script is not imported: importing it would start nothing, but

@@ -1,4 +1,4 @@
-"""Batched starts (issue 19): `Operations.start_many` starts many runs in one statement with
+"""Batched starts: `Operations.start_many` starts many runs in one statement with
 idempotency keys, queues, singletons, profiles, labels and tenants honoured per item, and an
 outcome per item."""
 

@@ -1,6 +1,6 @@
-"""Queues and max_active_runs (issue 12; Dagu's queues, spec/DAGU-RUN-MODEL.md §6): a run on a
-queue waits (`queued`) until the queue has room, is admitted oldest first, and holds its slot
-until it ends — across any number of worker loops and processes."""
+"""Queues and max_active_runs (modelled on Dagu's queues): a run on a queue waits (`queued`)
+until the queue has room, is admitted oldest first, and holds its slot until it ends — across
+any number of worker loops and processes."""
 
 from __future__ import annotations
 

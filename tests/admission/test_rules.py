@@ -54,7 +54,7 @@ def test_settings_read_profiles_from_a_file_and_refuse_a_missing_one(tmp_path: A
 
 
 def test_labels_are_validated_and_keys_lowercased() -> None:
-    """Dagu's label patterns (spec/DAGU-RUN-MODEL.md §6)."""
+    """Dagu's label patterns."""
     assert parse_labels(["Team=data", "nightly", "path=a/b.c"]) == {
         "team": "data",
         "nightly": "",

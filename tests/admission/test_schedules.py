@@ -1,4 +1,4 @@
-"""Cron schedules (issue 12): exactly one run per tick across any number of schedulers over
+"""Cron schedules: exactly one run per tick across any number of schedulers over
 one database, no catch-up storm after downtime. Time is passed in; nothing sleeps."""
 
 from __future__ import annotations

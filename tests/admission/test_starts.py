@@ -1,4 +1,4 @@
-"""Singleton starts, runtime profiles and labels (issue 12; spec/DAGU-RUN-MODEL.md §6)."""
+"""Singleton starts, runtime profiles and labels (modelled on Dagu's)."""
 
 from __future__ import annotations
 
@@ -75,7 +75,8 @@ async def test_singleton_running_ignores_queued_runs_and_active_counts_them(
     start: Start,
 ) -> None:
     """`running` (Dagu's start) refuses only while a run is admitted; `active` (Dagu's
-    enqueue) also while one waits in its queue. Our choice for the digest's open question 5."""
+    enqueue) also while one waits in its queue. Our choice: Dagu does not say whether its start
+    refuses queued runs."""
     async with start(_app(), Admission(queues={"solo": 1}), workers=0) as rt:
         first = await rt.ops.start("queued")  # no worker: it stays queued
         assert first.execution.queued

@@ -1,5 +1,5 @@
-"""The conformance checklist's fixture tools (spec/CHECKLIST.md), built as real Tether tools and
-workflows, for the black-box MCP tests in tests/e2e/test_mcp_checklist.py.
+"""The conformance checklist's fixture tools (tests/conformance/CHECKLIST.md), built as real
+Tether tools and workflows, for the black-box MCP tests in tests/e2e/test_mcp_checklist.py.
 
 - `sync_tool`: a plain tool; never creates a task. Reports one progress notification.
 - `task_tool`: a workflow served as a tool; a durable sleep of ~0.3 s, or 60 s with

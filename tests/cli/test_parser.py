@@ -35,7 +35,7 @@ def commands(
     ],
 )
 def test_json_is_accepted_anywhere_on_the_command_line(argv: list[str]) -> None:
-    """`--json` before or after the subcommand means the same (issue 11)."""
+    """`--json` before or after the subcommand means the same."""
     args = build_parser().parse_args(argv)
     assert (args.command, args.action, args.json) == ("runs", "list", True)
 
@@ -53,14 +53,14 @@ def test_app_is_accepted_before_or_after_the_runs_action() -> None:
 
 
 def test_status_lists_every_status_as_its_choices() -> None:
-    """`runs list --status` offers exactly the run statuses (issue 11)."""
+    """`runs list --status` offers exactly the run statuses."""
     (ls,) = [p for words, p, _ in commands(build_parser()) if words[1:] == ("runs", "list")]
     (status,) = [a for a in ls._actions if "--status" in a.option_strings]
     assert tuple(status.choices or ()) == STATUSES
 
 
 def test_every_subcommand_has_help_and_a_description() -> None:
-    """`--help` on every subcommand says what it does (issue 11)."""
+    """`--help` on every subcommand says what it does."""
     for words, sub, help_text in commands(parser()):
         if words[-1] == "conformance":
             continue  # the harness's own parser
@@ -70,7 +70,7 @@ def test_every_subcommand_has_help_and_a_description() -> None:
 def test_an_unknown_log_level_is_a_one_line_usage_error(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """An invalid `--log-level` exits 2 with one line, not a traceback (issue 11)."""
+    """An invalid `--log-level` exits 2 with one line, not a traceback."""
     with pytest.raises(SystemExit) as exit_info:
         build_parser().parse_args(["--log-level", "LOUD", "runs", "list"])
     assert exit_info.value.code == 2

@@ -49,7 +49,7 @@ def tether(*args: str, cwd: Path = REPO, **extra: str) -> subprocess.CompletedPr
 
 def test_runs_never_create_a_database(tmp_path: Path) -> None:
     """With no server data directory, `runs` names the directory it looked in and exits 1;
-    nothing is created (issue 11)."""
+    nothing is created."""
     data = tmp_path / "nowhere"
     proc = tether("runs", "list", cwd=tmp_path, TETHER_DATA_DIR=str(data))
     assert proc.returncode == 1, proc.stderr
@@ -77,7 +77,7 @@ def test_tokens_need_neither_an_app_nor_a_database(tmp_path: Path) -> None:
 
 def test_invalid_input_prints_each_violation(db_url: str) -> None:
     """A typo'd field is refused (unknown fields are forbidden by default) and each violation
-    is printed as `field: message`, as MCP returns them (issue 11)."""
+    is printed as `field: message`, as MCP returns them."""
     proc = tether("runs", "start", "long_job", '{"stepz": 2}', TETHER_DATABASE_URL=db_url)
     assert proc.returncode == 1
     assert "InvalidInput" in proc.stderr
@@ -104,9 +104,8 @@ def test_the_app_comes_from_tether_app(db_url: str, tmp_path: Path) -> None:
 
 
 def test_the_embedded_server_starts_quietly(tmp_path: Path) -> None:
-    """No pgserver INFO lines, initdb output or XDG_RUNTIME_DIR warning unless `--verbose`
-    (issue 11): `migrate` creates the embedded database in a fresh directory and prints only
-    its result."""
+    """No pgserver INFO lines, initdb output or XDG_RUNTIME_DIR warning unless `--verbose`:
+    `migrate` creates the embedded database in a fresh directory and prints only its result."""
     extra = {"TETHER_DATA_DIR": str(tmp_path / "d")}
     plain = env(**extra)
     plain.pop("XDG_RUNTIME_DIR", None)
@@ -131,7 +130,7 @@ def free_port() -> int:
 
 def test_ctrl_c_on_serve_exits_130_with_one_line(db_url: str, tmp_path: Path) -> None:
     """SIGINT (what Ctrl-C sends) shuts `tether serve` down cleanly: exit 130, our one line,
-    no traceback (issue 11)."""
+    no traceback."""
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "tether", "serve", "--port", str(port)],
@@ -199,7 +198,7 @@ async def review(db_url: str) -> AsyncIterator[tuple[Runtime, str]]:
 
 async def test_watch_follows_a_run_to_its_end(db_url: str) -> None:
     """`runs watch --json` prints one line per change — the open approval, then the run
-    running again, then completed — and exits 0 with the run (issue 11)."""
+    running again, then completed — and exits 0 with the run."""
     async with review(db_url) as (rt, run_id):
         proc = await watch(db_url, run_id, "--json")
         rows = [await next_row(proc)]

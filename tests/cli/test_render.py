@@ -79,7 +79,7 @@ def test_plain_times_are_iso_and_fancy_ones_local_and_relative() -> None:
 
 def test_the_list_shows_status_words_and_what_each_run_waits_for() -> None:
     """Each status is written out (never colour alone); a waiting run names its wait, a
-    sleeping one when it wakes (issue 11)."""
+    sleeping one when it wakes."""
     waiting = row(waits=[APPROVAL])
     sleeping = row(id="ex_b", wake_at=NOW + timedelta(hours=1))
     done = row(id="ex_c", status="completed", details="step 2/2")

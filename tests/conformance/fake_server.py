@@ -2,7 +2,8 @@
 
 With no faults it passes every check of the harness; each name in `faults` breaks one rule
 (`test_harness_negative.FAULTS` maps each fault to the checks it must make fail). The HTTP
-ladder follows digest §2.4; the tasks side lives in `fake_tasks`.
+ladder follows the transport page's server validation, in Tether's order (`jsonrpc/headers.py`);
+the tasks side lives in `fake_tasks`.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ def harness(*args: str) -> int:
 def test_a_clean_run_exits_0_and_prints_a_line_per_check_then_the_summary(
     fake: Fake, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 4: one progress line per scenario, one line per check, then `N passed, M failed`."""
+    """One progress line per scenario, one line per check, then `N passed, M failed`."""
     assert harness("--scenario", "envelope", "--scenario", "origin") == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "[1/3] envelope: envelope & errors"
@@ -49,7 +49,7 @@ def test_a_clean_run_exits_0_and_prints_a_line_per_check_then_the_summary(
 def test_verbose_output_shows_the_spec_reference_and_the_exchange(
     fake: Fake, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 4: --verbose prints the request/response that decided each check."""
+    """--verbose prints the request/response that decided each check."""
     assert harness("--scenario", "origin", "--verbose") == 0
     out = capsys.readouterr().out
     assert "spec: [MUST] CHECKLIST 4; https://" in out
@@ -57,7 +57,7 @@ def test_verbose_output_shows_the_spec_reference_and_the_exchange(
 
 
 def test_json_and_junit_reports_carry_every_check(fake: Fake, tmp_path: Path) -> None:
-    """Issue 4: --json and --junit write the same verdicts, with spec refs and details."""
+    """--json and --junit write the same verdicts, with spec refs and details."""
     out_json, out_xml = tmp_path / "r.json", tmp_path / "r.xml"
     assert harness("--scenario", "headers", "--json", str(out_json), "--junit", str(out_xml)) == 0
     data = json.loads(out_json.read_text(encoding="utf-8"))
@@ -72,7 +72,7 @@ def test_json_and_junit_reports_carry_every_check(fake: Fake, tmp_path: Path) ->
 
 
 def test_an_unexpected_failure_exits_1_and_junit_records_it(tmp_path: Path) -> None:
-    """Issue 4: exit 1 on an unexpected failure; JUnit has a <failure> for it."""
+    """Exit 1 on an unexpected failure; JUnit has a <failure> for it."""
     out_xml = tmp_path / "r.xml"
     with respx.mock(assert_all_called=False) as mock:
         mock.route(url__startswith=URL).mock(side_effect=Fake(["ping-ok"]))
@@ -83,7 +83,7 @@ def test_an_unexpected_failure_exits_1_and_junit_records_it(tmp_path: Path) -> N
 
 
 def test_expected_failures_pass_the_run_and_stale_ones_fail_it(tmp_path: Path) -> None:
-    """Issue 4: a listed failure is tolerated; a listed check that now passes fails the run."""
+    """A listed failure is tolerated; a listed check that now passes fails the run."""
     listed = tmp_path / "xfail.yml"
     listed.write_text("routing:ping-removed: ping is still served\n", encoding="utf-8")
     with respx.mock(assert_all_called=False) as mock:
@@ -125,7 +125,7 @@ def test_a_warning_or_failure_listed_as_expected_is_xfail_and_a_skip_stays_a_ski
 def test_a_missing_fixture_skips_its_checks_with_the_reason(
     fake: Fake, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 4: a check whose fixture is missing is `skip` with the reason, never a pass."""
+    """A check whose fixture is missing is `skip` with the reason, never a pass."""
     assert harness("--scenario", "discover", "--fixture", "greet=no_such_tool") == 0
     out = capsys.readouterr().out
     assert (
@@ -135,7 +135,7 @@ def test_a_missing_fixture_skips_its_checks_with_the_reason(
 
 
 def test_fixtures_can_be_remapped_to_other_tool_names(capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 4: --fixture NAME=TOOL makes the harness call TOOL for that fixture."""
+    """--fixture NAME=TOOL makes the harness call TOOL for that fixture."""
     server = Fake()
     with respx.mock(assert_all_called=False) as mock:
         route = mock.route(url__startswith=URL).mock(side_effect=server)
@@ -145,7 +145,7 @@ def test_fixtures_can_be_remapped_to_other_tool_names(capsys: pytest.CaptureFixt
 
 
 def test_an_unreachable_server_cannot_run() -> None:
-    """Issue 4: exit 2 when the server cannot be tested at all."""
+    """Exit 2 when the server cannot be tested at all."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -157,12 +157,12 @@ def test_an_unreachable_server_cannot_run() -> None:
     [["--scenario", "nope"], ["--fixture", "nope=x"], ["--fixture", "greet"], ["--header", "x"]],
 )
 def test_bad_arguments_cannot_run(args: list[str]) -> None:
-    """Issue 4: exit 2 (could not run) for unknown scenarios/fixtures and malformed pairs."""
+    """Exit 2 (could not run) for unknown scenarios/fixtures and malformed pairs."""
     assert cli.main(["--url", URL, *args]) == 2
 
 
 def test_headers_from_the_command_line_go_on_every_request(tmp_path: Path) -> None:
-    """Issue 4: --header K:V (auth tokens, gateway routing) is sent with every request, and
+    """--header K:V (auth tokens, gateway routing) is sent with every request, and
     credentials never reach a report."""
     out = tmp_path / "r.json"
     with respx.mock(assert_all_called=False) as mock:
@@ -176,7 +176,7 @@ def test_headers_from_the_command_line_go_on_every_request(tmp_path: Path) -> No
 
 
 def test_tether_conformance_forwards_to_the_harness(capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 4: `tether conformance …` is the same command as `tether-conformance …`."""
+    """`tether conformance …` is the same command as `tether-conformance …`."""
     assert tether_cli.main(["conformance", "--list"]) == 0
     out = capsys.readouterr().out
     assert "envelope: envelope & errors" in out
@@ -186,7 +186,7 @@ def test_tether_conformance_forwards_to_the_harness(capsys: pytest.CaptureFixtur
 async def test_the_client_goes_through_an_http_proxy_from_the_environment(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Issue 4: the harness works through an HTTP proxy (httpx reads HTTP_PROXY)."""
+    """The harness works through an HTTP proxy (httpx reads HTTP_PROXY)."""
     seen: list[bytes] = []
     body = b'{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete"}}'
 

@@ -28,7 +28,7 @@ FINDINGS = {
     "headers:name-whitespace": "fail",
     "tools-call:unknown-tool": "fail",  # an isError result instead of -32602
     "get:unknown-id-http-200": "warn",  # -32602 sent with HTTP 400
-    "update:decline-refused": "warn",  # a decline is acked (Tether's seed rule refuses it)
+    "update:decline-refused": "warn",  # a decline is acked (Tether refuses it, as Harvest does)
     "update:no-elicitation-without-cap": "fail",  # asks a client that did not declare it
     "caps:missing-capability-data": "skip",  # no test_missing_capability fixture
     "mrtr:input-before-task": "skip",  # FastMCP cannot run MRTR rounds before a task
@@ -45,7 +45,7 @@ def fastmcp_server() -> contextlib.AbstractAsyncContextManager[str]:
 
 
 async def test_the_harness_records_fastmcps_findings(caplog: pytest.LogCaptureFixture) -> None:
-    """Issue 4: against FastMCP the harness runs to the end and finds exactly FINDINGS."""
+    """Against FastMCP the harness runs to the end and finds exactly FINDINGS."""
     caplog.set_level(logging.CRITICAL)  # protocol_error_job logs its traceback by design
     async with fastmcp_server() as url:
         client = Client(url, timeout=10)

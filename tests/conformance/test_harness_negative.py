@@ -211,7 +211,7 @@ async def test_the_faultless_scripted_server_passes_every_check() -> None:
 
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 async def test_each_scripted_violation_fails_its_checks(fault: str) -> None:
-    """Issue 4: a server that breaks one rule makes the checks for that rule fail."""
+    """A server that breaks one rule makes the checks for that rule fail."""
     expected = FAULTS[fault]
     checks = await harness([fault], {SCENARIO_OF[c] for c in expected} | set(NEEDS.get(fault, ())))
     got = {c: (checks[c].status, checks[c].message) if c in checks else None for c in expected}
@@ -219,7 +219,7 @@ async def test_each_scripted_violation_fails_its_checks(fault: str) -> None:
 
 
 def test_every_check_has_a_scripted_violation() -> None:
-    """Issue 4: no check can pass vacuously — each one fails against some scripted server."""
+    """No check can pass vacuously — each one fails against some scripted server."""
     covered = {c for checks in FAULTS.values() for c in checks}
     assert sorted(set(REQUIREMENTS) - covered) == []
     assert sorted(covered - set(REQUIREMENTS)) == []

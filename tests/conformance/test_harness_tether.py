@@ -28,7 +28,7 @@ SKIPS = {
 async def test_every_check_passes_against_tether_over_a_socket(
     mcp_server: ServeFn, tmp_path: Path
 ) -> None:
-    """Issue 4: the harness runs against Tether with zero failures, even with --strict."""
+    """The harness runs against Tether with zero failures, even with --strict."""
     report, junit = tmp_path / "report.json", tmp_path / "report.xml"
     async with mcp_server(conformance.app) as url:
         args = ["conformance", "--url", url, "--strict", "--json", str(report)]

@@ -22,7 +22,7 @@ FAST = ["envelope", "origin", "meta", "headers", "discover", "durability"]
 
 
 async def test_the_fast_scenarios_pass_against_tether_in_process(db_url: str) -> None:
-    """Issue 4: against Tether in-process every check of these scenarios passes (--strict)."""
+    """Against Tether in-process every check of these scenarios passes (--strict)."""
     settings = Settings.model_validate(
         {"database_url": db_url, "poll_s": 0.05, "poll_interval_ms": 100, "state_key": "k"}
     )

@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_official_conformance_suite_passes_every_scenario() -> None:
-    """Spec: the official suite is the judge of conformance (CONFORMANCE.md); 49 scenarios."""
+    """Spec: the official suite is the judge of conformance; 49 scenarios."""
     proc = subprocess.run(
         ["/bin/bash", str(REPO / "scripts" / "official-conformance")],
         cwd=REPO,

@@ -1,4 +1,4 @@
-"""The harness's own copy of the spec constants agrees with Tether's (STYLE §4: only the
+"""The harness's own copy of the spec constants agrees with Tether's (our rule: only the
 black-box harness keeps its own copy, and this test checks that the two agree). This is the
 only test that imports both."""
 

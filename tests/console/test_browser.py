@@ -1,4 +1,4 @@
-"""The console in a real headless Chromium (issue 17's proof), one browser for the module:
+"""The console in a real headless Chromium, one browser for the module:
 sign in, find a waiting run, answer an approval with a required input (first without it: the
 error shows and nothing changes), watch the run finish on its open page without reloading;
 a human task form with every scalar type; a reader cannot answer; another tenant's run is not

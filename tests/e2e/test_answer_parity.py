@@ -1,9 +1,9 @@
 """`tasks/update` and `answer_<wf>` give the same outcome on the same situation: both go
 through the one runtime `answer` path, so an answer one refuses the other refuses (and the run
-is unchanged), and an answer one accepts ends the run the same way through the other. Issue 11;
-DESIGN.md §3. On a key that is closed, tasks/update ignores the entry (the spec's rule for keys
-that are not outstanding) where the tool reports `duplicate` or refuses a different answer:
-the run is unchanged either way."""
+is unchanged), and an answer one accepts ends the run the same way through the other
+(docs/answering-waits.md). On a key that is closed, tasks/update ignores the entry (the spec's
+rule for keys that are not outstanding) where the tool reports `duplicate` or refuses a
+different answer: the run is unchanged either way."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Every wait answerable with plain MCP tools, over real HTTP: `answer_<wf>` answers signals,
 approvals, human tasks and agent steps through the one runtime `answer` path, with the same
-results and refusals as `tasks/update`. Issue 11 (our choice; DESIGN.md §3 for the rules)."""
+results and refusals as `tasks/update`. Our choice (docs/answering-waits.md has the rules)."""
 
 from __future__ import annotations
 
@@ -240,7 +240,7 @@ async def test_the_task_status_message_names_the_answer_tool_and_the_key(
 async def test_only_operators_answer_and_each_answer_is_audited(
     mcp_server: ServeFn, client: Client, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """answer_<wf> is a mutation (DESIGN.md §6): a reader is refused with 403 before anything
+    """answer_<wf> is a mutation: a reader is refused with 403 before anything
     changes; an operator's answer leaves one audit line naming the tool and the principal."""
     reader, reader_entry = new_token("ann", "reader")
     operator, operator_entry = new_token("bob", "operator")

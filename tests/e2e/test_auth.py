@@ -1,4 +1,4 @@
-"""API tokens and roles on the MCP endpoint (DESIGN.md §6): readers read, operators mutate,
+"""API tokens and roles on the MCP endpoint (docs/security.md): readers read, operators mutate,
 every tasks/* method counts as a mutation, and a server off loopback without tokens fails
 closed for mutations."""
 
@@ -73,7 +73,7 @@ async def test_off_loopback_without_tokens_mutations_fail_closed(
 async def test_actions_leave_an_audit_line_with_the_principal_and_polls_do_not(
     mcp_server: ServeFn, client: Callable[[str], McpClient], caplog: pytest.LogCaptureFixture
 ) -> None:
-    """DESIGN.md §6: one audit line per tool call (and per tasks/update or tasks/cancel),
+    """One audit line per tool call (and per tasks/update or tasks/cancel),
     naming the principal; a tasks/get poll leaves none, and no line holds the task id."""
     operator, operator_entry = new_token("bob", "operator")
     as_operator = {"Authorization": f"Bearer {operator}"}

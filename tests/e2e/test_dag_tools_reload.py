@@ -1,6 +1,6 @@
 """DAG files added, changed and removed while `serve --dags DIR` runs: their MCP tools follow
 without a restart, and a `subscriptions/listen` stream that asked for `toolsListChanged` is
-told each time (issue 12; core schema: ToolListChangedNotification, SubscriptionFilter)."""
+told each time (core schema: ToolListChangedNotification, SubscriptionFilter)."""
 
 from __future__ import annotations
 

@@ -134,7 +134,7 @@ async def test_a_decided_step_reads_decided_while_the_other_still_waits(
 async def test_a_stopped_run_shows_its_waiting_steps_aborted(
     mcp_server: ServeFn, client: Client
 ) -> None:
-    """Dagu's node cancel: waiting → aborted (internal/runtime/node_test.go)."""
+    """Dagu's node cancel: a waiting step ends aborted."""
     async with mcp_server(app()) as url:
         c = client(url)
         base = {"name": "two_waits", "dagRunId": "s-1"}

@@ -1,7 +1,7 @@
 """`dagu_execute` over real HTTP: every action with and without `wait` (terminal, waiting
 checkpoint, timeout), decisions on gates and human tasks (push-back with rewind_to, form
 refusals, attemptId conflicts), retry from a step, enqueue under a queue limit, singleton,
-inline specs, roles, resources and a DAG started as an MCP task (issue 13)."""
+inline specs, roles, resources and a DAG started as an MCP task."""
 
 from __future__ import annotations
 

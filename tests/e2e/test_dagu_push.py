@@ -1,7 +1,7 @@
 """`dagu://runs/…` subscriptions over real HTTP: a `subscriptions/listen` stream with
 `resourceSubscriptions` gets one `notifications/resources/updated` at each waiting checkpoint
 (an approval gate, a human task) and one at the terminal state, and nothing for the steps in
-between (issue 13)."""
+between."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`dagu_execute` under concurrent calls, over real HTTP (issue 13): starts that race on one
+"""`dagu_execute` under concurrent calls, over real HTTP: starts that race on one
 `dagRunId` yield exactly one run (the database's uniqueness decides, not a check before the
 insert); decisions that race on one waiting step take effect once, and a decision based on an
 attempt that has moved on is a `conflict` naming the current attempt."""

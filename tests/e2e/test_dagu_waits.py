@@ -1,4 +1,4 @@
-"""`dagu_execute` waits and decisions across sub-DAG runs, over real HTTP (issue 13): a parent
+"""`dagu_execute` waits and decisions across sub-DAG runs, over real HTTP: a parent
 parked on a child that stops at a gate returns at that checkpoint, and the decision reaches the
 child through `subDAGRunId`."""
 

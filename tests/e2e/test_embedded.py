@@ -1,6 +1,6 @@
 """`tether serve` on the embedded default: it starts PostgreSQL under the data directory,
 serves, and on SIGTERM shuts down gracefully and stops that PostgreSQL (pgserver's own atexit
-hook does not run on SIGTERM — DESIGN.md §7)."""
+hook does not run on SIGTERM)."""
 
 from __future__ import annotations
 

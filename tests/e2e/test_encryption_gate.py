@@ -1,6 +1,6 @@
-"""The read gate over real HTTP (issue 16, Harvest seed "Safety posture"): with encryption on,
-a run's output is decoded only for admin, or a role the operator opted in
-(TETHER_DECRYPT_FOR); anyone else sees the stored envelope, on tasks/get and the status tool."""
+"""The read gate over real HTTP: with encryption on, a run's output is decoded only for admin,
+or a role the operator opted in (TETHER_DECRYPT_FOR); anyone else sees the stored envelope, on
+tasks/get and the status tool."""
 
 from __future__ import annotations
 

@@ -3,8 +3,8 @@
 Random bodies (bytes, JSON values, near-valid JSON-RPC envelopes), random routing headers
 (MCP-Protocol-Version, Mcp-Method, Mcp-Name with Base64 sentinels, Mcp-Param-*, Content-Type,
 Accept, Origin) and random params for tools/call and tasks/* (with the ids and input keys of
-real runs). Properties (spec digest §1.4, §2, §7; DESIGN.md §8 "bad input gets a clear error
-and changes nothing"):
+real runs). Properties (the spec's error codes, Streamable HTTP transport and Tasks extension;
+our rule that bad input gets a clear error and changes nothing):
 
 * never a 5xx, never an Internal error (-32603) or a code the spec does not define;
 * every answer but 202 is one JSON-RPC response (JSON, or an SSE stream ending in one) with
@@ -396,7 +396,7 @@ class Probe:
 
 
 def header_value(value: Any) -> str:
-    """A body value as a conforming client sends it in a header (digest §2.3)."""
+    """A body value as a conforming client sends it in a header (the transport's value encoding)."""
     if isinstance(value, bool):
         text = "true" if value else "false"
     else:
@@ -626,7 +626,7 @@ def check_response(probe: Probe, resp: httpx.Response) -> Verdict:
         assert resp.content == b""
         assert isinstance(message, dict) and "id" not in message, "202 for a request"
         return Verdict(refused=False)
-    if status == 415:  # transport refusal before JSON-RPC (DESIGN.md §6: only JSON bodies)
+    if status == 415:  # transport refusal before JSON-RPC (only JSON bodies are served)
         content_type = probe.headers.get("Content-Type", "")
         assert content_type.split(";")[0].strip().lower() != "application/json"
         return Verdict(refused=True)
@@ -642,7 +642,7 @@ def check_response(probe: Probe, resp: httpx.Response) -> Verdict:
     assert status < 500, "a 5xx"
     assert isinstance(body, dict) and body.get("jsonrpc") == "2.0", body
     assert ("result" in body) != ("error" in body), body
-    if status != 403:  # a refused Origin MAY answer id-less (S4)
+    if status != 403:  # a refused Origin MAY answer id-less (the Streamable HTTP transport)
         readable = isinstance(message, dict) and _valid_id(message.get("id"))
         assert body.get("id") == (message["id"] if readable else None), "wrong id"
     if "error" in body:
@@ -767,7 +767,7 @@ async def snapshot(db_url: str) -> dict[str, Any]:
 async def test_a_nul_in_a_task_id_is_task_not_found(
     mcp_server: ServeFn, client: Callable[[str], McpClient]
 ) -> None:
-    """tasks/get of "\\u0000" is -32602 Task not found, never a 5xx (spec digest §7.5)."""
+    """tasks/get of "\\u0000" is -32602 Task not found, never a 5xx (the extension's tasks/get)."""
     async with mcp_server(conformance.app) as url:
         resp = await client(url).request(
             "tasks/get", {"taskId": "\x00"}, headers={"Mcp-Name": b64("\x00")}
@@ -815,7 +815,7 @@ async def test_a_nul_in_a_workflow_argument_is_a_tool_error_and_starts_nothing(
 async def test_a_refused_tasks_update_delivers_none_of_its_answers(
     mcp_server: ServeFn, client: Callable[[str], McpClient], db_url: str
 ) -> None:
-    """A -32602 tasks/update changes nothing; both keys stay open (DESIGN.md §8)."""
+    """A -32602 tasks/update changes nothing; both keys stay open."""
     async with mcp_server(conformance.app) as url:
         c = client(url)
         created = await c.result("tools/call", {"name": "multi_input", "arguments": {}})

@@ -1,7 +1,7 @@
-"""Seed rules of harvest-mcp-tools-and-tasks.md that the conformance checklist does not state,
-over real HTTP: the cache hints of server/discover and tools/list ("MCP Tasks"), the start key
-of a task create ("Crash-safe create"), the failure an update tool returns ("Generated
-tool set"), and the frames of a watch ("Streaming progress")."""
+"""Rules of Harvest's MCP tool contract (docs/clients.md, "Coming from Harvest's MCP tools") that
+the conformance checklist does not state, over real HTTP: the cache hints of server/discover
+and tools/list, the start key of a task create, the failure an update tool returns, and the
+frames of a watch."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ class Days(BaseModel):
     days: int
 
 
-app = App("harvest-seed")
+app = App("harvest-contract")
 
 
 @app.workflow(mcp=True)
@@ -82,8 +82,8 @@ async def runs(db_url: str) -> int:
 async def test_discover_and_tools_list_are_private_for_sixty_seconds(
     mcp_server: ServeFn, client: Any
 ) -> None:
-    """Seed: "The server/discover and tools/list results are cacheable: ttlMs is 60000,
-    cacheScope is private", and discovery's _meta holds the server identity."""
+    """Harvest's contract: server/discover and tools/list are cacheable for 60 s with a private
+    scope, and discovery's _meta holds the server identity."""
     async with mcp_server(app) as url:
         c = client(url)
         discover = await c.result("server/discover", capabilities={})
@@ -96,7 +96,7 @@ async def test_discover_and_tools_list_are_private_for_sixty_seconds(
 async def test_a_retried_create_with_a_start_key_gets_the_same_task(
     mcp_server: ServeFn, client: Any, db_url: str
 ) -> None:
-    """Seed "Crash-safe create": the key rides in the Idempotency-Key header or in `_meta`
+    """Harvest's crash-safe create: the key rides in the Idempotency-Key header or in `_meta`
     (Harvest's io.autumn-harvest/idempotencyKey is honoured beside ours); the header wins; no
     key starts a new run each time; a key that is not a string is refused (-32602) and starts
     nothing."""
@@ -127,7 +127,7 @@ async def test_a_retried_create_with_a_start_key_gets_the_same_task(
 async def test_an_update_handler_failure_is_returned_in_words(
     mcp_server: ServeFn, client: Any
 ) -> None:
-    """Seed "Generated tool set": a handler that fails records a failure, and the tool returns
+    """Harvest's generated tools: a handler that fails records a failure, and the tool returns
     that failure: `Type: message`, with the record itself in structuredContent."""
     async with mcp_server(app) as url:
         c = client(url)
@@ -185,10 +185,10 @@ async def watch(c: McpClient, handle: str) -> tuple[list[dict[str, Any]], dict[s
 async def test_a_watch_reports_progress_then_the_terminal_frame_state_output_error(
     mcp_server: ServeFn, client: Any
 ) -> None:
-    """Seed "Streaming progress": progress frames carry a number and `current_details | state`;
+    """Harvest's streaming progress: progress frames carry a number and `current_details | state`;
     the terminal frame `{state, output, error}` is the tools/call result, with no progress
-    frame for the end. The status tool names them the same ("report the eventual successor's
-    real state/output/error"), and so does the start tool."""
+    frame for the end. The status tool names them the same (the state, output and error of the
+    run's eventual successor), and so does the start tool."""
     async with mcp_server(app) as url:
         c = client(url)
         started = await call(c, "start_staged", body={"days": 2})
@@ -210,9 +210,9 @@ async def test_a_watch_reports_progress_then_the_terminal_frame_state_output_err
 async def test_an_ended_run_yields_the_result_frame_at_once(
     mcp_server: ServeFn, client: Any
 ) -> None:
-    """Seed: "An already-terminal run yields the result frame immediately" (no progress frame
-    first); a failed run's frame has a null output and its error in words, a string as
-    Harvest's is (its record beside it, in `error_details`)."""
+    """Harvest's contract: a run that has already ended yields its result frame at once (no
+    progress frame first); a failed run's frame has a null output and its error in words, a
+    string as Harvest's is (its record beside it, in `error_details`)."""
     async with mcp_server(app) as url:
         c = client(url)
         handle = (await call(c, "start_staged", body={"days": -1}))["execution_id"]

@@ -1,7 +1,7 @@
 """Interop with a real 2026-07-28 Tasks client, `fastmcp[tasks]==4.1.4`, over loopback HTTP:
 the client creates tasks, polls them, answers their input requests through `tasks/update`,
 reads their results and cancels them. (fastmcp omits `Mcp-Name` on `tasks/*`; Tether accepts
-that, DESIGN.md §5.)"""
+that: CHECKLIST item 42.)"""
 
 from __future__ import annotations
 

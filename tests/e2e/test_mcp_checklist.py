@@ -1,5 +1,5 @@
-"""The server conformance checklist (spec/CHECKLIST.md, sections A-J and M), black-box over
-real HTTP against the fixture tools of tests/apps/mcp_fixtures.py.
+"""The server conformance checklist (tests/conformance/CHECKLIST.md, sections A-J and M),
+black-box over real HTTP against the fixture tools of tests/apps/mcp_fixtures.py.
 
 Every test names its checklist items in the docstring. Each test starts one server and groups
 the items that share a setup. Every reply any test receives also passes the error-code hygiene
@@ -117,7 +117,7 @@ def check_reply(sent: Any, headers: dict[str, str], resp: httpx.Response) -> Non
             assert isinstance(m["result"].get("resultType"), str), m  # item 54
             if request is not None and str(request["method"]).startswith("tasks/"):
                 assert m["result"]["resultType"] == "complete", m  # item 94
-        if request is not None and resp.status_code != 403:  # 403 MAY be id-less (§1.4)
+        if request is not None and resp.status_code != 403:  # 403 MAY be id-less (transport)
             assert m["id"] == request["id"], (m, request)  # item 11
             assert type(m["id"]) is type(request["id"]), (m, request)
 
@@ -627,7 +627,7 @@ async def test_unknown_removed_and_unadvertised_methods_are_not_found(server: Co
             resp = await c.request(method, params, capabilities=caps)
             assert resp.status_code == 404, (method, resp.text)
             error_of(resp, codes.METHOD_NOT_FOUND, 404)
-        # subscriptions/listen is served (issue 15): taskIds without the extension is -32021.
+        # subscriptions/listen is served: taskIds without the extension is -32021.
         listen = {"notifications": {"taskIds": [task_id]}}
         resp = await c.request("subscriptions/listen", listen, capabilities=M0)
         error_of(resp, codes.MISSING_REQUIRED_CLIENT_CAPABILITY, 400)
@@ -668,8 +668,8 @@ async def test_a_legacy_initialize_is_answered_the_legacy_way(server: Connect) -
 
 
 async def test_legacy_task_requests_are_told_tasks_need_the_extension(server: Connect) -> None:
-    """DESIGN §5 (digest §8 backward compatibility, §9.8; context for checklist 79): under
-    2025-11-25 the extension does not exist, so tasks/get is handled as non-declaring →
+    """Our reading of the Tasks extension's backward compatibility (context for checklist 79):
+    under 2025-11-25 the extension does not exist, so tasks/get is handled as non-declaring →
     -32021/400."""
     async with server() as c:
         body = {"jsonrpc": "2.0", "id": 8, "method": "tasks/get", "params": {"taskId": "ex_x"}}
@@ -753,7 +753,7 @@ async def test_tools_list_is_cacheable_stable_and_unknown_tools_are_invalid_para
 async def test_arguments_failing_a_tools_own_validator_are_invalid_params(
     server: Connect,
 ) -> None:
-    """Digest §1.4 (c), checklist 136: bad tool arguments → a JSON-RPC -32602 reply, never a
+    """Spec error codes, checklist 136: bad tool arguments → a JSON-RPC -32602 reply, never a
     transport failure."""
     async with server() as c:
         resp = await c.request("tools/call", {"name": "sync_tool", "arguments": {"text": " "}})
@@ -1151,7 +1151,7 @@ async def test_the_second_of_two_keys_still_answers_after_the_first_was_taken(
 async def test_a_task_created_without_elicitation_never_asks_for_it(server: Connect) -> None:
     """Checklist 122: an input_tool task created (and polled) by requests without
     `elicitation` shows no elicitation/create request while it waits; it stays `working`.
-    (Tether judges each poll by its own capabilities: digest §9.5.)"""
+    (Tether judges each poll by its own capabilities, where the spec leaves the choice open.)"""
     async with server() as c:
         task_id = (await create(c, "input_tool", capabilities=TASKS_ONLY))["taskId"]
         await wait_run(c, task_id, "waiting")

@@ -80,7 +80,7 @@ async def scrape_until(
 async def test_counters_move_as_runs_start_park_fail_and_end(
     mcp_server: ServeFn, client: Callable[[str], McpClient]
 ) -> None:
-    """Issue 18: runs started/ended by workflow and outcome, attempts that park, the status
+    """Runs started/ended by workflow and outcome, attempts that park, the status
     gauge from the database, step durations and MCP request counts, from one scrape."""
     async with mcp_server(app) as url:
         base = url.removesuffix("/mcp")
@@ -177,7 +177,7 @@ async def test_metrics_and_readyz_sit_behind_the_security_layer(mcp_server: Serv
 async def test_subscription_gauges_follow_listen_streams(
     mcp_server: ServeFn, client: Callable[[str], McpClient]
 ) -> None:
-    """Issue 18: open listen streams and what they follow (task ids, resource URIs, by kind:
+    """Open listen streams and what they follow (task ids, resource URIs, by kind:
     a bounded label, never an id), read at scrape time: up when a stream opens, down as a
     followed run ends and when the stream closes."""
     async with mcp_server(app) as url:

@@ -1,4 +1,4 @@
-"""One trace across a kill -9 (issue 18): a `tether serve` process takes a client's call with a
+"""One trace across a kill -9: a `tether serve` process takes a client's call with a
 `traceparent`, starts the run, and is SIGKILLed in the middle of the run's second step; the
 run's next attempt, on another server, continues the client's trace from the `traceparent`
 stored in the run's `created` event.

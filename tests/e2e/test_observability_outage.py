@@ -46,7 +46,7 @@ async def until_status(http: httpx.AsyncClient, base: str, status: int) -> httpx
 async def test_readyz_is_not_ready_while_the_database_is_down_and_recovers(
     own_postgres: Postgres,
 ) -> None:
-    """Issue 18: database down → 503 with database false; back up → 200, no restart."""
+    """Database down → 503 with database false; back up → 200, no restart."""
     db_url = own_postgres.uri  # its own server: its default database is this test's
     await migrate_database(db_url)
     async with serve(App("outage"), db_url) as url, httpx.AsyncClient(timeout=10) as http:

@@ -91,7 +91,7 @@ async def test_one_trace_from_the_client_through_a_restart_to_the_end(
     spans: InMemorySpanExporter,
     carrier: str,
 ) -> None:
-    """Issue 18: the client's trace id on the request, both attempts and both steps."""
+    """The client's trace id on the request, both attempts and both steps."""
     traceparent = f"00-{TRACE_ID}-{CLIENT_SPAN}-01"
     params: dict[str, object] = {"name": "start_traced", "arguments": {}}
     headers: dict[str, str | None] = {}

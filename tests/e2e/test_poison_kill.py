@@ -1,6 +1,6 @@
 """A poison run: its step ends the worker process (`os._exit(1)`) every time it runs. After
 TETHER_MAX_RECOVERY_ATTEMPTS lost leases in a row it ends failed, with an error that says
-so, in tasks/get, the status tool and `tether runs show` (issue 9; DBOS has the same guard).
+so, in tasks/get, the status tool and `tether runs show` (DBOS has the same guard).
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ async def test_a_run_that_kills_its_worker_every_time_ends_failed_after_the_limi
         status = await c.result(
             "tools/call", {"name": "poison_status", "arguments": {"handle": run_id}}
         )
-    assert task["status"] == "completed"  # a workflow error is a tool error (DESIGN.md §4)
+    assert task["status"] == "completed"  # a workflow error is a tool error
     assert task["result"]["isError"] is True
     assert task["result"]["content"] == [{"type": "text", "text": f"RunAbandoned: {MESSAGE}"}]
     assert status["structuredContent"]["state"] == "failed"

@@ -1,5 +1,6 @@
 """Pushed task views over `subscriptions/listen` and watches that outlast sleeps, end to end
-over a real socket (spec: TASKS-2026-07-28 §7.8; our choices: mcp/subscriptions.py)."""
+over a real socket (spec: the Tasks extension's status notifications; our choices:
+mcp/subscriptions.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A cleanup step (finalizer) whose handler the server lacks is left pending, and every reply
-on the ended run ends with Realm's sentence for it (tools.md "A run that has ended",
-`pendingCleanupSentence`), naming the command that runs it with code that has its handler:
+on the ended run ends with Realm's sentence for it (Realm's tool reference on a run that has
+ended), naming the command that runs it with code that has its handler:
 `tether runs resume RUN --from STEP`, which keeps every other recorded call."""
 
 from __future__ import annotations

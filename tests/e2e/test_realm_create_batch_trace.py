@@ -1,5 +1,5 @@
 """Realm's `create_workflow`, `start_run_batch` and `append_trace` end to end over real HTTP,
-each with its refusals (the right code, and nothing created or changed) — seed and digest §1."""
+each with its refusals (the right code, and nothing created or changed) — Realm's tool contract."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ async def test_create_workflow_runs_its_plan_and_refuses_a_bad_one(
         assert (
             "step 'reply': unknown key 'color' — ignored (not a recognized step field)."
             in (made["warnings"])
-        )  # agent-created-workflows.md
+        )  # Realm's agent-created workflows
         assert made["context_hint"].startswith(
             f"Run '{made['run_id']}' created for workflow '{wf}'."
         )
@@ -129,7 +129,7 @@ async def test_start_run_batch(mcp_server: ServeFn, client: Client, db_url: str)
         assert first["idempotency_key"] == "k1"
         assert first["deduped"] is False
         assert first["next_actions"][0]["instruction"]["params"]["command"] == "assess"
-        assert first["context_hint"] == (  # tools.md start_run_batch: start_run's sentence
+        assert first["context_hint"] == (  # Realm's start_run_batch: start_run's sentence
             f"Run '{first['run_id']}' created for workflow 'refund'. Ready for the agent: 'assess'."
         )
 
@@ -189,7 +189,7 @@ async def test_append_trace_and_adoption(mcp_server: ServeFn, client: Client) ->
         mine = {"run_id": run, "step_id": "assess", "entries": entries, "writer_nonce": "w1"}
         out = await tool(c, "append_trace", mine)
         assert out["status"] == "ok", out
-        assert out == {  # tools.md append_trace: the buffer's counts against the limits
+        assert out == {  # Realm's append_trace: the buffer's counts against the limits
             "status": "ok",
             "buffer_count": 2,
             "buffer_bytes": out["buffer_bytes"],
@@ -279,7 +279,7 @@ async def test_terminal_match_policies(mcp_server: ServeFn, client: Client) -> N
         )
         live = await tool(c, "start_run", {**start, "on_live_match": "fail"})
         assert live["error_code"] == "STATE_RUN_ALREADY_ACTIVE"
-        assert live["errors"] == [  # idempotency-and-batches.md: the errors name that run
+        assert live["errors"] == [  # Realm's idempotency rule: the errors name that run
             f"Idempotency key for workflow 'refund' is owned by an active run '{rerun['run_id']}' "
             "(phase 'running')."
         ]
@@ -313,7 +313,7 @@ steps:
 async def test_trace_schema_enforced_or_warned(
     mcp_server: ServeFn, client: Client, mode: str
 ) -> None:
-    """agent-step-controls: a trace that does not fit `trace_schema` is refused (`enforce`,
+    """Realm's agent-step controls: a trace that does not fit `trace_schema` is refused (`enforce`,
     VALIDATION_TRACE_SCHEMA, nothing recorded) or reported (`warn`)."""
     app = App(f"realm-traced-{mode}")
     app.protocol(TRACED.replace("{mode}", mode))

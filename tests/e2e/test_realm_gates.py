@@ -1,7 +1,7 @@
 """Realm's human gates end to end over real HTTP: `confirm_required` with the gate's choices
 and claim token, an answer in time (`gate_claim.proof`), a wrong choice, and an answer after
 the gate's expiry (never recorded: `answer_recorded:false`, `winning_choice`, `resolved_by`,
-`overdue_ms`) — seeds/realm-mcp-tools.md, digest §4."""
+`overdue_ms`) — Realm's tool contract for human gates."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ async def test_gate_answered_in_time(mcp_server: ServeFn, client: Client) -> Non
             f"Run is paused at gate '{gate['gate_id']}'. Available choices: pay, hold."
         )
         run = opened["run_id"]
-        idle = await tool(c, "advance_run", {"run_id": run})  # tools.md advance_run
+        idle = await tool(c, "advance_run", {"run_id": run})  # Realm's advance_run
         assert (idle["status"], idle["context_hint"]) == (
             "ok",
             f"Run '{run}': nothing ran. Waiting on the question on step 'draft' (choices: pay, "
@@ -110,8 +110,8 @@ async def test_gate_answered_in_time(mcp_server: ServeFn, client: Client) -> Non
         assert (state["in_progress_steps"], state["next_actions_status"]) == (
             ["draft"], "awaiting_human",
         )  # fmt: skip
-        stored = state["pending_gate"]  # gates.md: what is stored when a gate opens
-        assert state["step_claims"] == [  # run-state-and-health.md
+        stored = state["pending_gate"]  # Realm's gates: what is stored when a gate opens
+        assert state["step_claims"] == [  # Realm's run state
             {
                 "step": "draft",
                 "holder": {"by": None, "absent_cause": "driver_not_recorded"},
@@ -133,7 +133,7 @@ async def test_gate_answered_in_time(mcp_server: ServeFn, client: Client) -> Non
         )
         assert bad["error_code"] == "VALIDATION_INPUT_SCHEMA"
         assert bad["errors"] == ["Choice 'x' is not valid. Expected one of: pay, hold"]
-        assert bad["command"] == "draft"  # the seed: an answer's reply names the step
+        assert bad["command"] == "draft"  # Realm's contract: an answer's reply names the step
         wrong = await tool(
             c, "submit_human_response", {"run_id": run, "gate_id": "g9", "choice": "pay"}
         )
@@ -145,7 +145,7 @@ async def test_gate_answered_in_time(mcp_server: ServeFn, client: Client) -> Non
             f"question is on step 'draft' (gate '{gate['gate_id']}') — answer it as next_actions "
             "says."
         )
-        held = await tool(c, "abandon_run", {"run_id": run})  # gates-and-trust.md
+        held = await tool(c, "abandon_run", {"run_id": run})  # Realm: a gate holds the run
         assert held["error_code"] == "STATE_TRANSITION_DENIED"
         assert held["errors"] == [
             f"Run '{run}' is waiting on human gate 'draft' (gate '{gate['gate_id']}'); answer it "
@@ -163,7 +163,7 @@ async def test_gate_answered_in_time(mcp_server: ServeFn, client: Client) -> Non
         assert ok["ended_by"] == {"arm": "guard_pass_complete", "step": "paid"}
         assert ok["gate_claim"]["proof"] == "matched"
         steps = (await tool(c, "get_run_state", {"run_id": run, "include_steps": True}))["steps"]
-        assert steps["draft"]["answers"] == [  # run-state-and-health.md include_steps
+        assert steps["draft"]["answers"] == [  # Realm's run state, include_steps
             {
                 "choice": "pay",
                 "answered_by": {"by": "dev", "by_source": "stated"},  # the caller's principal
@@ -200,7 +200,7 @@ async def test_gate_answered_after_its_expiry(mcp_server: ServeFn, client: Clien
         late = await tool(c, "submit_human_response", args)
         assert late["error_code"] == "STATE_BLOCKED"
         assert late["error_details"] == {"winning_choice": "hold", "resolved_by": "timeout"}
-        assert late["errors"] == [  # tools.md: an earlier call carried the expiry out
+        assert late["errors"] == [  # Realm: an earlier call carried the expiry out
             f"Gate '{gate_id}' was settled by timeout with choice 'hold' — your choice 'pay' was "
             "not recorded."
         ]
@@ -225,7 +225,7 @@ async def test_realm_examples_render_their_prompt_and_gate_message(
     """Realm's own guide workflows: a prompt's `{{ run.params.topic }}` and a gate message's
     `{{ context.resources.draft.subject | upper }}` reach the agent rendered; a message whose
     path finds nothing does not open the gate (GATE_MESSAGE_UNRESOLVABLE), and the run stays
-    open with the step not done (input-map-and-templates.md)."""
+    open with the step not done (Realm's templates)."""
     app = App("realm-examples")
     app.protocol(EXAMPLES / "article.yaml")
     app.protocol(EXAMPLES / "announce.yaml")

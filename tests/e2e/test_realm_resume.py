@@ -42,7 +42,7 @@ async def test_a_failed_auto_step_is_resumed_from_the_step_the_reply_names(
         failed = await tool(c, "execute_step", answer)
         assert failed["status"] == "error", failed
         assert (failed["run_phase"], failed["agent_action"]) == ("failed", "stop")
-        assert failed["error_code"] == "ENGINE_HANDLER_FAILED"  # handlers.md: a raised error
+        assert failed["error_code"] == "ENGINE_HANDLER_FAILED"  # Realm: a handler raised
         assert failed["stopped_step"] == "pay"  # the answer was recorded; pay stopped the call
         assert failed["errors"] == ["Handler 'pay' threw: the bank is closed"]
         command = f"tether runs resume {run} --from pay"

@@ -83,7 +83,7 @@ async def test_refund_routes_by_outcome_and_finalizes_once(
         ]
         if fail_pay:
             assert [a["status"] for a in state["steps"]["pay"]["attempts"]] == ["error"]
-        assert state["next_actions_status"] == "skipped_terminal"  # run-state-and-health.md
+        assert state["next_actions_status"] == "skipped_terminal"  # Realm's run state
         assert (state["workflow_id"], state["params"], state["in_progress_steps"]) == (
             "refund", {}, [],
         )  # fmt: skip
@@ -93,7 +93,7 @@ async def test_refund_routes_by_outcome_and_finalizes_once(
                 "only_low_risk",
             )
             assert "terminal_reason" not in state
-            assert state["abort_context"] == {  # run-state-and-health.md
+            assert state["abort_context"] == {  # Realm's run state
                 "step_id": "only_low_risk",
                 "conditions": [
                     {"condition": "assess.risk == 'low'", "resolved_value": "high", "passed": False}

@@ -1,6 +1,6 @@
 """Realm's step-protocol tools end to end over real HTTP: an agent run with a refused then
 accepted answer, an auto chain, a guard that aborts, abandon_run, the same run read through
-tasks/get, and parameter refusals as JSON-RPC -32602 (seeds/realm-mcp-tools.md)."""
+tasks/get, and parameter refusals as JSON-RPC -32602 (Realm's tool contract)."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ async def test_agent_run_refused_then_accepted_auto_chain_and_tasks_get(
         c = client(url)
         listed = await tool(c, "list_workflows", {})
         assert listed["workflows"] == [{"id": "refund", "name": "Refund review", "version": 1}]
-        assert listed["hint"] == (  # agent-created-workflows.md (no create_workflow here)
+        assert listed["hint"] == (  # Realm's hint when create_workflow is not served
             "Call get_workflow_protocol with a workflow_id before calling start_run."
         )
         started = await tool(c, "start_run", {"workflow_id": "refund", "params": {"amount": 3}})
@@ -102,7 +102,7 @@ async def test_agent_run_refused_then_accepted_auto_chain_and_tasks_get(
         assert refused["status"] == "error"
         assert refused["error_code"] == "VALIDATION_OUTPUT_SCHEMA"
         assert refused["agent_action"] == "provide_input"
-        assert (refused["errors"], refused["context_hint"]) == (  # tools.md "A refused answer"
+        assert (refused["errors"], refused["context_hint"]) == (  # Realm's refused answer
             ["Output validation failed for step 'assess'"],
             "Error during 'assess'. Run phase: 'running'.",
         )
@@ -177,7 +177,7 @@ async def test_guard_aborts_and_abandon(mcp_server: ServeFn, client: Client) -> 
 
         other = await tool(c, "start_run", {"workflow_id": "refund", "params": {"amount": 1}})
         gone = await tool(c, "abandon_run", {"run_id": other["run_id"], "reason": "no longer"})
-        kill = (  # tools.md abandon_run: the summary alone, with its note
+        kill = (  # Realm's abandon_run: the summary alone, with its note
             "abandon is a kill — declared finalizers (if any) did NOT run and will not for this "
             "run. The graceful path is the workflow's own guard step (abort_unless), which runs "
             "them; there is no operator abort command."
@@ -202,14 +202,14 @@ async def test_refusals(mcp_server: ServeFn, client: Client) -> None:
         assert body["error"]["code"] == codes.INVALID_PARAMS
         bad = await tool(c, "start_run", {"workflow_id": "refund", "params": {}})
         assert (bad["error_code"], bad["run_id"]) == ("VALIDATION_INPUT_SCHEMA", "")
-        assert bad["errors"] == [  # top-level-fields.md, in Ajv's words
+        assert bad["errors"] == [  # Realm's params check, in Ajv's words
             "Invalid params for workflow 'refund': (root) must have required property 'amount'"
         ]
         missing = await tool(c, "start_run", {"workflow_id": "nope"})
         assert missing["error_code"] == "STATE_WORKFLOW_NOT_FOUND"
         unknown = await tool(c, "execute_step", {"run_id": "ex_nope", "command": "assess"})
         assert unknown["error_code"] == "STATE_RUN_NOT_FOUND"
-        assert unknown["errors"] == ["Run not found: ex_nope"]  # run-state-and-health.md
+        assert unknown["errors"] == ["Run not found: ex_nope"]  # Realm's run state
         assert unknown["agent_action"] == "report_to_user"
         runs = await tool(c, "get_run_state", {"run_id": "ex_nope"})
         assert "run_version" not in runs
@@ -283,7 +283,7 @@ steps:
 async def test_refused_answers_are_counted_up_to_the_step_budget(
     mcp_server: ServeFn, client: Client
 ) -> None:
-    """agent-step-controls.md: each refusal is counted (`rejections`/`threshold`, Ajv errors);
+    """Realm's agent-step controls: each refusal is counted (`rejections`/`threshold`, Ajv errors);
     at the threshold `mode: fail` ends the run (VALIDATION_EXHAUSTED, stop) and `mode: default`
     completes the step with its default_output."""
     app = App("realm-budget")
@@ -316,7 +316,7 @@ async def test_refused_answers_are_counted_up_to_the_step_budget(
         (error,) = first["error_details"]["errors"]
         assert (error["instancePath"], error["keyword"]) == ("/summary", "minLength")
         assert error["message"] == "must NOT have fewer than 10 characters"
-        after = await tool(c, "get_run_state", {"run_id": run})  # tools.md run_version: the
+        after = await tool(c, "get_run_state", {"run_id": run})  # Realm's run_version: the
         assert after["run_version"] > first["run_version"]  # refusal was a write on the run
         assert (after["run_phase"], after["next_actions"][0]["instruction"]["tool"]) == (
             "running", "execute_step",
@@ -381,7 +381,7 @@ steps:
 async def test_a_missing_handler_leaves_the_run_open_until_advance_run_finds_it(
     mcp_server: ServeFn, client: Client
 ) -> None:
-    """step-kinds.md: a step whose handler this server lacks "cannot run here (capability)";
+    """Realm's step kinds: a step whose handler this server lacks "cannot run here (capability)";
     the reply is ok and the run stays open; advance_run runs it once the handler is there."""
     app = App("realm-lacking")
     app.protocol(LACKING)
@@ -409,7 +409,7 @@ async def test_a_missing_handler_leaves_the_run_open_until_advance_run_finds_it(
         run = started["run_id"]
         state = await tool(c, "get_run_state", {"run_id": run})
         assert state["next_actions_status"] == "blocked_on_capability"
-        assert state["engine_runnable"] == [  # run-state-and-health.md
+        assert state["engine_runnable"] == [  # Realm's run state
             {
                 "step": "fetch",
                 "runnable_here": False,
@@ -484,7 +484,7 @@ class RateLimited(Exception):
 async def test_retry_retries_only_errors_marked_retryable(
     mcp_server: ServeFn, client: Client, fails: int, error: type[Exception]
 ) -> None:
-    """handlers.md: a `retry` block tries again only after an error marked retryable; after
+    """Realm's handlers: a `retry` block tries again only after an error marked retryable; after
     the last try the step fails with STEP_RETRY_EXHAUSTED; an ordinary error is not retried."""
     calls: list[int] = []
     app = App(f"realm-flaky-{fails}-{error.__name__}")
@@ -517,7 +517,7 @@ async def test_retry_retries_only_errors_marked_retryable(
 
 
 async def test_retry_total_timeout_stops_the_retries(mcp_server: ServeFn, client: Client) -> None:
-    """retry-and-timeouts.md: with a 600 ms wait and `total_timeout_seconds: 1`, a third try
+    """Realm's retry timeouts: with a 600 ms wait and `total_timeout_seconds: 1`, a third try
     could not start within the limit: the step fails after 2 attempts (of 5)."""
     calls: list[int] = []
     app = App("realm-flaky-total")

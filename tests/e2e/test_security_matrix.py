@@ -1,4 +1,4 @@
-"""The security matrix (issue 16): every MCP method and every tool kind x caller (anonymous,
+"""The security matrix: every MCP method and every tool kind x caller (anonymous,
 an expired and a revoked token, and reader, operator and admin tokens bound to a tenant or to
 none) x the tenant of the run the call targets (the caller's own, another, none), over real
 HTTP against real PostgreSQL, one server for the whole matrix.
@@ -7,7 +7,7 @@ The cases are generated from the server's catalog (tools/list, resources/templat
 the method list below, so a new tool or template is in the matrix without touching this file
 (a tool whose kind `_classify` does not know, or a template with a variable `_fill` does not
 know, fails loudly). The expected outcome of each case comes from `POLICY` and `sees` — a
-small table written from the issue, not from the server's code:
+small table written from the policy (docs/security.md), not from the server's code:
 
 - a caller without a live token (none, expired, revoked) → 401 with a Bearer challenge;
 - a role that may not call the method or tool kind → 403 and JSON-RPC -31001 (dagu_execute
@@ -50,7 +50,7 @@ from tether.security.tokens import hash_token
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
 
 # ---------------------------------------------------------------------------------------------
-# The policy: who may do what, and who sees which runs. Written from the issue, not the server.
+# The policy: who may do what, and who sees which runs. Written from the docs, not the server.
 
 #: Methods that only read. Every tasks/* method is a mutation (a reader cannot poll a task).
 READS = frozenset(

@@ -1,6 +1,6 @@
 """SIGKILL the whole `tether serve` process while a task is parked on an approval: a new server
 process on the same database shows the same task with the same input request key, accepts the
-answer, and the run completes (DESIGN.md §8: a crash loses nothing)."""
+answer, and the run completes (a crash loses nothing)."""
 
 from __future__ import annotations
 

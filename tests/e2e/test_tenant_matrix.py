@@ -1,4 +1,4 @@
-"""The tenant matrix (issue 16): every MCP method and tool that touches a run, by the caller's
+"""The tenant matrix: every MCP method and tool that touches a run, by the caller's
 tenant, over real HTTP against real PostgreSQL.
 
 Callers: `own` (an operator bound to the run's tenant), `other` (an operator bound to another
@@ -181,7 +181,7 @@ async def _matrix(
 async def test_another_tenants_run_is_refused_exactly_like_a_missing_one(
     mcp_server: ServeFn, client: Callable[[str], McpClient], db: asyncpg.Pool
 ) -> None:
-    """Our choice (issue 16): for every surface, a caller outside the run's tenant gets the
+    """Our choice: for every surface, a caller outside the run's tenant gets the
     answer a nonexistent id gets — same HTTP status, same body with the id swapped — and no
     table changes (executions rows and versions, history, signals, updates, steps)."""
     async with _matrix(mcp_server, client, db) as m:

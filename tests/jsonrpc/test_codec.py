@@ -1,6 +1,6 @@
 """The JSON-RPC codec and error tree (pure): one message per body, no batches, no null ids, no
 posted responses, ids keep their JSON type. Spec: MCP 2026-07-28 basic/index (messages) and
-transports/streamable-http; digest §1.2, §1.4, §2.1."""
+transports/streamable-http."""
 
 from __future__ import annotations
 
@@ -244,8 +244,8 @@ def test_error_data_is_sent_only_when_set() -> None:
 def test_every_error_class_has_its_code_and_http_status(
     error: err.JsonRpcError, code: int, status: int
 ) -> None:
-    """Digest §1.4: -32601 is 404; -32020/-32021/-32022 and a missing `_meta` key are 400; a
-    semantic -32602 is 200 (digest §9.1)."""
+    """Spec error codes: -32601 is 404; -32020/-32021/-32022 and a missing `_meta` key are 400;
+    a semantic -32602 is 200 (our choice where the spec fixes no status)."""
     assert (error.code, error.http_status) == (code, status)
     assert isinstance(error.message, str)
     assert error.message

@@ -1,5 +1,5 @@
 """The JSON-RPC error tree drawn in `tether.jsonrpc.errors`' docstring is the tree of its
-classes: same parents, codes and HTTP statuses, and no class left out (STYLE §4: the tree is
+classes: same parents, codes and HTTP statuses, and no class left out (our rule: the tree is
 drawn in the module docstring; this test keeps it true). Statuses come from codes.HTTP_STATUS
 only (our choice: no class overrides it)."""
 

@@ -1,8 +1,8 @@
 """The header ladder `tether.jsonrpc.headers.check` (pure): era detection, the version header,
 required `_meta`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*` and the Base64 sentinel, and the
 other request-header rules (media type, SSE, Idempotency-Key). Spec: MCP 2026-07-28
-transports/streamable-http and SEP-2243 (digest §2.2-§2.4), ext-tasks routing headers (§7.9);
-the missing-`Mcp-Name`-on-`tasks/*` leniency is our choice (DESIGN.md §5, checklist 42)."""
+transports/streamable-http and SEP-2243, ext-tasks routing headers; the
+missing-`Mcp-Name`-on-`tasks/*` leniency is our choice (CHECKLIST item 42)."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ def test_client_info_is_not_required() -> None:
     assert route.client_info is None
 
 
-# --- §2.4 version handling ------------------------------------------------------------------------
+# --- version handling (transport: server validation) ----------------------------------------------
 
 
 @pytest.mark.parametrize("value", [None, "", "   "])
@@ -127,7 +127,7 @@ def test_a_version_header_that_differs_from_meta_is_a_header_mismatch() -> None:
 
 
 def test_the_mismatch_is_reported_before_an_unsupported_version() -> None:
-    """Header 1900-01-01 and `_meta` 2026-07-28 differ: -32020 comes first (digest §2.4 order)."""
+    """Header 1900-01-01 and `_meta` 2026-07-28 differ: -32020 comes first (the ladder's order)."""
     h = headers("server/discover")
     h[codes.H_PROTOCOL_VERSION] = "1900-01-01"
     assert isinstance(refused(request("server/discover"), h), HeaderMismatch)
@@ -164,7 +164,7 @@ def test_the_version_header_value_is_trimmed() -> None:
     assert check(request("server/discover"), h).version == V
 
 
-# --- §1.1 required _meta --------------------------------------------------------------------------
+# --- required _meta -------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -192,13 +192,12 @@ def test_a_missing_or_malformed_required_meta_key_is_invalid_meta(params: Any) -
 
 
 def test_the_meta_check_runs_before_the_method_header_check() -> None:
-    """Digest §2.4 order: a missing `_meta` key (step 6) is reported before a missing
-    `Mcp-Method` (step 7)."""
+    """The ladder's order: a missing `_meta` key is reported before a missing `Mcp-Method`."""
     exc = refused(request("tools/list", {}), headers(None))
     assert isinstance(exc, InvalidMeta)
 
 
-# --- §2.2 Mcp-Method ------------------------------------------------------------------------------
+# --- Mcp-Method (transport: standard request headers) ---------------------------------------------
 
 
 def test_a_request_without_mcp_method_is_a_header_mismatch() -> None:
@@ -223,7 +222,7 @@ def test_a_notification_may_omit_mcp_method() -> None:
     assert check(msg, headers(None)).era == "modern"
 
 
-# --- §2.2 Mcp-Name --------------------------------------------------------------------------------
+# --- Mcp-Name (transport: standard request headers) -----------------------------------------------
 
 NAMED = [
     ("tools/call", "name", "sync_tool"),
@@ -276,13 +275,13 @@ def test_mcp_name_is_case_sensitive() -> None:
 
 
 def test_mcp_name_on_a_method_without_a_name_is_ignored() -> None:
-    """Nothing to mirror on tools/list: a stray `Mcp-Name` is ignored (digest §9.11)."""
+    """Nothing to mirror on tools/list: a stray `Mcp-Name` is ignored (the spec is silent)."""
     assert check(request("tools/list"), headers("tools/list", "=?base64?!!?=")).era == "modern"
 
 
 def test_mcp_name_without_the_body_field_is_left_to_the_params_check() -> None:
     """No `params.taskId` to compare: the ladder passes it on; the params check answers
-    -32602 (digest §9.9, checklist 108)."""
+    -32602 (checklist 108)."""
     msg = request("tasks/get", {"_meta": meta(caps=TASKS_CAPS)})
     assert check(msg, headers("tasks/get", "ex_abc")).era == "modern"
 
@@ -294,7 +293,7 @@ def test_the_method_header_is_checked_before_the_name_header() -> None:
     assert isinstance(refused(msg, headers("tasks/cancel", "ex_abc")), HeaderMismatch)
 
 
-# --- §2.3 the Base64 sentinel ---------------------------------------------------------------------
+# --- the Base64 sentinel (transport: value encoding) ----------------------------------------------
 
 
 def test_a_base64_encoded_name_is_decoded_before_comparing() -> None:
@@ -335,7 +334,7 @@ def test_an_uppercase_marker_is_taken_literally() -> None:
 
 @pytest.mark.parametrize("literal", ["=?base64?c3luY190b29s", "c3luY190b29s?=", "?base64?x?="])
 def test_a_half_sentinel_is_taken_literally(literal: str) -> None:
-    """A missing prefix or suffix means no encoding (digest §2.3)."""
+    """A missing prefix or suffix means no encoding."""
     assert decode_header_value(literal, "Mcp-Name") == literal
 
 
@@ -358,7 +357,7 @@ def test_surrounding_whitespace_is_trimmed(raw: str) -> None:
 
 @pytest.mark.parametrize("raw", ["a\x00b", "a\x7fb", "a\x1bb", "a\nb"])
 def test_control_characters_in_a_plain_value_are_a_header_mismatch(raw: str) -> None:
-    """A header value with characters HTTP forbids is a validation failure (digest §2.4)."""
+    """A header value with characters HTTP forbids is a validation failure."""
     with pytest.raises(HeaderMismatch):
         decode_header_value(raw, "Mcp-Name")
 
@@ -403,7 +402,7 @@ def test_decoding_base64ish_sentinels_returns_text_or_header_mismatch(inner: str
     assert base64.b64encode(value.encode()).decode() == inner
 
 
-# --- era detection (digest §2.4 "Era first") ------------------------------------------------------
+# --- era detection (before any other rule) --------------------------------------------------------
 
 
 @pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18"])
@@ -436,7 +435,7 @@ def test_the_initialized_notification_without_a_header_is_legacy() -> None:
 def test_a_legacy_version_header_without_2026_meta_is_legacy_and_needs_no_mcp_method(
     version: str,
 ) -> None:
-    """After a legacy `initialize`, requests carry only the version header (digest §2.2)."""
+    """After a legacy `initialize`, requests carry only the version header."""
     msg = request("tools/call", {"name": "sync_tool", "arguments": {}})
     route = check(msg, {codes.H_PROTOCOL_VERSION: version})
     assert (route.era, route.version) == ("legacy", version)
@@ -458,7 +457,7 @@ def test_a_legacy_header_with_a_2026_meta_version_is_modern_and_mismatched() -> 
 
 def test_a_request_with_no_version_anywhere_is_not_legacy() -> None:
     """Without a header or `initialize`, a request is modern and refused for the missing
-    header (digest §2.2: pre-2025-06-18 clients are not served)."""
+    header (pre-2025-06-18 clients are not served)."""
     msg = request("tools/list", {"_meta": meta(_MISSING)})
     assert not is_legacy(msg, {})
     assert isinstance(refused(msg, {codes.H_METHOD: "tools/list"}), HeaderMismatch)
@@ -596,7 +595,7 @@ def refused_with(msg: Message, hdrs: dict[str, str], schema: Any) -> JsonRpcErro
 
 def test_the_idempotency_key_header_wins_over_meta() -> None:
     """Our choice: a non-blank Idempotency-Key header (trimmed), else `_meta`'s key (ours,
-    else Harvest's name for it: harvest-mcp-tools-and-tasks.md "Crash-safe create")."""
+    else Harvest's name for it, from Harvest's crash-safe create)."""
     with_meta = {"_meta": {IDEMPOTENCY_META: "from-meta", HARVEST_IDEMPOTENCY_META: "h"}}
     assert idempotency_key(with_meta, {IDEMPOTENCY_HEADER: " k-1 "}) == "k-1"
     assert idempotency_key(with_meta, {IDEMPOTENCY_HEADER: "  "}) == "from-meta"
@@ -610,7 +609,7 @@ def test_the_idempotency_key_header_wins_over_meta() -> None:
 @pytest.mark.parametrize("name", [IDEMPOTENCY_META, HARVEST_IDEMPOTENCY_META])
 @pytest.mark.parametrize("value", ["", 7, None, ["k"]])
 def test_a_meta_idempotency_key_that_is_not_a_string_is_refused(name: str, value: Any) -> None:
-    """Seed (Harvest: "must be a string"): a key a retry could not repeat is refused with
+    """Harvest's rule (the key must be a string): a key a retry could not repeat is refused with
     -32602, never dropped (dropping it would start a second run on the retry)."""
     with pytest.raises(InvalidParams) as info:
         idempotency_key({"_meta": {name: value}}, {})

@@ -1,6 +1,6 @@
 """The router (pure; handlers are local coroutines): method resolution per era, removed methods,
 error mapping, and `resultType` on modern results. Spec: MCP 2026-07-28 basic/index (error
-codes, `resultType`), changelog (removed methods); digest §1.3, §1.4."""
+codes, `resultType`), changelog (removed methods)."""
 
 from __future__ import annotations
 
@@ -158,7 +158,7 @@ class Params(BaseModel):
 
 
 async def test_a_validation_error_in_a_handler_is_invalid_params() -> None:
-    """pydantic ValidationError → -32602 with HTTP 200 (digest §1.4 (c), §9.1)."""
+    """pydantic ValidationError → -32602 with HTTP 200 (our choice: the spec fixes no status)."""
 
     async def handler(c: RequestContext) -> dict[str, Any]:
         Params.model_validate(c.params)

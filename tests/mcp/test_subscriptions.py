@@ -1,6 +1,6 @@
 """The parts of `subscriptions/listen` that need no database: a subscriber that takes no frame
 is dropped (never buffered without bound), the change hub wakes only the watchers of an id,
-and a reconnect wakes everyone. Our choice (issue 15)."""
+and a reconnect wakes everyone. Our choice."""
 
 from __future__ import annotations
 

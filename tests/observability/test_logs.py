@@ -28,7 +28,7 @@ def in_run() -> Iterator[None]:
 
 
 def test_a_json_line_names_the_run_but_not_its_id_at_info(in_run: None) -> None:
-    """Issue 18 and DESIGN.md §6: task ids never at info level."""
+    """Task ids never at info level (they are bearer-grade secrets)."""
     line = orjson.loads(logs.JsonFormatter().format(record(logging.INFO)))
     assert line["message"] == "hello" and line["level"] == "INFO"
     assert (line["workflow"], line["attempt"]) == ("review", 3)

@@ -19,7 +19,8 @@ RUN_AGE_S = 2.0  # the ended run's age: within one bucket of SLOW whatever the t
 
 
 def _reference(registry: CollectorRegistry) -> dict[str, Counter | Histogram]:
-    """The metrics as prometheus_client objects, defined as they were before issue 18."""
+    """The metrics as prometheus_client objects, as they were defined before they became plain
+    numbers."""
     wf, wf_status, wf_outcome = ["workflow"], ["workflow", "status"], ["workflow", "outcome"]
     return {
         "started": Counter(

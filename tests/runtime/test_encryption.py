@@ -1,4 +1,4 @@
-"""Payloads at rest on a real PostgreSQL (issue 16): real runs with encryption on leave only
+"""Payloads at rest on a real PostgreSQL: real runs with encryption on leave only
 envelopes in the database and complete correctly, also after a worker restart; rotation
 re-seals in batches; a tampered or moved ciphertext is a clear error, never wrong data."""
 

@@ -30,7 +30,7 @@ class Num(BaseModel):
 
 
 async def test_three_steps_run_once_each_and_the_output_is_stored(start: Start) -> None:
-    """Each step runs once and the run completes with the typed output (DESIGN.md §2)."""
+    """Each step runs once and the run completes with the typed output."""
     app = App()
     calls: Counter[str] = Counter()
 

@@ -1,6 +1,6 @@
 """PURE: how to answer an open wait (runtime/hints.py), and the name-or-key resolution the
 answer tool and `tether runs answer` share (operations/answering.resolve_wait). Our choice
-(issue 11: every hint names a way that works for its reader)."""
+(every hint names a way that works for its reader)."""
 
 from __future__ import annotations
 

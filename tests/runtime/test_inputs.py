@@ -38,7 +38,7 @@ def make_app() -> App:
 
 
 def test_an_unknown_field_is_refused_naming_it() -> None:
-    """A typo must not silently run with the defaults (issue 11)."""
+    """A typo must not silently run with the defaults."""
     with pytest.raises(InvalidInput) as exc_info:
         make_app().get("strict").parse_input({"stepz": 3})
     assert exc_info.value.errors == [

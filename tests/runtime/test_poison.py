@@ -1,5 +1,5 @@
 """Poison runs: a user's error never reads as losing the database, and a run whose worker
-dies every time it runs it ends failed instead of being claimed forever (issue 9)."""
+dies every time it runs it ends failed instead of being claimed forever."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ async def test_a_user_error_in_a_transaction_step_fails_the_run_with_that_error(
     start: Start, error: type[Exception]
 ) -> None:
     """OSError and TimeoutError raised by user code are the user's, not a lost database: the
-    effect rolls back and the run ends failed with the user's error (issue 9; our choice)."""
+    effect rolls back and the run ends failed with the user's error (our choice)."""
     app = App()
     tries: Counter[str] = Counter()
 
@@ -65,7 +65,7 @@ async def test_a_user_error_in_a_plain_step_fails_the_run_after_its_retries(
     start: Start, error: type[Exception]
 ) -> None:
     """A plain step raising OSError/TimeoutError is retried per its policy, then the run ends
-    failed naming the user's error (issue 9)."""
+    failed naming the user's error."""
     app = App()
     tries: Counter[str] = Counter()
 
@@ -97,7 +97,7 @@ async def test_a_user_error_in_a_plain_step_fails_the_run_after_its_retries(
 async def test_a_user_error_in_a_transaction_step_is_retried_by_the_workflow_policy(
     start: Start, error: type[Exception]
 ) -> None:
-    """The workflow's retry policy retries a run whose transaction step raised (issue 9)."""
+    """The workflow's retry policy retries a run whose transaction step raised."""
     app = App()
     tries: Counter[str] = Counter()
 
@@ -164,7 +164,7 @@ async def test_a_claim_counts_lost_leases_and_abandons_the_run_at_the_limit(
     db: asyncpg.Pool,
 ) -> None:
     """Each claim of a run whose lease expired counts one lost lease; the claim that reaches
-    the limit ends the run failed (with an `ended` event) instead of leasing it (issue 9)."""
+    the limit ends the run failed (with an `ended` event) instead of leasing it."""
     run_id = await _start_one(db)
     # lease_s=0: the lease expires at once, as if each worker died right after claiming.
     for expected in (0, 1, 2):
@@ -220,7 +220,7 @@ async def test_progress_between_lost_leases_resets_the_count(
     db: asyncpg.Pool, checkpoint: Checkpoint, lost_after: int
 ) -> None:
     """'In a row': after a run recorded a step or was released, lost leases count from zero
-    again; a details breadcrumb is not progress (issue 9, our choice)."""
+    again; a details breadcrumb is not progress (our choice)."""
     run_id = await _start_one(db)
     await repo.claim(db, "W", 0, 1, GUARD)
     (row,) = await repo.claim(db, "W", 0, 1, GUARD)

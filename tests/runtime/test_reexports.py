@@ -1,6 +1,6 @@
 """The storage types the runtime re-exports for surfaces (which reach storage only through the
 runtime) are storage's own classes, not copies: isinstance and except clauses agree on both
-sides. Our choice (issue 10: surfaces reach storage only through the runtime)."""
+sides. Our choice (surfaces reach storage only through the runtime)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tenant scoping in the operations API (issue 16, DESIGN.md §6): a scoped Operations sees and
+"""Tenant scoping in the operations API (docs/deploying.md, "Tenants"): a scoped Operations sees and
 steers only its tenant's runs, another tenant's run reads exactly as a missing one, the runs it
 starts (and their successors) belong to it, and idempotency keys are per tenant."""
 

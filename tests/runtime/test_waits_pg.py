@@ -41,7 +41,7 @@ def signal_app() -> App:
 
 
 async def test_a_signal_sent_before_the_wait_opens_is_buffered_not_lost(start: Start) -> None:
-    """An early signal is kept in the buffer and consumed when the wait opens (DESIGN.md §2)."""
+    """An early signal is kept in the buffer and consumed when the wait opens."""
     app = App()
 
     @app.workflow

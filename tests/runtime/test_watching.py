@@ -1,5 +1,5 @@
 """PURE: where a watch stops (runtime/watching.py) and which run changes count for a resource
-subscription (runtime/resource_watches.py). Our choice (issue 15: a watch outlasts sleeps,
+subscription (runtime/resource_watches.py). Our choice (a watch outlasts sleeps,
 retries and chains; it stops at the end or at a wait the caller answers)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Limits (issue 16), pure: the rate setting's syntax, the token bucket against a driven clock,
+"""Limits, pure: the rate setting's syntax, the token bucket against a driven clock,
 Retry-After values, stream slots; and the Authorization header fuzzed through the security
 layer: never a server error, never a principal for a header that is not a known token."""
 

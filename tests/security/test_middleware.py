@@ -1,4 +1,4 @@
-"""The security layer wraps the whole app (DESIGN.md §6; issue 10: as Starlette keeps
+"""The security layer wraps the whole app (docs/security.md; as Starlette keeps
 trusted-host and CORS apart from routing): every route of `create_app` — found by enumerating
 `app.routes`, so a new route is covered the day it is added — refuses a foreign Host or Origin
 (403) and, with tokens configured, an anonymous or unknown caller (401 with a Bearer

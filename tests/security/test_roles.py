@@ -1,4 +1,4 @@
-"""Roles (DESIGN.md §6), applied where the JSON-RPC method is known, to the principal the
+"""Roles (docs/security.md), applied where the JSON-RPC method is known, to the principal the
 middleware left in the scope: a reader reads (and calls read-only tools), an operator also
 mutates, every tasks/* method counts as a mutation; a request with no principal is the
 anonymous reader. Host names: loopback in any spelling is always allowed."""

@@ -1,4 +1,4 @@
-"""Tenant-bound API tokens (issue 16): `name:role:sha256hex[:tenant]` entries, the tenant name
+"""Tenant-bound API tokens: `name:role:sha256hex[:tenant]` entries, the tenant name
 rule shared with the runtime, and who sees every tenant."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The token store, the audit trail and the limits over real HTTP on loopback and a real
-PostgreSQL (issue 16): tokens created by the CLI work at once on every server sharing the
+PostgreSQL: tokens created by the CLI work at once on every server sharing the
 database, `list` shows their last use and never their secret, a revoked token is refused on
 the very next request on another server (NOTIFY), an expired one too; every action leaves an
 audit row (ok, refused, error) and a tasks/get poll none; a caller over its rate gets 429 with

@@ -1,7 +1,8 @@
 """The storage seam (storage/driver.py): asyncpg's pool, its pooled connections, a plain
 connection and our Listener provide every member of the Protocol the runtime names them by,
 callable as the Protocol says. mypy checks the same statically; this catches a driver upgrade
-whose stubs and code disagree. Our choice (STYLE.md §3, pgqueuer's Driver)."""
+whose stubs and code disagree. Our choice (the runtime names the driver by a Protocol, as
+pgqueuer does with its Driver)."""
 
 from __future__ import annotations
 

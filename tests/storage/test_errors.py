@@ -40,7 +40,7 @@ def _docstring_tree() -> dict[str, str]:
 
 
 def test_the_docstring_tree_names_every_storage_error_under_its_parent() -> None:
-    """The tree drawn in storage/errors.py's docstring is the class tree (STYLE.md §4)."""
+    """The tree drawn in storage/errors.py's docstring is the class tree (our rule)."""
     classes = {
         name: cls
         for name, cls in inspect.getmembers(errors, inspect.isclass)
@@ -51,7 +51,7 @@ def test_the_docstring_tree_names_every_storage_error_under_its_parent() -> None
 
 
 def test_user_errors_are_never_storage_errors() -> None:
-    """OSError and TimeoutError raised outside the driver are the caller's own (issue 9)."""
+    """OSError and TimeoutError raised outside the driver are the caller's own."""
     for exc in (FileNotFoundError("x"), TimeoutError(), ConnectionRefusedError(), OSError()):
         try:
             raise exc

@@ -14,7 +14,7 @@ TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 
 async def test_counts_backlogs_and_trace_context_follow_the_rows(db: asyncpg.Pool) -> None:
-    """Issue 18: a pending run is counted and runnable; once claimed it is running and leaves
+    """A pending run is counted and runnable; once claimed it is running and leaves
     the backlog; a queued run is in its queue's backlog; the created event keeps the
     traceparent it was given, which a traced claim brings along."""
     assert await observing.status_counts(db) == {}

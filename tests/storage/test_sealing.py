@@ -1,5 +1,5 @@
 """The payload envelope (storage/sealing.py): AES-256-GCM bound to its place, key ids,
-parsing of TETHER_ENCRYPTION_KEYS. Our choice (issue 16, "Payloads at rest")."""
+parsing of TETHER_ENCRYPTION_KEYS. Our choice (docs/operating.md, "Encryption at rest")."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The one runtime → JSON-RPC table (`tether.tasks.errors`): each domain error leaves a
 `jsonrpc_errors()` block as its JSON-RPC error (code and HTTP status as the wire needs them,
 the domain error kept as the cause); anything the table does not name leaves unchanged. Our
-choice (issue 10: one error map per boundary)."""
+choice (one error map per boundary)."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def test_invalid_input_and_its_subclasses_are_invalid_params() -> None:
 
 
 def test_losing_the_database_is_unavailable_503() -> None:
-    """DESIGN.md: with the database down a surface answers -31000 with HTTP 503 (retry)."""
+    """With the database down a surface answers -31000 with HTTP 503 (retry)."""
     error = mapped(e.Unavailable())
     assert type(error) is Unavailable
     assert (error.code, error.http_status) == (codes.UNAVAILABLE, 503)

@@ -1,4 +1,4 @@
-"""PURE task views (DESIGN.md §4): status mapping, forms, TTL, results."""
+"""PURE task views: status mapping, forms, TTL, results."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ SIGNAL_WAIT = {
 
 
 def test_a_parked_run_is_input_required_only_for_clients_that_declare_elicitation() -> None:
-    """DESIGN §4: input_required with one elicitation per open wait, else working with a
+    """`input_required` with one elicitation per open wait, else `working` with a
     statusMessage naming the wait."""
     parked = row(status="waiting", waits=[SIGNAL_WAIT])
     with_form = view(parked)
@@ -53,7 +53,7 @@ def test_a_parked_run_is_input_required_only_for_clients_that_declare_elicitatio
 
 
 def test_a_non_flat_answer_schema_becomes_one_json_payload_field() -> None:
-    """Seed (Harvest): a non-flat payload is asked as one required string field `payload`
+    """Harvest's rule: a non-flat payload is asked as one required string field `payload`
     holding JSON text; non-JSON text is taken as a JSON string."""
     wait = {
         **SIGNAL_WAIT,
@@ -87,7 +87,7 @@ def test_every_row_maps_to_exactly_one_valid_task_shape(status: str, kind: str |
 
 
 def test_a_workflow_error_is_a_completed_tool_error_and_a_protocol_error_fails() -> None:
-    """Spec §7.10: a tool that ran and failed is completed + isError; only a JSON-RPC error
+    """Spec (Tasks errors): a tool that ran and failed is completed + isError; only a JSON-RPC error
     is failed."""
     done = T0 + timedelta(seconds=1)
     tool_error = view(
@@ -109,7 +109,7 @@ def test_a_workflow_error_is_a_completed_tool_error_and_a_protocol_error_fails()
 
 
 def test_a_reserved_code_a_workflow_raises_is_reported_as_internal_error() -> None:
-    """Spec §1.4: no code from -32000..-32099 the spec does not define ever reaches the wire."""
+    """Spec (error codes): no code from -32000..-32099 it does not define ever reaches the wire."""
     err = views.protocol_error({"kind": "protocol", "code": -32042, "message": "x"})
     assert err["code"] == codes.INTERNAL_ERROR and err["data"]["workflowCode"] == -32042
     assert views.protocol_error({"code": -32021, "message": "x"})["code"] == -32021
@@ -117,7 +117,7 @@ def test_a_reserved_code_a_workflow_raises_is_reported_as_internal_error() -> No
 
 
 def test_ttl_is_null_while_live_and_counts_from_the_last_end_of_the_chain() -> None:
-    """Seed (Harvest TTL rule): null while live or without retention; afterwards from
+    """Harvest's TTL rule: null while live or without retention; afterwards from
     createdAt to the last end among rows sharing workflow and business id, plus retention."""
     assert view(row())["ttlMs"] is None
     assert view(row(status="completed", ended_at=T0, retention_s=None))["ttlMs"] is None
@@ -132,7 +132,7 @@ def test_ttl_is_null_while_live_and_counts_from_the_last_end_of_the_chain() -> N
 
 
 def test_create_task_result_carries_only_task_fields() -> None:
-    """Spec §7.4 / S9: resultType task, no result, error, inputRequests or requestState."""
+    """Spec and official suite: resultType task, no result, error, inputRequests or requestState."""
     created = views.create_task_result(view(row(status="pending")))
     assert created["resultType"] == "task" and created["status"] == "working"
     assert not {"result", "error", "inputRequests", "requestState"} & set(created)

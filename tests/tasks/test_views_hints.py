@@ -1,6 +1,6 @@
 """PURE: the statusMessage of a task that waits names ways that work for its reader (a
 client that declared the Tasks extension, or it would not read the task): the workflow's
-answer tool when the catalog serves one, and tasks/update with the wait's key. Issue 11."""
+answer tool when the catalog serves one, and tasks/update with the wait's key."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The answer tool in the catalog: one per MCP workflow, mutating, covered by the collision rule,
 and its response schema built from the same schemas as the elicitation forms. Our choice
-(issue 11: every wait answerable from plain MCP tools)."""
+(every wait answerable from plain MCP tools)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The generated tool set against harvest-mcp-tools-and-tasks.md ("Opt-in", "Generated tool
-set", "Typed input schema", "Safety posture"): names, the collision rule, the embedded input
+"""The generated tool set against Harvest's MCP tool contract (docs/clients.md, "Coming from
+Harvest's MCP tools"): opt-in, the generated names, the collision rule, the embedded input
 schema and the annotations. Pure: the catalog is built from the App, no server."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def names(catalog: Catalog) -> list[str]:
 
 
 def colliding_app(first: str, second: str) -> App:
-    """Two MCP workflows whose generated names clash (the seed's example: invoice_status's
+    """Two MCP workflows whose generated names clash (Harvest's example: invoice_status's
     start tool and start_invoice's status tool are both start_invoice_status)."""
     app = App("collisions")
 
@@ -46,9 +46,9 @@ def colliding_app(first: str, second: str) -> App:
 def test_of_two_colliding_workflows_the_later_one_is_left_out_whole(
     first: str, second: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Seed: the workflow that loses the tiebreak (registration order) is excluded from MCP
-    exposure entirely, with a warning, never shipped with one tool quietly missing; the
-    winner keeps its whole set."""
+    """Harvest's rule: the workflow that loses the tiebreak (registration order) is excluded
+    from MCP exposure entirely, with a warning, never shipped with one tool quietly missing;
+    the winner keeps its whole set."""
     with caplog.at_level(logging.WARNING, logger="tether.tools.catalog"):
         catalog = Catalog.build(colliding_app(first, second))
     listed = names(catalog)
@@ -60,7 +60,7 @@ def test_of_two_colliding_workflows_the_later_one_is_left_out_whole(
 
 
 def test_the_generated_set_its_schemas_and_annotations() -> None:
-    """Seed: start_foo, foo_status, foo_watch, signal_foo and foo_update_bar for an mcp
+    """Harvest's set: start_foo, foo_status, foo_watch, signal_foo and foo_update_bar for an mcp
     update only; start_foo's inputSchema embeds the published schema as a self-contained
     $defs component under a required `body`; the status (and watch) tools are read-only, the
     mutating tools are not."""

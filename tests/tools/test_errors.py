@@ -1,7 +1,7 @@
 """The one runtime → tool error table (`tether.tools.errors`): a runtime error raised by a tool
 call becomes a result with `isError: true` and the code clients branch on (Dagu's vocabulary),
 except losing the database, which stays a JSON-RPC error (503) so the client retries. Our
-choice (issue 10: one error map per boundary)."""
+choice (one error map per boundary)."""
 
 from __future__ import annotations
 
