@@ -15,7 +15,7 @@ from tests.e2e.conftest import ServeFn
 from tests.e2e.test_answer_tool import Client
 from tests.e2e.test_realm_tools import tool
 from tests.mcp_client import McpClient
-from tests.specs.realm.test_examples import without_services
+from tests.specs.realm.test_workflow_files import WORKFLOWS
 from tether.runtime.registry import App
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
@@ -216,38 +216,36 @@ async def test_gate_answered_after_its_expiry(mcp_server: ServeFn, client: Clien
         assert state["run_phase"] == "aborted"  # the guard read draft.choice == 'hold'
 
 
-EXAMPLES = Path(__file__).parents[1] / "specs" / "realm" / "examples"
-
-
-async def test_realm_examples_render_their_prompt_and_gate_message(
+async def test_a_prompt_and_a_gate_message_reach_the_agent_rendered(
     mcp_server: ServeFn, client: Client
 ) -> None:
-    """Realm's own guide workflows: a prompt's `{{ run.params.topic }}` and a gate message's
-    `{{ context.resources.draft.subject | upper }}` reach the agent rendered; a message whose
+    """A prompt's `{{ run.params.subject }}` and a gate message's
+    `{{ context.resources.compose.headline | upper }}` reach the agent rendered; a message whose
     path finds nothing does not open the gate (GATE_MESSAGE_UNRESOLVABLE), and the run stays
-    open with the step not done (Realm's templates)."""
-    app = App("realm-examples")
-    app.protocol(EXAMPLES / "article.yaml")
-    app.protocol(EXAMPLES / "announce.yaml")
-    broken = (EXAMPLES / "announce.yaml").read_text(encoding="utf-8")
-    app.protocol(broken.replace("id: announce", "id: broken").replace(".body }}", ".bodyy }}"))
+    open with the step not done."""
+    app = App("realm-rendering")
+    app.protocol(WORKFLOWS / "prompt-params.yaml")
+    app.protocol(WORKFLOWS / "gate-message.yaml")
+    broken = (WORKFLOWS / "gate-message.yaml").read_text(encoding="utf-8")
+    app.protocol(
+        broken.replace("id: gate-message", "id: broken").replace(".details }}", ".detail }}")
+    )
     async with mcp_server(app) as url:
         c = client(url)
-        started = await tool(c, "start_run", {"workflow_id": "article", "params": {"topic": "AI"}})
+        params = {"subject": "tides"}
+        started = await tool(c, "start_run", {"workflow_id": "prompt-params", "params": params})
         assert started["next_actions"][0]["prompt"] == (
-            "List two to five points for a short article about AI.\n"
+            "Pick three to six questions that show whether someone knows tides.\n"
         )
-        run = (await tool(c, "start_run", {"workflow_id": "announce"}))["run_id"]
-        draft = {"subject": "Office closed Friday", "body": "The office is closed this Friday."}
-        args = {"run_id": run, "command": "draft", "params": draft}
+        run = (await tool(c, "start_run", {"workflow_id": "gate-message"}))["run_id"]
+        notice = {"headline": "Login down tonight", "details": "From 22:00 to 23:00."}
+        args = {"run_id": run, "command": "compose", "params": notice}
         opened = await tool(c, "execute_step", args)
-        assert opened["gate"]["display"] == (
-            "Subject: OFFICE CLOSED FRIDAY\n\nThe office is closed this Friday.\n"
-        )
+        assert opened["gate"]["display"] == "LOGIN DOWN TONIGHT\n----\nFrom 22:00 to 23:00.\n"
         state = await tool(c, "get_run_state", {"run_id": run})
         assert state["pending_gate"]["display"] == opened["gate"]["display"]
         gate_id = opened["gate"]["gate_id"]
-        answer = {"run_id": run, "gate_id": gate_id, "choice": "send"}
+        answer = {"run_id": run, "gate_id": gate_id, "choice": "put_up"}
         done = await tool(c, "submit_human_response", answer)
         assert done["run_phase"] == "completed"
 
@@ -255,22 +253,23 @@ async def test_realm_examples_render_their_prompt_and_gate_message(
         failed = await tool(c, "execute_step", {**args, "run_id": run})
         assert (failed["status"], failed["agent_action"]) == ("error", "stop"), failed
         assert (failed["error_code"], failed["stopped_step"]) == (
-            "GATE_MESSAGE_UNRESOLVABLE", "review",
+            "GATE_MESSAGE_UNRESOLVABLE", "sign_off",
         )  # fmt: skip
         assert failed["errors"] == [
-            "gate.message has unresolvable references: context.resources.draft.bodyy"
+            "gate.message has unresolvable references: context.resources.compose.detail"
         ]
         state = await tool(c, "get_run_state", {"run_id": run})  # the run stays open
-        assert (state["run_phase"], state["completed_steps"]) == ("running", ["draft"])
+        assert (state["run_phase"], state["completed_steps"]) == ("running", ["compose"])
 
 
-async def test_realm_issue_triage_example_end_to_end(mcp_server: ServeFn, client: Client) -> None:
-    """examples/07-issue-triage, its GitHub service made handlers: input_map feeds each
-    handler, the gated agent step's answer must fit its input_schema, the gate message is
-    rendered with `upper` and `bullets`, and the approved writes run."""
+async def test_a_gated_agent_step_between_handlers_end_to_end(
+    mcp_server: ServeFn, client: Client
+) -> None:
+    """input_map feeds each handler, the gated agent step's answer must fit its input_schema,
+    the gate message is rendered with `upper` and `bullets`, and the accepted writes run."""
     got: dict[str, Any] = {}
-    app = App("realm-triage")
-    app.protocol(without_services((EXAMPLES / "07-issue-triage.yaml").read_text("utf-8")))
+    app = App("realm-intake")
+    app.protocol(WORKFLOWS / "gated-agent-step.yaml")
 
     def keep(name: str, out: dict[str, Any]) -> Any:
         def handler(inputs: dict[str, Any]) -> dict[str, Any]:
@@ -279,48 +278,49 @@ async def test_realm_issue_triage_example_end_to_end(mcp_server: ServeFn, client
 
         return handler
 
-    app.handler("get_issue")(keep("get", {"title": "Leak", "body": "It leaks."}))
-    app.handler("post_comment")(keep("post", {}))
-    app.handler("apply_labels")(keep("labels", {}))
+    app.handler("read_sample")(keep("read", {"label": "S-12 serum", "notes": "Cold chain ok."}))
+    app.handler("book_slot")(keep("slot", {}))
+    app.handler("write_tags")(keep("tags", {}))
     async with mcp_server(app) as url:
         c = client(url)
-        params = {"repo": "acme/api", "issue_number": 7}
-        started = await tool(c, "start_run", {"workflow_id": "issue-triage", "params": params})
-        assert got["get"] == params  # input_map: run.params.repo, run.params.issue_number
+        params = {"lab": "north", "sample_id": 12}
+        started = await tool(c, "start_run", {"workflow_id": "gated-agent-step", "params": params})
+        assert got["read"] == params  # input_map: run.params.lab, run.params.sample_id
         prompt = started["next_actions"][0]["prompt"]
-        assert prompt.startswith("Triage GitHub issue #7 in acme/api.\n\nISSUE\nTitle: Leak\n")
+        assert prompt.startswith(
+            "Sample 12 came in at north.\nLabel: S-12 serum\nIntake notes: Cold chain ok.\n"
+        )
         run = started["run_id"]
-        answer = {"severity": "high", "labels": ["bug", "P1"], "comment_draft": "Fix it."}
-        call = {"run_id": run, "command": "triage_issue"}
-        bad = await tool(c, "execute_step", {**call, "params": {**answer, "severity": "urgent"}})
+        answer = {"hazard": "low", "tags": ["serum", "B2"], "summary": "Routine serum."}
+        call = {"run_id": run, "command": "classify_sample"}
+        bad = await tool(c, "execute_step", {**call, "params": {**answer, "hazard": "mild"}})
         assert bad["error_code"] == "VALIDATION_INPUT_SCHEMA"
         opened = await tool(c, "execute_step", {**call, "params": answer})
         assert opened["gate"]["display"] == (
-            "Leak\nacme/api · Issue #7\n\nSeverity: HIGH\nLabels:\n• bug\n• P1\n\n"
-            "Draft comment:\nFix it.\n"
+            "Sample 12 (north)\nHazard: LOW\nTags:\n• serum\n• B2\nRoutine serum.\n"
         )
-        gate = {"run_id": run, "gate_id": opened["gate"]["gate_id"], "choice": "approve"}
+        gate = {"run_id": run, "gate_id": opened["gate"]["gate_id"], "choice": "accept"}
         done = await tool(c, "submit_human_response", gate)
         assert done["run_phase"] == "completed", done
-        assert got["post"] == {**params, "body": "Fix it."}
-        assert got["labels"] == {**params, "labels": ["bug", "P1"]}
+        assert got["slot"] == {**params, "note": "Routine serum."}
+        assert got["tags"] == {"sample_id": 12, "tags": ["serum", "B2"]}
 
 
 async def test_list_workflows_names_the_protocol_files_it_could_not_read(
     mcp_server: ServeFn, client: Client, tmp_path: Path
 ) -> None:
-    """list-workflows.ts: a file `--protocols` refused is in `unreadable`, with a warning, and
-    the hint stops steering to create_workflow."""
-    for name in ("announce.yaml", "01-code-reviewer.yaml"):
-        (tmp_path / name).write_text((EXAMPLES / name).read_text("utf-8"), "utf-8")
+    """A file `--protocols` refused is in `unreadable`, with a warning, and the hint stops
+    steering to create_workflow."""
+    for name in ("gate-message.yaml", "services-block.yaml"):
+        (tmp_path / name).write_text((WORKFLOWS / name).read_text("utf-8"), "utf-8")
     app = App("realm-listing")
     app.allow_create_workflow = True
-    assert list(app.load_protocols(tmp_path)) == [str(tmp_path / "01-code-reviewer.yaml")]
+    assert list(app.load_protocols(tmp_path)) == [str(tmp_path / "services-block.yaml")]
     async with mcp_server(app) as url:
         listed = await tool(client(url), "list_workflows", {})
-    assert [w["id"] for w in listed["workflows"]] == ["announce"]
+    assert [w["id"] for w in listed["workflows"]] == ["gate-message"]
     (entry,) = listed["unreadable"]
-    assert (entry["file"], entry["class"]) == ("01-code-reviewer.yaml", "parse")
+    assert (entry["file"], entry["class"]) == ("services-block.yaml", "parse")
     assert "'services' is outside Tether's subset" in entry["reason"]
     assert listed["warnings"] == [
         "1 registered workflow copy could not be read — see 'unreadable'."

@@ -1,6 +1,6 @@
-"""Realm's order-and-routing example run by the interpreter: trigger rules (`one_failed`
-after a failed payment), `when` (a skipped step), a guard, and a finalizer that runs once
-after any ending (tests/specs/realm/examples/refund.yaml, handlers registered in Python)."""
+"""Order and routing run by the interpreter: trigger rules (`one_failed` after a failed
+upload), `when` (a skipped step), a guard, and a finalizer that runs once after any ending
+(tests/specs/realm/workflows/trigger-rules.yaml, handlers registered in Python)."""
 
 from __future__ import annotations
 
@@ -18,23 +18,23 @@ from tether.runtime.registry import App
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
 
-REFUND = Path(__file__).parents[1] / "specs" / "realm" / "examples" / "refund.yaml"
+RELEASE = Path(__file__).parents[1] / "specs" / "realm" / "workflows" / "trigger-rules.yaml"
 
 
-def build_app(fail_pay: bool, notes: list[str]) -> App:
+def build_app(fail_upload: bool, notes: list[str]) -> App:
     app = App("realm-routing")
-    app.protocol(REFUND)
+    app.protocol(RELEASE)
 
     @app.handler()
-    def pay(inputs: dict[str, Any]) -> dict[str, Any]:
-        if fail_pay:
-            raise RuntimeError("card declined")
-        return {"paid": inputs["steps"]["assess"]["amount"]}
+    def upload(inputs: dict[str, Any]) -> dict[str, Any]:
+        if fail_upload:
+            raise RuntimeError("bucket refused the write")
+        return {"uploaded": inputs["steps"]["review"]["rows"]}
 
     @app.handler()
-    def note(inputs: dict[str, Any]) -> dict[str, Any]:
-        notes.append("note")
-        return {"noted": True}
+    def log(inputs: dict[str, Any]) -> dict[str, Any]:
+        notes.append("log")
+        return {"logged": True}
 
     return app
 
@@ -49,66 +49,70 @@ async def _state(c: McpClient, run: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    ("fail_pay", "risk", "phase", "done", "noted"),
-    [  # noted: open_ticket or send_receipt when it runs, and close_books (always) once
-        (True, "low", "completed", ["assess", "only_low_risk", "open_ticket"], 2),
-        (False, "low", "completed", ["assess", "only_low_risk", "pay", "send_receipt"], 2),
-        (False, "high", "aborted", ["assess"], 1),
+    ("fail_upload", "license", "phase", "done", "noted"),
+    [  # noted: file_incident or announce when it runs, and unlock (always) once
+        (True, "open", "completed", ["review", "open_only", "file_incident"], 2),
+        (False, "open", "completed", ["review", "open_only", "upload", "announce"], 2),
+        (False, "restricted", "aborted", ["review"], 1),
     ],
 )
-async def test_refund_routes_by_outcome_and_finalizes_once(
+async def test_a_release_routes_by_outcome_and_finalizes_once(
     mcp_server: ServeFn,
     client: Client,
-    fail_pay: bool,
-    risk: str,
+    fail_upload: bool,
+    license: str,
     phase: str,
     done: list[str],
     noted: int,
 ) -> None:
     notes: list[str] = []
-    async with mcp_server(build_app(fail_pay, notes)) as url:
+    async with mcp_server(build_app(fail_upload, notes)) as url:
         c = client(url)
-        run = (await tool(c, "start_run", {"workflow_id": "refund"}))["run_id"]
-        answer = {"risk": risk, "amount": 20}
-        out = await tool(c, "execute_step", {"run_id": run, "command": "assess", "params": answer})
+        run = (await tool(c, "start_run", {"workflow_id": "trigger-rules"}))["run_id"]
+        answer = {"license": license, "rows": 20}
+        out = await tool(c, "execute_step", {"run_id": run, "command": "review", "params": answer})
         assert out["status"] == "ok", out
         state = await _state(c, run)
         assert state["run_phase"] == phase
-        assert state["completed_steps"] == done  # flag_large: when false (20 <= 50), skipped
-        assert state["failed_steps"] == (["pay"] if fail_pay else [])
+        assert state["completed_steps"] == done  # mark_large: when false (20 <= 1000), skipped
+        assert state["failed_steps"] == (["upload"] if fail_upload else [])
         assert len(notes) == noted
         assert set(state["steps"]) == {*done, *state["failed_steps"]}  # include_steps: what ran
-        assert state["steps"]["assess"]["attempts"] == [
+        assert state["steps"]["review"]["attempts"] == [
             {"attempt": 1, "status": "success", "cost_unrecorded": "not_driven_by_realm"}
         ]
-        if fail_pay:
-            assert [a["status"] for a in state["steps"]["pay"]["attempts"]] == ["error"]
+        if fail_upload:
+            assert [a["status"] for a in state["steps"]["upload"]["attempts"]] == ["error"]
         assert state["next_actions_status"] == "skipped_terminal"  # Realm's run state
         assert (state["workflow_id"], state["params"], state["in_progress_steps"]) == (
-            "refund", {}, [],
+            "trigger-rules", {}, [],
         )  # fmt: skip
         if phase == "aborted":
             assert (state["sealed_by_arm"], state["sealed_by_step"]) == (
                 "guard_abort",
-                "only_low_risk",
+                "open_only",
             )
             assert "terminal_reason" not in state
             assert state["abort_context"] == {  # Realm's run state
-                "step_id": "only_low_risk",
+                "step_id": "open_only",
                 "conditions": [
-                    {"condition": "assess.risk == 'low'", "resolved_value": "high", "passed": False}
+                    {
+                        "condition": "review.license == 'open'",
+                        "resolved_value": "restricted",
+                        "passed": False,
+                    }
                 ],
-                "abort_message": "High-risk refunds are not automated.",
+                "abort_message": "Restricted datasets are released by hand.",
             }
         else:
-            assert "flag_large" in state["skipped_steps"]  # when: false (20 <= 50)
+            assert "mark_large" in state["skipped_steps"]  # when: false (20 <= 1000)
             assert "abort_context" not in state
-            assert state["skip_details"]["flag_large"] == {
+            assert state["skip_details"]["mark_large"] == {
                 "kind": "when_false",
-                "expression": "assess.amount > 50",
+                "expression": "review.rows > 1000",
                 "leaves": [
                     {
-                        "leaf": "assess.amount > 50",
+                        "leaf": "review.rows > 1000",
                         "lhs_present": True,
                         "resolved_value": 20,
                         "passed": False,
@@ -125,7 +129,7 @@ async def test_an_abandoned_run_runs_no_finalizer(mcp_server: ServeFn, client: C
     notes: list[str] = []
     async with mcp_server(build_app(False, notes)) as url:
         c = client(url)
-        run = (await tool(c, "start_run", {"workflow_id": "refund"}))["run_id"]
+        run = (await tool(c, "start_run", {"workflow_id": "trigger-rules"}))["run_id"]
         gone = await tool(c, "abandon_run", {"run_id": run})
         assert gone["run_phase"] == "abandoned"
         state = await _state(c, run)
@@ -138,19 +142,19 @@ async def test_an_abandoned_run_runs_no_finalizer(mcp_server: ServeFn, client: C
 async def test_a_finalizer_without_its_handler_is_left_cleanup_pending(
     mcp_server: ServeFn, client: Client
 ) -> None:
-    """A finalizer whose handler this server lacks is not a failure: Realm leaves it
+    """A finalizer whose handler this server lacks is not a failure: it is left
     `cleanup_pending` (get_run_state `cleanup_pending{steps, command}`)."""
     app = App("realm-routing-pending")
-    app.protocol(REFUND)  # close_books' handler `note` is not registered
+    app.protocol(RELEASE)  # unlock's handler `log` is not registered
     async with mcp_server(app) as url:
         c = client(url)
-        run = (await tool(c, "start_run", {"workflow_id": "refund"}))["run_id"]
-        answer = {"risk": "high", "amount": 20}  # the guard aborts; close_books (always) is owed
-        await tool(c, "execute_step", {"run_id": run, "command": "assess", "params": answer})
+        run = (await tool(c, "start_run", {"workflow_id": "trigger-rules"}))["run_id"]
+        answer = {"license": "restricted", "rows": 20}  # the guard aborts; unlock is owed
+        await tool(c, "execute_step", {"run_id": run, "command": "review", "params": answer})
         state = await _state(c, run)
         assert state["run_phase"] == "aborted"
         assert state["cleanup_pending"] == {
-            "steps": ["close_books"],
-            "command": f"tether runs resume {run} --from close_books",
+            "steps": ["unlock"],
+            "command": f"tether runs resume {run} --from unlock",
         }
         assert state["failed_steps"] == []

@@ -1,4 +1,5 @@
-"""Order and readiness, against the three documented runs of Realm's refund example."""
+"""Order and readiness, against three runs of our dataset-release workflow (trigger rules,
+a `when`, a guard and a finalizer)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from tether.specs.realm import (
 )
 from tether.specs.realm.model import TriggerRule
 
-REFUND, _ = load_file(Path(__file__).parent / "examples" / "refund.yaml")
+RELEASE, _ = load_file(Path(__file__).parent / "workflows" / "trigger-rules.yaml")
 
 
 def _progress(
@@ -37,59 +38,59 @@ def _progress(
 
 
 def test_order_is_topological_with_file_order_ties() -> None:
-    assert REFUND.order == (
-        "assess",
-        "only_low_risk",
-        "flag_large",
-        "pay",
-        "send_receipt",
-        "open_ticket",
+    assert RELEASE.order == (
+        "review",
+        "open_only",
+        "mark_large",
+        "upload",
+        "announce",
+        "file_incident",
     )
-    assert REFUND.finalizers == ("close_books",)
-    assert REFUND.agent_steps == ("assess",)
+    assert RELEASE.finalizers == ("unlock",)
+    assert RELEASE.agent_steps == ("review",)
 
 
 def test_only_the_first_step_is_ready_at_start() -> None:
-    assert ready_steps(REFUND, Progress()).ready == ("assess",)
+    assert ready_steps(RELEASE, Progress()).ready == ("review",)
 
 
-def test_run_one_low_risk_small_amount() -> None:
-    answer = {"risk": "low", "amount": 20}
-    after_assess = ready_steps(REFUND, _progress({"assess"}, assess=answer))
-    assert after_assess.ready == ("only_low_risk",)
-    assert after_assess.skipped == (Skip("flag_large", "when_false", "assess.amount > 50"),)
-    done = {"assess", "only_low_risk", "pay"}
-    after_pay = ready_steps(REFUND, _progress(done, skipped={"flag_large"}, assess=answer))
-    assert after_pay.ready == ("send_receipt",)
-    assert after_pay.skipped == (
-        Skip("open_ticket", "trigger_rule_unsatisfiable", "one_failed, dep pay completed"),
+def test_an_open_small_dataset_skips_the_size_tag_and_the_incident() -> None:
+    answer = {"license": "open", "rows": 200}
+    after_review = ready_steps(RELEASE, _progress({"review"}, review=answer))
+    assert after_review.ready == ("open_only",)
+    assert after_review.skipped == (Skip("mark_large", "when_false", "review.rows > 1000"),)
+    done = {"review", "open_only", "upload"}
+    after_upload = ready_steps(RELEASE, _progress(done, skipped={"mark_large"}, review=answer))
+    assert after_upload.ready == ("announce",)
+    assert after_upload.skipped == (
+        Skip("file_incident", "trigger_rule_unsatisfiable", "one_failed, dep upload completed"),
     )
 
 
-def test_run_two_a_skip_travels_down_the_graph() -> None:
-    state = _progress({"assess"}, skipped={"only_low_risk", "flag_large"})
-    readiness = ready_steps(REFUND, state)
+def test_a_skipped_guard_skips_everything_below_it() -> None:
+    state = _progress({"review"}, skipped={"open_only", "mark_large"})
+    readiness = ready_steps(RELEASE, state)
     assert readiness.ready == ()
     assert readiness.skipped == (
-        Skip("pay", "trigger_rule_unsatisfiable", "all_success, dep only_low_risk skipped"),
-        Skip("send_receipt", "trigger_rule_unsatisfiable", "all_success, dep pay skipped"),
-        Skip("open_ticket", "trigger_rule_unsatisfiable", "one_failed, dep pay skipped"),
+        Skip("upload", "trigger_rule_unsatisfiable", "all_success, dep open_only skipped"),
+        Skip("announce", "trigger_rule_unsatisfiable", "all_success, dep upload skipped"),
+        Skip("file_incident", "trigger_rule_unsatisfiable", "one_failed, dep upload skipped"),
     )
 
 
-def test_run_three_the_payment_fails() -> None:
-    answer = {"risk": "low", "amount": 500}
-    state = _progress({"assess", "only_low_risk"}, failed={"pay"}, assess=answer)
-    readiness = ready_steps(REFUND, state)
-    assert readiness.ready == ("flag_large", "open_ticket")
+def test_a_failed_upload_readies_the_incident_and_skips_the_announcement() -> None:
+    answer = {"license": "open", "rows": 5000}
+    state = _progress({"review", "open_only"}, failed={"upload"}, review=answer)
+    readiness = ready_steps(RELEASE, state)
+    assert readiness.ready == ("mark_large", "file_incident")
     assert readiness.skipped == (
-        Skip("send_receipt", "trigger_rule_unsatisfiable", "all_success, dep pay failed"),
+        Skip("announce", "trigger_rule_unsatisfiable", "all_success, dep upload failed"),
     )
 
 
 def test_active_steps_are_neither_ready_nor_skipped() -> None:
-    state = Progress(active=frozenset({"assess"}))
-    assert ready_steps(REFUND, state).ready == ()
+    state = Progress(active=frozenset({"review"}))
+    assert ready_steps(RELEASE, state).ready == ()
 
 
 @pytest.mark.parametrize(

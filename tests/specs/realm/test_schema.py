@@ -1,4 +1,4 @@
-"""The published JSON Schema (package data) agrees with the loader on examples and tables."""
+"""The published JSON Schema (package data) agrees with the loader on our files and tables."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.specs.realm.test_examples import EXAMPLES, INSIDE, OUTSIDE
 from tests.specs.realm.test_loader_table import INVALID, VALID
+from tests.specs.realm.test_workflow_files import INSIDE, OUTSIDE, WORKFLOWS
+from tests.specs.realm.test_workflow_files import INVALID as REFUSED
 
 SCHEMA = json.loads(
     resources.files("tether.specs.realm").joinpath("schema.json").read_text(encoding="utf-8")
@@ -27,13 +28,13 @@ def test_schema_is_a_valid_draft7_schema() -> None:
 
 
 @pytest.mark.parametrize("stem", INSIDE)
-def test_schema_accepts_the_examples_the_loader_loads(stem: str) -> None:
-    assert _errors((EXAMPLES / f"{stem}.yaml").read_text(encoding="utf-8")) == []
+def test_schema_accepts_the_workflow_files_the_loader_loads(stem: str) -> None:
+    assert _errors((WORKFLOWS / f"{stem}.yaml").read_text(encoding="utf-8")) == []
 
 
-@pytest.mark.parametrize("stem", sorted(OUTSIDE))
-def test_schema_refuses_the_examples_the_loader_refuses(stem: str) -> None:
-    assert _errors((EXAMPLES / f"{stem}.yaml").read_text(encoding="utf-8"))
+@pytest.mark.parametrize("stem", sorted([*OUTSIDE, *REFUSED]))
+def test_schema_refuses_the_workflow_files_the_loader_refuses(stem: str) -> None:
+    assert _errors((WORKFLOWS / f"{stem}.yaml").read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize("text", [text for text, *_ in VALID])

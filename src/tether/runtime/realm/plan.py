@@ -94,8 +94,8 @@ class PlanStep:
     @property
     def answer_schema(self) -> dict[str, Any]:
         """The schema an agent's answer must fit: both of input_schema and output_schema
-        when the step has both, else the one it has, else any object. Realm checks a gated
-        agent step's answer against its input_schema too (examples/07-issue-triage)."""
+        when the step has both, else the one it has, else any object. A gated agent step's
+        answer is checked against its input_schema too."""
         given = [dict(s) for s in (self.input_schema, self.output_schema) if s is not None]
         if len(given) == 2:
             return {"allOf": given}
