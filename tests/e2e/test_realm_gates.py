@@ -216,6 +216,67 @@ async def test_gate_answered_after_its_expiry(mcp_server: ServeFn, client: Clien
         assert state["run_phase"] == "aborted"  # the guard read draft.choice == 'hold'
 
 
+async def test_an_answer_without_the_claim_token_is_recorded_and_says_so(
+    mcp_server: ServeFn, client: Client
+) -> None:
+    """No claim_token, or another gate's: the answer is recorded all the same, and the warning
+    says so in the fixed wording clients match."""
+    async with mcp_server(build_app(3600)) as url:
+        c = client(url)
+        opened = await _open_gate(c)
+        args = {"run_id": opened["run_id"], "gate_id": opened["gate"]["gate_id"], "choice": "pay"}
+        bare = await tool(c, "submit_human_response", args)
+        assert (bare["status"], bare["run_phase"]) == ("ok", "completed")
+        assert "answer_recorded" not in bare
+        assert bare["gate_claim"] == {"proof": "absent", "opened_by": None}
+        (said,) = bare["warnings"]
+        assert said.startswith("No claim_token was passed; the answer was recorded. ")
+        opened = await _open_gate(c)
+        args = {"run_id": opened["run_id"], "gate_id": opened["gate"]["gate_id"], "choice": "pay"}
+        wrong = await tool(c, "submit_human_response", {**args, "claim_token": "not-it"})
+        assert (wrong["status"], wrong["run_phase"]) == ("ok", "completed")
+        assert wrong["gate_claim"] == {"proof": "mismatch", "opened_by": None}
+        assert wrong["warnings"] == [
+            "The claim_token passed is not this question's; the answer was recorded."
+        ]
+
+
+async def test_a_claim_token_for_a_settled_gate_is_spent_with_a_warning(
+    mcp_server: ServeFn, client: Client
+) -> None:
+    """A token passed to a gate an earlier answer or its expiry settled cannot be checked: a
+    warning in the fixed wording; without a token there is nothing to warn of."""
+    async with mcp_server(build_app(3600)) as url:
+        c = client(url)
+        opened = await _open_gate(c)
+        token = opened["gate"]["claim_token"]
+        args = {"run_id": opened["run_id"], "gate_id": opened["gate"]["gate_id"], "choice": "pay"}
+        first = await tool(c, "submit_human_response", {**args, "claim_token": token})
+        assert (first["gate_claim"]["proof"], first["warnings"]) == ("matched", [])
+        again = await tool(c, "submit_human_response", {**args, "claim_token": token})
+        assert again["gate_claim"] == {"proof": "spent", "cause": "answered", "opened_by": None}
+        assert again["warnings"] == [
+            "The claim_token could not be checked: this question was already settled by an "
+            "earlier answer."
+        ]
+        bare = await tool(c, "submit_human_response", args)
+        assert (bare["gate_claim"]["proof"], bare["warnings"]) == ("spent", [])
+    async with mcp_server(build_app(1)) as url:
+        c = client(url)
+        opened = await _open_gate(c)
+        run, token = opened["run_id"], opened["gate"]["claim_token"]
+        async with asyncio.timeout(15):  # the worker carries out the expiry at the deadline
+            while (await tool(c, "get_run_state", {"run_id": run}))["terminal_state"] is False:
+                pass
+        args = {"run_id": run, "gate_id": opened["gate"]["gate_id"], "choice": "hold"}
+        late = await tool(c, "submit_human_response", {**args, "claim_token": token})
+        assert (late["status"], late["answer_recorded"]) == ("ok", False)
+        assert late["gate_claim"] == {"proof": "spent", "cause": "expired", "opened_by": None}
+        assert late["warnings"] == [
+            "The claim_token could not be checked: this question was already settled by its expiry."
+        ]
+
+
 async def test_a_prompt_and_a_gate_message_reach_the_agent_rendered(
     mcp_server: ServeFn, client: Client
 ) -> None:

@@ -228,6 +228,30 @@ steps:
 """
 
 
+async def test_an_unknown_workflow_is_refused_in_the_words_agents_match(
+    mcp_server: ServeFn, client: Client
+) -> None:
+    """An unknown workflow id: the hint `Workflow '<id>' not found.` and the error
+    `Workflow not found: <id>` (Realm's fixed wording), from every tool that takes one."""
+    async with mcp_server(build_app()) as url:
+        c = client(url)
+        for name, args in (
+            ("start_run", {"workflow_id": "nope"}),
+            ("start_run_batch", {"workflow_id": "nope", "items": [{"params": {}}]}),
+        ):
+            missing = await tool(c, name, args)
+            assert (missing["error_code"], missing["run_id"]) == ("STATE_WORKFLOW_NOT_FOUND", "")
+            assert missing["context_hint"] == "Workflow 'nope' not found."
+            assert missing["errors"] == ["Workflow not found: nope"]
+        brief = await c.result(
+            "tools/call",
+            {"name": "get_workflow_protocol", "arguments": {"workflow_id": "nope"}},
+            capabilities=PLAIN,
+        )
+        assert brief["isError"] is True
+        assert brief["content"] == [{"type": "text", "text": "Error: Workflow not found: nope"}]
+
+
 async def test_an_auto_step_past_its_timeout_fails_the_run(
     mcp_server: ServeFn, client: Client
 ) -> None:

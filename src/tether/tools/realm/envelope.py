@@ -396,3 +396,21 @@ def refusal(
         errors=[message],
         extra=fields,
     )
+
+
+def workflow_missing(workflow: str) -> str:
+    """The error for a workflow id nothing is registered under, worded as Realm's clients
+    match it."""
+    return f"Workflow not found: {workflow}"
+
+
+def workflow_not_found(command: str, workflow: str) -> Reply:
+    """A start refused for an unknown workflow: no run, `run_id: ""`, and the hint and error
+    in the fixed wording clients match."""
+    return refusal(
+        command,
+        "",
+        "STATE_WORKFLOW_NOT_FOUND",
+        workflow_missing(workflow),
+        context_hint=f"Workflow '{workflow}' not found.",
+    )

@@ -61,13 +61,41 @@ def due(gate: dict[str, Any]) -> bool:
 
 
 def _claim(gate: dict[str, Any], token: str | None, *, spent: str | None = None) -> dict[str, Any]:
-    """`gate_claim{proof, cause?, opened_by}` (digest §4)."""
+    """`gate_claim{proof, cause?, opened_by}`."""
     if spent is not None:
         return {"proof": "spent", "cause": spent, "opened_by": None}
     if token is None:
         return {"proof": "absent", "opened_by": None}
     ok = token != "" and token == replies.claim_token(gate)
     return {"proof": "matched" if ok else "mismatch", "opened_by": None}
+
+
+#: The warnings a claim proof adds to an `ok` answer. The part before our own guidance is the
+#: fixed wording clients match.
+NO_CLAIM: Final = (
+    "No claim_token was passed; the answer was recorded. Only the reply that opened the gate "
+    "carries a token to send back."
+)
+OTHER_CLAIM: Final = "The claim_token passed is not this question's; the answer was recorded."
+SPENT: Final = {
+    "answered": "The claim_token could not be checked: this question was already settled by an "
+    "earlier answer.",
+    "expired": "The claim_token could not be checked: this question was already settled by its "
+    "expiry.",
+}
+
+
+def claim_warning(claim: dict[str, Any], token: str | None) -> str | None:
+    """The warning `claim` adds to an answer's reply (None for a matched token, and for a
+    settled gate when no token was passed)."""
+    proof = claim["proof"]
+    if proof == "absent":
+        return NO_CLAIM
+    if proof == "mismatch":
+        return OTHER_CLAIM
+    if proof == "spent" and token is not None:
+        return SPENT[claim["cause"]]
+    return None
 
 
 def resolution(records: list[StepRecord], step: str) -> dict[str, Any] | None:
@@ -128,7 +156,8 @@ async def _answer_open(
     deadline = gate.get("deadline")
     if deadline and _now() >= datetime.fromisoformat(deadline):
         claim = _claim(gate, a.get("claim_token"), spent="expired")
-        return await late.late_answer(settle, plan, ops, row, gate, a, w, claim)
+        said = claim_warning(claim, a.get("claim_token"))
+        return await late.late_answer(settle, plan, ops, row, gate, a, w, claim, said)
     if choice not in choices:
         return refusal(
             gate["name"],
@@ -149,8 +178,8 @@ async def _answer_open(
     reply = replies.progress(gate["name"], plan, now, chain, tool=COMMAND, done=done, warnings=w)
     claim = _claim(gate, a.get("claim_token"))
     warns = list(reply.warnings)
-    if claim["proof"] != "matched":
-        warns.append(f"gate_claim proof is '{claim['proof']}'.")
+    if (said := claim_warning(claim, a.get("claim_token"))) is not None:
+        warns.append(said)
     return with_fields(
         reply,
         warnings=warns,
@@ -199,20 +228,18 @@ def _already(
         if timed_out
         else (f"Gate '{key}' was already resolved with choice '{winning}' — no action was taken.")
     )
-    extra: dict[str, Any] = {
-        "run_phase": runs.phase(row),
-        "gate_claim": {"proof": "spent", "cause": "expired" if timed_out else "answered",
-                       "opened_by": None},
-    }  # fmt: skip
+    claim = _claim({}, None, spent="expired" if timed_out else "answered")
+    extra: dict[str, Any] = {"run_phase": runs.phase(row), "gate_claim": claim}
     if timed_out:
         extra.update(answer_recorded=False, error_details=details)
+    said = claim_warning(claim, a.get("claim_token"))
     return Reply(
         step,
         row.id,
         "ok",
         hint,
         row.version,
-        warnings=w,
+        warnings=[*w, said] if said is not None else w,
         next_actions=replies.open_entries(row, plan),
         extra=extra,
     )

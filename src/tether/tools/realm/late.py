@@ -47,8 +47,10 @@ async def late_answer(
     a: dict[str, Any],
     w: list[str],
     claim: dict[str, Any],
+    claim_said: str | None = None,
 ) -> Reply:
-    """This call carries out the expiry first; the answer is not recorded."""
+    """This call carries out the expiry first; the answer is not recorded. `claim_said` is
+    the claim proof's warning, if any."""
     expired_at, step, key = gate["deadline"], gate["name"], gate["key"]
     overdue = int((datetime.now(UTC) - datetime.fromisoformat(expired_at)).total_seconds() * 1000)
     now, chain = await settle(ops, row, await ops.steps(row.id))
@@ -88,7 +90,7 @@ async def late_answer(
     )
     return with_fields(
         reply,
-        warnings=list(reply.warnings),
+        warnings=[*reply.warnings, claim_said] if claim_said is not None else list(reply.warnings),
         answer_recorded=False,
         error_details=details,
         gate_claim=claim,

@@ -17,6 +17,7 @@ from tether.tools import results
 from tether.tools.realm import (
     blocked,
     created,
+    envelope,
     exhaustion,
     gates,
     params,
@@ -97,9 +98,8 @@ class RealmTools:
     async def get_workflow_protocol(self, ops: Operations, a: Args, w: list[str], by: Any) -> Any:
         plan = self._plan(a["workflow_id"])
         if plan is None:
-            return results.text_result(
-                f"Error: Workflow '{a['workflow_id']}' not found.", is_error=True
-            )
+            missing = envelope.workflow_missing(a["workflow_id"])
+            return results.text_result(f"Error: {missing}", is_error=True)
         return protocol_view(plan)
 
     # --- starting ---------------------------------------------------------------------------
@@ -108,9 +108,7 @@ class RealmTools:
         wf = a["workflow_id"]
         plan = self._plan(wf)
         if plan is None:
-            return refusal(
-                "start_run", "", "STATE_WORKFLOW_NOT_FOUND", f"Workflow '{wf}' not found."
-            )
+            return envelope.workflow_not_found("start_run", wf)
         run_params = a.get("params") or {}
         problems = starts.schema_errors(plan.params_schema, run_params)
         if problems:

@@ -190,9 +190,7 @@ def _batch_refusal(
             error_details={"count": len(items), "max_items": cap},
         )
     if plan is None:
-        return refusal(
-            "start_run_batch", "", "STATE_WORKFLOW_NOT_FOUND", f"Workflow '{wf}' not found."
-        )
+        return envelope.workflow_not_found("start_run_batch", wf)
     failures = [
         {"index": i, "reason": "; ".join(found)}
         for i, item in enumerate(items)
