@@ -1,6 +1,6 @@
 """A cleanup step (finalizer) whose handler the server lacks is left pending, and every reply
-on the ended run ends with Realm's sentence for it (Realm's tool reference on a run that has
-ended), naming the command that runs it with code that has its handler:
+on the ended run ends with the fixed sentence for it, naming the command that runs it with code
+that has its handler:
 `tether runs resume RUN --from STEP`, which keeps every other recorded call."""
 
 from __future__ import annotations
@@ -58,9 +58,9 @@ async def test_a_cleanup_step_left_pending_is_named_with_the_command_that_runs_i
         assert (late["command"], late["error_code"], late["agent_action"]) == (
             "submit_gate", "STATE_RUN_TERMINAL", "report_to_user",
         )  # fmt: skip
-        terminal = f"Run '{run}' is terminal (completed); cannot submit a gate response"
+        terminal = f"Run '{run}' has ended (completed), so no gate of it can be answered now"
         # said once: "it completed; cleanup step left pending …"
-        assert late["context_hint"] == f"{terminal} — it completed; c{sentence[1:]}"
+        assert late["context_hint"] == f"{terminal}; it completed; c{sentence[1:]}"
         state = await _ended(c, run)
         assert state["cleanup_pending"] == {"steps": ["tidy"], "command": command}
 

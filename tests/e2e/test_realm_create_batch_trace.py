@@ -1,5 +1,5 @@
 """Realm's `create_workflow`, `start_run_batch` and `append_trace` end to end over real HTTP,
-each with its refusals (the right code, and nothing created or changed) — Realm's tool contract."""
+each with its refusals (the right code, and nothing created or changed)."""
 
 from __future__ import annotations
 
@@ -55,10 +55,9 @@ async def test_create_workflow_runs_its_plan_and_refuses_a_bad_one(
         assert any("color" in d for d in made["diagnostics"])
         assert any("workflow_id" in d for d in made["diagnostics"])
         assert made["warnings"] == made["diagnostics"]
-        assert (
-            "step 'reply': unknown key 'color' — ignored (not a recognized step field)."
-            in (made["warnings"])
-        )  # Realm's agent-created workflows
+        assert (  # Realm's agent-created workflows
+            "step 'reply' takes no field 'color'; it is ignored." in (made["warnings"])
+        )
         assert made["context_hint"].startswith(
             f"Run '{made['run_id']}' created for workflow '{wf}'."
         )
@@ -130,7 +129,7 @@ async def test_start_run_batch(mcp_server: ServeFn, client: Client, db_url: str)
         assert first["deduped"] is False
         assert first["next_actions"][0]["instruction"]["params"]["command"] == "assess"
         assert first["context_hint"] == (  # Realm's start_run_batch: start_run's sentence
-            f"Run '{first['run_id']}' created for workflow 'refund'. Ready for the agent: 'assess'."
+            f"Run '{first['run_id']}' created for workflow 'refund'. Steps for the agent: 'assess'."
         )
 
         # the key policy refuses per item: k1 is live, on_live_match=fail
@@ -150,11 +149,12 @@ async def test_start_run_batch(mcp_server: ServeFn, client: Client, db_url: str)
         assert deduped["started"][0]["deduped"] is True
         assert deduped["started"][0]["run_id"] == first["run_id"]
         assert deduped["started"][0]["warnings"] == [
-            "Idempotency key matched a run still in phase 'running'."
+            f"The idempotency_key matched run '{first['run_id']}', which is still open (phase "
+            "'running')."
         ]
         assert deduped["started"][0]["context_hint"] == (
-            f"Matched existing run '{first['run_id']}' (idempotent) in phase 'running'; no new run "
-            "created. Ready for the agent: 'assess'."
+            f"Run '{first['run_id']}' already holds this idempotency_key (phase 'running'); no run "
+            "was started. Steps for the agent: 'assess'."
         )
 
         count = await _runs(db_url)
@@ -166,7 +166,10 @@ async def test_start_run_batch(mcp_server: ServeFn, client: Client, db_url: str)
         assert (bad["error_code"], bad["run_id"], bad["run_version"]) == (
             "VALIDATION_BATCH_ITEMS", "", 0,
         )  # fmt: skip
-        assert bad["errors"] == ["start_run_batch: 1 item(s) failed schema validation"]
+        assert bad["errors"] == [
+            "1 of the 2 items have params that the workflow's params_schema refuses; "
+            "error_details.failures names them."
+        ]
         assert bad["error_details"]["failures"] == [
             {"index": 1, "reason": "(root) must have required property 'amount'"}
         ]
@@ -209,18 +212,20 @@ async def test_append_trace_and_adoption(mcp_server: ServeFn, client: Client) ->
 
         missing = await tool(c, "append_trace", {**mine, "step_id": "nope"})
         assert missing["error_code"] == "STEP_NOT_FOUND"
-        assert missing["errors"] == ["Step 'nope' not found in workflow 'refund'."]
+        assert missing["errors"] == ["Workflow 'refund' has no step 'nope'."]
         auto = await tool(c, "append_trace", {**mine, "step_id": "score"})
         assert auto["error_code"] == "STATE_STEP_NOT_ELIGIBLE"
         assert auto["error_details"]["step_type"] == "auto"
         blank = await tool(c, "append_trace", {**mine, "entries": []})  # the counts, no write
         assert (blank["status"], blank["buffer_count"], blank["file_count"]) == ("ok", 2, 5)
-        for nonce, why in [("", "must not be empty"), (" w1", "must not have leading or")]:
+        for nonce, why in [("", "it is empty"), (" w1", "it starts or ends with whitespace")]:
             shaped = await tool(c, "append_trace", {**mine, "writer_nonce": nonce})
             assert shaped["error_code"] == "VALIDATION_EMPTY_VALUE"
-            assert shaped["errors"][0].startswith(f"Invalid writer_nonce: {why}")
+            assert shaped["errors"][0].startswith(f"writer_nonce refused: {why}")
         long = await tool(c, "execute_step", {**answer_of(run), "writer_nonce": "n" * 129})
-        assert long["errors"][0].startswith("Invalid writer_nonce: must be ≤128 characters")
+        assert long["errors"][0].startswith(
+            "writer_nonce refused: it is longer than 128 characters"
+        )
         on_auto = await tool(c, "execute_step", {**answer_of(run), "command": "score"} | nonce1)
         assert on_auto["error_code"] == "STATE_STEP_NOT_ELIGIBLE"
         assert on_auto["error_details"]["step_type"] == "auto"
@@ -240,7 +245,7 @@ async def test_append_trace_and_adoption(mcp_server: ServeFn, client: Client) ->
         late = await tool(c, "append_trace", mine)
         assert late["error_code"] == "STATE_STEP_NOT_ELIGIBLE"
         assert late["error_details"]["step_state"] == "completed"
-        assert late["errors"] == ["Step 'assess' has already completed."]
+        assert late["errors"] == ["Step 'assess' is done already."]
 
 
 def answer_of(run: str) -> dict[str, Any]:
@@ -263,7 +268,7 @@ async def test_terminal_match_policies(mcp_server: ServeFn, client: Client) -> N
         rerun = await tool(c, "start_run", {**start, "on_terminal_match": "rerun"})
         assert rerun["rerun_of"] == first["run_id"]
         assert (
-            f"This run supersedes run '{first['run_id']}' under the same idempotency key "
+            f"It takes the place of run '{first['run_id']}', which held the same idempotency_key "
             "(on_terminal_match)." in rerun["context_hint"]
         )
         state = await tool(c, "get_run_state", {"run_id": rerun["run_id"]})
@@ -272,25 +277,28 @@ async def test_terminal_match_policies(mcp_server: ServeFn, client: Client) -> N
         assert rerun["next_actions"][0]["instruction"]["params"]["command"] == "assess"
         moved = await tool(c, "start_run", start)  # the key moved to the rerun
         assert (moved["run_id"], moved["deduped"]) == (rerun["run_id"], True)
-        assert moved["warnings"] == ["Idempotency key matched a run still in phase 'running'."]
+        assert moved["warnings"] == [
+            f"The idempotency_key matched run '{rerun['run_id']}', which is still open (phase "
+            "'running')."
+        ]
         assert moved["context_hint"].startswith(
-            f"Matched existing run '{rerun['run_id']}' (idempotent) in phase 'running'; no new "
-            "run created."
+            f"Run '{rerun['run_id']}' already holds this idempotency_key (phase 'running'); no "
+            "run was started."
         )
         live = await tool(c, "start_run", {**start, "on_live_match": "fail"})
         assert live["error_code"] == "STATE_RUN_ALREADY_ACTIVE"
         assert live["errors"] == [  # Realm's idempotency rule: the errors name that run
-            f"Idempotency key for workflow 'refund' is owned by an active run '{rerun['run_id']}' "
-            "(phase 'running')."
+            f"Run '{rerun['run_id']}' of workflow 'refund' still holds this idempotency_key "
+            "(phase 'running'); no run was started."
         ]
         await tool(c, "abandon_run", {"run_id": rerun["run_id"]})
         again = await tool(c, "start_run", {**start, "on_terminal_match": "rerun_if_failed"})
         assert (again["run_id"], again["deduped"]) == (rerun["run_id"], True)  # not failed
-        other = await tool(c, "start_run", {**start, "params": {"amount": 2}})  # Realm: a warning
+        other = await tool(c, "start_run", {**start, "params": {"amount": 2}})  # a warning only
         assert (other["run_id"], other["deduped"]) == (rerun["run_id"], True)
-        assert other["warnings"] == [  # start-run.ts, in its words
-            "Idempotency key matched an existing run created with different params; the "
-            "original run is returned unchanged (params not updated)."
+        assert other["warnings"] == [
+            "The idempotency_key matched a run that was started with other params; that run is "
+            "returned as it was, and the params of this call were not used."
         ]
 
 

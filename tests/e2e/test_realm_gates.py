@@ -1,7 +1,7 @@
 """Realm's human gates end to end over real HTTP: `confirm_required` with the gate's choices
 and claim token, an answer in time (`gate_claim.proof`), a wrong choice, and an answer after
 the gate's expiry (never recorded: `answer_recorded:false`, `winning_choice`, `resolved_by`,
-`overdue_ms`) — Realm's tool contract for human gates."""
+`overdue_ms`)."""
 
 from __future__ import annotations
 
@@ -67,14 +67,14 @@ async def test_gate_answered_in_time(mcp_server: ServeFn, client: Client) -> Non
         assert "agent_action" not in opened
         assert opened["stopped_step"] == "draft"
         assert opened["context_hint"] == (
-            f"Run is paused at gate '{gate['gate_id']}'. Available choices: pay, hold."
+            f"Gate '{gate['gate_id']}' waits for a person to pick one of: pay, hold."
         )
         assert gate["choices"] == ["pay", "hold"]
         assert gate["preview"] == {"n": 5}
         assert gate["display"] == "Pay it?"
         assert gate["agent_hint"] == "Show the amount to the person."
         assert "expires_at" in gate
-        answer = opened["next_actions"][0]  # pending.ts answerAction: the opening reply's
+        answer = opened["next_actions"][0]  # the opening reply's
         assert answer["instruction"]["tool"] == "submit_human_response"
         assert answer["instruction"]["call_with"] == {
             "run_id": opened["run_id"],
@@ -82,23 +82,21 @@ async def test_gate_answered_in_time(mcp_server: ServeFn, client: Client) -> Non
             "choice": "<pay|hold>",
             "claim_token": gate["claim_token"],  # only the opening reply passes it
         }
-        assert answer["orientation"] == (
-            f"Run is paused at gate '{gate['gate_id']}'. Available choices: pay, hold."
-        )
+        assert answer["orientation"] == opened["context_hint"]
         run = opened["run_id"]
         idle = await tool(c, "advance_run", {"run_id": run})  # Realm's advance_run
         assert (idle["status"], idle["context_hint"]) == (
             "ok",
-            f"Run '{run}': nothing ran. Waiting on the question on step 'draft' (choices: pay, "
-            "hold) — answer it with submit_human_response.",
+            f"Run '{run}': nothing ran. The gate of step 'draft' is still open (pay, hold); "
+            "submit_human_response answers it.",
         )
         assert "claim_token" not in idle["next_actions"][0]["instruction"]["params"]
         nameless = {"run_id": run, "gate_id": gate["gate_id"], "choice": "pay", "responded_by": ""}
         nobody = await tool(c, "submit_human_response", nameless)
         assert (nobody["error_code"], nobody["errors"]) == (
             "VALIDATION_ACTOR_INVALID",
-            ["responded_by: empty; nothing was recorded. Give a name of at most 200 characters "
-             "with no control characters, or leave it out."],
+            ["responded_by is empty, so nothing was recorded. Send a name of up to 200 "
+             "characters without control characters, or no responded_by at all."],
         )  # fmt: skip
         state = await tool(c, "get_run_state", {"run_id": run})  # the open question, named
         assert state["pending_gate"]["gate_id"] == gate["gate_id"]
@@ -123,7 +121,7 @@ async def test_gate_answered_in_time(mcp_server: ServeFn, client: Client) -> Non
         assert (stored["on_expiry"], stored["default_choice"]) == ("settle_default", "hold")
         early = await tool(c, "execute_step", {"run_id": run, "command": "paid"})
         assert (early["status"], early["agent_action"]) == ("blocked", "resolve_precondition")
-        assert "waits on the question on step 'draft' (choices: pay, hold)" in early["context_hint"]
+        assert "the gate of step 'draft' (pay, hold)" in early["context_hint"]
         assert early["blocked_reason"]["suggestion"] == (
             "Answer the open question first, as next_actions says."
         )
@@ -132,7 +130,7 @@ async def test_gate_answered_in_time(mcp_server: ServeFn, client: Client) -> Non
             c, "submit_human_response", {"run_id": run, "gate_id": gate["gate_id"], "choice": "x"}
         )
         assert bad["error_code"] == "VALIDATION_INPUT_SCHEMA"
-        assert bad["errors"] == ["Choice 'x' is not valid. Expected one of: pay, hold"]
+        assert bad["errors"] == ["'x' is not a choice of this gate; its choices are: pay, hold"]
         assert bad["command"] == "draft"  # Realm's contract: an answer's reply names the step
         wrong = await tool(
             c, "submit_human_response", {"run_id": run, "gate_id": "g9", "choice": "pay"}
@@ -141,19 +139,19 @@ async def test_gate_answered_in_time(mcp_server: ServeFn, client: Client) -> Non
             "submit_gate", "STATE_BLOCKED", "resolve_precondition",
         )  # fmt: skip
         assert wrong["context_hint"] == (
-            "Gate 'g9' is not the open gate and matches no committed resolution. The open "
-            f"question is on step 'draft' (gate '{gate['gate_id']}') — answer it as next_actions "
-            "says."
+            "'g9' is neither this run's open gate nor one it has answered. The open gate is the "
+            f"one of step 'draft' (gate '{gate['gate_id']}'); answer it as next_actions shows."
         )
         held = await tool(c, "abandon_run", {"run_id": run})  # Realm: a gate holds the run
         assert held["error_code"] == "STATE_TRANSITION_DENIED"
         assert held["errors"] == [
-            f"Run '{run}' is waiting on human gate 'draft' (gate '{gate['gate_id']}'); answer it "
-            f"before abandoning. Answer it: submit_human_response {{run_id: '{run}', gate_id: "
-            f"'{gate['gate_id']}', choice: <one of: pay, hold>}}."
+            f"Run '{run}' cannot be abandoned while the gate of step 'draft' (gate "
+            f"'{gate['gate_id']}') waits for an answer. Answer it first: submit_human_response "
+            f"{{run_id: '{run}', gate_id: '{gate['gate_id']}', choice: <one of: pay, hold>}}."
         ]
         assert held["context_hint"] == (
-            f"Run '{run}' is waiting on a human gate; resolve it before abandoning."
+            f"Run '{run}' waits for a person's answer at a gate; answer it before abandoning the "
+            "run."
         )
         args = {"run_id": run, "gate_id": gate["gate_id"], "choice": "pay"}
         ok = await tool(c, "submit_human_response", {**args, "claim_token": gate["claim_token"]})
@@ -182,8 +180,8 @@ async def test_gate_answered_in_time(mcp_server: ServeFn, client: Client) -> Non
         assert other["error_code"] == "STATE_BLOCKED"
         assert other["agent_action"] == "report_to_user"
         assert other["errors"] == [
-            f"Gate '{gate['gate_id']}' was already resolved with choice 'pay' — your choice "
-            "'hold' was not recorded."
+            f"Your choice 'hold' was not recorded: gate '{gate['gate_id']}' had already been "
+            "answered with 'pay'."
         ]
 
 
@@ -201,16 +199,16 @@ async def test_gate_answered_after_its_expiry(mcp_server: ServeFn, client: Clien
         assert late["error_code"] == "STATE_BLOCKED"
         assert late["error_details"] == {"winning_choice": "hold", "resolved_by": "timeout"}
         assert late["errors"] == [  # Realm: an earlier call carried the expiry out
-            f"Gate '{gate_id}' was settled by timeout with choice 'hold' — your choice 'pay' was "
-            "not recorded."
+            f"Your choice 'pay' was not recorded: gate '{gate_id}' had run out of time and took "
+            "its default, 'hold'."
         ]
         same = await tool(c, "submit_human_response", {**args, "choice": "hold"})
         assert (same["status"], same["command"]) == ("ok", "draft")
         assert same["answer_recorded"] is False
         assert same["error_details"]["winning_choice"] == "hold"
         assert same["context_hint"] == (
-            "the outcome matches your choice, but it was settled by timeout; your response was "
-            "not recorded."
+            "The gate's time ran out before your answer came, and its default is the choice you "
+            "sent: the default was recorded, not your answer."
         )
         state = await tool(c, "get_run_state", {"run_id": run})
         assert state["run_phase"] == "aborted"  # the guard read draft.choice == 'hold'
@@ -317,7 +315,8 @@ async def test_a_prompt_and_a_gate_message_reach_the_agent_rendered(
             "GATE_MESSAGE_UNRESOLVABLE", "sign_off",
         )  # fmt: skip
         assert failed["errors"] == [
-            "gate.message has unresolvable references: context.resources.compose.detail"
+            "gate.message refers to something the run does not have: "
+            "context.resources.compose.detail"
         ]
         state = await tool(c, "get_run_state", {"run_id": run})  # the run stays open
         assert (state["run_phase"], state["completed_steps"]) == ("running", ["compose"])
@@ -383,7 +382,5 @@ async def test_list_workflows_names_the_protocol_files_it_could_not_read(
     (entry,) = listed["unreadable"]
     assert (entry["file"], entry["class"]) == ("services-block.yaml", "parse")
     assert "'services' is outside Tether's subset" in entry["reason"]
-    assert listed["warnings"] == [
-        "1 registered workflow copy could not be read — see 'unreadable'."
-    ]
-    assert "Do not create a workflow to replace one listed there" in listed["hint"]
+    assert listed["warnings"] == ["1 workflow file could not be loaded; 'unreadable' lists it."]
+    assert "Do not stand in for one of them with create_workflow" in listed["hint"]

@@ -1,5 +1,5 @@
-"""`tether runs resume RUN --from STEP`, the way back into a failed protocol run that Realm's
-replies name: a new run keeps the answers recorded before STEP and goes on from STEP."""
+"""`tether runs resume RUN --from STEP`, the way back into a failed protocol run that the
+protocol's replies name: a new run keeps the answers recorded before STEP and goes on from STEP."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ async def test_a_failed_auto_step_is_resumed_from_the_step_the_reply_names(
         assert (failed["run_phase"], failed["agent_action"]) == ("failed", "stop")
         assert failed["error_code"] == "ENGINE_HANDLER_FAILED"  # Realm: a handler raised
         assert failed["stopped_step"] == "pay"  # the answer was recorded; pay stopped the call
-        assert failed["errors"] == ["Handler 'pay' threw: the bank is closed"]
+        assert failed["errors"] == ["Handler 'pay' raised: the bank is closed"]
         command = f"tether runs resume {run} --from pay"
         assert failed["context_hint"].endswith(command), failed["context_hint"]
         ended = await tool(c, "get_run_state", {"run_id": run})

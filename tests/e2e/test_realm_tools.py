@@ -1,6 +1,6 @@
 """Realm's step-protocol tools end to end over real HTTP: an agent run with a refused then
 accepted answer, an auto chain, a guard that aborts, abandon_run, the same run read through
-tasks/get, and parameter refusals as JSON-RPC -32602 (Realm's tool contract)."""
+tasks/get, and parameter refusals as JSON-RPC -32602."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ async def test_agent_run_refused_then_accepted_auto_chain_and_tasks_get(
         listed = await tool(c, "list_workflows", {})
         assert listed["workflows"] == [{"id": "refund", "name": "Refund review", "version": 1}]
         assert listed["hint"] == (  # Realm's hint when create_workflow is not served
-            "Call get_workflow_protocol with a workflow_id before calling start_run."
+            "Read a workflow's brief with get_workflow_protocol before you call start_run on it."
         )
         started = await tool(c, "start_run", {"workflow_id": "refund", "params": {"amount": 3}})
         assert started["status"] == "ok"
@@ -91,9 +91,9 @@ async def test_agent_run_refused_then_accepted_auto_chain_and_tasks_get(
         task = await c.result("tasks/get", {"taskId": run}, capabilities=TASKS_ONLY)
         assert task["status"] in ("working", "input_required")
         early = await tool(c, "execute_step", {"run_id": run, "command": "confirm"})
-        assert early["context_hint"] == (  # pending.ts notCallableReason, then what comes next
-            "Step 'confirm' cannot be called now: its dependencies are not settled "
-            "('only_low_risk'). Ready for the agent: 'assess'."
+        assert early["context_hint"] == (  # then what comes next
+            "Step 'confirm' cannot be called now: it waits for 'only_low_risk' to finish. "
+            "Steps for the agent: 'assess'."
         )
 
         refused = await tool(
@@ -103,8 +103,8 @@ async def test_agent_run_refused_then_accepted_auto_chain_and_tasks_get(
         assert refused["error_code"] == "VALIDATION_OUTPUT_SCHEMA"
         assert refused["agent_action"] == "provide_input"
         assert (refused["errors"], refused["context_hint"]) == (  # Realm's refused answer
-            ["Output validation failed for step 'assess'"],
-            "Error during 'assess'. Run phase: 'running'.",
+            ["The answer for step 'assess' does not fit its output_schema"],
+            "Step 'assess' refused the answer; the run is still running.",
         )
         assert refused["run_version"] == started["run_version"]  # refused: nothing changed
 
@@ -116,13 +116,13 @@ async def test_agent_run_refused_then_accepted_auto_chain_and_tasks_get(
         assert done["guards"] == [{"step": "only_low_risk", "outcome": "pass"}]
         assert done["next_actions"][0]["instruction"]["params"]["command"] == "confirm"
         assert done["run_version"] > started["run_version"]
-        # execution-loop.ts: the last step the call completed, then what comes next
-        assert done["context_hint"] == "Step 'score' completed. Ready for the agent: 'confirm'."
+        # the last step the call completed, then what comes next
+        assert done["context_hint"] == "Step 'score' is done. Steps for the agent: 'confirm'."
         assert done["next_actions"][0]["human_readable"] == (
-            "Execute step 'confirm': Write the confirmation"
+            "Do step 'confirm' with execute_step: Write the confirmation"
         )
         idle = await tool(c, "advance_run", {"run_id": run})  # nothing owed: never an error
-        assert idle["context_hint"] == f"Run '{run}': nothing ran. Ready for the agent: 'confirm'."
+        assert idle["context_hint"] == f"Run '{run}': nothing ran. Steps for the agent: 'confirm'."
 
         again = await tool(
             c, "execute_step", {"run_id": run, "command": "assess", "params": {"risk": "low"}}
@@ -130,7 +130,7 @@ async def test_agent_run_refused_then_accepted_auto_chain_and_tasks_get(
         assert again["status"] == "blocked"
         assert again["blocked_reason"]["eligible_steps"] == ["confirm"]
         assert again["context_hint"] == (
-            "Step 'assess' cannot be called now: it has already completed. Ready for the agent: "
+            "Step 'assess' cannot be called now: it is done already. Steps for the agent: "
             "'confirm'."
         )
         assert again["stopped_step"] == "assess"
@@ -171,16 +171,16 @@ async def test_guard_aborts_and_abandon(mcp_server: ServeFn, client: Client) -> 
         assert terminal["error_code"] == "STATE_RUN_TERMINAL"
         assert "run_version" not in terminal
         assert terminal["errors"] == [
-            f"Run '{run}' is already terminal (aborted); cannot abandon a finished run."
+            f"Run '{run}' has already ended (aborted); there is nothing to abandon."
         ]
-        assert terminal["context_hint"] == f"Run '{run}' is already terminal; nothing to abandon."
+        assert terminal["context_hint"] == f"Run '{run}' has already ended; nothing to abandon."
 
         other = await tool(c, "start_run", {"workflow_id": "refund", "params": {"amount": 1}})
         gone = await tool(c, "abandon_run", {"run_id": other["run_id"], "reason": "no longer"})
         kill = (  # Realm's abandon_run: the summary alone, with its note
-            "abandon is a kill — declared finalizers (if any) did NOT run and will not for this "
-            "run. The graceful path is the workflow's own guard step (abort_unless), which runs "
-            "them; there is no operator abort command."
+            "Abandoning stops the run where it stands: its finalizers, if it has any, did not "
+            "run and never will. A run that should end with its finalizers is ended by one of "
+            "its own guard steps (abort_unless); operators have no abort command."
         )
         assert gone == {
             "run_id": other["run_id"],
@@ -203,7 +203,8 @@ async def test_refusals(mcp_server: ServeFn, client: Client) -> None:
         bad = await tool(c, "start_run", {"workflow_id": "refund", "params": {}})
         assert (bad["error_code"], bad["run_id"]) == ("VALIDATION_INPUT_SCHEMA", "")
         assert bad["errors"] == [  # Realm's params check, in Ajv's words
-            "Invalid params for workflow 'refund': (root) must have required property 'amount'"
+            "The params do not fit the params_schema of workflow 'refund': (root) must have "
+            "required property 'amount'"
         ]
         missing = await tool(c, "start_run", {"workflow_id": "nope"})
         assert missing["error_code"] == "STATE_WORKFLOW_NOT_FOUND"
@@ -232,7 +233,8 @@ async def test_an_unknown_workflow_is_refused_in_the_words_agents_match(
     mcp_server: ServeFn, client: Client
 ) -> None:
     """An unknown workflow id: the hint `Workflow '<id>' not found.` and the error
-    `Workflow not found: <id>` (Realm's fixed wording), from every tool that takes one."""
+    `Workflow not found: <id>` (the fixed wording clients match), from every tool that takes
+    one."""
     async with mcp_server(build_app()) as url:
         c = client(url)
         for name, args in (
@@ -268,7 +270,7 @@ async def test_an_auto_step_past_its_timeout_fails_the_run(
         started = await tool(client(url), "start_run", {"workflow_id": "slow"})
         assert (started["status"], started["run_phase"]) == ("error", "failed"), started
         assert (started["error_code"], started["stopped_step"]) == ("STEP_TIMEOUT", "fetch")
-        assert started["errors"] == ["Step 'fetch' timed out after 1000ms"]
+        assert started["errors"] == ["Step 'fetch' ran past its limit of 1000ms"]
         assert started["agent_action"] == "stop"
 
 
@@ -307,7 +309,7 @@ steps:
 async def test_refused_answers_are_counted_up_to_the_step_budget(
     mcp_server: ServeFn, client: Client
 ) -> None:
-    """Realm's agent-step controls: each refusal is counted (`rejections`/`threshold`, Ajv errors);
+    """Each refusal is counted (`rejections`/`threshold`, Ajv errors);
     at the threshold `mode: fail` ends the run (VALIDATION_EXHAUSTED, stop) and `mode: default`
     completes the step with its default_output."""
     app = App("realm-budget")
@@ -350,11 +352,9 @@ async def test_refused_answers_are_counted_up_to_the_step_budget(
         assert (second["status"], second["error_code"]) == ("error", "VALIDATION_EXHAUSTED")
         assert (second["run_phase"], second["agent_action"]) == ("failed", "stop")
         assert second["stopped_step"] == "summarise"
-        assert second["context_hint"] == "Step 'summarise' failed. Run is terminated."
+        assert second["context_hint"] == "Step 'summarise' failed, and the run has ended."
         assert second["error_details"]["last_ajv_errors"][0]["keyword"] == "minLength"
-        assert second["errors"] == [
-            "Step 'summarise' exhausted its validation-rejection budget (2/2)"
-        ]
+        assert second["errors"] == ["Step 'summarise' refused 2 answers, its limit of 2"]
         state = await tool(c, "get_run_state", {"run_id": run})
         assert (state["run_phase"], state["terminal_state"]) == ("failed", True)
         assert state["failed_steps"] == ["summarise"]
@@ -381,8 +381,8 @@ async def test_refused_answers_are_counted_up_to_the_step_budget(
         assert defaulted["settled_by_default"] is True
         assert defaulted["defaulted_steps"] == ["guess"]
         assert defaulted["warnings"] == [
-            "Step 'guess' settled with its declared default_output after 1 schema rejection(s) "
-            "(validation_exhaustion.mode: 'default')"
+            "Step 'guess' took its default_output after 1 refused answers "
+            "(validation_exhaustion.mode: default)."
         ]
 
 
@@ -405,7 +405,7 @@ steps:
 async def test_a_missing_handler_leaves_the_run_open_until_advance_run_finds_it(
     mcp_server: ServeFn, client: Client
 ) -> None:
-    """Realm's step kinds: a step whose handler this server lacks "cannot run here (capability)";
+    """A step whose handler this server lacks "cannot run here (capability)";
     the reply is ok and the run stays open; advance_run runs it once the handler is there."""
     app = App("realm-lacking")
     app.protocol(LACKING)
@@ -420,15 +420,15 @@ async def test_a_missing_handler_leaves_the_run_open_until_advance_run_finds_it(
         started = await tool(c, "start_run", {"workflow_id": "lacking"})
         assert (started["status"], started["run_phase"]) == ("ok", "running"), started
         assert started["next_actions"] == []
-        assert started["context_hint"].endswith(  # pending.ts cannotRunClause
-            "'fetch' cannot run here (capability): handler 'fetch_it' is not registered here — "
-            "load the missing extension, or run the step on a runner that has it."
+        assert started["context_hint"].endswith(
+            "'fetch' cannot run here (capability): this server has no handler 'fetch_it' — "
+            "register the handler here, or let a server that has it run the step."
         )
         assert started["warnings"] == [  # reached: blocked, in place of its pre-flight warning
-            "Step 'fetch' is blocked: its handler 'fetch_it' is not registered in this runner. "
-            "The run is NOT terminated — the step remains eligible, so a runner that provides "
-            "this handler can execute it. Provision this runner (or re-run on a capable one), "
-            "then follow next_actions."
+            "Step 'fetch' is waiting: this server has no handler 'fetch_it'. The run is still "
+            "open and the step can still run; a server that has the handler runs it on "
+            "advance_run. Register the handler here, or use such a server, then follow "
+            "next_actions."
         ]
         run = started["run_id"]
         state = await tool(c, "get_run_state", {"run_id": run})
@@ -438,7 +438,7 @@ async def test_a_missing_handler_leaves_the_run_open_until_advance_run_finds_it(
                 "step": "fetch",
                 "runnable_here": False,
                 "refused_by": "capability",
-                "refusal": "handler 'fetch_it' is not registered here",
+                "refusal": "this server has no handler 'fetch_it'",
                 "basis": "registry",
             }
         ]
@@ -453,9 +453,7 @@ async def test_a_missing_handler_leaves_the_run_open_until_advance_run_finds_it(
                 "evidence": {**need, "code": code},
             }
         ]
-        assert state["warnings"] == [
-            "this run has 1 active run-health finding(s) — see 'run_health' for detail."
-        ]
+        assert state["warnings"] == ["1 run_health finding(s) on this run; see 'run_health'."]
         still = await tool(c, "advance_run", {"run_id": run})  # still lacking: nothing ran
         assert (still["status"], still["run_phase"]) == ("ok", "running")
         assert "cannot run here (capability)" in still["context_hint"]
@@ -471,16 +469,18 @@ async def test_a_missing_handler_leaves_the_run_open_until_advance_run_finds_it(
         refused = await tool(c, "start_run", {"workflow_id": "unfit"})  # its input, refused
         assert (refused["status"], refused["run_phase"]) == ("ok", "running")
         assert refused["context_hint"].endswith(  # then the way out: nothing else can go on
-            "'fetch' cannot run (input_schema): Invalid input for step 'fetch': the input must "
-            "have required property 'n'. Correct the workflow and register it again, then call "
-            "advance_run; or end the run with abandon_run."
+            "'fetch' cannot run (input_schema): the input built for step 'fetch' does not fit its "
+            "input_schema: the input must have required property 'n'. The run cannot go on as "
+            "its workflow stands: fix the workflow, register it again and call advance_run, or "
+            "end the run with abandon_run."
         )
         state = await tool(c, "get_run_state", {"run_id": refused["run_id"]})
         assert (state["next_actions_status"], state["next_actions"]) == ("ok", [])
         assert [(e["refused_by"], e["refusal"]) for e in state["engine_runnable"]] == [
             (
                 "input_schema",
-                "Invalid input for step 'fetch': the input must have required property 'n'",
+                "the input built for step 'fetch' does not fit its input_schema: the input must "
+                "have required property 'n'",
             )
         ]
         assert "run_health" not in state and "capability_blocks" not in state
@@ -508,7 +508,7 @@ class RateLimited(Exception):
 async def test_retry_retries_only_errors_marked_retryable(
     mcp_server: ServeFn, client: Client, fails: int, error: type[Exception]
 ) -> None:
-    """Realm's handlers: a `retry` block tries again only after an error marked retryable; after
+    """A `retry` block tries again only after an error marked retryable; after
     the last try the step fails with STEP_RETRY_EXHAUSTED; an ordinary error is not retried."""
     calls: list[int] = []
     app = App(f"realm-flaky-{fails}-{error.__name__}")
@@ -530,18 +530,19 @@ async def test_retry_retries_only_errors_marked_retryable(
                 1,
                 "failed",
                 "ENGINE_HANDLER_FAILED",
-                ["Handler 'fetch' threw: rate limited"],
+                ["Handler 'fetch' raised: rate limited"],
             )
         elif fails == 2:
             assert got == (3, "completed", None, [])
         else:
             assert got == (
-                3, "failed", "STEP_RETRY_EXHAUSTED", ["Step 'fetch' failed after 3 attempts"],
+                3, "failed", "STEP_RETRY_EXHAUSTED",
+                ["Step 'fetch' failed on each of its 3 attempts"],
             )  # fmt: skip
 
 
 async def test_retry_total_timeout_stops_the_retries(mcp_server: ServeFn, client: Client) -> None:
-    """Realm's retry timeouts: with a 600 ms wait and `total_timeout_seconds: 1`, a third try
+    """With a 600 ms wait and `total_timeout_seconds: 1`, a third try
     could not start within the limit: the step fails after 2 attempts (of 5)."""
     calls: list[int] = []
     app = App("realm-flaky-total")
@@ -562,4 +563,4 @@ async def test_retry_total_timeout_stops_the_retries(mcp_server: ServeFn, client
         assert (len(calls), started["run_phase"], started.get("error_code")) == (
             2, "failed", "STEP_RETRY_EXHAUSTED",
         )  # fmt: skip
-        assert started["errors"] == ["Step 'fetch' failed after 2 attempts"]
+        assert started["errors"] == ["Step 'fetch' failed on each of its 2 attempts"]

@@ -1,4 +1,4 @@
-"""`create_workflow` plans, against Realm's guide (agent-created-workflows.md)."""
+"""`create_workflow` plans: what is kept, what is left out and reported, what is refused."""
 
 from __future__ import annotations
 
@@ -101,25 +101,25 @@ def test_fields_outside_the_plan_are_left_out_and_reported() -> None:
         ("removed_field", "steps[0].timeout_seconds"),
     ]
     assert "data.workflow_id" in diagnostics[0].message
-    assert "belongs under metadata" in diagnostics[1].message
+    assert "it goes under metadata" in diagnostics[1].message
 
 
 @pytest.mark.parametrize(
     ("plan", "kind", "path", "words"),
     [
-        ({"steps": []}, InvalidValue, "steps", "at least 1 element"),
-        ({}, InvalidValue, "steps", "at least 1 element"),
+        ({"steps": []}, InvalidValue, "steps", "at least one step"),
+        ({}, InvalidValue, "steps", "at least one step"),
         (
             {"steps": [{"id": "a", "description": "A"}, {"id": "a", "description": "B"}]},
             InvalidValue,
             "steps[1].id",
-            "Duplicate step id: 'a'",
+            "step id 'a' is used twice",
         ),
         (
             {"steps": [{"id": "a", "description": "A", "depends_on": ["zzz"]}]},
             InvalidValue,
             "steps[0].depends_on",
-            "Step 'a': depends_on references unknown step 'zzz'",
+            "step 'a': depends_on names 'zzz', which is not in the plan",
         ),
         (
             {
@@ -130,13 +130,13 @@ def test_fields_outside_the_plan_are_left_out_and_reported() -> None:
             },
             InvalidValue,
             "steps[0].depends_on",
-            "earlier in the list",
+            "only steps listed before it",
         ),
         (
             {"steps": [{"id": "a", "description": "A", "input_schema": {"type": "strin"}}]},
             InvalidValue,
             "steps[0].input_schema",
-            "not a valid JSON Schema",
+            "not a usable JSON Schema",
         ),
         (
             {"steps": [{"id": "a", "description": "A", "input_schema": {"format": "date"}}]},
@@ -171,7 +171,12 @@ def test_fields_outside_the_plan_are_left_out_and_reported() -> None:
             "metadata",
             "object",
         ),
-        ({"extensions": "./r.mjs", "steps": []}, UnknownField, "extensions", "not supported"),
+        (
+            {"extensions": "./r.mjs", "steps": []},
+            UnknownField,
+            "extensions",
+            "takes no 'extensions'",
+        ),
     ],
 )
 def test_refused_plans(

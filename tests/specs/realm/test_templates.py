@@ -1,4 +1,4 @@
-"""Template expressions against Realm's documented results (input-map-and-templates.md)."""
+"""Template expressions: paths, filters and their documented results."""
 
 from __future__ import annotations
 
@@ -79,14 +79,14 @@ def test_filters(expr: str, result: str) -> None:
 def test_a_gate_message_is_strict() -> None:
     with pytest.raises(Unresolvable, match=r"context\.resources\.order\.customer\.city"):
         render_strict("{{ context.resources.order.customer.city }}", PARAMS, OUTPUTS)
-    with pytest.raises(UnknownFilter, match="unknown filter 'shout'"):
+    with pytest.raises(UnknownFilter, match="filter that does not exist: 'shout'"):
         render_strict("{{ run.params.sku | shout }}", PARAMS, OUTPUTS)
     with pytest.raises(Unresolvable):  # workflow.context is outside the subset
         render_strict("{{ workflow.context.glossary }}", PARAMS, OUTPUTS)
 
 
 def test_from_now_counts_back_or_forward_in_the_largest_whole_unit() -> None:
-    """input-map-and-templates.md: `s.when | from_now` gave `246 days ago` (on 1 Oct 2026 for
+    """`s.when | from_now` gave `246 days ago` (on 1 Oct 2026 for
     2026-01-28T14:05:00Z); the text is counted from now."""
     now = datetime.now(UTC)
     cases = {

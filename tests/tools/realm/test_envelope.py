@@ -1,5 +1,4 @@
-"""The reply envelope's presence rules, statuses and actions (seeds/realm-mcp-tools.md "The
-reply"; spec/REALM-PROTOCOL.md §2-§3)."""
+"""The reply envelope's presence rules, statuses and actions."""
 
 from __future__ import annotations
 
@@ -39,7 +38,7 @@ BLOCKED = {"eligible_steps": [], "suggestion": "No other step can be called now.
     ],
 )
 def test_each_status_writes_the_fields_always_present(status: Any, extra: dict[str, Any]) -> None:
-    """Every reply of the shared shape carries the ten fields always present (seed table)."""
+    """Every reply of the shared shape carries the ten fields always present."""
     wire = Reply("s", "r1", status, "hint", run_version=3, extra=extra).to_wire()
     assert set(wire) >= ALWAYS
     assert set(wire) - ALWAYS == set(extra)
@@ -65,8 +64,10 @@ def test_each_status_writes_the_fields_always_present(status: Any, extra: dict[s
         ("error", {"agent_action": "retry"}),
     ],
 )
-def test_combinations_the_seed_rules_out_are_refused(status: Any, extra: dict[str, Any]) -> None:
-    """A reply the seed's presence rules forbid cannot be built."""
+def test_combinations_the_presence_rules_forbid_are_refused(
+    status: Any, extra: dict[str, Any]
+) -> None:
+    """A reply the presence rules forbid cannot be built."""
     with pytest.raises(ValueError):
         Reply("s", "r1", status, "hint", extra=extra)
 
@@ -113,7 +114,7 @@ def test_empty_optional_fields_are_left_out() -> None:
     ],
 )
 def test_each_code_has_its_documented_action(code: str, action: str) -> None:
-    """Codes by action (digest §3)."""
+    """Each error code's default agent_action."""
     assert action_for(code) == action
 
 
@@ -128,7 +129,7 @@ def test_reply_overrides() -> None:
 
 
 def test_next_actions_put_advance_run_last() -> None:
-    """An advance_run entry comes last (digest §1)."""
+    """An advance_run entry comes last."""
     entries = [
         envelope.advance_action("r", ["score"]),
         envelope.step_action("r", "draft", description="D", input_schema=None, prompt="W"),
@@ -137,7 +138,7 @@ def test_next_actions_put_advance_run_last() -> None:
     wire = Reply("start_run", "r", "ok", "h", next_actions=entries).to_wire()
     tools = [a["instruction"]["tool"] for a in wire["next_actions"]]
     assert tools == ["execute_step", "submit_human_response", "advance_run"]
-    assert wire["evidence"] == []  # Realm's evidence is a list, empty in MCP replies
+    assert wire["evidence"] == []  # a list, always empty in these replies
 
 
 SCHEMA = {
@@ -153,10 +154,9 @@ SCHEMA = {
 }
 
 
-def test_a_step_entry_is_realms() -> None:
-    """tools.md "An entry of next_actions" (Realm's buildAgentAction): call_with's params are
-    a skeleton of the step's input_schema (required properties, `<a|b>` for an enum);
-    input_schema and prompt only when the step declares them."""
+def test_a_step_entry_carries_a_skeleton_of_its_input_schema() -> None:
+    """call_with's params are a skeleton of the step's input_schema (required properties,
+    `<a|b>` for an enum); input_schema and prompt only when the step declares them."""
     entry = envelope.step_action(
         "r", "classify", description="Classify it.", input_schema=SCHEMA, prompt=None
     )
@@ -176,39 +176,41 @@ def test_a_step_entry_is_realms() -> None:
             },
         },
         "input_schema": SCHEMA,
-        "human_readable": "Execute step 'classify': Classify it.",
-        "orientation": "Run is active. Next step ready: 'classify'.",
+        "human_readable": "Do step 'classify' with execute_step: Classify it.",
+        "orientation": "The run is open; step 'classify' is ready for you.",
     }
     bare = envelope.step_action("r", "draft", description="D", input_schema=None, prompt="p")
     assert bare["instruction"]["call_with"]["params"] == {}
     assert "input_schema" not in bare and bare["prompt"] == "p"
 
 
-def test_the_answer_and_advance_entries_are_realms() -> None:
-    """pending.ts answerAction and the advance act: `<a|b>`, the claim token only when given."""
+def test_the_answer_and_advance_entries_name_their_choices_and_steps() -> None:
+    """The answer entry: `<a|b>`, the claim token only when given; the advance entry: the
+    steps it runs."""
     token = "t"  # noqa: S105 — a test claim token
     opening = envelope.gate_action(
         "r", "g1", "ship", ["yes", "no"], claim_token=token, gate_reply=True
     )
     assert opening["instruction"]["params"] == {"run_id": "r", "gate_id": "g1", "claim_token": "t"}
     assert opening["instruction"]["call_with"]["choice"] == "<yes|no>"
-    assert opening["orientation"] == "Run is paused at gate 'g1'. Available choices: yes, no."
+    assert opening["orientation"] == "Gate 'g1' waits for a person to pick one of: yes, no."
     assert opening["human_readable"].endswith(
-        "passing claim_token back unchanged — it shows that this answer comes from the "
-        "conversation that opened the question."
+        "using call_with as it stands: its claim_token shows the answer comes from the "
+        "conversation the gate was opened in."
     )
     other = envelope.gate_action("r", "g1", "ship", ["yes", "no"])
     assert other["human_readable"].startswith(
-        "Human review required for step 'ship'. Ask the user to choose one of: yes, no, then "
+        "A person decides step 'ship': ask them to pick one of yes, no and send it with "
     )
     assert "claim_token" not in other["instruction"]["call_with"]
     owed = envelope.advance_action("r", ["check", "score"])
     assert owed["human_readable"] == (
-        "Call advance_run to run the steps the engine owes: 'check', 'score'. It runs them with "
-        "this server's extensions and environment until a step opens a question, fails or ends "
-        "the run."
+        "Call advance_run: the engine runs 'check', 'score' with this server's handlers, going "
+        "on until a step asks a question, fails or ends the run."
     )
-    assert owed["orientation"] == "Run is active. Engine work is owed: 'check', 'score'."
+    assert owed["orientation"] == (
+        "The run is open and the engine has work to do: 'check', 'score'."
+    )
 
 
 def test_refusal_takes_its_codes_action_and_names_the_error() -> None:

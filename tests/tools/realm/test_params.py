@@ -1,4 +1,5 @@
-"""Parameter handling exactly as the seed's "Calling a tool"."""
+"""Parameter handling: what the MCP layer refuses, and what is ignored (with or without a
+warning)."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ from tether.tools.realm import params
 def test_missing_or_wrong_typed_required_is_invalid_params(
     tool: str, args: dict[str, Any], problem: str
 ) -> None:
-    """A missing required parameter or a wrong type is -32602, in the seed's words."""
+    """A missing required parameter or a wrong type is -32602, in the MCP layer's words."""
     with pytest.raises(InvalidParams) as caught:
         params.checked(tool, args)
     assert caught.value.code == codes.INVALID_PARAMS
@@ -68,17 +69,18 @@ def test_three_tools_name_what_they_ignored(tool: str) -> None:
     args = {p.name: _valid(p) for p in params.TOOLS[tool] if p.required}
     known, warnings = params.checked(tool, {**args, "extra_thing": 1})
     assert known == args
-    assert warnings == [f"{tool}: unknown argument 'extra_thing' was ignored."]
+    assert warnings == [f"{tool} takes no argument 'extra_thing'; it was ignored."]
 
 
 def test_an_answer_names_the_argument_it_meant() -> None:
-    """submit-human-response.ts: `claimToken` and `token` are answered with `claim_token`."""
+    """`claimToken` and `token` are answered with `claim_token`."""
     args = {"run_id": "r", "gate_id": "g", "choice": "c"}
     _, warnings = params.checked("submit_human_response", {**args, "claimToken": "t", "gateID": 1})
     assert warnings == [
-        "submit_human_response: unknown argument 'claimToken' was ignored — did you mean "
-        "'claim_token'?",
-        "submit_human_response: unknown argument 'gateID' was ignored — did you mean 'gate_id'?",
+        "submit_human_response takes no argument 'claimToken'; it was ignored. The argument it "
+        "takes is 'claim_token'.",
+        "submit_human_response takes no argument 'gateID'; it was ignored. The argument it "
+        "takes is 'gate_id'.",
     ]
 
 

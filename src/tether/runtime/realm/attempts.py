@@ -1,14 +1,14 @@
 """Whether and how often an `auto` step is tried (pure but for the recorded looks).
 
 - `capable`: the step runs only once the process has its handler and the input its
-  `input_map` builds fits its `input_schema` (Realm's checks before a step is claimed). Until
+  `input_map` builds fits its `input_schema` (the checks before a step is claimed). Until
   then it "cannot run here (capability)" or "cannot run (input_schema)": each look is a
   recorded call, then the run waits on signal `realm.capability.<step>`, which `advance_run`
   sends to look again.
 - `retry_of`: the step's `retry` block as a `RetryPolicy`, and which errors it retries: only an
   error marked retryable (an exception whose `retryable` attribute is True, raised by the
   handler: `marked` wraps it as `RetryableFailure`), and a timed-out attempt when
-  `retry.on_timeout` is set. Realm retries nothing else.
+  `retry.on_timeout` is set. Nothing else is retried.
 """
 
 from __future__ import annotations
@@ -64,24 +64,26 @@ async def refusal(
 ) -> str | None:
     """Why the auto step cannot run (None: it can)."""
     if step.handler not in handlers:
-        return f"here (capability): handler '{step.handler}' is not registered here"
+        return f"here (capability): this server has no handler '{step.handler}'"
     if step.spec.input_schema is None:
         return None
     given = templates.resolve_input_map(step.spec.input_map, params, outputs)
     found = validate_payload(step.spec.input_schema, given if step.spec.input_map else params)
     if not found:
         return None
-    return f"(input_schema): Invalid input for step '{step.id}': {_first(found[0])}"
+    return (
+        f"(input_schema): the input built for step '{step.id}' does not fit its input_schema: "
+        f"{_first(found[0])}"
+    )
 
 
 def _first(v: Violation) -> str:
-    """Realm's refusal (pending.ts `withFirstValidationMessage`): the field the first violation
-    names (`the input` at the root, else `'a.b'`) and its message; a property the schema does
-    not allow is named itself (`'<p>' is not allowed`)."""
+    """The first violation: the field it names (`the input` at the root, else `'a.b'`) and its
+    message; a property the schema does not allow is named itself."""
     segments = [p for p in v.instance_path.split("/") if p]
     extra = v.params.get("additionalProperty")
     if v.keyword == "additionalProperties" and isinstance(extra, str):
-        return f"'{'.'.join([*segments, extra])}' is not allowed"
+        return f"'{'.'.join([*segments, extra])}' is not a property the schema allows"
     name = f"'{'.'.join(segments)}'" if segments else "the input"
     return f"{name} {v.message}"
 

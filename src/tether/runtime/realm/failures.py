@@ -64,7 +64,7 @@ def exhausted_marker(response: Any, by: str | None) -> str | None:
 
 def left_pending(handler: str) -> dict[str, str]:
     """What a finalizer whose handler this process lacks records: it is left pending."""
-    return {CLEANUP_PENDING: f"handler '{handler}' is not registered here"}
+    return {CLEANUP_PENDING: f"this server has no handler '{handler}'"}
 
 
 def is_left_pending(name: str, result: Any) -> bool:

@@ -1,7 +1,7 @@
 """The nested blocks of a step: schemas, `gate`, `retry` and `validation_exhaustion`.
 
-Where Realm accepts a setting and only warns (an unknown `gate` or `retry` key, an `on_expiry`
-without a time limit, …), the setting is reported as a `Diagnostic` and has no effect.
+A setting that is accepted with a warning (an unknown `gate` or `retry` key, an `on_expiry`
+without a time limit, …) is reported as a `Diagnostic` and has no effect.
 """
 
 from __future__ import annotations
@@ -60,13 +60,13 @@ def schema(node: yaml.Node, at: At) -> Schema:
 
 
 def _unknown(fields: Fields, report: Report, block: str, known: tuple[str, ...]) -> None:
-    """Realm ignores an unknown key in `gate` / `retry` with a warning; so does Tether."""
+    """An unknown key in `gate`, `retry` or `validation_exhaustion` is ignored, with a
+    diagnostic naming the keys the block has."""
     for name, _, at in fields.drain():
         note(
             report,
             f"unknown_{block}_key",
-            f"unknown key {name!r} — ignored (not a recognized {block} field; "
-            f"known: {', '.join(known)})",
+            f"{block} has no key {name!r}, so it is ignored (its keys: {', '.join(known)})",
             at,
         )
 
@@ -83,25 +83,27 @@ def parse_gate(node: yaml.Node, at: At, input_schema: Schema | None, report: Rep
     if on_expiry == "settle_default":
         if default is None:
             (expiry_f or (node, at))[1].fail(
-                "'on_expiry: settle_default' requires 'gate.default_choice'"
+                "'gate.on_expiry: settle_default' needs a 'gate.default_choice' to settle with"
             )
         if default not in choices:
             cast(tuple[yaml.Node, At], default_f)[1].fail(
-                f"{default!r} is not one of the step's effective choices: {', '.join(choices)}"
+                f"'gate.default_choice' {default!r} must be one of the gate's choices "
+                f"({', '.join(choices)})"
             )
     elif default_f:
-        note(report, "gate_default_inert", "'gate.default_choice' is ignored without "
-             "'gate.on_expiry: settle_default'", default_f[1])  # fmt: skip
+        note(report, "gate_default_inert", "'gate.default_choice' has no effect unless "
+             "'gate.on_expiry' is settle_default", default_f[1])  # fmt: skip
         default = None
     if expiry_f and timeout is None:
-        note(report, "gate_expiry_inert", "'gate.on_expiry' is ignored without "
+        note(report, "gate_expiry_inert", "'gate.on_expiry' has no effect without "
              "'gate.timeout_seconds'", expiry_f[1])  # fmt: skip
         on_expiry, default = None, None
     reminder_f, reminder_max_f = get("reminder_seconds"), get("reminder_max")
     reminder = positive(*reminder_f) if reminder_f else None
     if reminder_f and reminder is not None and timeout is not None and reminder >= timeout:
-        note(report, "gate_reminder_inert", f"'gate.reminder_seconds' ({reminder}) >= "
-             f"'gate.timeout_seconds' ({timeout})", reminder_f[1])  # fmt: skip
+        note(report, "gate_reminder_inert", f"'gate.reminder_seconds' ({reminder}) is not "
+             f"shorter than 'gate.timeout_seconds' ({timeout}): no reminder would come in time",
+             reminder_f[1])  # fmt: skip
     message_f, owner_f, resolution_f = get("message"), get("owner"), get("resolution_messages")
     if fields is not None:
         _unknown(fields, report, "gate", GATE_KEYS)
@@ -131,11 +133,11 @@ def _choices(
         if isinstance(node, yaml.SequenceNode):
             choices = tuple(nonblank(n, a) for n, a in items(node, at))
             if not choices:
-                at.fail("'gate.choices', when declared, must be non-empty")
+                at.fail("'gate.choices' must list at least one choice")
             if len(set(choices)) != len(choices):
                 at.fail("'gate.choices' lists a choice twice")
             return choices, "gate"
-        note(report, "gate_choices_ignored", "'gate.choices' is not a list — ignored", at)
+        note(report, "gate_choices_ignored", "'gate.choices' must be a list; it is ignored", at)
     enum = _choice_enum(input_schema)
     if enum:
         return enum, "input_schema"
@@ -167,13 +169,14 @@ def parse_retry(node: yaml.Node, at: At, idempotent: bool, report: Report) -> Re
     on_timeout = boolean(*on_timeout_f) if on_timeout_f else False
     if on_timeout and not idempotent:
         cast(tuple[yaml.Node, At], on_timeout_f)[1].fail(
-            "'retry.on_timeout: true' requires 'idempotent: true' declared on the step"
+            "'retry.on_timeout: true' runs a timed-out attempt again, so the step must declare "
+            "'idempotent: true'"
         )
     _unknown(fields, report, "retry", RETRY_KEYS)
     max_attempts = positive(*attempts) if attempts else 1
-    if on_timeout and max_attempts == 1:  # Realm's ON_TIMEOUT_SINGLE_ATTEMPT advice
-        note(report, "on_timeout_single_attempt", "'retry.on_timeout: true' has no effect with "
-             "an effective 'max_attempts' of 1 — there is no second attempt to retry into.",
+    if on_timeout and max_attempts == 1:  # nothing to retry into: a warning, not a refusal
+        note(report, "on_timeout_single_attempt", "'retry.on_timeout: true' does nothing while "
+             "'max_attempts' is 1: no attempt follows the first",
              cast(tuple[yaml.Node, At], on_timeout_f)[1])  # fmt: skip
     return Retry(
         max_attempts=max_attempts,
@@ -195,24 +198,27 @@ def parse_exhaustion(
     threshold, mode_f, default_f = (
         fields.take("threshold"), fields.take("mode"), fields.take("default_output")
     )  # fmt: skip
-    # Realm warns (UNKNOWN_VALIDATION_EXHAUSTION_KEY) and goes on
+    # an unknown key is a warning, not a refusal
     _unknown(fields, report, "validation_exhaustion", ("threshold", "mode", "default_output"))
     mode = cast(ExhaustionMode, choice(*mode_f, ("fail", "default"))) if mode_f else "fail"
     default: object = None
     if mode == "default":
         if default_f is None:
-            at.fail("'validation_exhaustion.mode: default' requires 'default_output'")
+            at.fail("'validation_exhaustion.mode: default' needs a 'default_output'")
         if output_schema is None:
-            default_f[1].fail("'default_output' requires the step to declare 'output_schema'")
+            default_f[1].fail(
+                "'default_output' is checked against 'output_schema', which the step does not "
+                "declare"
+            )
         default = plain(default_f[0])
         if violations := validate_payload(output_schema, default):
             default_f[1].fail(
-                "'default_output' does not validate against the step's own 'output_schema': "
+                "'default_output' does not fit the step's 'output_schema': "
                 + "; ".join(str(v) for v in violations)
             )
     elif default_f is not None:
         note(report, "default_output_inert",
-             "'default_output' is ignored without 'mode: default'", default_f[1])  # fmt: skip
+             "'default_output' has no effect unless 'mode' is default", default_f[1])  # fmt: skip
     return ValidationExhaustion(
         threshold=positive(*threshold) if threshold else 6, mode=mode, default_output=default
     )

@@ -42,7 +42,7 @@ class Progress:
 
 @dataclass(frozen=True)
 class Skip:
-    """A step to record as skipped, with Realm's reason: `trigger_rule_unsatisfiable` (its
+    """A step to record as skipped, with its reason: `trigger_rule_unsatisfiable` (its
     dependencies settled in a way its rule excludes) or `when_false` (`detail` is the condition)."""
 
     step: str
@@ -147,7 +147,7 @@ def _skip(step: Step, verdict: Verdict, progress: Progress) -> Skip | None:
 
 
 def _why(step: Step, progress: Progress) -> str:
-    """Realm's wording: `one_failed, dep pay completed`."""
+    """The rule and the first dependency that decided it: `one_failed, dep upload completed`."""
     for dep in step.depends_on:
         for state, ids in (("failed", progress.failed), ("skipped", progress.skipped),
                            ("completed", progress.completed)):  # fmt: skip

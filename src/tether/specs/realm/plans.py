@@ -2,8 +2,8 @@
 
 A plan is `{steps: [{id, description, depends_on?, input_schema?, structured_output?,
 llm_timeout_seconds?}], metadata?: {name, description, task_description, model, agent}}`.
-Every step is an agent step. As in Realm, a field outside that list is left out and reported
-as a diagnostic (the tool also puts it in `warnings`). A malformed plan is refused with
+Every step is an agent step. A field outside that list is left out and reported as a
+diagnostic (the tool also puts it in `warnings`). A malformed plan is refused with
 `InvalidValue` naming the field (the tool replies `provide_input`, without an `error_code`).
 The workflow id is the plan's name plus a hash of its content, so the same plan gets the same id.
 """
@@ -48,15 +48,15 @@ def plan_workflow(arguments: Mapping[str, object]) -> tuple[WorkflowSpec, list[D
     """
     report: list[Diagnostic] = []
     if "extensions" in arguments:
-        _fail("extensions", "extensions is not supported on dynamically-created workflows",
-              UnknownField)  # fmt: skip
+        _fail("extensions", "create_workflow takes no 'extensions': the steps of a created "
+              "workflow are all agent steps", UnknownField)  # fmt: skip
     for key in arguments:
         if key not in ("steps", "metadata"):
             _note(report, "unknown_plan_key", key, _ignored_top(key))
     metadata = _metadata(arguments.get("metadata"), report)
     raw = arguments.get("steps")
     if not isinstance(raw, list) or not raw:
-        _fail("steps", "Array must contain at least 1 element(s) at steps")
+        _fail("steps", "'steps' must list at least one step")
     steps: dict[str, Step] = {}
     every = {str(s.get("id")) for s in raw if isinstance(s, dict)}
     for index, item in enumerate(raw):
@@ -80,12 +80,12 @@ def plan_workflow(arguments: Mapping[str, object]) -> tuple[WorkflowSpec, list[D
 
 def _ignored_top(key: str) -> str:
     if key == "workflow_id":
-        return ("'workflow_id' is ignored — create_workflow mints its own workflow id and "
-                "returns it as data.workflow_id.")  # fmt: skip
+        return ("'workflow_id' is ignored: create_workflow makes the id itself and returns it "
+                "in data.workflow_id.")  # fmt: skip
     if key in METADATA_KEYS:
-        return (f"'{key}' belongs under metadata — submitted at the top level it is ignored; "
-                f"use metadata.{key}.")  # fmt: skip
-    return f"unknown key '{key}' — ignored (not a recognized create_workflow field)."
+        return (f"'{key}' is ignored at the top level; it goes under metadata "
+                f"(metadata.{key}).")  # fmt: skip
+    return f"create_workflow takes no field '{key}'; it is ignored."
 
 
 def _metadata(raw: object, report: list[Diagnostic]) -> dict[str, str]:
@@ -96,7 +96,8 @@ def _metadata(raw: object, report: list[Diagnostic]) -> dict[str, str]:
     out: dict[str, str] = {}
     for key, value in raw.items():
         if key not in METADATA_KEYS:
-            _note(report, "unknown_plan_key", f"metadata.{key}", f"unknown key '{key}' — ignored")
+            _note(report, "unknown_plan_key", f"metadata.{key}",
+                  f"metadata takes no field '{key}'; it is ignored.")  # fmt: skip
         elif value is not None and not isinstance(value, str):
             _fail(f"metadata.{key}", "must be a string")
         elif value:
@@ -121,21 +122,21 @@ def _step(
         _fail(path, "a step must be an object")
     for key in raw:
         if key == "timeout_seconds":
-            _note(report, "removed_field", f"{path}.{key}", "'timeout_seconds' was removed "
-                  "(#412) — nothing enforces it on agent steps; the model-request bound is "
-                  "'llm_timeout_seconds'.")  # fmt: skip
+            _note(report, "removed_field", f"{path}.{key}", "'timeout_seconds' is ignored: no "
+                  "time limit applies to an agent step here; 'llm_timeout_seconds' bounds a "
+                  "model request.")  # fmt: skip
         elif key not in STEP_KEYS:
-            _note(report, "unknown_step_key", f"{path}.{key}", f"step '{raw.get('id')}': "
-                  f"unknown key '{key}' — ignored (not a recognized step field).")  # fmt: skip
+            _note(report, "unknown_step_key", f"{path}.{key}", f"step '{raw.get('id')}' takes "
+                  f"no field '{key}'; it is ignored.")  # fmt: skip
     step_id = _text(raw.get("id"), f"{path}.id")
     check_id(step_id, _at(f"{path}.id"))
     if step_id in earlier:
-        _fail(f"{path}.id", f"Duplicate step id: '{step_id}'")
+        _fail(f"{path}.id", f"step id '{step_id}' is used twice")
     depends = _depends(raw.get("depends_on"), f"{path}.depends_on", step_id, earlier, every)
     schema = None
     if (document := raw.get("input_schema")) is not None:
         if (why := check_schema(document)) is not None:
-            _fail(f"{path}.input_schema", f"'input_schema' is not a valid JSON Schema — {why}")
+            _fail(f"{path}.input_schema", f"'input_schema' is not a usable JSON Schema: {why}")
         schema = Schema(document)
     return Step(
         id=step_id,
@@ -164,12 +165,11 @@ def _depends(
         _fail(path, "must be a list of step ids")
     for name in value:
         if name not in every:
-            _fail(path, f"Step '{step_id}': depends_on references unknown step '{name}'")
+            _fail(path, f"step '{step_id}': depends_on names '{name}', which is not in the plan")
         if name == step_id or name not in earlier:
-            _fail(path, f"Step '{step_id}': depends_on must reference a step that appears "
-                  "earlier in the list")  # fmt: skip
+            _fail(path, f"step '{step_id}': depends_on may name only steps listed before it")
     if len(set(value)) != len(value):
-        _fail(path, f"Step '{step_id}': depends_on lists a step twice")
+        _fail(path, f"step '{step_id}': depends_on names a step twice")
     return tuple(value)
 
 

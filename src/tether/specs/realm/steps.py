@@ -1,8 +1,9 @@
 """One step of a protocol workflow: which fields each kind takes, and their parsing.
 
 `KINDS[field]` says, per kind (auto, agent, guard, finalizer), whether a field is used (`y`),
-refused (`n`), or accepted without effect (`-`, reported as a diagnostic, as Realm warns).
-`OUTSIDE` lists Realm's step fields that Tether does not support; they are refused by name.
+refused (`n`), or accepted without effect (`-`, reported as a diagnostic).
+`OUTSIDE` lists the format's step fields that Tether does not support; they are refused by
+name.
 """
 
 from __future__ import annotations
@@ -117,7 +118,7 @@ def parse_step(step_id: str, node: yaml.Node, at: At, ids: frozenset[str], repor
             continue
         got[name] = taken
     if kind == "agent" and (taken := got.get("handler")):
-        why = "Realm names it as the tool to call in next_actions"
+        why = "in the format an agent step's handler names the tool for next_actions"
         taken[1].fail(f"field 'handler' on an agent step is outside Tether's subset of "
                       f"Realm's format ({why})", UnknownField)  # fmt: skip
     fields.finish()
@@ -192,8 +193,8 @@ def _kind_fields(
     if "retry" in got:
         fields["retry"] = parse_retry(*got["retry"], bool(fields["idempotent"]), report)
         if "timeout_seconds" not in got:
-            note(report, "retry_default_timeout", "declares 'retry' but no 'timeout_seconds' — "
-                 "each attempt is bounded by the default (3600s)", got["retry"][1])  # fmt: skip
+            note(report, "retry_default_timeout", "'retry' without 'timeout_seconds': each "
+                 "attempt gets the default limit of 3600s", got["retry"][1])  # fmt: skip
     if kind == "agent":
         _agent_fields(at, got, fields, report)
     trust = _trust(*got["trust"]) if "trust" in got else "auto"
@@ -202,14 +203,14 @@ def _kind_fields(
         gate_node = got["gate"] if "gate" in got else (_null_node(at), at)
         fields["gate"] = parse_gate(*gate_node, fields["input_schema"], report)  # type: ignore[arg-type]
     elif "gate" in got:
-        note(report, "gate_inert", "the 'gate:' block is inert — this step declares no gate "
-             "trust", got["gate"][1])  # fmt: skip
+        note(report, "gate_inert", "'gate' has no effect: the step's trust is auto, so no "
+             "gate opens", got["gate"][1])  # fmt: skip
 
 
 def _trust(node: yaml.Node, at: At) -> str:
     if isinstance(node, yaml.ScalarNode) and node.value in SERVICE_TRUST:
-        at.fail(f"{node.value!r} is a trust value of a service, not of a step; a step's "
-                "'trust' accepts auto, human_confirmed, human_reviewed")  # fmt: skip
+        at.fail(f"{node.value!r} is a service's trust value; a step's 'trust' is one of "
+                "auto, human_confirmed, human_reviewed")  # fmt: skip
     return choice(node, at, ("auto", "human_confirmed", "human_reviewed"))
 
 
@@ -224,8 +225,8 @@ def _agent_fields(
         else parse_exhaustion(_empty_map(at), at, None, report)
     )
     if fields["input_schema"] is not None and output is not None:
-        note(report, "two_schemas", "the step declares both 'input_schema' and "
-             "'output_schema': an answer must fit both; keep one", at)  # fmt: skip
+        note(report, "two_schemas", "'input_schema' and 'output_schema' are both declared, so "
+             "an answer has to fit the two of them; one is usually enough", at)  # fmt: skip
     if "trace_validation_mode" in got:
         fields["trace_validation_mode"] = choice(*got["trace_validation_mode"], ("warn", "enforce"))
     if "llm_timeout_seconds" in got:
@@ -246,9 +247,8 @@ def _empty_map(at: At) -> yaml.Node:
 
 
 def _input_map(taken: tuple[yaml.Node, At] | None) -> Mapping[str, object]:
-    """input-map-and-templates.md: each value a path (text), a nested map (10 deep at most) or
-    `{$literal: value}` standing alone; any other `$` key, or a bare list, number or boolean,
-    is refused."""
+    """Each value a path (text), a nested map (10 deep at most) or `{$literal: value}`
+    standing alone; any other `$` key, or a bare list, number or boolean, is refused."""
     if taken is None:
         return MappingProxyType({})
     _check_map(*taken, depth=1)
@@ -259,23 +259,23 @@ def _check_map(node: yaml.Node, at: At, depth: int) -> None:
     if not isinstance(node, yaml.MappingNode):
         at.fail("must be a mapping")
     if depth > 10:
-        at.fail("input_map: exceeded maximum nesting depth of 10")
+        at.fail("input_map nests maps more than 10 deep")
     keys = [k.value for k, _ in node.value if isinstance(k, yaml.ScalarNode)]
     if "$literal" in keys and len(keys) > 1:
-        at.fail("$literal node must have exactly one key ($literal); found sibling keys")
+        at.fail("a map with '$literal' may hold no other key")
     for key, value in node.value:
         where = at.child(value, str(key.value))
         if str(key.value).startswith("$") and key.value != "$literal":
-            where.fail(f"input_map path {key.value!r}: unknown directive {key.value!r} — "
-                       "supported directives: $literal")  # fmt: skip
+            where.fail(f"input_map key {key.value!r}: '$literal' is the only key that may "
+                       "start with '$'")  # fmt: skip
         if key.value == "$literal":
             continue
         if isinstance(value, yaml.MappingNode):
             _check_map(value, where, depth + 1)
         elif not (isinstance(value, yaml.ScalarNode) and value.tag.endswith(":str")):
             kind = "array" if isinstance(value, yaml.SequenceNode) else "a scalar that is not text"
-            where.fail(f"input_map path {key.value!r}: expected a string or object, got {kind} "
-                       "(wrap it in $literal)")  # fmt: skip
+            where.fail(f"input_map key {key.value!r} holds {kind}; give a path (text) or a "
+                       "map, or put the value in {$literal: …}")  # fmt: skip
 
 
 def _plain_map(taken: tuple[yaml.Node, At] | None) -> Mapping[str, object]:
@@ -342,15 +342,15 @@ def _check_refs(
         at.fail(f"{condition.text!r} references unknown step {step!r}", InvalidReference)
     if condition.field == "when" and step not in depends:
         at.fail(
-            f"'when' references step {step!r} which is not in its depends_on "
-            f"[{', '.join(depends)}]. Add it to depends_on or use 'run.params.*'",
+            f"'when' reads step {step!r}, which depends_on [{', '.join(depends)}] does not "
+            "list: add the step there, or read 'run.params.*' instead",
             InvalidReference,
         )
     never = condition.path.root == "settlement" and condition.path.keys == ("failed",)
     never = never and condition.op == "==" and condition.value is True
     if never and condition.field == "when" and rule in ("all_success", "none_failed"):
         at.fail(
-            f"'when' condition {condition.text!r} can never be true under trigger_rule "
-            f"{rule!r}; to run this step when {step!r} fails, set trigger_rule to one of: "
-            "all_done, one_failed, all_failed"
+            f"'when' {condition.text!r} cannot hold: under trigger_rule {rule!r} the step is "
+            f"skipped once {step!r} fails. To run it after that failure, use trigger_rule "
+            "all_done, one_failed or all_failed"
         )

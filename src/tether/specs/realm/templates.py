@@ -88,13 +88,13 @@ def _evaluate(expr: str, params: Mapping[str, Any], outputs: Mapping[str, Any]) 
         name, _, raw = item.partition(":")
         fn = FILTERS.get(name.strip())
         if fn is None:
-            raise UnknownFilter(f"gate.message uses unknown filter '{name.strip()}'")
+            raise UnknownFilter(f"gate.message uses a filter that does not exist: '{name.strip()}'")
         args = [_unquote(a) for a in _ARG.findall(raw)] if raw.strip() else []
         if value is _MISSING and name.strip() != "default":
             break
         value = fn(value, *args)
     if value is _MISSING:
-        raise Unresolvable(f"gate.message has unresolvable references: {path}")
+        raise Unresolvable(f"gate.message refers to something the run does not have: {path}")
     return value
 
 

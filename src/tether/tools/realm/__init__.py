@@ -1,2 +1,2 @@
-"""Realm's step protocol as MCP tools: the 11 tools, their parameters and their reply envelope
-(seeds/realm-mcp-tools.md, spec/REALM-PROTOCOL.md). Imports the runtime, never storage."""
+"""Realm's step protocol as MCP tools: the 11 tools, their parameters and their reply
+envelope. Imports the runtime, never storage."""

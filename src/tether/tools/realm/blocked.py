@@ -1,7 +1,6 @@
-"""`execute_step` on a step that cannot be called now (tools.md "The step cannot be called
-now"), pure: `blocked`, `Step '<s>' cannot be called now: <why>.` in Realm's words
-(`notCallableReason`), then what comes next; `next_actions` what can be done instead and
-`blocked_reason{eligible_steps, suggestion}`."""
+"""`execute_step` on a step that cannot be called now, pure: `blocked`, `Step '<s>' cannot be
+called now: <why>.`, then what comes next; `next_actions` what can be done instead and
+`blocked_reason{eligible_steps, suggestion}` (whose suggestions are fixed sentences)."""
 
 from __future__ import annotations
 
@@ -42,27 +41,25 @@ def blocked(step: str, plan: Plan, row: ExecutionRow, records: Sequence[StepReco
 
 
 def reason(step: str, plan: Plan, row: ExecutionRow, records: Sequence[StepRecord]) -> str:
-    """Why `step` cannot be called now, in Realm's order: settled (completed, failed,
-    skipped), the open question, a step above it that cannot run, its dependencies."""
+    """Why `step` cannot be called now, first reason first: settled (completed, failed,
+    skipped), the open gate, a step above it that cannot run, its dependencies."""
     completed = set(runs.completed_steps(plan, records))
     failed = set(runs.failed_steps(records))
     skipped = set(runs.skipped_steps(row, records))
     if step in completed:
-        return "it has already completed"
+        return "it is done already"
     if step in failed:
-        return "it has already failed"
+        return "it failed already"
     if step in skipped:
-        return "it was skipped"
+        return "the run skipped it"
     gate = runs.open_gate(row)
     if gate is not None:
         choices = ", ".join(gate.get("choices") or [])
         if gate["name"] == step:
-            return (
-                f"its question is open (choices: {choices}) — answer it with submit_human_response"
-            )
+            return f"it waits for its gate's answer ({choices}); send it with submit_human_response"
         return (
-            f"it waits on the question on step '{gate['name']}' (choices: {choices}) — answer it "
-            "with submit_human_response"
+            f"the run waits for the answer at the gate of step '{gate['name']}' ({choices}); "
+            "send it with submit_human_response"
         )
     settled = completed | failed | skipped
 
@@ -80,10 +77,10 @@ def reason(step: str, plan: Plan, row: ExecutionRow, records: Sequence[StepRecor
     stuck = {str(w["name"]).removeprefix(runs.CAPABILITY) for w in runs.capability_waits(row)}
     cannot = [s for s in above if s in stuck]
     if cannot:
-        return f"a step it depends on cannot run ({_quoted(cannot)})"
+        return f"it depends on {_quoted(cannot)}, which cannot run"
     if direct := unsettled(step):
-        return f"its dependencies are not settled ({_quoted(direct)})"
-    return "it is not eligible in the current run state"
+        return f"it waits for {_quoted(direct)} to finish"
+    return "the run has not reached it"
 
 
 def _quoted(names: Sequence[str]) -> str:

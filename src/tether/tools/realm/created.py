@@ -1,5 +1,5 @@
 """`create_workflow`: an agent's list of steps made into a protocol workflow (all agent steps)
-and a run of it (seed "create_workflow"; digest §1).
+and a run of it.
 
 The plan is read by `tether.specs.realm.plan_workflow` (the id is the plan's name plus a
 hash of its content, so the same plan gets the same id and a new run). It is written out as
@@ -70,7 +70,7 @@ async def create_workflow(
         spec, report = plan_workflow(plan_args)
     except RealmSpecError as exc:
         return _plan_refusal(exc.reason, [])
-    diagnostics = [d.message for d in report]  # in Realm's words, as its warnings are
+    diagnostics = [d.message for d in report]  # also the reply's warnings
     app = ops.app
     entry = app.protocols.get(spec.id)
     plan: Plan

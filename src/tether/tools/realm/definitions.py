@@ -1,4 +1,4 @@
-"""tools/list entries of Realm's tools served by this app (inputSchema from params.py)."""
+"""tools/list entries of the protocol tools served by this app (inputSchema from params.py)."""
 
 from __future__ import annotations
 
@@ -8,20 +8,20 @@ from tether.runtime.registry import App
 from tether.tools.realm import params
 
 DESCRIPTIONS: Final = {
-    "list_workflows": "Lists the registered workflows.",
-    "get_workflow_protocol": "Describes one workflow's steps and the rules for running it.",
-    "start_run": "Starts a run.",
-    "start_run_batch": "Starts several runs of one workflow.",
-    "execute_step": "Does one step, with the assistant's answer.",
-    "submit_human_response": "Passes on a person's choice at a gate.",
-    "advance_run": "Runs the guards and automatic steps a run owes.",
-    "get_run_state": "Returns where a run stands.",
-    "abandon_run": "Ends an open run.",
-    "create_workflow": "Makes a workflow from a list of steps and starts a run of it.",
-    "append_trace": "Records notes about a step before the step is done.",
+    "list_workflows": "The workflows this server can run.",
+    "get_workflow_protocol": "A workflow's brief: its steps, who does each, and how to proceed.",
+    "start_run": "Start a run of a workflow.",
+    "start_run_batch": "Start many runs of one workflow in one call.",
+    "execute_step": "Give the answer to an agent step of a run (or run an engine step by name).",
+    "submit_human_response": "Send the choice a person made at a run's open gate.",
+    "advance_run": "Let the engine run the guards and automatic steps that are due.",
+    "get_run_state": "Where a run is: its phase, its steps, and what can be called next.",
+    "abandon_run": "Stop an open run for good.",
+    "create_workflow": "Turn your own list of agent steps into a workflow and start a run of it.",
+    "append_trace": "Buffer trace entries for an agent step that is not done yet.",
 }
 READ_ONLY: Final = frozenset({"list_workflows", "get_workflow_protocol", "get_run_state"})
-#: Realm's 11 tools, in tools/list order.
+#: The 11 tools, in tools/list order.
 SERVED: Final = tuple(DESCRIPTIONS)
 
 

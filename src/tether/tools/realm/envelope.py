@@ -1,12 +1,12 @@
-"""Realm's reply envelope, pure: one JSON object per reply, with the seed's presence rules
-(seeds/realm-mcp-tools.md "The reply"; spec/REALM-PROTOCOL.md §2-§3).
+"""The protocol tools' reply envelope, pure: one JSON object per reply, with its presence
+rules.
 
 Always present: `command`, `run_id`, `status`, `context_hint`, `next_actions`, `warnings`,
 `errors`, `data`, `evidence`, and `run_version` (except on a refusal from `get_run_state` or
 `abandon_run`). Every other field is present only when it applies; `Reply` refuses a
-combination the seed rules out (an `ok` reply with an action other than `stop`, a
+combination the protocol rules out (an `ok` reply with an action other than `stop`, a
 `confirm_required` reply without its gate, `retry_after` without `wait_and_proceed` …), so a
-tool cannot build a reply an agent written against Realm would misread.
+tool cannot build a reply an agent written for the protocol would misread.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ ACTIONS: Final = frozenset(
     }
 )
 
-#: Error code → its default `agent_action` (digest §3). A reply may override it by the rules
+#: Error code → its default `agent_action`. A reply may override it by the rules
 #: in `action_for` (failing before the run is read, a failed step on an open run …).
 CODE_ACTIONS: Final[Mapping[str, Action]] = MappingProxyType(
     {
@@ -96,7 +96,7 @@ SCHEMA_CODES: Final = frozenset({"VALIDATION_INPUT_SCHEMA", "VALIDATION_OUTPUT_S
 def action_for(
     code: str, *, run_read: bool = True, run_ended: bool = False, step_failed: bool = False
 ) -> Action:
-    """The `agent_action` for `code` in this reply (digest §3 "Reply overrides"): a refusal
+    """The `agent_action` for `code` in this reply: a refusal
     before the run is read turns provide_input and resolve_precondition into report_to_user;
     a failed step that ended the run gives stop; a failed step on an open run turns stop,
     provide_input and resolve_precondition into report_to_user; a schema refusal keeps
@@ -117,7 +117,7 @@ def action_for(
 
 
 def skeleton(schema: Mapping[str, Any]) -> Any:
-    """A minimal value of `schema`, with placeholders (Realm's `call_with` template): an
+    """A minimal value of `schema`, with placeholders (the `call_with` template): an
     object's required properties (all, when none is required), an array of one item, `<a|b>`
     for a string enum, `""`, `0`, `false`, else null."""
     kind, props = schema.get("type"), schema.get("properties")
@@ -172,9 +172,8 @@ def step_action(
     input_schema: Mapping[str, Any] | None,
     prompt: str | None,
 ) -> dict[str, Any]:
-    """Call agent step `step` with `execute_step` (Realm's `buildAgentAction`): `call_with`'s
-    params are a skeleton of the step's `input_schema`; `input_schema` and `prompt` only when
-    the step declares them."""
+    """Call agent step `step` with `execute_step`: `call_with`'s params are a skeleton of the
+    step's `input_schema`; `input_schema` and `prompt` only when the step declares them."""
     params = skeleton(input_schema) if input_schema is not None else {}
     return next_action(
         "execute_step",
@@ -182,19 +181,23 @@ def step_action(
         call_with={"run_id": run_id, "command": step, "params": params},
         input_schema=input_schema,
         prompt=prompt,
-        human_readable=f"Execute step '{step}': {description}",
-        orientation=f"Run is active. Next step ready: '{step}'.",
+        human_readable=f"Do step '{step}' with execute_step: {description}",
+        orientation=f"The run is open; step '{step}' is ready for you.",
     )
 
 
 QUESTION_TEXT: Final = (
-    "The question's text, when its gate declares a message, is get_run_state's "
-    "pending_gate.resolved_message."
+    "Where the gate has a message, get_run_state shows it as pending_gate.resolved_message."
 )
 OPENER_PASSES_BACK: Final = (
-    "The conversation that opened the question passes back the claim_token it was given then, "
-    "when it was given one."
+    "If this conversation opened the gate and was given a claim_token with it, send that "
+    "token back too."
 )
+
+
+def gate_words(gate_id: str, choices: Sequence[str]) -> str:
+    """What an open gate waits for: a person's pick among `choices`."""
+    return f"Gate '{gate_id}' waits for a person to pick one of: {', '.join(choices)}."
 
 
 def gate_action(
@@ -206,27 +209,25 @@ def gate_action(
     claim_token: str | None = None,
     gate_reply: bool = False,
 ) -> dict[str, Any]:
-    """Answer the open question (gate) `gate_id` with `submit_human_response` (Realm's
-    `answerAction`): the reply that opens the question passes its claim token, and only it;
-    a reply that carries the `gate` object points at it, any other names the choices."""
+    """Answer the open gate `gate_id` with `submit_human_response`: the reply that opens the
+    gate passes its claim token, and only it; a reply that carries the `gate` object points at
+    it, any other names the choices."""
     token = {"claim_token": claim_token} if claim_token is not None else {}
     if gate_reply:
         then = (
-            " with call_with, passing claim_token back unchanged — it shows that this answer "
-            "comes from the conversation that opened the question."
+            ", using call_with as it stands: its claim_token shows the answer comes from the "
+            "conversation the gate was opened in."
             if claim_token is not None
             else "."
         )
         said = (
-            f"Human review required for step '{step}'. Present gate.display to the user, wait "
-            f"for their choice from gate.response_spec.choices, then call submit_human_response"
-            f"{then}"
+            f"A person decides step '{step}'. Show them gate.display, take their pick from "
+            f"gate.response_spec.choices and send it with submit_human_response{then}"
         )
     else:
         said = (
-            f"Human review required for step '{step}'. Ask the user to choose one of: "
-            f"{', '.join(choices)}, then call submit_human_response with their choice. "
-            f"{QUESTION_TEXT} {OPENER_PASSES_BACK}"
+            f"A person decides step '{step}': ask them to pick one of {', '.join(choices)} and "
+            f"send it with submit_human_response. {QUESTION_TEXT} {OPENER_PASSES_BACK}"
         )
     return next_action(
         "submit_human_response",
@@ -238,40 +239,40 @@ def gate_action(
             **token,
         },
         human_readable=said,
-        orientation=f"Run is paused at gate '{gate_id}'. Available choices: {', '.join(choices)}.",
+        orientation=gate_words(gate_id, choices),
     )
 
 
 def advance_action(
     run_id: str, owed: Sequence[str], *, expiry: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """`advance_run`: the engine owes work (guards, auto steps, or carrying out an expired
-    question's `on_expiry`), named (Realm's act)."""
+    """`advance_run`: the engine has work to do (guards, auto steps, or applying the
+    `on_expiry` of a gate whose time is up), named."""
     if expiry is not None:
-        words = f"the expired question on '{expiry['name']}' (its declared {expiry['on_expiry']})"
+        words = f"the {expiry['on_expiry']} of the gate on '{expiry['name']}', whose time is up"
         return next_action(
             "advance_run",
             {"run_id": run_id},
-            human_readable=f"Call advance_run to carry out {words}, then run what it leaves "
-            "owed until a step opens a question, fails or ends the run. It runs with this "
-            "server's extensions and environment.",
-            orientation=f"Run is active. Engine work is owed: {words}.",
+            human_readable=f"Call advance_run: it applies {words}, then runs what the run owes "
+            "after it, with this server's handlers, until a step asks a question, fails or "
+            "ends the run.",
+            orientation=f"The run is open and the engine has work to do: {words}.",
         )
     names = ", ".join(f"'{n}'" for n in owed)
-    one = len(owed) == 1
-    until = "" if one else " until a step opens a question, fails or ends the run"
+    until = (
+        "" if len(owed) == 1 else ", going on until a step asks a question, fails or ends the run"
+    )
     return next_action(
         "advance_run",
         {"run_id": run_id},
-        human_readable=f"Call advance_run to run {'the step' if one else 'the steps'} the engine "
-        f"owes: {names}. It runs {'it' if one else 'them'} with this server's extensions and "
-        f"environment{until}.",
-        orientation=f"Run is active. Engine work is owed: {names}.",
+        human_readable=f"Call advance_run: the engine runs {names} with this server's "
+        f"handlers{until}.",
+        orientation=f"The run is open and the engine has work to do: {names}.",
     )
 
 
 def ordered(actions: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`next_actions` in the seed's order: an `advance_run` entry comes last."""
+    """`next_actions` in order: an `advance_run` entry comes last."""
     return sorted(actions, key=lambda a: a["instruction"]["tool"] == "advance_run")
 
 
@@ -307,7 +308,8 @@ OPTIONAL: Final = (
 @dataclass(frozen=True)
 class Reply:
     """One reply of the shared shape. `run_version=None` only for a refusal from
-    `get_run_state` or `abandon_run`. Raises ValueError for a combination the seed rules out."""
+    `get_run_state` or `abandon_run`. Raises ValueError for a combination the protocol rules
+    out."""
 
     command: str
     run_id: str
@@ -318,7 +320,7 @@ class Reply:
     warnings: Sequence[str] = ()
     errors: Sequence[str] = ()
     data: Mapping[str, Any] = field(default_factory=dict)
-    evidence: Sequence[Any] = ()  # Realm's evidence list: empty in MCP replies
+    evidence: Sequence[Any] = ()  # always empty in these replies
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -342,7 +344,7 @@ class Reply:
 
 
 def check(status: str, run_version: int | None, command: str, extra: Mapping[str, Any]) -> None:
-    """The presence rules (seed table) a reply must keep. Pure; raises ValueError."""
+    """The presence rules a reply must keep. Pure; raises ValueError."""
     unknown = set(extra) - set(OPTIONAL)
     if unknown:
         raise ValueError(f"not a reply field: {sorted(unknown)}")
@@ -399,8 +401,8 @@ def refusal(
 
 
 def workflow_missing(workflow: str) -> str:
-    """The error for a workflow id nothing is registered under, worded as Realm's clients
-    match it."""
+    """The error for a workflow id nothing is registered under, in the fixed wording clients
+    match."""
     return f"Workflow not found: {workflow}"
 
 

@@ -1,12 +1,12 @@
-"""An agent step's budget of refused answers (Realm's `validation_exhaustion`).
+"""An agent step's budget of refused answers (`validation_exhaustion`).
 
 Each refused answer is counted on the run: a note on channel `realm.rejections.<step>`
 (`Operations.note`: durable, in the run's tenant, it does not wake the run; `counted`, so the
-run's version rises as Realm's does), and the refusal replies `error_details{errors,
+run's version rises), and the refusal replies `error_details{errors,
 rejections, threshold}` with the run's version from before that write. The refusal that
 reaches the step's `threshold` (6 by default) ends the step:
 
-- `mode: fail` fails the step (`Step '<s>' exhausted its validation-rejection budget (n/n)`):
+- `mode: fail` fails the step (`Step '<s>' refused n answers, its limit of n`):
   a marker answer delivered unchecked to the step's wait (`runtime/realm/failures.py`); the
   run fails with `VALIDATION_EXHAUSTED` and `agent_action: stop`, and its `fail` finalizers
   run, unless a dependent runs on failures: then the reply is that error with
@@ -30,10 +30,10 @@ from tether.tools.realm import replies, runs
 from tether.tools.realm.envelope import Reply, refusal
 
 EXHAUSTED: Final = "VALIDATION_EXHAUSTED"
-#: Realm's words for an answer a schema refused (validateInputSchema, validateOutputSchema).
+#: The error for an answer a schema refused.
 REFUSED: Final = {
-    "input_schema": "Invalid input for step '{step}'",
-    "output_schema": "Output validation failed for step '{step}'",
+    "input_schema": "The answer for step '{step}' does not fit its input_schema",
+    "output_schema": "The answer for step '{step}' does not fit its output_schema",
 }
 Settle = Callable[..., Awaitable[tuple[ExecutionRow, Any]]]
 
@@ -43,7 +43,7 @@ def channel(step: str) -> str:
 
 
 def exhausted_message(step: str, count: int, threshold: int) -> str:
-    return f"Step '{step}' exhausted its validation-rejection budget ({count}/{threshold})"
+    return f"Step '{step}' refused {count} answers, its limit of {threshold}"
 
 
 async def rejections(ops: Operations, run_id: str, step: str) -> int:
@@ -79,7 +79,7 @@ async def refused(
             f"VALIDATION_{schema.upper()}",
             REFUSED[schema].format(step=step.id),
             run_version=row.version,
-            context_hint=f"Error during '{step.id}'. Run phase: 'running'.",
+            context_hint=f"Step '{step.id}' refused the answer; the run is still running.",
             next_actions=[replies.step_entry(row.id, plan, step.id, prompt=wait.get("prompt"))],
             error_details={"errors": errors, "rejections": count, "threshold": threshold},
             run_phase="running",
@@ -104,7 +104,7 @@ async def refused(
         EXHAUSTED,
         message,
         run_version=now.version,
-        action="stop" if runs.ended(now) else "report_to_user",  # digest §3 overrides
+        action="stop" if runs.ended(now) else "report_to_user",  # the reply's override
         next_actions=wire["next_actions"],
         error_details=details,
         run_phase=runs.phase(now),
@@ -126,8 +126,8 @@ async def _settle_by_default(
     await ops.answer(row.id, wait["key"], budget.default_output)
     row, chain = await settle(ops, row, [], answered=step.id)
     note = (
-        f"Step '{step.id}' settled with its declared default_output after {count} schema "
-        "rejection(s) (validation_exhaustion.mode: 'default')"
+        f"Step '{step.id}' took its default_output after {count} refused answers "
+        "(validation_exhaustion.mode: default)."
     )
     wire = replies.progress(step.id, plan, row, chain, warnings=[note]).to_wire()
     return {**wire, "settled_by_default": True, "defaulted_steps": [step.id]}

@@ -1,5 +1,4 @@
-"""`submit_human_response`: a person's choice at a protocol gate (digest §4), and the
-late-answer rules.
+"""`submit_human_response`: a person's choice at a protocol gate, and the late-answer rules.
 
 The gate is the run's open approval wait; `gate_id` is its key. An answer in time goes
 through the one runtime `answer` path (`decision` = the choice). A late answer is never
@@ -25,7 +24,7 @@ from tether.tools.realm.envelope import Reply, refusal
 from tether.tools.realm.late import MATCHED_LATE, with_fields
 
 COMMAND: Final = "submit_human_response"
-WRONG_GATE: Final = "submit_gate"  # the seed's word for an answer that names no open gate
+WRONG_GATE: Final = "submit_gate"  # the reply's command for an answer that names no open gate
 Settle = Callable[
     [Operations, ExecutionRow, list[StepRecord]], Awaitable[tuple[ExecutionRow, runs.Chain]]
 ]
@@ -36,21 +35,21 @@ def _now() -> datetime:
 
 
 def _actor_problem(name: str | None) -> str | None:
-    """tools.md: `responded_by: <empty | longer than 200 characters | contains a control
-    character>; nothing was recorded. …` (None: fine, or not given)."""
+    """Why `responded_by` is refused: empty, over 200 characters, or holding a control
+    character (None: fine, or not given)."""
     if name is None:
         return None
     if not name:
         why = "empty"
     elif len(name) > 200:
-        why = "longer than 200 characters"
+        why = "over 200 characters long"
     elif any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in name):
-        why = "contains a control character"
+        why = "holding a control character"
     else:
         return None
     return (
-        f"responded_by: {why}; nothing was recorded. Give a name of at most 200 characters "
-        "with no control characters, or leave it out."
+        f"responded_by is {why}, so nothing was recorded. Send a name of up to 200 characters "
+        "without control characters, or no responded_by at all."
     )
 
 
@@ -163,7 +162,7 @@ async def _answer_open(
             gate["name"],
             row.id,
             "VALIDATION_INPUT_SCHEMA",
-            f"Choice '{choice}' is not valid. Expected one of: {', '.join(choices)}",
+            f"'{choice}' is not a choice of this gate; its choices are: {', '.join(choices)}",
             run_version=row.version,
             next_actions=[envelope.gate_action(row.id, gate["key"], gate["name"], choices)],
         )
@@ -174,7 +173,7 @@ async def _answer_open(
         now = (await ops.get(row.id)).current
         return _wrong_gate(now, runs.open_gate(now), await ops.steps(now.id), gate["key"])
     now, chain = await settle(ops, row, before)
-    done = f"Gate '{gate['name']}' resolved with choice '{choice}'."
+    done = f"Gate '{gate['name']}' was answered: '{choice}'."
     reply = replies.progress(gate["name"], plan, now, chain, tool=COMMAND, done=done, warnings=w)
     claim = _claim(gate, a.get("claim_token"))
     warns = list(reply.warnings)
@@ -211,13 +210,11 @@ def _already(
     if timed_out:
         details.update(resolved_by="timeout")
     if choice != winning:
-        how = "was settled by timeout" if timed_out else "was already resolved"
         return refusal(
             step,
             row.id,
             "STATE_BLOCKED",
-            f"Gate '{key}' {how} with choice '{winning}' — your choice '{choice}' was not "
-            "recorded.",
+            late.not_recorded(key, winning, choice, timed_out=timed_out),
             run_version=row.version,
             action="report_to_user",
             next_actions=replies.open_entries(row, plan),
@@ -246,13 +243,12 @@ def _already(
 
 
 def _terminal(row: ExecutionRow, records: list[StepRecord]) -> Reply:
-    """An answer to an ended run that recorded no choice for it (Realm's
-    `terminalAnswerRefusalMessage`): the ending and its way out."""
+    """An answer to an ended run that recorded no choice for it: the ending and its way out."""
     return refusal(
         WRONG_GATE,
         row.id,
         "STATE_RUN_TERMINAL",
-        f"Run '{row.id}' is terminal ({runs.phase(row)}); cannot submit a gate response — "
+        f"Run '{row.id}' has ended ({runs.phase(row)}), so no gate of it can be answered now; "
         f"{_way_out(row, records)}",
         run_version=row.version,
         action="report_to_user",
@@ -266,44 +262,40 @@ def _way_out(row: ExecutionRow, records: list[StepRecord]) -> str:
         return (
             f"it completed; {cleanup[0].lower()}{cleanup[1:]}"
             if left
-            else ("it completed, and nothing is owed.")
+            else "it completed and owes nothing."
         )
     if p == "aborted":
-        way = "an aborted run is never resumed."
+        way = "a run that was aborted is not resumed."
     elif way := runs.way_back(row, None):
         way = f"{way[0].lower()}{way[1:]}"
         way = way if way.endswith(".") else f"{way}."
     elif failed := runs.failed_steps(records):
         names = ", ".join(f"'{s}'" for s in failed)
-        way = (
-            f"'tether runs resume' takes none of the steps that failed ({names}), so it has "
-            "nothing to run again."
-        )
+        way = f"none of the failed steps ({names}) is one 'tether runs resume' can start again."
     else:
-        way = "no step failed, so 'tether runs resume' has nothing to run again."
+        way = "no step failed, so there is nothing for 'tether runs resume' to start again."
     return replies.join(way, cleanup)
 
 
 def _wrong_gate(
     row: ExecutionRow, gate: dict[str, Any] | None, records: list[StepRecord], gate_id: str
 ) -> Reply:
-    """A gate ID that is not the open gate (tools.md): the question that is open, answered as
-    `next_actions` says — or, its time up with `on_expiry`, `advance_run` carries that out."""
+    """A gate ID that is not the open gate: the gate that is open, answered as `next_actions`
+    says — or, its time up with `on_expiry`, `advance_run` applies that."""
     if runs.ended(row):
         return _terminal(row, records)
-    said = f"Gate '{gate_id}' is not the open gate and matches no committed resolution."
-    tail, actions = "No question is open on this run.", []
+    said = f"'{gate_id}' is neither this run's open gate nor one it has answered."
+    tail, actions = "This run has no open gate.", []
     if gate is not None and due(gate):
         tail = (
-            f"The question on step '{gate['name']}' (gate '{gate['key']}') can no longer be "
-            f"answered: its time is up — call advance_run to carry out its declared "
-            f"{gate.get('on_expiry')}."
+            f"The gate of step '{gate['name']}' (gate '{gate['key']}') can no longer be "
+            f"answered: its time is up, and advance_run applies its {gate.get('on_expiry')}."
         )
         actions = [envelope.advance_action(row.id, [], expiry=gate)]
     elif gate is not None:
         tail = (
-            f"The open question is on step '{gate['name']}' (gate '{gate['key']}') — answer it "
-            "as next_actions says."
+            f"The open gate is the one of step '{gate['name']}' (gate '{gate['key']}'); answer "
+            "it as next_actions shows."
         )
         choices = list(gate.get("choices") or [])
         actions = [envelope.gate_action(row.id, gate["key"], gate["name"], choices)]

@@ -1,5 +1,5 @@
-"""get_run_state's fields that apply only sometimes (run-state-and-health.md), pure: from the
-run's row, its plan and its step records.
+"""get_run_state's fields that apply only sometimes, pure: from the run's row, its plan and its
+step records.
 
 - `step_claims`: each step in progress on an open run (a gated step: the question is open),
   with `holder` (Tether records no driver's name: `{by: null, absent_cause}`) and `since`;
@@ -64,10 +64,7 @@ def fields(
     findings = run_health(row, plan, blocks, waiting)
     if findings:
         out["run_health"] = findings
-        out["warnings"] = [
-            f"this run has {len(findings)} active run-health finding(s) — see 'run_health' "
-            "for detail."
-        ]
+        out["warnings"] = [f"{len(findings)} run_health finding(s) on this run; see 'run_health'."]
     return out
 
 
@@ -120,8 +117,8 @@ def run_health(
         found.append(
             {
                 "kind": "definition_unresolvable",
-                "reason": f"Workflow '{row.workflow}' not found — the run's workflow cannot be "
-                f"read. To end the run: abandon_run {row.id}.",
+                "reason": f"This server has no workflow '{row.workflow}', so the run cannot go "
+                f"on here; abandon_run {row.id} ends it.",
                 "evidence": {"workflow_id": row.workflow, "code": "STATE_WORKFLOW_NOT_FOUND"},
             }
         )
@@ -130,7 +127,7 @@ def run_health(
         found.append(
             {
                 "kind": "never_claimed_idle",
-                "reason": "parked with no claimed step, idle",
+                "reason": "no step in progress and nothing has happened on the run for a day",
                 "since": _utc(row.updated_at),
                 "idle_ms": idle,
                 "evidence": {
@@ -147,7 +144,7 @@ def _expired(gate: dict[str, Any], now: datetime) -> dict[str, Any]:
     return {
         "kind": "gate_expired_awaiting_drive",
         "step": gate.get("name"),
-        "reason": f"gate expired — awaiting enactment of the declared {disposition}",
+        "reason": f"the gate's time is up; its {disposition} has not been applied yet",
         "evidence": {
             "gate_id": gate.get("key"),
             "expires_at": gate.get("deadline"),

@@ -1,8 +1,8 @@
-"""`submit_human_response` after the gate's time is up (tools.md "An answer after the gate's
-time is up"), pure but for the one settle: the call lets the expiry happen first (the run
-wakes at its deadline and carries out `on_expiry`), and the answer is never recorded. The
-reply says so in Realm's words, with `answer_recorded: false`, `error_details{runId, gateId,
-winning_choice, resolved_by, expired_at, overdue_ms}` and the expiry's line in `warnings`.
+"""`submit_human_response` after the gate's time is up, pure but for the one settle: the call
+lets the expiry happen first (the run wakes at its deadline and applies `on_expiry`), and the
+answer is never recorded. The reply says so, with `answer_recorded: false`,
+`error_details{runId, gateId, winning_choice, resolved_by, expired_at, overdue_ms}` and the
+expiry's line in `warnings`.
 """
 
 from __future__ import annotations
@@ -22,13 +22,26 @@ Settle = Callable[
     [Operations, ExecutionRow, list[StepRecord]], Awaitable[tuple[ExecutionRow, runs.Chain]]
 ]
 MATCHED_LATE: Final = (
-    "the outcome matches your choice, but it was settled by timeout; your response was not "
-    "recorded."
+    "The gate's time ran out before your answer came, and its default is the choice you sent: "
+    "the default was recorded, not your answer."
 )
 
 
+def not_recorded(key: str, winning: Any, choice: str, *, timed_out: bool) -> str:
+    """The refusal of an answer to a gate that was already settled with another choice."""
+    if timed_out:
+        return (
+            f"Your choice '{choice}' was not recorded: gate '{key}' had run out of time and "
+            f"took its default, '{winning}'."
+        )
+    return (
+        f"Your choice '{choice}' was not recorded: gate '{key}' had already been answered "
+        f"with '{winning}'."
+    )
+
+
 def lag(ms: int) -> str:
-    """Realm's duration words (`formatDuration`): `12s`, `3m`, `2h 5m`, `1d 3h`."""
+    """A duration in its largest units: `12s`, `3m`, `2h 5m`, `1d 3h`."""
     secs = max(0, ms) // 1000
     if secs < 60:
         return f"{secs}s"
@@ -58,8 +71,8 @@ async def late_answer(
     timing = {"expired_at": expired_at, "overdue_ms": overdue}
     if gate.get("on_expiry") == "abort":
         said = (
-            f"Gate '{key}' on '{step}' expired and the run aborted per the workflow's declared "
-            "on_expiry — your choice was NOT recorded."
+            f"The time of gate '{key}' on step '{step}' ran out and its on_expiry ended the run "
+            "(aborted); your choice was not recorded."
         )
         return refusal(
             step,
@@ -74,16 +87,13 @@ async def late_answer(
     winning = gate.get("default_choice")
     warns = [
         *w,
-        f"gate '{key}' on '{step}' had expired {lag(overdue)} before this call — this "
-        "submit_human_response call first carried out its declared settle_default: the default "
-        f"choice '{winning}' was recorded (enacted_via: submit_human_response).",
+        f"The time of gate '{key}' on step '{step}' ran out {lag(overdue)} before this call, so "
+        "this call first applied its on_expiry (settle_default) and recorded the default "
+        f"choice '{winning}' (enacted_via: submit_human_response).",
     ]
     details = {**details, "winning_choice": winning, **timing}
     if a["choice"] != winning:
-        said = (
-            f"Gate '{key}' was settled by timeout with choice '{winning}' — your choice "
-            f"'{a['choice']}' was not recorded."
-        )
+        said = not_recorded(key, winning, a["choice"], timed_out=True)
         return _other_choice(plan, now, chain, step, said, details, warns)
     reply = replies.progress(
         step, plan, now, chain, tool=COMMAND, lead=MATCHED_LATE, done=MATCHED_LATE, warnings=warns

@@ -1,7 +1,7 @@
-"""Parameters of Realm's 11 tools, pure: the table each tool's `inputSchema` is built from,
-and the one check every call passes before anything is read or written.
+"""Parameters of the 11 protocol tools, pure: the table each tool's `inputSchema` is built
+from, and the one check every call passes before anything is read or written.
 
-As the seed says ("Calling a tool"): a required parameter that is missing, or a value of the
+A required parameter that is missing, or a value of the
 wrong type, is refused by the MCP layer (JSON-RPC -32602, `Input validation error: Invalid
 arguments for tool <tool>: <problem> at <path>`); a parameter the tool does not have is
 ignored without a word, except by `create_workflow`, `submit_human_response` and
@@ -202,18 +202,18 @@ def checked(tool: str, args: Mapping[str, Any] | None) -> tuple[dict[str, Any], 
     return known, warnings
 
 
-#: submit-human-response.ts: the names answered with the argument they meant.
+#: Names sent for submit_human_response's claim_token, answered with the argument meant.
 _MEANT: Final = {"claimToken": "claim_token", "token": "claim_token"}
 
 
 def _ignored(tool: str, name: str, names: set[str]) -> str:
-    """Realm's words (`<tool>: unknown argument '<k>' was ignored.`); submit_human_response
-    adds the argument it has that was meant (`— did you mean 'claim_token'?`)."""
-    said = f"{tool}: unknown argument '{name}' was ignored"
+    """`<tool> takes no argument '<k>'; it was ignored.`; submit_human_response adds the
+    argument it has that was meant (`The argument it takes is 'claim_token'.`)."""
+    said = f"{tool} takes no argument '{name}'; it was ignored."
     if tool != "submit_human_response":
-        return f"{said}."
+        return said
     flat = name.replace("_", "").replace("-", "").lower()
     meant = _MEANT.get(name) or next(
         (n for n in sorted(names) if n.replace("_", "").lower() == flat), None
     )
-    return f"{said} — did you mean '{meant}'?" if meant else f"{said}."
+    return f"{said} The argument it takes is '{meant}'." if meant else said

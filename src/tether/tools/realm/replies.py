@@ -1,4 +1,5 @@
-"""The replies of Realm's tools that report where a run stands (pure: rows in, envelope out):
+"""The replies of the protocol tools that report where a run stands (pure: rows in, envelope
+out):
 `progress` (moved, ended, failed, or stopped at agent steps or a gate), `ended` (an act on a
 run that has already ended), `blocked` (a step that cannot be called now)."""
 
@@ -28,7 +29,7 @@ def progress(
     warnings: list[str] | None = None,
 ) -> Reply:
     """The reply of a call that moved run `row` (or found nothing to do). `command` is the
-    reply's word (an answer's: its step), `tool` the tool; `done` (`Step '<s>' completed.`)
+    reply's word (an answer's: its step), `tool` the tool; `done` (`Step '<s>' is done.`)
     is said in place of `lead` when the run goes on with nothing open."""
     p = runs.phase(row)
     tool = tool or command
@@ -72,10 +73,10 @@ def progress(
 
 
 def what_next(row: ExecutionRow) -> str:
-    """Realm's `describeNext` for an open run with no question: the agent steps ready, each
-    step that cannot run, else `No step is ready.`"""
+    """What comes next on an open run with no open gate: the agent steps ready, each step that
+    cannot run, else `No step is ready.`"""
     names = ", ".join(f"'{w['name']}'" for w in runs.open_agent_steps(row))
-    said = join(f"Ready for the agent: {names}." if names else "", *runs.cannot_run(row))
+    said = join(f"{runs.FOR_THE_AGENT}: {names}." if names else "", *runs.cannot_run(row))
     return said or "No step is ready."
 
 
@@ -95,7 +96,7 @@ def _unrendered(
         detail,
         run_version=row.version,
         action="stop",
-        context_hint=join(lead, f"Step '{step}' cannot open its gate: {detail}"),
+        context_hint=join(lead, f"The gate of step '{step}' could not open: {detail}"),
         **{**extra, "stopped_step": step},
     )
 
@@ -125,7 +126,9 @@ def _failed(
     code, error = failure_code(plan, row, step, message)
     if names_stop and step is not None:
         extra = {**extra, "stopped_step": step}
-    said = f"Step '{step}' failed. Run is terminated." if step else f"The run failed: {message}."
+    said = (
+        f"Step '{step}' failed, and the run has ended." if step else f"The run failed: {message}."
+    )
     hint = join(lead, said, runs.way_back(row, step), cleanup)
     return refusal(
         command,
@@ -145,9 +148,9 @@ _TOTAL: Final = re.compile(r"\(retries stopped by total_timeout after (\d+) atte
 def failure_code(
     plan: Plan | None, row: ExecutionRow, step: str | None, message: str
 ) -> tuple[str, str]:
-    """The error code and sentence of a failed run, in Realm's words: a handler that is not
-    registered, an attempt past `timeout_seconds` (`STEP_TIMEOUT`), or a handler that raised
-    (`ENGINE_HANDLER_FAILED`, `Handler '<h>' threw: <error>`)."""
+    """The error code and sentence of a failed run: a handler that is not registered, an
+    attempt past `timeout_seconds` (`STEP_TIMEOUT`), retries used up (`STEP_RETRY_EXHAUSTED`),
+    or a handler that raised (`ENGINE_HANDLER_FAILED`, `Handler '<h>' raised: <error>`)."""
     err = row.error if isinstance(row.error, dict) else {}
     if "HandlerNotRegistered" in message or err.get("type") == "HandlerNotRegistered":
         return "ENGINE_HANDLER_NOT_REGISTERED", message
@@ -160,15 +163,15 @@ def failure_code(
     cause = message.split(" failed: ", 1)[-1]
     if cause.startswith("TimeoutError"):
         limit = (s.spec.effective_timeout or 0) * 1000
-        return "STEP_TIMEOUT", f"Step '{step}' timed out after {limit}ms"
+        return "STEP_TIMEOUT", f"Step '{step}' ran past its limit of {limit}ms"
     if cause.startswith("RetryableFailure") and s.spec.retry is not None:
         tries = s.spec.retry.max_attempts  # every try failed with an error marked retryable
         if cut := _TOTAL.search(cause):  # retry.total_timeout_seconds stopped the retries
             tries = int(cut.group(1))
-        return "STEP_RETRY_EXHAUSTED", f"Step '{step}' failed after {tries} attempts"
+        return "STEP_RETRY_EXHAUSTED", f"Step '{step}' failed on each of its {tries} attempts"
     if s.handler is None:
         return "ENGINE_STEP_FAILED", message
-    return "ENGINE_HANDLER_FAILED", f"Handler '{s.handler}' threw: {cause.split(': ', 1)[-1]}"
+    return "ENGINE_HANDLER_FAILED", f"Handler '{s.handler}' raised: {cause.split(': ', 1)[-1]}"
 
 
 def _confirm(
@@ -185,11 +188,7 @@ def _confirm(
         command,
         row.id,
         "confirm_required",
-        join(  # human-gates.md
-            lead,
-            f"Run is paused at gate '{view['gate_id']}'. Available choices: "
-            f"{', '.join(view['choices'])}.",
-        ),
+        join(lead, envelope.gate_words(view["gate_id"], view["choices"])),
         row.version,
         next_actions=[
             envelope.gate_action(
@@ -238,8 +237,7 @@ def not_callable(
             step,
             row.id,
             "STATE_STEP_NOT_ELIGIBLE",
-            f"Step '{step}' is not an agent step (execution: '{s.kind}') — writer_nonce is only "
-            "meaningful on agent steps.",
+            f"writer_nonce goes with agent steps, and step '{step}' is a {s.kind} step.",
             run_version=row.version,
             error_details={"step_id": step, "step_type": s.kind, "run_version": row.version},
         )
@@ -254,11 +252,11 @@ def done_names(row: ExecutionRow) -> set[str]:
 def waiting_on(
     row: ExecutionRow, gate: dict[str, Any], warnings: list[str], extra: dict[str, Any]
 ) -> Reply:
-    """advance_run at a question already open: nothing ran; the answer is what comes next."""
+    """advance_run at a gate already open: nothing ran; the answer is what comes next."""
     choices = list(gate.get("choices") or [])
     hint = (
-        f"Run '{row.id}': nothing ran. Waiting on the question on step '{gate['name']}' "
-        f"(choices: {', '.join(choices)}) — answer it with submit_human_response."
+        f"Run '{row.id}': nothing ran. The gate of step '{gate['name']}' is still open "
+        f"({', '.join(choices)}); submit_human_response answers it."
     )
     return Reply(
         "advance_run",
@@ -273,11 +271,11 @@ def waiting_on(
 
 
 def completed(step: str, chain: runs.Chain) -> str:
-    """`Step '<s>' completed.`: the last auto step the call ran, else `step` (a guard is
+    """`Step '<s>' is done.`: the last auto step the call ran, else `step` (a guard is
     decided in the write of the step before it and is never the one named)."""
     guards = {g["step"] for g in chain.guards}
     ran = [c["step"] for c in chain.chained if c["step"] not in guards]
-    return f"Step '{ran[-1] if ran else step}' completed."
+    return f"Step '{ran[-1] if ran else step}' is done."
 
 
 def join(*parts: str) -> str:

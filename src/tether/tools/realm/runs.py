@@ -1,5 +1,6 @@
-"""A protocol run as Realm sees it, pure: its phase, its open agent step, the auto steps and
-guards a call ran (from the run's step records), and the ways back into an ended run."""
+"""A protocol run as the protocol tools describe it, pure: its phase, its open agent step, the
+auto steps and guards a call ran (from the run's step records), and the ways back into an
+ended run."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ RESUME: Final = "tether runs resume {run} --from {step}"
 
 
 def phase(row: ExecutionRow) -> str:
-    """`running | gate_waiting | completed | failed | abandoned | aborted` (digest §1)."""
+    """`running | gate_waiting | completed | failed | abandoned | aborted`."""
     if row.status == "completed":
         return "completed"
     if row.status in ("cancelled", "terminated") and not exhausted(row):
@@ -88,18 +89,35 @@ def gate_message_problem(row: ExecutionRow) -> tuple[str, str, str] | None:
     return None
 
 
-CAPABILITY_WAY_OUT: Final = " — load the missing extension, or run the step on a runner that has it"
+CAPABILITY_WAY_OUT: Final = " — register the handler here, or let a server that has it run the step"
 WAY_OUT: Final = (
-    "Correct the workflow and register it again, then call advance_run; or end the run with "
-    "abandon_run."
+    "The run cannot go on as its workflow stands: fix the workflow, register it again and call "
+    "advance_run, or end the run with abandon_run."
 )
+FOR_THE_AGENT: Final = "Steps for the agent"
+
+
+def cannot_run_here(step: str, handler: str | None) -> str:
+    """An auto step this server lacks the handler of: `'<s>' cannot run here (capability): …`."""
+    return f"'{step}' cannot run here (capability): this server has no handler '{handler}'" + (
+        f"{CAPABILITY_WAY_OUT}."
+    )
+
+
+def owed_sentence(owed: Sequence[str]) -> str:
+    """The engine's owed steps (quoted names) and the call that runs them; with more than one,
+    where that call stops."""
+    tail = "; one call goes on until a step asks a question, fails or ends the run"
+    return (
+        f"The engine has {', '.join(owed)} to run — call advance_run"
+        f"{tail if len(owed) > 1 else ''}."
+    )
 
 
 def cannot_run(row: ExecutionRow) -> list[str]:
-    """Realm's clause for each step that cannot run (`cannotRunClause`): `'<s>' cannot run
-    here (capability): <why> — load the missing extension, …` or `'<s>' cannot run
-    (<check>): <why>`; then, when nothing else can go on and a step is refused for a reason
-    a runner with the handler would not fix, the way out (`cannotRunWayOutTools`)."""
+    """A clause for each step that cannot run: `'<s>' cannot run here (capability): <why>` and
+    the way out of that, or `'<s>' cannot run (<check>): <why>`; then, when nothing else can go
+    on and a step is refused for a reason another server would not fix, the way out."""
     said, refused = [], False
     for w in capability_waits(row):
         prompt = str(w.get("prompt"))
@@ -176,7 +194,7 @@ def failed_step(after: Sequence[StepRecord]) -> tuple[str, str] | None:
     return None
 
 
-_EXHAUSTED: Final = re.compile(r"VALIDATION_EXHAUSTED: Step '(.+?)' exhausted")
+_EXHAUSTED: Final = re.compile(r"VALIDATION_EXHAUSTED: Step '(.+?)' ")
 _STEP_FAILED: Final = re.compile(r"step '(?:realm:(?:auto|guard|when):)?(.+?)' failed: (.*)", re.S)
 
 
@@ -202,7 +220,7 @@ def resumable(row: ExecutionRow) -> dict[str, Any]:
 
 
 def way_back(row: ExecutionRow, step: str | None) -> str:
-    """The sentence an ended run's reply ends with (seed "A run that has ended")."""
+    """The sentence an ended run's reply ends with: how to run its work again."""
     p = phase(row)
     step = step or failure(row)[0]
     if p == "abandoned":
@@ -235,7 +253,7 @@ def cleanup_command(run_id: str, steps: Sequence[str]) -> str:
 
 def cleanup_sentence(run_id: str, steps: Sequence[str]) -> str:
     """The sentence a reply on an ended run ends with when its ending left cleanup steps
-    pending (Realm's `pendingCleanupSentence`); empty when none is."""
+    pending; empty when none is."""
     if not steps:
         return ""
     one = len(steps) == 1

@@ -1,4 +1,4 @@
-"""Realm's tools over the runtime: each call checks its parameters (params.py), acts through
+"""The protocol tools over the runtime: each call checks its parameters (params.py), acts through
 `Operations`, waits for the run to stop at its next agent step, gate or end (the worker runs
 the auto steps and guards the call made ready), and replies with one envelope (envelope.py).
 """
@@ -35,7 +35,7 @@ Args = dict[str, Any]
 
 
 def reply_result(reply: Reply | dict[str, Any]) -> dict[str, Any]:
-    """One JSON text item, as Realm's replies are."""
+    """One JSON text item, as every reply of these tools is."""
     wire = reply.to_wire() if isinstance(reply, Reply) else reply
     out = results.text_result(wire)
     out.pop("structuredContent", None)
@@ -116,7 +116,8 @@ class RealmTools:
                 "start_run",
                 "",
                 "VALIDATION_INPUT_SCHEMA",
-                f"Invalid params for workflow '{wf}': {'; '.join(problems)}",
+                f"The params do not fit the params_schema of workflow '{wf}': "
+                f"{'; '.join(problems)}",
                 error_details={"errors": problems},
             )
         out = await starts.start_one(
@@ -138,12 +139,12 @@ class RealmTools:
         reached = [str(w["name"]).removeprefix(runs.CAPABILITY) for w in runs.capability_waits(row)]
         warned = [*starts.preflight(plan, handlers, reached), *warned]
         ran = any(c["step"] not in {g["step"] for g in chain.guards} for c in chain.chained)
-        done = replies.completed("", chain) if ran else ""  # start-run.ts: the step's sentence
+        done = replies.completed("", chain) if ran else ""  # the last step the call ran
         hint = f"Run '{row.id}' created for workflow '{wf}'."
         if out.rerun_of is not None:
             hint = (
-                f"{hint} This run supersedes run '{out.rerun_of}' under the same idempotency "
-                "key (on_terminal_match)."
+                f"{hint} It takes the place of run '{out.rerun_of}', which held the same "
+                "idempotency_key (on_terminal_match)."
             )
         reply = replies.progress(
             "start_run", plan, row, chain, deduped=False, lead=hint, done=done, warnings=warned
@@ -243,9 +244,9 @@ class RealmTools:
         return wire
 
     async def abandon_run(self, ops: Operations, a: Args, w: list[str], by: str | None) -> Any:
-        """tools.md `abandon_run`: the run's summary `{run_id, run_phase, terminal_state,
-        terminal_reason, note}`; a refusal is the envelope without `run_version`, its hint
-        Realm's short sentence and its error the full one."""
+        """The run's summary `{run_id, run_phase, terminal_state, terminal_reason, note}`; a
+        refusal is the envelope without `run_version`, its hint a short sentence and its error
+        the full one."""
         run_id = a["run_id"]
         reason = a.get("reason") or "Abandoned via abandon_run"
         try:
@@ -259,13 +260,13 @@ class RealmTools:
             note = f"already abandoned (no change this call). {ABANDON_NOTE}"
         elif runs.ended(row):
             message = (
-                f"Run '{row.id}' is already terminal ({runs.phase(row)}); cannot abandon a "
-                "finished run."
+                f"Run '{row.id}' has already ended ({runs.phase(row)}); there is nothing to "
+                "abandon."
             )
-            hint = "is already terminal; nothing to abandon."
+            hint = "has already ended; nothing to abandon."
             return _abandon_refused(row.id, "STATE_RUN_TERMINAL", message, hint)
         elif runs.phase(row) == "gate_waiting":
-            hint = "is waiting on a human gate; resolve it before abandoning."
+            hint = "waits for a person's answer at a gate; answer it before abandoning the run."
             return _abandon_refused(
                 row.id, "STATE_TRANSITION_DENIED", _gate_open_sentence(row), hint
             )
@@ -327,29 +328,26 @@ async def _matched(ops: Operations, plan: Plan, row: ExecutionRow, warned: list[
     back in."""
     left = runs.left_pending(await ops.steps(row.id)) if runs.ended(row) else []
     none = runs.Chain([], [], None, tuple(left))
-    lead = (
-        f"Matched existing run '{row.id}' (idempotent) in phase '{runs.phase(row)}'; no new run "
-        "created."
-    )
+    lead = starts.matched_lead(row)
     return replies.progress("start_run", plan, row, none, deduped=True, lead=lead, warnings=warned)
 
 
 def _gate_open_sentence(row: ExecutionRow) -> str:
-    """gates-and-trust.md, tools.md: why a run at a gate cannot be abandoned, and the answer."""
+    """Why a run at a gate cannot be abandoned, and the call that answers the gate."""
     gate = runs.open_gate(row) or {}
     choices = ", ".join(gate.get("choices") or [])
     return (
-        f"Run '{row.id}' is waiting on human gate '{gate.get('name')}' (gate "
-        f"'{gate.get('key')}'); answer it before abandoning. Answer it: submit_human_response "
+        f"Run '{row.id}' cannot be abandoned while the gate of step '{gate.get('name')}' (gate "
+        f"'{gate.get('key')}') waits for an answer. Answer it first: submit_human_response "
         f"{{run_id: '{row.id}', gate_id: '{gate.get('key')}', choice: <one of: {choices}>}}."
     )
 
 
-#: tools.md `abandon_run`: the note every abandon carries (no finalizer runs after it).
+#: The note every abandon carries: no finalizer runs after it.
 ABANDON_NOTE: Final = (
-    "abandon is a kill — declared finalizers (if any) did NOT run and will not for this run. "
-    "The graceful path is the workflow's own guard step (abort_unless), which runs them; there "
-    "is no operator abort command."
+    "Abandoning stops the run where it stands: its finalizers, if it has any, did not run and "
+    "never will. A run that should end with its finalizers is ended by one of its own guard "
+    "steps (abort_unless); operators have no abort command."
 )
 
 

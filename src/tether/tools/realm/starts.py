@@ -1,6 +1,5 @@
 """Starting protocol runs: one run under the idempotency key policies (`start_run`,
-`create_workflow`, each item of `start_run_batch`), and `start_run_batch` itself
-(digest §1 "start_run_batch", §5).
+`create_workflow`, each item of `start_run_batch`), and `start_run_batch` itself.
 
 `start_run` and `create_workflow` start through `Operations.start`; a batch starts all its
 items in one statement through `Operations.start_many`, then applies the key policies to
@@ -31,7 +30,7 @@ PARENT_LABEL: Final = "realm.parent_run"
 
 
 def schema_errors(schema: Any, value: Any) -> list[str]:
-    """Draft-07 violations of `value` in Ajv's words, one line each, as Realm writes them
+    """Draft-07 violations of `value` in Ajv's words, one line each
     (`(root) must have required property 'path'`, `/n must be integer`)."""
     if not schema:
         return []
@@ -81,12 +80,12 @@ async def start_one(
 
 
 def _owned(workflow: str, holder: ExecutionRow) -> Outcome:
-    """`on_live_match: fail` on a key a live run holds (idempotency-and-batches.md)."""
+    """`on_live_match: fail` on a key a live run holds."""
     return Outcome(
         None,
         code="STATE_RUN_ALREADY_ACTIVE",
-        message=f"Idempotency key for workflow '{workflow}' is owned by an active run "
-        f"'{holder.id}' (phase '{runs.phase(holder)}').",
+        message=f"Run '{holder.id}' of workflow '{workflow}' still holds this idempotency_key "
+        f"(phase '{runs.phase(holder)}'); no run was started.",
     )
 
 
@@ -108,7 +107,7 @@ async def _settle(
         return _owned(workflow, holder)
     warned: tuple[str, ...] = ()
     if isinstance(started, rt.IdempotencyMismatch) and started.execution_id:
-        # Realm only warns: the key's run is matched as if the params were the same
+        # other params under a used key only warn: the key's run is matched all the same
         holder = (await ops.get(started.execution_id, follow_chain=False)).current
         if live == "fail" and not runs.ended(holder):
             return _owned(workflow, holder)
@@ -123,8 +122,11 @@ async def _settle(
             return _owned(workflow, row)
     if not started.deduped:
         return Outcome(row, deduped=False, warnings=warned)
-    if not runs.ended(row):  # start-run.ts: observational only (a retry also matches)
-        live_match = f"Idempotency key matched a run still in phase '{runs.phase(row)}'."
+    if not runs.ended(row):  # only a warning: a caller's own retry matches the same way
+        live_match = (
+            f"The idempotency_key matched run '{row.id}', which is still open (phase "
+            f"'{runs.phase(row)}')."
+        )
         return Outcome(row, deduped=True, warnings=(live_match, *warned))
     policy = terminal or "reuse"
     if policy == "reject":
@@ -144,8 +146,8 @@ async def _settle(
 
 
 OTHER_PARAMS: Final = (
-    "Idempotency key matched an existing run created with different params; the original run "
-    "is returned unchanged (params not updated)."
+    "The idempotency_key matched a run that was started with other params; that run is "
+    "returned as it was, and the params of this call were not used."
 )
 
 
@@ -201,8 +203,9 @@ def _batch_refusal(
             "start_run_batch",
             "",
             "VALIDATION_BATCH_ITEMS",
-            f"start_run_batch: {len(failures)} item(s) failed schema validation",
-            context_hint="One or more items failed schema validation. No runs were created.",
+            f"{len(failures)} of the {len(items)} items have params that the workflow's "
+            "params_schema refuses; error_details.failures names them.",
+            context_hint="No run was started: every item's params must fit params_schema.",
             error_details={"failures": failures},
         )
     return None
@@ -278,8 +281,8 @@ def _started(
 
 
 def preflight(plan: Plan, handlers: Any, reached: Sequence[str] = ()) -> list[str]:
-    """Realm's warnings for the auto steps whose handler this server lacks (`capabilityWarning`),
-    and for each such step this call reached, that it is blocked (after the others)."""
+    """A warning for each auto step whose handler this server lacks, and for each such step
+    this call reached, that it waits for one (after the others)."""
     ahead: list[str] = []
     blocked: list[str] = []
     for s in plan.steps:
@@ -287,17 +290,16 @@ def preflight(plan: Plan, handlers: Any, reached: Sequence[str] = ()) -> list[st
             continue
         if s.id in reached:
             blocked.append(
-                f"Step '{s.id}' is blocked: its handler '{s.handler}' is not registered in this "
-                "runner. The run is NOT terminated — the step remains eligible, so a runner that "
-                "provides this handler can execute it. Provision this runner (or re-run on a "
-                "capable one), then follow next_actions."
+                f"Step '{s.id}' is waiting: this server has no handler '{s.handler}'. The run "
+                "is still open and the step can still run; a server that has the handler runs "
+                "it on advance_run. Register the handler here, or use such a server, then "
+                "follow next_actions."
             )
         else:
             ahead.append(
-                f"Step '{s.id}' needs handler '{s.handler}', which is not registered in this "
-                "runner. If reached it will block recoverably (not fail) until a runner that "
-                "provides this handler executes it — load the missing extension or run on a "
-                "capable runner."
+                f"Step '{s.id}' needs handler '{s.handler}', which this server does not have. "
+                "When the run gets there, the step waits (it does not fail) until a server with "
+                "the handler runs it: register the handler here, or use such a server."
             )
     return ahead + blocked
 
@@ -305,12 +307,7 @@ def preflight(plan: Plan, handlers: Any, reached: Sequence[str] = ()) -> list[st
 def batch_hint(row: ExecutionRow, plan: Plan, handlers: Any, deduped: bool) -> str:
     """A batch entry's `context_hint`: start_run's sentence for a run on which nothing ran,
     then what comes next (the agent steps ready, the engine's owed work, what cannot run)."""
-    lead = (
-        f"Matched existing run '{row.id}' (idempotent) in phase '{runs.phase(row)}'; no new run "
-        "created."
-        if deduped
-        else f"Run '{row.id}' created for workflow '{plan.id}'."
-    )
+    lead = matched_lead(row) if deduped else f"Run '{row.id}' created for workflow '{plan.id}'."
     if runs.ended(row) or row.waits:
         return replies.join(lead, "" if runs.ended(row) else replies.what_next(row))
     roots = [s for s in plan.steps if not s.depends_on]
@@ -318,17 +315,20 @@ def batch_hint(row: ExecutionRow, plan: Plan, handlers: Any, deduped: bool) -> s
     owed, cannot = [], []
     for s in sorted(roots, key=lambda s: s.kind != "guard"):
         if s.kind == "auto" and s.handler and s.handler not in handlers:
-            cannot.append(
-                f"'{s.id}' cannot run here (capability): handler '{s.handler}' is not registered "
-                f"here{runs.CAPABILITY_WAY_OUT}."
-            )
+            cannot.append(runs.cannot_run_here(s.id, s.handler))
         elif s.kind in ("auto", "guard"):
             owed.append(f"'{s.id}'")
-    until = "; it runs them until a step opens a question, fails or ends the run"
-    said = [f"Ready for the agent: {agents}." if agents else ""]
+    said = [f"{runs.FOR_THE_AGENT}: {agents}." if agents else ""]
     if owed:
-        tail = until if len(owed) > 1 else ""
-        said.append(f"Owed to the engine: {', '.join(owed)} — call advance_run{tail}.")
+        said.append(runs.owed_sentence(owed))
     return (
         replies.join(lead, *said, *cannot) if any(said) or cannot else f"{lead} No step is ready."
+    )
+
+
+def matched_lead(row: ExecutionRow) -> str:
+    """The hint's first sentence for a start an idempotency key matched: nothing was started."""
+    return (
+        f"Run '{row.id}' already holds this idempotency_key (phase '{runs.phase(row)}'); no run "
+        "was started."
     )

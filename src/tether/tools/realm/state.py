@@ -1,5 +1,4 @@
-"""get_run_state's reply (run-state-and-health.md): where a run stands, from its row and its
-step records.
+"""get_run_state's reply: where a run stands, from its row and its step records.
 
 Always: `workflow_id`, `run_phase`, `terminal_state`, `completed_steps`, `in_progress_steps`,
 `failed_steps`, `skipped_steps`, `evidence_count`, `last_step`, `created_at`, `updated_at`,
@@ -143,7 +142,7 @@ def _failures(records: Sequence[StepRecord], step: str) -> int:
 
 
 def _stored(plan: Plan | None, row: ExecutionRow, gate: dict[str, Any]) -> dict[str, Any]:
-    """gates.md "What is stored when a gate opens": the gate and its settings."""
+    """What is stored when a gate opens: the gate and its settings."""
     wait = runs.open_gate(row) or {}
     out = {**gate, "opened_at": wait.get("opened_at")}
     if "display" in gate:

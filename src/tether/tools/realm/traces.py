@@ -1,6 +1,6 @@
 """`append_trace`: notes about an agent step recorded before the step is done, and their
-adoption by the `execute_step` that does it (digest §1 "append_trace"; seed `adopted_own`,
-`adopted_anonymous`, `preserved_foreign`).
+adoption by the `execute_step` that does it (`adopted_own`, `adopted_anonymous`,
+`preserved_foreign`).
 
 The entries of one call are one note of the run on channel `realm.trace.<step>`, through
 `Operations.note` (the run's own input buffer: durable, in the run's tenant, sealed like any
@@ -29,7 +29,7 @@ from tether.tools.realm.envelope import Reply, refusal
 
 WRITER_LIMIT: Final = (200, 102400)
 STEP_LIMIT: Final = (400, 204800)
-FINAL_LIMIT: Final = (100, 51200)  # what execute_step adopts of them (Realm's final limits)
+FINAL_LIMIT: Final = (100, 51200)  # what execute_step adopts of them
 ANONYMOUS: Final = ""
 
 
@@ -79,28 +79,25 @@ def _usage(found: list[Batch], writer: str) -> tuple[int, int, int, int]:
 
 
 _STATES: Final = {
-    "completed": "Step '{step}' has already completed.",
-    "failed": "Step '{step}' has already failed.",
-    "skipped": "Step '{step}' was skipped.",
-    "in_progress": "Step '{step}' is currently being executed by execute_step.",
+    "completed": "Step '{step}' is done already.",
+    "failed": "Step '{step}' failed already.",
+    "skipped": "The run skipped step '{step}'.",
+    "in_progress": "An execute_step call is doing step '{step}' right now.",
 }
 
 
 def _not_eligible(step: str, row: ExecutionRow, state: str, kind: str | None = None) -> Reply:
-    """Realm's refusal taxonomy (append-trace.ts): `details.step_state` `run_terminal` (with
+    """Why a step takes no trace entries: `details.step_state` `run_terminal` (with
     `run_phase`), `completed`, `failed`, `skipped` or `in_progress`; a step that is not an agent
     step has `step_type` instead. Only `in_progress` can be resolved."""
     details: dict[str, Any] = {"step_id": step}
     if kind is not None:
         details["step_type"] = kind
-        said = f"Step '{step}' is not an agent step (execution: '{kind}')."
+        said = f"Only agent steps take trace entries, and step '{step}' is a {kind} step."
     elif state == "run_terminal":
         phase = runs.phase(row)
         details.update(step_state=state, run_phase=phase)
-        said = (
-            f"Run '{row.id}' is terminal (phase: '{phase}') — trace entries can no longer be "
-            "adopted by any step."
-        )
+        said = f"Run '{row.id}' has ended ({phase}); no step of it takes trace entries now."
     else:
         details["step_state"] = state
         said = _STATES[state].format(step=step)
@@ -111,30 +108,30 @@ def _not_eligible(step: str, row: ExecutionRow, state: str, kind: str | None = N
         said,
         run_version=row.version,
         action="resolve_precondition" if state == "in_progress" else "report_to_user",
-        context_hint=f"Step '{step}' is not eligible for trace buffering.",
+        context_hint=f"Step '{step}' cannot take trace entries now.",
         error_details={**details, "run_version": row.version},
     )
 
 
 NONCE_GUIDANCE: Final = (
-    "writer_nonce must be a non-empty string, ≤128 chars, no leading/trailing whitespace; "
-    "recommended: a fresh UUIDv4 per step-attempt."
+    "A writer_nonce is 1 to 128 characters with no whitespace at either end; a new UUIDv4 for "
+    "each attempt at a step serves well."
 )
 
 
 def nonce_problem(nonce: str | None) -> str | None:
-    """Why a `writer_nonce` has not the shape Realm takes (None: it has, or there is none)."""
+    """Why a `writer_nonce` is refused (None: it is fine, or there is none)."""
     if nonce is None:
         return None
     if not nonce:
-        why = "must not be empty"
+        why = "it is empty"
     elif nonce != nonce.strip():
-        why = "must not have leading or trailing whitespace"
+        why = "it starts or ends with whitespace"
     elif len(nonce) > 128:
-        why = "must be ≤128 characters"
+        why = "it is longer than 128 characters"
     else:
         return None
-    return f"Invalid writer_nonce: {why}. {NONCE_GUIDANCE}"
+    return f"writer_nonce refused: {why}. {NONCE_GUIDANCE}"
 
 
 async def append_trace(
@@ -156,16 +153,16 @@ async def append_trace(
         )
     plan: Plan | None = plan_of(row.workflow)
     target = plan.step(step) if plan is not None else None
-    if runs.ended(row):  # Realm refuses an ended run first
+    if runs.ended(row):  # an ended run is refused before anything else
         return _not_eligible(step, row, "run_terminal")
     if target is None:
         return refusal(
             "append_trace",
             row.id,
             "STEP_NOT_FOUND",
-            f"Step '{step}' not found in workflow '{row.workflow}'.",
+            f"Workflow '{row.workflow}' has no step '{step}'.",
             run_version=row.version,
-            context_hint=f"Step '{step}' not found in the workflow.",
+            context_hint=f"This run's workflow has no step '{step}'.",
             error_details={
                 "step_id": step,
                 "workflow_id": row.workflow,
@@ -231,7 +228,7 @@ async def _buffer(
 
 
 def capacity_warning(usage: dict[str, Any]) -> str | None:
-    """Realm's advisory once this writer's buffer is at 80% of a limit (never a refusal)."""
+    """A warning once this writer's buffer is at 80% of a limit (never a refusal)."""
     by_count = usage["buffer_count"] / usage["limit_count"]
     by_bytes = usage["buffer_bytes"] / usage["limit_bytes"]
     if max(by_count, by_bytes) < 0.8:
@@ -243,9 +240,8 @@ def capacity_warning(usage: dict[str, Any]) -> str | None:
     else:
         detail = f"{usage['buffer_bytes']}/{usage['limit_bytes']} bytes ({round(by_bytes * 100)}%)"
     return (
-        f"trace buffer for this step is at {detail} of capacity, approaching the limit — reduce "
-        "tracing verbosity or call execute_step to finalize the step before further appends are "
-        "refused with BUFFER_FULL"
+        f"This step's trace buffer holds {detail} of what it may. Send fewer entries, or finish "
+        "the step with execute_step, before appends start failing with BUFFER_FULL."
     )
 
 
@@ -259,7 +255,7 @@ def _full(
         f"The {scope} trace buffer is full ({used_n}/{limit[0]} entries, "
         f"{used_b}/{limit[1]} bytes); nothing was recorded.",
         run_version=row.version,
-        context_hint=f"Trace buffer is full for step '{step}'.",
+        context_hint=f"No room is left in the trace buffer of step '{step}'.",
         error_details={"scope": scope, **_counts(used_n, used_b, limit)},
     )
 

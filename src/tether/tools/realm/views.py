@@ -1,6 +1,6 @@
-"""get_workflow_protocol's reply, pure: the briefing in Realm's words (the opening
-instruction, the five standard rules and the two always added, each step's part for the agent,
-`possible_gate`, the step counts and what to do for each `agent_action`)."""
+"""get_workflow_protocol's reply, pure: the briefing (the opening instruction, the five
+standard rules and the two always added, each step's part for the agent, `possible_gate`, the
+step counts and what to do for each `agent_action`), and list_workflows' reply."""
 
 from __future__ import annotations
 
@@ -18,22 +18,18 @@ def listing(
     entries = [
         {"file": Path(f).name, "class": "parse", "reason": why} for f, why in unreadable.items()
     ]
-    start = "Call get_workflow_protocol with a workflow_id before calling start_run."
+    start = "Read a workflow's brief with get_workflow_protocol before you call start_run on it."
     hint = start
     if app.allow_create_workflow:
-        hint += (
-            " If no workflow matches your task, use create_workflow to define and start your "
-            "own plan."
-        )
+        hint += " When none of these fits the task, create_workflow turns your own plan into a run."
     if entries:
         n = len(entries)
-        count = f"{n} registered workflow {'copy' if n == 1 else 'copies'} could not be read"
-        warnings = [*warnings, f"{count} — see 'unreadable'."]
+        count = f"{n} workflow {'file' if n == 1 else 'files'} could not be loaded"
+        warnings = [*warnings, f"{count}; 'unreadable' lists {'it' if n == 1 else 'them'}."]
         hint = (
-            f"{count} — 'unreadable' names each file, the reason and the repair (an operator's "
-            "act). Do not create a workflow to replace one listed there until an operator has "
-            f"looked: the entry may be a registered workflow that only needs its file repaired. "
-            f"{start}"
+            f"{count}. 'unreadable' gives each file and why it was refused; mending a file is "
+            "for an operator. Do not stand in for one of them with create_workflow: it may be a "
+            f"workflow that is still registered and only needs its file fixed. {start}"
         )
     return {
         "status": "ok",
@@ -66,25 +62,24 @@ def protocol_view(plan: Plan) -> dict[str, Any]:
 
 
 def summary(total: int, agent: int, auto: int) -> str:
-    """`2 of 4 steps require agent action. 2 are run by the engine.`"""
+    """`2 of 4 steps are for the agent; the engine runs 2 itself.`"""
     return (
         f"{agent} of {total} {'step' if total == 1 else 'steps'} "
-        f"{'requires' if agent == 1 else 'require'} agent action. "
-        f"{auto} {'is' if auto == 1 else 'are'} run by the engine."
+        f"{'is' if agent == 1 else 'are'} for the agent; the engine runs {auto} itself."
     )
 
 
 def _start(plan: Plan, agent: int) -> str:
-    head = f"Call start_run with workflow_id '{plan.id}'."
+    head = f"Begin with start_run, workflow_id '{plan.id}'."
     if agent:
         return (
-            f"{head} The engine runs the steps it owns and returns control at the first step "
-            "requiring agent action; when next_actions names advance_run, call it. Follow the "
-            "next_action in each response until the workflow completes."
+            f"{head} The engine does its own steps and hands the run back at the first step "
+            "that needs you. From then on, each reply's next_actions says what to call next "
+            "(advance_run among them) until the run has ended."
         )
     return (
-        f"{head} The engine runs every step; when next_actions names advance_run, call it. "
-        "Follow the next_action in each response until the workflow completes."
+        f"{head} Every step is the engine's. Keep calling what next_actions names "
+        "(advance_run when it is there) until the run has ended."
     )
 
 
@@ -109,24 +104,22 @@ def _step(s: PlanStep, plan: Plan) -> dict[str, Any]:
 def _involvement(s: PlanStep, plan: Plan) -> str:
     if s.kind == "guard":
         return (
-            "none — the engine settles this guard step itself; when next_actions names "
-            "advance_run, call it, and do NOT call execute_step for it."
+            "none: the engine decides this guard by itself. Never name it in execute_step; "
+            "call advance_run when next_actions offers it."
         )
     if s.kind == "finalizer":
         return (
-            "none — the engine runs this finalizer step itself when the run ends; do NOT call "
-            "execute_step for it."
+            "none: the engine runs this cleanup step once the run has ended. Never name it in "
+            "execute_step."
         )
     if s.kind == "auto":
         return GATED_AUTO if s.gate is not None else PLAIN_AUTO
     if s.gate is not None:
         return (
-            f"YOU execute this step. Call execute_step with command '{s.id}'. The engine will "
-            "run your dispatcher, then pause for human confirmation of your output."
+            f"yours: call execute_step with command '{s.id}'. A person then confirms your answer "
+            "before the run goes on."
         )
-    text = (
-        f"YOU execute this step. Call execute_step with command '{s.id}' and the required params."
-    )
+    text = f"yours: call execute_step with command '{s.id}' and params that fit input_schema."
     gate_next = next(
         (
             o.id
@@ -137,55 +130,52 @@ def _involvement(s: PlanStep, plan: Plan) -> str:
     )
     if gate_next is not None:
         text += (
-            " After you submit, you will receive status: confirm_required directly in response "
-            f"to this call — the engine runs '{gate_next}' automatically before returning."
+            f" That call's reply is already confirm_required: the engine runs '{gate_next}' "
+            "before it replies."
         )
     return text
 
 
-PLAIN_AUTO: Final = "none — the engine runs this step; when next_actions names advance_run, call it"
+PLAIN_AUTO: Final = "none: the engine runs this step; call advance_run when next_actions offers it."
 GATED_AUTO: Final = (
-    "YOU will receive `status: confirm_required` after this step runs — the engine runs it "
-    "(when next_actions names advance_run, call it), then opens a gate. Read `gate.agent_hint` "
-    "for presentation instructions, present `gate.display` to the user verbatim, collect their "
-    "choice from `gate.response_spec.choices`, and call `submit_human_response` by copying the "
-    "call in `next_actions[0].instruction.call_with` and filling in the choice."
+    "the engine runs this step (call advance_run when next_actions offers it) and then asks a "
+    "person: the reply's status is confirm_required. Show `gate.display` to the user unchanged, "
+    "as `gate.agent_hint` describes, let them pick from `gate.response_spec.choices`, and send "
+    "their pick with `submit_human_response`, starting from "
+    "`next_actions[0].instruction.call_with`."
 )
+#: The rules a protocol without its own gets, one topic each, in this order.
 DEFAULT_RULES: Final = (
-    "Follow the next_action instruction in each response exactly.",
-    "When you receive status 'confirm_required', read gate.agent_hint for instructions, present "
-    "gate.display to the user verbatim, wait for their response, then call "
-    "submit_human_response by copying the call in next_actions[0].instruction.call_with and "
-    "filling in their choice.",
-    "Do NOT auto-confirm any human gate. The user must decide.",
-    "Do NOT ask the user for permission between steps unless the system tells you to.",
-    "When next_actions names advance_run, call it: the engine owes steps it runs when you call "
-    "advance_run.",
+    "Each reply's next_actions says what to call next; call exactly that.",
+    "On status 'confirm_required', show gate.display to the user unchanged (gate.agent_hint "
+    "says how), wait for their choice, and send it with submit_human_response, starting from "
+    "next_actions[0].instruction.call_with.",
+    "A gate's answer belongs to the user: never pick a choice for them.",
+    "Go from one step to the next without asking the user, unless a reply tells you to ask.",
+    "When next_actions offers advance_run, call it: that call is how the engine's own steps "
+    "get run.",
 )
-#: Always added after the rules (the protocol's own or the defaults): 7 by default.
+#: Added after the rules, whoever wrote them (7 rules in all with the defaults).
 ADDED_RULES: Final = (
-    "Optional: mint a fresh UUIDv4 writer_nonce per step-attempt (the same value on every "
-    "append_trace call for that attempt, a new one next attempt, on BOTH append_trace and "
-    "execute_step or neither) to get your own buffered trace lines faithfully attributed "
-    "instead of the honest-but-unattributed floor.",
-    "A concurrent completion of the same step by a sibling attempt resolves automatically — on "
-    "a STATE_STEP_ALREADY_SETTLED error, call get_run_state and continue from the run's actual "
-    "state rather than treating it as a failure.",
+    "execute_step and append_trace take an optional writer_nonce. Give each attempt at a step "
+    "a new UUIDv4 and send that same value with every call of the attempt (on both tools, or "
+    "on neither): the trace entries you buffered are then credited to you instead of being "
+    "counted as anonymous.",
+    "STATE_STEP_ALREADY_SETTLED means another attempt finished the same step first. It is not "
+    "a failure: read get_run_state and carry on from where the run now stands.",
 )
 ERROR_HANDLING: Final = {
-    "provide_input": "The engine rejected your input. Read the error details — they tell you "
-    "exactly what was wrong. Fix the input and call the step again.",
-    "report_to_user": "Something failed that you cannot fix automatically. Show the error "
-    "message to the user and wait for their guidance.",
-    "resolve_precondition": "A prerequisite step has not completed. The error includes which "
-    "precondition failed and what step to call. Follow the suggestion.",
-    "stop": "A critical error occurred. Report it to the user and do not attempt any further "
-    "steps.",
-    "wait_for_human": "An external service is unavailable and cannot be retried automatically "
-    "(e.g. network unreachable, upstream server error). Show the error to the user and wait for "
-    "them to confirm the issue is resolved — the run cannot continue until the external "
-    "dependency is back.",
-    "wait_and_proceed": "The upstream service returned a rate-limit response. retry_after in "
-    "the envelope gives the number of seconds to wait. After that delay, follow next_actions "
-    "without human involvement.",
+    "provide_input": "Your input was refused; error_details says which rule it broke. Correct "
+    "it and call the same step again.",
+    "report_to_user": "This cannot be put right from here. Show the user the error and wait "
+    "for what they decide.",
+    "resolve_precondition": "Something else has to happen before this call can work, and "
+    "next_actions names it. Do that first.",
+    "stop": "The run cannot go on. Tell the user what happened and make no more calls for "
+    "this run.",
+    "wait_for_human": "A service outside the engine is down or out of reach (the network, or "
+    "a server error on its side). Tell the user, and wait until they say it works again: "
+    "the run cannot move before then.",
+    "wait_and_proceed": "The service asked for a pause. Wait the number of seconds in "
+    "retry_after, then go on with next_actions; the user need not be asked.",
 }
