@@ -148,8 +148,7 @@ def _write(value: Any) -> str:
     return json.dumps(value)
 
 
-# --- filters (input-map-and-templates.md): each raises _NotApplicable on a value it does not
-# work on -----------------------------------------------------------------------------------
+# --- filters: each raises _NotApplicable on a value it does not work on ---------------------------
 
 
 def _text(v: Any) -> str:

@@ -319,10 +319,10 @@ def open_entries(row: ExecutionRow, plan: Plan | None) -> list[dict[str, Any]]:
 
 
 def claim_token(gate: dict[str, Any]) -> str:
-    """The gate's claim token: a digest of its key and opening time (proof of which reply
+    """The gate's claim token: a hash of its key and opening time (proof of which reply
     opened it; never required, never decides what is recorded)."""
-    seed = f"{gate['key']}|{gate.get('opened_at')}".encode()
-    return hashlib.sha256(seed).hexdigest()[:24]
+    basis = f"{gate['key']}|{gate.get('opened_at')}".encode()
+    return hashlib.sha256(basis).hexdigest()[:24]
 
 
 def gate_view(row: ExecutionRow, gate: dict[str, Any], plan: Plan | None) -> dict[str, Any]:
