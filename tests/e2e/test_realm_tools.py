@@ -40,11 +40,11 @@ steps:
     handler: score
     depends_on: [assess]
   only_low_risk:
-    description: Only low-risk refunds are paid automatically
+    description: A risky refund waits for a person instead
     execution: guard
     depends_on: [score]
     abort_unless: ["assess.risk == 'low'"]
-    abort_message: High-risk refunds are not paid automatically.
+    abort_message: A risky refund is left to a person.
   confirm:
     description: Write the confirmation
     execution: agent
@@ -162,7 +162,7 @@ async def test_guard_aborts_and_abandon(mcp_server: ServeFn, client: Client) -> 
         assert out["ended_by"] == {
             "arm": "guard_abort",
             "step": "only_low_risk",
-            "reason": "High-risk refunds are not paid automatically.",
+            "reason": "A risky refund is left to a person.",
         }
         late = await tool(c, "execute_step", {"run_id": run, "command": "confirm", "params": {}})
         assert late["status"] == "ok"
