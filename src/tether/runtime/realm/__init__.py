@@ -1,2 +1,2 @@
 """Step protocols (Realm's workflow YAML) on the durable runtime: one generic workflow per
-protocol, each run an ordinary execution (DESIGN.md §8)."""
+protocol, each run an ordinary execution."""

@@ -185,7 +185,7 @@ async def _run_handler(
     if fn is None:
         raise HandlerNotRegistered(f"no handler {step.handler!r} is registered (@app.handler)")
     given = templates.resolve_input_map(step.spec.input_map, params, outputs)
-    step_input = given if step.spec.input_map else params  # handlers.md: `inputs.params`
+    step_input = given if step.spec.input_map else params  # the handler reads `inputs.params`
     with attempts.marked():  # an error marked `retryable` is one a `retry` block retries
         value = fn(
             {"params": step_input, "steps": dict(outputs), "config": dict(step.config or {})}
