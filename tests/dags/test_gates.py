@@ -169,7 +169,7 @@ BAD_ANSWERS = [
 
 
 async def test_human_task_form_follows_the_scalar_rules(start: Start) -> None:
-    """Every scalar rule of the digest is checked when the task is answered; a refused answer
+    """Every scalar rule of a form is checked when the task is answered; a refused answer
     changes nothing; then a good answer publishes the outputs (defaults included)."""
     app = App()
     app.dag(TASK)
@@ -189,7 +189,7 @@ async def test_human_task_form_follows_the_scalar_rules(start: Start) -> None:
 
 
 async def test_enum_compares_numbers_numerically(start: Start) -> None:
-    """Enum values compare numerically (1 = 1.0), never a boolean with a number (digest §3)."""
+    """Enum values compare numerically (1 = 1.0), never a boolean with a number."""
     app = App()
     app.dag(
         """

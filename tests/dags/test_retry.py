@@ -1,4 +1,4 @@
-"""retry_dag: the whole run, or from a step with or without its downstream (digest §5)."""
+"""retry_dag: the whole run, or from a step with or without its downstream."""
 
 from __future__ import annotations
 

@@ -246,7 +246,7 @@ handlerOn:
 
 async def test_the_spec_is_written_with_the_first_steps_result(start: Start) -> None:
     """One commit per step: the recorded spec (`dag:spec`) rides on the first step's write,
-    not on a commit of its own (issue 12's shell-step benchmark); each later step commits."""
+    not on a commit of its own (what the shell-step benchmark measures); each later step commits."""
     app = App()
     app.dag(
         "name: two\ntype: chain\nsteps: [{name: a, command: echo a}, {name: b, command: echo b}]"

@@ -238,7 +238,7 @@ INVALID: list[tuple[str, type[DagSpecError], str, int]] = [
 def test_invalid_specs_are_refused_naming_field_and_line(
     spec: str, kind: type[DagSpecError], field: str, line: int
 ) -> None:
-    """Issue 12: every refusal names its field and its line (never silently ignored)."""
+    """Every refusal names its field and its line (never silently ignored)."""
     with pytest.raises(DagSpecError) as info:
         load_string(spec, file="t.yaml", default_name="t")
     assert type(info.value) is kind, info.value

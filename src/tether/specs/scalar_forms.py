@@ -5,8 +5,8 @@ boolean, with `enum`, `oneOf: [{const}]`, `minimum`, `maximum`, `minLength`, `ma
 `pattern`, `default`; the root has `required` and `additionalProperties`. The rules:
 
 - declared values keep their JSON type: `"3"` is not an integer, `true` is not a number;
-- an integer is a whole int64 written as an integer (`3.0` is refused: our answer to the
-  digest's open question 7, as Go's `json.Number.Int64` refuses it); a number is finite;
+- an integer is a whole int64 written as an integer (`3.0` is refused, as Go's
+  `json.Number.Int64` refuses it: Dagu reads integers that way); a number is finite;
 - `enum` / `oneOf` compare numbers numerically (`1` equals `1.0`), never a boolean with a number;
 - `pattern` matches anywhere in the text; lengths count code points;
 - undeclared members are refused unless `additionalProperties` is true;

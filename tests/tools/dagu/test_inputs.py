@@ -1,4 +1,4 @@
-"""The seed's input rules, one table row per rule (pure: no database)."""
+"""Dagu's execute-tool input rules, one table row per rule (pure: no database)."""
 
 from __future__ import annotations
 
@@ -284,7 +284,7 @@ def test_accepted(rule: str, args: dict[str, Any], expected: dict[str, Any]) -> 
 
 
 def test_every_field_of_the_table_is_covered() -> None:
-    """Each field of the seed's table appears in a refused row (a rule that can fail)."""
+    """Each field the input rules name appears in a refused row (a rule that can fail)."""
     named = {field for _, _, field in REFUSED}
     assert set(FIELDS) <= named
     assert set(FIELDS) == {
@@ -311,7 +311,7 @@ def test_every_field_of_the_table_is_covered() -> None:
 
 
 def test_an_input_error_echoes_the_default_target_type_as_the_seed_example() -> None:
-    """The seed's example error: a retry missing dagRunId echoes targetType run."""
+    """The contract's example error: a retry missing dagRunId echoes targetType run."""
     args = {"action": "retry", "name": "nightly-report"}
     with pytest.raises(InputError) as info:
         parse(args)
