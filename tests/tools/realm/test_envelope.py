@@ -119,8 +119,9 @@ def test_each_code_has_its_documented_action(code: str, action: str) -> None:
 
 
 def test_reply_overrides() -> None:
-    """Realm's override rules: before the run is read P and R become U; a failed step that ends the run
-    gives S; a failed step on an open run turns S, P and R into U; a schema refusal keeps P."""
+    """Realm's override rules: before the run is read P and R become U; a failed step that
+    ends the run gives S; a failed step on an open run turns S, P and R into U; a schema
+    refusal keeps P."""
     assert action_for("STATE_BLOCKED", run_read=False) == "report_to_user"
     assert action_for("VALIDATION_EMPTY_VALUE", run_read=False) == "report_to_user"
     assert action_for("STEP_TIMEOUT", step_failed=True, run_ended=True) == "stop"
