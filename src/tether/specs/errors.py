@@ -17,3 +17,23 @@ class LocatedSpecError(Exception):
         self.file = file
         self.line = line
         super().__init__(f"{file}:{line}: {path}: {reason}" if path else f"{file}:{line}: {reason}")
+
+
+class SpecLimitExceeded(LocatedSpecError):
+    """A caller-supplied document is over one of its limits (`specs.limits`); `.setting` names
+    the setting that set it and `.maximum` its value."""
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        setting: str,
+        maximum: int,
+        field: str = "",
+        path: str = "",
+        file: str,
+        line: int,
+    ) -> None:
+        self.setting = setting
+        self.maximum = maximum
+        super().__init__(reason, field=field, path=path, file=file, line=line)

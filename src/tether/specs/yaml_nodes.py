@@ -8,16 +8,20 @@ refuses whatever is left, so no key is ever silently ignored.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import ClassVar, Generic, NoReturn, Self, TypeVar
 
 import yaml
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
+from yaml.resolver import Resolver
 
-from tether.specs.errors import LocatedSpecError
+from tether.specs import limits as spec_limits
+from tether.specs.errors import LocatedSpecError, SpecLimitExceeded
+from tether.specs.limits import SpecLimits
 
-# Tags are fixed at compose time (by the dialect's loader); constructing is the same for both.
-_CONSTRUCTOR = yaml.SafeLoader("")
 STR = "tag:yaml.org,2002:str"
 INT = "tag:yaml.org,2002:int"
 FLOAT = "tag:yaml.org,2002:float"
@@ -64,18 +68,39 @@ def compose(
     loader: type[yaml.SafeLoader],
     error: type[LocatedSpecError],
     what: str,
+    limits: SpecLimits | None = None,
+    too_large: type[SpecLimitExceeded] = SpecLimitExceeded,
 ) -> yaml.MappingNode:
-    """The single YAML document in `text` as a mapping node, read with `loader`.
+    """The single YAML document in `text` as a mapping node, read with `loader`'s tags.
+
+    With `limits`, the text's size is checked before it is read, and its depth and aliases
+    while it is composed (an alias is never expanded to be counted: each node's expanded size
+    is known once it is composed), so an oversized document costs no more than its bytes.
 
     Raises:
         error: not YAML, several documents, or not a mapping (`what` names the document).
+        too_large: over one of `limits` (the refusal names the setting and its value).
     """
+    if limits is not None and (why := spec_limits.over_bytes(text, limits)):
+        raise too_large(
+            why,
+            setting=spec_limits.MAX_BYTES_SETTING,
+            maximum=limits.max_bytes,
+            file=file,
+            line=1,
+        )
     try:
-        docs = list(yaml.compose_all(text, Loader=loader))
+        docs = compose_documents(text, file, loader=loader, limits=limits, too_large=too_large)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1
         raise error(f"not valid YAML: {exc}", field="", path="", file=file, line=line) from exc
+    except UnicodeEncodeError as exc:  # a lone surrogate (JSON lets a caller send one)
+        line = text.count("\n", 0, exc.start) + 1
+        raise error(
+            "not valid YAML: the text holds a lone surrogate", field="", path="", file=file,
+            line=line,
+        ) from exc  # fmt: skip
     if len(docs) != 1 or not isinstance(docs[0], yaml.MappingNode):
         line = docs[1].start_mark.line + 1 if len(docs) > 1 else 1
         why = "several YAML documents (`---`) are not supported" if len(docs) > 1 else ""
@@ -83,6 +108,142 @@ def compose(
             why or f"{what} must be one YAML mapping", field="", path="", file=file, line=line
         )
     return docs[0]
+
+
+def compose_documents(
+    text: str,
+    file: str,
+    *,
+    loader: type[yaml.SafeLoader],
+    limits: SpecLimits | None = None,
+    too_large: type[SpecLimitExceeded] = SpecLimitExceeded,
+) -> list[yaml.Node]:
+    """Every YAML document in `text`, composed as `compose` does (the same limits).
+
+    Raises:
+        yaml.YAMLError, UnicodeEncodeError: not YAML. too_large: over one of `limits`.
+    """
+    return _compose_all(_loader_class(loader)(text, limits, too_large, file))
+
+
+def _compose_all(reader: _BoundedComposer) -> list[yaml.Node]:
+    try:
+        docs = []
+        while reader.check_node():
+            docs.append(reader.get_node())
+        return docs
+    finally:
+        reader.dispose()
+
+
+class _BoundedComposer(Composer):
+    """PyYAML's composer over libyaml's parser (its events come several times faster than
+    PyYAML's own scanner's, and make the same nodes), keeping each composed node's expanded
+    size and height, so that depth and alias limits are checked as the document is composed.
+    Without limits it only composes."""
+
+    # libyaml's parser class composes in C too; these keep composing here, where it is counted.
+    check_node = Composer.check_node
+    get_node = Composer.get_node
+    get_single_node = Composer.get_single_node
+
+    def __init__(
+        self,
+        stream: str,
+        limits: SpecLimits | None,
+        too_large: type[SpecLimitExceeded],
+        file: str,
+    ) -> None:
+        _start_parser(self, stream)
+        Composer.__init__(self)
+        SafeConstructor.__init__(self)  # type: ignore[arg-type]  # mixed in by _loader_class
+        Resolver.__init__(self)  # type: ignore[arg-type]  # mixed in by _loader_class
+        self.limits = limits
+        self.too_large = too_large
+        self.file = file
+        self._depth = 0
+        self._aliases = 0
+        self._shape: dict[int, tuple[int, int]] = {}  # id(node) → (expanded size, height)
+
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node:
+        limits = self.limits
+        if limits is None:
+            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+        line = self.peek_event().start_mark.line + 1
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > limits.max_aliases:
+                self._refuse(spec_limits.too_many_aliases(limits), "aliases", line)
+            node: yaml.Node = super().compose_node(parent, index)
+            shape = self._shape.get(id(node))
+            if shape is None:  # the anchor's node is still being composed: it holds itself
+                self._refuse("a YAML alias refers to a node that contains it", "", line)
+            if self._depth + shape[1] > limits.max_depth:
+                self._refuse(spec_limits.too_deep(limits), "depth", line)
+            return node
+        self._depth += 1
+        if self._depth > limits.max_depth:
+            self._refuse(spec_limits.too_deep(limits), "depth", line)
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        size, height = 1, 1
+        if isinstance(node, yaml.SequenceNode | yaml.MappingNode):
+            children = (
+                node.value
+                if isinstance(node, yaml.SequenceNode)
+                else [n for pair in node.value for n in pair]
+            )
+            shapes = [self._shape[id(child)] for child in children]
+            size += sum(s for s, _ in shapes)
+            height += max((h for _, h in shapes), default=0)
+        if size > limits.max_bytes:
+            self._refuse(spec_limits.expands_too_far(limits), "bytes", line)
+        self._shape[id(node)] = (size, height)
+        return node
+
+    def _refuse(self, reason: str, limit: str, line: int) -> NoReturn:
+        assert self.limits is not None  # noqa: S101 — only called while limits apply
+        setting, maximum = {
+            "aliases": (spec_limits.MAX_ALIASES_SETTING, self.limits.max_aliases),
+            "depth": (spec_limits.MAX_DEPTH_SETTING, self.limits.max_depth),
+            "bytes": (spec_limits.MAX_BYTES_SETTING, self.limits.max_bytes),
+            "": ("", 0),
+        }[limit]
+        raise self.too_large(reason, setting=setting, maximum=maximum, file=self.file, line=line)
+
+
+try:  # libyaml, which PyYAML's wheels ship; PyYAML's own parser where it is missing
+    from yaml.cyaml import CParser as _CParser
+
+    _PARSER: tuple[type, ...] = (_CParser,)
+
+    def _start_parser(reader: object, stream: str) -> None:
+        _CParser.__init__(reader, stream)
+
+except ImportError:  # pragma: no cover — every supported platform has a libyaml wheel
+    from yaml.parser import Parser
+    from yaml.reader import Reader
+    from yaml.scanner import Scanner
+
+    _PARSER = (Reader, Scanner, Parser)
+
+    def _start_parser(reader: object, stream: str) -> None:
+        Reader.__init__(reader, stream)  # type: ignore[arg-type]
+        Scanner.__init__(reader)  # type: ignore[arg-type]
+        Parser.__init__(reader)  # type: ignore[arg-type]
+
+
+@functools.lru_cache(maxsize=8)
+def _loader_class(loader: type[yaml.SafeLoader]) -> type[_BoundedComposer]:
+    """A composer class with `loader`'s tag resolution over the fast parser (one per loader)."""
+    attrs = {
+        "yaml_implicit_resolvers": loader.yaml_implicit_resolvers,
+        "yaml_path_resolvers": loader.yaml_path_resolvers,
+    }
+    bases = (_BoundedComposer, *_PARSER, SafeConstructor, Resolver)
+    return type(f"Bounded{loader.__name__}", bases, attrs)
 
 
 class Fields(Generic[A]):
@@ -139,8 +300,13 @@ class Fields(Generic[A]):
 
 
 def plain(node: yaml.Node) -> object:
-    """The node as plain Python data (str, int, float, bool, None, list, dict)."""
-    return _CONSTRUCTOR.construct_object(node, deep=True)
+    """The node as plain Python data (str, int, float, bool, None, list, dict).
+
+    Tags are fixed at compose time (by the dialect's loader), so constructing is the same for
+    both dialects. A constructor per call: it remembers every node it built (an alias is
+    built once), so a shared one would keep them all and could not serve two threads.
+    """
+    return SafeConstructor().construct_object(node, deep=True)
 
 
 def string(node: yaml.Node, at: At, *, allow_scalars: bool = False) -> str:

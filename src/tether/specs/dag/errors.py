@@ -4,13 +4,15 @@ DagSpecError            any refusal; `.field` (the key as written), `.path`, `.f
  ├── InvalidYaml          the text is not one YAML mapping document
  ├── UnknownField         a field outside the supported subset (never silently ignored)
  ├── InvalidValue         a known field with a value of the wrong shape or range
- └── InvalidReference     a step reference that does not resolve (depends, rewind_to),
-                          a dependency cycle, or a duplicate step name
+ ├── InvalidReference     a step reference that does not resolve (depends, rewind_to),
+ │                        a dependency cycle, or a duplicate step name
+ └── LimitExceeded        an inline spec over a limit (bytes, steps, depth, YAML aliases);
+                          `.setting` and `.maximum` name it
 """
 
 from __future__ import annotations
 
-from tether.specs.errors import LocatedSpecError
+from tether.specs.errors import LocatedSpecError, SpecLimitExceeded
 
 
 class DagSpecError(LocatedSpecError):
@@ -31,3 +33,7 @@ class InvalidValue(DagSpecError):
 
 class InvalidReference(DagSpecError):
     """A step reference does not resolve, or the steps form a cycle."""
+
+
+class LimitExceeded(DagSpecError, SpecLimitExceeded):
+    """The spec is over a limit set for caller-supplied documents."""

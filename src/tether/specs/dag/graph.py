@@ -26,6 +26,9 @@ def resolve(drafts: Sequence[Draft], dag_type: DagType) -> tuple[tuple[Step, ...
             that is neither the step itself nor upstream of it (strictly upstream for a task).
     """
     keys = _keys(drafts)
+    groups: dict[int, list[str]] = {}  # chain group → its steps' names, in file order
+    for draft in drafts:
+        groups.setdefault(draft.group, []).append(draft.step.name)
     steps = []
     for draft in drafts:
         depends = tuple(
@@ -33,7 +36,7 @@ def resolve(drafts: Sequence[Draft], dag_type: DagType) -> tuple[tuple[Step, ...
             for d, a in zip(draft.step.depends, draft.depends_at, strict=True)
         )
         if dag_type == "chain" and not draft.explicit_depends and draft.group > 0:
-            depends = tuple(d.step.name for d in drafts if d.group == draft.group - 1)
+            depends = tuple(groups.get(draft.group - 1, ()))
         steps.append(dataclasses.replace(draft.step, depends=tuple(dict.fromkeys(depends))))
     order = _topological(steps, drafts)
     by_name = {s.name: s for s in steps}
@@ -60,20 +63,32 @@ def _unknown(name: str, at: At) -> str:
 
 
 def _topological(steps: Sequence[Step], drafts: Sequence[Draft]) -> tuple[str, ...]:
-    """Kahn's algorithm, taking ready steps in file order; a leftover means a cycle."""
+    """Kahn's algorithm in waves: every step whose dependencies are all placed, in file
+    order, then the steps that this wave freed; a leftover means a cycle. Linear in steps
+    plus edges (each edge is followed once)."""
+    position = {s.name: i for i, s in enumerate(steps)}
     pending = {s.name: set(s.depends) for s in steps}
+    dependents: dict[str, list[str]] = {}
+    for step in steps:
+        for dep in pending[step.name]:
+            dependents.setdefault(dep, []).append(step.name)
     order: list[str] = []
-    while pending:
-        ready = [s.name for s in steps if s.name in pending and not pending[s.name]]
-        if not ready:
-            stuck = next(d for d in drafts if d.step.name in pending)
-            cycle = " → ".join(_cycle(pending, stuck.step.name))
-            stuck.at.fail(f"the steps form a cycle: {cycle}", InvalidReference)
+    ready = [s.name for s in steps if not pending[s.name]]
+    while ready:
+        freed: list[str] = []
         for name in ready:
             del pending[name]
-            for deps in pending.values():
+            for later in dependents.get(name, ()):
+                deps = pending[later]
                 deps.discard(name)
+                if not deps:
+                    freed.append(later)
         order.extend(ready)
+        ready = sorted(freed, key=position.__getitem__)
+    if pending:
+        stuck = next(d for d in drafts if d.step.name in pending)
+        cycle = " → ".join(_cycle(pending, stuck.step.name))
+        stuck.at.fail(f"the steps form a cycle: {cycle}", InvalidReference)
     return tuple(order)
 
 

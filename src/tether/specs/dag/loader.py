@@ -17,7 +17,8 @@ from typing import Final, cast
 
 import yaml
 
-from tether.specs.dag.errors import InvalidReference, InvalidValue, InvalidYaml
+from tether.specs import yaml_nodes
+from tether.specs.dag.errors import InvalidReference, InvalidValue, InvalidYaml, LimitExceeded
 from tether.specs.dag.graph import resolve
 from tether.specs.dag.model import DagSpec, DagType, HandlerEvent, Label, Step
 from tether.specs.dag.nodes import (
@@ -34,6 +35,8 @@ from tether.specs.dag.nodes import (
 from tether.specs.dag.policies import parse_preconditions
 from tether.specs.dag.steps import Draft, parse_step
 from tether.specs.dag.values import parse_env, parse_labels, parse_params, parse_schedule
+from tether.specs.errors import SpecLimitExceeded
+from tether.specs.limits import MAX_STEPS_SETTING, SpecLimits, over_steps
 from tether.specs.yaml_nodes import STR
 
 INLINE: Final = "<inline>"
@@ -57,35 +60,50 @@ def load_file(path: str | Path) -> DagSpec:
     return load_string(file.read_text(encoding="utf-8"), file=str(file), default_name=file.stem)
 
 
-def load_string(text: str, *, file: str = INLINE, default_name: str | None = None) -> DagSpec:
+def load_string(
+    text: str,
+    *,
+    file: str = INLINE,
+    default_name: str | None = None,
+    limits: SpecLimits | None = None,
+) -> DagSpec:
     """Parse and validate a DAG spec held in a string (inline specs); same model as a file.
 
+    `limits`: for a caller-supplied spec, checked before the work they bound (the size before
+    the text is read, depth and aliases while it is composed, the step count before any
+    step is parsed).
+
     Raises:
-        DagSpecError: the spec is invalid (the error names the field and line).
+        DagSpecError: the spec is invalid (the error names the field and line);
+            LimitExceeded when it is over one of `limits`.
     """
     try:
-        root = compose(text, file)
+        root = compose(text, file, limits)
     except InvalidYaml:
-        _refuse_a_document(text, file, default_name)  # names a field outside the subset first
+        _refuse_a_document(text, file, default_name, limits)  # names a field outside the subset
         raise
-    return _parse(root, file, default_name)
+    return _parse(root, file, default_name, limits)
 
 
-def _refuse_a_document(text: str, file: str, default_name: str | None) -> None:
+def _refuse_a_document(
+    text: str, file: str, default_name: str | None, limits: SpecLimits | None
+) -> None:
     """In a file of several YAML documents (Dagu's local sub-DAGs, outside the subset), raise
     the first field outside the subset that a document holds (UnknownField), so the refusal
     names it; otherwise the caller refuses the several documents."""
     try:
-        docs = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
-    except yaml.YAMLError:
+        docs = yaml_nodes.compose_documents(text, file, loader=yaml.SafeLoader, limits=limits)
+    except (yaml.YAMLError, UnicodeEncodeError, SpecLimitExceeded):
         return
     for doc in docs:
         if isinstance(doc, yaml.MappingNode):
             with contextlib.suppress(InvalidValue, InvalidReference):
-                _parse(doc, file, default_name or "document")
+                _parse(doc, file, default_name or "document", limits)
 
 
-def _parse(root: yaml.MappingNode, file: str, default_name: str | None) -> DagSpec:
+def _parse(
+    root: yaml.MappingNode, file: str, default_name: str | None, limits: SpecLimits | None
+) -> DagSpec:
     fields = Fields(root, At(file, root.start_mark.line + 1, "", ""))
     name = _name(fields, default_name)
     description = fields.take("description")
@@ -103,6 +121,16 @@ def _parse(root: yaml.MappingNode, file: str, default_name: str | None) -> DagSp
     pre = fields.take("preconditions", "precondition")
     fields.finish(_HINTS)
     entries = _step_nodes(*steps_f)
+    if limits is not None and (why := over_steps(len(entries), limits)):
+        raise LimitExceeded(
+            why,
+            setting=MAX_STEPS_SETTING,
+            maximum=limits.max_steps,
+            field="steps",
+            path="steps",
+            file=file,
+            line=steps_f[1].line,
+        )
     taken = {k for n, _, _ in entries for k in _written_names(n)}
     drafts = [
         dataclasses.replace(parse_step(n, a, index=i, taken=taken), group=g)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import yaml
 
 from tether.specs import yaml_nodes
-from tether.specs.dag.errors import InvalidValue, InvalidYaml, UnknownField
+from tether.specs.dag.errors import InvalidValue, InvalidYaml, LimitExceeded, UnknownField
+from tether.specs.limits import SpecLimits
 from tether.specs.yaml_nodes import (
     boolean,
     integer,
@@ -45,12 +46,19 @@ class At(yaml_nodes.At):
 Fields = yaml_nodes.Fields[At]
 
 
-def compose(text: str, file: str) -> yaml.MappingNode:
+def compose(text: str, file: str, limits: SpecLimits | None = None) -> yaml.MappingNode:
     """The single YAML document in `text` as a mapping node.
 
     Raises:
         InvalidYaml: not YAML, several documents, or not a mapping.
+        LimitExceeded: over one of `limits` (bytes, depth, aliases).
     """
     return yaml_nodes.compose(
-        text, file, loader=yaml.SafeLoader, error=InvalidYaml, what="a DAG spec"
+        text,
+        file,
+        loader=yaml.SafeLoader,
+        error=InvalidYaml,
+        what="a DAG spec",
+        limits=limits,
+        too_large=LimitExceeded,
     )
