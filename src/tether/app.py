@@ -186,6 +186,7 @@ def build_endpoint(
             state_key=state_key,
             sync_limit_s=settings.sync_limit_s,
             start_wait_s=settings.start_wait_s,
+            spec_limits=settings.spec_limits(),
         ),
     )
     router = Router()

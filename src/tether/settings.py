@@ -12,6 +12,13 @@ from tether.loader import DEFAULT_APP
 from tether.runtime.admission import Admission, Profile, parse_profiles, parse_queues
 from tether.runtime.payloads import Encryption
 from tether.runtime.worker import WorkerSettings
+from tether.specs.limits import (
+    DEFAULT_MAX_ALIASES,
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_STEPS,
+    SpecLimits,
+)
 
 _LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 
@@ -81,6 +88,23 @@ class Settings(BaseModel):
     )
     inline_shell: bool = Field(
         False, description="let inline DAG specs (over MCP) run command/script steps"
+    )
+    spec_max_bytes: int = Field(
+        DEFAULT_MAX_BYTES,
+        ge=1,
+        description="largest caller-supplied document (inline DAG spec, create_workflow plan), "
+        "in UTF-8 bytes; a YAML document's aliases may not expand it past as many nodes",
+    )
+    spec_max_steps: int = Field(
+        DEFAULT_MAX_STEPS, ge=1, description="most steps in an inline DAG spec or created workflow"
+    )
+    spec_max_depth: int = Field(
+        DEFAULT_MAX_DEPTH,
+        ge=1,
+        description="deepest nesting of a caller-supplied document (YAML or JSON), in levels",
+    )
+    spec_max_aliases: int = Field(
+        DEFAULT_MAX_ALIASES, ge=1, description="most YAML aliases (*name) in an inline DAG spec"
     )
     step_output_bytes: int = Field(
         1024 * 1024, ge=0, description="stdout and stderr kept of each DAG shell step, each"
@@ -196,6 +220,15 @@ class Settings(BaseModel):
         if self.console is not None:
             return self.console
         return self.database_url is None and self.host in _LOOPBACK
+
+    def spec_limits(self) -> SpecLimits:
+        """The limits on caller-supplied documents, for the tools that accept them."""
+        return SpecLimits(
+            max_bytes=self.spec_max_bytes,
+            max_steps=self.spec_max_steps,
+            max_depth=self.spec_max_depth,
+            max_aliases=self.spec_max_aliases,
+        )
 
     def worker_settings(self) -> WorkerSettings:
         return WorkerSettings(

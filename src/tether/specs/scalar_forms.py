@@ -8,7 +8,8 @@ boolean, with `enum`, `oneOf: [{const}]`, `minimum`, `maximum`, `minLength`, `ma
 - an integer is a whole int64 written as an integer (`3.0` is refused, as Go's
   `json.Number.Int64` refuses it: Dagu reads integers that way); a number is finite;
 - `enum` / `oneOf` compare numbers numerically (`1` equals `1.0`), never a boolean with a number;
-- `pattern` matches anywhere in the text; lengths count code points;
+- `pattern` (RE2 syntax, as Go's `regexp`) matches anywhere in the text; lengths count code
+  points;
 - undeclared members are refused unless `additionalProperties` is true;
 - with no properties at all, any member is refused.
 """
@@ -16,9 +17,10 @@ boolean, with `enum`, `oneOf: [{const}]`, `minimum`, `maximum`, `minLength`, `ma
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from typing import Any, Final
+
+from tether.specs import patterns
 
 INT64_MIN: Final = -(2**63)
 INT64_MAX: Final = 2**63 - 1
@@ -72,7 +74,7 @@ def value_errors(prop: Mapping[str, Any], value: Any) -> list[str]:
             errors.append(f"must have at least {prop['minLength']} characters")
         if "maxLength" in prop and len(value) > prop["maxLength"]:
             errors.append(f"must have at most {prop['maxLength']} characters")
-        if "pattern" in prop and re.search(prop["pattern"], value) is None:
+        if "pattern" in prop and not patterns.search(prop["pattern"], value):
             errors.append(f"must match {prop['pattern']!r}")
     return errors
 

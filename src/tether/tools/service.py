@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,6 +19,7 @@ from tether.runtime.hints import answer_hints
 from tether.runtime.operations import Operations, RunView
 from tether.runtime.payloads import reveals, shown_view
 from tether.runtime.watching import answerable_waits, watch_stop
+from tether.specs.limits import SpecLimits
 from tether.tasks.scope import operations_for
 from tether.tasks.service import TaskService
 from tether.tools import results, state
@@ -39,6 +40,7 @@ class ToolSettings:
     sync_limit_s: float = 60.0  # a workflow tool called without the Tasks extension
     start_wait_s: float = 0.0  # start_<wf> without the extension: wait this long for the end
     watch_limit_s: float = 300.0
+    spec_limits: SpecLimits = field(default_factory=SpecLimits)  # inline DAG specs, plans
 
 
 class CallParams(BaseModel):
@@ -110,8 +112,8 @@ class ToolService:
         self.catalog = catalog
         self.tasks = tasks
         self.settings = settings
-        self.realm = RealmTools(ops)
-        self.dagu = DaguExecute(ops)
+        self.realm = RealmTools(ops, settings.spec_limits)
+        self.dagu = DaguExecute(ops, settings.spec_limits)
 
     def register(self, router: Router) -> None:
         router.add("tools/list", self.list_tools, eras=("modern", "legacy"))

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from tether.runtime.context import Context
 from tether.runtime.dag.interpreter import DagHost, DagInput, run_dag
+from tether.runtime.dag.replay import remember_snapshot
 from tether.runtime.dag.work import as_command, unknown_action
 from tether.runtime.ids import new_execution_id
 from tether.specs.dag import Action, DagSpec, DagSpecError, Shell, load_string, shell_steps
@@ -108,11 +109,18 @@ class DagCatalog:
         self._register(entry, mcp=spec.mcp if mcp is None else mcp)
         return spec
 
-    def inline_dag(self, text: str, *, default_name: str | None = None) -> DagSpec:
+    def inline_dag(
+        self, text: str, *, default_name: str | None = None, spec: DagSpec | None = None
+    ) -> DagSpec:
         """Register a DAG spec that arrived inline (over MCP): it may not run `command` /
         `script` steps unless TETHER_INLINE_SHELL is set; the refusal names the steps.
-        `default_name`: the DAG's name when the spec sets none."""
-        spec = load_string(text, default_name=default_name)
+        `default_name`: the DAG's name when the spec sets none. `spec`: `text` already
+        loaded (inline, with `default_name`), by a caller that did it off the event loop; its
+        runs then find it parsed too."""
+        if spec is None:
+            spec = load_string(text, default_name=default_name)
+        else:
+            remember_snapshot(spec, text)
         if spec.runs_shell and not inline_shell_allowed():
             raise _shell_refusal(spec, text)
         _check_actions(spec, self._actions)

@@ -3,8 +3,8 @@ how a call step's records read, and `fold`, which `dag_status` and retries use."
 
 from __future__ import annotations
 
-import functools
 import json
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -12,11 +12,33 @@ from tether.runtime.dag.state import DagState
 from tether.specs.dag import Call, DagSpec, Param, Step, load_string
 from tether.storage.rows import StepRecord
 
+_SNAPSHOTS: OrderedDict[tuple[str, str, str], DagSpec] = OrderedDict()
+_SNAPSHOTS_KEPT = 256
 
-@functools.lru_cache(maxsize=256)
+
 def parse_snapshot(name: str, file: str, text: str) -> DagSpec:
     """The recorded spec of a run (cached: every replay and status read parses it)."""
-    return load_string(text, file=file, default_name=name)
+    key = (name, file, text)
+    spec = _SNAPSHOTS.get(key)
+    if spec is None:
+        spec = load_string(text, file=file, default_name=name)
+        _keep(key, spec)
+    else:
+        _SNAPSHOTS.move_to_end(key)
+    return spec
+
+
+def remember_snapshot(spec: DagSpec, text: str) -> None:
+    """Cache `spec`, loaded from `text` under its own name and file, as its runs' recorded
+    spec: an inline spec is parsed once, off the event loop, not again by its first run."""
+    _keep((spec.name, spec.file, text), spec)
+
+
+def _keep(key: tuple[str, str, str], spec: DagSpec) -> None:
+    _SNAPSHOTS[key] = spec
+    _SNAPSHOTS.move_to_end(key)
+    while len(_SNAPSHOTS) > _SNAPSHOTS_KEPT:
+        _SNAPSHOTS.popitem(last=False)
 
 
 def apply_call(state: DagState, name: str, result: dict[str, Any]) -> None:

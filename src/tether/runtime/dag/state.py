@@ -8,11 +8,11 @@ order, so what a reader sees is exactly what the interpreter decided. Nothing he
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Final, Literal
 
+from tether.specs import patterns
 from tether.specs.dag import DagSpec, HumanTask, Step, downstream_of, output_order
 
 NodeStatus = Literal[
@@ -264,7 +264,7 @@ def _continues_on_failure(step: Step, result: dict[str, Any]) -> bool:
     text = f"{result.get('stdout', '')}\n{result.get('stderr', '')}"
     for pattern in rule.output:
         if pattern.startswith("re:"):
-            if re.search(pattern[3:], text, re.MULTILINE):  # Dagu matches line by line
+            if patterns.search(pattern[3:], text, multiline=True):  # Dagu: line by line
                 return True
         elif pattern in text:
             return True

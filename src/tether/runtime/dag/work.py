@@ -8,7 +8,6 @@ import asyncio
 import inspect
 import json
 import os
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -25,6 +24,7 @@ from tether.runtime.dag.shell import (
     run_command,
     run_script,
 )
+from tether.specs import patterns
 from tether.specs.dag import Action, Precondition, Shell, Step, substitute
 
 Actions = Mapping[str, Callable[..., Any]]
@@ -265,7 +265,7 @@ async def _holds(cond: Precondition, given: StepInput) -> bool:
         actual = await _evaluate(cond.condition, given)
         expected = given.expand(cond.expected)
         if expected.startswith("re:"):
-            held = re.search(expected[3:], actual) is not None  # searched, not anchored, as in Dagu
+            held = patterns.search(expected[3:], actual)  # searched, not anchored, as in Dagu
         else:
             held = actual == expected
     return held != cond.negate

@@ -76,10 +76,12 @@ class ProtocolCatalog:
         self._register_protocol(entry)
         return entry.plan
 
-    def create_protocol(self, text: str) -> Plan:
-        """Register a workflow `create_workflow` made (its text). Raises PlanError,
-        ValueError (the id is taken by another workflow, or the limit is reached)."""
-        plan = plan_from_text(text)
+    def create_protocol(self, text: str, *, plan: Plan | None = None) -> Plan:
+        """Register a workflow `create_workflow` made (its text; `plan`: the text already
+        planned, off the event loop). Raises PlanError, ValueError (the id is taken by
+        another workflow, or the limit is reached)."""
+        if plan is None:
+            plan = plan_from_text(text)
         if plan.id not in self._created and len(self._created) >= self.max_created_workflows:
             raise ValueError(
                 f"this server holds {self.max_created_workflows} created workflows already"

@@ -11,6 +11,7 @@ from tether.specs.dag.errors import (
     InvalidReference,
     InvalidValue,
     InvalidYaml,
+    LimitExceeded,
     UnknownField,
 )
 from tether.specs.dag.graph import downstream_of, output_order, upstream_of
@@ -61,6 +62,7 @@ __all__ = [
     "InvalidValue",
     "InvalidYaml",
     "Label",
+    "LimitExceeded",
     "Param",
     "Precondition",
     "PushBack",

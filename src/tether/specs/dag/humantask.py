@@ -12,6 +12,7 @@ from typing import Final, cast
 
 import yaml
 
+from tether.specs import patterns
 from tether.specs.dag.model import Form, FormProperty, HumanTask, PushBack, Scalar, ScalarType
 from tether.specs.dag.nodes import At, Fields, boolean, integer, items, nonblank, plain, string
 
@@ -106,11 +107,8 @@ def _property(name: str, node: yaml.Node, at: At) -> FormProperty:
         scalar_type = _infer(choices, at)
     else:
         at.fail("a property needs `type`, `enum` or `oneOf`")
-    if pattern:
-        try:
-            re.compile(string(*pattern))
-        except re.error as exc:
-            pattern[1].fail(f"invalid pattern: {exc}")
+    if pattern and (why := patterns.check(string(*pattern))) is not None:
+        pattern[1].fail(f"invalid pattern (RE2 syntax): {why}")
     return FormProperty(
         name=name,
         type=cast(ScalarType, scalar_type),

@@ -20,6 +20,7 @@ from typing import Any, Final
 
 import yaml
 
+from tether.specs import patterns
 from tether.specs.dag.nodes import At, Fields, boolean, integer, items, nonblank, plain, string
 from tether.specs.scalar_forms import value_errors
 
@@ -139,10 +140,8 @@ def _number(node: yaml.Node, at: At) -> float:
 
 def _pattern(node: yaml.Node, at: At) -> str:
     pattern = string(node, at)
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        return at.fail(f"not a valid regular expression: {exc}")
+    if (why := patterns.check(pattern)) is not None:
+        at.fail(f"not a valid regular expression (RE2 syntax): {why}")
     return pattern
 
 

@@ -7,11 +7,17 @@ both in one mapping is an error.
 from __future__ import annotations
 
 import re
+from typing import Final
 
 import yaml
 
+from tether.specs import patterns
 from tether.specs.dag.model import Approval, ContinueOn, Precondition, RetryPolicy
-from tether.specs.dag.nodes import At, Fields, boolean, integer, items, nonblank, string, strings
+from tether.specs.dag.nodes import At, Fields, boolean, integer, items, nonblank, string
+
+# A `$` that may start a reference expanded when the step runs (`${…}`, `$1`, `$NAME`), so the
+# pattern is known only then; a `$` anywhere else is the regex's end anchor.
+_REFERENCE: Final = re.compile(r"\$[{A-Za-z0-9_]")
 
 
 def parse_preconditions(node: yaml.Node, at: At) -> tuple[Precondition, ...]:
@@ -44,16 +50,31 @@ def parse_preconditions(node: yaml.Node, at: At) -> tuple[Precondition, ...]:
 
 
 def _expected(node: yaml.Node, at: At) -> str:
-    """`expected`: text, or `re:<regex>` (a regex written without `${…}` is compiled now)."""
+    """`expected`: text, or `re:<regex>` (RE2 syntax; a regex without a `${…}` or `$NAME`
+    reference is compiled now, one with a reference when the step runs)."""
     text = string(node, at, allow_scalars=True)
     if text.startswith("re:") and not text[3:]:
         at.fail("an empty regular expression")
-    if text.startswith("re:") and "$" not in text:
-        try:
-            re.compile(text[3:])
-        except re.error as exc:
-            at.fail(f"not a valid regular expression: {exc}")
+    if text.startswith("re:") and not _REFERENCE.search(text):
+        _check_pattern(text[3:], at)
     return text
+
+
+def _check_pattern(pattern: str, at: At) -> None:
+    if (why := patterns.check(pattern)) is not None:
+        at.fail(f"not a valid regular expression (RE2 syntax): {why}")
+
+
+def _outputs(node: yaml.Node, at: At) -> tuple[str, ...]:
+    """`continueOn.output`: substrings, or `re:<regex>` (RE2 syntax, compiled now)."""
+    if isinstance(node, yaml.SequenceNode):
+        found = tuple((string(n, a), a) for n, a in items(node, at))
+    else:
+        found = ((string(node, at), at),)
+    for text, place in found:
+        if text.startswith("re:"):
+            _check_pattern(text[3:], place)
+    return tuple(text for text, _ in found)
 
 
 def _exit_codes(node: yaml.Node, at: At) -> tuple[int, ...]:
@@ -80,7 +101,7 @@ def parse_continue_on(node: yaml.Node, at: At) -> ContinueOn:
         failure=boolean(*failure) if failure else False,
         skipped=boolean(*skipped) if skipped else False,
         exit_codes=_exit_codes(*codes) if codes else (),
-        output=strings(*output) if output else (),
+        output=_outputs(*output) if output else (),
         mark_success=boolean(*mark) if mark else False,
     )
 

@@ -45,6 +45,7 @@ from tether.specs.realm.errors import (
     InvalidReference,
     InvalidValue,
     InvalidYaml,
+    LimitExceeded,
     RealmSpecError,
     UnknownField,
 )
@@ -83,6 +84,7 @@ __all__ = [
     "InvalidReference",
     "InvalidValue",
     "InvalidYaml",
+    "LimitExceeded",
     "Progress",
     "Protocol",
     "Readiness",

@@ -4,12 +4,14 @@ RealmSpecError          any refusal; `.field` (the key as written), `.path`, `.f
  ├── InvalidYaml          the text is not one YAML mapping document
  ├── UnknownField         a field outside the supported subset (never silently ignored)
  ├── InvalidValue         a known field with a value of the wrong shape or range
- └── InvalidReference     a step reference that does not resolve, a cycle, a reserved id
+ ├── InvalidReference     a step reference that does not resolve, a cycle, a reserved id
+ └── LimitExceeded        a `create_workflow` plan over a limit (bytes, steps, depth);
+                          `.setting` and `.maximum` name it
 """
 
 from __future__ import annotations
 
-from tether.specs.errors import LocatedSpecError
+from tether.specs.errors import LocatedSpecError, SpecLimitExceeded
 
 
 class RealmSpecError(LocatedSpecError):
@@ -30,3 +32,7 @@ class InvalidValue(RealmSpecError):
 
 class InvalidReference(RealmSpecError):
     """A step reference does not resolve, the steps form a cycle, or an id is reserved."""
+
+
+class LimitExceeded(RealmSpecError, SpecLimitExceeded):
+    """The plan is over a limit set for caller-supplied documents."""

@@ -16,7 +16,17 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final, NoReturn
 
-from tether.specs.realm.errors import InvalidValue, RealmSpecError, UnknownField
+from tether.specs.limits import (
+    MAX_BYTES_SETTING,
+    MAX_DEPTH_SETTING,
+    MAX_STEPS_SETTING,
+    SpecLimits,
+    json_over_depth,
+    over_bytes,
+    over_steps,
+    too_deep,
+)
+from tether.specs.realm.errors import InvalidValue, LimitExceeded, RealmSpecError, UnknownField
 from tether.specs.realm.model import Diagnostic, Protocol, Step, ValidationExhaustion, WorkflowSpec
 from tether.specs.realm.nodes import At
 from tether.specs.realm.schemas import Schema, check_schema
@@ -39,13 +49,19 @@ def _note(report: list[Diagnostic], code: str, path: str, message: str) -> None:
     report.append(Diagnostic(code, message, path, 0))
 
 
-def plan_workflow(arguments: Mapping[str, object]) -> tuple[WorkflowSpec, list[Diagnostic]]:
+def plan_workflow(
+    arguments: Mapping[str, object], limits: SpecLimits | None = None
+) -> tuple[WorkflowSpec, list[Diagnostic]]:
     """The workflow a `create_workflow` call describes, and what was left out of it.
+
+    `limits`: checked first (depth, then the step count, then the size as compact JSON).
 
     Raises:
         InvalidValue: the plan is malformed (no steps, a duplicate id, a bad reference or
-            schema); UnknownField: it names `extensions`.
+            schema); UnknownField: it names `extensions`; LimitExceeded: it is over `limits`.
     """
+    if limits is not None:
+        check_limits(arguments, limits)
     report: list[Diagnostic] = []
     if "extensions" in arguments:
         _fail("extensions", "create_workflow takes no 'extensions': the steps of a created "
@@ -76,6 +92,31 @@ def plan_workflow(arguments: Mapping[str, object]) -> tuple[WorkflowSpec, list[D
         source=json.dumps(dict(arguments), sort_keys=True, default=str),
     )
     return spec, report
+
+
+def check_limits(arguments: Mapping[str, object], limits: SpecLimits) -> None:
+    """Refuse a plan over `limits`, cheapest check first, each before the next one's work.
+
+    Raises:
+        LimitExceeded: naming the setting and its value.
+    """
+    if json_over_depth(dict(arguments), limits):
+        raise LimitExceeded(
+            too_deep(limits), setting=MAX_DEPTH_SETTING, maximum=limits.max_depth,
+            file=PLAN_FILE, line=0,
+        )  # fmt: skip
+    steps = arguments.get("steps")
+    if isinstance(steps, list) and (why := over_steps(len(steps), limits)):
+        raise LimitExceeded(
+            why, setting=MAX_STEPS_SETTING, maximum=limits.max_steps, field="steps",
+            path="steps", file=PLAN_FILE, line=0,
+        )  # fmt: skip
+    text = json.dumps(dict(arguments), separators=(",", ":"), ensure_ascii=False, default=str)
+    if why := over_bytes(text, limits):
+        raise LimitExceeded(
+            why.replace("the document", "the plan (as compact JSON)"),
+            setting=MAX_BYTES_SETTING, maximum=limits.max_bytes, file=PLAN_FILE, line=0,
+        )  # fmt: skip
 
 
 def _ignored_top(key: str) -> str:

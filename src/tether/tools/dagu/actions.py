@@ -12,8 +12,10 @@ from tether.runtime.dag.catalog import InlineShellRefused, inline_key
 from tether.runtime.dag.retrying import retry_dag
 from tether.runtime.operations import Operations
 from tether.runtime.rows import ExecutionRow
-from tether.specs.dag import DagSpecError, load_string
+from tether.specs.dag import DagSpec, DagSpecError, LimitExceeded, load_string
 from tether.specs.dag.loader import INLINE
+from tether.specs.limits import SpecLimits
+from tether.tools import offload
 from tether.tools.dagu import resolve
 from tether.tools.dagu.inputs import ExecuteInput
 from tether.tools.dagu.results import (
@@ -49,9 +51,10 @@ def dag_params(params: str | None) -> Any:
     return params
 
 
-def _register_inline(ops: Operations, inp: ExecuteInput, inline: set[str]) -> None:
-    """Register the inline spec under `name`; refuses a name held by a DAG that was not
-    registered inline through this tool (`inline`: the names that were)."""
+def _register_inline(ops: Operations, inp: ExecuteInput, inline: set[str], spec: DagSpec) -> None:
+    """Register the inline spec (`spec`, loaded from it) under `name`; refuses a name held
+    by a DAG that was not registered inline through this tool (`inline`: the names that
+    were)."""
     held = ops.app.dags.get(inp.name)
     if held is not None and (held.file != INLINE or inp.name not in inline):
         raise DaguError(
@@ -63,7 +66,7 @@ def _register_inline(ops: Operations, inp: ExecuteInput, inline: set[str]) -> No
         raise DaguError(CONFLICT, f"{inp.name!r} names a workflow that is not a DAG", field="name")
     assert inp.spec is not None  # noqa: S101 — targetType inline_spec requires it
     try:
-        ops.app.inline_dag(inp.spec, default_name=inp.name)
+        ops.app.inline_dag(inp.spec, default_name=inp.name, spec=spec)
         inline.add(inp.name)
     except InlineShellRefused as exc:
         raise DaguError(INVALID_TOOL_INPUT, str(exc), field="spec") from exc
@@ -73,10 +76,19 @@ def _register_inline(ops: Operations, inp: ExecuteInput, inline: set[str]) -> No
         raise DaguError(CONFLICT, str(exc), field="name") from exc
 
 
-def _check_inline_name(ops: Operations, inp: ExecuteInput) -> None:
+async def load_inline(inp: ExecuteInput, limits: SpecLimits) -> DagSpec:
+    """The inline spec, loaded off the event loop within `limits`, named `name`.
+
+    Raises:
+        DaguError: invalid_tool_input — the spec is invalid, over a limit (the message and
+            `details` name the setting and its value), or names another DAG.
+    """
     assert inp.spec is not None  # noqa: S101
     try:
-        spec = load_string(inp.spec, default_name=inp.name)
+        spec = await offload.run(load_string, inp.spec, default_name=inp.name, limits=limits)
+    except LimitExceeded as exc:
+        details = {"limit": exc.setting, "maximum": exc.maximum} if exc.setting else None
+        raise DaguError(INVALID_TOOL_INPUT, str(exc), field="spec", details=details) from exc
     except DagSpecError as exc:
         raise DaguError(INVALID_TOOL_INPUT, str(exc), field="spec") from exc
     if spec.name != inp.name:
@@ -85,16 +97,22 @@ def _check_inline_name(ops: Operations, inp: ExecuteInput) -> None:
             f"the spec names its DAG {spec.name!r}, not {inp.name!r}",
             field="name",
         )
+    return spec
 
 
 async def start(
-    ops: Operations, inp: ExecuteInput, by: str | None, inline: set[str]
+    ops: Operations,
+    inp: ExecuteInput,
+    by: str | None,
+    inline: set[str],
+    limits: SpecLimits | None = None,
 ) -> ExecutionRow:
     """start / enqueue. `start` refuses a singleton while a run is running; `enqueue` also
-    while one is queued, and may pick the queue."""
+    while one is queued, and may pick the queue. `limits`: an inline spec's (default: the
+    defaults of `SpecLimits`)."""
     if inp.target_type == "inline_spec":
-        _check_inline_name(ops, inp)
-        _register_inline(ops, inp, inline)
+        spec = await load_inline(inp, limits or SpecLimits())
+        _register_inline(ops, inp, inline, spec)
     elif inp.name not in ops.app.dags:
         raise DaguError(RESOURCE_NOT_FOUND, f"no DAG named {inp.name!r}", field="name")
     if inp.dag_run_id is not None and await resolve.find_run(ops, inp.name, inp.dag_run_id):

@@ -17,6 +17,7 @@ from tether.runtime import errors
 from tether.runtime.dag.status import RUN_STATUSES
 from tether.runtime.operations import Operations
 from tether.runtime.rows import ExecutionRow
+from tether.specs.limits import SpecLimits
 from tether.tools.dagu import actions, inputs, resolve
 from tether.tools.dagu.checkpoint import Stops
 from tether.tools.dagu.decide import decide
@@ -54,8 +55,9 @@ def authorize(principal: Any) -> None:
 
 
 class DaguExecute:
-    def __init__(self, ops: Operations) -> None:
+    def __init__(self, ops: Operations, limits: SpecLimits | None = None) -> None:
         self.ops = ops
+        self.limits = limits or SpecLimits()  # on inline specs and JSON inputs
         self.inline: set[str] = set()  # DAG names registered from inline specs by this tool
 
     async def call(
@@ -65,7 +67,7 @@ class DaguExecute:
         scoped = self.ops if ops is None else ops
         echo = inputs.partial(args)
         try:
-            inp = inputs.parse(args)
+            inp = inputs.parse(args, self.limits)
         except InputError as exc:
             return error_result(DaguError(INVALID_TOOL_INPUT, exc.message, field=exc.field), echo)
         echo = {
@@ -116,7 +118,7 @@ class DaguExecute:
         self, ops: Operations, inp: ExecuteInput, by: str | None
     ) -> tuple[ExecutionRow, bool]:
         if inp.action in ("start", "enqueue"):
-            return await actions.start(ops, inp, by, self.inline), False
+            return await actions.start(ops, inp, by, self.inline, self.limits), False
         if inp.action == "retry":
             return await actions.retry(ops, inp, by), False
         if inp.action == "stop":

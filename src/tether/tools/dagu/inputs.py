@@ -19,6 +19,8 @@ from typing import Any, Final, Literal
 
 import orjson
 
+from tether.specs.limits import SpecLimits, json_over_depth, too_deep
+
 Action = Literal["start", "enqueue", "retry", "stop", "approve", "reject", "push_back"]
 TargetType = Literal["dag", "inline_spec", "run"]
 
@@ -134,8 +136,9 @@ def _typed(field: str, rule: Rule, value: Any) -> Any:
     return tuple(items)
 
 
-def _present(args: Mapping[str, Any]) -> dict[str, Any]:
-    """Unknown fields refused; types checked; null, and strings empty after trim, dropped."""
+def _present(args: Mapping[str, Any], limits: SpecLimits) -> dict[str, Any]:
+    """Unknown fields refused; types checked; null, and strings empty after trim, dropped;
+    an object nested deeper than the limit refused before anything walks it."""
     out: dict[str, Any] = {}
     for field, value in args.items():
         rule = FIELDS.get(field)
@@ -143,6 +146,8 @@ def _present(args: Mapping[str, Any]) -> dict[str, Any]:
             raise InputError(field, f"The {field} field is not supported.")
         if value is None:
             continue
+        if isinstance(value, dict) and json_over_depth(value, limits):
+            raise InputError(field, f"The {field} field: {too_deep(limits)}.")
         typed = _typed(field, rule, value)
         if typed is not None:
             out[field] = typed
@@ -197,11 +202,12 @@ def _check_rules(action: str, given: dict[str, Any]) -> None:
             )
 
 
-def parse(args: Any) -> ExecuteInput:
-    """The checked input of one call. Raises InputError naming the field at fault."""
+def parse(args: Any, limits: SpecLimits | None = None) -> ExecuteInput:
+    """The checked input of one call; `limits`' depth bounds its objects (`params`,
+    `inputs`). Raises InputError naming the field at fault."""
     if not isinstance(args, Mapping):
         raise InputError(None, "The tool input must be a JSON object.")
-    given = _present(args)
+    given = _present(args, limits or SpecLimits())
     action = given.get("action")
     if action is None:
         raise InputError("action", "The action field is required.")

@@ -18,8 +18,10 @@ import json
 from typing import Any
 
 from tether.runtime.operations import Operations
-from tether.runtime.realm.plan import Plan, PlanError
-from tether.specs.realm import RealmSpecError, WorkflowSpec, plan_workflow
+from tether.runtime.realm.plan import Plan, PlanError, plan_from_text
+from tether.specs.limits import SpecLimits
+from tether.specs.realm import Diagnostic, RealmSpecError, WorkflowSpec, plan_workflow
+from tether.tools import offload
 from tether.tools.realm import replies, runs
 from tether.tools.realm.envelope import Reply, refusal
 from tether.tools.realm.starts import schema_errors, start_one
@@ -60,14 +62,22 @@ def _plan_refusal(message: str, diagnostics: list[str]) -> Reply:
     )
 
 
+def _planned(
+    plan_args: dict[str, Any], limits: SpecLimits
+) -> tuple[WorkflowSpec, list[Diagnostic], str]:
+    spec, report = plan_workflow(plan_args, limits)
+    return spec, report, workflow_text(spec)
+
+
 async def create_workflow(
-    ops: Operations, args: dict[str, Any], by: str | None
+    ops: Operations, args: dict[str, Any], by: str | None, limits: SpecLimits | None = None
 ) -> Reply | dict[str, Any]:
     """Register the plan in `args` (`steps`, `metadata`; every other key is reported) and
-    start a run of it with `args["params"]`."""
+    start a run of it with `args["params"]`. The plan is checked against `limits` (default:
+    `SpecLimits()`'s) and read off the event loop."""
     plan_args = {k: v for k, v in args.items() if k != "params"}
     try:
-        spec, report = plan_workflow(plan_args)
+        spec, report, text = await offload.run(_planned, plan_args, limits or SpecLimits())
     except RealmSpecError as exc:
         return _plan_refusal(exc.reason, [])
     diagnostics = [d.message for d in report]  # also the reply's warnings
@@ -75,7 +85,11 @@ async def create_workflow(
     entry = app.protocols.get(spec.id)
     plan: Plan
     try:
-        plan = entry.plan if entry is not None else app.create_protocol(workflow_text(spec))
+        if entry is not None:
+            plan = entry.plan
+        else:
+            read = await offload.run(plan_from_text, text)
+            plan = app.create_protocol(text, plan=read)
     except (PlanError, ValueError) as exc:
         return _plan_refusal(str(exc), diagnostics)
     run_params = args.get("params") or {}

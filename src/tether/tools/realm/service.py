@@ -13,6 +13,7 @@ from tether.runtime import errors as rt
 from tether.runtime.operations import Operations
 from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow, StepRecord
+from tether.specs.limits import SpecLimits
 from tether.tools import results
 from tether.tools.realm import (
     blocked,
@@ -45,8 +46,9 @@ def reply_result(reply: Reply | dict[str, Any]) -> dict[str, Any]:
 class RealmTools:
     """The 11 tools; `call(name, args, by)` returns the MCP result."""
 
-    def __init__(self, ops: Operations) -> None:
+    def __init__(self, ops: Operations, limits: SpecLimits | None = None) -> None:
         self.ops = ops
+        self.limits = limits or SpecLimits()  # on create_workflow plans
         self._tools: dict[str, Callable[[Operations, Args, list[str], str | None], Awaitable[Any]]]
         self._tools = {
             "list_workflows": self.list_workflows,
@@ -160,7 +162,7 @@ class RealmTools:
         return await traces.append_trace(ops, self._plan, a, by)
 
     async def create_workflow(self, ops: Operations, a: Args, w: list[str], by: Any) -> Any:
-        return await created.create_workflow(ops, a, by)
+        return await created.create_workflow(ops, a, by, self.limits)
 
     # --- acting -----------------------------------------------------------------------------
 
