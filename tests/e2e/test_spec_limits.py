@@ -1,0 +1,186 @@
+"""Caller-supplied documents over real HTTP: an inline DAG spec or a `create_workflow` plan
+over a limit is refused in the surface's own terms, naming the setting and its value, with
+nothing created; and reading one never holds the event loop, so other calls are served while
+it is read."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import ServeFn
+from tests.e2e.test_dagu_execute import execute, ok, refused
+from tests.e2e.test_fuzz_endpoint import snapshot
+from tests.e2e.test_realm_create_batch_trace import PLAN
+from tests.e2e.test_realm_tools import build_app, tool
+from tests.mcp_client import McpClient
+from tether.runtime.registry import App
+from tether.specs.limits import (
+    MAX_ALIASES_SETTING,
+    MAX_BYTES_SETTING,
+    MAX_DEPTH_SETTING,
+    MAX_STEPS_SETTING,
+)
+from tether.tools.dagu import actions
+from tether.tools.realm import created
+
+pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
+Client = Callable[[str], McpClient]
+
+LIMITS = {
+    "spec_max_bytes": 4096,
+    "spec_max_steps": 5,
+    "spec_max_depth": 8,
+    "spec_max_aliases": 3,
+}
+HEAD = "steps:\n  - name: s\n    run: act\n"
+
+
+def dag_app() -> App:
+    app = App()
+
+    @app.action("act")
+    async def act() -> str:
+        return "done"
+
+    app.dag("name: stored\n" + HEAD)  # the Dagu tools are served beside stored DAGs
+    return app
+
+
+def many_steps(n: int) -> str:
+    return "steps:\n" + "".join(f"  - name: s{i}\n    run: act\n" for i in range(n))
+
+
+def laughs() -> str:
+    lines = [HEAD.rstrip("\n"), "env:", "  - L0: &l0 lol"]
+    lines += [f"  - L{i}: &l{i} [*l{i - 1}, *l{i - 1}]" for i in range(1, 5)]
+    return "\n".join(lines) + "\n"
+
+
+OVER = [
+    (HEAD + "description: " + "x" * 5000 + "\n", MAX_BYTES_SETTING, 4096),
+    (many_steps(6), MAX_STEPS_SETTING, 5),
+    (HEAD + "env:\n  - A: " + "[" * 10 + "]" * 10 + "\n", MAX_DEPTH_SETTING, 8),
+    (laughs(), MAX_ALIASES_SETTING, 3),
+]
+
+
+async def test_an_inline_spec_over_a_limit_is_refused_naming_it_and_changes_nothing(
+    mcp_server: ServeFn, client: Client, db_url: str
+) -> None:
+    """Our choice: invalid_tool_input on `spec`, the message and `details` naming the setting
+    and its value; no DAG is registered and no run is created."""
+    app = dag_app()
+    async with mcp_server(app, **LIMITS) as url:
+        c = client(url)
+        before = await snapshot(db_url)
+        for spec, setting, maximum in OVER:
+            err = refused(
+                await execute(c, action="start", name="inline1", spec=spec),
+                "invalid_tool_input",
+                "spec",
+            )
+            assert err["details"] == {"limit": setting, "maximum": maximum}, err
+            assert f"{setting}={maximum}" in err["message"]
+        assert "inline1" not in app.dags
+        assert await snapshot(db_url) == before
+        out = ok(await execute(c, action="start", name="inline1", spec=many_steps(5), wait=True))
+        assert out["statusLabel"] == "succeeded"
+
+
+async def test_params_nested_past_the_depth_limit_are_invalid_tool_input(
+    mcp_server: ServeFn, client: Client, db_url: str
+) -> None:
+    """Our choice: an object argument deeper than TETHER_SPEC_MAX_DEPTH is refused on its
+    field before anything walks it."""
+    deep: Any = "x"
+    for _ in range(100):
+        deep = {"a": deep}
+    app = dag_app()
+    async with mcp_server(app) as url:
+        c = client(url)
+        before = await snapshot(db_url)
+        err = refused(
+            await execute(c, action="start", name="inline1", spec=HEAD, params=deep),
+            "invalid_tool_input",
+            "params",
+        )
+        assert f"{MAX_DEPTH_SETTING}=32" in err["message"]
+        assert await snapshot(db_url) == before
+
+
+async def test_a_plan_over_a_limit_is_refused_in_realm_terms(
+    mcp_server: ServeFn, client: Client, db_url: str
+) -> None:
+    """Our choice: a refusal with `provide_input` and no error code (as a malformed plan
+    gets), naming the setting and its value; nothing is registered or started."""
+    app = build_app()
+    steps = [{"id": f"s{i}", "description": "do it"} for i in range(6)]
+    async with mcp_server(app, **LIMITS) as url:
+        c = client(url)
+        before = await snapshot(db_url)
+        reply = await tool(c, "create_workflow", {"steps": steps})
+        assert (reply["status"], reply["agent_action"]) == ("error", "provide_input")
+        assert reply.get("error_code") is None
+        assert f"{MAX_STEPS_SETTING}=5" in reply["errors"][0]
+        assert list(app.protocols) == ["refund"]
+        assert await snapshot(db_url) == before
+
+
+class Held:
+    """Stands in for a loader: blocks its thread until released (at most 5 s), recording
+    whether the release came while it was blocked."""
+
+    def __init__(self, load: Callable[..., Any]) -> None:
+        self.load = load
+        self.started = threading.Event()
+        self.release = threading.Event()
+        self.released_in_time = False
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self.started.set()
+        self.released_in_time = self.release.wait(timeout=5)
+        return self.load(*args, **kwargs)
+
+
+async def served_while_held(held: Held, call: Any, c: McpClient) -> Any:
+    """Start `call`, wait until the loader holds, then make another call; release the
+    loader once that other call was answered. On the event loop, the loader would hold the
+    loop, the other call could not be answered until it gave up, and it would find itself
+    released too late."""
+    pending = asyncio.ensure_future(call)
+    await asyncio.to_thread(held.started.wait, 5)
+    await c.result("tools/list", capabilities={})
+    held.release.set()
+    return await pending
+
+
+async def test_an_inline_spec_is_read_off_the_event_loop(
+    mcp_server: ServeFn, client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Our choice: other calls are served while an inline spec is parsed and validated."""
+    held = Held(actions.load_string)
+    monkeypatch.setattr(actions, "load_string", held)
+    async with mcp_server(dag_app()) as url:
+        c = client(url)
+        call = execute(client(url), action="start", name="inline1", spec=HEAD, wait=True)
+        out = ok(await served_while_held(held, call, c))
+    assert out["statusLabel"] == "succeeded"
+    assert held.released_in_time
+
+
+async def test_a_plan_is_read_off_the_event_loop(
+    mcp_server: ServeFn, client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Our choice: other calls are served while a `create_workflow` plan is checked."""
+    held = Held(created.plan_workflow)
+    monkeypatch.setattr(created, "plan_workflow", held)
+    async with mcp_server(build_app()) as url:
+        c = client(url)
+        reply = await served_while_held(held, tool(client(url), "create_workflow", PLAN), c)
+    assert reply["status"] == "ok", reply
+    assert held.released_in_time
