@@ -110,7 +110,7 @@ def _typed(field: str, rule: Rule, value: Any) -> Any:
         if not isinstance(value, str):
             raise InputError(field, f"The {field} field must be a string.")
         text = value.strip() if rule.trim else value
-        return text if text.strip() else None
+        return None if not text or text.isspace() else text  # no copy of a large `spec`
     if kind == "string_or_object":
         if not isinstance(value, dict):
             raise InputError(field, f"The {field} field must be a string or an object.")
