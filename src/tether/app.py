@@ -159,6 +159,15 @@ def dagu_names(settings: Settings) -> DaguNames:
     return DaguNames(settings.dagu_tool_name, settings.dagu_read_tool_name)
 
 
+def _tool_settings(settings: Settings, state_key: bytes) -> ToolSettings:
+    return ToolSettings(
+        state_key=state_key,
+        sync_limit_s=settings.sync_limit_s,
+        start_wait_s=settings.start_wait_s,
+        spec_limits=settings.spec_limits(),
+    )
+
+
 def build_endpoint(
     app: App,
     rt: Runtime,
@@ -178,17 +187,7 @@ def build_endpoint(
         poll_interval_ms=settings.poll_interval_ms,
         answer_tool=catalog.answer_tool,
     )
-    tools = ToolService(
-        rt.ops,
-        catalog,
-        tasks,
-        ToolSettings(
-            state_key=state_key,
-            sync_limit_s=settings.sync_limit_s,
-            start_wait_s=settings.start_wait_s,
-            spec_limits=settings.spec_limits(),
-        ),
-    )
+    tools = ToolService(rt.ops, catalog, tasks, _tool_settings(settings, state_key))
     router = Router()
     dagu = DaguResources(rt.ops) if _serves_dags(app, settings) else None
     McpServer(app, rt.ops, info, dagu=dagu).register(router)

@@ -19,12 +19,14 @@ from tests.e2e.test_realm_create_batch_trace import PLAN
 from tests.e2e.test_realm_tools import build_app, tool
 from tests.mcp_client import McpClient
 from tether.runtime.registry import App
+from tether.specs.dag import load_string
 from tether.specs.limits import (
     MAX_ALIASES_SETTING,
     MAX_BYTES_SETTING,
     MAX_DEPTH_SETTING,
     MAX_STEPS_SETTING,
 )
+from tether.specs.realm import plan_workflow
 from tether.tools.dagu import actions
 from tether.tools.realm import created
 
@@ -163,7 +165,7 @@ async def test_an_inline_spec_is_read_off_the_event_loop(
     mcp_server: ServeFn, client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Our choice: other calls are served while an inline spec is parsed and validated."""
-    held = Held(actions.load_string)
+    held = Held(load_string)
     monkeypatch.setattr(actions, "load_string", held)
     async with mcp_server(dag_app()) as url:
         c = client(url)
@@ -177,7 +179,7 @@ async def test_a_plan_is_read_off_the_event_loop(
     mcp_server: ServeFn, client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Our choice: other calls are served while a `create_workflow` plan is checked."""
-    held = Held(created.plan_workflow)
+    held = Held(plan_workflow)
     monkeypatch.setattr(created, "plan_workflow", held)
     async with mcp_server(build_app()) as url:
         c = client(url)

@@ -8,10 +8,9 @@ refuses whatever is left, so no key is ever silently ignored.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import ClassVar, Generic, NoReturn, Self, TypeVar
+from typing import TYPE_CHECKING, ClassVar, Generic, NoReturn, Self, TypeVar
 
 import yaml
 from yaml.composer import Composer
@@ -130,7 +129,9 @@ def _compose_all(reader: _BoundedComposer) -> list[yaml.Node]:
     try:
         docs = []
         while reader.check_node():
-            docs.append(reader.get_node())
+            node = reader.get_node()
+            if node is not None:
+                docs.append(node)
         return docs
     finally:
         reader.dispose()
@@ -146,6 +147,12 @@ class _BoundedComposer(Composer):
     check_node = Composer.check_node
     get_node = Composer.get_node
     get_single_node = Composer.get_single_node
+
+    if TYPE_CHECKING:  # the parser's, mixed in by _loader_class
+
+        def check_event(self, *choices: type[yaml.Event]) -> bool: ...
+        def peek_event(self) -> yaml.Event: ...
+        def dispose(self) -> None: ...
 
     def __init__(
         self,
@@ -165,16 +172,17 @@ class _BoundedComposer(Composer):
         self._aliases = 0
         self._shape: dict[int, tuple[int, int]] = {}  # id(node) → (expanded size, height)
 
-    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node:
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
         limits = self.limits
         if limits is None:
-            return super().compose_node(parent, index)  # type: ignore[no-any-return]
-        line = self.peek_event().start_mark.line + 1
+            return super().compose_node(parent, index)
+        mark = self.peek_event().start_mark
+        line = mark.line + 1 if mark is not None else 1
         if self.check_event(yaml.AliasEvent):
             self._aliases += 1
             if self._aliases > limits.max_aliases:
                 self._refuse(spec_limits.too_many_aliases(limits), "aliases", line)
-            node: yaml.Node = super().compose_node(parent, index)
+            node = super().compose_node(parent, index)
             shape = self._shape.get(id(node))
             if shape is None:  # the anchor's node is still being composed: it holds itself
                 self._refuse("a YAML alias refers to a node that contains it", "", line)
@@ -215,12 +223,12 @@ class _BoundedComposer(Composer):
 
 
 try:  # libyaml, which PyYAML's wheels ship; PyYAML's own parser where it is missing
-    from yaml.cyaml import CParser as _CParser
+    from yaml._yaml import CParser as _CParser
 
     _PARSER: tuple[type, ...] = (_CParser,)
 
     def _start_parser(reader: object, stream: str) -> None:
-        _CParser.__init__(reader, stream)
+        _CParser.__init__(reader, stream)  # type: ignore[arg-type]  # a CParser subclass
 
 except ImportError:  # pragma: no cover — every supported platform has a libyaml wheel
     from yaml.parser import Parser
@@ -235,15 +243,20 @@ except ImportError:  # pragma: no cover — every supported platform has a libya
         Parser.__init__(reader)  # type: ignore[arg-type]
 
 
-@functools.lru_cache(maxsize=8)
+_CLASSES: dict[type[yaml.SafeLoader], type[_BoundedComposer]] = {}
+
+
 def _loader_class(loader: type[yaml.SafeLoader]) -> type[_BoundedComposer]:
     """A composer class with `loader`'s tag resolution over the fast parser (one per loader)."""
-    attrs = {
-        "yaml_implicit_resolvers": loader.yaml_implicit_resolvers,
-        "yaml_path_resolvers": loader.yaml_path_resolvers,
-    }
-    bases = (_BoundedComposer, *_PARSER, SafeConstructor, Resolver)
-    return type(f"Bounded{loader.__name__}", bases, attrs)
+    made = _CLASSES.get(loader)
+    if made is None:
+        attrs = {
+            "yaml_implicit_resolvers": loader.yaml_implicit_resolvers,
+            "yaml_path_resolvers": loader.yaml_path_resolvers,
+        }
+        bases = (_BoundedComposer, *_PARSER, SafeConstructor, Resolver)
+        made = _CLASSES.setdefault(loader, type(f"Bounded{loader.__name__}", bases, attrs))
+    return made
 
 
 class Fields(Generic[A]):
