@@ -5,14 +5,36 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 APP    ?= tether.examples:app
 PORT   ?= 8000
+# Every Python package our own runs use (the runtime, dev, docs and bench extras, pip, setuptools
+# and uv), pinned with hashes; pyproject.toml keeps ranges for the published package.
+LOCK   := requirements/lock.txt
 
-.PHONY: serve test test-external-pg check lint docs bench bench-tasks clean chaos chaos-short
+.PHONY: serve test test-external-pg check lint docs bench bench-tasks clean chaos chaos-short lock
 
-$(BIN)/tether: pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+# .venv holds exactly the lock: made anew (venv --clear) whenever the lock changes, so nothing
+# from an older lock stays; pip checks every hash and resolves nothing (--no-deps).
+$(VENV)/.lock: $(LOCK)
+	$(PYTHON) -m venv --clear $(VENV)
+	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r $(LOCK)
+	cp $(LOCK) $@
+
+# The package itself, editable, built with the locked setuptools; `pip check` fails when the
+# lock no longer satisfies pyproject.toml (run `make lock`).
+$(BIN)/tether: $(VENV)/.lock pyproject.toml
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(BIN)/python -m pip check
 	touch $(BIN)/tether
+
+# Re-resolves requirements/lock.txt from pyproject.toml and requirements/tools.in (uv; pins kept
+# where they still fit: `make lock LOCK_ARGS=--upgrade` takes the newest releases,
+# `LOCK_ARGS='--upgrade-package NAME'` one package), and tests/node/package-lock.json from
+# tests/node/package.json (whose versions are exact). Commit both with what they change.
+lock: $(VENV)/.lock
+	$(BIN)/uv pip compile --quiet --universal --generate-hashes --extra dev --extra bench \
+		--custom-compile-command 'make lock' $(LOCK_ARGS) \
+		pyproject.toml requirements/tools.in -o $(LOCK)
+	cd tests/node && npm install --package-lock-only --omit-lockfile-registry-resolved \
+		--no-audit --no-fund --loglevel=error
 
 serve: $(BIN)/tether
 	$(BIN)/tether serve $(APP) --port $(PORT)
@@ -41,12 +63,11 @@ docs: $(BIN)/tether
 
 check: test
 
+# The lock holds the bench extra (DBOS, FastMCP) too.
 bench: $(BIN)/tether
-	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python bench/engine.py
 
 bench-tasks: $(BIN)/tether
-	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python bench/tasks_get.py --rounds 3
 
 # Reliability suite (not part of `make test`): chaos with kills, database outages, a paused

@@ -10,7 +10,7 @@ import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
@@ -26,6 +26,17 @@ if TYPE_CHECKING:
 TEMPLATE = "tether_tmpl" + (
     f"_{os.environ['PYTEST_XDIST_WORKER']}" if "PYTEST_XDIST_WORKER" in os.environ else ""
 )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failing test marked `upstream(note)` pins another project's behaviour: its report gets
+    a section with the note, which says what to do when a new lock changed that behaviour."""
+    report = yield
+    marker = item.get_closest_marker("upstream")
+    if marker is not None and report.failed:
+        report.sections.append(("upstream: what to do", marker.args[0]))
+    return report
 
 
 def with_database(url: str, name: str) -> str:

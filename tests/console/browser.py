@@ -1,7 +1,8 @@
 """Real headless Chromium for the console's end-to-end tests: Debian's `chromium` (installed by
 scripts/ensure-chromium when missing; a test fails, never skips, when it cannot be), driven by
-Python Playwright through `executable_path` (never `playwright install`), and axe-core from
-npm (cached under .tether/npm) injected into pages for the accessibility check."""
+Python Playwright through `executable_path` (never `playwright install`), and axe-core at the
+version tests/node/package-lock.json pins (`npm ci` into .cache/node by scripts/node-packages)
+injected into pages for the accessibility check."""
 
 from __future__ import annotations
 
@@ -22,8 +23,6 @@ ARGS: Final = [
     "--disable-component-update",
     "--disable-sync",
 ]
-NPM_DIR: Final = REPO / ".tether" / "npm"
-AXE: Final = NPM_DIR / "node_modules" / "axe-core" / "axe.min.js"
 SCREENS: Final = REPO / "docs" / "console-screens"
 
 
@@ -39,18 +38,12 @@ def ensure_chromium() -> str:
 
 
 def ensure_axe() -> str:
-    """axe-core's browser bundle (npm install into .tether/npm once). Raises RuntimeError."""
-    if not AXE.exists():
-        NPM_DIR.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", "--silent", "axe-core@4"],  # noqa: S607
-            cwd=NPM_DIR,
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode != 0 or not AXE.exists():
-            raise RuntimeError(f"could not install axe-core from npm: {done.stderr}")
-    return AXE.read_text("utf-8")
+    """axe-core's browser bundle, installed first if missing. Raises RuntimeError."""
+    done = subprocess.run([str(REPO / "scripts" / "node-packages")], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"could not install the tests' npm packages: {done.stderr}")
+    axe = Path(done.stdout.strip()) / "node_modules" / "axe-core" / "axe.min.js"
+    return axe.read_text("utf-8")
 
 
 async def axe_violations(page: Any, axe_source: str) -> list[dict[str, Any]]:

