@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.waiting import child, until
 from tether.runtime.dag import shell
 from tether.runtime.dag.shell import argv_for, run_command
 
@@ -93,7 +94,8 @@ async def test_a_command_takes_no_thread() -> None:
     """The loop reads the pipes and a pidfd tells it of the exit: no thread per command."""
     before = threading.active_count()
     task = asyncio.ensure_future(run_command(argv_for("sleep 0.3", None), env=os.environ))
-    await asyncio.sleep(0.1)
+    # the child running: run_command spawned it and set up its watcher in the same step
+    await until(lambda: child("sleep 0.3"), what="the command's process")
     assert threading.active_count() == before
     assert (await task).exit_code == 0
 

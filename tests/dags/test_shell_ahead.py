@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.waiting import reading_stdin, until
 from tether.runtime.dag.ahead import Ahead, Launch, quiet_start
 from tether.runtime.dag.shell import GATE_PREFIX, argv_for, run_command
 from tether.runtime.registry import App
@@ -54,7 +55,7 @@ async def test_a_shell_taken_runs_its_command_once_its_gate_opens(tmp_path: Path
     ahead.plan(launch := _launch(f"touch {mark}; echo done"))
     pid = await _launched(ahead)
     assert pid is not None and ahead.planned is None
-    await asyncio.sleep(0.2)
+    await until(lambda: reading_stdin(pid), what="the shell at its gate")
     assert not mark.exists()  # started, waiting at its gate
     started = ahead.take(list(launch.argv), launch.env, None)
     assert started is not None and started[0].pid == pid and ahead.taken == 1
@@ -83,7 +84,6 @@ async def test_a_shell_started_otherwise_is_ended_unrun(
     env = {**launch.env, **change.get("env", {})}
     assert ahead.take(argv or list(launch.argv), env, change.get("cwd")) is None
     assert not _alive(pid) and ahead.taken == 0  # ended and reaped at once
-    await asyncio.sleep(0.1)
     assert not mark.exists()
 
 
@@ -120,7 +120,7 @@ async def test_a_shell_starts_at_the_callers_pause_and_not_once_the_run_is_done(
     ahead.plan(_launch("true"))
     ahead.launch()
     ahead.close()  # the run ended before the loop turned
-    await asyncio.sleep(0.05)
+    await asyncio.sleep(0)  # the turn at which the launch would start its shell
     assert _started(ahead) is None and not _alive(pid)
 
 
@@ -204,7 +204,7 @@ async def test_a_failed_step_ends_the_next_steps_shell_unrun(
         row = await run_to_end(rt, "fails")
     assert row.status == "failed"
     assert len(ahead_log["started"]) == 1 and ahead_log["taken"] == []
-    await asyncio.sleep(0.1)
+    assert not _alive(ahead_log["started"][0])  # ended and reaped: it can run nothing now
     assert not mark.exists()
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.waiting import at_gate, until
 from tether.runtime.dag.shell import GATE_PREFIX, argv_for, gateable, run_command
 
 
@@ -25,7 +26,8 @@ async def test_the_command_runs_only_once_the_gate_opens(tmp_path: Path) -> None
     waited: list[bool] = []
 
     async def gate() -> None:
-        await asyncio.sleep(0.3)  # the shell has long been started by now
+        # blocked reading stdin: had it not waited, `touch` would have run before `cat` read
+        await until(lambda: at_gate(str(mark)), what="the shell at its gate")
         waited.append(mark.exists())
         shut.set()
 
@@ -39,13 +41,12 @@ async def test_a_failed_gate_means_the_command_never_ran(tmp_path: Path) -> None
     mark = tmp_path / "ran"
 
     async def gate() -> None:
-        await asyncio.sleep(0.1)
+        await until(lambda: at_gate(str(mark)), what="the shell at its gate")
         raise RuntimeError("the previous write failed")
 
     with pytest.raises(RuntimeError, match="previous write failed"):
         await run_command(_gated(f"touch {mark}"), env=os.environ, gate=gate)
-    await asyncio.sleep(0.2)
-    assert not mark.exists()
+    assert not mark.exists()  # run_command reaped the shell before it raised
 
 
 async def test_cancelled_at_the_gate_the_command_never_runs(tmp_path: Path) -> None:
@@ -56,12 +57,11 @@ async def test_cancelled_at_the_gate_the_command_never_runs(tmp_path: Path) -> N
         await never.wait()
 
     task = asyncio.create_task(run_command(_gated(f"touch {mark}"), env=os.environ, gate=gate))
-    await asyncio.sleep(0.2)
+    await until(lambda: at_gate(str(mark)), what="the shell at its gate")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    await asyncio.sleep(0.2)
-    assert not mark.exists()
+    assert not mark.exists()  # run_command reaped the shell before it raised
 
 
 @pytest.mark.parametrize(

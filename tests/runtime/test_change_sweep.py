@@ -5,8 +5,7 @@ still reaches its subscribers."""
 
 from __future__ import annotations
 
-import asyncio
-
+from tests.waiting import until
 from tether.runtime.changes import ChangeHub
 
 
@@ -17,7 +16,7 @@ async def test_a_sweep_wakes_every_watcher_with_an_empty_payload_and_rearms() ->
     hub.watch(one.append, ["ex_a"])
     hub.watch_every(every.append)
     try:
-        await asyncio.sleep(0.18)
+        await until(lambda: len(one) >= 2 and len(every) >= 2, what="two sweeps")
     finally:
         hub.close()
     assert set(one) == set(every) == {""}  # "look again", never data
@@ -31,6 +30,13 @@ async def test_no_sweep_without_sweep_s_and_none_after_close() -> None:
     swept = ChangeHub(None, sweep_s=0.05)
     swept.watch(heard.append, ["ex_b"])
     swept.close()
-    await asyncio.sleep(0.12)
+    # An open hub armed after `swept`: by its second sweep, `swept` would have swept twice.
+    witness = ChangeHub(None, sweep_s=0.05)
+    seen: list[str] = []
+    witness.watch(seen.append, ["ex_c"])
+    try:
+        await until(lambda: len(seen) >= 2, what="two sweeps of an open hub")
+    finally:
+        witness.close()
     quiet.close()
     assert heard == []

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from tests.waiting import until
 from tether.runtime import errors
 from tether.runtime.context import Context
 from tether.runtime.executor import execute
@@ -108,10 +109,8 @@ async def test_a_fenced_write_from_a_worker_that_lost_its_lease_is_refused(db: o
     ops = Operations(pool, app)  # type: ignore[arg-type]
     started = await ops.start("noop")
     (row_a,) = await repo.claim(pool, "A", 0.05, 1)  # type: ignore[arg-type]
-    async with asyncio.timeout(5):
-        # Polls a lease expiry (no event exists for it); bounded by the timeout above.
-        while not (rows := await repo.claim(pool, "B", 30, 1)):  # type: ignore[arg-type]  # noqa: ASYNC110
-            await asyncio.sleep(0.02)
+    # A lease expiry has no event: B's claim is retried until it takes the run.
+    rows = await until(lambda: repo.claim(pool, "B", 30, 1), timeout=5, what="B's claim")  # type: ignore[arg-type]
     assert rows[0].attempt == row_a.attempt + 1
     assert await execute(pool, app, row_a, "A") == "lost"  # type: ignore[arg-type]
     current = (await ops.get(started.execution.id)).current
@@ -363,7 +362,7 @@ async def test_runs_claimed_with_settles_keep_the_worker_within_its_concurrency(
     most = 0
 
     async def pause() -> None:
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)  # work that takes a moment, so that runs overlap
 
     @app.workflow
     async def short(ctx: Context) -> None:

@@ -20,7 +20,7 @@ from .conftest import FAST, Start
 pytestmark = pytest.mark.postgres
 
 
-def _app(gate: asyncio.Event | None = None) -> App:
+def _app(gate: asyncio.Event | None = None, entered: asyncio.Event | None = None) -> App:
     app = App()
 
     @app.workflow
@@ -31,6 +31,8 @@ def _app(gate: asyncio.Event | None = None) -> App:
     async def blocks(ctx: Context) -> str:
         async def held() -> str:
             assert gate is not None
+            if entered is not None:
+                entered.set()
             await gate.wait()
             return "released"
 
@@ -115,20 +117,29 @@ async def test_a_handed_over_run_costs_no_claim_statement(
 ) -> None:
     """The hand-over replaces the wake-up and the claim: while the handed run runs, the
     worker's claim loop (polling only every 30 s) sends no claim statement."""
-    gate = asyncio.Event()
+    gate, entered = asyncio.Event(), asyncio.Event()
     idle = WorkerSettings(concurrency=4, lease_s=5.0, poll_s=30.0, shutdown_grace_s=1.0)
     claims: list[str] = []
+    claimed = asyncio.Event()
     claim = repo.claim
 
     async def counted(*args: object, **kwargs: object) -> object:
         claims.append("claim")
-        return await claim(*args, **kwargs)  # type: ignore[arg-type]
+        try:
+            return await claim(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            claimed.set()
 
-    async with start(_app(gate), worker_settings=idle) as rt:
-        await asyncio.sleep(0.2)  # the loop's first claims (start-up, the listener's) are done
+    async with start(_app(gate, entered), worker_settings=idle) as rt:
+        # Settle the loop: woken now, its next claim is counted; once that claim returns, the
+        # loop sleeps (its earlier wake-ups, at start-up and the listener's, are spent).
         monkeypatch.setattr(repo, "claim", counted)
+        rt.workers[0]._poke()
+        await asyncio.wait_for(claimed.wait(), 10)
+        claims.clear()
         run = (await rt.ops.start("blocks")).execution
-        await asyncio.sleep(0.2)
+        # A claim of the run would come before its step runs: the step running is the event.
+        await asyncio.wait_for(entered.wait(), 10)
         assert (run.status, claims) == ("running", [])
         gate.set()
         view = await rt.ops.wait_for_end(run.id, timeout=10)

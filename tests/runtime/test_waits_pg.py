@@ -46,15 +46,20 @@ async def test_a_signal_sent_before_the_wait_opens_is_buffered_not_lost(start: S
 
     @app.workflow
     async def late(ctx: Context) -> int:
-        await ctx.sleep(0.2)
+        await ctx.wait_for_signal("first")  # while it waits here, "go" has no open wait
         value: Payload = await ctx.wait_for_signal("go", schema=Payload)
         return value.amount
 
     async with start(app) as rt:
         started = await rt.ops.start("late")
-        res = await rt.ops.signal(started.execution.id, "go", {"amount": 7})
-        view = await rt.ops.wait_for_end(started.execution.id, timeout=10)
+        run_id = started.execution.id
+        await parked(rt, run_id)
+        res = await rt.ops.signal(run_id, "go", {"amount": 7})
+        buffered = await rt.ops.buffered_signals(run_id, "go")
+        await rt.ops.signal(run_id, "first", {})
+        view = await rt.ops.wait_for_end(run_id, timeout=10)
     assert res.status == "accepted"
+    assert [b.payload for b in buffered] == [{"amount": 7}]
     assert view.current.output == 7
 
 

@@ -1,0 +1,102 @@
+"""Waiting for an event the test cannot await directly (a row, a file, a process's state, a
+log line): re-check a condition every few milliseconds until it holds, within an overall time
+limit. A test that asserts something did not happen first waits here for an event that would
+have come after it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import platform
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar, overload
+
+import psutil
+
+T = TypeVar("T")
+#: read(2)'s system call number, as /proc/PID/syscall shows it
+_READ = {"x86_64": "0", "aarch64": "63"}.get(platform.machine(), "0")
+
+
+@overload
+async def until(
+    check: Callable[[], Awaitable[T]],
+    *,
+    timeout: float = ...,
+    every: float = ...,
+    what: str = ...,
+) -> T: ...
+
+
+@overload
+async def until(
+    check: Callable[[], T], *, timeout: float = ..., every: float = ..., what: str = ...
+) -> T: ...
+
+
+async def until(
+    check: Callable[[], object],
+    *,
+    timeout: float = 10.0,
+    every: float = 0.02,
+    what: str = "the condition",
+) -> object:
+    """Call `check` (a function or a coroutine function) every `every` seconds until it returns
+    a truthy value, and return that value. Raises AssertionError naming `what` after
+    `timeout` seconds."""
+    last: object = None
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                last = check()
+                if inspect.isawaitable(last):
+                    last = await last
+                if last:
+                    return last
+                await asyncio.sleep(every)
+    except TimeoutError:
+        raise AssertionError(f"{what}: not within {timeout} s (last: {last!r})") from None
+
+
+def until_sync(
+    check: Callable[[], T], *, timeout: float = 30.0, every: float = 0.05, what: str = ""
+) -> T:
+    """`until` for a test without an event loop (it polls another process). Raises
+    AssertionError naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = check()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what or 'the condition'}: not within {timeout} s ({got!r})")
+        time.sleep(every)
+
+
+def reading_stdin(pid: int) -> bool:
+    """Whether process `pid` is blocked in read(2) on its standard input (Linux: its current
+    system call, in /proc/PID/syscall, is read on descriptor 0)."""
+    try:
+        call = Path(f"/proc/{pid}/syscall").read_text().split()
+    except OSError:  # it has ended
+        return False
+    return call[:2] == [_READ, "0x0"]
+
+
+def child(text: str) -> int | None:
+    """The pid of a child of this process whose command line contains `text`, if any."""
+    for proc in psutil.Process().children():
+        with contextlib.suppress(psutil.Error):
+            if text in " ".join(proc.cmdline()):
+                return proc.pid
+    return None
+
+
+def at_gate(text: str) -> bool:
+    """Whether the child of this process whose command line contains `text` is a shell
+    waiting at its gate (`GATE_PREFIX`: blocked reading its stdin, before its command)."""
+    pid = child(text)
+    return pid is not None and reading_stdin(pid)
