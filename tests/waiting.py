@@ -12,11 +12,16 @@ import platform
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar, overload
+from typing import Any, TypeVar, overload
 
 import psutil
 
 T = TypeVar("T")
+
+_WAITING_ON_A_LOCK = """
+SELECT count(*) FROM pg_stat_activity
+WHERE datname = current_database() AND wait_event_type = 'Lock'
+"""
 #: read(2)'s system call number, as /proc/PID/syscall shows it
 _READ = {"x86_64": "0", "aarch64": "63"}.get(platform.machine(), "0")
 
@@ -86,17 +91,37 @@ def reading_stdin(pid: int) -> bool:
     return call[:2] == [_READ, "0x0"]
 
 
-def child(text: str) -> int | None:
-    """The pid of a child of this process whose command line contains `text`, if any."""
-    for proc in psutil.Process().children():
+def child(text: str, of: int | None = None) -> int | None:
+    """The pid of a process under `of` (this process by default; at any depth) whose command
+    line contains `text`, if any."""
+    try:
+        below = psutil.Process(of).children(recursive=True)
+    except psutil.Error:  # `of` has ended
+        return None
+    for proc in below:
         with contextlib.suppress(psutil.Error):
             if text in " ".join(proc.cmdline()):
                 return proc.pid
     return None
 
 
-def at_gate(text: str) -> bool:
-    """Whether the child of this process whose command line contains `text` is a shell
-    waiting at its gate (`GATE_PREFIX`: blocked reading its stdin, before its command)."""
-    pid = child(text)
-    return pid is not None and reading_stdin(pid)
+def ended(pid: int) -> bool:
+    """Whether process `pid` has ended (gone, or a zombie left to be reaped)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def at_gate(text: str, of: int | None = None) -> int | None:
+    """The pid of the shell under `of` (as `child`) whose command line contains `text` once it
+    waits at its gate (`GATE_PREFIX`: blocked reading its stdin, before its command)."""
+    pid = child(text, of)
+    return pid if pid is not None and reading_stdin(pid) else None
+
+
+async def waiting_on_a_lock(db: Any) -> bool:
+    """Whether some session of this database waits for a lock (a row, an advisory lock);
+    `db` is a pool or a connection not inside a transaction (a transaction keeps one
+    snapshot of pg_stat_activity)."""
+    return bool(await db.fetchval(_WAITING_ON_A_LOCK))

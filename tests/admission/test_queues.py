@@ -9,6 +9,7 @@ from datetime import datetime
 
 import pytest
 
+from tests.waiting import until, waiting_on_a_lock
 from tether.runtime import errors
 from tether.runtime.admission import Admission, implicit_queue
 from tether.runtime.context import Context
@@ -135,7 +136,7 @@ async def test_an_admission_that_waited_for_the_queue_lock_is_stamped_after_the_
         async with rt.pool.acquire() as holder, holder.transaction():
             await holder.execute(Q["lock_queue"], "reports")
             blocked = asyncio.create_task(admit(rt.pool, "reports", 1))
-            await asyncio.sleep(0.1)  # the admitter's transaction has begun and waits
+            await until(lambda: waiting_on_a_lock(rt.pool), what="the admitter at the lock")
             await rt.ops.terminate(first.execution.id, reason="frees the slot")  # ends it now
         assert await asyncio.wait_for(blocked, 10) == [second.execution.id]
         ended = (await rt.ops.get(first.execution.id)).current.ended_at

@@ -14,7 +14,10 @@ import pytest
 from tests.e2e.conftest import ServeFn
 from tests.e2e.test_dagu_execute import execute, ok, read, refused
 from tests.mcp_client import McpClient
+from tests.waiting import until
 from tether.runtime.registry import App
+from tether.storage.rows import ExecutionRow
+from tether.tools.dagu import decide
 from tether.tools.dagu.uris import run_uri
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
@@ -206,10 +209,18 @@ steps:
 
 
 async def test_a_decision_while_the_run_reruns_pushed_back_steps_lands_once_it_parks(
-    mcp_server: ServeFn, client: Client, tmp_path: Path
+    mcp_server: ServeFn, client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """While the run runs again the steps a push-back reset, the other gate still reads
     waiting; a decision on it waits for the run to park again, then lands (Dagu: at once)."""
+    parked_or_ended = decide._parked_or_ended
+    seen: list[bool] = []  # what the decision found each time it looked at the run
+
+    def looked(row: ExecutionRow) -> bool:
+        seen.append(parked_or_ended(row))
+        return seen[-1]
+
+    monkeypatch.setattr(decide, "_parked_or_ended", looked)
     go = tmp_path / "go"
     busy = App()
     busy.dag(BUSY.replace("{go}", str(go)))
@@ -227,7 +238,7 @@ async def test_a_decision_while_the_run_reruns_pushed_back_steps_lands_once_it_p
             "waiting",
         ), labels
         decision = asyncio.create_task(execute(c, action="approve", **base, stepName="gate_b"))
-        await asyncio.sleep(0.3)
+        await until(lambda: False in seen, what="the decision finding the run running")
         assert not decision.done(), decision
         go.touch()
         assert ok(await decision)["statusLabel"] == "waiting"

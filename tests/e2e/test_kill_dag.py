@@ -14,6 +14,7 @@ import pytest
 
 from tests.apps.killable_dag import app
 from tests.e2e.conftest import Workers, wait_exit
+from tests.waiting import at_gate, ended, until, waiting_on_a_lock
 from tether.runtime.dag.status import dag_status
 from tether.runtime.operations import Operations
 
@@ -88,10 +89,13 @@ async def test_killed_at_a_gate_the_next_command_never_ran(
             await hold.start()
             await conn.execute("SELECT 1 FROM executions WHERE id = $1 FOR UPDATE", run)
             await _lines(evidence, "b-end")
-            await asyncio.sleep(1.0)  # b's write waits for the row; c's shell at its gate
+            # c's shell waits at its gate, and b's write for the row
+            c_shell = await until(lambda: at_gate('echo "c $PPID"', of=first.pid), timeout=20)
+            await until(lambda: waiting_on_a_lock(db), timeout=20, what="b's write")
             first.send_signal(signal.SIGKILL)
             assert await wait_exit(first, 20) == -signal.SIGKILL
-            await asyncio.sleep(0.3)
+            # its gate closed with the worker: the shell ends (had it run `c`, after writing)
+            await until(lambda: ended(c_shell), what="c's shell ending")
             at_kill = [line[0] for line in _read(evidence)]
             await hold.rollback()
         second = workers.spawn("worker2", TETHER_WORKERS="2", TETHER_LEASE_S="5", **env)

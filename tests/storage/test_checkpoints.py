@@ -18,6 +18,7 @@ from typing import Any
 import asyncpg
 import pytest
 
+from tests.waiting import until
 from tether.storage import repo
 from tether.storage.checkpoints import CheckpointWriter, Refill
 from tether.storage.errors import IntegrityError, LeaseLost, StorageError
@@ -231,7 +232,8 @@ async def test_a_connection_is_kept_between_statements_and_given_back_when_unuse
     for seq in range(3):
         await writer.write("ex_a", "w", 1, 1 + seq, _step(seq, seq))
     assert (counting.acquired, counting.released) == (1, 0)
-    await asyncio.sleep(0.35)  # unused for longer than the linger
+    # unused for the linger (0.2 s), the connection goes back
+    await until(lambda: counting.released == 1, what="the connection given back")
     assert (counting.acquired, counting.released) == (1, 1)
     await writer.write("ex_a", "w", 1, 4, _step(3, 3))
     bad = Checkpoint(records=[{"seq": 0, "kind": "step", "name": None, "result": 1, "done": True}])
@@ -259,7 +261,7 @@ async def test_a_cancelled_caller_does_not_cancel_its_statement(db: asyncpg.Pool
     await asyncio.wait_for(counting.arrived.wait(), 5)  # in flight, held at the gate
     second = asyncio.create_task(writer.write("ex_b", "w", 1, 1, _step(0, 2)))
     third = asyncio.create_task(writer.write("ex_a", "w", 1, 2, _step(1, 3)))
-    await asyncio.sleep(0.01)
+    await until(lambda: len(writer._queued) == 2, what="the two later writes queued")
     first.cancel()
     with pytest.raises(asyncio.CancelledError):
         await first

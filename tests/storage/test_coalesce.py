@@ -9,6 +9,7 @@ from typing import Any
 import asyncpg
 import pytest
 
+from tests.waiting import until
 from tether.storage import pool as tpool
 from tether.storage.coalesce import RowReader
 from tether.storage.errors import DatabaseUnavailable
@@ -86,11 +87,12 @@ async def test_a_read_never_joins_a_statement_already_sent(db: asyncpg.Pool) -> 
     reader = RowReader(counting, max_statements=1)
     counting.gate.clear()
     older = asyncio.create_task(reader.get(run_id))
-    await asyncio.sleep(0.05)  # its statement is sent (and held)
+    await until(lambda: counting.statements == 1, what="the older read's statement, held")
     await db.execute("UPDATE executions SET details = 'v1' WHERE id = $1", run_id)
     newer = asyncio.create_task(reader.get(run_id))
-    await asyncio.sleep(0.05)
-    assert not newer.done()  # queued behind the statement in flight, not attached to it
+    # queued behind the statement in flight, not attached to it
+    await until(lambda: reader._queued, what="the newer read queued")
+    assert not newer.done()
     counting.gate.set()
     first, second = await asyncio.gather(older, newer)
     assert first is not None and second is not None
@@ -106,7 +108,8 @@ async def test_a_lost_database_fails_every_queued_reader_with_its_own_error(
     reader = RowReader(counting, max_statements=1)
     counting.gate.clear()
     readers = [asyncio.create_task(reader.get(i)) for i in ids(6)]
-    await asyncio.sleep(0.05)
+    # one statement sent (held at the gate), the five other reads queued behind it
+    await until(lambda: counting.statements == 1 and len(reader._queued) == 5, what="the reads")
     await p.close()
     counting.gate.set()
     results = await asyncio.gather(*readers, return_exceptions=True)
@@ -122,7 +125,7 @@ async def test_a_cancelled_reader_leaves_the_others_their_rows(db: asyncpg.Pool)
     reader = RowReader(counting, max_statements=1)
     counting.gate.clear()
     tasks = [asyncio.create_task(reader.get(i)) for i in present]
-    await asyncio.sleep(0.05)
+    await until(lambda: counting.statements == 1 and len(reader._queued) == 3, what="the reads")
     tasks[2].cancel()
     counting.gate.set()
     results = await asyncio.gather(*tasks, return_exceptions=True)
