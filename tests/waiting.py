@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import inspect
 import platform
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar, overload
@@ -64,21 +63,6 @@ async def until(
                 await asyncio.sleep(every)
     except TimeoutError:
         raise AssertionError(f"{what}: not within {timeout} s (last: {last!r})") from None
-
-
-def until_sync(
-    check: Callable[[], T], *, timeout: float = 30.0, every: float = 0.05, what: str = ""
-) -> T:
-    """`until` for a test without an event loop (it polls another process). Raises
-    AssertionError naming `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what or 'the condition'}: not within {timeout} s ({got!r})")
-        time.sleep(every)
 
 
 def reading_stdin(pid: int) -> bool:

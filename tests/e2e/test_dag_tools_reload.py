@@ -15,7 +15,9 @@ import pytest
 from tests.e2e.conftest import ServeFn
 from tests.mcp_client import McpClient
 from tests.sse import Stream, listen
+from tests.waiting import until
 from tether.runtime.registry import App
+from tether.tools.live import LiveCatalog
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
 
@@ -50,7 +52,7 @@ async def tool_names(c: McpClient) -> set[str]:
 
 class Frames:
     """Every message of a listen stream, read in the background (a read that times out would
-    end the SSE reader): `next()` waits for one, `none_within(s)` checks that none came."""
+    end the SSE reader): `next()` waits for one."""
 
     def __init__(self, stream: Stream) -> None:
         self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
@@ -63,10 +65,6 @@ class Frames:
     async def next(self, timeout: float = 10.0) -> dict[str, Any]:
         async with asyncio.timeout(timeout):
             return await self.queue.get()
-
-    async def none_within(self, seconds: float) -> bool:
-        await asyncio.sleep(seconds)
-        return self.queue.empty()
 
     def close(self) -> None:
         self.task.cancel()
@@ -82,14 +80,23 @@ async def frames(c: McpClient, notifications: dict[str, Any]) -> AsyncIterator[F
             read.close()
 
 
-async def until(check: Callable[[], bool], timeout: float = 5.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not check():  # noqa: ASYNC110 — a file reload is no event we can await
-            await asyncio.sleep(0.02)
+@pytest.fixture
+def rebuilds(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """What each rebuild of the served tools/list found, in order: True when the list changed
+    and listen streams were told (a frame follows), False when nothing is sent."""
+    found: list[bool] = []
+    refresh = LiveCatalog.refresh
+
+    def recorded(catalog: LiveCatalog) -> bool:
+        found.append(refresh(catalog))
+        return found[-1]
+
+    monkeypatch.setattr(LiveCatalog, "refresh", recorded)
+    return found
 
 
 async def test_a_dag_file_added_changed_and_removed_changes_the_tools_and_tells_listeners(
-    mcp_server: ServeFn, client: Callable[[str], McpClient], tmp_path: Path
+    mcp_server: ServeFn, client: Callable[[str], McpClient], tmp_path: Path, rebuilds: list[bool]
 ) -> None:
     (tmp_path / "first.yaml").write_text(dag("first"))
     app = reload_app()
@@ -112,9 +119,11 @@ async def test_a_dag_file_added_changed_and_removed_changes_the_tools_and_tells_
             assert done["status"] == "completed", done
 
             # A DAG without mcp: true changes no tools/list entry: no frame.
+            rebuilds.clear()
             (tmp_path / "quiet.yaml").write_text(dag("quiet", mcp=False))
-            await until(lambda: "quiet" in app.dags)
-            assert await stream.none_within(0.3)
+            # the list is rebuilt in the same step that registers the DAG
+            await until(lambda: "quiet" in app.dags, what="the quiet DAG loaded")
+            assert rebuilds == [False]
 
             (tmp_path / "first.yaml").write_text(dag("first", description="now changed"))
             assert await stream.next() == CHANGED
@@ -129,7 +138,11 @@ async def test_a_dag_file_added_changed_and_removed_changes_the_tools_and_tells_
 
 
 async def test_a_broken_edit_keeps_the_tools_and_a_2025_client_is_not_promised_changes(
-    mcp_server: ServeFn, client: Callable[[str], McpClient], tmp_path: Path
+    mcp_server: ServeFn,
+    client: Callable[[str], McpClient],
+    tmp_path: Path,
+    rebuilds: list[bool],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A file broken by an edit keeps the DAG it held (and its tools; nothing is sent); a
     2025 `initialize` is told `listChanged: false` (it has no stream to hear it on)."""
@@ -153,8 +166,10 @@ async def test_a_broken_edit_keeps_the_tools_and_a_2025_client_is_not_promised_c
         assert legacy.json()["result"]["capabilities"]["tools"] == {"listChanged": False}
         async with frames(c, {"toolsListChanged": True}) as stream:
             await stream.next()  # the ack
+            rebuilds.clear()
             (tmp_path / "first.yaml").write_text("name: first\nsteps: [{name: x, bogus: 1}]\n")
-            assert await stream.none_within(0.5)  # ten reload intervals: nothing to tell
+            await until(lambda: "refused" in caplog.text, what="the broken file refused")
+            assert rebuilds == []  # nothing rebuilt: nothing to tell
         assert app.dags["first"].text == dag("first")
         assert "start_first" in await tool_names(c)
 

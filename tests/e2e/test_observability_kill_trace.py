@@ -11,10 +11,9 @@ steps children of the client's request."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import asyncpg
@@ -26,6 +25,7 @@ from tests.apps.traced_kill import app
 from tests.e2e.conftest import ServeFn, wait_exit
 from tests.e2e.test_server_kill import Servers, free_port, wait_ready
 from tests.mcp_client import McpClient
+from tests.waiting import until
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e, pytest.mark.slow]
 
@@ -57,12 +57,6 @@ def exported(log: str) -> list[dict[str, object]]:
             out.append(obj)
         at = log.find("{", end)
     return out
-
-
-async def until(check: Callable[[], bool], timeout: float = 20.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not check():  # noqa: ASYNC110 — a log line or a file is no event we can await
-            await asyncio.sleep(0.05)
 
 
 def named(exporter: InMemorySpanExporter, name: str) -> list[ReadableSpan]:
@@ -100,7 +94,7 @@ async def test_a_run_continues_the_clients_trace_after_its_server_is_sigkilled(
             s for s in exported(servers.log("server1")) if s["name"] == "mcp tools/call start_held"
         ]
 
-    await until(lambda: marker.exists() and bool(request_spans()))  # mid-run: in step `hold`
+    await until(lambda: marker.exists() and request_spans(), timeout=20)  # mid-run: in `hold`
     first.send_signal(signal.SIGKILL)
     assert await wait_exit(first, 10) == -signal.SIGKILL
     (request,) = request_spans()
