@@ -1,5 +1,6 @@
 # Quick start: `make serve` (install + serve the bundled examples on an embedded PostgreSQL)
-# and `make test` (install dev deps + run the whole suite). Both create .venv when missing.
+# and `make test` (install + run the whole suite). Both make .venv from requirements/lock.txt
+# when it is missing or the lock changed.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin

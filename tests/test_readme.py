@@ -97,8 +97,10 @@ def test_every_readme_command_is_one_this_module_runs() -> None:
     elsewhere = {
         "make serve",  # `tether serve` on the embedded default: tests/e2e/test_embedded.py
         "make test",  # runs this suite
-        # installs into .venv (what `make` does before anything else)
-        "python3 -m venv .venv && .venv/bin/pip install -e '.[dev]'",
+        # installs requirements/lock.txt and the package into .venv (what `make` does first)
+        "python3 -m venv .venv && .venv/bin/pip install --require-hashes --no-deps -r "
+        "requirements/lock.txt",
+        ".venv/bin/pip install --no-deps --no-build-isolation -e .",
         ".venv/bin/tether serve",  # tests/e2e/test_embedded.py
         ".venv/bin/python -m pytest",  # runs this suite
     }

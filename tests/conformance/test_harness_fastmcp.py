@@ -34,8 +34,8 @@ FINDINGS = {
     "http:get-405": "warn",  # 400 "Missing session ID": the legacy GET stream is still served
     "http:delete-405": "warn",
     "origin:foreign-403": "fail",  # http_app() under uvicorn does not validate Origin
-    # headers:name-whitespace passes: uvicorn 0.55 trims header values under httptools (before,
-    # FastMCP compared the padded Mcp-Name and answered -32020)
+    # headers:name-whitespace passes: uvicorn 0.55 drops a header value's trailing spaces under
+    # httptools (under 0.54 FastMCP compared the padded Mcp-Name and answered -32020)
     "tools-call:unknown-tool": "fail",  # an isError result instead of -32602
     "get:unknown-id-http-200": "warn",  # -32602 sent with HTTP 400
     "update:decline-refused": "warn",  # a decline is acked (Tether refuses it, as Harvest does)

@@ -961,7 +961,7 @@ async def test_a_task_is_polled_from_working_to_a_stable_completed_result(
             assert again["status"] == "completed"
             assert again["result"] == done["result"]
             polls += 1
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # time is the subject: still readable 500 ms later
 
 
 async def test_tool_errors_complete_and_protocol_errors_fail(server: Connect) -> None:

@@ -263,7 +263,7 @@ async def test_an_auto_step_past_its_timeout_fails_the_run(
 
     @app.handler()
     async def crawl(inputs: dict[str, Any]) -> dict[str, Any]:
-        await asyncio.sleep(30)
+        await asyncio.sleep(30)  # time is the subject: longer than the step's timeout
         return {}
 
     async with mcp_server(app) as url:

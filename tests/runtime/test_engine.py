@@ -149,7 +149,7 @@ async def test_now_and_uuid_are_recorded_and_replayed(start: Start) -> None:
         u = await ctx.uuid()
         t = await ctx.now()
         seen.append((str(u), t.isoformat()))
-        await ctx.sleep(0.05)
+        await ctx.sleep(0.05)  # a durable timer parks the run: it replays to go on
         return [str(u), t.isoformat()]
 
     async with start(app) as rt:
@@ -299,7 +299,7 @@ async def test_replay_that_meets_a_different_step_fails_as_nondeterministic(star
     async def changing(ctx: Context) -> int:
         await ctx.step(work, name=flip["name"])
         flip["name"] = "two"
-        await ctx.sleep(0.01)
+        await ctx.sleep(0.01)  # a durable timer parks the run: it replays to go on
         return 0
 
     async with start(app) as rt:
@@ -454,7 +454,7 @@ async def test_a_run_refilled_while_the_worker_stops_is_given_back(db: object) -
 
     async def hold(fast: bool) -> None:
         if not fast:
-            await asyncio.sleep(30)
+            await asyncio.sleep(30)  # long work: the worker's stop cuts it short
 
     @app.workflow
     async def one(ctx: Context, fast: bool) -> None:
