@@ -12,12 +12,14 @@ LOCK   := requirements/lock.txt
 
 .PHONY: serve test test-external-pg check lint docs bench bench-tasks clean chaos chaos-short lock
 
-# .venv holds exactly the lock: made anew (venv --clear) whenever the lock changes, so nothing
-# from an older lock stays; pip checks every hash and resolves nothing (--no-deps).
+# .venv holds exactly the lock: made anew (venv --clear) whenever the lock's text changes, so
+# nothing from an older lock stays; pip checks every hash and resolves nothing (--no-deps).
+# .venv/.lock is the copy it was made from (a lock rewritten unchanged costs nothing).
 $(VENV)/.lock: $(LOCK)
-	$(PYTHON) -m venv --clear $(VENV)
-	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r $(LOCK)
-	cp $(LOCK) $@
+	if cmp -s $(LOCK) $@; then touch $@; else \
+		$(PYTHON) -m venv --clear $(VENV) && \
+		$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r $(LOCK) && \
+		cp $(LOCK) $@; fi
 
 # The package itself, editable, built with the locked setuptools; `pip check` fails when the
 # lock no longer satisfies pyproject.toml (run `make lock`).

@@ -35,8 +35,9 @@ def pins() -> dict[str, list[Requirement]]:
 
 def here(reqs: list[Requirement]) -> Requirement | None:
     """The pin whose marker holds on this interpreter and platform, if any."""
-    (pin,) = [r for r in reqs if r.marker is None or r.marker.evaluate()] or [None]
-    return pin
+    matching = [r for r in reqs if r.marker is None or r.marker.evaluate()]
+    assert len(matching) <= 1, matching
+    return matching[0] if matching else None
 
 
 def test_the_lock_satisfies_every_range_in_pyproject() -> None:

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
-import psutil
+import psutil  # type: ignore[import-untyped]  # no stubs in the dev dependencies
 
 T = TypeVar("T")
 
@@ -27,7 +27,7 @@ _READ = {"x86_64": "0", "aarch64": "63"}.get(platform.machine(), "0")
 
 @overload
 async def until(
-    check: Callable[[], Awaitable[T]],
+    check: Callable[[], Awaitable[T | None]],
     *,
     timeout: float = ...,
     every: float = ...,
@@ -37,7 +37,7 @@ async def until(
 
 @overload
 async def until(
-    check: Callable[[], T], *, timeout: float = ..., every: float = ..., what: str = ...
+    check: Callable[[], T | None], *, timeout: float = ..., every: float = ..., what: str = ...
 ) -> T: ...
 
 
@@ -49,7 +49,7 @@ async def until(
     what: str = "the condition",
 ) -> object:
     """Call `check` (a function or a coroutine function) every `every` seconds until it returns
-    a truthy value, and return that value. Raises AssertionError naming `what` after
+    a truthy value, and return that value (never None). Raises AssertionError naming `what` after
     `timeout` seconds."""
     last: object = None
     try:
@@ -85,14 +85,14 @@ def child(text: str, of: int | None = None) -> int | None:
     for proc in below:
         with contextlib.suppress(psutil.Error):
             if text in " ".join(proc.cmdline()):
-                return proc.pid
+                return int(proc.pid)
     return None
 
 
 def ended(pid: int) -> bool:
     """Whether process `pid` has ended (gone, or a zombie left to be reaped)."""
     try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return True
 
