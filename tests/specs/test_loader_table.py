@@ -279,3 +279,16 @@ def test_a_lone_surrogate_escape_is_invalid_yaml_in_both_dialects(escape: str) -
     realm = f'id: w\nname: "n{escape}"\nversion: 1\nsteps:\n  a: {{execution: agent}}\n'
     with pytest.raises(RealmSpecError):
         load_realm(realm)
+
+
+@pytest.mark.parametrize("nesting", ["[" * 5000 + "]" * 5000, "{a: " * 5000 + "}" * 5000])
+def test_a_document_nested_past_the_stack_is_refused_in_both_dialects(nesting: str) -> None:
+    """Our choice: nesting too deep for the YAML composer is InvalidYaml (it used to escape as
+    a RecursionError, an internal error for an inline spec)."""
+    from tether.specs.realm import RealmSpecError
+    from tether.specs.realm import load_string as load_realm
+
+    with pytest.raises(InvalidYaml):
+        load_string(f"bogus: {nesting}\n" + S, default_name="d")
+    with pytest.raises(RealmSpecError):
+        load_realm(f"id: w\nbogus: {nesting}\n")
