@@ -231,3 +231,16 @@ async def test_a_form_over_the_body_cap_is_refused_and_changes_nothing(module_db
                 headers={"content-type": "application/x-www-form-urlencoded"},
             )
             assert done.status_code == 303
+
+
+async def test_steering_a_run_id_that_is_no_id_is_not_found(site: Site) -> None:
+    """Our choice: cancel and retry of an id that has not the shape of one (a NUL, say) find
+    no run (404), as the run page does; retry used to fail with a 500."""
+    async with httpx.AsyncClient() as http:
+        await _signed_in(http, site, "operator")
+        page = await http.get(site.url("/runs"))
+        csrf = _field(page.text, "csrf")
+        for action in ("retry", "cancel"):
+            for bad in ("%00", "ex_nope", "x%00y"):
+                resp = await http.post(site.url(f"/runs/{bad}/{action}"), data={"csrf": csrf})
+                assert resp.status_code == 404, (action, bad)
