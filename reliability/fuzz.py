@@ -634,8 +634,10 @@ async def _send_form(client: Client, proc: Proc, req: Request) -> Outcome:
         if status >= 500:
             detail = f"5xx {form.path} {resp.text[:200]}"
             out = Outcome("violation", "console", proc.label, status, None, detail)
-        elif form.oversized and status != 413:
-            detail = f"{status} for a body over the cap {form.path}"
+        elif form.oversized and not form.chunked and status != 413:
+            # A declared length over the cap is refused before any handler; a chunked body
+            # is refused only if the handler reads it (one that does not is never over it).
+            detail = f"{status} for a declared length over the cap {form.path}"
             out = Outcome("violation", "console", proc.label, status, None, detail)
         else:
             out = Outcome("refused" if status >= 400 else "ok", "console", proc.label, status)
