@@ -155,7 +155,7 @@ class DagGenerator:
         doc.lines.insert(1, _alias_bomb(self.pick((4, 7)), self.pick((4, 8))))
 
     def s_large(self, doc: DagDoc) -> None:
-        count = self.pick((100, 1000))
+        count = self.pick((100, 400))
         for i in range(count):
             doc.lines += [f"  - name: s{i}", f"    command: echo {i}", "    depends: first"]
         doc.lines.append("  - name: last\n    nope: 1")
@@ -312,7 +312,7 @@ class PlanGenerator:
         args["extensions"] = self.pick(({}, {"x": 1}, None, []))
 
     def c_large(self, args: dict[str, Any], steps: list[Any]) -> None:
-        count = self.pick((300, 3000))
+        count = self.pick((300, 1000))
         steps += [{"id": f"s{i}", "description": "d" * 50} for i in range(count)]
         steps.append({"id": "s0", "description": "again"})  # a duplicate at the very end
 
