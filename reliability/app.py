@@ -40,6 +40,8 @@ from tether.runtime.registry import App
 from tether.runtime.waits import Approved
 
 app = App("reliability")
+# Served so the fuzz phase can send it bad plans (none of which may be taken).
+app.allow_create_workflow = True
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS rel_effects (

@@ -3,7 +3,8 @@
 Phases (in this order, on one PostgreSQL):
   lease   a worker paused (SIGSTOP) past its lease inside a transaction step; another worker
           takes over; on SIGCONT its fenced writes are refused and nothing is applied twice.
-  fuzz    generated bad requests against the endpoint: zero 5xx, zero rows changed.
+  fuzz    generated bad requests, documents (inline DAG specs, create_workflow plans) and
+          console forms: zero 5xx, zero rows changed, every server responsive throughout.
   chaos   runs through MCP while random processes are SIGKILLed and restarted.
   outage  PostgreSQL restarted mid-load, then stopped for an outage, then started again.
   soak    70% of the measured tasks/get maximum plus a steady start rate; RSS, fds and
@@ -37,6 +38,8 @@ import asyncpg
 
 from reliability import app as rel_app
 from reliability.cluster import Cluster, Postgres
+from reliability.fuzz import BODY_CAP as FUZZ_BODY_CAP
+from reliability.fuzz import write_dags
 from reliability.recorder import Recorder
 from reliability.report import PhaseReport, details, overall, table, write_markdown
 from tether.storage import migrate
@@ -137,7 +140,19 @@ async def suite(
             _progress(reports[-1])
         cluster_phases = [p for p in phases if p != "lease"]
         if cluster_phases:
-            cluster = Cluster(pg.uri, logs, servers=3, workers=2, REL_RECORDER_URL=recorder.url)
+            # The fuzz phase also drives the console, inline DAG specs (a DAG directory makes
+            # the dagu_execute tool served) and create_workflow (reliability/app.py allows it).
+            dags = write_dags(logs / "dags")
+            cluster = Cluster(
+                pg.uri,
+                logs,
+                servers=3,
+                workers=2,
+                REL_RECORDER_URL=recorder.url,
+                TETHER_CONSOLE="true",
+                TETHER_DAGS=str(dags),
+                TETHER_MAX_BODY_BYTES=str(FUZZ_BODY_CAP),
+            )
             _CLEANUP.append(cluster.close)
             await cluster.start()
         steps: dict[str, Callable[[], Awaitable[PhaseReport]]] = {}

@@ -195,7 +195,11 @@ class Proc:
 
     @property
     def url(self) -> str:
-        return f"http://{LOOPBACK}:{self.port}/mcp"
+        return f"{self.base}/mcp"
+
+    @property
+    def base(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}"
 
     @property
     def log_path(self) -> Path:

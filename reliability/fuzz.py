@@ -1,4 +1,4 @@
-"""Bad input at volume: seeded, generated requests against the MCP endpoint of the 3 servers.
+"""Bad input at volume: seeded, generated requests against the 3 servers.
 
 Each request is a real method with real fixture ids (a task parked on an approval, a completed
 one, one parked on a timer) plus one or more defects: broken JSON, a bad envelope, wrong or
@@ -7,19 +7,29 @@ open wait, NUL characters and other strings PostgreSQL refuses, and so on. Reque
 change something (starts, signals, tasks/update, tasks/cancel) always carry at least one defect
 the server must refuse; reads may also be well-formed.
 
+Besides the protocol envelope, documents and forms (`reliability/fuzz_inputs.py`): inline DAG
+specs through the `dagu_execute` tool, `create_workflow` plans, and the console's forms (sign
+in and out, answers, cancel and retry), each with a defect the server must refuse — a limit on
+size or depth is a refusal like any other.
+
 Pass: no 5xx of any kind (not even 503: the database is up), no -32603, no dropped connection
-or timeout, no mutating request accepted, and not one row changed in any table.
+or timeout, no mutating request accepted, not one row changed in any table, every surface
+served (a surface that cannot be reached is a failure, not a skip), and every server answering
+`/healthz` within `PROBE_LIMIT_S` all the way through.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import random
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -27,11 +37,41 @@ import httpx
 
 from reliability.client import Client, Outcome, headers_for, judge, meta
 from reliability.cluster import Cluster, Proc
+from reliability.fuzz_inputs import (
+    DagGenerator,
+    Form,
+    FormGenerator,
+    PlanGenerator,
+    Session,
+    csrf_of,
+)
 from reliability.report import PhaseReport
 from reliability.runs import Driver, Plan, RunResult
 
 LANES = 32
 MUTATING = ("start", "signal", "update", "cancel")
+DAGU_TOOL = "dagu_execute"
+PLAN_TOOL = "create_workflow"
+CONSOLE = "/console"
+TOOL_INTERNAL = "internal_error"  # the dagu tools' code for a failure of the server itself
+#: The body cap the cluster is given (TETHER_MAX_BODY_BYTES), so oversized forms stay cheap.
+BODY_CAP = 1024 * 1024
+#: A server whose /healthz takes longer than this (or fails) while it is up is unresponsive.
+PROBE_LIMIT_S = 5.0
+#: A stored DAG for the cluster's DAG directory: the dagu tools are served only while the
+#: app has a DAG. The phase never starts it (an inline spec may not take its name).
+STORED_DAG = "name: rel_stored\nsteps:\n  - name: a\n    command: echo a\n"
+
+
+def write_dags(directory: Path) -> Path:
+    """Fill `directory` (made if missing) with the DAG the cluster serves; returns it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "rel_stored.yaml").write_text(STORED_DAG, encoding="utf-8")
+    return directory
+
+
+#: The share of requests per surface; the rest goes to the protocol envelope.
+SURFACES = (("dag", 0.15), ("plan", 0.15), ("console", 0.15))
 
 WEIRD_STRINGS = (
     "",
@@ -81,6 +121,11 @@ class Fixtures:
     def ids(self) -> tuple[str, ...]:
         return (self.approval_id, self.completed_id, self.sleeping_id)
 
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The wait keys open now (a form must never answer one)."""
+        return (self.approval_key,)
+
 
 @dataclass
 class Request:
@@ -89,15 +134,30 @@ class Request:
     headers: dict[str, str]
     mutating: bool
     http_method: str = "POST"
+    form: Form | None = None  # a console form post instead of a JSON-RPC request
+    tool: str | None = None  # the tool a tools/call names
 
 
 class Generator:
     """A seeded generator of bad requests."""
 
-    def __init__(self, rng: random.Random, fx: Fixtures) -> None:
+    def __init__(self, rng: random.Random, fx: Fixtures, session: Session | None = None) -> None:
         self.rng = rng
         self.fx = fx
         self.ids = itertools.count(1)
+        self.dags = DagGenerator(rng)
+        self.plans = PlanGenerator(rng)
+        self.forms = (
+            None if session is None else FormGenerator(rng, session, fx.ids, BODY_CAP, fx.keys)
+        )
+
+    def surface(self) -> str:
+        r = self.rng.random()
+        for name, share in SURFACES:
+            if r < share:
+                return name
+            r -= share
+        return "mcp"
 
     def pick(self, seq: Any) -> Any:
         return self.rng.choice(seq)
@@ -186,6 +246,12 @@ class Generator:
     # --- defects ---------------------------------------------------------------------------
 
     def request(self) -> Request:
+        surface = self.surface()
+        if surface == "console" and self.forms is not None:
+            form = self.forms.form()
+            return Request("console", self.forms.body(form), dict(form.headers), True, form=form)
+        if surface in ("dag", "plan"):
+            return self.document(surface)
         method, params, mutating = self.base()
         params = dict(params)
         params["_meta"] = meta()
@@ -204,6 +270,24 @@ class Generator:
             self.pick(self.CERTAIN)(self, req, envelope, params)
         for _ in range(self.rng.randint(0, 2)):
             self.pick(self.EXTRA)(self, req, envelope, params)
+        if req.body is None:
+            req.body = json.dumps(envelope).encode()
+        return req
+
+    def document(self, surface: str) -> Request:
+        """A tools/call of `dagu_execute` (an inline spec) or `create_workflow` (a plan): the
+        document carries the certain defect, so the envelope is mostly well-formed and the
+        call reaches the parser; now and then it gets an envelope defect as well."""
+        if surface == "dag":
+            tool, arguments = DAGU_TOOL, self.dags.arguments()
+        else:
+            tool, arguments = PLAN_TOOL, self.plans.arguments()
+        params: dict[str, Any] = {"name": tool, "arguments": arguments, "_meta": meta()}
+        envelope = {"jsonrpc": "2.0", "id": next(self.ids), "method": "tools/call"}
+        envelope["params"] = params
+        req = Request("tools/call", None, headers_for("tools/call", params), True, tool=tool)
+        if self.rng.random() < 0.1:
+            self.pick(self.CERTAIN)(self, req, envelope, params)
         if req.body is None:
             req.body = json.dumps(envelope).encode()
         return req
@@ -382,24 +466,36 @@ async def _wait(
 
 
 async def run_fuzz(
-    cluster: Cluster, db: asyncpg.Pool, rng: random.Random, *, requests: int
+    cluster: Cluster,
+    db: asyncpg.Pool,
+    rng: random.Random,
+    *,
+    requests: int,
+    fixtures: Fixtures | None = None,
 ) -> PhaseReport:
+    """The phase against `cluster.servers`; `fixtures`: runs to aim at (default: started
+    here through the reliability workflows)."""
     report = PhaseReport("fuzz")
     t0 = time.monotonic()
     client = Client(report.ledger, timeout=30.0)
     driver = Driver(client, cluster.servers, rng, deadline_s=60.0)
-    fx = await _fixtures(driver)
-    gen = Generator(random.Random(rng.random()), fx)
+    fx = fixtures if fixtures is not None else await _fixtures(driver)
+    first = cluster.servers[0]
+    session = await _console_session(client, first)
+    report.problems += await _unserved(client, first, session)
+    gen = Generator(random.Random(rng.random()), fx, session)
     before = await snapshot(db)
     accepted: list[str] = []
     retryable = 0
     counter = itertools.count()
     unsendable = [0]
+    by_surface: Counter[str] = Counter()
 
     async def lane() -> None:
         nonlocal retryable
         while next(counter) < requests:
             req = gen.request()
+            by_surface[req.tool or ("console" if req.form else "mcp")] += 1
             proc = gen.pick(cluster.servers)
             try:
                 out = await _send(client, proc, req)
@@ -414,10 +510,16 @@ async def run_fuzz(
                 accepted.append(_show(req))
             if out.kind == "violation" and len(report.problems) < 50:
                 report.problems.append(f"{out.detail[:200]} <- {_show(req)}")
+            if _tool_failed(out) and len(report.problems) < 50:
+                report.problems.append(f"{TOOL_INTERNAL} from {req.tool} <- {_show(req)}")
 
+    done = asyncio.Event()
+    probe = asyncio.create_task(_probe(cluster.servers, done, report))
     try:
         await asyncio.gather(*(lane() for _ in range(LANES)))
     finally:
+        done.set()
+        await probe
         await client.aclose()
     after = await snapshot(db)
     # The audit trail records refused calls too, so it may grow: append-only is its
@@ -437,6 +539,9 @@ async def run_fuzz(
     report.problems += [f"mutating request accepted: {a}" for a in accepted]
     report.runs = 0
     report.figures["requests"] = str(requests)
+    report.figures["requests by surface"] = ", ".join(
+        f"{k}={v}" for k, v in sorted(by_surface.items())
+    )
     compared = len(after.keys() - GROWING_TABLES)
     report.figures["tables unchanged"] = f"{compared - len(changed)}/{compared}"
     report.figures["not sendable by httpx (skipped)"] = str(unsendable[0])
@@ -447,8 +552,104 @@ async def run_fuzz(
     return report
 
 
+async def _console_session(client: Client, proc: Proc) -> Session | None:
+    """A console session (its cookie) and its CSRF token, read from a page as a browser would;
+    None when the console does not answer."""
+    try:
+        page = await client.http.get(f"{proc.base}{CONSOLE}/sign-in")
+    except httpx.HTTPError:
+        return None
+    cookie = page.headers.get("set-cookie", "").split(";", 1)[0]
+    csrf = csrf_of(page.text)
+    if page.status_code != 200 or not cookie or csrf is None:
+        return None
+    return Session(cookie, csrf)
+
+
+async def _unserved(client: Client, proc: Proc, session: Session | None) -> list[str]:
+    """The surfaces this phase cannot reach: each is a failure (never a silent skip)."""
+    problems = [] if session is not None else [f"the console is not served on {proc.label}"]
+    out = await client.call(proc, "tools/list", {})
+    names = {t.get("name") for t in (out.result or {}).get("tools", [])}
+    problems += [f"tool {t} is not served" for t in (DAGU_TOOL, PLAN_TOOL) if t not in names]
+    return problems
+
+
+async def _probe(servers: list[Proc], done: asyncio.Event, report: PhaseReport) -> None:
+    """Until `done`: each server's /healthz in turn, a few times a second; an answer that is
+    not 200 within PROBE_LIMIT_S from a server that was up is a problem."""
+    worst = 0.0
+    failures = 0
+    async with httpx.AsyncClient(timeout=PROBE_LIMIT_S) as http:
+        while not done.is_set():
+            for proc in servers:
+                t = time.monotonic()
+                try:
+                    status = (await http.get(f"{proc.base}/healthz")).status_code
+                except httpx.HTTPError as exc:
+                    status, why = None, type(exc).__name__
+                else:
+                    why = f"status {status}"
+                took = time.monotonic() - t
+                worst = max(worst, took)
+                slow = took > PROBE_LIMIT_S
+                if (status != 200 or slow) and not proc.was_down(t, time.monotonic()):
+                    failures += 1
+                    if len(report.problems) < 50:
+                        late = f" after {took:.1f}s" if slow else ""
+                        report.problems.append(f"{proc.label} unresponsive: {why}{late}")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), 0.2)  # the probe's pace, not a wait
+    report.figures["slowest /healthz during the phase"] = f"{worst:.2f}s"
+    report.figures["unresponsive probes"] = str(failures)
+
+
+async def _send_form(client: Client, proc: Proc, req: Request) -> Outcome:
+    """A console form post; a page answer is judged by its status alone (no JSON-RPC)."""
+    form = req.form
+    assert form is not None and req.body is not None
+    body = req.body
+    headers = dict(req.headers)
+    content: Any = body
+    if form.chunked:
+
+        async def chunks() -> Any:
+            for i in range(0, len(body), 64 * 1024):
+                yield body[i : i + 64 * 1024]
+
+        content = chunks()
+    url = f"{proc.base}{CONSOLE}{form.path}"
+    t0 = time.monotonic()
+    try:
+        resp = await client.http.post(url, content=content, headers=headers)
+    except httpx.TransportError as exc:
+        t1 = time.monotonic()
+        # A server may close the connection on an upload over the cap once it has said 413.
+        expected = form.oversized or proc.was_down(t0, t1)
+        kind = "refused" if form.oversized else "expected_drop" if expected else "violation"
+        out = Outcome(kind, "console", proc.label, detail=f"transport {type(exc).__name__}")
+    else:
+        t1 = time.monotonic()
+        status = resp.status_code
+        if status >= 500:
+            detail = f"5xx {form.path} {resp.text[:200]}"
+            out = Outcome("violation", "console", proc.label, status, None, detail)
+        elif form.oversized and not form.chunked and status != 413:
+            # A declared length over the cap is refused before any handler; a chunked body
+            # is refused only if the handler reads it (one that does not is never over it).
+            detail = f"{status} for a declared length over the cap {form.path}"
+            out = Outcome("violation", "console", proc.label, status, None, detail)
+        else:
+            out = Outcome("refused" if status >= 400 else "ok", "console", proc.label, status)
+    out.seconds = t1 - t0
+    client.ledger.add(out)
+    return out
+
+
 async def _send(client: Client, proc: Proc, req: Request) -> Outcome:
     assert req.body is not None
+    if req.form is not None:
+        return await _send_form(client, proc, req)
     if req.http_method == "POST":
         return await client.send(proc, req.method, req.body, req.headers)
     # Other verbs: 405 expected.
@@ -462,10 +663,19 @@ async def _send(client: Client, proc: Proc, req: Request) -> Outcome:
     return out
 
 
+def _tool_failed(out: Outcome) -> bool:
+    """A tool result that says the server failed (the dagu tools answer an exception they did
+    not expect with this code, inside an ordinary tool error): as bad as a 5xx."""
+    error = (out.result or {}).get("structuredContent")
+    return isinstance(error, dict) and error.get("code") == TOOL_INTERNAL
+
+
 def _accepted(req: Request, out: Outcome) -> bool:
     result = out.result
     if result is None:
         return False
+    if req.tool == PLAN_TOOL:  # a refusal is a provide_input reply; a plan taken has an id
+        return b"workflow_id" in json.dumps(result).encode()
     if req.method == "tools/call":
         return not result.get("isError", False)
     return req.method == "tasks/cancel"
@@ -473,4 +683,5 @@ def _accepted(req: Request, out: Outcome) -> bool:
 
 def _show(req: Request) -> str:
     head = {k: v[:80] for k, v in req.headers.items()}
-    return f"{req.http_method} {head} {(req.body or b'')[:1500]!r}"
+    where = f"{CONSOLE}{req.form.path} " if req.form is not None else ""
+    return f"{req.http_method} {where}{head} {(req.body or b'')[:1500]!r}"

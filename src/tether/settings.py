@@ -1,12 +1,20 @@
-"""Settings read from the environment (TETHER_*), overridable by CLI flags."""
+"""Settings read from the environment (TETHER_*), overridable by CLI flags.
+
+Some settings are credentials (`SECRETS`): their values never appear in a repr or str of
+`Settings` (the database URL shows with its password masked), nor in an error about a bad
+value, which names the variable and what is wrong with it, never the value.
+"""
 
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
+from typing import Any, Final, Literal
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from tether.loader import DEFAULT_APP
 from tether.runtime.admission import Admission, Profile, parse_profiles, parse_queues
@@ -21,6 +29,14 @@ from tether.specs.limits import (
 )
 
 _LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+#: Settings that hold credentials (or may: a profile's env): shown as `MASK` when set.
+SECRETS: Final = frozenset(
+    {"database_url", "state_key", "api_tokens", "encryption_keys", "profiles"}
+)
+MASK: Final = "***"
+_URL_SCHEMES: Final = frozenset({"postgres", "postgresql"})
+_PORT: Final = re.compile(r"[0-9]{1,5}")
+_QUERY_SECRETS: Final = frozenset({"password", "passfile", "sslpassword", "sslkey"})
 
 
 class SettingsError(ValueError):
@@ -29,6 +45,9 @@ class SettingsError(ValueError):
 
 class Settings(BaseModel):
     """Process settings. Every field has an environment variable TETHER_<FIELD>."""
+
+    # A validation error of a secret setting must not carry its value.
+    model_config = ConfigDict(hide_input_in_errors=True)
 
     app: str = Field(
         DEFAULT_APP,
@@ -125,7 +144,6 @@ class Settings(BaseModel):
     scheduler: bool = Field(True, description="run the cron scheduler loop in this process")
     encryption_keys: str = Field(
         "",
-        repr=False,
         description="kid:base64key,… seal payloads at rest; the first seals new writes "
         "(tether keys new)",
     )
@@ -157,6 +175,13 @@ class Settings(BaseModel):
         None, ge=0, le=65535, description="also serve /metrics on this port (tether worker)"
     )
 
+    @field_validator("database_url")
+    @classmethod
+    def _valid_database_url(cls, value: str | None) -> str | None:
+        if value is not None and value != "":
+            _check_url(value)
+        return value
+
     @field_validator("queues")
     @classmethod
     def _valid_queues(cls, value: str) -> str:
@@ -168,6 +193,17 @@ class Settings(BaseModel):
     def _valid_profiles(cls, value: str) -> str:
         _read_profiles(value)
         return value
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        """What repr and str show: secret settings masked (the database URL keeps all but its
+        password, so the server it names is still seen)."""
+        for name, value in super().__repr_args__():
+            if name == "database_url" and value:
+                yield name, redacted_url(value)
+            elif name in SECRETS and value:
+                yield name, MASK
+            else:
+                yield name, value
 
     def admission(self) -> Admission:
         """Queues, profiles and schedule settings, for the runtime and its operations."""
@@ -193,25 +229,38 @@ class Settings(BaseModel):
             raw = env.get(f"TETHER_{name.upper()}")
             if raw not in (None, ""):
                 values[name] = raw
-                source[name] = f"TETHER_{name.upper()}={raw}"
+                shown = "" if name in SECRETS else f"={raw}"
+                source[name] = f"TETHER_{name.upper()}{shown}"
         for key, value in overrides.items():
             if value is not None:
                 values[key] = value
-                source[key] = f"--{key.replace('_', '-')} {value}"
+                shown = "" if key in SECRETS else f" {value}"
+                source[key] = f"--{key.replace('_', '-')}{shown}"
         try:
             return cls.model_validate(values)
         except ValidationError as exc:
             first = exc.errors(include_url=False)[0]
             field = str(first["loc"][0]) if first["loc"] else ""
             where = source.get(field, f"TETHER_{field.upper()}")
-            raise SettingsError(f"{where}: {first['msg']}") from exc
+            error = SettingsError(f"{where}: {first['msg']}")
+        # Raised outside the handler, so no traceback chains the pydantic error (which lists
+        # every field that failed, secret ones too) to it.
+        raise error
 
     def encryption(self) -> Encryption | None:
         """The payload keys and read gate, or None when TETHER_ENCRYPTION_KEYS is unset.
-        Raises ValueError naming a bad key entry (never echoing key material)."""
+
+        Raises:
+            SettingsError: a bad key entry, named with the variable (never echoing key
+                material).
+        """
         if not self.encryption_keys.strip():
             return None
-        return Encryption.parse(self.encryption_keys, self.decrypt_for.split(","))
+        try:
+            return Encryption.parse(self.encryption_keys, self.decrypt_for.split(","))
+        except ValueError as exc:
+            error = SettingsError(f"TETHER_ENCRYPTION_KEYS: {exc}")
+        raise error
 
     def console_enabled(self) -> bool:
         """TETHER_CONSOLE if set; unset, on only for a dev server: the embedded database
@@ -251,4 +300,46 @@ def _read_profiles(value: str) -> dict[str, Profile]:
     try:
         return parse_profiles(Path(text).read_bytes())
     except OSError as exc:
-        raise ValueError(f"cannot read the profiles file {text!r}: {exc.strerror}") from None
+        # Not the path: a value that is neither JSON nor a file may be a mistyped secret.
+        raise ValueError(f"cannot read it as a profiles file: {exc.strerror}") from None
+
+
+def redacted_url(url: str) -> str:
+    """`url` with its password (and password-like query parameters) masked, for display; a
+    value that is not a URL at all is masked whole."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return MASK
+    if not parts.scheme or "@" in parts.path + parts.query + parts.fragment:
+        return MASK  # not a URL, or an unescaped '/', '?' or '#' split its password off
+    netloc = parts.netloc
+    userinfo, at, hosts = netloc.rpartition("@")
+    if at and ":" in userinfo:
+        netloc = f"{userinfo.split(':', 1)[0]}:{MASK}@{hosts}"
+    query = parts.query
+    pairs = parse_qsl(query, keep_blank_values=True)
+    if any(k.lower() in _QUERY_SECRETS for k, _ in pairs):
+        masked = [(k, MASK if k.lower() in _QUERY_SECRETS else v) for k, v in pairs]
+        query = urlencode(masked, safe="/*")
+    if netloc == parts.netloc and query == parts.query:
+        return url
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def _check_url(url: str) -> None:
+    """Raises ValueError (never echoing `url`) unless it is a PostgreSQL URL whose hosts'
+    ports are numbers: postgresql://user:password@host:port/database."""
+    expected = "expected postgresql://user:password@host:port/database"
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        raise ValueError(f"not a URL; {expected}") from None
+    if parts.scheme.lower() not in _URL_SCHEMES:
+        raise ValueError(f"the scheme must be postgresql or postgres; {expected}")
+    hosts = parts.netloc.rpartition("@")[2]
+    for host in hosts.split(","):
+        port = host.rpartition("]")[2] if host.startswith("[") else host
+        _, colon, number = port.rpartition(":")
+        if colon and number and not _PORT.fullmatch(number):
+            raise ValueError(f"a port is not a number; {expected}")

@@ -4,6 +4,7 @@ errors, quiet output, Ctrl-C on `serve`, and `runs watch` following a run a work
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import os
 import signal
@@ -14,6 +15,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import orjson
@@ -247,3 +249,65 @@ async def test_a_rejected_answer_prints_each_problem(db_url: str) -> None:
         assert "Traceback" not in answer.stderr
         assert "  ticket: required to approve" in answer.stderr.splitlines()
         assert (await rt.ops.get(run_id)).current.status == "waiting"
+
+
+# The test server trusts local connections: any password works.
+SECRET_PASSWORD = "pw-Lm47Rt"  # noqa: S105 — a made-up value the test looks for in the logs
+
+
+def with_password(url: str) -> str:
+    parts = urlsplit(url)
+    user = parts.netloc.rpartition("@")[0].split(":", 1)[0] or "postgres"
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}:{SECRET_PASSWORD}@{host}"))
+
+
+def test_the_server_logs_no_secret_from_start_to_stop(db_url: str) -> None:
+    """Our choice: `tether serve --verbose` (every log line of ours, DEBUG up) says nothing of
+    the database password, the state key, the token entries or the encryption keys, from
+    start through a served request to shutdown."""
+    secrets_ = {
+        "TETHER_DATABASE_URL": with_password(db_url),
+        "TETHER_STATE_KEY": "state-Pw93Xs",
+        "TETHER_API_TOKENS": "ci:operator:" + "cd" * 32,
+        "TETHER_ENCRYPTION_KEYS": "k1:" + base64.b64encode(b"E" * 32).decode(),
+    }
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tether", "--verbose", "serve", "--port", str(port)],
+        cwd=REPO,
+        env=env(**secrets_, TETHER_ACCESS_LOG="true"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            assert proc.poll() is None and time.monotonic() < deadline
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)  # polls a subprocess's start-up; no event to wait on
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    logged = out + err
+    assert "Application startup complete" in logged and "GET /healthz" in logged
+    for name, value in secrets_.items():
+        secret = SECRET_PASSWORD if name == "TETHER_DATABASE_URL" else value.split(":")[-1]
+        assert secret not in logged, name
+
+
+def test_a_server_that_cannot_reach_its_database_does_not_print_the_password() -> None:
+    """Our choice: the failure names what went wrong, not the URL that holds the password."""
+    url = f"postgresql://tether:{SECRET_PASSWORD}@127.0.0.1:{free_port()}/tether"
+    proc = tether("--verbose", "serve", "--port", str(free_port()), TETHER_DATABASE_URL=url)
+    assert proc.returncode != 0
+    assert proc.stderr.strip()
+    assert SECRET_PASSWORD not in proc.stdout + proc.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import AsyncIterator
 
 import asyncpg
 import httpx
@@ -189,3 +190,57 @@ async def test_a_stale_form_never_answers_the_next_wait_of_the_same_name(site: S
         assert f'value="{second}"' in stale.text  # the wait open now, with its own form
     row = (await site.ops.get(run_id)).current
     assert row.status == "waiting" and row.waits[0]["key"] == second  # nothing changed
+
+
+async def test_a_form_over_the_body_cap_is_refused_and_changes_nothing(module_db: str) -> None:
+    """Our choice: TETHER_MAX_BODY_BYTES holds for the console's forms as for /mcp — a declared
+    length over it and a chunked body crossing it both get 413, and the confirmed cancel the
+    form carries (with a valid CSRF token) does not happen."""
+    cap = 16 * 1024
+    async with console_site(module_db, max_body_bytes=cap) as small:
+        run_id = await small.start("gate")
+        async with httpx.AsyncClient() as http:
+            await _signed_in(http, small, "operator")
+            confirm = await http.get(small.url(f"/runs/{run_id}/cancel"))
+            form = f"csrf={_field(confirm.text, 'csrf')}&reason=".encode()
+            padded = form + b"x" * (2 * cap)
+            declared = await http.post(
+                small.url(f"/runs/{run_id}/cancel"),
+                content=padded,
+                headers={"content-type": "application/x-www-form-urlencoded"},
+            )
+            assert declared.status_code == 413
+
+            async def chunks() -> AsyncIterator[bytes]:
+                yield form
+                for _ in range(2 * cap // 1024):
+                    yield b"x" * 1024
+
+            chunked = await http.post(
+                small.url(f"/runs/{run_id}/cancel"),
+                content=chunks(),
+                headers={"content-type": "application/x-www-form-urlencoded"},
+            )
+            assert "content-length" not in chunked.request.headers
+            assert chunked.status_code == 413
+            assert await small.status(run_id) == "waiting"
+            # The same form within the cap is acted on: the refusals were the cap's.
+            done = await http.post(
+                small.url(f"/runs/{run_id}/cancel"),
+                content=form + b"x" * 100,
+                headers={"content-type": "application/x-www-form-urlencoded"},
+            )
+            assert done.status_code == 303
+
+
+async def test_steering_a_run_id_that_is_no_id_is_not_found(site: Site) -> None:
+    """Our choice: cancel and retry of an id that has not the shape of one (a NUL, say) find
+    no run (404), as the run page does; retry used to fail with a 500."""
+    async with httpx.AsyncClient() as http:
+        await _signed_in(http, site, "operator")
+        page = await http.get(site.url("/runs"))
+        csrf = _field(page.text, "csrf")
+        for action in ("retry", "cancel"):
+            for bad in ("%00", "ex_nope", "x%00y"):
+                resp = await http.post(site.url(f"/runs/{bad}/{action}"), data={"csrf": csrf})
+                assert resp.status_code == 404, (action, bad)

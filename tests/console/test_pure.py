@@ -84,3 +84,12 @@ def test_a_production_server_serves_no_console_unless_told() -> None:
 
     assert "/console" not in paths(database_url="postgresql://db/tether")
     assert "/console" in paths(database_url="postgresql://db/tether", console="true")
+
+
+def test_a_csrf_token_with_any_characters_is_refused_not_an_error() -> None:
+    """Our choice: a forged form may carry any text as its token (it used to raise TypeError
+    in the comparison, a 500)."""
+    key = console_key(b"secret")
+    s = issue(key, "n", "", now=1000.0)
+    for forged in ("é" * 40, "\u0000", "😀", "\udc80", csrf_token(key, s) + "é"):
+        assert not csrf_ok(key, s, forged)

@@ -5,6 +5,9 @@ layer: never a server error, never a principal for a header that is not a known 
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -56,14 +59,95 @@ def test_the_bucket_allows_the_burst_then_refills_at_the_rate() -> None:
     assert (retry_after(0.01), retry_after(1.2)) == ("1", "2")
 
 
-def test_idle_buckets_are_forgotten_past_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Anonymous callers from many addresses cannot grow the table without bound."""
-    monkeypatch.setattr("tether.security.limits.MAX_BUCKETS", 3)
-    limiter = RateLimiter(Rate(1.0, 1))
-    for i in range(3):
-        limiter.take(f"k{i}", 0.0)
-    limiter.take("k3", 10.0)  # k0..k2 have refilled: forgotten
-    assert set(limiter._buckets) == {"k3"}
+class Watched(OrderedDict[str, tuple[float, float]]):
+    """The limiter's bucket table, counting what each request does to it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops = 0  # calls of any kind
+        self.scans = 0  # walks over the whole table
+        self.evicted: list[str] = []
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.ops += 1
+        return super().get(key, default)
+
+    def __setitem__(self, key: str, value: tuple[float, float]) -> None:
+        self.ops += 1
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        self.ops += 1
+        super().__delitem__(key)
+
+    def move_to_end(self, key: str, last: bool = True) -> None:
+        self.ops += 1
+        super().move_to_end(key, last)
+
+    def popitem(self, last: bool = True) -> tuple[str, tuple[float, float]]:
+        self.ops += 1
+        key, value = super().popitem(last)
+        self.evicted.append(key)
+        return key, value
+
+    def __iter__(self) -> Iterator[str]:
+        self.scans += 1
+        return super().__iter__()
+
+    def items(self) -> Any:
+        self.scans += 1
+        return super().items()
+
+    def keys(self) -> Any:
+        self.scans += 1
+        return super().keys()
+
+    def values(self) -> Any:
+        self.scans += 1
+        return super().values()
+
+
+def watched(limiter: RateLimiter) -> Watched:
+    table = Watched()
+    limiter._buckets = table
+    return table
+
+
+def test_the_bucket_table_never_grows_past_its_bound() -> None:
+    """Our choice: 10^5 distinct callers (say, anonymous addresses), all within one instant, so
+    no bucket has refilled: the table still holds at most `max_buckets` buckets."""
+    limiter = RateLimiter(Rate(1.0, 5), max_buckets=1000)
+    for i in range(100_000):
+        assert limiter.take(f"addr:{i}", 0.0) == 0.0
+        assert limiter.size <= 1000
+    assert limiter.size == 1000
+
+
+def test_each_request_costs_the_same_whatever_the_number_of_callers() -> None:
+    """Our choice: a request does a fixed handful of table operations and never walks the
+    table; past the bound a new caller evicts exactly one bucket, the least recently used."""
+    limiter = RateLimiter(Rate(1.0, 5), max_buckets=1000)
+    table = watched(limiter)
+    costs = set()
+    for i in range(100_000):
+        before, evicted = table.ops, len(table.evicted)
+        limiter.take(f"addr:{i}", float(i) / 1000)
+        costs.add(table.ops - before)
+        assert len(table.evicted) - evicted == (1 if i >= 1000 else 0)
+    assert table.scans == 0
+    assert costs == {2, 3}  # a lookup and a store, plus one eviction past the bound
+    assert table.evicted[:3] == ["addr:0", "addr:1", "addr:2"]
+
+
+def test_a_caller_that_keeps_sending_keeps_its_bucket() -> None:
+    """Our choice: eviction is least recently used first, so new callers push out the idle
+    ones, never a throttled caller that keeps sending (it cannot shed its debt that way)."""
+    limiter = RateLimiter(Rate(1.0, 1), max_buckets=3)
+    assert limiter.take("busy", 0.0) == 0.0
+    for i in range(10):
+        limiter.take(f"new{i}", 0.0)
+        assert limiter.take("busy", 0.0) > 0.0  # still throttled: its bucket was kept
+    assert set(limiter._buckets) == {"busy", "new8", "new9"}
 
 
 def test_stream_slots_cap_each_caller() -> None:

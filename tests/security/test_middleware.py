@@ -234,3 +234,63 @@ async def test_every_route_refuses_a_declared_body_over_the_cap(client_for: Any)
         if path not in PROBES:
             resp = await client.request(method, path, content=MUTATION)
             assert resp.status_code == 503, path
+
+
+class FormReader:
+    """An inner app that reads the whole body, as a form handler does, and then acts on it
+    (here: records it and answers 204)."""
+
+    def __init__(self) -> None:
+        self.acted: list[bytes] = []
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body", False):
+                break
+        self.acted.append(body)
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+
+async def send_chunked(layer: SecurityMiddleware, chunks: list[bytes]) -> tuple[list[Message], int]:
+    """POST `chunks` as a body without a Content-Length; the replies and the chunks taken."""
+    taken = 0
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        nonlocal taken
+        taken += 1
+        return {"type": "http.request", "body": chunks[taken - 1], "more_body": taken < len(chunks)}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/console/sign-in", "headers": []}
+    await layer(scope, receive, send)
+    return sent, taken
+
+
+def capped(inner: Any, cap: int) -> SecurityMiddleware:
+    return SecurityMiddleware(
+        inner,
+        hosts=HostPolicy(),
+        authenticator=Authenticator.from_settings("", "127.0.0.1", allow_unauthenticated=False),
+        max_body_bytes=cap,
+    )
+
+
+async def test_a_chunked_body_is_refused_as_soon_as_it_crosses_the_cap() -> None:
+    """Our choice: the body cap holds for every route, a body without a Content-Length too: the
+    read that crosses it fails (no later chunk is read), the handler acts on nothing, 413."""
+    inner = FormReader()
+    chunks = [b"a" * 100] * 10
+    sent, taken = await send_chunked(capped(inner, 250), chunks)
+    assert sent[0]["status"] == 413
+    assert taken == 3  # 300 bytes read: past 250 on the third chunk, and not one more
+    assert inner.acted == []
+    sent, taken = await send_chunked(capped(inner, 1000), chunks)  # exactly at the cap
+    assert (sent[0]["status"], taken) == (204, 10)
+    assert inner.acted == [b"a" * 1000]

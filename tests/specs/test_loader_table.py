@@ -263,3 +263,32 @@ def test_error_path_locates_nested_fields() -> None:
     with pytest.raises(InvalidValue) as info:
         load_string(spec, default_name="t")
     assert info.value.path == "steps[1].retryPolicy.intervalSec"
+
+
+@pytest.mark.parametrize("escape", ["\\ud83d", "\\udfff\\ud800", "\\ud83d\\ude00x\\ud800"])
+def test_a_lone_surrogate_escape_is_invalid_yaml_in_both_dialects(escape: str) -> None:
+    """Our choice: a quoted `\\ud83d` escape makes a string no UTF-8 text can hold; both spec
+    loaders refuse it at its line (it used to escape as a UnicodeEncodeError)."""
+    from tether.specs.realm import RealmSpecError
+    from tether.specs.realm import load_string as load_realm
+
+    dag = f'steps:\n  - name: "{escape}"\n    command: echo\n'
+    with pytest.raises(InvalidYaml) as caught:
+        load_string(dag, default_name="d")
+    assert caught.value.line == 2
+    realm = f'id: w\nname: "n{escape}"\nversion: 1\nsteps:\n  a: {{execution: agent}}\n'
+    with pytest.raises(RealmSpecError):
+        load_realm(realm)
+
+
+@pytest.mark.parametrize("nesting", ["[" * 5000 + "]" * 5000, "{a: " * 5000 + "}" * 5000])
+def test_a_document_nested_past_the_stack_is_refused_in_both_dialects(nesting: str) -> None:
+    """Our choice: nesting too deep for the YAML composer is InvalidYaml (it used to escape as
+    a RecursionError, an internal error for an inline spec)."""
+    from tether.specs.realm import RealmSpecError
+    from tether.specs.realm import load_string as load_realm
+
+    with pytest.raises(InvalidYaml):
+        load_string(f"bogus: {nesting}\n" + S, default_name="d")
+    with pytest.raises(RealmSpecError):
+        load_realm(f"id: w\nbogus: {nesting}\n")

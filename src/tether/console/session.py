@@ -77,4 +77,6 @@ def csrf_ok(key: bytes, session: Session | None, token: str | None) -> bool:
     """Whether a submitted form's token belongs to this session."""
     if session is None or not token:
         return False
-    return hmac.compare_digest(token, csrf_token(key, session))
+    # As bytes: compare_digest refuses str with non-ASCII characters (a forged form may hold any)
+    submitted = token.encode("utf-8", "surrogatepass")
+    return hmac.compare_digest(submitted, csrf_token(key, session).encode())

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
@@ -27,8 +28,8 @@ _SPEC = re.compile(
     re.IGNORECASE,
 )
 _PER_SECOND: Final = {"s": 1.0, "sec": 1.0, "second": 1.0, "m": 60.0, "min": 60.0, "minute": 60.0}
-#: Past this many buckets, full (idle) ones are forgotten: anonymous callers from many
-#: addresses must not grow memory without bound.
+#: At most this many buckets are kept: anonymous callers from many addresses must not grow
+#: memory without bound. Past it, a new caller's bucket replaces the one used least recently.
 MAX_BUCKETS: Final = 10_000
 
 
@@ -55,31 +56,45 @@ def parse_rate(text: str) -> Rate | None:
 
 
 class RateLimiter:
-    """One token bucket per caller key."""
+    """One token bucket per caller key, at most `max_buckets` of them (least recently used
+    first out). Each request costs O(1): a lookup, a move to the recent end, and for a new key
+    past the bound one eviction from the old end — never a scan.
 
-    def __init__(self, rate: Rate) -> None:
+    The bucket evicted is the one whose caller has gone longest without a request; to get a
+    throttled caller's bucket forgotten (and refilled), `max_buckets` other callers must each
+    make a request after its last one, so a caller that keeps sending keeps its bucket."""
+
+    def __init__(self, rate: Rate, max_buckets: int = MAX_BUCKETS) -> None:
+        if max_buckets < 1:
+            raise ValueError("the rate limiter needs room for at least one bucket")
         self.rate = rate
-        self._buckets: dict[str, tuple[float, float]] = {}  # key → (tokens, at)
+        self.max_buckets = max_buckets
+        # key → (tokens, at), least recently used first
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
 
     def take(self, key: str, now: float) -> float:
         """Spend one request of `key`'s bucket: 0.0 when allowed, else the seconds to wait."""
         rate = self.rate
-        tokens, at = self._buckets.get(key, (float(rate.burst), now))
+        buckets = self._buckets
+        found = buckets.get(key)
+        if found is None:
+            tokens, at = float(rate.burst), now
+            if len(buckets) >= self.max_buckets:
+                buckets.popitem(last=False)
+        else:
+            tokens, at = found
+            buckets.move_to_end(key)
         tokens = min(float(rate.burst), tokens + (now - at) * rate.per_second)
         if tokens >= 1.0:
-            if len(self._buckets) >= MAX_BUCKETS and key not in self._buckets:
-                self._forget_idle(now)
-            self._buckets[key] = (tokens - 1.0, now)
+            buckets[key] = (tokens - 1.0, now)
             return 0.0
-        self._buckets[key] = (tokens, now)
+        buckets[key] = (tokens, now)
         return (1.0 - tokens) / rate.per_second
 
-    def _forget_idle(self, now: float) -> None:
-        full = float(self.rate.burst)
-        per_second = self.rate.per_second
-        for key, (tokens, at) in list(self._buckets.items()):
-            if tokens + (now - at) * per_second >= full:
-                del self._buckets[key]
+    @property
+    def size(self) -> int:
+        """How many buckets are kept."""
+        return len(self._buckets)
 
 
 def retry_after(wait_s: float) -> str:

@@ -5,8 +5,10 @@ whatever comes next — passes the same checks before any handler runs:
 1. Host and Origin (hosts.HostPolicy) → 403, a JSON-RPC Unauthorized error without an id;
 2. authentication (tokens.Authenticator) → 401 with a Bearer challenge, a JSON-RPC
    Unauthenticated error without an id;
-3. a declared body over `max_body_bytes` → 413 (the MCP endpoint, the one route that reads a
-   body, also caps a body streamed without a length);
+3. the body cap, `max_body_bytes`, for every route that reads a body (the MCP endpoint, the
+   console's forms, and whatever comes next) → 413: a declared `Content-Length` over the cap
+   at once, before any handler runs; a body sent without a length (chunked) as soon as the
+   bytes the handler has read cross the cap (the read fails, so the handler acts on nothing);
 4. the caller's request rate (limits.RateLimiter, per token, or per remote address for callers
    without one) → 429 with `Retry-After` and a JSON-RPC RateLimited error;
 5. the principal goes into the ASGI scope under `PRINCIPAL_KEY` (Starlette's `user`), where
@@ -27,7 +29,7 @@ from __future__ import annotations
 import time
 from typing import Final
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tether.jsonrpc import codec
 from tether.jsonrpc.errors import JsonRpcError, RateLimited, Unauthenticated, Unauthorized
@@ -45,6 +47,10 @@ _POLICY_VIOLATION = 1008  # WebSocket close code: the request violates the serve
 
 def _refusal(error: JsonRpcError, *extra: tuple[bytes, bytes]) -> Reply:
     return Reply(error.http_status, codec.encode_error(None, error), (_JSON, *extra))
+
+
+class BodyTooLarge(Exception):
+    """The request body crossed the body cap while the handler read it."""
 
 
 class SecurityMiddleware:
@@ -102,11 +108,49 @@ class SecurityMiddleware:
                 scope[PRINCIPAL_KEY] = principal
                 refusal = self._limits(scope, principal, length)
         if refusal is None:
-            await self.app(scope, receive, send)
+            if length is None and self.max_body_bytes is not None and scope["type"] == "http":
+                await self._capped(scope, receive, send, self.max_body_bytes)
+            else:
+                # A declared length is within the cap (checked above), and the server reads
+                # exactly that many bytes: nothing to count.
+                await self.app(scope, receive, send)
         elif scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": _POLICY_VIOLATION})
         else:
             await refusal(scope, receive, send)
+
+    async def _capped(self, scope: Scope, receive: Receive, send: Send, cap: int) -> None:
+        """Run the app on a body without a declared length, counting what it reads: the
+        read that crosses `cap` raises BodyTooLarge in the handler, and the caller gets 413
+        (unless the handler had already started its response: then the request just ends)."""
+        read = 0
+        crossed = False
+        started = False
+
+        async def counted() -> Message:
+            nonlocal read, crossed
+            message = await receive()
+            if message["type"] == "http.request":
+                read += len(message.get("body", b""))
+                if read > cap:
+                    crossed = True
+                    raise BodyTooLarge()
+            return message
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counted, watched)
+        except (BodyTooLarge, ExceptionGroup):
+            # A handler reading in a task group (a stream watching for the disconnect) gets
+            # BodyTooLarge inside a group: the refusal is the same.
+            if not crossed:
+                raise
+            if not started:
+                await self._too_large(scope, receive, send)
 
     def _anonymous_allowed(self, path: str) -> bool:
         """Whether a caller without a valid token gets through as the anonymous principal."""

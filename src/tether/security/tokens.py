@@ -90,10 +90,11 @@ def new_token(name: str, role: str, tenant: str | None = None) -> tuple[str, str
 
 
 def parse_tokens(text: str) -> dict[str, Principal]:
-    """`name:role:sha256hex[:tenant],…` → {hash: principal}. Raises ValueError naming a bad
-    entry."""
+    """`name:role:sha256hex[:tenant],…` (TETHER_API_TOKENS) → {hash: principal}. Raises
+    ValueError naming a bad entry by its place (and its name, when it has the shape of one:
+    an entry without a colon may be a token pasted by mistake, and is never echoed)."""
     out: dict[str, Principal] = {}
-    for entry in (e.strip() for e in text.split(",")):
+    for index, entry in enumerate(e.strip() for e in text.split(",")):
         if not entry:
             continue
         parts = entry.split(":")
@@ -104,8 +105,9 @@ def parse_tokens(text: str) -> dict[str, Principal]:
             or len(parts[2]) != 64
             or (tenant is not None and not TENANT_NAME.fullmatch(tenant))
         ):
+            named = f" ({parts[0]!r})" if len(parts) > 1 else ""
             raise ValueError(
-                f"bad API token entry {parts[0]!r}: expected name:role:sha256hex[:tenant]"
+                f"TETHER_API_TOKENS entry {index + 1}{named}: expected name:role:sha256hex[:tenant]"
             )
         name, role, digest = parts[:3]
         out[digest.lower()] = Principal(name, role, tenant)  # type: ignore[arg-type]  # checked

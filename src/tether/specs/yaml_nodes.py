@@ -94,6 +94,10 @@ def compose(
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1
         raise error(f"not valid YAML: {exc}", field="", path="", file=file, line=line) from exc
+    except RecursionError:
+        # The composer recurses once per level of nesting: without a depth limit, a document
+        # nested past what the interpreter's stack holds is refused, never a failure.
+        raise error("nested too deeply", field="", path="", file=file, line=1) from None
     except UnicodeEncodeError as exc:  # a lone surrogate (JSON lets a caller send one)
         line = text.count("\n", 0, exc.start) + 1
         raise error(

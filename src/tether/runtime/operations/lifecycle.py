@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tether.runtime import errors
-from tether.runtime.ids import new_execution_id
+from tether.runtime.ids import is_execution_id, new_execution_id
 from tether.runtime.operations.env import Env
 from tether.runtime.operations.queries import get
 from tether.runtime.operations.storage_errors import storage_errors
@@ -66,6 +66,10 @@ async def terminate(
 async def _ended_run(env: Env, execution_id: str) -> ExecutionRow:
     """The run itself (no chain following), if in the env's tenant scope. Raises
     ExecutionNotFound."""
+    if not is_execution_id(execution_id):
+        # as `get` does: an id that has not the shape of one names no run (and one holding a
+        # NUL would be refused by the database as invalid input, not as missing)
+        raise errors.ExecutionNotFound("no run with that id")
     with storage_errors():
         old = await repo.get_execution(env.pool, execution_id)
     if old is None or not env.sees(old):

@@ -93,7 +93,7 @@ def _refuse_a_document(
     names it; otherwise the caller refuses the several documents."""
     try:
         docs = yaml_nodes.compose_documents(text, file, loader=yaml.SafeLoader, limits=limits)
-    except (yaml.YAMLError, UnicodeEncodeError, SpecLimitExceeded):
+    except (yaml.YAMLError, UnicodeEncodeError, SpecLimitExceeded, RecursionError):
         return
     for doc in docs:
         if isinstance(doc, yaml.MappingNode):
