@@ -18,6 +18,7 @@ from tether.tools import results
 from tether.tools.realm import (
     blocked,
     created,
+    delivery,
     envelope,
     exhaustion,
     gates,
@@ -31,7 +32,7 @@ from tether.tools.realm import (
 from tether.tools.realm.envelope import Reply, refusal
 from tether.tools.realm.views import listing, protocol_view
 
-SETTLE_S: Final = 30.0
+SETTLE_S: Final = runs.SETTLE_S
 Args = dict[str, Any]
 
 
@@ -191,13 +192,20 @@ class RealmTools:
         if refused is not None:
             return refused
         answer = a.get("params") or {}
+
+        async def deliver(to: dict[str, Any]) -> object:
+            return await ops.answer(row.id, to["key"], answer, by=by)
+
         try:
-            await ops.answer(row.id, wait["key"], answer, by=by)
+            delivered = await delivery.deliver_to_step(ops, row, step, wait, deliver)
         except rt.AnswerRejected:
             return await exhaustion.refused(ops, plan, row, wait, answer, self._settle)
-        except (rt.WaitNotOpen, rt.AnswerConflict):
-            now = (await ops.get(row.id)).current
+        except rt.AnswerConflict:
+            delivered = None
+        if delivered is None:  # answered meanwhile, or held by a gate that opened meanwhile
+            now = (await ops.wait_until(row.id, runs.settled, timeout=SETTLE_S)).current
             return blocked.blocked(step, plan, now, await ops.steps(now.id))
+        row = delivered[0]
         row, chain = await self._settle(ops, row, [], answered=step)
         traced = await ops.buffered_signals(row.id, traces.channel(step))
         adopted = traces.adoption([t.payload for t in traced], a.get("writer_nonce"))

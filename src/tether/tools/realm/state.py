@@ -23,7 +23,7 @@ from tether.runtime.rows import ExecutionRow, StepRecord
 from tether.tools.realm import exhaustion, gates, health, replies, runs
 from tether.tools.realm.envelope import Reply
 
-_EVIDENCE = ("realm:auto:", "realm:guard:", "realm:final:", "agent_step:")
+_ENGINE = ("realm:auto:", "realm:guard:", "realm:final:")
 
 
 async def run_state(
@@ -39,6 +39,7 @@ async def run_state(
     if spent is not None and spent not in failed:  # runs ended by the older terminate path
         failed.append(spent)
     actions = replies.open_entries(row, plan)
+    evidence = _evidence(records)
     p = runs.phase(row)
     out = Reply("get_run_state", row.id, "ok", f"Run '{row.id}' is {p}.", row.version)
     wire = out.to_wire()
@@ -52,8 +53,8 @@ async def run_state(
         in_progress_steps=waiting,
         failed_steps=failed,
         skipped_steps=runs.skipped_steps(row, records),
-        evidence_count=sum(1 for r in records if r.done and r.name.startswith(_EVIDENCE)),
-        last_step=_last_step(records),
+        evidence_count=len(evidence),
+        last_step=evidence[-1] if evidence else None,
         created_at=_utc(row.created_at),
         updated_at=_utc(row.updated_at),
         params=params or {},
@@ -211,13 +212,15 @@ def _sealed(row: ExecutionRow, records: Sequence[StepRecord]) -> dict[str, Any]:
     return {**out, "sealed_by_step": step} if step else out
 
 
-def _last_step(records: Sequence[StepRecord]) -> str | None:
-    newest = max(
-        (r for r in records if r.done and r.name.startswith(_EVIDENCE)), key=_seq, default=None
-    )
-    if newest is None:
-        return None
-    return next(newest.name.removeprefix(p) for p in _EVIDENCE if newest.name.startswith(p))
+def _evidence(records: Sequence[StepRecord]) -> list[str]:
+    """The steps that left evidence, in the order they did: an engine step's record, an agent
+    step's answer."""
+    out: list[str] = []
+    for r in sorted(records, key=_seq):
+        if r.done and r.name.startswith(_ENGINE):
+            out.append(next(r.name.removeprefix(p) for p in _ENGINE if r.name.startswith(p)))
+        out += [step for step, _ in runs.agent_answers(r)]
+    return out
 
 
 def _seq(r: StepRecord) -> int:
