@@ -26,7 +26,7 @@ from tether.runtime.realm import failures
 from tether.runtime.realm.plan import Plan, PlanStep
 from tether.runtime.rows import ExecutionRow
 from tether.specs.realm import validate_payload
-from tether.tools.realm import delivery, replies, runs
+from tether.tools.realm import delivery, replies, runs, storable
 from tether.tools.realm.envelope import Reply, refusal
 
 EXHAUSTED: Final = "VALIDATION_EXHAUSTED"
@@ -109,6 +109,25 @@ async def refused(
         error_details=details,
         run_phase=runs.phase(now),
         stopped_step=step.id,
+    )
+
+
+def unstorable(
+    plan: Plan, row: ExecutionRow, wait: dict[str, Any], exc: rt.AnswerUnstorable
+) -> Reply:
+    """An answer the store cannot hold (storable.py): refused before its content is read, so
+    it is not a refused answer and spends none of the step's budget."""
+    step = wait["name"]
+    return storable.refused(
+        step,
+        row.id,
+        exc,
+        f"Step '{step}': the answer",
+        then="It does not count against the step's refused answers.",
+        run_version=row.version,
+        next_actions=[replies.step_entry(row.id, plan, step, prompt=wait.get("prompt"))],
+        run_phase=runs.phase(row),
+        stopped_step=step,
     )
 
 

@@ -27,6 +27,7 @@ from tether.tools.realm import (
     runs,
     starts,
     state,
+    storable,
     traces,
 )
 from tether.tools.realm.envelope import Reply, refusal
@@ -123,6 +124,8 @@ class RealmTools:
                 f"{'; '.join(problems)}",
                 error_details={"errors": problems},
             )
+        if (bad := ops.unstorable({"params": run_params})) is not None:
+            return storable.refused("start_run", "", bad, "The run's params")
         out = await starts.start_one(
             ops,
             wf,
@@ -188,10 +191,12 @@ class RealmTools:
             return await self.advance_run(ops, {"run_id": row.id}, [], by, command=step)
         if wait is None:
             return blocked.blocked(step, plan, row, await ops.steps(row.id))
+        answer = a.get("params") or {}
+        if (unfit := ops.unstorable(answer)) is not None:  # nothing written, nothing counted
+            return exhaustion.unstorable(plan, row, wait, unfit)
         refused, warned = await traces.screened(ops, plan, row, step, a.get("trace") or [])
         if refused is not None:
             return refused
-        answer = a.get("params") or {}
 
         async def deliver(to: dict[str, Any]) -> object:
             return await ops.answer(row.id, to["key"], answer, by=by)
