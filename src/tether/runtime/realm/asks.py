@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 from tether.runtime import waits
@@ -50,6 +51,9 @@ class GateWait(waits.WaitSpec):
     agent_hint: str | None = None
     on_expiry: str | None = None
     default_choice: str | None = None
+    # A gate's `timeout_seconds` with no `on_expiry`: its time is shown and reported once it
+    # has passed, and nothing is carried out (the wait has no deadline).
+    expires_after_s: float | None = None
 
     def answer_schema(self) -> dict[str, Any]:
         return {
@@ -57,6 +61,16 @@ class GateWait(waits.WaitSpec):
             "properties": {"decision": {"type": "string", "enum": list(self.choices)}},
             "required": ["decision"],
         }
+
+    def descriptor(self, key: str, opened_at: str, deadline: str | None) -> dict[str, Any]:
+        """The wait's descriptor, with `expires_at`: its deadline, or for a gate that only
+        reports its expiry, the time it was opened plus `expires_after_s`."""
+        out = super().descriptor(key, opened_at, deadline)
+        if deadline is None and self.expires_after_s is not None:
+            opened = datetime.fromisoformat(opened_at)
+            deadline = (opened + timedelta(seconds=self.expires_after_s)).isoformat()
+        out["expires_at"] = deadline
+        return out
 
     def extra(self) -> dict[str, Any]:
         return {

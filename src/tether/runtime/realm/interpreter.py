@@ -178,6 +178,7 @@ async def _gate(ctx: Context, step: PlanStep, w: Walk) -> dict[str, Any]:
         step.instructions,
         gate.on_expiry,
         gate.default_choice,
+        gate.timeout_seconds if gate.on_expiry is None else None,
     )
     timeout = gate.timeout_seconds if gate.on_expiry is not None else None
     try:

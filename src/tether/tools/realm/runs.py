@@ -13,6 +13,7 @@ from tether.runtime.realm import failures
 from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow, StepRecord
 from tether.runtime.statuses import ENDED_STATUSES
+from tether.specs.realm import Progress, upstream_verdict
 
 AUTO_PREFIX: Final = "realm:auto:"
 GUARD_PREFIX: Final = "realm:guard:"
@@ -148,6 +149,7 @@ class Chain:
 
 
 AGENT_CHANNEL: Final = "agent_step:"
+GATE_CHANNEL: Final = "approval:"
 
 
 def agent_answers(r: StepRecord) -> list[tuple[str, dict[str, Any]]]:
@@ -319,6 +321,43 @@ def failed_steps(records: Sequence[StepRecord]) -> list[str]:
 def spent(answer: dict[str, Any]) -> bool:
     """An agent step's answer that is the exhaustion marker (runtime/realm/failures.py)."""
     return failures.exhausted_marker(answer.get("payload"), answer.get("by")) is not None
+
+
+def expired_gate(row: ExecutionRow, records: Sequence[StepRecord]) -> str | None:
+    """The step whose gate's expiry aborted the run (`on_expiry: abort`), else None: its
+    gate's wait record is the one that timed out."""
+    err = row.error if isinstance(row.error, dict) else {}
+    if err.get("type") != "GateExpired":
+        return None
+    timed_out = [
+        r
+        for r in records
+        if r.done and r.kind == "wait" and r.name.startswith(GATE_CHANNEL)
+        and isinstance(r.result, dict) and r.result.get("timed_out")
+    ]  # fmt: skip
+    return timed_out[-1].name.removeprefix(GATE_CHANNEL) if timed_out else None
+
+
+def unreachable(
+    plan: Plan | None, completed: Sequence[str], failed: Sequence[str], skipped: Sequence[str]
+) -> list[str]:
+    """The steps that skipped steps leave with no way to run (their trigger rule can no
+    longer hold), cascading, in the plan's order."""
+    out: list[str] = []
+    gone = set(skipped)
+    moved = plan is not None
+    while moved:
+        moved = False
+        progress = Progress(frozenset(completed), frozenset(failed), frozenset(gone))
+        for s in plan.steps if plan is not None else ():
+            if s.id in progress.settled:
+                continue
+            if upstream_verdict(s.spec.trigger_rule, s.depends_on, progress) == "skip":
+                gone.add(s.id)
+                out.append(s.id)
+                moved = True
+                break
+    return out
 
 
 def skipped_steps(row: ExecutionRow, records: Sequence[StepRecord]) -> list[str]:

@@ -33,11 +33,15 @@ async def run_state(
     gate = replies.pending_gate(row, plan)
     stuck = runs.gate_message_problem(row)  # a gate whose message could not be rendered
     waiting = [gate["step_name"]] if gate else [stuck[0]] if stuck else []
-    done = [s for s in runs.completed_steps(plan, records) if s not in waiting]
+    expired = runs.expired_gate(row, records)  # its step is skipped, not completed
+    done = [s for s in runs.completed_steps(plan, records) if s not in (*waiting, expired)]
     failed = runs.failed_steps(records)
     spent = runs.failure(row)[0] if runs.exhausted(row) else None
     if spent is not None and spent not in failed:  # runs ended by the older terminate path
         failed.append(spent)
+    skipped = runs.skipped_steps(row, records)
+    if expired is not None:  # and so are the steps that could only run after it
+        skipped += [expired, *runs.unreachable(plan, done, failed, [*skipped, expired])]
     actions = replies.open_entries(row, plan)
     evidence = _evidence(records)
     p = runs.phase(row)
@@ -52,7 +56,7 @@ async def run_state(
         completed_steps=done,
         in_progress_steps=waiting,
         failed_steps=failed,
-        skipped_steps=runs.skipped_steps(row, records),
+        skipped_steps=skipped,
         evidence_count=len(evidence),
         last_step=evidence[-1] if evidence else None,
         created_at=_utc(row.created_at),
@@ -62,8 +66,8 @@ async def run_state(
     )
     if gate is not None:
         wire["pending_gate"] = _stored(plan, row, gate)
-    wire.update(_sealed(row, records))
-    found = health.fields(row, plan, records, waiting, wire["skipped_steps"])
+    wire.update(_sealed(row, records, expired))
+    found = health.fields(row, plan, records, waiting, skipped, expired)
     wire["warnings"] = [*wire.get("warnings", []), *found.pop("warnings", [])]
     wire.update(found)
     wire.update(runs.resumable(row))
@@ -190,7 +194,9 @@ async def defaulted_steps(
     return out
 
 
-def _sealed(row: ExecutionRow, records: Sequence[StepRecord]) -> dict[str, Any]:
+def _sealed(
+    row: ExecutionRow, records: Sequence[StepRecord], expired: str | None
+) -> dict[str, Any]:
     """`terminal_reason` (not after a guard's abort), `sealed_by_arm` and `sealed_by_step`."""
     if not runs.ended(row):
         return {}
@@ -202,12 +208,13 @@ def _sealed(row: ExecutionRow, records: Sequence[StepRecord]) -> dict[str, Any]:
     if p == "abandoned":
         return {"terminal_reason": err.get("message"), "sealed_by_arm": "abandon_requested"}
     if p == "aborted":
-        expired = err.get("type") == "GateExpired"
+        by_expiry = err.get("type") == "GateExpired"
         guard = next((r for r in reversed(records) if r.name.startswith("realm:guard:")), None)
-        at = guard.name.removeprefix("realm:guard:") if guard and not expired else step
-        arm = "gate_expiry_abort" if expired else "guard_abort"
+        at = guard.name.removeprefix("realm:guard:") if guard and not by_expiry else step
+        arm = "gate_expiry_abort" if by_expiry else "guard_abort"
+        at = expired or at
         sealed = {"sealed_by_arm": arm, **({"sealed_by_step": at} if at else {})}
-        return {"terminal_reason": err.get("message"), **sealed} if expired else sealed
+        return {"terminal_reason": err.get("message"), **sealed} if by_expiry else sealed
     out = {"terminal_reason": err.get("message"), "sealed_by_arm": "step_failure"}
     return {**out, "sealed_by_step": step} if step else out
 
