@@ -225,9 +225,7 @@ async def start_run_batch(
 ) -> Reply | dict[str, Any]:
     """`{started[], failed[]}` (with the envelope's fields), or one all-or-nothing refusal."""
     wf, items = a["workflow_id"], a["items"]
-    cap = a.get("max_items", MAX_ITEMS)
-    if cap < 1:
-        return refusal("start_run_batch", "", "VALIDATION_EMPTY_VALUE", "max_items must be >= 1.")
+    cap = a.get("max_items", MAX_ITEMS)  # a positive integer (params.py)
     plan: Plan | None = plan_of(wf)
     refused = _batch_refusal(wf, items, plan, cap) or _unstorable_item(ops, items)
     if refused is not None:
