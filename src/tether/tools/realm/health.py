@@ -46,7 +46,8 @@ def fields(
     if context := abort_context(row, plan, records):
         out["abort_context"] = context
     if runs.ended(row):
-        if pending := runs.left_pending(records):
+        # once the run went on as another (a resume ran them), nothing is pending here
+        if row.successor_id is None and (pending := runs.left_pending(records)):
             out["cleanup_pending"] = {
                 "steps": pending,
                 "command": runs.cleanup_command(row.id, pending),

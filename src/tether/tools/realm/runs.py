@@ -235,8 +235,8 @@ def resumable(row: ExecutionRow) -> dict[str, Any]:
     """get_run_state's `resumable{steps, command}`: a run an engine failure ended (failed, at a
     step `tether runs resume` takes); empty otherwise."""
     step = failure(row)[0]
-    if phase(row) != "failed" or step is None or exhausted(row):
-        return {}
+    if phase(row) != "failed" or step is None or exhausted(row) or row.successor_id:
+        return {}  # a run that went on as another is not resumed again
     return {"resumable": {"steps": [step], "command": RESUME.format(run=row.id, step=step)}}
 
 

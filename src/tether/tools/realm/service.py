@@ -302,7 +302,7 @@ class RealmTools:
     async def get_run_state(self, ops: Operations, a: Args, w: list[str], by: Any) -> Any:
         run_id = a["run_id"]
         try:
-            row = (await ops.get(run_id)).current
+            row = (await ops.get(run_id)).requested  # the run asked about, not its successor
         except rt.ExecutionNotFound:
             return refusal(
                 "get_run_state",

@@ -6,7 +6,9 @@ Always: `workflow_id`, `run_phase`, `terminal_state`, `completed_steps`, `in_pro
 `skipped_terminal`, `blocked_on_capability`, `workflow_unresolved`; Tether's worker runs the
 engine's steps itself, so `advance_owed` and the claim values do not arise). When they apply:
 `pending_gate` (with `opened_at`), `terminal_reason` (not after a guard's abort),
-`sealed_by_arm`, `sealed_by_step`, `defaulted_steps`, `rerun_of`, `resumable`, the fields
+`sealed_by_arm`, `sealed_by_step`, `defaulted_steps`, `rerun_of`, `resumable`, and for a run
+in a chain (Tether's: a resume or retry is a new run) `resume_of` / `retry_of` and, on the run
+asked about when it went on as another, `successor{run_id, relation}`; the fields
 of health.py (`step_claims`, `engine_runnable`, `capability_blocks`, `run_health`,
 `skip_details`, `abort_context`), and with `include_steps` each step that ran with its
 attempts and a gated step's `answers`.
@@ -71,10 +73,18 @@ async def run_state(
     wire["warnings"] = [*wire.get("warnings", []), *found.pop("warnings", [])]
     wire.update(found)
     wire.update(runs.resumable(row))
-    if row.predecessor_id is not None:  # a rerun under the same key names the run it replaced
-        made = next((e for e in await ops.history(row.id) if e.type == "created"), None)
-        if made is not None and isinstance(made.data, dict) and made.data.get("rerun_of"):
-            wire["rerun_of"] = made.data["rerun_of"]
+    if row.predecessor_id is not None:  # the run it replaced (a rerun) or went on from
+        made = await _created(ops, row.id)
+        for link in ("rerun_of", "resume_of", "retry_of"):
+            if made.get(link):
+                wire[link] = made[link]
+    if row.successor_id is not None:  # this run went on as another: name it
+        wire["successor"] = await _successor(ops, row)
+        wire["context_hint"] = replies.join(
+            wire["context_hint"],
+            f"It went on as run '{row.successor_id}' ({wire['successor']['relation']}); read "
+            "that run for where the work stands.",
+        )
     if defaulted := await defaulted_steps(ops, plan, row, done):
         wire["defaulted_steps"] = defaulted
     if include_steps:
@@ -217,6 +227,21 @@ def _sealed(
         return {"terminal_reason": err.get("message"), **sealed} if by_expiry else sealed
     out = {"terminal_reason": err.get("message"), "sealed_by_arm": "step_failure"}
     return {**out, "sealed_by_step": step} if step else out
+
+
+async def _created(ops: Operations, run_id: str) -> dict[str, Any]:
+    """What the run's `created` event says of where it came from."""
+    made = next((e for e in await ops.history(run_id) if e.type == "created"), None)
+    return made.data if made is not None and isinstance(made.data, dict) else {}
+
+
+async def _successor(ops: Operations, row: ExecutionRow) -> dict[str, Any]:
+    """`successor{run_id, relation}`: the run this one went on as, and how (`resumed` from a
+    failed step, or `retried`)."""
+    assert row.successor_id is not None  # noqa: S101 — called for a run with a successor
+    made = await _created(ops, row.successor_id)
+    relation = "resumed" if made.get("resume_of") else "retried"
+    return {"run_id": row.successor_id, "relation": relation}
 
 
 def _evidence(records: Sequence[StepRecord]) -> list[str]:
