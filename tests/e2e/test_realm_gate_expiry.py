@@ -148,6 +148,9 @@ async def test_a_run_an_abort_expiry_ended_names_the_gate_step_and_what_it_skipp
             "pack",
         )
         assert state["completed_steps"] == []
+        assert state["terminal_reason"] == (
+            "Gate 'pack' expired and the run aborted per the workflow's declared on_expiry."
+        )
         assert state["skipped_steps"] == ["pack", "label", "check"]
         assert state["skip_details"]["pack"] == {"kind": "gate_expired"}
         assert state["skip_details"]["label"]["kind"] == "trigger_rule"

@@ -185,7 +185,8 @@ async def _gate(ctx: Context, step: PlanStep, w: Walk) -> dict[str, Any]:
         (resolution,) = await ctx.wait_all(spec, timeout=timeout)
     except WaitTimeout as exc:
         if gate.on_expiry == "abort":
-            raise GateExpired(step.id, f"Gate '{step.id}' expired; the run is aborted.") from exc
+            said = f"Gate '{step.id}' expired and the run aborted per the workflow's declared "
+            raise GateExpired(step.id, f"{said}on_expiry.") from exc
         return {"choice": gate.default_choice, "resolved_by": "timeout", "by": None}
     return dict(resolution)
 
