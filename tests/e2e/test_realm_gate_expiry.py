@@ -105,7 +105,8 @@ async def test_a_gate_without_on_expiry_shows_its_expiry_and_reports_it_once_pas
     mcp_server: ServeFn, client: Client
 ) -> None:
     """Realm: `expires_at` is the open time plus timeout_seconds with or without on_expiry;
-    past it, a gate with none is a `finding_only` health finding and still takes its answer."""
+    past it, a gate with none is a `finding_only` health finding (in our words) and still
+    takes its answer."""
     async with mcp_server(build_app("report")) as url:
         c = client(url)
         opened = await _opened(c)
@@ -117,7 +118,7 @@ async def test_a_gate_without_on_expiry_shows_its_expiry_and_reports_it_once_pas
         (finding,) = found["run_health"]
         assert (finding["kind"], finding["step"]) == ("gate_expired_awaiting_drive", "pack")
         assert finding["reason"] == (
-            "gate expired — finding-only (no on_expiry declared), awaiting a human response"
+            "the gate's time is up; it declares no on_expiry, so it still waits for an answer"
         )
         assert finding["evidence"]["disposition"] == "finding_only"
         assert finding["evidence"]["expires_at"] == gate["expires_at"]

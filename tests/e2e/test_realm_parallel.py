@@ -70,7 +70,7 @@ async def test_two_agents_answer_parallel_steps_at_once_and_the_fan_in_runs_once
             started = await tool(first, "start_run", {"workflow_id": "two-readers"})
             run = started["run_id"]
             assert started["context_hint"] == (
-                f"Run '{run}' created for workflow 'two-readers'. Ready for the agent: "
+                f"Run '{run}' created for workflow 'two-readers'. Steps for the agent: "
                 "'read_terms', 'read_price'."
             )
             offered = [a["instruction"]["params"]["command"] for a in started["next_actions"]]
@@ -113,7 +113,7 @@ async def test_a_parallel_step_left_open_is_offered_again_after_the_other_is_ans
             c, "execute_step", {"run_id": run, "command": "read_price", "params": {"cents": 9}}
         )
         assert (
-            one["context_hint"] == "Step 'read_price' completed. Ready for the agent: 'read_terms'."
+            one["context_hint"] == "Step 'read_price' is done. Steps for the agent: 'read_terms'."
         )
         assert [a["instruction"]["params"]["command"] for a in one["next_actions"]] == [
             "read_terms"
