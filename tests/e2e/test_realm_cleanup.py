@@ -71,7 +71,13 @@ async def test_a_cleanup_step_left_pending_is_named_with_the_command_that_runs_i
         resumed = as_json(
             tether(db_url, "runs", "--app", APP, "--json", "resume", run, "--from", "tidy")
         )
-        state = await _ended(c, run)  # the old id follows to the resumed run
+        old = await tool(c, "get_run_state", {"run_id": run})  # the run asked about, and on
+        assert (old["run_id"], old["successor"]) == (
+            run,
+            {"run_id": resumed["id"], "relation": "resumed"},
+        )
+        assert "cleanup_pending" not in old  # the resumed run ran it
+        state = await _ended(c, resumed["id"])
         assert state["run_id"] == resumed["id"] != run
         assert (state["run_phase"], state["completed_steps"]) == ("completed", ["draft"])
         assert "cleanup_pending" not in state

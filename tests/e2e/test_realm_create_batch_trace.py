@@ -47,13 +47,14 @@ async def test_create_workflow_runs_its_plan_and_refuses_a_bad_one(
     app = build_app()
     async with mcp_server(app) as url:
         c = client(url)
-        made = await tool(c, "create_workflow", {**PLAN, "workflow_id": "mine"})
+        made = await tool(c, "create_workflow", {**PLAN, "workflow_id": "mine", "params": {"x": 1}})
         assert made["status"] == "ok", made
         wf = made["data"]["workflow_id"]
         assert wf.startswith("triage-")
         assert made["deduped"] is False
         assert any("color" in d for d in made["diagnostics"])
         assert any("workflow_id" in d for d in made["diagnostics"])
+        assert any("'params'" in d for d in made["diagnostics"])  # Realm's tool has no params
         assert made["warnings"] == made["diagnostics"]
         assert (  # Realm's agent-created workflows
             "step 'reply' takes no field 'color'; it is ignored." in (made["warnings"])

@@ -63,8 +63,16 @@ async def test_a_failed_auto_step_is_resumed_from_the_step_the_reply_names(
             tether(db_url, "runs", "--app", APP, "--json", "resume", run, "--from", "pay")
         )
         assert resumed["id"] != run
-        state = await _ready(c, run)  # the old id follows to the resumed run
-        assert state["run_id"] == resumed["id"]
+        old = await tool(c, "get_run_state", {"run_id": run})  # the run asked about …
+        assert (old["run_id"], old["run_phase"]) == (run, "failed")
+        assert old["successor"] == {"run_id": resumed["id"], "relation": "resumed"}  # … and on
+        assert "resumable" not in old  # it went on: not offered again
+        assert old["context_hint"] == (
+            f"Run '{run}' is failed. It went on as run '{resumed['id']}' (resumed); read that "
+            "run for where the work stands."
+        )
+        state = await _ready(c, resumed["id"])
+        assert (state["run_id"], state["resume_of"]) == (resumed["id"], run)
         assert state["completed_steps"] == ["assess", "pay"], str(state)  # the answer was kept
         assert state["next_actions"][0]["instruction"]["params"]["command"] == "confirm"
         assert realm_resume.PAID == [7]
@@ -91,8 +99,9 @@ async def test_the_printed_way_back_works_when_protocols_come_from_a_directory(
             db_url, "runs", "--app", HANDLERS, "--protocols", str(tmp_path), "--json",
             "resume", run, "--from", "pay",
         )  # fmt: skip
-        assert as_json(by_flag)["id"] != run
-        state = await _ready(c, run)
+        went_on = as_json(by_flag)["id"]
+        assert went_on != run
+        state = await _ready(c, went_on)
         assert state["completed_steps"] == ["assess", "pay"], str(state)
 
         # The same command reads TETHER_PROTOCOLS when no flag is given.

@@ -200,6 +200,19 @@ async def test_refusals(mcp_server: ServeFn, client: Client) -> None:
             "tools/call", {"name": "execute_step", "arguments": {"run_id": "x"}}, capabilities=PLAIN
         )
         assert body["error"]["code"] == codes.INVALID_PARAMS
+        for name, arguments, problem in (  # Realm's zod schemas: steps.min(1), positive()
+            ("create_workflow", {"steps": []}, "Array must contain at least 1 element(s)"),
+            (
+                "start_run_batch",
+                {"workflow_id": "refund", "items": [], "max_items": 0},
+                "Number must be greater than 0",
+            ),
+        ):
+            body = await c.call(
+                "tools/call", {"name": name, "arguments": arguments}, capabilities=PLAIN
+            )
+            assert body["error"]["code"] == codes.INVALID_PARAMS, body
+            assert problem in body["error"]["message"]
         bad = await tool(c, "start_run", {"workflow_id": "refund", "params": {}})
         assert (bad["error_code"], bad["run_id"]) == ("VALIDATION_INPUT_SCHEMA", "")
         assert bad["errors"] == [  # Realm's params check, in Ajv's words

@@ -163,3 +163,17 @@ def test_retry_policy_refuses_nonsense() -> None:
     for kwargs in ({"max_attempts": 0}, {"initial_interval": -1}, {"backoff": 0.5}):
         with pytest.raises(ValueError):
             RetryPolicy(**kwargs)
+
+
+def test_unstorable_names_the_limit_or_where_the_nul_character_is() -> None:
+    """Our choice: a payload is refused for its size (with the limit) or for U+0000 (with a
+    JSON pointer to it); text that only spells the escape out is stored."""
+    from tether.runtime.operations.env import unstorable
+
+    big = unstorable({"a": "x" * 100}, 50)
+    assert big is not None and (big.limit_bytes, big.size_bytes) == (50, 108)
+    nul = unstorable({"a/b": [1, {"k": "v\x00"}]}, 1000)
+    assert nul is not None and nul.nul_at == "/a~1b/1/k"
+    key = unstorable({"ok": {"bad\x00key": 1}}, 1000)
+    assert key is not None and key.nul_at == "/ok/bad\x00key"
+    assert unstorable({"text": "\\u0000 spelled out"}, 1000) is None

@@ -266,6 +266,40 @@ async def test_two_waits_at_once_answered_one_by_one(start: Start) -> None:
     assert view.current.output == ["L", "R"]
 
 
+async def test_wait_any_goes_on_with_the_first_answer_and_offers_the_rest_again(
+    start: Start,
+) -> None:
+    """wait_any wakes the run at one answer (the workflow sees it before the other), and the
+    unanswered wait is open again under a new key; an answer to its old key is not open."""
+    app = App()
+
+    @app.workflow
+    async def either(ctx: Context) -> list[dict[str, object]]:
+        from tether.runtime.waits import Signal
+
+        seen = [await ctx.wait_any(Signal("left"), Signal("right"))]
+        seen.append(await ctx.wait_any(Signal("right")))
+        return seen
+
+    async with start(app) as rt:
+        started = await rt.ops.start("either")
+        row = await parked(rt, started.execution.id, n_waits=2)
+        keys = {w["name"]: w["key"] for w in row.waits}
+        await rt.ops.answer(row.id, keys["left"], "L")
+        again = await rt.ops.wait_until(
+            row.id,
+            lambda r: r.status == "waiting" and r.last_event_id > row.last_event_id,
+            timeout=10,
+        )
+        (right,) = again.current.waits
+        assert right["name"] == "right" and right["key"] != keys["right"]
+        with pytest.raises(errors.WaitNotOpen):
+            await rt.ops.answer(row.id, keys["right"], "R")
+        await rt.ops.answer(row.id, right["key"], "R")
+        view = await rt.ops.wait_for_end(row.id, timeout=10)
+    assert view.current.output == [{"signal:left": "L"}, {"signal:right": "R"}]
+
+
 async def test_a_wait_timeout_raises_wait_timeout_in_the_workflow(start: Start) -> None:
     """With a timeout and no answer, the workflow gets WaitTimeout and may carry on."""
     app = App()

@@ -299,13 +299,7 @@ class Context(TypedWaits):
         rest. With `timeout`, WaitTimeout is raised when it passes first. Parked again, the
         waits get new keys, unless they keep theirs (`WaitSpec.keeps_keys`).
         """
-        if not specs:
-            raise ValueError("wait_all needs at least one wait")
-        channels = [s.channel for s in specs]
-        if len(set(channels)) != len(channels):
-            raise ValueError(f"two waits with the same kind and name: {channels}")
-        label = ",".join(channels)
-        seq, rec = self._next("wait", label)
+        seq, rec, label = self._open_waits("wait_all", specs)
         if rec is not None and rec.done:
             return self._wait_result(seq, specs, rec.result)
         state: dict[str, Any]
@@ -318,13 +312,7 @@ class Context(TypedWaits):
             state = {**rec.result, "answers": dict(rec.result.get("answers", {}))}
         keep = all(s.keeps_keys for s in specs)  # see WaitSpec.keeps_keys
         n = state.get("n") if keep else None
-        for spec in specs:
-            if spec.channel in state["answers"]:
-                continue
-            sig = self._take_signal(spec, n)
-            if sig is not None:
-                state["answers"][spec.channel] = {"payload": sig.payload, "by": sig.by}
-                self._buf.consumed.append({"id": sig.id, "seq": seq})
+        self._take_answers(seq, specs, state, n)
         if all(s.channel in state["answers"] for s in specs):
             self._record(seq, "wait", label, state)
             await self._flush()
@@ -332,6 +320,7 @@ class Context(TypedWaits):
         deadline_dt = datetime.fromisoformat(state["deadline"]) if state["deadline"] else None
         if deadline_dt is not None and _utcnow() >= deadline_dt:
             self._record(seq, "wait", label, {**state, "timed_out": True})
+            channels = [s.channel for s in specs]
             self._buf.events.append({"type": "wait_timed_out", "data": {"waits": channels}})
             await self._flush()
             return self._wait_result(seq, specs, {**state, "timed_out": True})
@@ -339,16 +328,52 @@ class Context(TypedWaits):
         if keep:
             state["n"] = n
         self._record(seq, "wait", label, state, done=False)
-        descriptors = [
-            spec.descriptor(
-                waits.make_key(self.execution_id, spec.kind, spec.name, n),
-                state["opened_at"],
-                state["deadline"],
-            )
-            for spec in specs
-            if spec.channel not in state["answers"]
-        ]
-        raise Park(descriptors, deadline_dt, status="waiting")
+        unanswered = [s for s in specs if s.channel not in state["answers"]]
+        parked = waits.descriptors(self.execution_id, unanswered, state, n)
+        raise Park(parked, deadline_dt, status="waiting")
+
+    async def wait_any(self, *specs: waits.WaitSpec) -> dict[str, Any]:
+        """Open several waits at once; return `{channel: answer}` as soon as one or more are
+        answered. Any answer wakes the run (`waits.WAKES_RUN`): the others are closed, and
+        the workflow may offer them again, under new keys, with its next call."""
+        seq, rec, label = self._open_waits("wait_any", specs)
+        if rec is not None and rec.done:
+            return waits.parse_answers(specs, rec.result["answers"])
+        state: dict[str, Any] = {"opened_at": _utcnow().isoformat(), "deadline": None}
+        state = {**(rec.result if rec is not None else state), "answers": {}}
+        self._take_answers(seq, specs, state, None)
+        if state["answers"]:
+            self._record(seq, "wait", label, state)
+            await self._flush()
+            return waits.parse_answers(specs, state["answers"])
+        self._record(seq, "wait", label, state, done=False)
+        opened = waits.descriptors(self.execution_id, specs, state, self.park_event_id())
+        raise Park([{**d, waits.WAKES_RUN: True} for d in opened], None, status="waiting")
+
+    def _open_waits(
+        self, call: str, specs: tuple[waits.WaitSpec, ...]
+    ) -> tuple[int, StepRecord | None, str]:
+        """The position of a call that opens `specs`, its record, and its name."""
+        if not specs:
+            raise ValueError(f"{call} needs at least one wait")
+        channels = [s.channel for s in specs]
+        if len(set(channels)) != len(channels):
+            raise ValueError(f"two waits with the same kind and name: {channels}")
+        label = ",".join(channels)
+        seq, rec = self._next("wait", label)
+        return seq, rec, label
+
+    def _take_answers(
+        self, seq: int, specs: tuple[waits.WaitSpec, ...], state: dict[str, Any], n: int | None
+    ) -> None:
+        """Move the buffered answers of the waits still unanswered into `state`."""
+        for spec in specs:
+            if spec.channel in state["answers"]:
+                continue
+            sig = self._take_signal(spec, n)
+            if sig is not None:
+                state["answers"][spec.channel] = {"payload": sig.payload, "by": sig.by}
+                self._buf.consumed.append({"id": sig.id, "seq": seq})
 
     def _take_signal(self, spec: waits.WaitSpec, n: int | None) -> BufferedSignal | None:
         for i, sig in enumerate(self._signals):

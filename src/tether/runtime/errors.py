@@ -18,6 +18,7 @@ Operation errors, raised to callers of `Operations` (every surface maps them to 
      ├── WaitNotOpen            no open wait has that key or name; `.open_waits` lists the open ones
      │    └── WaitAmbiguous         several open waits have that name: answer by key
      ├── AnswerRejected         the answer does not fit the wait; `.errors`
+ │    └── AnswerUnstorable      too large to store, or text with NUL; `.limit_bytes`, `.nul_at`
      ├── UpdateRejected         the update's validator refused the input; `.reason`
      ├── UpdateFailed           the update handler failed or ran too long; `.error`
      ├── UpdateTimeout          the update was admitted but did not finish in time; `.update_id`
@@ -132,6 +133,25 @@ class AnswerRejected(TetherError):
     def __init__(self, message: str | None = None, errors: list[str] | None = None):
         super().__init__(message)
         self.errors = errors or []
+
+
+class AnswerUnstorable(AnswerRejected):
+    """The answer cannot be stored, whatever the wait asks for: larger than the payload cap
+    (`limit_bytes`, and its `size_bytes`), or text holding the NUL character, which PostgreSQL
+    cannot store (`nul_at`: a JSON pointer to that string or key)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        limit_bytes: int | None = None,
+        size_bytes: int | None = None,
+        nul_at: str | None = None,
+    ) -> None:
+        super().__init__(message, errors=[message])
+        self.limit_bytes = limit_bytes
+        self.size_bytes = size_bytes
+        self.nul_at = nul_at
 
 
 class UpdateNotFound(TetherError):

@@ -12,6 +12,7 @@ Answers are flat JSON objects where the kind has a form: an approval's answer ca
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Generic, TypeVar
 
@@ -27,6 +28,11 @@ APPROVAL_DECISIONS: Final = ("approve", "reject", "push_back")
 HUMAN_TASK_DECISIONS: Final = ("complete", "push_back")
 _RESERVED_APPROVAL_FIELDS: Final = frozenset({"decision", "reason"})
 _NAME: Final = re.compile(r"^[^\x00-\x1f\x7f]{1,200}$")
+
+#: A wait descriptor's flag: an answer to this wait wakes its run even while other waits it
+#: was opened with stay unanswered (`Context.wait_any`). Without it, waits opened together
+#: keep the run parked until the last of them is answered (`Context.wait_all`).
+WAKES_RUN: Final = "wakes_run"
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -368,3 +374,24 @@ def parse_checked(spec: WaitSpec, response: Any, by: str | None) -> Any:
         return spec.parse(response, by)
     except ValidationError as exc:
         raise ValueError(f"answer to {spec.channel} does not fit its model: {exc}") from exc
+
+
+def parse_answers(specs: Sequence[WaitSpec], answers: dict[str, Any]) -> dict[str, Any]:
+    """`{channel: parsed answer}` for the waits among `specs` that `answers` holds."""
+    return {
+        s.channel: parse_checked(s, answers[s.channel]["payload"], answers[s.channel]["by"])
+        for s in specs
+        if s.channel in answers
+    }
+
+
+def descriptors(
+    execution_id: str, specs: Sequence[WaitSpec], state: dict[str, Any], n: int
+) -> list[dict[str, Any]]:
+    """The descriptors of `specs` parked together (keys with `n`; `state`: opened, deadline)."""
+    return [
+        s.descriptor(
+            make_key(execution_id, s.kind, s.name, n), state["opened_at"], state["deadline"]
+        )
+        for s in specs
+    ]

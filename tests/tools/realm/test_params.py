@@ -38,6 +38,12 @@ from tether.tools.realm import params
         ("get_run_state", {"run_id": "r", "include_steps": "yes"}, "Expected boolean"),
         ("abandon_run", {"run_id": None}, "Expected string, received null at run_id"),
         ("create_workflow", {"steps": [{"id": "a"}]}, "Required at steps.0.description"),
+        ("create_workflow", {"steps": []}, "Array must contain at least 1 element(s) at steps"),
+        (
+            "start_run_batch",
+            {"workflow_id": "w", "items": [], "max_items": 0},
+            "Number must be greater than 0 at max_items",
+        ),
         ("append_trace", {"run_id": "r", "step_id": "s", "entries": [{}]}, "entries.0.event"),
     ],
 )
@@ -91,5 +97,17 @@ def test_every_tool_has_an_object_input_schema() -> None:
         assert set(schema["required"]) <= set(schema["properties"])
 
 
+def test_create_workflow_takes_steps_and_metadata_only_and_at_least_one_step() -> None:
+    """Realm's create_workflow input schema: `steps` (at least one) and `metadata`; a run of
+    a created workflow takes no params, so there is no `params` argument."""
+    schema = params.object_schema(params.TOOLS["create_workflow"])
+    assert sorted(schema["properties"]) == ["metadata", "steps"]
+    assert schema["properties"]["steps"]["minItems"] == 1
+    batch = params.object_schema(params.TOOLS["start_run_batch"])
+    assert batch["properties"]["max_items"] == {"type": "integer", "exclusiveMinimum": 0}
+
+
 def _valid(p: params.Param) -> Any:
+    if p.min_items:
+        return [{q.name: _valid(q) for q in p.items if q.required}] * p.min_items
     return {"string": "x", "object": {}, "array": [], "boolean": True}.get(p.type, 1)

@@ -41,6 +41,7 @@ from tether.runtime.operations import (
     updates,
     waiting,
 )
+from tether.runtime.operations import env as env_module
 from tether.runtime.operations.answering import AnswerOutcome, AnswerResult, SignalResult
 from tether.runtime.operations.batching import StartOutcome, StartRequest
 from tether.runtime.operations.env import DEFAULT_MAX_PAYLOAD_BYTES, POLL_FALLBACK_S, Env
@@ -131,6 +132,10 @@ class Operations:
     @property
     def max_payload_bytes(self) -> int:
         return self.env.max_payload_bytes
+
+    def unstorable(self, value: Any) -> errors.AnswerUnstorable | None:
+        """Why `value` cannot be stored (over the payload cap, or text with NUL), or None."""
+        return env_module.unstorable(value, self.env.max_payload_bytes)
 
     @property
     def reader(self) -> RowReader:

@@ -220,8 +220,10 @@ async def _deliver(conn: Any, row: ExecutionRow, deliver: list[_Delivery], by: s
         event = {"key": key, "by": by}
         rest = [d for d in rest if d.get("key") != key]
         last = i == len(deliver) - 1
-        if not last or any(d.get("kind") in waits.ANSWERABLE_KINDS for d in rest):
-            # Waits opened together are answered one by one: the others keep their keys.
+        others = any(d.get("kind") in waits.ANSWERABLE_KINDS for d in rest)
+        if not last or (others and wait.get(waits.WAKES_RUN) is not True):
+            # Waits opened together are answered one by one: the others keep their keys
+            # (unless the run goes on at the first answer: `Context.wait_any`).
             await repo.answer_keep_parked(conn, row.id, rest, "answer", event)
         else:
             await repo.append_event(conn, row.id, "answer", event)

@@ -108,13 +108,46 @@ class Env:
     ) -> None:
         """Refuse a payload over the size cap, or one holding a NUL character (PostgreSQL
         cannot store it in text or jsonb), before anything is stored."""
-        raw = orjson.dumps(value)
-        if len(raw) > self.max_payload_bytes:
-            problem = f"(root): payload larger than {self.max_payload_bytes} bytes"
-        elif b"\\u0000" in raw:
-            problem = "(root): text may not contain the NUL character (U+0000)"
-        else:
+        refused = unstorable(value, self.max_payload_bytes)
+        if refused is None:
             return
         if error is errors.AnswerRejected:
-            raise errors.AnswerRejected(problem, errors=[problem])
+            raise refused
+        problem = str(refused)
         raise errors.InvalidInput(problem, [{"loc": [], "msg": problem, "type": "value_error"}])
+
+
+def unstorable(value: Any, limit_bytes: int) -> errors.AnswerUnstorable | None:
+    """Why `value` cannot be stored, whatever it is for (pure): its JSON is over
+    `limit_bytes`, or a string in it holds the NUL character (PostgreSQL cannot store it in
+    text or jsonb); None when it can be stored."""
+    raw = orjson.dumps(value)
+    if len(raw) > limit_bytes:
+        problem = f"(root): payload larger than {limit_bytes} bytes"
+        return errors.AnswerUnstorable(problem, limit_bytes=limit_bytes, size_bytes=len(raw))
+    nul = nul_at(value) if b"\\u0000" in raw else None
+    if nul is not None:
+        problem = f"{nul or '(root)'}: text may not contain the NUL character (U+0000)"
+        return errors.AnswerUnstorable(problem, nul_at=nul)
+    return None
+
+
+def nul_at(value: Any, at: str = "") -> str | None:
+    """Where `value` holds the NUL character: a JSON pointer to the string or the key that
+    does (`""` for the value itself), else None. Only called on a value orjson encoded, so its
+    depth is bounded."""
+    if isinstance(value, str):
+        return at if "\x00" in value else None
+    if isinstance(value, dict):
+        items: list[tuple[Any, Any]] = list(value.items())
+    elif isinstance(value, list):
+        items = list(enumerate(value))
+    else:
+        return None
+    for key, item in items:
+        path = f"{at}/{str(key).replace('~', '~0').replace('/', '~1')}"
+        if "\x00" in str(key):
+            return path
+        if (found := nul_at(item, path)) is not None:
+            return found
+    return None

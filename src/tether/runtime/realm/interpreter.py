@@ -1,10 +1,13 @@
-"""The generic protocol workflow: one execution walks a `Plan` step by step.
+"""The generic protocol workflow: one execution walks a `Plan` as its steps become ready.
 
 - the protocol's text is recorded by the run's first step (`realm:spec`), so a run interprets
   the protocol it started with even when it is replaced while the run goes on;
-- steps run in dependency order; a step's `trigger_rule` is applied to its dependencies
-  (`graph.upstream_verdict`: all settled by then) and a step it excludes is skipped, as is a
-  step whose `when` is false (`realm:when:<id>`); a skipped step has no output;
+- a step is decided once its `trigger_rule` can tell from its dependencies
+  (`graph.upstream_verdict`); a step it excludes is skipped, as is a step whose `when` is
+  false (`realm:when:<id>`); a skipped step has no output. Engine steps run in dependency
+  order; every agent step that is ready is offered at once (`Context.wait_any`), so two agent
+  steps with no order between them are answered concurrently, and the walk goes on with
+  each answer as it comes;
 - an `auto` step is a durable step running its registered handler (`realm:auto:<id>`); one
   with no handler passes its one dependency's output on (the params with none, `{}` with
   several). Its failure ends the run (StepFailed) unless a step depending on it can run after
@@ -17,7 +20,8 @@
   step's `answer_schema` (input_schema and output_schema): the one runtime `answer` path
   checks an answer against it, so a refused answer changes nothing; a step whose refused
   answers spent its budget fails like an auto step (failures.Exhausted);
-- a gated step (`trust: human_*`) then opens an approval wait (`GateWait`) with the gate's
+- a gated step (`trust: human_*`) then opens an approval wait (`GateWait`), alone: while it
+  is open no other step is offered (Realm's gates are served one at a time), with the gate's
   choices and the step's output as preview; its deadline is the gate's `timeout_seconds`.
   When the deadline passes first, the run (woken by the worker, or by the next act on it)
   carries out `on_expiry`: `settle_default` records the default choice with
@@ -36,14 +40,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tether.runtime import waits
 from tether.runtime.context import Context
 from tether.runtime.errors import StepFailed, WaitTimeout
 from tether.runtime.realm import attempts
+from tether.runtime.realm.asks import AgentAnswer, GateWait, Spent
 from tether.runtime.realm.failures import (
     Exhausted,
     GateExpired,
@@ -51,7 +55,6 @@ from tether.runtime.realm.failures import (
     GuardAborted,
     GuardResolutionError,
     HandlerNotRegistered,
-    exhausted_marker,
     left_pending,
 )
 from tether.runtime.realm.plan import Plan, PlanStep, plan_from_text
@@ -77,61 +80,6 @@ class ProtocolInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     params: dict[str, Any] = Field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class AgentAnswer(waits.WaitSpec):
-    """An agent step's wait: the answer is any JSON fitting the step's JSON schema (checked by
-    `waits.validate_answer` from the descriptor before it is delivered)."""
-
-    kind: ClassVar[str] = "agent_step"
-    json_schema: Mapping[str, Any] | None = None
-    input_schema: Mapping[str, Any] | None = None
-
-    def answer_schema(self) -> dict[str, Any]:
-        return dict(self.json_schema or {"type": "object"})
-
-    def extra(self) -> dict[str, Any]:
-        return {"step": self.name, "input_schema": dict(self.input_schema or {})}
-
-    def parse(self, response: Any, by: str | None) -> Any:
-        if (detail := exhausted_marker(response, by)) is not None:
-            raise Exhausted(self.name, detail)
-        return response
-
-
-@dataclass(frozen=True)
-class GateWait(waits.WaitSpec):
-    """A protocol gate: an approval wait whose `decision` is one of the gate's `choices`."""
-
-    kind: ClassVar[str] = "approval"
-    choices: tuple[str, ...] = ("approve", "reject")
-    preview: Any = None
-    agent_hint: str | None = None
-    on_expiry: str | None = None
-    default_choice: str | None = None
-
-    def answer_schema(self) -> dict[str, Any]:
-        return {
-            "type": "object",
-            "properties": {"decision": {"type": "string", "enum": list(self.choices)}},
-            "required": ["decision"],
-        }
-
-    def extra(self) -> dict[str, Any]:
-        return {
-            "step": self.name,
-            "choices": list(self.choices),
-            "preview": self.preview,
-            "agent_hint": self.agent_hint,
-            "on_expiry": self.on_expiry,
-            "default_choice": self.default_choice,
-            "inputs": [],
-            "required": [],
-        }
-
-    def parse(self, response: Any, by: str | None) -> Any:
-        return {"choice": response["decision"], "resolved_by": "human", "by": by}
 
 
 @dataclass(frozen=True)
@@ -230,13 +178,15 @@ async def _gate(ctx: Context, step: PlanStep, w: Walk) -> dict[str, Any]:
         step.instructions,
         gate.on_expiry,
         gate.default_choice,
+        gate.timeout_seconds if gate.on_expiry is None else None,
     )
     timeout = gate.timeout_seconds if gate.on_expiry is not None else None
     try:
         (resolution,) = await ctx.wait_all(spec, timeout=timeout)
     except WaitTimeout as exc:
         if gate.on_expiry == "abort":
-            raise GateExpired(step.id, f"Gate '{step.id}' expired; the run is aborted.") from exc
+            said = f"Gate '{step.id}' expired and the run aborted per the workflow's declared "
+            raise GateExpired(step.id, f"{said}on_expiry.") from exc
         return {"choice": gate.default_choice, "resolved_by": "timeout", "by": None}
     return dict(resolution)
 
@@ -256,7 +206,7 @@ class Walk:
     skipped: set[str] = field(default_factory=set)
 
     def verdict(self, step: PlanStep) -> str:
-        """`run` or `skip` (every dependency has settled: the walk is in dependency order)."""
+        """`run`, `skip`, or `wait` (its trigger rule cannot tell yet)."""
         progress = Progress(
             frozenset(self.completed), frozenset(self.failed), frozenset(self.skipped)
         )
@@ -295,10 +245,10 @@ async def _auto(ctx: Context, host: ProtocolHost, plan: Plan, step: PlanStep, w:
 
 
 async def _one(ctx: Context, host: ProtocolHost, plan: Plan, step: PlanStep, w: Walk) -> None:
-    """Run one step the walk has reached (its rule and `when` allow it)."""
+    """Run one engine step the walk has reached (its rule and `when` allow it)."""
     if step.kind == "auto":
         await _auto(ctx, host, plan, step, w)
-    elif step.kind == "guard":
+    else:
         verdict = await ctx.step(
             decide_guard, step, w.params, w.outputs, name=f"realm:guard:{step.id}"
         )
@@ -308,37 +258,86 @@ async def _one(ctx: Context, host: ProtocolHost, plan: Plan, step: PlanStep, w: 
             raise GuardResolutionError(verdict["reason"])
         w.outputs[step.id] = {"passed": True}
         w.completed.add(step.id)
-    else:
-        prompt = templates.render(step.prompt, w.params, w.outputs) if step.prompt else None
-        spec = AgentAnswer(
-            step.id, prompt or step.description, step.answer_schema, step.input_schema
-        )
-        try:
-            (answer,) = await ctx.wait_all(spec)
-        except Exhausted:
-            if not handled(plan, step):
-                raise
-            w.failed.add(step.id)
-            return
-        w.outputs[step.id] = answer
-        w.completed.add(step.id)
+    await _after(ctx, step, w)
+
+
+async def _after(ctx: Context, step: PlanStep, w: Walk) -> None:
+    """A completed gated step opens its gate; the step's output gains the choice."""
     if step.gate is not None and step.id in w.completed:
         w.gates[step.id] = await _gate(ctx, step, w)
         base = w.outputs[step.id] if isinstance(w.outputs[step.id], dict) else {}
         w.outputs[step.id] = {**base, "choice": w.gates[step.id]["choice"]}
 
 
-async def _walk(ctx: Context, host: ProtocolHost, plan: Plan, w: Walk) -> None:
+async def _answered(ctx: Context, plan: Plan, step: PlanStep, w: Walk, answer: Any) -> None:
+    """An agent step's answer: its output (then its gate), or the failure of a step whose
+    refused answers spent its budget."""
+    if isinstance(answer, Spent):
+        if not handled(plan, step):
+            raise Exhausted(step.id, answer.detail)
+        w.failed.add(step.id)
+        return
+    w.outputs[step.id] = answer
+    w.completed.add(step.id)
+    await _after(ctx, step, w)
+
+
+async def _reach(
+    ctx: Context,
+    host: ProtocolHost,
+    plan: Plan,
+    w: Walk,
+    reached: set[str],
+    offered: dict[str, AgentAnswer],
+) -> None:
+    """Decide each step whose dependencies allow it, in dependency order: skip it (its
+    rule or `when`), run it (auto, guard), or offer it to the agent (its wait goes in
+    `offered`). One pass is enough: a step's dependencies come before it, so a step left
+    undecided waits on an agent step that is offered."""
     for step in plan.steps:
-        if w.verdict(step) == "skip":
-            w.skipped.add(step.id)
+        if step.id in reached:
             continue
-        if step.when and not _runs(
-            await ctx.step(decide_when, step, w.params, w.outputs, name=f"realm:when:{step.id}")
+        verdict = w.verdict(step)
+        if verdict == "wait":
+            continue
+        reached.add(step.id)
+        if verdict == "skip" or (
+            step.when
+            and not _runs(
+                await ctx.step(decide_when, step, w.params, w.outputs, name=f"realm:when:{step.id}")
+            )
         ):
             w.skipped.add(step.id)
-            continue
-        await _one(ctx, host, plan, step, w)
+        elif step.kind == "agent":
+            prompt = templates.render(step.prompt, w.params, w.outputs) if step.prompt else None
+            offered[step.id] = AgentAnswer(
+                step.id, prompt or step.description, step.answer_schema, step.input_schema
+            )
+        else:
+            await _one(ctx, host, plan, step, w)
+
+
+async def _walk(ctx: Context, host: ProtocolHost, plan: Plan, w: Walk) -> None:
+    """Run the engine's steps as they become ready, and offer every agent step that is ready
+    at once (Realm serves steps with no order between them concurrently): the run parks on
+    all of them and goes on with the first answers, offering the rest again with what became
+    ready meanwhile. A gate holds every other step while it is open."""
+    file_order = list(plan.spec.steps)
+    reached: set[str] = set()
+    offered: dict[str, AgentAnswer] = {}
+    while True:
+        await _reach(ctx, host, plan, w, reached, offered)
+        if not offered:
+            return
+        ready = sorted(offered, key=file_order.index)
+        got = await ctx.wait_any(*(offered[s] for s in ready))
+        for step_id in ready:
+            channel = offered[step_id].channel
+            if channel in got:
+                del offered[step_id]
+                step = plan.step(step_id)
+                assert step is not None  # noqa: S101 — offered from this plan
+                await _answered(ctx, plan, step, w, got[channel])
 
 
 async def _finalize(

@@ -24,7 +24,7 @@ from tether.specs.realm import Diagnostic, RealmSpecError, WorkflowSpec, plan_wo
 from tether.tools import offload
 from tether.tools.realm import replies, runs
 from tether.tools.realm.envelope import Reply, refusal
-from tether.tools.realm.starts import schema_errors, start_one
+from tether.tools.realm.starts import start_one
 
 
 def workflow_text(spec: WorkflowSpec) -> str:
@@ -73,11 +73,10 @@ async def create_workflow(
     ops: Operations, args: dict[str, Any], by: str | None, limits: SpecLimits | None = None
 ) -> Reply | dict[str, Any]:
     """Register the plan in `args` (`steps`, `metadata`; every other key is reported) and
-    start a run of it with `args["params"]`. The plan is checked against `limits` (default:
-    `SpecLimits()`'s) and read off the event loop."""
-    plan_args = {k: v for k, v in args.items() if k != "params"}
+    start a run of it (a created workflow takes no params). The plan is checked against
+    `limits` (default: `SpecLimits()`'s) and read off the event loop."""
     try:
-        spec, report, text = await offload.run(_planned, plan_args, limits or SpecLimits())
+        spec, report, text = await offload.run(_planned, args, limits or SpecLimits())
     except RealmSpecError as exc:
         return _plan_refusal(exc.reason, [])
     diagnostics = [d.message for d in report]  # also the reply's warnings
@@ -92,11 +91,7 @@ async def create_workflow(
             plan = app.create_protocol(text, plan=read)
     except (PlanError, ValueError) as exc:
         return _plan_refusal(str(exc), diagnostics)
-    run_params = args.get("params") or {}
-    problems = schema_errors(plan.params_schema, run_params)
-    if problems:
-        return _plan_refusal("params: " + "; ".join(problems), diagnostics)
-    out = await start_one(ops, plan.id, run_params, key=None, live=None, terminal=None, by=by)
+    out = await start_one(ops, plan.id, {}, key=None, live=None, terminal=None, by=by)
     row = out.row
     assert row is not None  # noqa: S101 — no key, so no key refusal
     row = (await ops.wait_until(row.id, runs.settled, timeout=30.0)).current

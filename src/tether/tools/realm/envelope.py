@@ -87,6 +87,11 @@ CODE_ACTIONS: Final[Mapping[str, Action]] = MappingProxyType(
         "ENGINE_HANDLER_FAILED": "report_to_user",
         # wait_and_proceed (the only code that sets retry_after)
         "SERVICE_RATE_LIMITED": "wait_and_proceed",
+        # provide_input, for an answer the store cannot hold (never a refused answer that
+        # counts): over the payload limit (a code Realm defines and never raises), or text
+        # with U+0000, which PostgreSQL cannot store (Tether's own code)
+        "RESOURCE_TOO_LARGE": "provide_input",
+        "VALIDATION_UNSTORABLE_TEXT": "provide_input",
     }
 )
 

@@ -26,7 +26,7 @@ from tether.runtime.realm import failures
 from tether.runtime.realm.plan import Plan, PlanStep
 from tether.runtime.rows import ExecutionRow
 from tether.specs.realm import validate_payload
-from tether.tools.realm import replies, runs
+from tether.tools.realm import delivery, replies, runs, storable
 from tether.tools.realm.envelope import Reply, refusal
 
 EXHAUSTED: Final = "VALIDATION_EXHAUSTED"
@@ -91,9 +91,9 @@ async def refused(
         except rt.AnswerRejected:  # a default_output that does not fit input_schema too
             pass
     message = exhausted_message(step.id, count, threshold)
-    marker = {failures.EXHAUSTED_KEY: message}
-    await ops.answer_unchecked(row.id, wait["key"], marker, by=failures.EXHAUSTED_BY)
-    now, chain = await settle(ops, row, [], answered=step.id)
+    now, chain = await settle(
+        ops, await _spend(ops, row, step.id, wait, message), [], answered=step.id
+    )
     details = {"rejections": count, "threshold": threshold, "last_ajv_errors": errors}
     wire = replies.progress(step.id, plan, now, chain).to_wire()
     if wire.get("error_code") == EXHAUSTED:  # the step's failure ended the run
@@ -112,6 +112,41 @@ async def refused(
     )
 
 
+def unstorable(
+    plan: Plan, row: ExecutionRow, wait: dict[str, Any], exc: rt.AnswerUnstorable
+) -> Reply:
+    """An answer the store cannot hold (storable.py): refused before its content is read, so
+    it is not a refused answer and spends none of the step's budget."""
+    step = wait["name"]
+    return storable.refused(
+        step,
+        row.id,
+        exc,
+        f"Step '{step}': the answer",
+        then="It does not count against the step's refused answers.",
+        run_version=row.version,
+        next_actions=[replies.step_entry(row.id, plan, step, prompt=wait.get("prompt"))],
+        run_phase=runs.phase(row),
+        stopped_step=step,
+    )
+
+
+async def _spend(
+    ops: Operations, row: ExecutionRow, step: str, wait: dict[str, Any], message: str
+) -> ExecutionRow:
+    """End the step: its marker answer, delivered unchecked (following the step to a new wait
+    if another answer moved the run first); the run as it was just before."""
+    marker = {failures.EXHAUSTED_KEY: message}
+
+    async def spend(to: dict[str, Any]) -> object:
+        if not await ops.answer_unchecked(row.id, to["key"], marker, by=failures.EXHAUSTED_BY):
+            raise rt.WaitNotOpen(f"wait {to['key']!r} is not open")
+        return None
+
+    delivered = await delivery.deliver_to_step(ops, row, step, wait, spend)
+    return delivered[0] if delivered is not None else row
+
+
 async def _settle_by_default(
     ops: Operations,
     plan: Plan,
@@ -123,8 +158,12 @@ async def _settle_by_default(
 ) -> dict[str, Any]:
     budget = step.spec.exhaustion
     assert budget is not None  # noqa: S101 — mode default
-    await ops.answer(row.id, wait["key"], budget.default_output)
-    row, chain = await settle(ops, row, [], answered=step.id)
+
+    async def settle_default(to: dict[str, Any]) -> object:
+        return await ops.answer(row.id, to["key"], budget.default_output)
+
+    delivered = await delivery.deliver_to_step(ops, row, step.id, wait, settle_default)
+    row, chain = await settle(ops, delivered[0] if delivered else row, [], answered=step.id)
     note = (
         f"Step '{step.id}' took its default_output after {count} refused answers "
         "(validation_exhaustion.mode: default)."

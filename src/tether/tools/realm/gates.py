@@ -129,6 +129,8 @@ async def submit_human_response(
             COMMAND, row.id, "VALIDATION_ACTOR_INVALID", problem, run_version=row.version
         )
     plan = plan_of(row.workflow)
+    if not runs.settled(row):  # the worker is carrying something out (an expiry, a step)
+        row = (await ops.wait_until(row.id, runs.settled, timeout=runs.SETTLE_S)).current
     gate = runs.open_gate(row)
     if gate is not None and gate["key"] == gate_id:
         return await _answer_open(settle, plan, ops, row, gate, a, w, by)
@@ -210,6 +212,11 @@ def _already(
     if timed_out:
         details.update(resolved_by="timeout")
     if choice != winning:
+        # An expiry an earlier call carried out: the answer was not recorded, and says so
+        # (Realm's table of late answers); a person's own answer sent again does not.
+        unrecorded: dict[str, Any] = (
+            {"answer_recorded": False, "run_phase": runs.phase(row)} if timed_out else {}
+        )
         return refusal(
             step,
             row.id,
@@ -219,6 +226,7 @@ def _already(
             action="report_to_user",
             next_actions=replies.open_entries(row, plan),
             error_details=details,
+            **unrecorded,
         )
     hint = (
         MATCHED_LATE

@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow, StepRecord
-from tether.tools.realm import runs
+from tether.tools.realm import replies, runs
 
 IDLE_MS: Final = 86_400_000
 NO_DRIVER: Final = {"by": None, "absent_cause": "driver_not_recorded"}
@@ -37,14 +37,17 @@ def fields(
     records: Sequence[StepRecord],
     waiting: list[str],
     skipped: list[str],
+    expired: str | None = None,
 ) -> dict[str, Any]:
+    """`expired`: the step whose gate's expiry aborted the run (runs.expired_gate)."""
     out: dict[str, Any] = {}
-    if details := skip_details(row, plan, records, skipped):
+    if details := skip_details(plan, records, skipped, expired):
         out["skip_details"] = details
     if context := abort_context(row, plan, records):
         out["abort_context"] = context
     if runs.ended(row):
-        if pending := runs.left_pending(records):
+        # once the run went on as another (a resume ran them), nothing is pending here
+        if row.successor_id is None and (pending := runs.left_pending(records)):
             out["cleanup_pending"] = {
                 "steps": pending,
                 "command": runs.cleanup_command(row.id, pending),
@@ -110,9 +113,9 @@ def run_health(
         for b in blocks
     ]
     gate = runs.open_gate(row)
-    due = gate.get("deadline") if gate is not None else None
-    if gate is not None and due and gate.get("on_expiry") and now >= _when(due):
-        found.append(_expired(gate, now))
+    due = replies.expires_at(gate) if gate is not None else None
+    if gate is not None and due and now >= _when(due):
+        found.append(_expired(gate, due, now))
     if plan is None:
         found.append(
             {
@@ -139,23 +142,30 @@ def run_health(
     return found
 
 
-def _expired(gate: dict[str, Any], now: datetime) -> dict[str, Any]:
+def _expired(gate: dict[str, Any], due: str, now: datetime) -> dict[str, Any]:
+    """An open gate whose time is up: its `on_expiry` is owed, or (none declared) it is only
+    reported, and the answer is still awaited (`finding_only`)."""
     disposition = gate.get("on_expiry")
+    reason = (
+        f"the gate's time is up; its {disposition} has not been applied yet"
+        if disposition
+        else "the gate's time is up; it declares no on_expiry, so it still waits for an answer"
+    )
     return {
         "kind": "gate_expired_awaiting_drive",
         "step": gate.get("name"),
-        "reason": f"the gate's time is up; its {disposition} has not been applied yet",
+        "reason": reason,
         "evidence": {
             "gate_id": gate.get("key"),
-            "expires_at": gate.get("deadline"),
-            "overdue_ms": int((now - _when(gate["deadline"])).total_seconds() * 1000),
-            "disposition": disposition,
+            "expires_at": due,
+            "overdue_ms": int((now - _when(due)).total_seconds() * 1000),
+            "disposition": disposition or "finding_only",
         },
     }
 
 
 def skip_details(
-    row: ExecutionRow, plan: Plan | None, records: Sequence[StepRecord], skipped: list[str]
+    plan: Plan | None, records: Sequence[StepRecord], skipped: list[str], expired: str | None
 ) -> dict[str, Any]:
     whens = {r.name: r for r in records if r.done}
     out: dict[str, Any] = {}
@@ -177,9 +187,8 @@ def skip_details(
             out[step] = {"kind": "when_false"}
         elif spec is not None:
             out[step] = {"kind": "trigger_rule", "trigger_rule": spec.spec.trigger_rule}
-    err = row.error if isinstance(row.error, dict) else {}
-    if err.get("type") == "GateExpired" and err.get("step"):
-        out[str(err["step"])] = {"kind": "gate_expired"}
+    if expired is not None:
+        out[expired] = {"kind": "gate_expired"}
     return out
 
 

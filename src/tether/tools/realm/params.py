@@ -33,6 +33,8 @@ class Param:
     enum: tuple[str, ...] = ()
     items: tuple[Param, ...] = ()
     description: str = ""
+    min_items: int = 0  # an array's least length
+    positive: bool = False  # a number above 0
 
     def schema(self) -> dict[str, Any]:
         out: dict[str, Any] = {} if self.type == "any" else {"type": self.type}
@@ -42,6 +44,10 @@ class Param:
             out["items"] = object_schema(self.items)
         elif self.type == "array":
             out["items"] = {}
+        if self.min_items:
+            out["minItems"] = self.min_items
+        if self.positive:
+            out["exclusiveMinimum"] = 0
         if self.description:
             out["description"] = self.description
         return out
@@ -88,7 +94,7 @@ TOOLS: Final[Mapping[str, tuple[Param, ...]]] = MappingProxyType(
         "start_run_batch": (
             _s("workflow_id", True),
             Param("items", "array", True, items=_ITEM),
-            Param("max_items", "integer"),
+            Param("max_items", "integer", positive=True),
             _s("parent_run_id"),
             _LIVE,
             _TERMINAL,
@@ -111,9 +117,8 @@ TOOLS: Final[Mapping[str, tuple[Param, ...]]] = MappingProxyType(
         "get_run_state": (RUN_ID, Param("include_steps", "boolean")),
         "abandon_run": (RUN_ID, _s("reason")),
         "create_workflow": (
-            Param("steps", "array", True, items=_STEP),
+            Param("steps", "array", True, items=_STEP, min_items=1),
             Param("metadata", "object"),
-            Param("params", "object"),
         ),
         "append_trace": (
             RUN_ID,
@@ -172,6 +177,10 @@ def problems(params: tuple[Param, ...], args: Mapping[str, Any], at: str = "") -
         elif p.enum and value not in p.enum:
             allowed = " | ".join(f"'{e}'" for e in p.enum)
             out.append(f"Invalid enum value. Expected {allowed}, received '{value}' at {path}")
+        elif p.positive and value <= 0:
+            out.append(f"Number must be greater than 0 at {path}")
+        elif p.type == "array" and len(value) < p.min_items:
+            out.append(f"Array must contain at least {p.min_items} element(s) at {path}")
         elif p.items:
             for i, item in enumerate(value):
                 if not isinstance(item, dict):

@@ -339,10 +339,16 @@ def gate_view(row: ExecutionRow, gate: dict[str, Any], plan: Plan | None) -> dic
         view["display"] = gate["prompt"]
     if gate.get("agent_hint"):
         view["agent_hint"] = gate["agent_hint"]
-    if gate.get("deadline"):
-        view["expires_at"] = gate["deadline"]
+    if expires := expires_at(gate):
+        view["expires_at"] = expires
     view["claim_token"] = claim_token(gate)
     return view
+
+
+def expires_at(gate: dict[str, Any]) -> str | None:
+    """When the gate's time is up: its deadline (`on_expiry` is carried out then), or the time
+    a gate with no `on_expiry` only reports."""
+    return gate.get("deadline") or gate.get("expires_at")
 
 
 def pending_gate(row: ExecutionRow, plan: Plan | None) -> dict[str, Any] | None:

@@ -13,11 +13,15 @@ from tether.runtime.realm import failures
 from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow, StepRecord
 from tether.runtime.statuses import ENDED_STATUSES
+from tether.specs.realm import Progress, upstream_verdict
 
 AUTO_PREFIX: Final = "realm:auto:"
 GUARD_PREFIX: Final = "realm:guard:"
 FINAL_PREFIX: Final = failures.FINAL_PREFIX
 RESUME: Final = "tether runs resume {run} --from {step}"
+#: How long a call waits for the run to stop at its next wait or end (the worker runs what
+#: the call made ready).
+SETTLE_S: Final = 30.0
 
 
 def phase(row: ExecutionRow) -> str:
@@ -144,10 +148,27 @@ class Chain:
     cleanup: tuple[str, ...] = ()  # the run's cleanup steps left pending (left_pending)
 
 
+AGENT_CHANNEL: Final = "agent_step:"
+GATE_CHANNEL: Final = "approval:"
+
+
+def agent_answers(r: StepRecord) -> list[tuple[str, dict[str, Any]]]:
+    """The agent steps a wait record holds answers of, each with its answer (`payload`, `by`):
+    agent steps ready together are offered by one wait, and it records each answer that came
+    before the run went on."""
+    if r.kind != "wait" or not r.done or not isinstance(r.result, dict):
+        return []
+    got = r.result.get("answers")
+    return [
+        (channel.removeprefix(AGENT_CHANNEL), answer)
+        for channel, answer in (got.items() if isinstance(got, dict) else ())
+        if channel.startswith(AGENT_CHANNEL) and isinstance(answer, dict)
+    ]
+
+
 def upto(records: Sequence[StepRecord], step: str) -> list[StepRecord]:
     """The records up to the answer of agent step `step` (what ran before that answer)."""
-    name = f"agent_step:{step}"
-    last = max((r.seq for r in records if r.kind == "wait" and r.name == name), default=-1)
+    last = max((r.seq for r in records if any(s == step for s, _ in agent_answers(r))), default=-1)
     return [r for r in records if r.seq <= last]
 
 
@@ -214,8 +235,8 @@ def resumable(row: ExecutionRow) -> dict[str, Any]:
     """get_run_state's `resumable{steps, command}`: a run an engine failure ended (failed, at a
     step `tether runs resume` takes); empty otherwise."""
     step = failure(row)[0]
-    if phase(row) != "failed" or step is None or exhausted(row):
-        return {}
+    if phase(row) != "failed" or step is None or exhausted(row) or row.successor_id:
+        return {}  # a run that went on as another is not resumed again
     return {"resumable": {"steps": [step], "command": RESUME.format(run=row.id, step=step)}}
 
 
@@ -281,11 +302,7 @@ def completed_steps(plan: Plan | None, records: Sequence[StepRecord]) -> list[st
         for r in records
         if r.done and r.name.startswith((AUTO_PREFIX, GUARD_PREFIX)) and not _failed_record(r)
     }
-    done |= {
-        r.name.removeprefix("agent_step:")
-        for r in records
-        if r.done and r.kind == "wait" and not spent_wait(r)
-    }
+    done |= {s for r in records for s, answer in agent_answers(r) if not spent(answer)}
     order = [s.id for s in plan.steps] if plan is not None else sorted(done)
     return [s for s in order if s in done]
 
@@ -293,19 +310,54 @@ def completed_steps(plan: Plan | None, records: Sequence[StepRecord]) -> list[st
 def failed_steps(records: Sequence[StepRecord]) -> list[str]:
     """The auto steps whose last try failed, and the agent steps that spent their budget of
     refused answers (in record order)."""
-    return [
-        r.name.removeprefix(AUTO_PREFIX).removeprefix("agent_step:")
+    out: list[str] = []
+    for r in records:
+        if r.done and r.name.startswith(AUTO_PREFIX) and _failed_record(r):
+            out.append(r.name.removeprefix(AUTO_PREFIX))
+        out += [s for s, answer in agent_answers(r) if spent(answer)]
+    return out
+
+
+def spent(answer: dict[str, Any]) -> bool:
+    """An agent step's answer that is the exhaustion marker (runtime/realm/failures.py)."""
+    return failures.exhausted_marker(answer.get("payload"), answer.get("by")) is not None
+
+
+def expired_gate(row: ExecutionRow, records: Sequence[StepRecord]) -> str | None:
+    """The step whose gate's expiry aborted the run (`on_expiry: abort`), else None: its
+    gate's wait record is the one that timed out."""
+    err = row.error if isinstance(row.error, dict) else {}
+    if err.get("type") != "GateExpired":
+        return None
+    timed_out = [
+        r
         for r in records
-        if r.done and ((r.name.startswith(AUTO_PREFIX) and _failed_record(r)) or spent_wait(r))
-    ]
+        if r.done and r.kind == "wait" and r.name.startswith(GATE_CHANNEL)
+        and isinstance(r.result, dict) and r.result.get("timed_out")
+    ]  # fmt: skip
+    return timed_out[-1].name.removeprefix(GATE_CHANNEL) if timed_out else None
 
 
-def spent_wait(r: StepRecord) -> bool:
-    """An agent step's wait ended by the exhaustion marker (runtime/realm/failures.py)."""
-    if r.kind != "wait" or not r.name.startswith("agent_step:") or not isinstance(r.result, dict):
-        return False
-    got = r.result.get("answers", {}).get(r.name, {})
-    return failures.exhausted_marker(got.get("payload"), got.get("by")) is not None
+def unreachable(
+    plan: Plan | None, completed: Sequence[str], failed: Sequence[str], skipped: Sequence[str]
+) -> list[str]:
+    """The steps that skipped steps leave with no way to run (their trigger rule can no
+    longer hold), cascading, in the plan's order."""
+    out: list[str] = []
+    gone = set(skipped)
+    moved = plan is not None
+    while moved:
+        moved = False
+        progress = Progress(frozenset(completed), frozenset(failed), frozenset(gone))
+        for s in plan.steps if plan is not None else ():
+            if s.id in progress.settled:
+                continue
+            if upstream_verdict(s.spec.trigger_rule, s.depends_on, progress) == "skip":
+                gone.add(s.id)
+                out.append(s.id)
+                moved = True
+                break
+    return out
 
 
 def skipped_steps(row: ExecutionRow, records: Sequence[StepRecord]) -> list[str]:

@@ -18,6 +18,7 @@ from tether.tools import results
 from tether.tools.realm import (
     blocked,
     created,
+    delivery,
     envelope,
     exhaustion,
     gates,
@@ -26,12 +27,13 @@ from tether.tools.realm import (
     runs,
     starts,
     state,
+    storable,
     traces,
 )
 from tether.tools.realm.envelope import Reply, refusal
 from tether.tools.realm.views import listing, protocol_view
 
-SETTLE_S: Final = 30.0
+SETTLE_S: Final = runs.SETTLE_S
 Args = dict[str, Any]
 
 
@@ -122,6 +124,8 @@ class RealmTools:
                 f"{'; '.join(problems)}",
                 error_details={"errors": problems},
             )
+        if (bad := ops.unstorable({"params": run_params})) is not None:
+            return storable.refused("start_run", "", bad, "The run's params")
         out = await starts.start_one(
             ops,
             wf,
@@ -187,17 +191,26 @@ class RealmTools:
             return await self.advance_run(ops, {"run_id": row.id}, [], by, command=step)
         if wait is None:
             return blocked.blocked(step, plan, row, await ops.steps(row.id))
+        answer = a.get("params") or {}
+        if (unfit := ops.unstorable(answer)) is not None:  # nothing written, nothing counted
+            return exhaustion.unstorable(plan, row, wait, unfit)
         refused, warned = await traces.screened(ops, plan, row, step, a.get("trace") or [])
         if refused is not None:
             return refused
-        answer = a.get("params") or {}
+
+        async def deliver(to: dict[str, Any]) -> object:
+            return await ops.answer(row.id, to["key"], answer, by=by)
+
         try:
-            await ops.answer(row.id, wait["key"], answer, by=by)
+            delivered = await delivery.deliver_to_step(ops, row, step, wait, deliver)
         except rt.AnswerRejected:
             return await exhaustion.refused(ops, plan, row, wait, answer, self._settle)
-        except (rt.WaitNotOpen, rt.AnswerConflict):
-            now = (await ops.get(row.id)).current
+        except rt.AnswerConflict:
+            delivered = None
+        if delivered is None:  # answered meanwhile, or held by a gate that opened meanwhile
+            now = (await ops.wait_until(row.id, runs.settled, timeout=SETTLE_S)).current
             return blocked.blocked(step, plan, now, await ops.steps(now.id))
+        row = delivered[0]
         row, chain = await self._settle(ops, row, [], answered=step)
         traced = await ops.buffered_signals(row.id, traces.channel(step))
         adopted = traces.adoption([t.payload for t in traced], a.get("writer_nonce"))
@@ -289,7 +302,7 @@ class RealmTools:
     async def get_run_state(self, ops: Operations, a: Args, w: list[str], by: Any) -> Any:
         run_id = a["run_id"]
         try:
-            row = (await ops.get(run_id)).current
+            row = (await ops.get(run_id)).requested  # the run asked about, not its successor
         except rt.ExecutionNotFound:
             return refusal(
                 "get_run_state",

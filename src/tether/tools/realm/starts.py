@@ -22,7 +22,7 @@ from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow
 from tether.specs.realm import templates, validate_payload
 from tether.specs.realm.schemas import Schema
-from tether.tools.realm import envelope, replies, runs
+from tether.tools.realm import envelope, replies, runs, storable
 from tether.tools.realm.envelope import Reply, refusal
 
 MAX_ITEMS: Final = 100
@@ -211,16 +211,23 @@ def _batch_refusal(
     return None
 
 
+def _unstorable_item(ops: Operations, items: list[dict[str, Any]]) -> Reply | None:
+    """The first item whose params the store cannot hold (storable.py): no run is created."""
+    for i, item in enumerate(items):
+        if (bad := ops.unstorable({"params": item["params"]})) is not None:
+            what = f"The params of item {i}"
+            return storable.refused("start_run_batch", "", bad, what, then="No run was created.")
+    return None
+
+
 async def start_run_batch(
     ops: Operations, plan_of: Any, a: dict[str, Any], by: str | None
 ) -> Reply | dict[str, Any]:
     """`{started[], failed[]}` (with the envelope's fields), or one all-or-nothing refusal."""
     wf, items = a["workflow_id"], a["items"]
-    cap = a.get("max_items", MAX_ITEMS)
-    if cap < 1:
-        return refusal("start_run_batch", "", "VALIDATION_EMPTY_VALUE", "max_items must be >= 1.")
+    cap = a.get("max_items", MAX_ITEMS)  # a positive integer (params.py)
     plan: Plan | None = plan_of(wf)
-    refused = _batch_refusal(wf, items, plan, cap)
+    refused = _batch_refusal(wf, items, plan, cap) or _unstorable_item(ops, items)
     if refused is not None:
         return refused
     assert plan is not None  # noqa: S101 — refused above otherwise

@@ -6,7 +6,9 @@ Always: `workflow_id`, `run_phase`, `terminal_state`, `completed_steps`, `in_pro
 `skipped_terminal`, `blocked_on_capability`, `workflow_unresolved`; Tether's worker runs the
 engine's steps itself, so `advance_owed` and the claim values do not arise). When they apply:
 `pending_gate` (with `opened_at`), `terminal_reason` (not after a guard's abort),
-`sealed_by_arm`, `sealed_by_step`, `defaulted_steps`, `rerun_of`, `resumable`, the fields
+`sealed_by_arm`, `sealed_by_step`, `defaulted_steps`, `rerun_of`, `resumable`, and for a run
+in a chain (Tether's: a resume or retry is a new run) `resume_of` / `retry_of` and, on the run
+asked about when it went on as another, `successor{run_id, relation}`; the fields
 of health.py (`step_claims`, `engine_runnable`, `capability_blocks`, `run_health`,
 `skip_details`, `abort_context`), and with `include_steps` each step that ran with its
 attempts and a gated step's `answers`.
@@ -23,7 +25,7 @@ from tether.runtime.rows import ExecutionRow, StepRecord
 from tether.tools.realm import exhaustion, gates, health, replies, runs
 from tether.tools.realm.envelope import Reply
 
-_EVIDENCE = ("realm:auto:", "realm:guard:", "realm:final:", "agent_step:")
+_ENGINE = ("realm:auto:", "realm:guard:", "realm:final:")
 
 
 async def run_state(
@@ -33,12 +35,17 @@ async def run_state(
     gate = replies.pending_gate(row, plan)
     stuck = runs.gate_message_problem(row)  # a gate whose message could not be rendered
     waiting = [gate["step_name"]] if gate else [stuck[0]] if stuck else []
-    done = [s for s in runs.completed_steps(plan, records) if s not in waiting]
+    expired = runs.expired_gate(row, records)  # its step is skipped, not completed
+    done = [s for s in runs.completed_steps(plan, records) if s not in (*waiting, expired)]
     failed = runs.failed_steps(records)
     spent = runs.failure(row)[0] if runs.exhausted(row) else None
     if spent is not None and spent not in failed:  # runs ended by the older terminate path
         failed.append(spent)
+    skipped = runs.skipped_steps(row, records)
+    if expired is not None:  # and so are the steps that could only run after it
+        skipped += [expired, *runs.unreachable(plan, done, failed, [*skipped, expired])]
     actions = replies.open_entries(row, plan)
+    evidence = _evidence(records)
     p = runs.phase(row)
     out = Reply("get_run_state", row.id, "ok", f"Run '{row.id}' is {p}.", row.version)
     wire = out.to_wire()
@@ -51,9 +58,9 @@ async def run_state(
         completed_steps=done,
         in_progress_steps=waiting,
         failed_steps=failed,
-        skipped_steps=runs.skipped_steps(row, records),
-        evidence_count=sum(1 for r in records if r.done and r.name.startswith(_EVIDENCE)),
-        last_step=_last_step(records),
+        skipped_steps=skipped,
+        evidence_count=len(evidence),
+        last_step=evidence[-1] if evidence else None,
         created_at=_utc(row.created_at),
         updated_at=_utc(row.updated_at),
         params=params or {},
@@ -61,15 +68,23 @@ async def run_state(
     )
     if gate is not None:
         wire["pending_gate"] = _stored(plan, row, gate)
-    wire.update(_sealed(row, records))
-    found = health.fields(row, plan, records, waiting, wire["skipped_steps"])
+    wire.update(_sealed(row, records, expired))
+    found = health.fields(row, plan, records, waiting, skipped, expired)
     wire["warnings"] = [*wire.get("warnings", []), *found.pop("warnings", [])]
     wire.update(found)
     wire.update(runs.resumable(row))
-    if row.predecessor_id is not None:  # a rerun under the same key names the run it replaced
-        made = next((e for e in await ops.history(row.id) if e.type == "created"), None)
-        if made is not None and isinstance(made.data, dict) and made.data.get("rerun_of"):
-            wire["rerun_of"] = made.data["rerun_of"]
+    if row.predecessor_id is not None:  # the run it replaced (a rerun) or went on from
+        made = await _created(ops, row.id)
+        for link in ("rerun_of", "resume_of", "retry_of"):
+            if made.get(link):
+                wire[link] = made[link]
+    if row.successor_id is not None:  # this run went on as another: name it
+        wire["successor"] = await _successor(ops, row)
+        wire["context_hint"] = replies.join(
+            wire["context_hint"],
+            f"It went on as run '{row.successor_id}' ({wire['successor']['relation']}); read "
+            "that run for where the work stands.",
+        )
     if defaulted := await defaulted_steps(ops, plan, row, done):
         wire["defaulted_steps"] = defaulted
     if include_steps:
@@ -189,7 +204,9 @@ async def defaulted_steps(
     return out
 
 
-def _sealed(row: ExecutionRow, records: Sequence[StepRecord]) -> dict[str, Any]:
+def _sealed(
+    row: ExecutionRow, records: Sequence[StepRecord], expired: str | None
+) -> dict[str, Any]:
     """`terminal_reason` (not after a guard's abort), `sealed_by_arm` and `sealed_by_step`."""
     if not runs.ended(row):
         return {}
@@ -201,23 +218,41 @@ def _sealed(row: ExecutionRow, records: Sequence[StepRecord]) -> dict[str, Any]:
     if p == "abandoned":
         return {"terminal_reason": err.get("message"), "sealed_by_arm": "abandon_requested"}
     if p == "aborted":
-        expired = err.get("type") == "GateExpired"
+        by_expiry = err.get("type") == "GateExpired"
         guard = next((r for r in reversed(records) if r.name.startswith("realm:guard:")), None)
-        at = guard.name.removeprefix("realm:guard:") if guard and not expired else step
-        arm = "gate_expiry_abort" if expired else "guard_abort"
+        at = guard.name.removeprefix("realm:guard:") if guard and not by_expiry else step
+        arm = "gate_expiry_abort" if by_expiry else "guard_abort"
+        at = expired or at
         sealed = {"sealed_by_arm": arm, **({"sealed_by_step": at} if at else {})}
-        return {"terminal_reason": err.get("message"), **sealed} if expired else sealed
+        return {"terminal_reason": err.get("message"), **sealed} if by_expiry else sealed
     out = {"terminal_reason": err.get("message"), "sealed_by_arm": "step_failure"}
     return {**out, "sealed_by_step": step} if step else out
 
 
-def _last_step(records: Sequence[StepRecord]) -> str | None:
-    newest = max(
-        (r for r in records if r.done and r.name.startswith(_EVIDENCE)), key=_seq, default=None
-    )
-    if newest is None:
-        return None
-    return next(newest.name.removeprefix(p) for p in _EVIDENCE if newest.name.startswith(p))
+async def _created(ops: Operations, run_id: str) -> dict[str, Any]:
+    """What the run's `created` event says of where it came from."""
+    made = next((e for e in await ops.history(run_id) if e.type == "created"), None)
+    return made.data if made is not None and isinstance(made.data, dict) else {}
+
+
+async def _successor(ops: Operations, row: ExecutionRow) -> dict[str, Any]:
+    """`successor{run_id, relation}`: the run this one went on as, and how (`resumed` from a
+    failed step, or `retried`)."""
+    assert row.successor_id is not None  # noqa: S101 — called for a run with a successor
+    made = await _created(ops, row.successor_id)
+    relation = "resumed" if made.get("resume_of") else "retried"
+    return {"run_id": row.successor_id, "relation": relation}
+
+
+def _evidence(records: Sequence[StepRecord]) -> list[str]:
+    """The steps that left evidence, in the order they did: an engine step's record, an agent
+    step's answer."""
+    out: list[str] = []
+    for r in sorted(records, key=_seq):
+        if r.done and r.name.startswith(_ENGINE):
+            out.append(next(r.name.removeprefix(p) for p in _ENGINE if r.name.startswith(p)))
+        out += [step for step, _ in runs.agent_answers(r)]
+    return out
 
 
 def _seq(r: StepRecord) -> int:

@@ -24,7 +24,7 @@ from tether.runtime.operations import Operations
 from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow
 from tether.specs.realm import validate_payload
-from tether.tools.realm import runs
+from tether.tools.realm import runs, storable
 from tether.tools.realm.envelope import Reply, refusal
 
 WRITER_LIMIT: Final = (200, 102400)
@@ -204,6 +204,9 @@ async def _buffer(
     if s_n + len(kept) > STEP_LIMIT[0] or s_b + size > STEP_LIMIT[1]:
         return _full(row, step, "step", STEP_LIMIT, s_n, s_b)
     payload = {"writer": writer, "entries": kept, "bytes": size}
+    if (bad := ops.unstorable(payload)) is not None:
+        what = f"The trace entries for step '{step}'"
+        return storable.refused("append_trace", row.id, bad, what, run_version=row.version)
     try:
         if kept:  # no entries: the buffer's counts, nothing written
             await ops.note(row.id, channel(step), payload, by=by)
@@ -298,6 +301,11 @@ async def screened(
         ), []
     if inline:
         kept = [{k: e[k] for k in ("event", "timestamp", "data") if k in e} for e in inline]
+        if (bad := ops.unstorable({"entries": kept})) is not None:
+            what = f"The trace of step '{step}'"
+            return storable.refused(
+                step, row.id, bad, what, run_version=row.version, stopped_step=step
+            ), []
         with contextlib.suppress(rt.RunEnded):
             await ops.note(row.id, inline_channel(step), {"entries": kept})
     return None, [f"{said} It is kept as sent."] if problems else []
