@@ -332,6 +332,7 @@ def create_app(
                 protocols_dir=settings.protocols,
                 encryption=settings.encryption(),
                 audit_retention_days=settings.audit_retention_days,
+                dag_env_passthrough=settings.dag_environment(),
             ) as rt,
             access_control(rt, auth) as auditor,
             console(settings, rt, auth, auditor) as web_console,

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from tether.loader import DEFAULT_APP
 from tether.runtime.admission import Admission, Profile, parse_profiles, parse_queues
+from tether.runtime.dag.environment import DEFAULT_PASSTHROUGH, parse_passthrough
 from tether.runtime.payloads import Encryption
 from tether.runtime.worker import WorkerSettings
 from tether.specs.limits import (
@@ -125,6 +126,11 @@ class Settings(BaseModel):
     spec_max_aliases: int = Field(
         DEFAULT_MAX_ALIASES, ge=1, description="most YAML aliases (*name) in an inline DAG spec"
     )
+    dag_env_passthrough: str = Field(
+        ",".join(DEFAULT_PASSTHROUGH),
+        description="comma-separated process variables a stored DAG's `${NAME}` and steps see "
+        "(no TETHER_* name; an inline spec sees none of them)",
+    )
     step_output_bytes: int = Field(
         1024 * 1024, ge=0, description="stdout and stderr kept of each DAG shell step, each"
     )
@@ -186,6 +192,12 @@ class Settings(BaseModel):
     @classmethod
     def _valid_queues(cls, value: str) -> str:
         parse_queues(value)
+        return value
+
+    @field_validator("dag_env_passthrough")
+    @classmethod
+    def _valid_passthrough(cls, value: str) -> str:
+        parse_passthrough(value)
         return value
 
     @field_validator("profiles")
@@ -261,6 +273,10 @@ class Settings(BaseModel):
         except ValueError as exc:
             error = SettingsError(f"TETHER_ENCRYPTION_KEYS: {exc}")
         raise error
+
+    def dag_environment(self) -> frozenset[str]:
+        """The process variables stored DAGs see (TETHER_DAG_ENV_PASSTHROUGH)."""
+        return parse_passthrough(self.dag_env_passthrough)
 
     def console_enabled(self) -> bool:
         """TETHER_CONSOLE if set; unset, on only for a dev server: the embedded database

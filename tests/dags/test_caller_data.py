@@ -1,6 +1,9 @@
-"""A value a run is started with is data: it never runs as a command, wherever the DAG puts
-it (Tether's choice, and Dagu v2's: only text written in the DAG runs). Text written in the
-DAG still runs: a parameter default's backtick command, a comparison's `$(…)`."""
+"""A caller's data never reaches a shell as text it parses: a value a run is started with, and
+the text of an inline spec sent without TETHER_INLINE_SHELL (Tether's choice, and Dagu v2's:
+only text written in the DAG runs). Text written in a stored DAG still runs: a parameter
+default's backtick command, a comparison's `$(…)`. Every test here runs twice: with the
+system's `sh`, and where `sh` is bash (`bash_as_sh`), which runs commands inside `${X@P}`,
+`${A:N}` and arithmetic subscripts (`a[$(…)]`) that a POSIX shell reads as plain text."""
 
 from __future__ import annotations
 
@@ -8,13 +11,40 @@ from pathlib import Path
 
 import pytest
 
+from tether.runtime.dag.catalog import inline_key
 from tether.runtime.dag.status import dag_status
 from tether.runtime.registry import App
 
 from .conftest import Start
+from .test_gates import parked_on
 from .test_run import node_results
 
 pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture(params=["system sh", "bash as sh"], autouse=True)
+def shell_flavour(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test once per flavour of `sh` (a step's default shell too: SHELL is unset); inline
+    specs never get TETHER_INLINE_SHELL here."""
+    monkeypatch.delenv("TETHER_INLINE_SHELL", raising=False)
+    monkeypatch.delenv("SHELL", raising=False)
+    if request.param == "bash as sh":
+        request.getfixturevalue("bash_as_sh")
+    return str(request.param)
+
+
+def payloads(marks: Path) -> list[str]:
+    """Values that run `touch` in `marks` if a shell parses them: POSIX forms, and the forms
+    only bash runs (a prompt expansion, an arithmetic subscript)."""
+    return [
+        f"x; touch {marks}/semicolon",
+        f"$(touch {marks}/dollar)",
+        f"`touch {marks}/backtick`",
+        "${X@P}",  # X (the DAG's env) holds a command: bash runs it when expanding a prompt
+        f"a[$(touch {marks}/subscript)]",
+        f"$((a[$(touch {marks}/arithmetic)]))",
+    ]
+
 
 GUARDED = """\
 name: guarded
@@ -52,3 +82,173 @@ async def test_a_callers_values_never_run(start: Start, tmp_path: Path) -> None:
     assert labels == {"show": "succeeded", "compared": "skipped", "quoted": "succeeded"}
     # The value reaches the step as written; the file's default command did run.
     assert node_results(steps)["show"]["stdout"] == f"{value}|{value}-env|from-file"
+
+
+WRITTEN_COMMANDS = """\
+name: written
+working_dir: {marks}
+params:
+  - name: A
+    default: plain
+  - name: QUOTED
+    eval: $(printf '%s' "${A}")
+  - name: BARE
+    eval: $(printf '%s' ${A} $A)
+env:
+  - X: "$(touch {marks}/prompt)"
+  - TICK_QUOTED: "`printf '%s' \\"${A}\\"`"
+  - TICK_BARE: "`printf '%s' ${A} $1`"
+steps:
+  - name: compared
+    preconditions:
+      - condition: "$(printf '%s' \\"${A}\\")|`printf '%s' \\"$A\\"`|${A}|$A"
+        expected: "${A}|${A}|${A}|${A}"
+      - condition: "$(printf '%s' ${A} $A ${params.A} ${1})"
+        expected: "re:."
+    command: printf '%s|%s|%s' "$QUOTED" "$TICK_QUOTED" "$A"
+"""
+
+
+async def test_a_callers_values_inside_written_commands_are_never_parsed(
+    start: Start, tmp_path: Path
+) -> None:
+    """A reference inside a command written in the DAG (a comparison's `$(…)`, a parameter's
+    `eval`, a backtick command of `env`) hands the command its value through the shell's
+    environment, never as text it parses: quoted, the value comes out as written."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    app = App()
+    app.dag(WRITTEN_COMMANDS.replace("{marks}", str(marks)))
+    outcomes = []
+    async with start(app) as rt:
+        for value in payloads(marks):
+            run = (await rt.ops.start("written", {"params": {"A": value}})).execution.id
+            row = (await rt.ops.wait_for_end(run, timeout=20)).current
+            compared = node_results(await rt.ops.steps(run)).get("compared", {})
+            outcomes.append((row.status, compared.get("status"), compared.get("stdout")))
+    assert sorted(p.name for p in marks.iterdir()) == [], "a caller's value ran as a command"
+    assert outcomes == [("completed", "succeeded", f"{v}|{v}|{v}") for v in payloads(marks)]
+
+
+INLINE_COMPARISON = """\
+name: compares
+env:
+  - X: "$(touch {marks}/prompt)"
+  - N: "a[$(touch {marks}/subscript)]"
+  - A: abc
+steps:
+  - name: checked
+    run: act
+    with: {{value: "{text}"}}
+    preconditions:
+      - condition: "{text}"
+        expected: "{text}"
+"""
+BASH_ONLY = [
+    "${X@P}",  # a prompt expansion runs X's command substitution
+    "${A:N}",  # a substring offset is arithmetic: N's subscript runs its command
+    "${A[N]}",  # so is an index
+    "${!N}",  # N's value as a variable name: its subscript runs
+    "$((N))",  # N's value as an arithmetic expression
+    "$[N]",  # the same, bash's older spelling
+]
+
+
+def acting_app() -> tuple[App, list[str]]:
+    """An App whose action `act` records the `value` it is called with."""
+    app = App()
+    got: list[str] = []
+
+    @app.action("act")
+    def act(value: str) -> None:
+        got.append(value)
+
+    return app, got
+
+
+@pytest.mark.parametrize("text", BASH_ONLY)
+async def test_an_inline_specs_comparison_is_expanded_without_a_shell(
+    start: Start, tmp_path: Path, text: str
+) -> None:
+    """An inline spec may not run shell text without TETHER_INLINE_SHELL, and its comparison
+    starts no shell: the `$` forms that bash expands and Tether does not (`${X@P}`, `$((N))`
+    …) stay as written, as Dagu v2 keeps them, so the condition equals its `expected`."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    spec = INLINE_COMPARISON.format(marks=marks, text=text)
+    app, got = acting_app()
+    app.inline_dag(spec)
+    async with start(app) as rt:
+        run = (await rt.ops.start("compares", {"inline": inline_key(spec)})).execution.id
+        row = (await rt.ops.wait_for_end(run, timeout=20)).current
+    assert sorted(p.name for p in marks.iterdir()) == [], "an inline spec's text ran"
+    assert (row.status, got) == ("completed", [text]), row.error
+
+
+INLINE_EVAL = """\
+name: evaluates
+env:
+  - X: "$(touch {marks}/prompt)"
+  - N: "a[$(touch {marks}/subscript)]"
+params:
+  - name: MODE
+    default: fast
+  - name: DERIVED
+    eval: "${{params.MODE}}-$MODE-{text}"
+steps:
+  - name: checked
+    run: act
+    with: {{value: "${{DERIVED}}"}}
+  - id: asked
+    action: human.task
+    depends: checked
+    with:
+      prompt: "{text} ${{DERIVED}}"
+"""
+
+
+async def test_an_inline_specs_eval_without_commands_is_expanded_without_a_shell(
+    start: Start, tmp_path: Path
+) -> None:
+    """A parameter `eval` that holds no command substitution needs no shell, so an inline
+    spec may have one: its references are put in, every other `$` form stays as written."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    text = "|".join(BASH_ONLY)
+    spec = INLINE_EVAL.format(marks=marks, text=text)
+    app, got = acting_app()
+    app.inline_dag(spec)
+    async with start(app) as rt:
+        run = (await rt.ops.start("evaluates", {"inline": inline_key(spec)})).execution.id
+        task = await parked_on(rt, run, "human_task", "asked")
+    assert sorted(p.name for p in marks.iterdir()) == [], "an inline spec's text ran"
+    assert got == [f"fast-fast-{text}"]
+    assert task["prompt"] == f"{text} fast-fast-{text}"
+
+
+async def test_the_shell_fixture_runs_bash_where_the_runtime_runs_sh(
+    start: Start, shell_flavour: str
+) -> None:
+    """The runtime's `sh` (a step's default shell, a written command substitution) is bash
+    under `bash_as_sh`, so the tests above do exercise bash there."""
+    app = App()
+    app.dag(
+        """\
+name: which
+params:
+  - name: EVALUATED
+    eval: $(printf '%s' "${BASH_VERSION:+bash}")
+steps:
+  - name: step
+    preconditions:
+      - condition: $(printf '%s' "${BASH_VERSION:+bash}")
+        expected: "${EVALUATED}"
+    command: printf '%s|%s' "${BASH_VERSION:+bash}" "$EVALUATED"
+"""
+    )
+    async with start(app) as rt:
+        run = (await rt.ops.start("which", {})).execution.id
+        await rt.ops.wait_for_end(run, timeout=20)
+        step = node_results(await rt.ops.steps(run))["step"]
+    bash = "bash" if shell_flavour == "bash as sh" else ""
+    assert (step["status"], step["stdout"]) == ("succeeded", f"{bash}|{bash}")

@@ -101,6 +101,7 @@ def worker(settings: Settings) -> int:
             dags_reload_s=settings.dags_reload_s,
             protocols_dir=settings.protocols,
             encryption=settings.encryption(),
+            dag_env_passthrough=settings.dag_environment(),
         ) as rt:
             logger.info(
                 "worker %s running %d workflows (event loop: %s)",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -126,6 +126,7 @@ async def running(
     encryption: payloads.Encryption | None = None,
     audit_retention_days: float | None = None,
     dags_reload_s: float = 2.0,
+    dag_env_passthrough: Iterable[str] | None = None,
 ) -> AsyncIterator[Runtime]:
     """Migrate, open the pool and listener, start `workers` claim loops, the janitor and (when
     a workflow has a schedule) the scheduler; on exit stop the workers (leases handed back),
@@ -134,7 +135,14 @@ async def running(
     with, and the read gate (payloads.installed); `audit_retention_days`: the janitor deletes
     older audit rows. `dags_dir`: DAG files, checked for changes every `dags_reload_s`.
     `protocols_dir`: Realm protocol workflows (`*.yaml`) registered before the tool catalog
-    is built; a refused file is logged and skipped."""
+    is built; a refused file is logged and skipped. `dag_env_passthrough`: the process
+    variables stored DAGs see (`App.pass_dag_environment`; None: the App's own list).
+
+    Raises:
+        ValueError: `dag_env_passthrough` names a `TETHER_*` variable, or no variable.
+    """
+    if dag_env_passthrough is not None:
+        app.pass_dag_environment(dag_env_passthrough)
     if protocols_dir is not None:
         for file, problem in app.load_protocols(protocols_dir).items():
             logger.error("protocol %s refused: %s", file, problem)

@@ -10,13 +10,20 @@ import inspect
 import logging
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeVar
 
 from tether.runtime.context import Context
+from tether.runtime.dag.environment import (
+    DEFAULT_PASSTHROUGH,
+    INLINE_ORIGIN,
+    RunEnvironment,
+    passthrough,
+    run_environment,
+)
 from tether.runtime.dag.interpreter import DagHost, DagInput, run_dag
 from tether.runtime.dag.replay import remember_snapshot
 from tether.runtime.dag.work import as_command, unknown_action
@@ -62,7 +69,10 @@ class DagCatalog:
         self._dags: dict[str, DagEntry] = {}
         self._inline: dict[tuple[str, str], str] = {}  # (DAG name, inline_key) → text
         self._dag_watchers: list[Callable[[], object]] = []
-        self._host = DagHost(MappingProxyType(self._actions), self._snapshot, self._new_child)
+        self._passthrough = frozenset(DEFAULT_PASSTHROUGH)
+        self._host = DagHost(
+            MappingProxyType(self._actions), self._snapshot, self._new_child, self._environment
+        )
 
     @property
     def actions(self) -> Mapping[str, Callable[..., Any]]:
@@ -71,6 +81,22 @@ class DagCatalog:
     @property
     def dags(self) -> Mapping[str, DagEntry]:
         return MappingProxyType(self._dags)
+
+    @property
+    def dag_env_passthrough(self) -> frozenset[str]:
+        """The process variables a stored DAG sees (`pass_dag_environment`)."""
+        return self._passthrough
+
+    def pass_dag_environment(self, names: Iterable[str]) -> None:
+        """Let stored DAGs see the process variables `names` (in place of the default
+        `DEFAULT_PASSTHROUGH`): as their lowest `${NAME}` source and in their steps'
+        environment. Inline specs see none of them (`environment`). Read at each run's
+        start, so a run sees the variables' values of then.
+
+        Raises:
+            ValueError: a name that is not a variable name, or a `TETHER_*` one.
+        """
+        self._passthrough = passthrough(names)
 
     def watch_dags(self, changed: Callable[[], object]) -> Callable[[], None]:
         """Call `changed()` after every DAG registration, replacement or removal (a reload);
@@ -177,14 +203,18 @@ class DagCatalog:
     def _snapshot(self, name: str, inline: str | None = None) -> dict[str, str]:
         if inline is None:
             entry = self._dags[name]
-            return {"name": entry.spec.name, "file": entry.file, "text": entry.text}
+            snap = {"name": entry.spec.name, "file": entry.file, "text": entry.text}
+            return {**snap, "origin": INLINE_ORIGIN} if entry.inline else snap
         text = self._inline.get((name, inline))
         if text is None:
             raise LookupError(
                 f"inline spec {inline[:12]} of DAG {name!r} is not known to this process "
                 "(registered by another server, or dropped): start it again"
             )
-        return {"name": name, "file": INLINE, "text": text}
+        return {"name": name, "file": INLINE, "text": text, "origin": INLINE_ORIGIN}
+
+    def _environment(self, inline: bool) -> RunEnvironment:
+        return run_environment(self._passthrough, inline=inline)
 
     def _new_child(self, dag: str, child_input: Any, parent: str) -> repo.NewExecution:
         if dag not in self._dags:

@@ -14,10 +14,13 @@ import contextlib
 import functools
 import os
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Final
 
 from tether.runtime.context import Context
-from tether.runtime.dag.shell import argv_for, run_command
+from tether.runtime.dag.environment import RunEnvironment
+from tether.runtime.dag.shell import DEFAULT_SHELL, ShellResult, argv_for, run_command
 from tether.runtime.errors import StepFailed
 from tether.specs.dag import (
     DagSpec,
@@ -28,17 +31,64 @@ from tether.specs.dag import (
     substitute,
     supplied_positions,
 )
+from tether.specs.dag.commands import BACKTICK_COMMAND, pieces
 from tether.specs.dag.loader import INLINE
-from tether.specs.dag.model import BACKTICK_COMMAND
 from tether.specs.dag.params import ParamRules
+from tether.specs.dag.substitute import bind_references, expand_plain
+
+_EMPTY: Final[Mapping[str, str]] = MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What text is evaluated with: the DAG's variables (`scope`; the environment of its
+    commands, over `process`), the run's positional values (their arguments), the human
+    tasks' outputs, and the directory its commands run in."""
+
+    scope: Mapping[str, str]
+    positional: Sequence[str] = ()
+    outputs: Mapping[str, Mapping[str, str]] | None = None
+    process: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    cwd: str | None = None
+
+
+async def run_substitution(command: str, at: Evaluation) -> ShellResult:
+    """Run a command substitution's own text, as written in the DAG, with `sh -c`: the run's
+    variables in its environment, its positional values as `$1` …; a reference the shell
+    cannot read becomes a variable of its own (`bind_references`)."""
+    text, bound = bind_references(command, at.scope, at.outputs)
+    env = {**at.process, **at.scope, **bound}
+    argv = [*argv_for(text, None), DEFAULT_SHELL, *at.positional]
+    return await run_command(argv, env=env, cwd=at.cwd)
+
+
+async def expand_evaluated(text: str, at: Evaluation) -> tuple[str, str | None]:
+    """`text` (a comparison's condition, a parameter's `eval`) expanded: its plain text here
+    (`expand_plain`), each command substitution (`` `…` ``, `$(…)`) replaced by its stdout
+    less trailing newlines, as a shell does. Returns the value and the first command that
+    exited non-zero (None: none did)."""
+    out: list[str] = []
+    failed = None
+    for piece in pieces(text):
+        if not piece.command:
+            out.append(expand_plain(piece.text, at.scope, at.positional, at.outputs))
+            continue
+        res = await run_substitution(piece.text, at)
+        if res.exit_code != 0 and failed is None:
+            failed = piece.text
+        out.append(res.stdout.rstrip("\n"))
+    return "".join(out), failed
 
 
 async def prepare_values(
-    ctx: Context, dag: DagSpec, params: str | list[str] | dict[str, str] | None
+    ctx: Context,
+    dag: DagSpec,
+    params: str | list[str] | dict[str, str] | None,
+    environment: RunEnvironment,
 ) -> tuple[Sequence[str], Mapping[str, str], Mapping[str, str] | None]:
     """The run's positional and named parameter values, and its `env` values when they were
     evaluated here (else None: the caller evaluates them), from the `params` it was started
-    with.
+    with; `environment`: what the run takes from the server's.
 
     Raises:
         ValueError: an unknown parameter, an evaluation that failed, or a value that does not
@@ -49,14 +99,14 @@ async def prepare_values(
     supplied = supplied_positions(dag.params, given)
     env_values = None
     if needs_evaluation(dag.params, supplied, dag.env):
-        scope = {**os.environ, **named}
+        scope = {**environment.variables, **named}
         workdir = dag_workdir(
             dag, functools.partial(substitute, scope=scope, positional=positional)
         )
         try:
             done = await ctx.step(
                 evaluate_dynamic, dag.params, positional, supplied, dag.env, workdir,
-                name="dag:eval",
+                environment, name="dag:eval",
             )  # fmt: skip
         except StepFailed as exc:
             raise ValueError(f"evaluating params and env: {exc}") from exc
@@ -82,32 +132,37 @@ async def evaluate_dynamic(
     supplied: Collection[int],
     env: Sequence[EnvVar],
     workdir: str | None = None,
+    environment: RunEnvironment | None = None,
 ) -> dict[str, Any]:
     """The run's parameter values and `env` values, evaluated. A parameter the run was not
-    given (`supplied`: 0-based positions it was) takes its `eval`'s output (`$(…)`, backticks,
+    given (`supplied`: 0-based positions it was) takes its `eval`'s value (`$(…)`, backticks,
     `${NAME}` of earlier parameters; a failure falls back to the default, and without one fails
     the run), or has each backtick command of its default replaced by the command's trimmed
     stdout. Env entries are evaluated top to bottom, each command seeing the entries before
     it. A backtick command that fails fails the run (Dagu refuses to load the DAG). Commands
-    run in `workdir` (the DAG's working directory), made when missing."""
-    cwd = _existing(workdir)
+    run in `workdir` (the DAG's working directory), made when missing, with what the run
+    takes from the server's `environment` (default: nothing)."""
+    inherited = environment or RunEnvironment()
+    base = functools.partial(Evaluation, process=inherited.process, cwd=_existing(workdir))
     values = list(positional)
-    scope = dict(os.environ)
+    scope = dict(inherited.variables)
     for param in declared:
         index = param.position - 1
         if index not in supplied:
             if param.rules is not None and param.rules.eval:
-                values[index] = await _eval(param, scope, values, cwd)
+                values[index] = await _eval(param, base(dict(scope), tuple(values)))
             elif BACKTICK_COMMAND.search(param.default):
-                values[index] = await _substitute_commands(param.default, os.environ, cwd)
+                at = base(inherited.variables)
+                values[index] = await _substitute_commands(param.default, at)
         if param.name is not None:
             scope[param.name] = values[index]
     named = {p.name: values[p.position - 1] for p in declared if p.name is not None}
-    scope = {**os.environ, **named}
+    scope = {**inherited.variables, **named}
     env_values: dict[str, str] = {}
     for var in env:
         expand = functools.partial(substitute, scope=scope, positional=values)
-        value = await _substitute_commands(var.value, scope, cwd, expand)
+        at = base(dict(scope), tuple(values))
+        value = await _substitute_commands(var.value, at, expand)
         scope[var.name] = env_values[var.name] = value
     return {"positional": values, "named": named, "env": env_values}
 
@@ -132,53 +187,33 @@ def check_params(
     return problems
 
 
-async def _eval(
-    param: Param, scope: Mapping[str, str], values: Sequence[str], cwd: str | None
-) -> str:
-    """A parameter's `eval`, expanded by a shell. It failed when the shell did, or when it
-    printed nothing and wrote an error (a command substitution that failed: its status does
-    not reach the shell's)."""
+async def _eval(param: Param, at: Evaluation) -> str:
+    """A parameter's `eval` (`expand_evaluated`), trimmed. It failed when one of its commands
+    did (exited non-zero)."""
     rules = param.rules or ParamRules()
-    text = substitute(rules.eval or "", scope, values, quote=for_heredoc)
-    res = await run_command(expansion_argv(text), env=scope, cwd=cwd)
-    value = res.stdout.removesuffix("\n").strip()
-    if res.exit_code == 0 and (value or not res.stderr.strip()):
-        return value
+    value, failed = await expand_evaluated(rules.eval or "", at)
+    if failed is None:
+        return value.strip()
     if rules.has_default:
         return param.default
     raise ValueError(f"parameter {param.name!r}: eval failed and it has no default")
 
 
-def expansion_argv(text: str) -> list[str]:
-    """A shell command printing `text` shell-expanded as a double-quoted string would be
-    (`$VAR`, `$(…)`, backticks), with a newline after it. It goes in a here-document, so the
-    text's own quotes need no escaping; what was put into it must be `for_heredoc` quoted."""
-    end = "__TETHER_TEXT_END__"
-    while end in text:
-        end += "_"
-    return argv_for(f"cat <<{end}\n{text}\n{end}", None)
-
-
-def for_heredoc(value: str) -> str:
-    """`value` as literal text in an unquoted here-document (its `\\`, `$` and backticks
-    escaped): a value put into shell text is data, never a command."""
-    for char in ("\\", "$", "`"):
-        value = value.replace(char, "\\" + char)
-    return value
-
-
 async def _substitute_commands(
-    text: str, env: Mapping[str, str], cwd: str | None, expand: Callable[[str], str] = str
+    text: str, at: Evaluation, expand: Callable[[str], str] = str
 ) -> str:
-    """`text` with each backtick command written in it replaced by its trimmed stdout; the
-    rest of the text, and each command, go through `expand` (`${NAME}` references) apart, so
-    a value put in never becomes a command of its own."""
+    """`text` with each backtick command written in it replaced by its trimmed stdout
+    (`run_substitution`); the rest of the text goes through `expand` (`${NAME}` references),
+    so a value put in never becomes a command of its own.
+
+    Raises:
+        ValueError: a command exited non-zero.
+    """
     out, last = [], 0
     for match in BACKTICK_COMMAND.finditer(text):
-        command = expand(match[1])
-        res = await run_command(argv_for(command, None), env=env, cwd=cwd)
+        res = await run_substitution(match[1], at)
         if res.exit_code != 0:
-            raise ValueError(f"command substitution `{command}` exited {res.exit_code}")
+            raise ValueError(f"command substitution `{match[1]}` exited {res.exit_code}")
         out += [expand(text[last : match.start()]), res.stdout.strip()]
         last = match.end()
     return "".join([*out, expand(text[last:])])

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final, cast
@@ -35,6 +34,7 @@ from tether.runtime.context import Context
 from tether.runtime.dag import asks, gates
 from tether.runtime.dag.ahead import Ahead, Launch
 from tether.runtime.dag.dynamic import dag_workdir, prepare_values
+from tether.runtime.dag.environment import INLINE_ORIGIN, RunEnvironment
 from tether.runtime.dag.replay import (
     apply_call,
     child_result,
@@ -69,7 +69,6 @@ from tether.storage import children, repo
 
 #: Node statuses after which a step may still run (or be answered) in this run.
 _OPEN = frozenset({"not_started", "retrying", "waiting", "running"})
-
 
 _NO_STEP: Final = Step(name="", work=Shell(), line=0)  # the DAG's own checks: no step env
 
@@ -109,6 +108,7 @@ class DagHost:
     # (DAG name, inline spec key or None) → {"name", "file", "text"}
     snapshot: Callable[[str, str | None], dict[str, str]]
     new_child: Callable[[str, Any, str], repo.NewExecution]  # (dag, input, parent) → row
+    environment: Callable[[bool], RunEnvironment]  # (spec came inline) → what the run sees
 
 
 async def run_dag(ctx: Context, host: DagHost, name: str, inp: DagInput) -> dict[str, Any]:
@@ -120,11 +120,12 @@ async def run_dag(ctx: Context, host: DagHost, name: str, inp: DagInput) -> dict
         plan = inp.retry.model_dump()
         snap = await ctx.transaction(inherited, ctx.execution_id, plan, name="dag:spec")
     dag = parse_snapshot(snap["name"], snap["file"], snap["text"])
+    environment = host.environment(snap.get("origin") == INLINE_ORIGIN)
     try:
-        positional, named, env_values = await prepare_values(ctx, dag, inp.params)
+        positional, named, env_values = await prepare_values(ctx, dag, inp.params, environment)
     except ValueError as exc:
         raise DagFailed(str(exc)) from exc
-    run = _Run(ctx, host, dag, DagState(dag), positional, named, env_values)
+    run = _Run(ctx, host, dag, DagState(dag), positional, named, environment, env_values)
     run.state.inherit(snap.get("inherit") or {})
     run.state.attempts.append((await ctx.uuid()).hex[:6])
     if dag.preconditions and (unmet := await run.unmet()) is not None:
@@ -158,10 +159,10 @@ class _Run:
     state: DagState
     positional: Sequence[str]
     named: Mapping[str, str]
+    environment: RunEnvironment  # what the run takes from the server's (`environment`)
     # The DAG's env as `dag:eval` recorded it (when it ran commands), else evaluated below.
     env_values: Mapping[str, str] | None = None
-    # The process env, the run's parameters and the DAG's env, evaluated once a claim (the
-    # same for every step); each step layers its upstream outputs and run values over it.
+    # Inherited variables, parameters, DAG env: evaluated once a claim, under each step's own.
     base: Mapping[str, str] | None = None
     flush: bool = dataclasses.field(default_factory=step_flush)  # TETHER_DAG_STEP_FLUSH
     # Asks still waiting after a push-back let the run go on: step name → its ask's result.
@@ -171,7 +172,8 @@ class _Run:
     def given(self, name: str, step: Step | None = None) -> StepInput:
         if self.base is None:
             env = self.dag.env if self.env_values is None else ()
-            base = step_scope(os.environ, self.named, env, positional=self.positional)
+            inherited = self.environment.variables
+            base = step_scope(inherited, self.named, env, positional=self.positional)
             self.base = {**base, **(self.env_values or {})}
         scope = step_scope(
             self.base,
@@ -189,7 +191,8 @@ class _Run:
             substitute, scope=scope, positional=self.positional, step_outputs=outputs
         )
         shell = expand(self.dag.shell) if self.dag.shell else None  # `bash ${params.X}`
-        return StepInput(scope, self.positional, outputs, dag_workdir(self.dag, expand), shell)
+        workdir, process = dag_workdir(self.dag, expand), self.environment.process
+        return StepInput(scope, self.positional, outputs, workdir, shell, process)
 
     async def wave(self, wave: list[str]) -> None:
         delays = [
@@ -337,8 +340,7 @@ class _Run:
 
 
 async def _spec(host: DagHost, name: str, inline: str | None) -> dict[str, str]:
-    """The spec the run records (a coroutine: `ctx.step` would hand a plain function to a
-    thread, for a dictionary lookup)."""
+    """The spec the run records (a coroutine: `ctx.step` runs a plain function in a thread)."""
     return host.snapshot(name, inline)
 
 

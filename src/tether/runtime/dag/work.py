@@ -5,6 +5,7 @@ the work itself (the interpreter decides retries and continueOn from the result)
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import json
 import os
@@ -13,8 +14,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from tether.runtime.dag.ahead import Ahead, Launch, quiet_start
-from tether.runtime.dag.dynamic import expansion_argv, for_heredoc, make_dir, missing_dir
+from tether.runtime.dag.dynamic import Evaluation, expand_evaluated, make_dir, missing_dir
 from tether.runtime.dag.shell import (
+    DEFAULT_SHELL,
     GATE_PREFIX,
     POSIX_SHELLS,
     Gate,
@@ -39,10 +41,17 @@ class StepInput:
     task_outputs: Mapping[str, Mapping[str, str]]
     workdir: str | None = None  # the DAG's `working_dir`, else its file's directory (Dagu's)
     shell: str | None = None  # the DAG's `shell`: a step's shell when it names none
+    # In the environment of the step's processes only, under `scope` (`environment`).
+    process: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    @property
+    def environ(self) -> Mapping[str, str]:
+        """The environment of the processes the step starts: its variables over `process`."""
+        return {**self.process, **self.scope} if self.process else self.scope
 
     def shell_for(self, work: Shell) -> str:
         """The shell `work` runs in: its own, else the DAG's or the default (`default_shell`)."""
-        return work.shell or default_shell(self.shell)
+        return work.shell or default_shell(self.shell, self.scope)
 
     def expand(self, text: str, quote: Callable[[str], str] | None = None) -> str:
         return substitute(text, self.scope, self.positional, self.task_outputs, quote)
@@ -78,7 +87,7 @@ def _starts_early(step: Step, given: StepInput) -> bool:
     work = step.work
     if not isinstance(work, Shell) or work.script is not None or not work.commands:
         return False
-    return not step.preconditions and gateable(given.shell_for(work), given.scope)
+    return not step.preconditions and gateable(given.shell_for(work), given.environ)
 
 
 def launch_of(step: Step, given: StepInput) -> Launch | None:
@@ -90,9 +99,10 @@ def launch_of(step: Step, given: StepInput) -> Launch | None:
         return None
     shell = given.shell_for(work)
     argv = argv_for(GATE_PREFIX + given.expand(work.commands[0]), shell)
-    if not quiet_start(argv[0], given.scope):
+    env = given.environ
+    if not quiet_start(argv[0], env):
         return None
-    return Launch(step.name, tuple(argv), dict(given.scope), _cwd(work, given))
+    return Launch(step.name, tuple(argv), dict(env), _cwd(work, given))
 
 
 def _cwd(work: Shell, given: StepInput) -> str | None:
@@ -121,7 +131,7 @@ async def _run_shell(
     then = ahead.launch if ahead is not None else None
     timeout = float(step.timeout_sec) if step.timeout_sec else None
     results: list[ShellResult] = []
-    env = dict(given.scope)
+    env = dict(given.environ)
     shell = given.shell_for(work)
     if work.script is not None:
         script = given.expand(work.script)
@@ -153,11 +163,12 @@ def step_flush() -> bool:
     return os.environ.get(STEP_FLUSH_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def default_shell(dag_shell: str | None = None) -> str:
-    """Dagu's shell for a step that names none: the DAG's `shell`, else `$SHELL` (else `sh`),
+def default_shell(dag_shell: str | None = None, scope: Mapping[str, str] | None = None) -> str:
+    """Dagu's shell for a step that names none: the DAG's `shell`, else the run's `$SHELL`
+    (`scope`: passed through from the server's environment, or set by the DAG), else `sh`,
     with `-e` (errexit) added for a Unix-like shell (Dagu specs 014/015), so a failing line
     of a multi-line command fails the step. (A step's own `shell` is taken as written.)"""
-    shell = dag_shell or os.environ.get("SHELL", "").strip() or "sh"
+    shell = dag_shell or (scope or {}).get("SHELL", "").strip() or DEFAULT_SHELL
     name = os.path.basename(shell.split()[0])
     return f"{shell} -e" if name in POSIX_SHELLS and "-e" not in shell.split() else shell
 
@@ -259,7 +270,7 @@ async def _holds(cond: Precondition, given: StepInput) -> bool:
         argv = argv_for(given.expand(cond.condition), None)
         if given.workdir is not None and missing_dir(given.workdir):
             make_dir(given.workdir)
-        res = await run_command(argv, env=given.scope, cwd=given.workdir)
+        res = await run_command(argv, env=given.environ, cwd=given.workdir)
         held = res.exit_code == 0
     else:
         actual = await _evaluate(cond.condition, given)
@@ -272,20 +283,11 @@ async def _holds(cond: Precondition, given: StepInput) -> bool:
 
 
 async def _evaluate(condition: str, given: StepInput) -> str:
-    """The condition with its references put in, then shell-expanded (`$VAR`, backticks,
-    `$(…)`) when its own text asks for it. The values put in are quoted for the shell: a
-    value (a caller's parameter, a step's output) is data, never run as a command."""
-    if not _asks_shell(given.expand(condition, _dropped)):
-        return given.expand(condition)
-    argv = expansion_argv(given.expand(condition, for_heredoc))
+    """The condition expanded (`dynamic.expand_evaluated`): its references and `$NAME` put in
+    here, and each `` `…` `` / `$(…)` written in it run by a shell, in the DAG's working
+    directory. A value put in (a caller's parameter, a step's output) is data: no shell
+    parses it. A command that fails gives what it printed."""
     workdir = given.workdir if given.workdir and not missing_dir(given.workdir) else None
-    res = await run_command(argv, env=given.scope, cwd=workdir)
-    return res.stdout.removesuffix("\n")
-
-
-def _dropped(_: str) -> str:
-    return ""
-
-
-def _asks_shell(text: str) -> bool:
-    return "`" in text or "$" in text
+    at = Evaluation(given.scope, given.positional, given.task_outputs, given.process, workdir)
+    value, _ = await expand_evaluated(condition, at)
+    return value

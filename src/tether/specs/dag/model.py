@@ -6,12 +6,12 @@ model (`depends`, `rewind_to`) is already resolved to a step name of the same DA
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Final, Literal
+from typing import Literal
 
+from tether.specs.dag.commands import BACKTICK_COMMAND, has_command
 from tether.specs.dag.params import ParamRules
 
 DagType = Literal["graph", "chain"]
@@ -19,10 +19,6 @@ HandlerEvent = Literal["success", "failure", "exit"]
 ScalarType = Literal["string", "integer", "number", "boolean"]
 Scalar = str | int | float | bool
 EMPTY: Mapping[str, object] = MappingProxyType({})
-
-
-BACKTICK_COMMAND: Final = re.compile(r"`([^`]+)`")  # Dagu's command substitution in params, env
-_SHELL_COMMAND: Final = re.compile(r"`[^`]+`|\$\(")  # what a shell runs inside double quotes
 
 
 @dataclass(frozen=True)
@@ -76,8 +72,8 @@ class Precondition:
     @property
     def runs_command(self) -> bool:
         """Whether checking it runs a command written in the DAG: a command precondition, or
-        a comparison whose condition holds `` `…` `` or `$(…)` (expanded by a shell)."""
-        return self.expected is None or _SHELL_COMMAND.search(self.condition) is not None
+        a comparison whose condition holds `` `…` `` or `$(…)` (`commands.pieces`)."""
+        return self.expected is None or has_command(self.condition)
 
 
 @dataclass(frozen=True)
@@ -249,9 +245,11 @@ class DagSpec:
     @property
     def command_fields(self) -> tuple[str, ...]:
         """`params`, `env`, `preconditions` (the DAG's) when they run shell text: a backtick
-        command in a default or value, a parameter's `eval`, a precondition's command."""
+        command in a default or value, or in a parameter's `eval` (or its `$(…)`), a
+        precondition's command."""
         params = any(
-            BACKTICK_COMMAND.search(p.default) or (p.rules is not None and p.rules.eval)
+            BACKTICK_COMMAND.search(p.default)
+            or (p.rules is not None and p.rules.eval and has_command(p.rules.eval))
             for p in self.params
         )
         env = any(BACKTICK_COMMAND.search(e.value) for e in self.env)

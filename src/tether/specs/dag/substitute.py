@@ -1,7 +1,8 @@
 """`${NAME}` substitution and the variable scope of a step (pure functions).
 
 Sources, lowest to highest precedence (as Dagu resolves them, without dotenv and secrets):
-  1. the inherited process environment
+  1. the server's environment variables passed through to the DAG (an allow-list the
+     operator sets, `TETHER_DAG_ENV_PASSTHROUGH`; none for an inline spec)
   2. parameters: named ones as `${NAME}`, every one as `$1`, `${1}` … by position
   3. the DAG's `env`, evaluated top to bottom (an entry may use params and earlier entries)
   4. the selected runtime profile's env
@@ -9,7 +10,10 @@ Sources, lowest to highest precedence (as Dagu resolves them, without dotenv and
      `output_order` so a later-visited predecessor wins
   5b. the step's own `env`, evaluated top to bottom
   6. run values set by the runtime (DAG_RUN_ID, DAG_PUSHBACK_ITERATION, DAG_PUSHBACK …)
-A reference to a missing name is left as written (the shell may still expand it).
+A reference to a missing name is left as written (the shell may still expand it). Text that
+is expanded here in a shell's place (a comparison, a parameter's `eval`: `expand_plain`) also
+reads `$NAME`, and a missing name as empty, as the shell would; a command written in such text
+gets the values through its environment (`bind_references`), never as text to parse.
 `${NAME.key[0].sub}` reads a path in NAME's JSON value (older Dagu's JSON references).
 `${steps.<id>.outputs.<field>}` reads a human task's published outputs.
 `${params.NAME}` and `${env.NAME}` (Dagu v2) read NAME as `${NAME}` does (so for a parameter,
@@ -31,6 +35,12 @@ _REF: Final = re.compile(
     r"|(?P<pos>[1-9][0-9]*))\}|\$(?P<bare>[1-9])(?![0-9])"
 )
 _PATH_PART: Final = re.compile(r"\.([A-Za-z0-9_-]+)|\[([0-9]+)\]")
+# `expand_plain`: an escaped character, a reference, or a shell's `$NAME`
+_PLAIN: Final = re.compile(
+    r"\\(?P<escaped>[$`\\])|" + _REF.pattern + r"|\$(?P<env>[A-Za-z_][A-Za-z0-9_]*)"
+)
+#: `bind_references`: the environment names it gives the values it binds.
+BOUND_PREFIX: Final = "__DAG_REF_"
 
 
 def substitute(
@@ -44,26 +54,82 @@ def substitute(
     `quote`, when given, is applied to each value put in (not to a reference left as written).
     """
 
-    def value(match: re.Match[str]) -> str | None:
-        if match["name"] is not None:
-            if match["path"]:
-                found = _json_path(scope.get(match["name"]), match["path"])
-                if found is None and match["name"] in ("params", "env"):
-                    found = scope.get(match["path"][1:])  # Dagu v2's `${params.NAME}`, `${env.…}`
-                return found
-            return scope.get(match["name"])
-        if match["step"] is not None:
-            return (step_outputs or {}).get(match["step"], {}).get(match["field"])
-        index = int(match["pos"] or match["bare"]) - 1
-        return positional[index] if index < len(positional) else None
-
     def replace(match: re.Match[str]) -> str:
-        found = value(match)
+        found = _value(match, scope, positional, step_outputs)
         if found is None:
             return match[0]
         return found if quote is None else quote(found)
 
     return _REF.sub(replace, text)
+
+
+def expand_plain(
+    text: str,
+    scope: Mapping[str, str],
+    positional: Sequence[str] = (),
+    step_outputs: Mapping[str, Mapping[str, str]] | None = None,
+) -> str:
+    """`text` (plain text around command substitutions: `commands.pieces`) as a shell would
+    read it between double quotes, without one: `${…}` references and `$NAME` put in (unset:
+    empty, as a shell has them), `\\$`, `` \\` `` and `\\\\` read as the character. Any other
+    `$` form (`$((…))`, `${X@P}`, `$$`) stays as written: nothing here is run."""
+
+    def replace(match: re.Match[str]) -> str:
+        if match["escaped"] is not None:
+            return match["escaped"]
+        if match["env"] is not None:
+            return scope.get(match["env"], "")
+        found = _value(match, scope, positional, step_outputs)
+        return "" if found is None else found
+
+    return _PLAIN.sub(replace, text)
+
+
+def bind_references(
+    command: str,
+    scope: Mapping[str, str],
+    step_outputs: Mapping[str, Mapping[str, str]] | None = None,
+) -> tuple[str, dict[str, str]]:
+    """A command substitution's text ready for a shell whose environment is `scope` and whose
+    arguments are the run's positional values: `${NAME}` and `$1`, `${1}` … stay, for the shell
+    to read from there; each reference it cannot read itself (`${NAME.path}`,
+    `${params.NAME}`, `${steps.ID.outputs.F}`) becomes `${<BOUND_PREFIX>n}`, returned with
+    its value for the shell's environment. So no value becomes text the shell parses."""
+    bound: dict[str, str] = {}
+
+    def replace(match: re.Match[str]) -> str:
+        if match["name"] is None and match["step"] is None:
+            return match[0]  # positional: the shell's own arguments
+        if match["name"] is not None and not match["path"]:
+            return match[0]  # in the shell's environment (or unset there, as here)
+        found = _value(match, scope, (), step_outputs)
+        if found is None:
+            return match[0]
+        name = f"{BOUND_PREFIX}{len(bound)}"
+        bound[name] = found
+        return "${" + name + "}"
+
+    return _REF.sub(replace, command), bound
+
+
+def _value(
+    match: re.Match[str],
+    scope: Mapping[str, str],
+    positional: Sequence[str],
+    step_outputs: Mapping[str, Mapping[str, str]] | None,
+) -> str | None:
+    """What the reference `match` reads, or None when it reads nothing."""
+    if match["name"] is not None:
+        if match["path"]:
+            found = _json_path(scope.get(match["name"]), match["path"])
+            if found is None and match["name"] in ("params", "env"):
+                found = scope.get(match["path"][1:])  # Dagu v2's `${params.NAME}`, `${env.…}`
+            return found
+        return scope.get(match["name"])
+    if match["step"] is not None:
+        return (step_outputs or {}).get(match["step"], {}).get(match["field"])
+    index = int(match["pos"] or match["bare"]) - 1
+    return positional[index] if index < len(positional) else None
 
 
 def _json_path(text: str | None, path: str) -> str | None:
@@ -151,7 +217,7 @@ def evaluate_env(
 
 
 def step_scope(
-    process_env: Mapping[str, str],
+    inherited: Mapping[str, str],
     params: Mapping[str, str],
     env: Iterable[EnvVar],
     *,
@@ -161,12 +227,13 @@ def step_scope(
     step_env: Sequence[EnvVar] = (),
     run_values: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The variables a step sees, layered in the documented precedence (later wins).
+    """The variables a step sees, layered in the documented precedence (later wins);
+    `inherited`: what the run takes from the server's environment.
 
     `outputs` are the upstream steps' published variables in `output_order`; `step_env` the
     step's own `env`, evaluated top to bottom over all of those (run values stay protected).
     """
-    scope = evaluate_env(env, {**process_env, **params}, positional)
+    scope = evaluate_env(env, {**inherited, **params}, positional)
     scope.update(profile or {})
     for published in outputs:
         scope.update(published)

@@ -15,7 +15,8 @@ from typing import Final
 import yaml
 from cronsim import CronSim, CronSimError
 
-from tether.specs.dag.model import BACKTICK_COMMAND, EnvVar, Label, Param, Schedule
+from tether.specs.dag.commands import BACKTICK_COMMAND
+from tether.specs.dag.model import EnvVar, Label, Param, Schedule
 from tether.specs.dag.nodes import At, Fields, items, plain, string, strings
 from tether.specs.dag.params import ParamRules, parse_rich
 
