@@ -2,7 +2,8 @@
 
 Every step appends `<step> <pid>` to `$SIDE_EFFECT_DIR/evidence`. Step `c` SIGKILLs its own
 worker (the shell's parent) when `KILL_DAG=1`, after writing its line: the step is cut off
-mid-command and must run again in the next worker; steps that finished must not.
+mid-command and must run again in the next worker; steps that finished must not. The worker
+passes both variables through to its DAGs (`TETHER_DAG_ENV_PASSTHROUGH`).
 
 `gated` is for the kill at a gate (tests/e2e/test_kill_dag.py): the test holds the run's row
 while `b` runs, so `b`'s result cannot commit and `c`'s shell, started while `b` ran

@@ -19,6 +19,8 @@ from tether.runtime.dag.status import dag_status
 from tether.runtime.operations import Operations
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e, pytest.mark.slow]
+# The steps read these from the worker's environment, so the worker passes them through.
+PASSED = {"TETHER_DAG_ENV_PASSTHROUGH": "PATH,SIDE_EFFECT_DIR,KILL_DAG"}
 
 
 async def test_a_killed_worker_resumes_the_dag_without_rerunning_finished_steps(
@@ -30,7 +32,7 @@ async def test_a_killed_worker_resumes_the_dag_without_rerunning_finished_steps(
     try:
         ops = Operations(db, app)
         run = (await ops.start("killme", {})).execution.id
-        env = {"SIDE_EFFECT_DIR": str(evidence_dir)}
+        env = {"SIDE_EFFECT_DIR": str(evidence_dir), **PASSED}
         first = workers.spawn(
             "worker1", KILL_DAG="1", TETHER_WORKERS="1", TETHER_LEASE_S="1", **env
         )
@@ -78,7 +80,7 @@ async def test_killed_at_a_gate_the_next_command_never_ran(
     evidence_dir.mkdir()
     evidence = evidence_dir / "evidence"
     workers = Workers(db_url, tmp_path, "tests/apps/killable_dag.py:app")
-    env = {"SIDE_EFFECT_DIR": str(evidence_dir)}
+    env = {"SIDE_EFFECT_DIR": str(evidence_dir), **PASSED}
     try:
         ops = Operations(db, app)
         run = (await ops.start("gated", {})).execution.id
