@@ -247,7 +247,8 @@ def _admission(entry: DagEntry) -> dict[str, Any]:
 
 def _shell_refusal(spec: DagSpec, text: str) -> InlineShellRefused:
     """The refusal of an inline spec that would run shell text: its steps that do, else the
-    DAG-level field (`params` / `env`) whose backtick commands would run."""
+    DAG-level field (`params`, `env`, `preconditions`) whose commands would run (backticks,
+    an `eval`'s `$(…)`, a command precondition)."""
     needs = f"which an inline spec may not do unless the operator sets {INLINE_SHELL_ENV}"
     if shell := shell_steps(spec):
         first = next(s for s in (*spec.steps, *spec.handlers.values()) if s.name == shell[0])
@@ -262,7 +263,7 @@ def _shell_refusal(spec: DagSpec, text: str) -> InlineShellRefused:
     key = spec.command_fields[0]
     found = re.search(rf"(?m)^{key}\s*:", text)
     return InlineShellRefused(
-        f"`{key}` holds backtick commands, {needs}",
+        f"`{key}` holds commands to run, {needs}",
         field=key,
         path=key,
         file=spec.file,
