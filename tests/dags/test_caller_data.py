@@ -7,11 +7,13 @@ system's `sh`, and where `sh` is bash (`bash_as_sh`), which runs commands inside
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from tether.runtime.dag.catalog import inline_key
+from tether.runtime.dag.shell import argv_for, run_command
 from tether.runtime.dag.status import dag_status
 from tether.runtime.registry import App
 
@@ -229,8 +231,8 @@ async def test_an_inline_specs_eval_without_commands_is_expanded_without_a_shell
 async def test_the_shell_fixture_runs_bash_where_the_runtime_runs_sh(
     start: Start, shell_flavour: str
 ) -> None:
-    """The runtime's `sh` (a step's default shell, a written command substitution) is bash
-    under `bash_as_sh`, so the tests above do exercise bash there."""
+    """The runtime's `sh` (a step's default shell, a written command substitution) is the `sh`
+    on PATH: bash under `bash_as_sh`, so the tests above do exercise bash there."""
     app = App()
     app.dag(
         """\
@@ -250,5 +252,8 @@ steps:
         run = (await rt.ops.start("which", {})).execution.id
         await rt.ops.wait_for_end(run, timeout=20)
         step = node_results(await rt.ops.steps(run))["step"]
-    bash = "bash" if shell_flavour == "bash as sh" else ""
-    assert (step["status"], step["stdout"]) == ("succeeded", f"{bash}|{bash}")
+    probe = await run_command(argv_for('printf %s "${BASH_VERSION:+bash}"', None), env=os.environ)
+    sh_is = probe.stdout  # "bash", or "" for another shell
+    if shell_flavour == "bash as sh":
+        assert sh_is == "bash"
+    assert (step["status"], step["stdout"]) == ("succeeded", f"{sh_is}|{sh_is}")
