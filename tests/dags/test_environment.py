@@ -10,6 +10,7 @@ import pytest
 
 from tether.runtime.dag.catalog import inline_key
 from tether.runtime.dag.environment import DEFAULT_PASSTHROUGH, passthrough, run_environment
+from tether.runtime.dag.retrying import retry_dag
 from tether.runtime.registry import App
 from tether.settings import Settings, SettingsError
 
@@ -145,6 +146,38 @@ async def test_an_inline_specs_shell_gets_path_alone(
     assert not {"HOME", "DAG_OK", "CLOUD_TOKEN", "SHELL"} & set(seen)
     assert not [name for name in seen if name.startswith("TETHER_")]
     assert results["read"]["stdout"] == "||"
+
+
+RETRIED = """\
+name: retried
+steps:
+  - name: flaky
+    run: flaky
+    with: {value: "${HOME}|${DAG_OK}"}
+"""
+
+
+async def test_a_retried_inline_run_still_reads_no_server_variable(start: Start) -> None:
+    """The run records that its spec came inline; a retry of it, which takes the recorded
+    spec, is still an inline run."""
+    app = App()
+    app.pass_dag_environment(["HOME", "DAG_OK"])
+    seen: list[str] = []
+
+    @app.action("flaky")
+    def flaky(value: str) -> None:
+        seen.append(value)
+        if len(seen) == 1:
+            raise RuntimeError("first try fails")
+
+    app.inline_dag(RETRIED)
+    async with start(app) as rt:
+        first = (await rt.ops.start("retried", {"inline": inline_key(RETRIED)})).execution.id
+        assert (await rt.ops.wait_for_end(first, timeout=20)).current.status == "failed"
+        again = await retry_dag(rt.ops, first)
+        row = (await rt.ops.wait_for_end(again.id, timeout=20)).current
+    assert row.status == "completed", row.error
+    assert seen == ["${HOME}|${DAG_OK}"] * 2
 
 
 @pytest.mark.parametrize(
