@@ -1,7 +1,20 @@
 """Tether: durable, long-running work for AI agents, on PostgreSQL.
 
-The public names load lazily, so `tether.conformance` (a black-box harness that must not need
-the runtime) can be imported without it.
+The public API is what this package exports (`__all__`): the `App` that registers
+workflows, the `Context` of their durable calls, the retry policy, the wait specs and the
+results they return, and the errors workflow code raises or catches. Two more packages are
+public by the same rule, each through its own `__all__`: `tether.testing` (testing your
+workflows) and `tether.client` (driving runs from application code). So are the `tether` and
+`tether-conformance` commands.
+
+Every other module (`tether.runtime`, `tether.storage`, `tether.tools`, ...) is internal and
+may change without notice, even where a public signature names one of its types; a public
+class's members are the ones its API reference documents. Import public names from
+`tether`, not from the module that defines them. A test holds the API reference in `docs/api`
+to exactly these names.
+
+The public names load lazily, so `tether.conformance` (a black-box harness that must not
+need the runtime) can be imported without it.
 """
 
 from __future__ import annotations
@@ -18,15 +31,20 @@ _EXPORTS: dict[str, str] = {
     "Approved": "tether.runtime.waits",
     "Completed": "tether.runtime.waits",
     "Context": "tether.runtime.context",
+    "DagSpecError": "tether.specs.dag",
     "HumanTask": "tether.runtime.waits",
     "NonDeterminism": "tether.runtime.errors",
+    "PlanError": "tether.runtime.realm.plan",
     "ProtocolError": "tether.runtime.errors",
     "PushedBack": "tether.runtime.waits",
     "Rejected": "tether.runtime.errors",
     "RetryPolicy": "tether.runtime.policy",
     "Signal": "tether.runtime.waits",
     "StepFailed": "tether.runtime.errors",
+    "ToolContext": "tether.tools.context",
+    "ToolError": "tether.tools.context",
     "Update": "tether.runtime.waits",
+    "UpdateContext": "tether.runtime.executor",
     "UpdateReceived": "tether.runtime.waits",
     "WaitTimeout": "tether.runtime.errors",
 }
@@ -38,15 +56,20 @@ __all__ = [
     "Approved",
     "Completed",
     "Context",
+    "DagSpecError",
     "HumanTask",
     "NonDeterminism",
+    "PlanError",
     "ProtocolError",
     "PushedBack",
     "Rejected",
     "RetryPolicy",
     "Signal",
     "StepFailed",
+    "ToolContext",
+    "ToolError",
     "Update",
+    "UpdateContext",
     "UpdateReceived",
     "WaitTimeout",
     "__version__",
@@ -61,7 +84,9 @@ if TYPE_CHECKING:
         StepFailed,
         WaitTimeout,
     )
+    from tether.runtime.executor import UpdateContext
     from tether.runtime.policy import RetryPolicy
+    from tether.runtime.realm.plan import PlanError
     from tether.runtime.registry import App
     from tether.runtime.waits import (
         AgentStep,
@@ -74,6 +99,8 @@ if TYPE_CHECKING:
         Update,
         UpdateReceived,
     )
+    from tether.specs.dag import DagSpecError
+    from tether.tools.context import ToolContext, ToolError
 
 
 def __getattr__(name: str) -> Any:

@@ -45,7 +45,28 @@ def _utcnow() -> datetime:
 
 
 class Context(TypedWaits):
-    """Durable calls for one run. Created by the executor for every (re-)execution."""
+    """The durable calls a workflow makes: its first argument, one per run.
+
+    A worker runs the workflow function from the top each time it picks the run up. Each
+    durable call takes the next position in the run's history: a call recorded there
+    returns the recorded result at once; otherwise it does its work and records the result.
+    So a workflow must make the same durable calls in the same order on every replay, and
+    reads the clock and random ids through [`now`][tether.Context.now] and
+    [`uuid`][tether.Context.uuid]. A call that has to wait (a sleep, an open approval, a
+    retry's backoff) parks the run: the coroutine is unwound and no process waits for it.
+
+    Parking, a requested cancel (at the next durable call that is not a replay) and
+    [`continue_as_new`][tether.Context.continue_as_new] unwind the workflow with exceptions
+    derived from `BaseException`: an `except Exception` does not catch them, and code that
+    catches `BaseException` must raise them again.
+
+    Attributes:
+        execution_id: The run's id.
+        workflow: The name of the workflow being run.
+        business_id: The id the run was started under (its successors keep it).
+        run_attempt: Which run-level attempt this is (1 for the first; a run-level retry
+            adds one).
+    """
 
     def __init__(self, row: ExecutionRow, state: RunState, io: RunIO) -> None:
         self.execution_id = row.id
@@ -148,15 +169,48 @@ class Context(TypedWaits):
         total_timeout: float | None = None,
         **kwargs: Any,
     ) -> Any:
-        """Run `fn(*args, **kwargs)` once and checkpoint its result; replay returns the record.
-        `lazy`: written with the run's next write (a cheap read: lost in a crash, it reruns).
-        `flush=False`: its commit does not wait for the disk (`Checkpoint.flush`). `behind`:
-        its write is started, not waited for (`RunIO.write_behind`): the next durable call or
-        user code waits first. `gated`: `fn` waits itself (`landing`) before its side effects.
-        Sync functions run in a thread. A failure is retried per `retry` (durable backoff: the
-        run parks until the next try) when `retry_if(error)` holds, within `total_timeout`
-        (policy.TotalTimeout); after the last try it raises StepFailed, the same way on every
-        replay. The result round-trips through JSON (typed by `fn`'s return annotation)."""
+        """Run `fn(*args, **kwargs)` and record its result; a replay returns the record.
+
+        The guarantee is at least once: a recorded result is never computed again, but a
+        worker that dies while `fn` runs (before its result is recorded) leaves it to run
+        again on the next worker, so `fn` must be idempotent. A sync `fn` runs in a thread,
+        an `async` one on the event loop. The result is stored as JSON and read back through
+        `fn`'s return annotation, so the first run and a replay see equal values.
+
+        A failure is retried per `retry` while `retry_if` allows: between tries the run parks
+        until the backoff has passed (a durable timer; a restart does not reset the count).
+        `fn` cannot take keyword arguments named like the options below.
+
+        Args:
+            fn: The function to run (sync or `async`).
+            *args: Its positional arguments.
+            name: The step's name in the run's history (default: `fn`'s qualified name). A
+                replay checks it, so renaming a step breaks runs parked after it.
+            retry: How often to try and how long to wait between tries (default: once).
+            timeout: Bounds one try (seconds or a `timedelta`); a try that runs over fails
+                with `TimeoutError`.
+            lazy: Record the result with the run's next write instead of on its own: for a
+                cheap read with no effects, which runs again if the worker dies first.
+            flush: `False` commits the record without waiting for the disk flush (Tether's
+                DAG interpreter uses it; a workflow leaves the default).
+            behind: Start the record's write without waiting for it; the next durable call
+                waits for it (Tether's DAG interpreter uses it).
+            gated: `fn` itself waits for the run's earlier writes before its side effects
+                (Tether's DAG interpreter uses it; a workflow leaves the default).
+            retry_if: Called with a failure's exception: `False` stops retrying it.
+            total_timeout: Seconds for all tries together, the waits between them included,
+                from the first try's start: each try is cut to the time left, and no retry
+                starts past it.
+            **kwargs: Its keyword arguments.
+
+        Returns:
+            `fn`'s result, as its return annotation reads the recorded JSON.
+
+        Raises:
+            StepFailed: `fn` failed on its last allowed try (or was not retried); raised the
+                same way on every replay. Uncaught, it fails the run.
+            NonDeterminism: Replay found a different call recorded at this position.
+        """
         step_name = name or str(getattr(fn, "__qualname__", repr(fn)))
         seq, rec = self._next("step", step_name)
         adapter = _return_adapter(fn)
@@ -223,13 +277,27 @@ class Context(TypedWaits):
         name: str | None = None,
         **kwargs: Any,
     ) -> Any:
-        """Run `await fn(conn, *args)` in a database transaction that also records its result.
+        """Run `await fn(conn, *args, **kwargs)` in a transaction that also records its result.
 
-        The effect and the checkpoint commit together or not at all, so a transaction step
-        happens exactly once even if the worker dies at any point. An error `fn` raises rolls
-        the effect back and reaches the workflow unchanged (uncaught, it fails the run, or
-        retries it per the workflow's policy); only a connection that broke under `fn` reads
-        as losing the database (the lease then expires and another worker resumes the run).
+        The effect and the record commit together or not at all, so a transaction step
+        happens exactly once even if the worker dies at any point. Its writes go to Tether's
+        own database, on an asyncpg connection. A connection that breaks under `fn` reads as
+        losing the database: the run stops here, and another worker resumes it later.
+
+        Args:
+            fn: An `async` function taking the connection first; its result is stored as JSON
+                and read back through its return annotation.
+            *args: Its further positional arguments.
+            name: The step's name in the run's history (default: `fn`'s qualified name).
+            **kwargs: Its keyword arguments.
+
+        Returns:
+            `fn`'s result, as its return annotation reads the recorded JSON.
+
+        Raises:
+            Exception: Whatever `fn` raises, unchanged, after its effect was rolled back.
+                Uncaught, it fails the run (or retries it per the workflow's `retry`).
+            NonDeterminism: Replay found a different call recorded at this position.
         """
         step_name = name or str(getattr(fn, "__qualname__", repr(fn)))
         seq, rec = self._next("transaction", step_name)
@@ -248,7 +316,14 @@ class Context(TypedWaits):
     # --- deterministic values ----------------------------------------------------------------
 
     async def now(self) -> datetime:
-        """The current time, recorded: replay returns the same instant."""
+        """The current time, recorded: a replay returns the same instant.
+
+        Returns:
+            The time (UTC) when this call first ran.
+
+        Raises:
+            NonDeterminism: Replay found a different call recorded at this position.
+        """
         seq, rec = self._next("now", "now")
         if rec is not None and rec.done:
             return datetime.fromisoformat(rec.result)
@@ -257,7 +332,14 @@ class Context(TypedWaits):
         return value
 
     async def uuid(self) -> uuid_mod.UUID:
-        """A random UUID, recorded: replay returns the same one."""
+        """A random UUID, recorded: a replay returns the same one.
+
+        Returns:
+            A version 4 UUID, the same on every replay.
+
+        Raises:
+            NonDeterminism: Replay found a different call recorded at this position.
+        """
         seq, rec = self._next("uuid", "uuid")
         if rec is not None and rec.done:
             return uuid_mod.UUID(rec.result)
@@ -266,7 +348,15 @@ class Context(TypedWaits):
         return value
 
     async def set_details(self, text: str | None) -> None:
-        """Publish a progress breadcrumb (status messages, watch streams). Not replayed."""
+        """Set the run's details: a progress line every surface shows.
+
+        MCP `tasks/get` shows it as the `statusMessage`, `<wf>_watch` streams it as progress
+        notifications, and `tether runs show` prints it. It is written at once and is not a
+        position in the history: a replay sets it again.
+
+        Args:
+            text: The line to show, or `None` to clear it.
+        """
         self._buf.set_details = True
         self._buf.details = text
         await self._flush()
@@ -274,7 +364,17 @@ class Context(TypedWaits):
     # --- timers --------------------------------------------------------------------------------
 
     async def sleep(self, duration: float | timedelta) -> None:
-        """Sleep durably: the run parks and any worker wakes it when the time has come."""
+        """Sleep durably: the run parks, and any worker resumes it when the time has come.
+
+        No process waits meanwhile; the wake-up time is in the run's row, so the sleep
+        survives restarts of every process.
+
+        Args:
+            duration: How long to sleep: seconds or a `timedelta`.
+
+        Raises:
+            NonDeterminism: Replay found a different call recorded at this position.
+        """
         seq, rec = self._next("sleep", "sleep")
         if rec is not None and rec.done:
             return
@@ -293,11 +393,29 @@ class Context(TypedWaits):
     async def wait_all(
         self, *specs: waits.WaitSpec, timeout: float | timedelta | None = None
     ) -> list[Any]:
-        """Open several waits at once; return their answers in order once all are answered.
+        """Open several waits at once; return their answers once all are answered.
 
-        Answers that arrive one by one are kept as they come; the run stays parked on the
-        rest. With `timeout`, WaitTimeout is raised when it passes first. Parked again, the
-        waits get new keys, unless they keep theirs (`WaitSpec.keeps_keys`).
+        Answers that arrive one by one are kept as they come, and the run stays parked on
+        the rest. Each open wait is listed on the run with its key; an answer names the key.
+        When anything new happens to the parked run, its waits get new keys.
+
+        Args:
+            *specs: The waits: [`Signal`][tether.Signal], [`Approval`][tether.Approval],
+                [`HumanTask`][tether.HumanTask], [`AgentStep`][tether.AgentStep] or
+                [`Update`][tether.Update], each with a different kind and name.
+            timeout: Seconds or a `timedelta` from when the waits opened; unset, they wait
+                for ever.
+
+        Returns:
+            The answers, in the order of `specs`, each parsed as its spec's single-wait
+            call returns it (an [`Approved`][tether.Approved], a model instance, ...).
+
+        Raises:
+            ValueError: No spec was given, or two have the same kind and name; or an
+                answer recorded earlier no longer fits its model (the code changed).
+            WaitTimeout: `timeout` passed before every wait was answered.
+            Rejected: An [`Approval`][tether.Approval] among them was rejected.
+            NonDeterminism: Replay found a different call recorded at this position.
         """
         seq, rec, label = self._open_waits("wait_all", specs)
         if rec is not None and rec.done:
@@ -395,5 +513,16 @@ class Context(TypedWaits):
     # --- chains ----------------------------------------------------------------------------------
 
     def continue_as_new(self, input: Any, *, workflow: str | None = None) -> NoReturn:
-        """End this run and start a successor (same business id) with `input`."""
+        """End this run and start its successor with `input`; this call does not return.
+
+        The run ends `continued_as_new`, and a new run with the same business id starts
+        with a fresh history; handles on the first run (an MCP task id, `tether runs show`)
+        report the live successor. Use it for a run that would otherwise loop for ever.
+
+        Args:
+            input: The successor's input (a model instance or plain JSON), validated as
+                its workflow's input: an input it refuses fails this run instead.
+            workflow: The successor's workflow (default: this one); one not registered
+                fails this run instead.
+        """
         raise ContinueAsNew(input, workflow)

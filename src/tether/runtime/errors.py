@@ -190,7 +190,22 @@ class Unavailable(TetherError):
 
 
 class ProtocolError(Exception):
-    """Raise from a workflow to end its run with a JSON-RPC error (task status `failed`)."""
+    """Raise from a workflow to end its run with a JSON-RPC error (task status `failed`).
+
+    An MCP client reads it as the failed task's JSON-RPC error `{code, message, data}`; a
+    code in the range the spec reserves (-32000 to -32099) that MCP does not define for
+    this use is reported as -32603, with the workflow's code in `data`.
+
+    Args:
+        code: The JSON-RPC error code.
+        message: The error's message.
+        data: Further JSON the error carries.
+
+    Attributes:
+        code: The JSON-RPC error code.
+        message: The error's message.
+        data: Further JSON the error carries.
+    """
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(message)
@@ -200,10 +215,21 @@ class ProtocolError(Exception):
 
 
 class StepFailed(Exception):
-    """A step failed after its retries; raised the same way on first run and on replay.
+    """A step failed after its retries; raised the same way on the first run and on replay.
 
-    Workflow code that catches it reads the step's `name`, the error's `type` (class name)
-    and its `error_message`, as recorded when the step last ran.
+    [`Context.step`][tether.Context.step] raises it. The original exception is not kept (a
+    replay has only the record), so code that catches it reads what was recorded when the
+    step last ran. Uncaught, it fails the run.
+
+    Args:
+        name: The step's name.
+        type_: The class name of the step's exception.
+        message: The step's exception as text.
+
+    Attributes:
+        name: The step's name.
+        type: The class name of the step's exception.
+        error_message: The step's exception as text.
     """
 
     def __init__(self, name: str, type_: str, message: str) -> None:
@@ -214,11 +240,29 @@ class StepFailed(Exception):
 
 
 class WaitTimeout(Exception):
-    """A wait's timeout passed before it was answered."""
+    """A wait's timeout passed before it was answered.
+
+    Raised by the waits of [`Context`][tether.Context] given a `timeout`, the same way on
+    every replay. Uncaught, it fails the run.
+    """
 
 
 class Rejected(Exception):
-    """An approval was rejected; uncaught, it ends the run as failed with the reason."""
+    """An approval was rejected; uncaught, it ends the run as failed with the reason.
+
+    Raised by [`Context.approval`][tether.Context.approval] (and by
+    [`Context.wait_all`][tether.Context.wait_all] for an [`Approval`][tether.Approval]).
+
+    Args:
+        gate: The approval's name.
+        reason: The reason the answer gave.
+        by: Who rejected it, when known.
+
+    Attributes:
+        gate: The approval's name.
+        reason: The reason the answer gave.
+        by: Who rejected it, when known.
+    """
 
     def __init__(self, gate: str, reason: str | None, by: str | None = None) -> None:
         super().__init__(f"approval {gate!r} rejected" + (f": {reason}" if reason else ""))
@@ -228,4 +272,9 @@ class Rejected(Exception):
 
 
 class NonDeterminism(Exception):
-    """Replay found a different durable call than the one recorded at that position."""
+    """Replay found a different durable call than the one recorded at that position.
+
+    The workflow's code changed under a run, or it is not deterministic (it branched on
+    the clock, randomness or anything outside the run). The run fails at once rather than
+    go on with the wrong records; catching this error does not change that.
+    """

@@ -136,7 +136,16 @@ class RunIO:
 
 @dataclass(frozen=True)
 class UpdateContext:
-    """What an update handler sees: which run it acts on."""
+    """What an update handler gets as its first argument: the run it acts on.
+
+    An update handler makes no durable calls; it returns a value (the update's result) or
+    raises (the update's error). See [`App.update`][tether.App.update].
+
+    Attributes:
+        execution_id: The run's id.
+        workflow: The run's workflow name.
+        update: The update's name.
+    """
 
     execution_id: str
     workflow: str

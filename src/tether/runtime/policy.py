@@ -19,7 +19,27 @@ def seconds(value: float | timedelta | None) -> float | None:
 class RetryPolicy:
     """How often to try, and how long to wait between tries (exponential backoff, capped).
 
-    `max_attempts` counts every try, the first included: 1 means no retry.
+    Given to [`Context.step`][tether.Context.step] (the step's tries) or to
+    [`App.workflow`][tether.App.workflow] (the run's). The wait after the n-th failure is
+    `initial_interval * backoff ** (n - 1)` seconds, or `initial_interval * n` when `linear`,
+    and never more than `max_interval`.
+
+    Example:
+        ```python
+        await ctx.step(charge, order, retry=tether.RetryPolicy(max_attempts=5))
+        ```
+
+    Args:
+        max_attempts: Every try counts, the first included: 1 means no retry.
+        initial_interval: Seconds to wait after the first failure.
+        backoff: The factor the wait grows by after each further failure (at least 1).
+        max_interval: The longest wait, in seconds.
+        linear: Grow the wait by `initial_interval` after each failure instead (`backoff`
+            is then unused).
+
+    Raises:
+        ValueError: `max_attempts` is below 1, an interval is negative, or `backoff` is
+            below 1.
     """
 
     max_attempts: int = 3

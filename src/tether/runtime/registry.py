@@ -174,7 +174,31 @@ class ResourceDef:
 
 
 class App(DagCatalog, ProtocolCatalog):
-    """Workflows, DAGs (DagCatalog), step protocols (ProtocolCatalog); `tether serve mod:app`."""
+    """What a Tether server serves: workflows, updates, DAGs, protocols, plain MCP tools,
+    prompts and resources, registered by name.
+
+    Make one at module level and point the server at it: `tether serve module:app`. Every
+    process that runs the app (`tether serve`, `tether worker`) must import the same
+    registrations, since a run is resumed by the name it was started under.
+
+    Example:
+        ```python
+        app = tether.App()
+
+        @app.workflow(mcp=True)
+        async def review(ctx: tether.Context, pr: PullRequest) -> Verdict: ...
+        ```
+
+    Args:
+        name: The server's name, as MCP clients see it in `serverInfo`.
+
+    Attributes:
+        name: The server's name, as MCP clients see it in `serverInfo`.
+        allow_create_workflow: Whether MCP clients may register protocols with the
+            `create_workflow` tool (default False); see the Realm tools guide.
+        max_created_workflows: How many workflows `create_workflow` may register in this
+            process (default 1000); each one stays until the process ends.
+    """
 
     def __init__(self, name: str = "tether") -> None:
         self.name = name
@@ -197,7 +221,26 @@ class App(DagCatalog, ProtocolCatalog):
         arguments: list[dict[str, Any]] | None = None,
         completions: dict[str, list[str]] | None = None,
     ) -> Callable[[F], F]:
-        """Register an MCP prompt."""
+        """Register an MCP prompt, as a decorator of `async def fn(ctx, arguments)`.
+
+        The function gets the MCP request's context (its contents are not part of the public
+        API) and the client's `arguments` as `dict[str, str]`, and returns the body of a
+        `prompts/get` result: `messages` and an optional `description`.
+
+        Args:
+            name: The prompt's name in `prompts/list` and `prompts/get`.
+            description: Shown in `prompts/list` (default: the function's docstring).
+            arguments: The prompt's arguments as MCP lists them: `{"name", "description",
+                "required"}` objects; a `prompts/get` missing a required one is refused.
+            completions: Per argument name, the values `completion/complete` offers (those
+                starting with what the client typed).
+
+        Returns:
+            A decorator that registers the function and returns it unchanged.
+
+        Raises:
+            ValueError: A prompt of that name is already registered.
+        """
 
         def register(func: F) -> F:
             if name in self.prompts:
@@ -221,7 +264,26 @@ class App(DagCatalog, ProtocolCatalog):
         description: str | None = None,
         mime_type: str | None = None,
     ) -> Callable[[F], F]:
-        """Register an MCP resource; a URI with `{part}` placeholders is a template."""
+        """Register an MCP resource, as a decorator of `async def fn(ctx, uri, **parts)`.
+
+        A URI with `{part}` placeholders is a resource template: a `resources/read` of a URI
+        that matches it calls the function with each part as a keyword argument. The
+        function gets the MCP request's context (its contents are not part of the public API)
+        and returns the read's `contents`: a list of `{"uri", "mimeType", "text"}` (or
+        `"blob"`) objects.
+
+        Args:
+            uri: The resource's URI, or a URI template with `{part}` placeholders.
+            name: Its name in `resources/list` (default: the function's name).
+            description: Shown in the listing (default: the function's docstring).
+            mime_type: The `mimeType` the listing announces.
+
+        Returns:
+            A decorator that registers the function and returns it unchanged.
+
+        Raises:
+            ValueError: A resource with that URI is already registered.
+        """
 
         def register(func: F) -> F:
             if uri in self.resources:
@@ -248,8 +310,33 @@ class App(DagCatalog, ProtocolCatalog):
         input_schema: dict[str, Any] | None = None,
         output_schema: dict[str, Any] | None = None,
     ) -> Callable[[F], F]:
-        """Register a plain MCP tool (runs inline, not durable) — for quick answers that need
-        no durability; long work belongs in a workflow."""
+        """Register a plain MCP tool, as a decorator of `async def fn(ctx)` or
+        `async def fn(ctx, args: Model)`.
+
+        A plain tool runs inline when it is called, and nothing of it is recorded: it suits a
+        quick answer; long or fallible work belongs in a workflow. `ctx` is a
+        [`ToolContext`][tether.ToolContext]; `args` are validated against the annotated model
+        first (a refused call runs nothing). A returned dict with `content` (or `resultType`)
+        is the tool's result as it stands; any other value becomes its text. Raise
+        [`ToolError`][tether.ToolError] to answer with a tool error (`isError: true`).
+
+        Args:
+            name: The tool's name (default: the function's name).
+            description: The tool's description (default: the function's docstring).
+            title: The tool's human-readable `title`.
+            annotations: The tool's MCP `annotations` (`readOnlyHint`, ...), as given.
+            input_schema: The published `inputSchema` (default: the argument model's schema).
+            output_schema: The published `outputSchema` (default: none).
+
+        Returns:
+            A decorator that registers the function and returns it unchanged.
+
+        Raises:
+            ValueError: The name is not a valid tool name, or a tool of that name is
+                already registered.
+            TypeError: The function is not `async`, or does not take `(ctx)` or
+                `(ctx, args)`, or its annotations cannot be resolved.
+        """
 
         def register(func: F) -> F:
             tool_name = _check_name(name or func.__name__, "tool")
@@ -325,17 +412,55 @@ class App(DagCatalog, ProtocolCatalog):
         labels: Sequence[str] | Mapping[str, str] | None = None,
         schedule: str | Sequence[str] | None = None,
     ) -> Any:
-        """Register `async def wf(ctx, input: Model) -> Out` under `name` (default: its name).
+        """Register a workflow: `async def wf(ctx)` or `async def wf(ctx, input: Model) -> Out`.
 
-        `retention`: row lifetime after the end (None: forever); `retry`: run-level retry;
-        `timeout`: still live this long after it started → `timed_out`. `mcp`: serve the
-        generated tool set (start_, _status, _watch, signal_, answer_, _update_); `tool`: also
-        the workflow itself as one tool (a task with the Tasks extension, else it runs to the
-        end; `task_support="required"` refuses that with -32021); `tasks`: its runs as tasks
-        without tools (`mcp`/`tool` imply it). `extra_input`: an undeclared input field is
-        refused (`"forbid"`, the default, on every surface) or `"ignore"`d (a model's own
-        `model_config["extra"]` wins). `queue`, `max_active_runs`, `labels`, `schedule`:
-        admission (docs/admission.md)."""
+        Use it bare (`@app.workflow`) or with options (`@app.workflow(mcp=True)`). The input
+        is validated against its annotated type before a run is created, and the return
+        value, typed by the return annotation, is the run's output. The function runs again
+        from the top whenever the run is resumed, so it must make the same durable calls
+        ([`Context`][tether.Context]) in the same order each time.
+
+        Args:
+            fn: The workflow function, when used as a bare decorator.
+            name: The workflow's name (default: the function's name): a letter, then
+                letters, digits, `_` or `-`, at most 100 characters.
+            mcp: Publish its generated MCP tool set: `start_<wf>`, `<wf>_status`,
+                `<wf>_watch`, `signal_<wf>`, `answer_<wf>` and one `<wf>_update_<u>` per
+                update registered with `mcp=True`.
+            description: The tools' description (default: the function's docstring).
+            retention: How long an ended run is kept (a `timedelta` or seconds; default:
+                forever).
+            retry: Run-level retry: when the workflow raises, it runs again and replays the
+                calls recorded before the failure (default: no retry).
+            timeout: A run still live this long after it started ends `timed_out` (a
+                `timedelta` or seconds).
+            tool: Also publish the workflow itself as one tool taking its input (`True`:
+                named after the workflow; a string: that name). Called by a client with the
+                Tasks extension it starts a task; otherwise the call waits for the end.
+            task_support: With `tool`, `"required"` refuses a call from a client without the
+                Tasks extension (-32021) instead of waiting.
+            tasks: Serve its runs as MCP tasks without publishing tools (`mcp` and `tool`
+                imply it).
+            extra_input: `"forbid"` (default) refuses an input field the model does not
+                declare, on every surface; `"ignore"` drops it. A model that sets its own
+                `model_config["extra"]` keeps it.
+            queue: Runs wait in this admission queue (`TETHER_QUEUES` sets its limit).
+            max_active_runs: At most this many runs of the workflow at once (an implicit
+                queue of its own); not with `queue`.
+            labels: Labels every run carries: `["team=data", "nightly"]` or a mapping.
+            schedule: A cron expression (UTC, or a `CRON_TZ=<zone> ` prefix), or several:
+                a run starts on each tick.
+
+        Returns:
+            With `fn`, the function itself (registered); without, a decorator that registers
+            the function and returns it unchanged.
+
+        Raises:
+            ValueError: The name is invalid or already registered, or an admission option
+                (`queue`, `max_active_runs`, `labels`, `schedule`) is invalid.
+            TypeError: The function is not `async`, does not take `(ctx)` or `(ctx, input)`,
+                or its annotations cannot be resolved (define its models at module level).
+        """
 
         def register(func: F) -> F:
             wf_name = _check_name(name or func.__name__, "workflow", func)
@@ -373,10 +498,34 @@ class App(DagCatalog, ProtocolCatalog):
         mcp: bool = False,
         description: str | None = None,
     ) -> Callable[[F], F]:
-        """Register `async def handler(ctx, input: Model) -> Out` as an update of `workflow`.
+        """Register an update of `workflow`: `async def handler(ctx, input: Model) -> Out`.
 
-        `validator(input)` runs before admission: raise ValueError (or return a string
-        reason) to refuse the update without touching the run.
+        An update changes a running workflow from outside. Its input is validated against
+        the model, then by `validator`, before anything is stored. The handler runs once, in
+        the run's next decision cycle, with an [`UpdateContext`][tether.UpdateContext] (the
+        run it acts on) and the validated input; the caller gets its return value, or its
+        error. The workflow sees each completed update through
+        [`Context.wait_for_update`][tether.Context.wait_for_update].
+
+        Args:
+            workflow: The name of a workflow already registered on this app.
+            name: The update's name (default: the function's name).
+            validator: Called (or awaited) with the validated input before admission:
+                raising `ValueError`, or returning `False` or a string (the reason), refuses
+                the update without touching the run.
+            mcp: Publish it as the `<workflow>_update_<name>` tool (with the workflow's
+                `mcp=True` tool set).
+            description: The tool's description (default: the function's docstring).
+
+        Returns:
+            A decorator that registers the function and returns it unchanged.
+
+        Raises:
+            WorkflowNotFound: No workflow of that name is registered (yet) on this app.
+            ValueError: The name is invalid, or the workflow already has an update of that
+                name.
+            TypeError: The function is not `async`, or does not take `(ctx)` or
+                `(ctx, input)`, or its annotations cannot be resolved.
         """
 
         def register(func: F) -> F:

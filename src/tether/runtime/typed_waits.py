@@ -28,7 +28,25 @@ class TypedWaits:
         prompt: str | None = None,
         timeout: float | timedelta | None = None,
     ) -> Any:
-        """The next signal `name` (a `schema` instance when given). Early signals are kept."""
+        """Wait for the next signal `name` and return its payload.
+
+        A signal that arrives before the wait opens is kept, and the next wait for it
+        takes it.
+
+        Args:
+            name: The signal's name (1-200 characters, no control characters).
+            schema: A pydantic model the payload must fit (checked before it is accepted).
+            prompt: What the wait asks for, shown to whoever answers it.
+            timeout: Seconds or a `timedelta` from when the wait opened.
+
+        Returns:
+            The payload: a `schema` instance when `schema` is given, else the JSON value.
+
+        Raises:
+            ValueError: The name is invalid.
+            WaitTimeout: `timeout` passed before the signal arrived.
+            NonDeterminism: Replay found a different call recorded at this position.
+        """
         (value,) = await self.wait_all(waits.Signal(name, prompt, schema), timeout=timeout)
         return value
 
@@ -41,7 +59,29 @@ class TypedWaits:
         required: list[str] | tuple[str, ...] = (),
         timeout: float | timedelta | None = None,
     ) -> waits.Approved | waits.PushedBack:
-        """A gate: Approved(inputs) or PushedBack(feedback); a rejection raises Rejected."""
+        """Wait for a person to approve, reject or push back.
+
+        The answer is `{"decision": "approve" | "reject" | "push_back", "reason": ...}` plus
+        the named string `inputs`.
+
+        Args:
+            name: The gate's name (1-200 characters, no control characters).
+            prompt: What the person is asked.
+            inputs: Names of string inputs the answer may carry.
+            required: Those of `inputs` an approval must fill in.
+            timeout: Seconds or a `timedelta` from when the wait opened.
+
+        Returns:
+            [`Approved`][tether.Approved] with the inputs, or
+            [`PushedBack`][tether.PushedBack] with the answer's fields as feedback.
+
+        Raises:
+            Rejected: The gate was rejected; uncaught, the run fails with the reason.
+            ValueError: The name is invalid, an input is named `decision` or `reason`, or a
+                required input is not among `inputs`.
+            WaitTimeout: `timeout` passed before an answer.
+            NonDeterminism: Replay found a different call recorded at this position.
+        """
         spec = waits.Approval(name, prompt, tuple(inputs), tuple(required))
         (value,) = await self.wait_all(spec, timeout=timeout)
         return value  # type: ignore[no-any-return]  # Approval.parse returns exactly these
@@ -55,7 +95,28 @@ class TypedWaits:
         feedback: type[BaseModel] | None = None,
         timeout: float | timedelta | None = None,
     ) -> waits.Completed[M] | waits.PushedBack:
-        """A typed form a person fills in: Completed(values) or PushedBack(feedback)."""
+        """Wait for a person to fill in a typed form, or push it back with feedback.
+
+        The answer is the form's fields, with `"decision": "complete"` (the default) or
+        `"push_back"`.
+
+        Args:
+            name: The task's name (1-200 characters, no control characters).
+            form: The pydantic model of the form; it may not have a field named `decision`.
+            prompt: What the person is asked.
+            feedback: The pydantic model a push-back's fields must fit (default: any).
+            timeout: Seconds or a `timedelta` from when the wait opened.
+
+        Returns:
+            [`Completed`][tether.Completed] with a `form` instance, or
+            [`PushedBack`][tether.PushedBack] with the feedback's fields.
+
+        Raises:
+            ValueError: The name is invalid, or `form` has a field named `decision`; or
+                an answer recorded earlier no longer fits the model (the code changed).
+            WaitTimeout: `timeout` passed before an answer.
+            NonDeterminism: Replay found a different call recorded at this position.
+        """
         spec: waits.HumanTask[M] = waits.HumanTask(name, prompt, form, feedback)
         (value,) = await self.wait_all(spec, timeout=timeout)
         return value  # type: ignore[no-any-return]  # HumanTask.parse returns exactly these
@@ -69,7 +130,24 @@ class TypedWaits:
         instructions: dict[str, Any] | None = None,
         timeout: float | timedelta | None = None,
     ) -> M:
-        """A step the assistant does itself and answers; the answer must fit `schema`."""
+        """Wait for the agent (the MCP client) to do a step itself and answer with its result.
+
+        Args:
+            name: The step's name (1-200 characters, no control characters).
+            schema: The pydantic model the answer must fit.
+            prompt: What the agent is asked to do.
+            instructions: Further instructions shown with the wait, as JSON.
+            timeout: Seconds or a `timedelta` from when the wait opened.
+
+        Returns:
+            The answer, as a `schema` instance.
+
+        Raises:
+            ValueError: The name is invalid; or an answer recorded earlier no longer fits
+                the model (the code changed).
+            WaitTimeout: `timeout` passed before an answer.
+            NonDeterminism: Replay found a different call recorded at this position.
+        """
         spec: waits.AgentStep[M] = waits.AgentStep(name, prompt, schema, instructions or {})
         (value,) = await self.wait_all(spec, timeout=timeout)
         return value  # type: ignore[no-any-return]  # AgentStep.parse returns the model
@@ -77,6 +155,19 @@ class TypedWaits:
     async def wait_for_update(
         self, name: str, *, timeout: float | timedelta | None = None
     ) -> waits.UpdateReceived:
-        """The next completed update `name` (its input, and the handler's output or error)."""
+        """Wait for the next completed update `name` (see [`App.update`][tether.App.update]).
+
+        Args:
+            name: The update's name.
+            timeout: Seconds or a `timedelta` from when the wait opened.
+
+        Returns:
+            The update's id and input, and its handler's output or error.
+
+        Raises:
+            ValueError: The name is invalid.
+            WaitTimeout: `timeout` passed before an update completed.
+            NonDeterminism: Replay found a different call recorded at this position.
+        """
         (value,) = await self.wait_all(waits.Update(name), timeout=timeout)
         return value  # type: ignore[no-any-return]  # Update.parse returns UpdateReceived

@@ -88,24 +88,59 @@ def check_name(name: str) -> str:
 
 @dataclass(frozen=True)
 class Approved:
+    """An approval's answer: approved.
+
+    Attributes:
+        inputs: The string inputs the answer filled in, by name.
+        by: Who answered, as the surface that took the answer names them (`None` when
+            unknown).
+    """
+
     inputs: dict[str, str]
     by: str | None = None
 
 
 @dataclass(frozen=True)
 class PushedBack:
+    """An approval's or human task's answer: pushed back, with feedback.
+
+    Attributes:
+        feedback: The answer's fields (checked against the human task's `feedback` model,
+            when it has one).
+        by: Who answered, as the surface that took the answer names them (`None` when
+            unknown).
+    """
+
     feedback: dict[str, Any]
     by: str | None = None
 
 
 @dataclass(frozen=True)
 class Completed(Generic[M]):
+    """A human task's answer: the form, filled in.
+
+    Attributes:
+        values: The form, as an instance of the task's `form` model.
+        by: Who answered, as the surface that took the answer names them (`None` when
+            unknown).
+    """
+
     values: M
     by: str | None = None
 
 
 @dataclass(frozen=True)
 class UpdateReceived:
+    """A completed update, as [`Context.wait_for_update`][tether.Context.wait_for_update]
+    returns it.
+
+    Attributes:
+        id: The update's id.
+        input: The update's input, as JSON.
+        output: The handler's return value, as JSON (`None` if it failed).
+        error: The handler's failure as `{"type", "message"}` (`None` if it succeeded).
+    """
+
     id: str
     input: Any
     output: Any
@@ -162,7 +197,19 @@ class WaitSpec:
 
 @dataclass(frozen=True)
 class Signal(WaitSpec):
-    """A named signal; its payload is checked against `schema` (a pydantic model) if given."""
+    """A wait for a named signal, for [`Context.wait_all`][tether.Context.wait_all].
+
+    Its answer is the signal's payload (a `schema` instance when `schema` is given), as
+    [`Context.wait_for_signal`][tether.Context.wait_for_signal] returns it.
+
+    Args:
+        name: The signal's name (1-200 characters, no control characters).
+        prompt: What the wait asks for, shown to whoever answers it.
+        schema: A pydantic model the payload must fit.
+
+    Raises:
+        ValueError: The name is invalid.
+    """
 
     kind: ClassVar[str] = "signal"
     schema: type[BaseModel] | None = None
@@ -176,7 +223,23 @@ class Signal(WaitSpec):
 
 @dataclass(frozen=True)
 class Approval(WaitSpec):
-    """A gate a person approves (with named string inputs), rejects, or pushes back."""
+    """A gate a person approves, rejects or pushes back, for
+    [`Context.wait_all`][tether.Context.wait_all].
+
+    Its answer is parsed as [`Context.approval`][tether.Context.approval] returns it: an
+    [`Approved`][tether.Approved] or a [`PushedBack`][tether.PushedBack]; a rejection raises
+    [`Rejected`][tether.Rejected].
+
+    Args:
+        name: The gate's name (1-200 characters, no control characters).
+        prompt: What the person is asked.
+        inputs: Names of string inputs the answer may carry.
+        required: Those of `inputs` an approval must fill in.
+
+    Raises:
+        ValueError: The name is invalid, an input is named `decision` or `reason`, or a
+            required input is not among `inputs`.
+    """
 
     kind: ClassVar[str] = "approval"
     inputs: tuple[str, ...] = ()
@@ -211,7 +274,23 @@ class Approval(WaitSpec):
 
 @dataclass(frozen=True)
 class HumanTask(WaitSpec, Generic[M]):
-    """A typed form a person completes, or pushes back with feedback."""
+    """A typed form a person fills in or pushes back, for
+    [`Context.wait_all`][tether.Context.wait_all].
+
+    Its answer is parsed as [`Context.human_task`][tether.Context.human_task] returns it: a
+    [`Completed`][tether.Completed] or a [`PushedBack`][tether.PushedBack].
+
+    Args:
+        name: The task's name (1-200 characters, no control characters).
+        prompt: What the person is asked.
+        form: The pydantic model of the form (required); it may not have a field named
+            `decision`.
+        feedback: The pydantic model a push-back's fields must fit (default: any).
+
+    Raises:
+        ValueError: The name is invalid, `form` is missing, or `form` has a field named
+            `decision`.
+    """
 
     kind: ClassVar[str] = "human_task"
     form: type[M] | None = None
@@ -242,7 +321,21 @@ class HumanTask(WaitSpec, Generic[M]):
 
 @dataclass(frozen=True)
 class AgentStep(WaitSpec, Generic[M]):
-    """A step the assistant does itself; its answer must match `schema`."""
+    """A step the agent does itself and answers, for
+    [`Context.wait_all`][tether.Context.wait_all].
+
+    Its answer is a `schema` instance, as [`Context.agent_step`][tether.Context.agent_step]
+    returns it.
+
+    Args:
+        name: The step's name (1-200 characters, no control characters).
+        prompt: What the agent is asked to do.
+        schema: The pydantic model the answer must fit (required).
+        instructions: Further instructions shown with the wait, as JSON.
+
+    Raises:
+        ValueError: The name is invalid, or `schema` is missing.
+    """
 
     kind: ClassVar[str] = "agent_step"
     schema: type[M] | None = None
@@ -266,7 +359,19 @@ class AgentStep(WaitSpec, Generic[M]):
 
 @dataclass(frozen=True)
 class Update(WaitSpec):
-    """Wait for the next completed update of that name (delivered by the worker, not answered)."""
+    """A wait for the next completed update of that name, for
+    [`Context.wait_all`][tether.Context.wait_all].
+
+    It is not answered from outside: the worker delivers each update once its handler has
+    run. Its answer is an [`UpdateReceived`][tether.UpdateReceived].
+
+    Args:
+        name: The update's name.
+        prompt: Unused by updates (every wait kind takes one).
+
+    Raises:
+        ValueError: The name is invalid.
+    """
 
     kind: ClassVar[str] = "update"
 

@@ -20,7 +20,18 @@ class InputRequired(Exception):
 
 
 class ToolError(Exception):
-    """Raised by a tool for a tool-level failure (a result with isError: true)."""
+    """Raised by a plain tool for a tool-level failure (a result with `isError: true`).
+
+    The client gets a tool result whose text is `message`, rather than a JSON-RPC error.
+
+    Args:
+        message: What went wrong, for the client (and the model reading the result).
+        structured: Further fields of the result's structured content.
+
+    Attributes:
+        message: What went wrong, for the client.
+        structured: Further fields of the result's structured content.
+    """
 
     def __init__(self, message: str, structured: dict[str, Any] | None = None) -> None:
         super().__init__(message)
@@ -30,6 +41,17 @@ class ToolError(Exception):
 
 @dataclass
 class ToolContext:
+    """What a plain tool ([`App.tool`][tether.App.tool]) gets as its first argument: the call.
+
+    Attributes:
+        name: The tool's name.
+        input_responses: The client's answers to what an earlier try of this call asked
+            with [`ask`][tether.ToolContext.ask], by request key (empty on the first try).
+        request_state: The `state` that try passed to `ask`, handed back verified.
+        progress_token: The call's progress token, when the client sent one.
+        log_level: The log level the request set, if any (see [`log`][tether.ToolContext.log]).
+    """
+
     name: str
     route: Route
     principal: Any
@@ -43,20 +65,41 @@ class ToolContext:
 
     @property
     def declares_tasks(self) -> bool:
+        """Whether the calling client declared the Tasks extension."""
         return self.route.declares_tasks()
 
     @property
     def capabilities(self) -> dict[str, Any]:
+        """The client capabilities the request declared."""
         return self.route.capabilities
 
     def ask(self, requests: dict[str, Any], state: Any = None) -> NoReturn:
-        """Answer this call with an InputRequiredResult; the client retries with the answers
-        (`input_responses`) and the state echoed back (verified, in `request_state`)."""
+        """Answer this call with an `InputRequiredResult` asking the client for input.
+
+        The client retries the call with its answers, which the retry reads in
+        `input_responses`, and `state` echoed back (sealed, so verified) in
+        `request_state`. A client older than 2026-07-28 cannot answer: it gets a tool error.
+
+        Args:
+            requests: What to ask, by key: elicitation or sampling requests, as MCP
+                defines them.
+            state: Any JSON the retry needs back.
+
+        Raises:
+            InputRequired: Always; let it propagate, the server answers the call with it.
+        """
         raise InputRequired(requests, state)
 
     async def progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
+        """Send a progress notification, when the client asked for them (a progress token).
+
+        Args:
+            progress: How far the call has got; it should grow with each notification.
+            total: The value `progress` will reach, if known.
+            message: A line describing the progress.
+        """
         if self.progress_token is None:
             return
         params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
@@ -67,7 +110,13 @@ class ToolContext:
         await self._notify("notifications/progress", params)
 
     async def log(self, level: str, data: Any, logger: str | None = None) -> None:
-        """notifications/message, only when the request set a log level (2026-07-28)."""
+        """Send a log message (`notifications/message`), when the request set a log level.
+
+        Args:
+            level: The message's level (`debug`, `info`, `warning`, `error`, ...).
+            data: The message: any JSON.
+            logger: The name of the logger it comes from.
+        """
         if self.log_level is None:
             return
         params: dict[str, Any] = {"level": level, "data": data}
@@ -76,6 +125,19 @@ class ToolContext:
         await self._notify("notifications/message", params)
 
     async def start_task(self, workflow: str, input: Any = None) -> dict[str, Any]:
-        """Start `workflow` and return its CreateTaskResult (the request must declare the
-        Tasks extension; otherwise -32021)."""
+        """Start a run of `workflow` and answer the call with it as an MCP task.
+
+        Return the result from the tool: the client then follows the run as a task. A call
+        from a client without the Tasks extension is refused with error -32021 instead.
+
+        Args:
+            workflow: A workflow registered with `tasks=True` (or `mcp` / `tool`).
+            input: The run's input.
+
+        Returns:
+            The `CreateTaskResult` to return from the tool.
+
+        Raises:
+            ValueError: The workflow is not served as MCP tasks.
+        """
         return await self._start_task(workflow, input)

@@ -105,8 +105,22 @@ class DagCatalog:
         return lambda: self._dag_watchers.remove(changed)
 
     def action(self, name: str | None = None) -> Callable[[F], F]:
-        """Register a Python function (sync or async) as the action `name` (default: its
-        name) for DAG steps `run: name`; `with:` values are its keyword arguments."""
+        """Register a Python function as an action that DAG steps call with `run: <name>`.
+
+        The step's `with:` values (JSON data) are the function's keyword arguments; its return
+        value is the step's output (JSON text unless it is a string). The function may be
+        sync (it runs in a thread) or `async`.
+
+        Args:
+            name: The action's name in DAG specs (default: the function's name).
+
+        Returns:
+            A decorator that registers the function and returns it unchanged.
+
+        Raises:
+            ValueError: An action of that name is already registered.
+            TypeError: What it decorates is not callable.
+        """
 
         def register(fn: F) -> F:
             key = name or fn.__name__
@@ -120,10 +134,25 @@ class DagCatalog:
         return register
 
     def dag(self, source: str | Path, *, mcp: bool | None = None) -> DagSpec:
-        """Register (or replace) the DAG in `source`: a path to a YAML file, or YAML text.
+        """Register (or replace) a DAG, in Dagu's YAML format, as a workflow of its name.
 
-        Raises DagSpecError (invalid spec), OSError (unreadable file), ValueError (the name is
-        taken by a workflow that is not a DAG, or is not a valid workflow name).
+        A DAG registered again under the same name replaces the earlier one; runs already
+        started keep the spec they recorded.
+
+        Args:
+            source: A `Path` to a YAML file (a DAG without a `name` is named after the
+                file), or the YAML text itself.
+            mcp: Publish its MCP tool set, as `App.workflow(mcp=True)` does (default: the
+                spec's own `mcp` field).
+
+        Returns:
+            The parsed spec (its `name` is the workflow's name).
+
+        Raises:
+            DagSpecError: The spec is invalid; the error names the field and line.
+            OSError: The file cannot be read.
+            ValueError: The name is taken by a workflow that is not a DAG, or is not a valid
+                workflow name.
         """
         if isinstance(source, Path):
             text = source.read_text(encoding="utf-8")
@@ -158,8 +187,20 @@ class DagCatalog:
         return spec
 
     def load_dags(self, directory: str | Path) -> dict[str, str]:
-        """Register every `*.yaml` / `*.yml` DAG in `directory`; a bad file is reported and
-        the others are kept. Returns {file: problem} for the files that were refused."""
+        """Register every `*.yaml` and `*.yml` file in `directory` as a DAG.
+
+        A file that is refused is reported in the result and the others are still
+        registered, so one bad file does not keep the rest from loading.
+
+        Args:
+            directory: The directory to read (not its subdirectories).
+
+        Returns:
+            For each refused file, its path and why it was refused; empty when all loaded.
+
+        Raises:
+            OSError: The directory cannot be listed.
+        """
         problems: dict[str, str] = {}
         for path in sorted(dag_files(Path(directory))):
             try:

@@ -53,8 +53,22 @@ class ProtocolCatalog:
         return MappingProxyType(self._protocols)
 
     def handler(self, name: str | None = None) -> Callable[[F], F]:
-        """Register a Python function (sync or async) as the handler `name` (default: its
-        name) for `auto` steps; it is called with `{"params", "steps", "config"}`."""
+        """Register a Python function as a handler that protocol `auto` steps call.
+
+        The function is called with one dict, `{"params", "steps", "config"}` (the step's
+        input, the outputs of the steps completed so far, and its `config`); its return value
+        is the step's output. It may be `async`; a sync one is called on the event loop, so
+        it must return quickly.
+
+        Args:
+            name: The handler's name in protocol files (default: the function's name).
+
+        Returns:
+            A decorator that registers the function and returns it unchanged.
+
+        Raises:
+            ValueError: A handler of that name is already registered.
+        """
 
         def register(fn: F) -> F:
             key = name or fn.__name__
@@ -66,8 +80,20 @@ class ProtocolCatalog:
         return register
 
     def protocol(self, source: str | Path) -> Plan:
-        """Register (or replace) the protocol in `source`: a path to a YAML file, or YAML text.
-        Raises PlanError, OSError, ValueError (the id is taken by another workflow)."""
+        """Register (or replace) a protocol, in Realm's workflow YAML, as a workflow of its id.
+
+        Args:
+            source: A `Path` to a YAML file, or the YAML text itself.
+
+        Returns:
+            The planned protocol (its `id` is the workflow's name).
+
+        Raises:
+            PlanError: The protocol cannot be loaded or planned; the error names the step
+                and field.
+            OSError: The file cannot be read.
+            ValueError: The id is taken by a workflow that is not a protocol.
+        """
         if isinstance(source, Path):
             text = source.read_text(encoding="utf-8")
             entry = ProtocolEntry(plan_from_text(text), text, str(source))
@@ -91,8 +117,20 @@ class ProtocolCatalog:
         return plan
 
     def load_protocols(self, directory: str | Path) -> dict[str, str]:
-        """Register every `*.yaml` / `*.yml` protocol in `directory`; returns {file: problem}
-        for the files that were refused (the others are kept)."""
+        """Register every `*.yaml` and `*.yml` file in `directory` as a protocol.
+
+        A file that is refused is reported in the result (and listed by `list_workflows` as
+        unreadable) and the others are still registered.
+
+        Args:
+            directory: The directory to read (not its subdirectories).
+
+        Returns:
+            For each refused file, its path and why it was refused; empty when all loaded.
+
+        Raises:
+            OSError: The directory cannot be listed.
+        """
         problems: dict[str, str] = {}
         for path in sorted(Path(directory).iterdir()):
             if path.suffix in (".yaml", ".yml") and path.is_file():

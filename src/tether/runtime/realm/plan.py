@@ -24,7 +24,11 @@ from tether.specs.realm import (
 
 
 class PlanError(ValueError):
-    """The protocol cannot be interpreted (names the step and field)."""
+    """The protocol cannot be loaded or interpreted; its text names the step and field.
+
+    Raised by [`App.protocol`][tether.App.protocol]. A `ValueError`, as the other refusals
+    of a bad definition are.
+    """
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,17 @@ from tether.specs.errors import LocatedSpecError, SpecLimitExceeded
 
 
 class DagSpecError(LocatedSpecError):
-    """The DAG spec is invalid."""
+    """The DAG spec is invalid.
+
+    Raised by [`App.dag`][tether.App.dag]; its text reads `file:line: path: reason`.
+
+    Attributes:
+        reason: Why the spec was refused.
+        field: The key at fault, as written in the spec.
+        path: Where the key is, such as `steps[build]`.
+        file: The spec's file (`<inline>` for text).
+        line: The line of the key, counted from 1.
+    """
 
 
 class InvalidYaml(DagSpecError):
