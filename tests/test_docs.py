@@ -3,6 +3,7 @@ nav, no warning), offline, and its CLI and settings reference is generated from 
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
 import subprocess
@@ -12,6 +13,7 @@ from types import ModuleType
 
 import pytest
 
+from tests.test_public_api import PUBLIC_PACKAGES, directives
 from tether.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,8 +55,9 @@ def test_the_cli_reference_has_every_command() -> None:
 
 @pytest.mark.slow
 def test_mkdocs_builds_strictly_offline(tmp_path: Path) -> None:
-    """`mkdocs build --strict` succeeds with no proxy reachable (nothing is downloaded), and
-    the generated reference pages hold the code's settings and commands."""
+    """`mkdocs build --strict` succeeds with no proxy reachable (nothing is downloaded), the
+    generated reference pages hold the code's settings and commands, and the API pages hold
+    every object and member their directives name."""
     site = tmp_path / "site"
     dead = "http://127.0.0.1:9"  # discard port: any download attempt fails
     proc = subprocess.run(
@@ -72,3 +75,12 @@ def test_mkdocs_builds_strictly_offline(tmp_path: Path) -> None:
     cli_page = (site / "reference/cli/index.html").read_text("utf-8")
     assert "tether runs answer" in cli_page
     assert (site / "reliability/index.html").exists()
+    missing = []
+    for d in directives():
+        page = (site / "api" / d.page.removesuffix(".md") / "index.html").read_text("utf-8")
+        names = [d.identifier, *(f"{d.identifier}.{m}" for m in d.options.get("members") or [])]
+        if d.identifier in PUBLIC_PACKAGES:
+            exported = getattr(importlib.import_module(d.identifier), "__all__", [])
+            names += [f"{d.identifier}.{n}" for n in exported]
+        missing += [n for n in names if f'id="{n}"' not in page]
+    assert missing == []
