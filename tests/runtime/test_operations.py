@@ -7,6 +7,7 @@ import asyncio
 import pytest
 from pydantic import BaseModel, Field
 
+import tether
 from tether.runtime import errors
 from tether.runtime.context import Context
 from tether.runtime.operations import Operations
@@ -115,6 +116,27 @@ async def test_update_validator_rejects_before_admission(start: Start) -> None:
     assert info.value.reason == "deadline must be in the future"
     assert out == {"days": 3}
     assert view.current.output == 3
+
+
+async def test_an_update_handler_gets_the_run_it_acts_on(start: Start) -> None:
+    """Our choice (the public API): an update handler's first argument is a
+    `tether.UpdateContext` naming the run, its workflow and the update."""
+    app = App()
+
+    @app.workflow
+    async def project(ctx: Context) -> None:
+        await ctx.wait_for_update("locate")
+
+    @app.update("project")
+    async def locate(ctx: tether.UpdateContext, d: Deadline) -> list[str]:
+        assert isinstance(ctx, tether.UpdateContext)
+        return [ctx.execution_id, ctx.workflow, ctx.update]
+
+    async with start(app) as rt:
+        run_id = (await rt.ops.start("project")).execution.id
+        await rt.ops.wait_until(run_id, lambda r: r.status == "waiting", timeout=10)
+        out = await rt.ops.update(run_id, "locate", {"days": 1}, timeout=10)
+    assert out == [run_id, "project", "locate"]
 
 
 async def test_cancel_a_parked_run_ends_it_cancelled_and_repeats_are_no_ops(start: Start) -> None:

@@ -524,8 +524,8 @@ class App(DagCatalog, ProtocolCatalog):
             WorkflowNotFound: No workflow of that name is registered (yet) on this app.
             ValueError: The name is invalid, or the workflow already has an update of that
                 name.
-            TypeError: The function is not `async`, or does not take `(ctx)` or
-                `(ctx, input)`, or its annotations cannot be resolved.
+            TypeError: The function is not `async`, takes other than one or two
+                parameters, or its annotations cannot be resolved.
         """
 
         def register(func: F) -> F:
