@@ -122,6 +122,11 @@ def load(package: str) -> griffe.Module:
     return module
 
 
+def target(obj: griffe.Object | griffe.Alias) -> griffe.Object:
+    """The object itself, for an alias (a re-export, an inherited member)."""
+    return obj.final_target if isinstance(obj, griffe.Alias) else obj
+
+
 def sections(obj: griffe.Object | griffe.Alias) -> dict[str, list[Any]]:
     """The docstring's sections by kind ("parameters", "returns", "raises", "attributes")."""
     out: dict[str, list[Any]] = {}
@@ -135,23 +140,23 @@ def sections(obj: griffe.Object | griffe.Alias) -> dict[str, list[Any]]:
 def raised_in(obj: griffe.Object | griffe.Alias) -> set[str]:
     """The exception classes a function raises by name in its body (nested functions, such
     as a decorator's, included), less the BaseException-only signals that unwind a run."""
-    target = obj.final_target if obj.is_alias else obj
-    module = importlib.import_module(target.module.path)
+    defined = target(obj)
+    module = importlib.import_module(defined.module.path)
     runtime: Any = module
-    for part in target.path.removeprefix(target.module.path + ".").split("."):
+    for part in defined.path.removeprefix(defined.module.path + ".").split("."):
         runtime = getattr(runtime, part)
     runtime = inspect.unwrap(getattr(runtime, "fget", runtime))
     try:
         source = inspect.getsource(runtime)
     except OSError:  # generated code (a dataclass's __init__) raises nothing of ours
         return set()
-    names = set()
+    names: set[str] = set()
     for node in ast.walk(ast.parse(textwrap.dedent(source))):
         if isinstance(node, ast.Raise) and node.exc is not None:
             exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
             name = exc.attr if isinstance(exc, ast.Attribute) else getattr(exc, "id", None)
             value = getattr(module, name, getattr(builtins, name, None)) if name else None
-            if isinstance(value, type) and issubclass(value, Exception):
+            if name and isinstance(value, type) and issubclass(value, Exception):
                 names.add(name)
     return names
 
@@ -164,7 +169,9 @@ def raises_named(items: list[Any]) -> set[str]:
     return {str(item.annotation).rsplit(".", 1)[-1] for item in items}
 
 
-def check_function(where: str, fn: griffe.Object | griffe.Alias) -> Iterator[str]:
+def check_function(where: str, obj: griffe.Object | griffe.Alias) -> Iterator[str]:
+    fn = target(obj)
+    assert isinstance(fn, griffe.Function), where
     if not fn.docstring:
         yield f"{where}: no docstring"
         return
@@ -193,7 +200,10 @@ def check_class(
     found = sections(cls)
     if options.get("merge_init_into_class", True):
         init = cls.all_members.get("__init__")
-        params = {p.name for p in init.parameters if p.name != "self"} if init else set()
+        init_fn = target(init) if init is not None else None
+        params = set()
+        if isinstance(init_fn, griffe.Function):
+            params = {p.name for p in init_fn.parameters if p.name != "self"}
         documented = documented_names(found.get("parameters", []) + found.get("attributes", []))
         for name in sorted(params - documented):
             yield f"{where}: constructor parameter {name!r} is not documented"
@@ -279,7 +289,7 @@ def test_every_rendered_object_documents_its_parameters_results_and_errors() -> 
     each parameter, what it returns (unless None) and each exception it raises by name; a
     class's documents what its constructor takes and raises."""
     modules = {package: load(package) for package in public_packages()}
-    problems = []
+    problems: list[str] = []
     for d in directives():
         problems += check(d.identifier, rendered(modules, d.identifier), d.options)
     assert problems == []
