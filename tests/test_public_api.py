@@ -39,10 +39,12 @@ INTERNAL_MEMBERS: dict[str, set[str]] = {
     "tether.App": {
         "actions",
         "create_protocol",
+        "dag_env_passthrough",  # set from TETHER_DAG_ENV_PASSTHROUGH by the server
         "dags",
         "get",
         "handlers",
         "inline_dag",
+        "pass_dag_environment",
         "prompts",
         "protocols",
         "remove_dag",
@@ -59,6 +61,7 @@ INTERNAL_MEMBERS: dict[str, set[str]] = {
         "note_cancel",
         "park_event_id",
         "take_buffer",
+        "wait_any",  # the protocol interpreter's parallel agent steps
     },
     "tether.ToolContext": {"extras", "principal", "route"},
     "tether.RetryPolicy": {"allows_another", "delay"},
