@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 from importlib.metadata import metadata
 from pathlib import Path
 
 import tether
+from tests.test_public_api import public_packages
 
 
 def test_all_is_sorted_complete_and_resolves() -> None:
@@ -16,6 +18,16 @@ def test_all_is_sorted_complete_and_resolves() -> None:
     assert set(tether.__all__) - {"__version__"} == set(tether._EXPORTS)
     for name in tether.__all__:
         assert getattr(tether, name) is not None
+
+
+def test_every_public_package_exports_names_that_resolve() -> None:
+    """Our choice: a public package's `__all__` is sorted and every name in it imports."""
+    for package in public_packages():
+        module = importlib.import_module(package)
+        exported = list(getattr(module, "__all__", []))
+        assert exported == sorted(exported), package
+        for name in exported:
+            assert getattr(module, name) is not None, f"{package}.{name}"
 
 
 def test_the_conformance_harness_imports_without_the_runtime() -> None:
