@@ -139,6 +139,26 @@ async def test_an_update_handler_gets_the_run_it_acts_on(start: Start) -> None:
     assert out == [run_id, "project", "locate"]
 
 
+async def test_an_update_handler_without_an_input_runs(start: Start) -> None:
+    """Our choice: `App.update` accepts `(ctx)` as well as `(ctx, input)`, and a handler
+    registered with one parameter is called with one."""
+    app = App()
+
+    @app.workflow
+    async def project(ctx: Context) -> None:
+        await ctx.wait_for_update("ping")
+
+    @app.update("project")
+    async def ping(ctx: tether.UpdateContext) -> str:
+        return f"pong from {ctx.update}"
+
+    async with start(app) as rt:
+        run_id = (await rt.ops.start("project")).execution.id
+        await rt.ops.wait_until(run_id, lambda r: r.status == "waiting", timeout=10)
+        out = await rt.ops.update(run_id, "ping", None, timeout=10)
+    assert out == "pong from ping"
+
+
 async def test_cancel_a_parked_run_ends_it_cancelled_and_repeats_are_no_ops(start: Start) -> None:
     """Cooperative cancel wakes the parked run, which ends cancelled; cancelling again is an
     idempotent acknowledgement."""

@@ -373,7 +373,7 @@ async def _run_updates(
             uctx = UpdateContext(row.id, row.workflow, pending.name)
             try:
                 async with asyncio.timeout(timeout):
-                    value = await definition.fn(uctx, definition.parse_input(pending.input))
+                    value = await definition.call(uctx, pending.input)
                 output = definition.output_adapter.dump_python(value, mode="json")
             except TimeoutError:
                 error = {"type": "UpdateTimeout", "message": f"handler ran over {timeout}s"}

@@ -67,9 +67,16 @@ class UpdateDef:
     validator: Callable[[Any], Any] | None
     mcp: bool
     description: str | None
+    takes_input: bool = True
 
     def input_schema(self) -> dict[str, Any]:
         return self.input_adapter.json_schema()
+
+    async def call(self, ctx: Any, raw: Any) -> Any:
+        """Run the handler on the raw input: `(ctx, input)`, or `(ctx)` for a handler that
+        takes no input. Raises InvalidInput, and whatever the handler raises."""
+        value = self.parse_input(raw)
+        return await (self.fn(ctx, value) if self.takes_input else self.fn(ctx))
 
     def parse_input(self, raw: Any) -> Any:
         """Validate raw JSON input. Raises InvalidInput."""
@@ -543,6 +550,7 @@ class App(DagCatalog, ProtocolCatalog):
                 validator=validator,
                 mcp=mcp,
                 description=description or inspect.getdoc(func),
+                takes_input=input_type is not type(None),
             )
             return func
 
