@@ -85,9 +85,11 @@ async def operations(
     """Operations over a small pool of their own, without workers (one-shot commands:
     `tether runs …`; `listener`, run by the caller, for `runs watch`; `admission`: the same
     queues and profiles as the servers; `encryption`: the keys payloads are sealed and opened
-    with while the block runs); the pool is closed on exit."""
+    with while the block runs); the pool is closed on exit. Raises Unavailable when the
+    database cannot be reached."""
     with payloads.installed(encryption):
-        db: Database = await pool.create_pool(dsn, min_size=1, max_size=pool_size)
+        with storage_errors():
+            db: Database = await pool.create_pool(dsn, min_size=1, max_size=pool_size)
         try:
             yield Operations(db, app, listener=listener, admission=admission)
         finally:
