@@ -1,14 +1,17 @@
-"""The parts of `subscriptions/listen` that need no database: a subscriber that takes no frame
+"""The parts of `subscriptions/listen` below the HTTP layer: a subscriber that takes no frame
 is dropped (never buffered without bound), the change hub wakes only the watchers of an id,
-and a reconnect wakes everyone. Our choice."""
+a reconnect wakes everyone, and a change while a first view is read is not lost. Our
+choice."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any, cast
 
 import pytest
 from prometheus_client import REGISTRY
+from pydantic import BaseModel
 
 from tether.jsonrpc import codes
 from tether.jsonrpc.errors import LimitReached
@@ -16,7 +19,9 @@ from tether.jsonrpc.headers import Route
 from tether.jsonrpc.router import RequestContext, Router
 from tether.mcp.subscriptions import Limits, Subscriptions, view_key
 from tether.runtime.changes import ChangeHub
+from tether.runtime.context import Context
 from tether.runtime.operations import Operations
+from tether.runtime.registry import App
 from tether.storage.notify import CHANGE_CHANNEL
 
 
@@ -85,3 +90,63 @@ def test_only_the_view_fields_decide_whether_a_task_changed() -> None:
     assert view_key(base) == view_key({**base, "lastUpdatedAt": "2"})
     assert view_key(base) != view_key({**base, "statusMessage": "step 2"})
     assert view_key(base) != view_key({**base, "status": "completed", "result": {}})
+
+
+class _NoArgs(BaseModel):
+    pass
+
+
+@pytest.mark.postgres
+async def test_a_change_notified_while_the_first_view_is_read_is_reported(db: Any) -> None:
+    """A run that changes while listen reads its first view (after its id is watched, before
+    the stream keeps the task) is looked at again: the newer view follows the first. Before,
+    that wake found no task to mark, and a run that then stayed parked was never reported
+    again."""
+    app = App()
+
+    @app.workflow()
+    async def parks(ctx: Context, args: _NoArgs) -> None:
+        return None
+
+    ops = Operations(db, app)
+    run_id = (await ops.start("parks", {})).execution.id
+    listener = FakeListener()
+    reads: list[str] = []
+
+    async def tasks_get(ctx: RequestContext) -> dict[str, Any]:
+        reads.append(ctx.params["taskId"])
+        if len(reads) == 1:
+            listener.fire(run_id)  # the worker parked the run while this read was under way
+            return {"taskId": run_id, "status": "working", "statusMessage": "starting"}
+        return {"taskId": run_id, "status": "input_required", "statusMessage": "parked"}
+
+    router = Router()
+    router.add("tasks/get", tasks_get)
+    subs = Subscriptions(router, ops, ChangeHub(cast(Any, listener)))
+    sent: list[tuple[str, Any]] = []
+    parked = asyncio.Event()
+
+    async def notify(method: str, params: dict[str, Any]) -> None:
+        sent.append((method, params.get("statusMessage")))
+        if params.get("statusMessage") == "parked":
+            parked.set()
+
+    caps: dict[str, Any] = {"extensions": {codes.TASKS_EXTENSION: {}}}
+    ctx = RequestContext(
+        "subscriptions/listen",
+        {"notifications": {"taskIds": [run_id]}},
+        Route("modern", codes.MODERN_VERSION, capabilities=caps),
+        {},
+        9,
+        notify=notify,
+        streaming=True,
+    )
+    listening = asyncio.create_task(subs.listen(ctx))
+    try:
+        async with asyncio.timeout(5):
+            await parked.wait()
+    finally:
+        listening.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await listening
+    assert [message for _, message in sent] == [None, "starting", "parked"]

@@ -223,9 +223,13 @@ class Subscriptions:
         views = {}
         for task_id in task_ids:
             feed = _Feed(task_id, task_id)
+            # Kept before its first read: a change notified during that read marks the task
+            # to be looked at again (the read may predate the change).
+            stream.tasks[task_id] = feed
             view = await self._agree_task(stream, feed)
-            if view is not None:
-                stream.tasks[task_id] = feed
+            if view is None:
+                del stream.tasks[task_id]
+            else:
                 views[task_id] = view
         for uri in uris:
             await self._agree_resource(stream, uri)
