@@ -68,6 +68,20 @@ def test_a_non_flat_answer_schema_becomes_one_json_payload_field() -> None:
     assert views.answer_from_content(wait, {"payload": "not json"}) == "not json"
 
 
+def test_the_fallback_form_is_told_apart_from_a_flat_form_with_a_payload_field() -> None:
+    """Our choice: a client recognises the fallback form (its answer goes as JSON text) by
+    its single `payload` field's title, so a flat form whose one field is named `payload`
+    still takes its fields as they are."""
+    fallback, _ = views.wait_form({**SIGNAL_WAIT, "schema": {"type": "array"}})
+    assert views.is_payload_form(fallback)
+    flat, is_payload = views.wait_form(
+        {**SIGNAL_WAIT, "schema": {"type": "object", "properties": {"payload": {"type": "string"}}}}
+    )
+    assert not is_payload and not views.is_payload_form(flat)
+    assert not views.is_payload_form(None)
+    assert not views.is_payload_form({"type": "object", "properties": {"other": {}}})
+
+
 @given(st.sampled_from(STATUSES), st.sampled_from([None, "workflow", "protocol"]))
 def test_every_row_maps_to_exactly_one_valid_task_shape(status: str, kind: str | None) -> None:
     """Every status maps to a task with the fields its status requires and none it forbids."""

@@ -110,6 +110,24 @@ def payload_form(prompt: str | None) -> dict[str, Any]:
     }
 
 
+def is_payload_form(schema: Any) -> bool:
+    """Whether an elicitation's requestedSchema is the fallback form (`payload_form`): its
+    answer goes as JSON text in the one `payload` field. Told apart from a flat form that
+    happens to have a single string field named `payload` by the fallback's title."""
+    if not isinstance(schema, dict):
+        return False
+    props = schema.get("properties")
+    if not isinstance(props, dict) or set(props) != {PAYLOAD_FIELD}:
+        return False
+    field = props[PAYLOAD_FIELD]
+    expected = payload_form(None)["properties"][PAYLOAD_FIELD]
+    return (
+        isinstance(field, dict)
+        and field.get("type") == expected["type"]
+        and field.get("title") == expected["title"]
+    )
+
+
 def wait_form(wait: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     """(requestedSchema, is_payload_form) for an open wait."""
     flat = flat_form(wait.get("schema"))
