@@ -15,7 +15,7 @@ elicitation, so the server answers with tasks and shows open waits as input requ
 A bearer token, when given, goes with every request.
 
 Errors cross this boundary through two tables: `_FROM_HTTPX` for the HTTP library's
-exceptions (the server cannot be reached), applied by `_httpx_errors()` around every request,
+exceptions (the exchange failed), applied by `_httpx_errors()` around every request,
 and `_FROM_WIRE` for what the server answered (a JSON-RPC error code, or the code of a tool
 error result), applied by `_wire_error`.
 """
@@ -66,8 +66,8 @@ _NO_STREAM: Final = frozenset({codes.METHOD_NOT_FOUND, codes.LIMIT_REACHED})
 
 # --- errors -------------------------------------------------------------------------------------
 
-#: The HTTP library's exceptions that mean the server could not be reached or the exchange
-#: broke (connect, read, write, timeouts, a malformed HTTP message).
+#: The HTTP library's exceptions: each means the exchange with the server failed (it could not
+#: be reached, timed out, broke off, or sent what is not HTTP), never a server's answer.
 _FROM_HTTPX: Final[
     Mapping[type[httpx.HTTPError], Callable[[httpx.HTTPError], errors.ClientError]]
 ] = MappingProxyType(
@@ -75,8 +75,8 @@ _FROM_HTTPX: Final[
         httpx.TimeoutException: lambda e: errors.TransportError(
             f"the server did not answer in time ({type(e).__name__})"
         ),
-        httpx.TransportError: lambda e: errors.TransportError(
-            f"cannot reach the server: {type(e).__name__}: {e}"
+        httpx.HTTPError: lambda e: errors.TransportError(
+            f"no answer from the server: {type(e).__name__}: {e}"
         ),
     }
 )
@@ -88,11 +88,8 @@ def _httpx_errors() -> Iterator[None]:
     try:
         yield
     except httpx.HTTPError as exc:
-        for cls in type(exc).__mro__:
-            build = _FROM_HTTPX.get(cls)
-            if build is not None:
-                raise build(exc) from exc
-        raise
+        build = next(_FROM_HTTPX[c] for c in type(exc).__mro__ if c in _FROM_HTTPX)
+        raise build(exc) from exc
 
 
 def _invalid_params(method: str, message: str, data: Any) -> errors.ClientError:
