@@ -11,8 +11,22 @@ from __future__ import annotations
 import asyncio
 import os
 
+from pydantic import BaseModel
+
 import tether.client
-from tether.examples import ReviewOutcome, app  # what `tether serve` runs by default
+
+# The App that defines `document_review`: here the demo app `tether serve` runs by default;
+# in your code, your own App. Only the database transport uses it (to start runs).
+from tether.examples import app
+
+
+class ReviewOutcome(BaseModel):
+    """What `document_review` returns, as this program reads it."""
+
+    title: str
+    decision: str
+    ticket: str | None = None
+    rounds: int
 
 
 async def main() -> None:

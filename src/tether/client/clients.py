@@ -20,7 +20,11 @@ HTTP_SCHEMES: Final = frozenset({"http", "https"})
 
 class Client:
     """Starts runs and hands out `RunHandle`s, over the transport `connect` chose. Safe to
-    share across tasks of one event loop; close it (`aclose`, or `async with`) when done."""
+    share across tasks of one event loop; close it (`aclose`, or `async with`) when done.
+
+    Args:
+        transport: the connection `connect` opened (make clients with `connect`).
+    """
 
     def __init__(self, transport: Transport) -> None:
         self._transport = transport
@@ -64,6 +68,9 @@ class Client:
             result_type: the type `RunHandle.result()` validates the output into (a pydantic
                 model, a dataclass, `dict[str, int]` …); None: the output as JSON data.
 
+        Returns:
+            The run's handle.
+
         Raises:
             WorkflowNotFound: no such workflow (database: not in the App given to `connect`;
                 HTTP: the server serves no `start_<workflow>` tool).
@@ -85,8 +92,19 @@ class Client:
     def get_handle(self, run_id: str, *, result_type: type[T]) -> RunHandle[T]: ...
 
     def get_handle(self, run_id: str, *, result_type: Any = None) -> RunHandle[Any]:
-        """A handle for a run you know the id of (no I/O: a run that does not exist shows up
-        as RunNotFound on the handle's first call)."""
+        """A handle for a run you know the id of. No I/O: a run that does not exist shows up
+        as RunNotFound on the handle's first call.
+
+        Args:
+            run_id: the run's id (`RunHandle.id` of the handle `start` gave).
+            result_type: what `result()` validates the output into (None: the output as is).
+
+        Returns:
+            The run's handle.
+
+        Raises:
+            ValueError: `run_id` is empty.
+        """
         if not run_id:
             raise ValueError("run_id must be a non-empty string")
         return RunHandle(self._transport, run_id, result_type)
@@ -106,7 +124,15 @@ class Client:
 
 class Connecting:
     """What `connect` returns: `await` it for a `Client` you close yourself, or use it with
-    `async with` to have it closed for you."""
+    `async with` to have it closed for you.
+
+    Args:
+        target: as for `connect`.
+        token: as for `connect`.
+        app: as for `connect`.
+        timeout: as for `connect`.
+        pool_size: as for `connect`.
+    """
 
     def __init__(
         self,
@@ -125,7 +151,15 @@ class Connecting:
         self._client: Client | None = None
 
     async def open(self) -> Client:
-        """Open the connections; the client."""
+        """Open the connections (what `await` and `async with` do).
+
+        Returns:
+            The client, open.
+
+        Raises:
+            ValueError: as for `connect`.
+            TransportError: as for `connect`.
+        """
         from tether.settings import Settings  # reads TETHER_*: only when a client opens
 
         target = self._target
@@ -203,9 +237,12 @@ def connect(
         timeout: (HTTP) seconds each request may take.
         pool_size: (database) connections in the client's pool.
 
-    Raises (when awaited or entered):
-        ValueError: a target of another scheme, no target and no TETHER_DATABASE_URL, a token
-            with a database URL, or a bad TETHER_* setting.
-        TransportError: (database) the database cannot be reached.
+    Returns:
+        What opens the client: `await` it, or use it with `async with`.
+
+    Raises:
+        ValueError: (when awaited or entered) a target of another scheme, no target and no
+            TETHER_DATABASE_URL, a token with a database URL, or a bad TETHER_* setting.
+        TransportError: (when awaited or entered) the database cannot be reached.
     """
     return Connecting(target, token=token, app=app, timeout=timeout, pool_size=pool_size)

@@ -31,49 +31,85 @@ if TYPE_CHECKING:
 
 
 class ClientError(Exception):
-    """A Tether client call failed."""
+    """A Tether client call failed.
+
+    Args:
+        message: what happened, in words (default: the class's first docstring line).
+
+    Attributes:
+        message: what happened, in words.
+    """
 
     def __init__(self, message: str | None = None) -> None:
         self.message = message or (type(self).__doc__ or "").strip().splitlines()[0]
+        """What happened, in words."""
         super().__init__(self.message)
 
 
 class RunNotFound(ClientError):
-    """No run has that id."""
+    """No run has that id.
+
+    Args:
+        message: what happened, in words (default: the class's first docstring line).
+    """
 
 
 class WorkflowNotFound(ClientError):
-    """No workflow of that name can be started here."""
+    """No workflow of that name can be started here.
+
+    Args:
+        message: what happened, in words (default: the class's first docstring line).
+    """
 
 
 class InvalidInput(ClientError):
     """The workflow refused the input.
 
-    `violations` holds one `field: problem` line per problem found.
+    Args:
+        message: what happened, in words (default: the class's first docstring line).
+        violations: the problems found, as `field: problem` lines or validation error
+            dicts (`loc`, `msg`).
+
+    Attributes:
+        violations: one `field: problem` line per problem found.
     """
 
     def __init__(self, message: str | None = None, violations: Iterable[Any] = ()) -> None:
         super().__init__(message)
         self.violations = violation_lines(violations)
+        """One `field: problem` line per problem found."""
 
 
 class StartConflict(ClientError):
     """That idempotency key is held by a run started with different input.
 
-    `run_id` names the run that holds it, when the transport tells.
+    Args:
+        message: what happened, in words (default: the class's first docstring line).
+        run_id: the run that holds the key, when the transport tells (the database does).
+
+    Attributes:
+        run_id: the run that holds the key, or None.
     """
 
     def __init__(self, message: str | None = None, run_id: str | None = None) -> None:
         super().__init__(message)
         self.run_id = run_id
+        """The run that holds the key, or None."""
 
 
 class AnswerRefused(ClientError):
     """The answer was refused; the run is unchanged.
 
-    `violations`: one `field: problem` line per way the answer does not fit the wait (empty
-    when the wait itself was the problem). `open_waits`: the keys of the waits open now, when
-    the key or name given matched none, or several.
+    Args:
+        message: what happened, in words (default: the class's first docstring line).
+        violations: how the answer does not fit the wait (empty when the wait itself was
+            the problem).
+        open_waits: the keys of the waits open now, when the key or name given matched
+            none, or several.
+
+    Attributes:
+        violations: one `field: problem` line per way the answer does not fit.
+        open_waits: the keys of the waits open now (empty unless the wait was not found).
     """
 
     def __init__(
@@ -85,35 +121,65 @@ class AnswerRefused(ClientError):
     ) -> None:
         super().__init__(message)
         self.violations = violation_lines(violations)
+        """One `field: problem` line per way the answer does not fit."""
         self.open_waits = tuple(open_waits)
+        """The keys of the waits open now (empty unless the wait was not found)."""
 
 
 class NotAuthorized(ClientError):
-    """The server refused the credentials, or they do not allow this."""
+    """The server refused the credentials, or they do not allow this.
+
+    Args:
+        message: what happened, in words (default: the class's first docstring line).
+    """
 
 
 class TransportError(ClientError):
-    """The database or server could not be reached or did not answer as expected."""
+    """The database or server could not be reached or did not answer as expected.
+
+    Args:
+        message: what happened, in words (default: the class's first docstring line).
+    """
 
 
 class RunFailed(ClientError):
-    """The run ended with an error; `error` says which."""
+    """The run ended with an error.
+
+    Args:
+        error: how it failed.
+
+    Attributes:
+        error: how it failed (`kind`, `message`, and for a protocol error `code`, `data`).
+    """
 
     def __init__(self, error: RunError) -> None:
         super().__init__(f"the run failed: {error.kind}: {error.message}")
         self.error = error
+        """How it failed."""
 
 
 class RunCancelled(ClientError):
-    """The run was cancelled."""
+    """The run was cancelled.
+
+    Args:
+        message: what happened, in words (default: the class's first docstring line).
+    """
 
 
 class UnexpectedResult(ClientError):
-    """The run's output does not fit the result type asked for."""
+    """The run's output does not fit the result type asked for.
+
+    Args:
+        message: what happened, in words (default: the class's first docstring line).
+    """
 
 
 class WaitTimedOut(ClientError, TimeoutError):
-    """The run did not get there before the timeout."""
+    """The run did not get there before the timeout.
+
+    Args:
+        message: what happened, in words (default: the class's first docstring line).
+    """
 
 
 def violation_lines(violations: Iterable[Any]) -> tuple[str, ...]:

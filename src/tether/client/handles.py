@@ -47,7 +47,12 @@ class RunHandle(Generic[T]):
     tasks may share one, and a handle made from a stored id works like the one `start` gave.
 
     A handle follows its run's chain: after a retry or a continue-as-new it reads the live
-    run, under the same id.
+    run, under the same id. Handles come from `Client.start` and `Client.get_handle`.
+
+    Args:
+        transport: the client's connection to runs.
+        run_id: the run's id.
+        result_type: what `result()` validates the output into (None: the output as is).
     """
 
     def __init__(self, transport: Transport, run_id: str, result_type: Any = None) -> None:
@@ -67,6 +72,9 @@ class RunHandle(Generic[T]):
     async def status(self) -> RunSnapshot:
         """Read the run now.
 
+        Returns:
+            The run as it is now.
+
         Raises:
             RunNotFound: no run has this id (or it is not visible to these credentials).
             NotAuthorized: (HTTP) the token may not read tasks.
@@ -85,9 +93,15 @@ class RunHandle(Generic[T]):
             until: `"settled"` stops at an open wait too; `"ended"` only at the end.
             timeout: seconds to wait at most (None: as long as it takes).
 
+        Returns:
+            The first snapshot that is there.
+
         Raises:
+            ValueError: `until` is neither of the two.
             WaitTimedOut: `timeout` passed first.
-            RunNotFound, NotAuthorized, TransportError: as for `status`.
+            RunNotFound: as for `status`.
+            NotAuthorized: as for `status`.
+            TransportError: as for `status`, or the run's changes stopped before its end.
         """
         if until not in ("settled", "ended"):
             raise ValueError(f"until must be 'settled' or 'ended', not {until!r}")
@@ -107,12 +121,17 @@ class RunHandle(Generic[T]):
         Args:
             timeout: seconds to wait at most (None: as long as it takes).
 
+        Returns:
+            The run's output, as `result_type` when the handle has one.
+
         Raises:
             RunFailed: the run ended with an error (`.error` says which).
             RunCancelled: the run was cancelled or terminated.
             UnexpectedResult: the output does not fit `result_type`.
             WaitTimedOut: `timeout` passed first.
-            RunNotFound, NotAuthorized, TransportError: as for `status`.
+            RunNotFound: as for `status`.
+            NotAuthorized: as for `status`.
+            TransportError: as for `status`.
         """
         snapshot = await self.wait(until="ended", timeout=timeout)
         if snapshot.status == "completed":
@@ -122,19 +141,28 @@ class RunHandle(Generic[T]):
         raise errors.RunFailed(snapshot.error or RunError("error", snapshot.message or ""))
 
     async def answer(self, wait: str, values: Any) -> Answered:
-        """Answer one of the run's open waits, by its key or by its name (the name keeps
-        working when the run parks again and the key changes).
-
-        `values` is the answer: an approval's `{"decision": "approve", <inputs>}` (or
-        `"reject"` with a `reason`, `"push_back"` with a `comment`), a human task's form fields,
-        a signal's payload, an agent step's object. The first answer wins; the run is unchanged
+        """Answer one of the run's open waits. The first answer wins; the run is unchanged
         when the answer is refused.
+
+        Args:
+            wait: the wait's name (it keeps working when the run parks again and the key
+                changes) or its key (when two open waits share the name).
+            values: the answer: an approval's `{"decision": "approve", <inputs>}` (or
+                `"reject"` with a `reason`, `"push_back"` with a `comment`), a human task's
+                form fields, a signal's payload, an agent step's object; JSON-like data or a
+                pydantic model.
+
+        Returns:
+            The key of the wait answered, and whether the answer repeated one given before.
 
         Raises:
             AnswerRefused: the answer does not fit the wait (`.violations`), no open wait (or
                 several) has that key or name (`.open_waits` lists the open ones), or the wait
                 was already answered differently.
-            RunNotFound, NotAuthorized, TransportError: as for `status`.
+            TypeError: `values` is not JSON-serialisable.
+            RunNotFound: as for `status`.
+            NotAuthorized: as for `status`.
+            TransportError: as for `status`.
         """
         return await self._transport.answer(self._id, wait, jsonable(values, "the answer"))
 
@@ -143,17 +171,25 @@ class RunHandle(Generic[T]):
         (a run still in its queue ends at once); an ended run is left as it is.
 
         Raises:
-            RunNotFound, NotAuthorized, TransportError: as for `status`.
+            RunNotFound: as for `status`.
+            NotAuthorized: as for `status`.
+            TransportError: as for `status`.
         """
         await self._transport.cancel(self._id)
 
     async def watch(self) -> AsyncGenerator[RunSnapshot, None]:
-        """The run as it is now, then each change a caller would see (status, message, waits,
-        output, error), ending after it has ended. Changes are pushed (database LISTEN, or the
-        server's `subscriptions/listen` stream), with polling as the fallback.
+        """Follow the run: `async for snapshot in handle.watch(): …`. Changes are pushed
+        (database LISTEN, or the server's `subscriptions/listen` stream), with polling as the
+        fallback.
 
-        Raises (while iterating):
-            RunNotFound, NotAuthorized, TransportError: as for `status`.
+        Returns:
+            An async iterator of snapshots: the run as it is now, then each change a caller
+            would see (status, message, waits, output, error), ending after the ended one.
+
+        Raises:
+            RunNotFound: while iterating, as for `status`.
+            NotAuthorized: while iterating, as for `status`.
+            TransportError: while iterating, as for `status`.
         """
         async with contextlib.aclosing(self._transport.changes(self._id)) as changes:
             async for snapshot in changes:

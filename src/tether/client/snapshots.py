@@ -27,37 +27,62 @@ import orjson
 from tether.runtime.waits import parse_key
 
 RunStatus = Literal["running", "input_required", "completed", "failed", "cancelled"]
+"""Where a run stands: `running` (live, not waiting for you), `input_required` (an open wait
+needs an answer), or ended: `completed`, `failed` (a workflow error or a JSON-RPC error it
+raised), `cancelled` (cancelled or terminated)."""
 #: The statuses a run never leaves.
 ENDED: Final = frozenset({"completed", "failed", "cancelled"})
 
 
 @dataclass(frozen=True)
 class OpenWait:
-    """A wait of the run that needs an answer from outside.
+    """A wait of the run that needs an answer from outside (made by the client, from what
+    the run shows).
 
-    `key` answers exactly this wait (it goes stale when the run parks again: answer by `name`
-    to avoid that); `kind` is `signal`, `approval`, `human_task` or `agent_step`; `message`
-    says what is asked; `form` is the JSON Schema of the answer's fields (for a wait whose
-    answer is not a flat object, one required string field `payload` holding JSON text: pass
-    the answer itself to `RunHandle.answer`, the client encodes it).
+    Attributes:
+        key: answers exactly this wait; it goes stale when the run parks again (answer by
+            `name` to avoid that).
+        kind: `signal`, `approval`, `human_task` or `agent_step` (None: a key that is not
+            Tether's).
+        name: the wait's name in the workflow (None: a key that is not Tether's).
+        message: what is asked, in words.
+        form: the JSON Schema of the answer's fields, to render as a form. For a wait whose
+            answer is not a flat object it is one required string field `payload`; pass the
+            answer itself to `RunHandle.answer`, the client encodes it.
     """
 
     key: str
+    """Answers exactly this wait."""
     kind: str | None
+    """`signal`, `approval`, `human_task` or `agent_step`."""
     name: str | None
+    """The wait's name in the workflow."""
     message: str
+    """What is asked, in words."""
     form: Mapping[str, Any]
+    """The JSON Schema of the answer's fields."""
 
 
 @dataclass(frozen=True)
 class RunError:
-    """How a run failed: `kind` (the exception type, `timed_out`, or `protocol` for a
-    JSON-RPC error the workflow raised, whose `code` and `data` are set), and `message`."""
+    """How a run failed.
+
+    Attributes:
+        kind: the exception type (`ValueError`, `StepFailed`…), `timed_out`, or `protocol`
+            for a JSON-RPC error the workflow raised.
+        message: the error's message.
+        code: a protocol error's JSON-RPC code (None otherwise).
+        data: a protocol error's data (None otherwise).
+    """
 
     kind: str
+    """The exception type, `timed_out`, or `protocol`."""
     message: str
+    """The error's message."""
     code: int | None = None
+    """A protocol error's JSON-RPC code."""
     data: Any = None
+    """A protocol error's data."""
 
 
 @dataclass(frozen=True)
@@ -65,20 +90,38 @@ class RunSnapshot:
     """One reading of a run. Two snapshots compare equal when a caller would see the same
     thing (status, message, waits, output, error), whatever their timestamps.
 
-    `id` is the handle's id (a retried or continued run is followed: the snapshot shows the
-    chain's live run under the id you hold). `poll_interval` is the server's suggested
-    spacing between reads, in seconds.
+    Attributes:
+        id: the handle's id. A retried or continued run is followed: the snapshot shows the
+            chain's live run under the id you hold.
+        status: where the run stands (`RunStatus`).
+        message: what the run is doing (its details), what it waits for, or why it was
+            cancelled; None when there is nothing to say.
+        waits: the open waits (`input_required` only).
+        output: a completed run's output (None otherwise).
+        error: a failed run's error (None otherwise).
+        created_at: when the run was created.
+        updated_at: when it last changed.
+        poll_interval: the suggested spacing between reads, in seconds (None once ended).
     """
 
     id: str
+    """The handle's id."""
     status: RunStatus
+    """Where the run stands."""
     message: str | None = None
+    """What the run is doing, what it waits for, or why it was cancelled."""
     waits: tuple[OpenWait, ...] = ()
+    """The open waits."""
     output: Any = None
+    """A completed run's output."""
     error: RunError | None = None
+    """A failed run's error."""
     created_at: datetime | None = field(default=None, compare=False)
+    """When the run was created."""
     updated_at: datetime | None = field(default=None, compare=False)
+    """When it last changed."""
     poll_interval: float | None = field(default=None, compare=False)
+    """The suggested spacing between reads, in seconds."""
 
     @property
     def ended(self) -> bool:
@@ -91,18 +134,33 @@ class RunSnapshot:
         return self.status == "input_required"
 
     def find_wait(self, ref: str) -> list[OpenWait]:
-        """The open waits `ref` names: the one with that key, else those with that name."""
+        """The open waits a key or a name stands for.
+
+        Args:
+            ref: a wait's key, or its name.
+
+        Returns:
+            The wait with that key; else those with that name (several when waits of two
+            kinds share it); else none.
+        """
         by_key = [w for w in self.waits if w.key == ref]
         return by_key or [w for w in self.waits if w.name == ref]
 
 
 @dataclass(frozen=True)
 class Answered:
-    """An answer the run took: the wait's `key`, and whether the same answer had been given
-    before (`duplicate`: nothing changed; reported by the database transport only)."""
+    """An answer the run took.
+
+    Attributes:
+        key: the key of the wait it answered.
+        duplicate: the same answer had been given before, so nothing changed (reported by
+            the database transport only).
+    """
 
     key: str
+    """The key of the wait it answered."""
     duplicate: bool = False
+    """The same answer had been given before; nothing changed."""
 
 
 _KEEP: Final = object()
