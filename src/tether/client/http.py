@@ -27,13 +27,13 @@ import base64
 import itertools
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from contextlib import contextmanager
+from importlib import metadata
 from types import MappingProxyType
 from typing import Any, Final
 
 import httpx
 import orjson
 
-from tether import __version__
 from tether.client import errors
 from tether.client.snapshots import Answered, OpenWait, RunSnapshot, from_task
 from tether.client.transport import Kind
@@ -55,7 +55,18 @@ START_TOOL_PREFIX: Final = "start_"
 #: What every request declares: the Tasks extension, and form elicitation (so a run that
 #: waits reads `input_required` with its input requests).
 CAPABILITIES: Final[dict[str, Any]] = {"elicitation": {}, "extensions": {codes.TASKS_EXTENSION: {}}}
-CLIENT_INFO: Final[dict[str, str]] = {"name": "tether.client", "version": __version__}
+
+
+def _version() -> str:
+    """The installed distribution's version (the root package is not imported: it names every
+    public layer, server surfaces included)."""
+    try:
+        return metadata.version("tether")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+CLIENT_INFO: Final[dict[str, str]] = {"name": "tether.client", "version": _version()}
 #: A listen stream silent this long is opened again (the server then sends the current view).
 LISTEN_IDLE_S: Final = 300.0
 #: How often to poll when the server suggests no interval.
