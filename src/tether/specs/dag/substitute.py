@@ -12,8 +12,10 @@ Sources, lowest to highest precedence (as Dagu resolves them, without dotenv and
   6. run values set by the runtime (DAG_RUN_ID, DAG_PUSHBACK_ITERATION, DAG_PUSHBACK …)
 A reference to a missing name is left as written (the shell may still expand it). Text that
 is expanded here in a shell's place (a comparison, a parameter's `eval`: `expand_plain`) also
-reads `$NAME`, and a missing name as empty, as the shell would; a command written in such text
-gets the values through its environment (`bind_references`), never as text to parse.
+reads `$NAME`, and a missing name as empty, as the shell would. Shell text written in the DAG
+(a command written in such text, a step's `command` or shell `script`, a command
+precondition) gets the values through its environment (`bind_references`), never as text to
+parse; only text another program reads (a `python3` script) has values put in (`substitute`).
 `${NAME.key[0].sub}` reads a path in NAME's JSON value (older Dagu's JSON references).
 `${steps.<id>.outputs.<field>}` reads a human task's published outputs.
 `${params.NAME}` and `${env.NAME}` (Dagu v2) read NAME as `${NAME}` does (so for a parameter,
@@ -28,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from tether.specs.dag.model import EnvVar, Param
+from tether.specs.dag.quoting import EXPANDS, SINGLE_QUOTED, dollar_quoting
 
 _REF: Final = re.compile(
     r"\$\{(?:steps\.(?P<step>[A-Za-z0-9_-]+)\.outputs\.(?P<field>[A-Za-z][A-Za-z0-9_]*)"
@@ -86,30 +89,49 @@ def expand_plain(
 
 
 def bind_references(
-    command: str,
+    text: str,
     scope: Mapping[str, str],
     step_outputs: Mapping[str, Mapping[str, str]] | None = None,
+    *,
+    positional: Sequence[str] | None = None,
 ) -> tuple[str, dict[str, str]]:
-    """A command substitution's text ready for a shell whose environment is `scope` and whose
-    arguments are the run's positional values: `${NAME}` and `$1`, `${1}` … stay, for the shell
-    to read from there; each reference it cannot read itself (`${NAME.path}`,
-    `${params.NAME}`, `${steps.ID.outputs.F}`) becomes `${<BOUND_PREFIX>n}`, returned with
-    its value for the shell's environment. So no value becomes text the shell parses."""
+    """Shell text written in the DAG (a command, a script a POSIX shell runs, a command
+    substitution) ready for a shell whose environment is `scope`: no value is put into it.
+
+    Where the shell expands a reference (`quoting.dollar_quoting`), `${NAME}` stays, for the
+    shell to read NAME from its environment, and so do `$1`, `${1}` … without `positional`
+    (the shell's arguments are then the run's positional values). Each reference it cannot
+    read itself (`${NAME.path}`, `${params.NAME}`, `${steps.ID.outputs.F}`, and `$1` …
+    when `positional` holds the values) becomes `${<BOUND_PREFIX>n}`, returned with its
+    value for the shell's environment (one variable per reference text).
+
+    Between single quotes the shell reads `${NAME}` and `$1` as written, and they stay so (as
+    Dagu leaves them); a reference only Tether reads is put in there by closing the quotes
+    around it (`'"${<BOUND_PREFIX>n}"'`), as Dagu puts in its value. Wherever else the shell
+    does not expand (after a backslash, in a comment, a quoted here-document, `$'…'`), and
+    when it reads nothing, a reference stays as written."""
+    if "$" not in text:
+        return text, {}
+    quoting = dollar_quoting(text)
     bound: dict[str, str] = {}
+    names: dict[str, str] = {}
 
     def replace(match: re.Match[str]) -> str:
-        if match["name"] is None and match["step"] is None:
-            return match[0]  # positional: the shell's own arguments
-        if match["name"] is not None and not match["path"]:
-            return match[0]  # in the shell's environment (or unset there, as here)
-        found = _value(match, scope, (), step_outputs)
-        if found is None:
+        where = quoting.get(match.start())
+        at_position = match["name"] is None and match["step"] is None
+        if where is None or (at_position and positional is None):
             return match[0]
-        name = f"{BOUND_PREFIX}{len(bound)}"
+        found = _value(match, scope, positional or (), step_outputs)
+        if found is None or (match["name"] is not None and not match["path"]):
+            return match[0]  # unknown, or a variable of the shell's environment
+        if where == SINGLE_QUOTED and at_position:
+            return match[0]  # a positional value between single quotes: read as written
+        name = names.setdefault(match[0], f"{BOUND_PREFIX}{len(names)}")
         bound[name] = found
-        return "${" + name + "}"
+        read = "${" + name + "}"
+        return read if where == EXPANDS else f"'\"{read}\"'"
 
-    return _REF.sub(replace, command), bound
+    return _REF.sub(replace, text), bound
 
 
 def _value(
