@@ -7,7 +7,9 @@ system's `sh`, and where `sh` is bash (`bash_as_sh`), which runs commands inside
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ from tether.runtime.dag.catalog import inline_key
 from tether.runtime.dag.shell import argv_for, run_command
 from tether.runtime.dag.status import dag_status
 from tether.runtime.registry import App
+from tether.specs.dag.substitute import bind_references
 
 from .conftest import Start
 from .test_gates import parked_on
@@ -257,3 +260,245 @@ steps:
     if shell_flavour == "bash as sh":
         assert sh_is == "bash"
     assert (step["status"], step["stdout"]) == ("succeeded", f"{sh_is}|{sh_is}")
+
+
+def shell_payloads(marks: Path) -> list[str]:
+    """`payloads`, and values that end the quoted string or the line they are pasted into."""
+    return [
+        *payloads(marks),
+        f"x' ; touch {marks}/single-quote ; '",
+        f'x" ; touch {marks}/double-quote ; "',
+        f"x\ntouch {marks}/newline",
+    ]
+
+
+def words(value: str) -> str:
+    """What `printf '<%s>' ${V}` prints for V's value: one `<…>` per word (split on blanks and
+    newlines, as a shell splits an unquoted expansion; no payload here globs)."""
+    return "".join(f"<{word}>" for word in value.split())
+
+
+STEP_TEXT = """\
+name: steps
+type: graph
+working_dir: {cwd}
+params:
+  - name: A
+    default: plain
+env:
+  - X: "$(touch {marks}/prompt)"
+  - FROM_A: "${A}-env"
+steps:
+  - name: param
+    command: printf '<%s>' "${A}" "${params.A}" "$1" ${A} '${A}'
+  - name: derived
+    command: printf '<%s>' "${FROM_A}" ${FROM_A}
+  - name: produce
+    command: printf '%s' "$A"
+    output: OUT
+  - name: consume
+    depends: produce
+    command: printf '<%s>' "${OUT}" ${OUT}
+  - name: script
+    script: |
+      printf '<%s>' "${A}"
+      cat <<EOF
+      ${A}
+      EOF
+  - name: checked
+    preconditions:
+      - command: test "${A}" = "$A"
+    command: echo ran
+"""
+
+
+async def test_a_callers_values_in_commands_and_scripts_are_read_not_parsed(
+    start: Start, tmp_path: Path
+) -> None:
+    """A reference in a `command`, a shell `script` or a command precondition is read by the
+    shell from its environment (Tether's choice: Dagu pastes the value), whether it holds a
+    parameter, an `env` entry made from one, or an upstream step's output: the value comes
+    out as written (split into words where unquoted), and nothing in it runs. Between single
+    quotes `${A}` stays as written, as Dagu leaves it."""
+    marks, cwd = tmp_path / "marks", tmp_path / "cwd"
+    marks.mkdir()
+    cwd.mkdir()
+    app = App()
+    app.dag(STEP_TEXT.replace("{marks}", str(marks)).replace("{cwd}", str(cwd)))
+    got, expected = [], []
+    async with start(app) as rt:
+        for value in shell_payloads(marks):
+            run = (await rt.ops.start("steps", {"params": {"A": value}})).execution.id
+            row = (await rt.ops.wait_for_end(run, timeout=20)).current
+            results = node_results(await rt.ops.steps(run))
+            got.append(
+                (row.status, {k: (v["status"], v.get("stdout")) for k, v in results.items()})
+            )
+            out = value.strip()  # a step's output is its stdout, trimmed
+            expected.append(
+                (
+                    "completed",
+                    {
+                        "param": ("succeeded", f"<{value}>" * 3 + words(value) + "<${A}>"),
+                        "derived": ("succeeded", f"<{value}-env>" + words(f"{value}-env")),
+                        "produce": ("succeeded", value),
+                        "consume": ("succeeded", f"<{out}>" + words(out)),
+                        "script": ("succeeded", f"<{value}>{value}\n"),
+                        "checked": ("succeeded", "ran\n"),
+                    },
+                )
+            )
+    assert sorted(p.name for p in marks.iterdir()) == [], "a caller's value ran as a command"
+    assert got == expected
+
+
+ANSWERED = """\
+name: answered
+working_dir: {cwd}
+steps:
+  - id: ask
+    action: human.task
+    with:
+      prompt: Say something
+      form:
+        type: object
+        required: [note]
+        properties:
+          note: {type: string}
+  - name: use
+    depends: ask
+    command: printf '<%s>' "${steps.ask.outputs.note}" '${steps.ask.outputs.note}'
+  - name: again
+    depends: use
+    command: printf '<%s>' ${steps.ask.outputs.note}
+"""
+
+
+async def test_an_answer_put_into_a_command_is_read_not_parsed(
+    start: Start, tmp_path: Path
+) -> None:
+    """A human task's answer (`${steps.ID.outputs.F}`) reaches a downstream command through
+    a variable of the shell's own: between double quotes, and between single quotes (where
+    Dagu puts the value in), it comes out as written, and nothing in it runs."""
+    marks, cwd = tmp_path / "marks", tmp_path / "cwd"
+    marks.mkdir()
+    cwd.mkdir()
+    app = App()
+    app.dag(ANSWERED.replace("{cwd}", str(cwd)))
+    got = []
+    async with start(app) as rt:
+        for value in shell_payloads(marks):
+            run = (await rt.ops.start("answered", {})).execution.id
+            task = await parked_on(rt, run, "human_task", "ask")
+            await rt.ops.answer(run, task["key"], {"decision": "complete", "note": value})
+            row = (await rt.ops.wait_for_end(run, timeout=20)).current
+            results = node_results(await rt.ops.steps(run))
+            outs = [results.get(name, {}).get("stdout") for name in ("use", "again")]
+            got.append((row.status, *outs))
+    assert sorted(p.name for p in marks.iterdir()) == [], "an answer ran as a command"
+    assert got == [("completed", f"<{v}>" * 2, words(v)) for v in shell_payloads(marks)]
+
+
+SHELL_NAMED = """\
+name: {name}
+params:
+  - name: {param}
+    default: sh
+{shell}
+steps:
+  - name: step
+    command: echo ran
+"""
+
+
+@pytest.mark.parametrize(
+    ("param", "shell"), [("SH", "shell: ${params.SH}"), ("SHELL", "")], ids=["dag shell", "SHELL"]
+)
+async def test_a_callers_value_naming_the_shell_adds_no_arguments(
+    start: Start, tmp_path: Path, param: str, shell: str
+) -> None:
+    """A value put into the DAG's `shell` (`shell: ${params.SH}`), or the run's `$SHELL` a
+    parameter sets, is one word of the shell's command line: `sh -c '…'` names a program
+    that is not there, so the step fails and nothing runs (Tether's choice)."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    app = App()
+    app.dag(SHELL_NAMED.format(name="named", param=param, shell=shell))
+    async with start(app) as rt:
+        default = (await rt.ops.start("named", {})).execution.id
+        await rt.ops.wait_for_end(default, timeout=20)
+        ran = node_results(await rt.ops.steps(default))
+        value = f"sh -c 'touch {marks}/shell'"
+        run = (await rt.ops.start("named", {"params": {param: value}})).execution.id
+        row = (await rt.ops.wait_for_end(run, timeout=20)).current
+        step = node_results(await rt.ops.steps(run))["step"]
+    assert sorted(p.name for p in marks.iterdir()) == [], "a caller's value ran as a command"
+    assert ran["step"]["stdout"] == "ran\n"  # the default names the shell
+    assert (row.status, step["status"]) == ("failed", "failed")
+    assert "cannot start the command" in step["error"]
+
+
+def quoting_forms(value: str) -> list[tuple[str, str]]:
+    """Shell text in each quoting form, and what the shell prints when `${J.k}` reads
+    `value` (`$A`'s and `$1`'s are the same value)."""
+    return [
+        ('printf \'<%s>\' "${J.k}" "${A}" "$1"', f"<{value}>" * 3),
+        ("printf '<%s>' 'a ${J.k} b' '${A}' '$1'", f"<a {value} b><${{A}}><$1>"),
+        ('printf \'<%s>\' "$(printf %s "${J.k}")"', f"<{value}>"),
+        ('printf \'<%s>\' "`printf %s \\"\\${J.k}\\"`"', f"<{value}>"),
+        ("printf '<%s>' ${Z:-\"${J.k}\"} \"${Z:-'${A}'}\"", f"<{value}><'{value}'>"),
+        ("cat <<E\n${J.k}\nE", f"{value}\n"),
+        ("cat <<'E'\n${J.k}\nE", "${J.k}\n"),
+        ("printf '<%s>' \\${J.k} # ${J.k}", "<${J.k}>"),
+    ]
+
+
+async def test_each_quoting_form_reads_a_reference_as_the_shell_reads_its_text(
+    tmp_path: Path,
+) -> None:
+    """`bind_references` reads quoting as the shell does: where the shell expands, a
+    reference reads the value (whatever it holds); where it does not, the reference prints
+    as written, but for one only Tether reads between single quotes, which reads the value
+    (as Dagu puts it in there)."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    value = f'it\'s "x" $(touch {marks}/ran) `touch {marks}/ran` ${{X@P}}\nend'
+    scope = {"A": value, "J": json.dumps({"k": value}), "X": f"$(touch {marks}/prompt)"}
+    got, expected = [], []
+    for text, prints in quoting_forms(value):
+        bound_text, bound = bind_references(text, scope, positional=[value])
+        env = {"PATH": os.environ["PATH"], **scope, **bound}
+        res = await run_command(argv_for(bound_text, None), env=env)
+        got.append((res.exit_code, res.stdout))
+        expected.append((0, prints))
+    assert sorted(p.name for p in marks.iterdir()) == [], "a value ran as a command"
+    assert got == expected
+
+
+PROGRAM = """\
+name: program
+params:
+  - name: A
+    default: plain
+steps:
+  - name: python
+    command: PYTHON
+    script: |
+      import os
+      print("${A}", os.environ["A"], sep="|")
+"""
+
+
+async def test_a_script_for_another_interpreter_gets_values_put_into_its_text(
+    start: Start,
+) -> None:
+    """A script that a program other than a shell runs (`command: python3`, a shebang's)
+    has its references replaced by their values, as in Dagu: it is the DAG author's program,
+    which reads a caller's value from its environment (`os.environ`) instead (our choice)."""
+    app = App()
+    app.dag(PROGRAM.replace("PYTHON", sys.executable))
+    async with start(app) as rt:
+        run = (await rt.ops.start("program", {"params": {"A": "given"}})).execution.id
+        await rt.ops.wait_for_end(run, timeout=20)
+        step = node_results(await rt.ops.steps(run))["python"]
+    assert (step["status"], step["stdout"]) == ("succeeded", "given|given\n")

@@ -42,7 +42,7 @@ from tether.runtime.dag.replay import (
     param_text,
     parse_snapshot,
 )
-from tether.runtime.dag.shell import Gate
+from tether.runtime.dag.shell import Gate, one_word
 from tether.runtime.dag.state import DagState
 from tether.runtime.dag.work import (
     Actions,
@@ -190,7 +190,9 @@ class _Run:
         expand = functools.partial(
             substitute, scope=scope, positional=self.positional, step_outputs=outputs
         )
-        shell = expand(self.dag.shell) if self.dag.shell else None  # `bash ${params.X}`
+        # `shell: bash ${params.X}`: each value put in is one word of the shell's command
+        # line, so a value never adds arguments of its own (`-c …`).
+        shell = expand(self.dag.shell, quote=one_word) if self.dag.shell else None
         workdir, process = dag_workdir(self.dag, expand), self.environment.process
         return StepInput(scope, self.positional, outputs, workdir, shell, process)
 

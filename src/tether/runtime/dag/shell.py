@@ -72,6 +72,24 @@ def _gateable(shell: str, shellopts: str) -> bool:
     return not _TRACING & set(shellopts.split(":"))
 
 
+def posix_shell(program: str) -> bool:
+    """Whether `program` (a shell or an interpreter, with flags; `env [-S] [NAME=…] PROGRAM`
+    too, as a shebang line names one) is a POSIX shell (`POSIX_SHELLS`)."""
+    try:
+        words = _split(program)
+    except ValueError:  # unbalanced quotes: its start fails, as the step's own start reports
+        return False
+    if words and os.path.basename(words[0]) == "env":
+        words = tuple(w for w in words[1:] if w[:1] != "-" and "=" not in w)
+    return bool(words) and os.path.basename(words[0]) in POSIX_SHELLS
+
+
+def one_word(value: str) -> str:
+    """`value` quoted as one word of a shell's command line (`argv_for` splits it); an empty
+    value stays empty (it adds no word)."""
+    return shlex.quote(value) if value else value
+
+
 def argv_for(command: str, shell: str | None) -> list[str]:
     """`shell -c command` (the shell may carry flags, e.g. `bash -e`)."""
     return [*_split(shell or DEFAULT_SHELL), "-c", command]

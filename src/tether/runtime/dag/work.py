@@ -9,6 +9,7 @@ import dataclasses
 import inspect
 import json
 import os
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -23,11 +24,13 @@ from tether.runtime.dag.shell import (
     ShellResult,
     argv_for,
     gateable,
+    posix_shell,
     run_command,
     run_script,
 )
 from tether.specs import patterns
 from tether.specs.dag import Action, Precondition, Shell, Step, substitute
+from tether.specs.dag.substitute import bind_references
 
 Actions = Mapping[str, Callable[..., Any]]
 
@@ -55,6 +58,20 @@ class StepInput:
 
     def expand(self, text: str, quote: Callable[[str], str] | None = None) -> str:
         return substitute(text, self.scope, self.positional, self.task_outputs, quote)
+
+    def shell_text(self, text: str, program: str) -> tuple[str, dict[str, str]]:
+        """`text` (a command, or a script) as `program` is to run it, and the environment
+        to run it with. A POSIX shell reads every reference from its environment
+        (`bind_references`), so no value becomes text it parses. Any other program (`python3`
+        given a script, a shebang's interpreter) gets the values put into the text, as Dagu
+        does: that text is the DAG author's program, and a value put into a program is code
+        (such a program reads a caller's value from its environment instead)."""
+        if not posix_shell(program):
+            return self.expand(text), dict(self.environ)
+        text, bound = bind_references(
+            text, self.scope, self.task_outputs, positional=self.positional
+        )
+        return text, {**self.environ, **bound}
 
 
 async def run_work(
@@ -98,11 +115,11 @@ def launch_of(step: Step, given: StepInput) -> Launch | None:
     if not isinstance(work, Shell) or not _starts_early(step, given):
         return None
     shell = given.shell_for(work)
-    argv = argv_for(GATE_PREFIX + given.expand(work.commands[0]), shell)
-    env = given.environ
+    text, env = given.shell_text(work.commands[0], shell)
+    argv = argv_for(GATE_PREFIX + text, shell)
     if not quiet_start(argv[0], env):
         return None
-    return Launch(step.name, tuple(argv), dict(env), _cwd(work, given))
+    return Launch(step.name, tuple(argv), env, _cwd(work, given))
 
 
 def _cwd(work: Shell, given: StepInput) -> str | None:
@@ -131,16 +148,15 @@ async def _run_shell(
     then = ahead.launch if ahead is not None else None
     timeout = float(step.timeout_sec) if step.timeout_sec else None
     results: list[ShellResult] = []
-    env = dict(given.environ)
     shell = given.shell_for(work)
     if work.script is not None:
-        script = given.expand(work.script)
-        interpreter = work.commands[0] if work.commands else _shebang(script, work) or shell
+        interpreter = work.commands[0] if work.commands else _shebang(work.script, work) or shell
+        script, env = given.shell_text(work.script, interpreter)
         ran = run_script(script, interpreter, env=env, cwd=cwd, timeout=timeout, then=then)
         results.append(await ran)
     else:
         for command in work.commands:
-            text = given.expand(command)
+            text, env = given.shell_text(command, shell)
             argv = argv_for(text if gate is None else GATE_PREFIX + text, shell)
             started = ahead.take(argv, env, cwd) if gate and ahead else None
             res = await run_command(
@@ -167,14 +183,23 @@ def default_shell(dag_shell: str | None = None, scope: Mapping[str, str] | None 
     """Dagu's shell for a step that names none: the DAG's `shell`, else the run's `$SHELL`
     (`scope`: passed through from the server's environment, or set by the DAG), else `sh`,
     with `-e` (errexit) added for a Unix-like shell (Dagu specs 014/015), so a failing line
-    of a multi-line command fails the step. (A step's own `shell` is taken as written.)"""
-    shell = dag_shell or (scope or {}).get("SHELL", "").strip() or DEFAULT_SHELL
-    name = os.path.basename(shell.split()[0])
+    of a multi-line command fails the step. (A step's own `shell` is taken as written.) The
+    run's `$SHELL` names one program, whatever it holds (a parameter or an output may set it):
+    never a program and arguments of its choosing."""
+    variable = (scope or {}).get("SHELL", "").strip()
+    if dag_shell:
+        shell, program = dag_shell, dag_shell.split()[0]
+    elif variable:
+        shell, program = shlex.quote(variable), variable
+    else:
+        shell = program = DEFAULT_SHELL
+    name = os.path.basename(program)
     return f"{shell} -e" if name in POSIX_SHELLS and "-e" not in shell.split() else shell
 
 
 def _shebang(script: str, work: Shell) -> str | None:
-    """A script's `#!` interpreter, used when the step names no shell (as in Dagu)."""
+    """A script's `#!` interpreter, used when the step names no shell (as in Dagu): as
+    written, never with a value put in."""
     if work.shell is None and script.startswith("#!"):
         return script[2:].partition("\n")[0].strip() or None
     return None
@@ -267,10 +292,11 @@ async def _holds(cond: Precondition, given: StepInput) -> bool:
     """A command precondition holds when it exits 0; a comparison when the expanded
     condition equals `expected` (or matches `re:…`); `negate` inverts either."""
     if cond.expected is None:
-        argv = argv_for(given.expand(cond.condition), None)
+        text, env = given.shell_text(cond.condition, DEFAULT_SHELL)
+        argv = argv_for(text, None)
         if given.workdir is not None and missing_dir(given.workdir):
             make_dir(given.workdir)
-        res = await run_command(argv, env=given.environ, cwd=given.workdir)
+        res = await run_command(argv, env=env, cwd=given.workdir)
         held = res.exit_code == 0
     else:
         actual = await _evaluate(cond.condition, given)
