@@ -1,7 +1,9 @@
-"""A caller's data never reaches a shell as text it parses: a value a run is started with, and
-the text of an inline spec sent without TETHER_INLINE_SHELL (Tether's choice, and Dagu v2's:
-only text written in the DAG runs). Text written in a stored DAG still runs: a parameter
-default's backtick command, a comparison's `$(…)`. Every test here runs twice: with the
+"""A caller's data never reaches a shell as text it parses: a value a run is started with (and
+what is made from it: an `env` entry, a step's output, a task's answer), and the text of an
+inline spec sent without TETHER_INLINE_SHELL (Tether's choice, and Dagu v2's: only text
+written in the DAG runs). Text written in a stored DAG still runs: a parameter default's
+backtick command, a comparison's `$(…)`, a `command`, each reading the values its references
+name from its environment. Every test here runs twice: with the
 system's `sh`, and where `sh` is bash (`bash_as_sh`), which runs commands inside `${X@P}`,
 `${A:N}` and arithmetic subscripts (`a[$(…)]`) that a POSIX shell reads as plain text."""
 
