@@ -251,3 +251,21 @@ async def test_a_step_that_publishes_a_value_starts_nothing_ahead(
     b = next(s for s in steps if s.name == "node:b")
     assert b.result["value"]["stdout"] == "hello!\n"
     assert ahead_log["started"] == []
+
+
+async def test_a_step_whose_references_get_variables_of_their_own_takes_its_shell(
+    start: Start, tmp_path: Path, ahead_log: dict[str, list[int]]
+) -> None:
+    """A command's references that become variables of their own (`${params.A}`, `$1`) are
+    the same when its shell is started ahead as when it runs, so it takes that shell."""
+    log = tmp_path / "log"
+    app = App()
+    steps = (f'{s}: command: echo {s} $$ "${{params.A}}" "$1" >> {log}' for s in "abc")
+    app.dag('params: "A=x"\n' + _chain("bound", *steps))
+    async with start(app) as rt:
+        run = (await rt.ops.start("bound", {"params": {"A": "a value"}})).execution.id
+        row = (await rt.ops.wait_for_end(run, timeout=20)).current
+    assert row.status == "completed", row.error
+    lines = [line.split(maxsplit=2) for line in log.read_text().splitlines()]
+    assert [(step, rest) for step, _, rest in lines] == [(s, "a value a value") for s in "abc"]
+    assert [int(pid) for _, pid, _ in lines[1:]] == ahead_log["taken"] == ahead_log["started"]

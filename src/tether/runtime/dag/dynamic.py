@@ -4,8 +4,8 @@ defaults and `env` values, and a rich parameter's `eval` (Dagu v2). Then the par
 checked against their declared types and constraints.
 
 Only text written in the DAG runs. A value the run was started with (an MCP client's params,
-`tether runs start`, a parent's `call`) is data: it is never searched for commands, and where
-a reference puts it into text a shell reads, it is quoted for that shell first.
+`tether runs start`, a parent's `call`) is data: it is never searched for commands, and a
+command written in the DAG reads it from its environment (`bind_references`), never as text.
 """
 
 from __future__ import annotations
