@@ -16,6 +16,7 @@ written), never whether a value becomes text the shell parses: no value is put i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Final, Literal
 
@@ -25,6 +26,9 @@ SINGLE_QUOTED: Final[Quoting] = "single"  # between plain single quotes: read as
 
 _BREAK: Final = frozenset(" \t\n;&|()<>")  # ends a word, and so a here-document's delimiter
 _AFTER_BACKSLASH: Final = frozenset("$`\\")  # what a backslash escapes in a backtick command
+# The characters that may change how what follows is read (the rest are skipped at once).
+_WORDS_SPECIAL: Final = re.compile(r"[\\'\"`$#<\n()}]")
+_DOUBLE_SPECIAL: Final = re.compile(r"[\\\"`$]")
 
 
 def dollar_quoting(text: str) -> dict[int, Quoting]:
@@ -55,6 +59,10 @@ class _Reader:
         text, end = self.text, len(self.text)
         start = i
         while i < end:
+            found = _WORDS_SPECIAL.search(text, i)
+            if found is None:
+                return end
+            i = found.start()
             char = text[i]
             if char == "\\":
                 i += 2
@@ -109,6 +117,10 @@ class _Reader:
         text = self.text
         end = len(text) if end is None else end
         while i < end:
+            found = _DOUBLE_SPECIAL.search(text, i, end)
+            if found is None:
+                return end
+            i = found.start()
             char = text[i]
             if char == "\\":
                 i += 2
