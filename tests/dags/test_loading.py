@@ -10,7 +10,7 @@ import pytest
 from tether.runtime.dag.catalog import InlineShellRefused
 from tether.runtime.dag.reloader import DagReloader
 from tether.runtime.registry import App
-from tether.specs.dag import UnknownField
+from tether.specs.dag import InvalidValue, UnknownField
 
 GOOD = "steps:\n  - name: s\n    command: echo {word}\n"
 
@@ -117,3 +117,21 @@ def test_a_dag_cannot_take_a_python_workflow_name() -> None:
     with pytest.raises(UnknownField):
         app.dag("name: x\nsteps:\n  - name: s\n    command: 'true'\n    foreach: [1]\n")
     assert app.workflows["taken"].fn is taken
+
+
+def test_a_dag_is_named_by_daguss_rule_in_its_file_or_by_its_file(tmp_path: Path) -> None:
+    """Dagu's DAG names (letters, digits, `_ . -`, at most 40) register, a leading digit and
+    dots included; another name, written or taken from the file's stem, is refused naming
+    `name`."""
+    app = App()
+    for name in ("etl.daily", "9lives", "x" * 40):
+        assert app.dag(f"name: {name}\n" + GOOD.format(word="1")).name == name
+        assert name in app.workflows
+    write(tmp_path / "probe.v2.yaml", GOOD.format(word="1"), 1)
+    write(tmp_path / "two words.yaml", GOOD.format(word="1"), 1)
+    problems = app.load_dags(tmp_path)
+    assert "probe.v2" in app.workflows and list(problems) == [str(tmp_path / "two words.yaml")]
+    for bad in ("x" * 41, "..", "a/b"):
+        with pytest.raises(InvalidValue) as info:
+            app.dag(f"name: '{bad}'\n" + GOOD.format(word="1"))
+        assert info.value.field == "name"

@@ -345,6 +345,32 @@ async def test_inline_spec_shell_is_refused_by_default(
         assert await snapshot(db_url) == before
 
 
+async def test_an_inline_spec_name_follows_daguss_dag_name_rule(
+    mcp_server: ServeFn, client: Client, tmp_path: Path, db_url: str
+) -> None:
+    """An inline DAG's name is Dagu's: letters, digits, `_ . -`, at most 40 characters; any
+    other is `invalid_tool_input` naming `name` and changes nothing."""
+    app = dag_app(tmp_path)
+
+    @app.action("noop")
+    async def noop() -> str:
+        return "done"
+
+    spec = "steps:\n  - name: x\n    run: noop\n"
+    async with mcp_server(app) as url:
+        c = client(url)
+        before = await snapshot(db_url)
+        for bad in ("../../etc/passwd", "a b", "..", "x" * 41, "etl/daily"):
+            err = refused(
+                await execute(c, action="start", name=bad, spec=spec), "invalid_tool_input", "name"
+            )
+            assert err["dagName"] == bad, err
+        assert await snapshot(db_url) == before
+        for good in ("etl.daily", "probe.v2", "9lives", "x" * 40):
+            out = ok(await execute(c, action="start", name=good, spec=spec, wait=True))
+            assert (out["dagName"], out["statusLabel"]) == (good, "succeeded"), out
+
+
 async def test_roles_reader_unauthorized_changes_nothing(
     mcp_server: ServeFn, client: Client, tmp_path: Path, db_url: str
 ) -> None:

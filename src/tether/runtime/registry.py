@@ -26,7 +26,10 @@ F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
 
 def _check_name(name: str, what: str, fn: object = None) -> str:
-    if not _NAME.match(name) and getattr(fn, "realm_id", None) != name:  # a protocol's own id
+    # A protocol or a DAG is named by its own loader's rule (a protocol's id; a DAG's name,
+    # which Dagu lets start with a digit and hold dots): the workflow-name rule is waived.
+    own = getattr(fn, "realm_id", None) == name or getattr(fn, "dag_name", None) == name
+    if not _NAME.match(name) and not own:
         raise ValueError(
             f"invalid {what} name {name!r}: a letter, then letters, digits, '_' or '-' (max 100)"
         )

@@ -126,6 +126,16 @@ REFUSED: list[tuple[str, Any, str | None]] = [
     ("reason only for reject", {"action": "approve", **DECIDE, "reason": "no"}, "reason"),
     ("wait wrong type", {"action": "stop", **RUN, "wait": "true"}, "wait"),
     (
+        "an inline spec's name follows Dagu's DAG-name rule",
+        {"action": "start", "name": "../../etc/passwd", "spec": "steps: []"},
+        "name",
+    ),
+    (
+        "an inline spec's name has at most 40 characters",
+        {"action": "enqueue", "name": "n" * 41, "spec": "steps: []"},
+        "name",
+    ),
+    (
         "waitTimeoutSeconds requires wait",
         {"action": "stop", **RUN, "waitTimeoutSeconds": 5},
         "waitTimeoutSeconds",
@@ -192,6 +202,11 @@ ACCEPTED: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         "strings trimmed",
         {"action": "stop", "name": "  etl ", "dagRunId": " r1\n"},
         {"name": "etl", "dag_run_id": "r1"},
+    ),
+    (
+        "an inline spec may be named as Dagu allows",
+        {"action": "start", "name": "9lives.v2", "spec": "steps: []"},
+        {"name": "9lives.v2"},
     ),
     (
         "spec not trimmed",

@@ -348,5 +348,7 @@ def _workflow_fn(host: DagHost, name: str) -> Callable[..., Any]:
         return await run_dag(ctx, host, name, inp)
 
     dag_workflow.__qualname__ = f"dag:{name}"
+    # Named by the DAG's name, which its loader checked (Dagu's rule: `etl.daily`, `9lives`).
+    dag_workflow.dag_name = name  # type: ignore[attr-defined]
     assert inspect.iscoroutinefunction(dag_workflow)  # noqa: S101
     return dag_workflow

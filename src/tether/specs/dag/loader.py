@@ -41,6 +41,7 @@ from tether.specs.yaml_nodes import STR
 
 INLINE: Final = "<inline>"
 DAG_NAME: Final = re.compile(r"^[A-Za-z0-9_.-]+$")
+DAG_NAME_MAX: Final = 40  # characters (Dagu's limit)
 _EVENTS: Final[tuple[HandlerEvent, ...]] = ("success", "failure", "exit")
 _HINTS: Final = {
     "timeoutSec": "DAG-level timeoutSec is outside the subset; set it per step",
@@ -163,15 +164,29 @@ def _parse(
     )
 
 
+def dag_name_problem(name: str) -> str | None:
+    """Why `name` cannot name a DAG, else None: Dagu's rule, letters, digits, `_`, `.` and
+    `-`, at most 40 characters, and neither `.` nor `..` (the name is also a file and a
+    directory name)."""
+    if not DAG_NAME.match(name) or name in (".", ".."):
+        return f"a DAG name must match {DAG_NAME.pattern} and be neither '.' nor '..'"
+    if len(name) > DAG_NAME_MAX:
+        return f"a DAG name has at most {DAG_NAME_MAX} characters"
+    return None
+
+
 def _name(fields: Fields, default: str | None) -> str:
     taken = fields.take("name")
     if taken is None:
         if default is None:
             fields.at.fail("an inline DAG needs `name`")
+        if problem := dag_name_problem(default):
+            at = dataclasses.replace(fields.at, path="name", field="name")
+            at.fail(f"{problem}; the DAG takes the name {default!r} by default")
         return default
     name = nonblank(*taken)
-    if not DAG_NAME.match(name):
-        taken[1].fail(f"a DAG name must match {DAG_NAME.pattern}")
+    if problem := dag_name_problem(name):
+        taken[1].fail(problem)
     return name
 
 

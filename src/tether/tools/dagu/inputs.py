@@ -5,7 +5,8 @@ Each rule is a row of `FIELDS` or a step of `parse`, checked in this order: unkn
 types, null = absent, trimming (not `spec`), empty after trim = absent, known `action` /
 `targetType` values, fields valid only for some actions (refused even when `false` or `[]`),
 required fields, `includeDownstream` needs `stepName`, `waitTimeoutSeconds` needs `wait` and
-lies in 1-300 (default 60), object `params` canonicalized to compact JSON. A refusal is
+lies in 1-300 (default 60), object `params` canonicalized to compact JSON; then an inline
+spec's `name`, which names a new DAG, follows Dagu's DAG-name rule. A refusal is
 `InputError(field, message)`.
 """
 
@@ -19,6 +20,7 @@ from typing import Any, Final, Literal
 
 import orjson
 
+from tether.specs.dag.loader import dag_name_problem
 from tether.specs.limits import SpecLimits, json_over_depth, too_deep
 
 Action = Literal["start", "enqueue", "retry", "stop", "approve", "reject", "push_back"]
@@ -215,6 +217,8 @@ def parse(args: Any, limits: SpecLimits | None = None) -> ExecuteInput:
         raise InputError("action", f"Unknown action {action!r}; use one of {ACTIONS}.")
     target = _target_type(action, given)
     _check_rules(action, given)
+    if target == "inline_spec" and (problem := dag_name_problem(given["name"])):
+        raise InputError("name", f"The name field: {problem}.")
     return ExecuteInput(
         action=action,
         target_type=target,
