@@ -92,3 +92,26 @@ async def test_retry_of_an_active_run_is_a_conflict(start: Start, tmp_path: Path
         await parked_on(rt, run, "approval", "publish")
         with pytest.raises(errors.Conflict):
             await retry_dag(rt.ops, run)
+
+
+async def test_a_step_retry_without_downstream_leaves_its_aborted_dependents_aborted(
+    start: Start, tmp_path: Path
+) -> None:
+    """`b` failed and aborted `c`; retrying `b` alone runs only `b` (Dagu schedules only the
+    steps not started; `c` kept `aborted`); with its downstream, `c` runs too."""
+    log, gate = tmp_path / "log", tmp_path / "gate"
+    async with start(flaky_app(log, gate)) as rt:
+        first = (await rt.ops.start("flaky", {})).execution.id
+        assert (await rt.ops.wait_for_end(first, timeout=20)).current.status == "failed"
+        gate.touch()
+        log.write_text("")
+        alone = await retry_dag(rt.ops, first, "b", include_downstream=False)
+        row = (await rt.ops.wait_for_end(alone.id, timeout=20)).current
+        detail = dag_status(row, await rt.ops.steps(alone.id))
+        assert log.read_text().split() == ["b"]
+        labels = {s.name: s.status_label for s in detail.steps}
+        assert labels == {"a": "succeeded", "b": "succeeded", "c": "aborted", "d": "succeeded"}
+        log.write_text("")
+        down = await retry_dag(rt.ops, alone.id, "b", include_downstream=True)
+        assert (await rt.ops.wait_for_end(down.id, timeout=20)).current.status == "completed"
+        assert log.read_text().split() == ["b", "c-a"]

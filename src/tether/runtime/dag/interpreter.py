@@ -397,6 +397,10 @@ async def inherited(conn: Any, execution_id: str, plan: dict[str, Any]) -> dict[
         raise DagFailed(f"run {plan['of']!r} recorded no DAG spec")
     spec_rec = next(r for r in records if r.name == "dag:spec")
     snap = dict(spec_rec.result["value"])
+    # The steps a failure or a skip blocked were settled (aborted, skipped) by the run itself;
+    # its records do not say so. Settle them here too, so a kept one stays as the run left it
+    # (a retry of one step alone runs that step only, as Dagu's does).
+    state.ready()
     keep = {n: asdict(node) for n, node in state.nodes.items() if n not in set(plan["reset"])}
     snap["inherit"] = keep
     return snap
