@@ -200,3 +200,19 @@ async def test_a_start_may_put_a_run_on_another_queue(start: Start) -> None:
     async with start(app, Admission(queues={"reports": 1, "bulk": 3}), workers=0) as rt:
         run = await rt.ops.start("plain", queue="bulk")
     assert run.execution.queue == "bulk" and run.execution.queued
+
+
+async def test_a_workflows_own_name_as_queue_is_its_own_queue(start: Start) -> None:
+    """`queue=<the workflow's name>` (Dagu: a DAG's default queue is named after it) is the
+    workflow's own queue: a configured queue of that name, else the workflow's default."""
+    app = _app()
+    queues = {"reports": 1, "deploy": 2}
+    async with start(app, Admission(queues=queues), workers=0) as rt:
+        plain = (await rt.ops.start("plain", queue="plain")).execution
+        report = (await rt.ops.start("report", queue="report")).execution
+        deploy = (await rt.ops.start("deploy", queue="deploy")).execution
+        with pytest.raises(errors.QueueNotFound):
+            await rt.ops.start("plain", queue="report")
+    assert (plain.queue, plain.queued) == (None, False)
+    assert (report.queue, report.queued) == ("reports", True)
+    assert (deploy.queue, deploy.queued) == ("deploy", True)  # configured: that queue

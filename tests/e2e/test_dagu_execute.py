@@ -329,6 +329,22 @@ async def test_retry_from_a_step_stop_timeout_queue_and_singleton(
         refused(await execute(c, action="stop", name="slow", dagRunId="nope"), "resource_not_found")
 
 
+async def test_enqueue_on_the_queue_named_after_the_dag_runs_it(
+    mcp_server: ServeFn, client: Client, tmp_path: Path
+) -> None:
+    """Dagu's default queue of a DAG is named after it: `queue` equal to the DAG's name is
+    that queue, not an unknown one; another unconfigured name is `resource_not_found`."""
+    async with mcp_server(dag_app(tmp_path)) as url:
+        c = client(url)
+        out = ok(await execute(c, action="enqueue", name="quick", queue="quick", wait=True))
+        assert (out["completed"], out["statusLabel"]) == (True, "succeeded"), out
+        refused(
+            await execute(c, action="enqueue", name="quick", queue="elsewhere"),
+            "resource_not_found",
+            "queue",
+        )
+
+
 async def test_inline_spec_shell_is_refused_by_default(
     mcp_server: ServeFn, client: Client, tmp_path: Path, db_url: str
 ) -> None:

@@ -39,7 +39,11 @@ def _check_idempotency_key(key: str | None) -> None:
 
 def resolve_queue(env: Env, wf: WorkflowDef, queue: str | None) -> str | None:
     """The queue a run waits in: the start's `queue`, else the workflow's, else its implicit
-    max_active_runs queue, else none. Raises QueueNotFound for an unconfigured named queue."""
+    max_active_runs queue, else none. The workflow's own name as `queue` is its own queue
+    (Dagu names a DAG's default queue after the DAG): a configured queue of that name, else
+    the workflow's default. Raises QueueNotFound for an unconfigured named queue."""
+    if queue == wf.name and queue not in env.admission.queues:
+        queue = None
     name = queue if queue is not None else wf.rules.queue
     if name is not None:
         env.admission.limit(name)
