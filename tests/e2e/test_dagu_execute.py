@@ -284,6 +284,62 @@ async def test_human_task_forms_and_push_back(
         assert (tmp_path / "log").read_text().split()[-1] == "qty=3"
 
 
+WORDS = """
+name: words
+steps:
+  - name: draft
+    command: 'echo "draft-${reason}-${decision}" >> {log}'
+  - name: review
+    command: "true"
+    depends: draft
+    approval:
+      input: [reason, decision]
+      rewind_to: draft
+  - id: form
+    action: human.task
+    depends: review
+    with:
+      prompt: Why?
+      form:
+        type: object
+        properties:
+          reason: {type: string}
+          decision: {type: string}
+        required: [reason, decision]
+  - name: use
+    depends: form
+    command: 'echo "use-${steps.form.outputs.reason}-${steps.form.outputs.decision}" >> {log}'
+"""
+
+
+async def test_inputs_named_reason_and_decision_are_inputs_like_any_other(
+    mcp_server: ServeFn, client: Client, tmp_path: Path
+) -> None:
+    """Only the action's own arguments are not inputs: a push-back's `reason` and `decision`
+    inputs reach the rewound step, a task's `reason` and `decision` fields its outputs."""
+    log = tmp_path / "log"
+    app = App()
+    app.dag(WORDS.replace("{log}", str(log)))
+    async with mcp_server(app) as url:
+        c = client(url)
+        base = {"name": "words", "dagRunId": "w-1"}
+        ok(await execute(c, action="start", **base, wait=True, waitTimeoutSeconds=10))
+        feedback = {"reason": "again", "decision": "reject"}
+        back = ok(
+            await execute(
+                c, action="push_back", **base, stepName="review", inputs=feedback, wait=True
+            )
+        )
+        assert (back["completed"], back["statusLabel"]) == (False, "waiting"), back
+        ok(await execute(c, action="approve", **base, stepName="review", wait=True))
+        values = {"reason": "fine", "decision": "go"}
+        end = ok(
+            await execute(c, action="approve", **base, stepName="form", inputs=values, wait=True)
+        )
+        assert (end["completed"], end["statusLabel"]) == (True, "succeeded"), end
+    assert log.read_text().split() == ["draft--", "draft-again-reject", "use-fine-go"]
+
+
 async def test_retry_from_a_step_stop_timeout_queue_and_singleton(
     mcp_server: ServeFn, client: Client, tmp_path: Path
 ) -> None:

@@ -59,6 +59,40 @@ def test_approval_answers_are_checked_from_the_descriptor_alone() -> None:
     assert waits.validate_answer(d, "approve")
 
 
+def test_only_the_decisions_own_arguments_are_not_inputs() -> None:
+    """`reason` is an input except on a rejection; an input named `decision` travels in the
+    `inputs` envelope, which surfaces build with `decision_answer`."""
+    assert waits.answer_fields({"decision": "approve", "reason": "r", "x": "1"}) == {
+        "reason": "r",
+        "x": "1",
+    }
+    assert waits.answer_fields({"decision": "reject", "reason": "no"}) == {}
+    assert waits.decision_answer("push_back", {"reason": "r"}) == {
+        "decision": "push_back",
+        "reason": "r",
+    }
+    enveloped = waits.decision_answer("approve", {"decision": "go", "reason": "r"})
+    assert enveloped == {"decision": "approve", "inputs": {"decision": "go", "reason": "r"}}
+    assert waits.answer_fields(enveloped) == {"decision": "go", "reason": "r"}
+    assert waits.decision_answer("reject", None, "no") == {"decision": "reject", "reason": "no"}
+
+
+def test_an_enveloped_approval_answer_is_checked_like_a_flat_one() -> None:
+    """The envelope's inputs are strings and hold the required ones; beside it only the
+    decision and a reason; a gate whose inputs take the decision's name shows the envelope."""
+    d = waits.Approval("gate", None, ("ticket",), ("ticket",)).descriptor("k", "t", None)
+    assert waits.validate_answer(d, {"decision": "approve", "inputs": {"ticket": "T"}}) == []
+    assert waits.validate_answer(d, {"decision": "approve", "inputs": {}}) == [
+        "inputs/ticket: required to approve"
+    ]
+    assert waits.validate_answer(d, {"decision": "approve", "inputs": {"ticket": 1}})
+    assert waits.validate_answer(d, {"decision": "approve", "inputs": {"ticket": "T"}, "x": "y"})
+    assert waits.validate_answer(d, {"decision": "reject", "reason": 3})
+    schema = waits.approval_schema(("decision", "reason"))
+    assert set(schema["properties"]) == {"decision", "reason", "inputs"}
+    assert set(schema["properties"]["inputs"]["properties"]) == {"decision", "reason"}
+
+
 class Form(BaseModel):
     title: str
     pages: int

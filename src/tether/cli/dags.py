@@ -21,6 +21,7 @@ from tether.runtime import errors
 from tether.runtime.operations import Operations
 from tether.runtime.registry import App
 from tether.runtime.service import operations
+from tether.runtime.waits import decision_answer
 from tether.settings import Settings
 from tether.specs.dag import DagSpecError, load_file
 
@@ -97,9 +98,7 @@ async def decide(
     )
     if wait is None:
         raise errors.WaitNotOpen(f"run {run_id!r} has no open gate or task at step {step!r}")
-    response: dict[str, Any] = {"decision": decision, **inputs}
-    if reason is not None:
-        response["reason"] = reason
+    response = decision_answer(decision, inputs, reason)
     res = await ops.answer(view.current.id, wait["key"], response, by=by)
     return {"status": res.status, "execution_id": res.execution_id, "key": res.key}
 

@@ -263,6 +263,6 @@ def response(form: WaitForm, data: Mapping[str, str]) -> Any:
     if decision != "reject" or form.kind != "approval":
         answer.update(_collect(form.fields, data, FIELD))
     reason = data.get("reason", "").strip()
-    if form.reason and reason:
+    if form.reason and reason and decision == "reject":  # a rejection's own argument
         answer["reason"] = reason
     return answer

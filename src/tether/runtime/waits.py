@@ -4,15 +4,19 @@ A wait spec is what workflow code asks for; its *descriptor* (a JSON object writ
 run's `waits` column when it parks) is what every surface sees and what answers are checked
 against, so the server that admits an answer needs no workflow code to validate it.
 
-Answers are flat JSON objects where the kind has a form: an approval's answer carries
-`decision` (approve / reject / push_back) beside its named string inputs and an optional
-`reason`; a human task's carries `decision` (complete / push_back) beside its form fields.
+Answers are JSON objects where the kind has a form: an approval's answer carries `decision`
+(approve / reject / push_back) beside its named string inputs, and a rejection its `reason`; a
+human task's carries `decision` (complete / push_back) beside its form fields. Only those are
+the decision's own arguments: for an approve or a push-back, `reason` is an input like any
+other. An input named `decision` cannot sit beside the decision, so an answer may also be
+written as an envelope, `{"decision": …, "inputs": {…}}` (and a rejection's `reason`), which
+holds any input names (`answer_fields`, `decision_answer`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Generic, TypeVar
 
@@ -27,6 +31,7 @@ ANSWERABLE_KINDS: Final = frozenset({"signal", "approval", "human_task", "agent_
 APPROVAL_DECISIONS: Final = ("approve", "reject", "push_back")
 HUMAN_TASK_DECISIONS: Final = ("complete", "push_back")
 _RESERVED_APPROVAL_FIELDS: Final = frozenset({"decision", "reason"})
+INPUTS: Final = "inputs"  # an answer's envelope of inputs (module docstring)
 _NAME: Final = re.compile(r"^[^\x00-\x1f\x7f]{1,200}$")
 
 #: A wait descriptor's flag: an answer to this wait wakes its run even while other waits it
@@ -242,6 +247,8 @@ class Approval(WaitSpec):
     """
 
     kind: ClassVar[str] = "approval"
+    # Input names refused: `parse` hands workflow code the inputs without them.
+    reserved: ClassVar[frozenset[str]] = _RESERVED_APPROVAL_FIELDS
     inputs: tuple[str, ...] = ()
     required: tuple[str, ...] = ()
 
@@ -249,7 +256,7 @@ class Approval(WaitSpec):
         super().__post_init__()
         object.__setattr__(self, "inputs", tuple(self.inputs))
         object.__setattr__(self, "required", tuple(self.required))
-        clash = _RESERVED_APPROVAL_FIELDS & set(self.inputs)
+        clash = self.reserved & set(self.inputs)
         if clash:
             raise ValueError(f"approval inputs may not be named {sorted(clash)}")
         missing = set(self.required) - set(self.inputs)
@@ -264,7 +271,8 @@ class Approval(WaitSpec):
 
     def parse(self, response: Any, by: str | None) -> Approved | PushedBack:
         decision = response["decision"]
-        values = {k: v for k, v in response.items() if k not in _RESERVED_APPROVAL_FIELDS}
+        fields_ = answer_fields(response)
+        values = {k: v for k, v in fields_.items() if k not in _RESERVED_APPROVAL_FIELDS}
         if decision == "approve":
             return Approved(values, by)
         if decision == "push_back":
@@ -311,7 +319,7 @@ class HumanTask(WaitSpec, Generic[M]):
 
     def parse(self, response: Any, by: str | None) -> Completed[M] | PushedBack:
         assert self.form is not None  # noqa: S101 — checked in __post_init__
-        fields_ = {k: v for k, v in response.items() if k != "decision"}
+        fields_ = answer_fields(response)
         if response.get("decision", "complete") == "push_back":
             if self.feedback is not None:
                 return PushedBack(self.feedback.model_validate(fields_).model_dump(), by)
@@ -381,35 +389,80 @@ class Update(WaitSpec):
         )
 
 
+# --- answers of approvals and human tasks (module docstring) ----------------------------------
+
+
+def is_envelope(response: Any) -> bool:
+    """Whether an approval's or human task's answer holds its inputs in an `inputs` object."""
+    return isinstance(response, dict) and isinstance(response.get(INPUTS), dict)
+
+
+def answer_fields(response: dict[str, Any]) -> dict[str, Any]:
+    """The inputs an approval's or human task's answer carries: its `inputs` envelope, else
+    every member but the decision's own arguments (`decision`, and a rejection's `reason`)."""
+    if is_envelope(response):
+        return dict(response[INPUTS])
+    own = {"decision", "reason"} if response.get("decision") == "reject" else {"decision"}
+    return {k: v for k, v in response.items() if k not in own}
+
+
+def decision_answer(
+    decision: str, inputs: Mapping[str, Any] | None = None, reason: str | None = None
+) -> dict[str, Any]:
+    """The answer a surface sends for a decision with its inputs (and a rejection's reason):
+    flat, `decision` beside the inputs, when no input name is taken by it (so equal decisions
+    give equal answers whatever surface sent them); else the `inputs` envelope."""
+    values = dict(inputs or {})
+    answer: dict[str, Any] = {"decision": decision}
+    if "decision" in values or is_envelope(values):
+        answer[INPUTS] = values
+    else:
+        answer.update(values)
+    if reason is not None:
+        answer["reason"] = reason
+    return answer
+
+
 # --- schemas and answer validation (server side, from the descriptor alone) ------------------
 
 
 def approval_schema(inputs: tuple[str, ...] | list[str]) -> dict[str, Any]:
-    props: dict[str, Any] = {
-        "decision": {"type": "string", "enum": list(APPROVAL_DECISIONS), "title": "Decision"},
-        "reason": {"type": "string", "title": "Reason (for reject)"},
-    }
-    for name in inputs:
-        props[name] = {"type": "string", "title": name}
+    decision = {"type": "string", "enum": list(APPROVAL_DECISIONS), "title": "Decision"}
+    reason = {"type": "string", "title": "Reason (for reject)"}
+    fields_ = {name: {"type": "string", "title": name} for name in inputs}
+    if "decision" in fields_:  # it cannot sit beside the decision: the envelope
+        props = {"decision": decision, "reason": reason, INPUTS: _inputs_object(fields_)}
+    else:
+        props = {"decision": decision, "reason": reason, **fields_}
     return {"type": "object", "properties": props, "required": ["decision"]}
 
 
 def human_task_schema(form: dict[str, Any]) -> dict[str, Any]:
-    props = {
-        "decision": {
-            "type": "string",
-            "enum": list(HUMAN_TASK_DECISIONS),
-            "default": "complete",
-            "title": "Decision",
-        },
-        **form.get("properties", {}),
+    decision = {
+        "type": "string",
+        "enum": list(HUMAN_TASK_DECISIONS),
+        "default": "complete",
+        "title": "Decision",
     }
-    schema: dict[str, Any] = {"type": "object", "properties": props}
-    if form.get("required"):
-        schema["required"] = list(form["required"])
+    fields_ = form.get("properties", {})
+    schema: dict[str, Any]
+    if "decision" in fields_:  # it cannot sit beside the decision: the envelope
+        inner = _inputs_object(fields_, form.get("required"))
+        schema = {"type": "object", "properties": {"decision": decision, INPUTS: inner}}
+    else:
+        schema = {"type": "object", "properties": {"decision": decision, **fields_}}
+        if form.get("required"):
+            schema["required"] = list(form["required"])
     if "$defs" in form:
         schema["$defs"] = form["$defs"]
     return schema
+
+
+def _inputs_object(props: dict[str, Any], required: Any = None) -> dict[str, Any]:
+    inner: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        inner["required"] = list(required)
+    return inner
 
 
 def _schema_errors(schema: dict[str, Any], value: Any) -> list[str]:
@@ -444,27 +497,42 @@ def _approval_errors(descriptor: dict[str, Any], response: dict[str, Any]) -> li
         return [] if decision in choices else [f"decision: must be one of {list(choices)}"]
     if decision not in APPROVAL_DECISIONS:
         return [f"decision: must be one of {list(APPROVAL_DECISIONS)}"]
-    # Every value is a string. An approval keeps inputs the gate does not list (Dagu's
+    envelope = is_envelope(response)
+    errors = _envelope_errors(response, {"decision", "reason", INPUTS})
+    if (envelope or decision == "reject") and not isinstance(response.get("reason", ""), str):
+        errors.append("reason: must be a string")
+    # Every input is a string. An approval keeps inputs the gate does not list (Dagu's
     # applyApproval stores each one as an output); a push-back drops them (state.py).
-    errors = [
-        f"{key}: must be a string"
-        for key, value in response.items()
-        if key != "decision" and not isinstance(value, str)
+    fields_ = answer_fields(response)
+    prefix = f"{INPUTS}/" if envelope else ""
+    errors += [
+        f"{prefix}{key}: must be a string"
+        for key, value in fields_.items()
+        if not isinstance(value, str)
     ]
     if decision == "approve":
         errors += [
-            f"{name}: required to approve"
+            f"{prefix}{name}: required to approve"
             for name in descriptor.get("required") or []
-            if not str(response.get(name, "")).strip()
+            if not str(fields_.get(name, "")).strip()
         ]
     return errors
+
+
+def _envelope_errors(response: dict[str, Any], allowed: set[str]) -> list[str]:
+    """An envelope holds the inputs: beside it only the decision's own arguments."""
+    if not is_envelope(response):
+        return []
+    return [f"{key}: not allowed beside {INPUTS}" for key in response if key not in allowed]
 
 
 def _human_task_errors(descriptor: dict[str, Any], response: dict[str, Any]) -> list[str]:
     decision = response.get("decision", "complete")
     if decision not in HUMAN_TASK_DECISIONS:
         return [f"decision: must be one of {list(HUMAN_TASK_DECISIONS)}"]
-    fields_ = {k: v for k, v in response.items() if k != "decision"}
+    if errors := _envelope_errors(response, {"decision", INPUTS}):
+        return errors
+    fields_ = answer_fields(response)
     schema = descriptor.get("form") if decision == "complete" else descriptor.get("feedback")
     if descriptor.get("rules") == "scalar":  # a DAG's flat form: the scalar rules, no coercion
         if schema is None:

@@ -27,6 +27,9 @@ class Gate(w.Approval):
     """An approval gate whose answer (approve / reject / push_back) comes back raw."""
 
     keeps_keys: ClassVar[bool] = True  # open while the run goes on after a push-back
+    # Any input name Dagu allows (`reason`, `decision` too): the run reads its answers with
+    # `answer_fields` (state.py), not with `Approval.parse`.
+    reserved: ClassVar[frozenset[str]] = frozenset()
     attempt: str | None = None
 
     def extra(self) -> dict[str, Any]:

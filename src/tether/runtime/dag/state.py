@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Final, Literal
 
+from tether.runtime.waits import answer_fields
 from tether.specs import patterns
 from tether.specs.dag import DagSpec, HumanTask, Step, downstream_of, output_order
 
@@ -157,7 +158,7 @@ class DagState:
         """A person decided a waiting approval or human task."""
         step, node = self.by_name[name], self.nodes[name]
         decision = payload.get("decision", "complete")
-        values = {k: v for k, v in payload.items() if k not in ("decision", "reason")}
+        values = answer_fields(dict(payload))  # every input, `reason` and `decision` too
         if decision == "push_back":
             self._push_back(step, node, values, by)
             return

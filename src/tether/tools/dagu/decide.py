@@ -18,6 +18,7 @@ from typing import Any, Final
 from tether.runtime import errors
 from tether.runtime.operations import Operations
 from tether.runtime.rows import ExecutionRow
+from tether.runtime.waits import decision_answer
 from tether.specs.dag import HumanTask, Step
 from tether.tools.dagu import resolve
 from tether.tools.dagu.detail import RunRead
@@ -73,10 +74,9 @@ def _response(inp: ExecuteInput, is_task: bool) -> dict[str, Any]:
                 field="inputs",
             )
         decision = inp.action
-    response: dict[str, Any] = {"decision": decision, **inputs}
-    if inp.reason is not None:
-        response["reason"] = inp.reason
-    return response
+    # Every input key is kept, `reason` and `decision` too: only the action's own arguments
+    # (the decision, a rejection's reason) are not inputs.
+    return decision_answer(decision, inputs, inp.reason)
 
 
 async def decide(ops: Operations, inp: ExecuteInput, root: ExecutionRow, by: str | None) -> RunRead:
