@@ -81,9 +81,11 @@ async def snapshot(rt: Runtime, row: ExecutionRow) -> Mapping[str, Any]:
 
 
 async def push_back(rt: Runtime, run: str, key: str, response: dict[str, Any]) -> None:
-    """Push back through the one answer path, then wake the run as `dagu_execute` does."""
+    """Push back through the one answer path, which resumes the run at once."""
     await rt.ops.answer(run, key, {"decision": "push_back", **response}, by="ann")
-    await rt.ops.signal(run, WAKE, None)
+
+
+NUDGE = "nudge"  # any signal wakes a parked run, which replays and parks again
 
 
 async def test_a_push_back_reruns_at_once_while_the_other_gate_keeps_its_key(
@@ -112,7 +114,7 @@ async def test_a_push_back_reruns_at_once_while_the_other_gate_keeps_its_key(
             await rt.ops.answer(run, old_a, {"decision": "approve"})
     # a worker restarted while the run waits replays it to the same state, the same keys
     async with start(app(log)) as rt:
-        await rt.ops.signal(run, WAKE, None)
+        await rt.ops.signal(run, NUDGE, None)
         replayed = await parked(rt, run, lambda r: r.version > again.version)
         assert await snapshot(rt, replayed) == now
         old_b = keys(first)["gate_b"]

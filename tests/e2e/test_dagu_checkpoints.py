@@ -244,3 +244,55 @@ async def test_a_decision_while_the_run_reruns_pushed_back_steps_lands_once_it_p
         assert ok(await decision)["statusLabel"] == "waiting"
         end = ok(await execute(c, action="approve", **base, stepName="gate_a", wait=True))
         assert (end["completed"], end["statusLabel"]) == (True, "succeeded"), end
+
+
+STAGGERED = """
+name: staggered
+steps:
+  - name: review
+    id: review
+    action: human.task
+    with:
+      prompt: Review the plan
+      form: {type: object, properties: {fine: {type: boolean}}}
+  - name: build
+    command: "echo build-$DAG_PUSHBACK_ITERATION >> {log}"
+  - name: gate
+    command: "true"
+    depends: build
+    approval: {prompt: "Ship it?", rewind_to: build}
+  - name: ship
+    command: "echo ship >> {log}"
+    depends: [review, gate]
+"""
+
+
+async def test_a_push_back_resumes_at_once_while_a_step_asked_earlier_still_waits(
+    mcp_server: ServeFn, client: Client, tmp_path: Path
+) -> None:
+    """The task waits from the first wave, the gate from the second (Dagu: both wait, each
+    holding up only its dependents); pushing the gate back runs `build` again at once."""
+    log = tmp_path / "log"
+    staggered = App()
+    staggered.dag(STAGGERED.replace("{log}", str(log)))
+    async with mcp_server(staggered) as url:
+        c = client(url)
+        base = {"name": "staggered", "dagRunId": "g-1"}
+        out = ok(await execute(c, action="start", **base, wait=True, waitTimeoutSeconds=10))
+        labels = {s["name"]: s["statusLabel"] for s in out["run"]["steps"]}
+        assert (labels["review"], labels["gate"]) == ("waiting", "waiting"), labels
+        back = ok(
+            await execute(
+                c, action="push_back", **base, stepName="gate", wait=True, waitTimeoutSeconds=10
+            )
+        )
+        assert (back["completed"], back["statusLabel"]) == (False, "waiting"), back
+        steps = {s["name"]: s for s in back["run"]["steps"]}
+        assert steps["gate"]["pushBackIteration"] == 1, steps
+        assert steps["review"]["statusLabel"] == "waiting", steps
+        assert log.read_text().split() == ["build-", "build-1"]
+        task = {"stepName": "review", "inputs": {"fine": True}}
+        assert ok(await execute(c, action="approve", **base, **task))["statusLabel"] == "waiting"
+        end = ok(await execute(c, action="approve", **base, stepName="gate", wait=True))
+        assert (end["completed"], end["statusLabel"]) == (True, "succeeded"), end
+    assert log.read_text().split() == ["build-", "build-1", "ship"]

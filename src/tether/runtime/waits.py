@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, Generic, TypeVar
+from typing import Any, ClassVar, Final, Generic, Literal, TypeVar
 
 import jsonschema
 from pydantic import BaseModel, ValidationError
@@ -35,7 +35,8 @@ INPUTS: Final = "inputs"  # an answer's envelope of inputs (module docstring)
 _NAME: Final = re.compile(r"^[^\x00-\x1f\x7f]{1,200}$")
 
 #: A wait descriptor's flag: an answer to this wait wakes its run even while other waits it
-#: was opened with stay unanswered (`Context.wait_any`). Without it, waits opened together
+#: was opened with stay unanswered (`Context.wait_any`); a list of decisions: an answer with
+#: one of them does (a DAG's gate or task, on a push-back). Without it, waits opened together
 #: keep the run parked until the last of them is answered (`Context.wait_all`).
 WAKES_RUN: Final = "wakes_run"
 
@@ -421,6 +422,22 @@ def decision_answer(
     if reason is not None:
         answer["reason"] = reason
     return answer
+
+
+# --- what an answer does to a run parked on several waits --------------------------------------
+
+Effect = Literal["keep", "wake"]
+
+
+def answer_effect(descriptor: dict[str, Any], response: Any) -> Effect:
+    """What an answer does to its parked run beside closing its own wait: it keeps the run
+    parked while other waits stay open (`keep`), or wakes it at once (`wake`) when its wait
+    says so (`WAKES_RUN`: any answer, or an answer with one of the listed decisions)."""
+    wakes = descriptor.get(WAKES_RUN)
+    decision = response.get("decision") if isinstance(response, dict) else None
+    if wakes is True or (isinstance(wakes, list) and decision in wakes):
+        return "wake"
+    return "keep"
 
 
 # --- schemas and answer validation (server side, from the descriptor alone) ------------------

@@ -2,16 +2,21 @@
 gates and human tasks) — the part of the interpreter that must stay the same on every replay.
 
 A wave's calls are started in the DAG's order, so each takes the same position on every
-replay whatever finished first. The asks of a wave park the run together until all are
-decided, except that a decision ends the wait for the others at once, as Dagu does: a
-rejection ends the run; a push-back resets its steps and the run goes on while the other asks
-keep waiting (under the same keys). They are carried: their waits stay at their positions,
-they are decided with the next wave that asks (or when nothing else can run), and a run that
-parks again parks on them too.
+replay whatever finished first. An ask is opened with its wave and then waits on its own: it
+is carried (its wait stays at its position) while the run goes on with every step that does
+not depend on it, as Dagu holds up only a waiting step's dependents. Once nothing else can
+run, the open asks are decided together, and the run parks on them until all are decided,
+except that a decision ends the wait for the others at once, as Dagu does: a rejection ends
+the run; a push-back resets its steps and the run goes on while the other asks keep waiting
+(under the same keys), carried again.
 
-Which asks were still open when a push-back let the run go on is recorded (`dag:asks`): on a
-later replay an answer that came since is found at its position, but is applied where the run
-applied it the first time, so every later call keeps its position.
+An answer is applied only where the run decides its asks, never at the ask's own position: on
+a replay an answer given since is found there, but carried to the decision as the first run
+carried the open ask. Which asks were still open when a push-back let the run go on is
+recorded (`dag:asks`), so a later replay applies an answer that came since where the run
+applied it the first time, and every later call keeps its position. Each decision that lets
+the run go on starts a new attempt (a recorded `uuid`), which is how a reader of the records
+finds the decisions (`replay.fold`).
 """
 
 from __future__ import annotations
@@ -22,10 +27,8 @@ from typing import Any
 
 from tether.runtime.context import Context
 from tether.runtime.dag import gates
+from tether.runtime.dag.replay import OPEN_ASKS
 from tether.runtime.signals import Park
-
-#: The record naming the asks still open when a push-back let the run go on.
-OPEN_ASKS = "dag:asks"
 
 
 async def phase(calls: list[Any]) -> list[Any]:

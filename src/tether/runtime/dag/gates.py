@@ -4,7 +4,7 @@ and sub-DAG runs. Each hands the raw answer back; the state machine decides what
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from tether.runtime import waits as w
 from tether.specs.dag import Form, FormProperty
@@ -14,6 +14,12 @@ from tether.specs.dag import Form, FormProperty
 class Answer:
     payload: dict[str, Any]
     by: str | None
+
+
+# Each of a DAG run's gates and tasks is decided on its own (`waits.answer_effect`): a
+# push-back resumes the run at once, whatever surface answers (Dagu's decisions), while the
+# run's other gates and tasks keep waiting.
+_DECIDED_ALONE: Final[dict[str, Any]] = {w.WAKES_RUN: ["push_back"]}
 
 
 def _attempt(attempt: str | None) -> dict[str, Any]:
@@ -33,7 +39,7 @@ class Gate(w.Approval):
     attempt: str | None = None
 
     def extra(self) -> dict[str, Any]:
-        return {**super().extra(), **_attempt(self.attempt)}
+        return {**super().extra(), **_attempt(self.attempt), **_DECIDED_ALONE}
 
     def parse(self, response: Any, by: str | None) -> Answer:  # type: ignore[override]  # raw
         return Answer(dict(response), by)
@@ -53,7 +59,7 @@ class FormTask(w.WaitSpec):
         return w.human_task_schema(self.form or {})
 
     def extra(self) -> dict[str, Any]:
-        extra = {"form": self.form, "feedback": self.feedback, "rules": "scalar"}
+        extra = {"form": self.form, "feedback": self.feedback, "rules": "scalar", **_DECIDED_ALONE}
         return {**extra, **_attempt(self.attempt)}
 
     def parse(self, response: Any, by: str | None) -> Answer:

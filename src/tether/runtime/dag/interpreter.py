@@ -3,9 +3,10 @@
 It runs in waves: every step that is ready (its dependencies done) starts together, and the
 next wave is computed when the whole wave has finished. Inside a wave, durable calls are made
 in phases (work; then sub-DAG ends; then approvals and human tasks), each phase's calls in the
-DAG's order, so replay assigns every call the same position whatever finished first. A wave
-whose gate or task is still open parks the run; steps of the wave that finished are kept. A
-push-back goes on at once while the wave's other asks keep waiting (`asks`).
+DAG's order, so replay assigns every call the same position whatever finished first. A gate
+or task opened by a wave waits on its own while the steps that do not depend on it run; the
+run parks on its open gates and tasks once nothing else can run, and a push-back goes on at
+once while the other asks keep waiting (`asks`).
 
 The spec is recorded by the run's first step (`dag:spec`), so a run interprets the spec it
 started with even when the file is changed or reloaded while it runs. That record is written
@@ -224,18 +225,24 @@ class _Run:
         await self._asks(steps)
 
     async def _asks(self, steps: list[Step]) -> None:
-        """The wave's asks, with the ones carried from an earlier wave (see `asks`); a wave
-        with nothing to ask leaves the carried ones waiting, unless nothing else can run."""
+        """Open the wave's asks; each waits on its own (carried, see `asks`) while any other
+        step can run, as Dagu's waiting step holds up only its dependents. Once nothing else
+        can run (`steps` empty: the run's loop found nothing ready), the open asks are decided
+        together: the run parks on them, or applies their answers and goes on."""
         own = [
             s.name
             for s in steps
             if isinstance(s.work, HumanTask) or self.state.nodes[s.name].status == "waiting"
         ]
-        if not own and (steps or not self.carried):
+        if own:
+            self.state.asking(own)
+            got = await asks.settle([self._ask(self.state.by_name[n]) for n in own])
+            # Carried whatever they return: on a replay an answer given since is found here,
+            # but it applies where the run first decided its asks (below), never earlier.
+            self.carried.update(zip(own, got, strict=True))
+        if steps or not self.carried:
             return
-        self.state.asking(own)
-        got = await asks.settle([self._ask(self.state.by_name[n]) for n in own])
-        results = {**self.carried, **dict(zip(own, got, strict=True))}
+        results = self.carried
         attempt = self.state.attempts[-1]
         apply, still = await asks.decide(self.ctx, results, self.dag.order, attempt)
         for name in apply:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from tether.runtime.dag.state import DagState
 from tether.specs.dag import Call, DagSpec, Param, Step, load_string
@@ -14,6 +14,9 @@ from tether.storage.rows import StepRecord
 
 _SNAPSHOTS: OrderedDict[tuple[str, str, str], DagSpec] = OrderedDict()
 _SNAPSHOTS_KEPT = 256
+
+#: The record naming the asks a decision kept open when a push-back let the run go on (`asks`).
+OPEN_ASKS: Final = "dag:asks"
 
 
 def parse_snapshot(name: str, file: str, text: str) -> DagSpec:
@@ -81,7 +84,11 @@ def fold(
     """The state after the recorded results, and the steps with an open wait. `pending`:
     answers delivered to open waits that the run has not consumed yet (by channel,
     `{payload, by}`), applied as the run will apply them: Dagu shows a decided step decided
-    at once, while the run still waits on its other steps."""
+    at once, while the run still waits on its other steps.
+
+    An answer to a gate or task is applied where the run decided its asks (`asks`): at the
+    next recorded attempt (`uuid`), but for the asks that decision kept open (`dag:asks`), or
+    at the end, where the run's next decision will apply what it holds."""
     ordered = sorted(records, key=lambda r: r.seq)
     spec_rec = next((r for r in ordered if r.name == "dag:spec" and r.done), None)
     if spec_rec is None:
@@ -91,14 +98,20 @@ def fold(
     state.inherit(snap.get("inherit") or {})
     children: dict[str, str] = {}
     open_waits: set[str] = set()
+    answered: list[tuple[str, Mapping[str, Any]]] = []  # (step, answer) not applied yet
+    kept: set[str] = set()  # the asks the next decision keeps open (its `dag:asks`)
     for i, rec in enumerate(ordered):
         kind, _, subject = rec.name.partition(":")
         if _is_ask(rec) and (i == 0 or not _is_ask(ordered[i - 1])):
             state.asking(_asked(state.dag, ordered[i:]))  # the wave's asks, then its answers
         if rec.kind == "uuid" and rec.done:
+            answered = _decided(state, answered, kept)
+            kept = set()
             state.attempts.append(rec.result.replace("-", "")[:6])
+        elif rec.kind == "step" and rec.name == OPEN_ASKS and rec.done and "value" in rec.result:
+            kept = set(rec.result["value"])
         elif rec.kind == "wait" and not rec.done and pending and rec.name in pending:
-            _apply_wait(state, kind, subject, pending[rec.name], children)
+            _answer(state, kind, subject, pending[rec.name], children, answered)
         elif rec.kind == "wait" and not rec.done:
             open_waits.add(_step_name(state.dag, kind, subject, children))
         elif rec.kind == "step" and kind == "node" and rec.done:
@@ -108,10 +121,25 @@ def fold(
             if "child" in rec.result["value"]:
                 children[rec.result["value"]["child"]] = subject
         elif rec.kind == "wait" and rec.done:
-            _apply_wait(state, kind, subject, rec.result["answers"][rec.name], children)
+            answer = rec.result["answers"][rec.name]
+            _answer(state, kind, subject, answer, children, answered)
+    _decided(state, answered, set())
     # an ask left open by a push-back that reset its step is no longer waited on
     waiting = {n for n, node in state.nodes.items() if node.status in ("waiting", "running")}
     return state, {n for n in open_waits if n in waiting or n not in state.nodes}
+
+
+def _decided(
+    state: DagState, answered: list[tuple[str, Mapping[str, Any]]], kept: set[str]
+) -> list[tuple[str, Mapping[str, Any]]]:
+    """Apply the answers a decision applied (all but `kept`'s, in the DAG's order, each to a
+    step still waiting); returns the ones it kept for a later decision."""
+    order = {name: i for i, name in enumerate(state.dag.order)}
+    now = sorted((a for a in answered if a[0] not in kept), key=lambda a: order[a[0]])
+    for name, answer in now:
+        if state.nodes[name].status == "waiting":  # else reset by a push-back: never applied
+            state.record_answer(name, answer["payload"], answer.get("by"))
+    return [a for a in answered if a[0] in kept]
 
 
 def _is_ask(rec: StepRecord) -> bool:
@@ -147,13 +175,19 @@ def _step_name(dag: DagSpec, kind: str, subject: str, children: Mapping[str, str
     return dag.step(subject).name if kind == "human_task" else subject
 
 
-def _apply_wait(
-    state: DagState, kind: str, subject: str, answer: Mapping[str, Any], children: Mapping[str, str]
+def _answer(
+    state: DagState,
+    kind: str,
+    subject: str,
+    answer: Mapping[str, Any],
+    children: Mapping[str, str],
+    answered: list[tuple[str, Mapping[str, Any]]],
 ) -> None:
+    """A wait's answer: a sub-DAG run's end applies at once (its wave waited for it); a gate's
+    or task's waits for the decision that applies it (`fold`)."""
     if kind == "child":
         name = children[subject]
         step = state.by_name[name]
         state.record_work(name, child_result(answer["payload"], step, subject))
     else:
-        name = _step_name(state.dag, kind, subject, children)
-        state.record_answer(name, answer["payload"], answer.get("by"))
+        answered.append((_step_name(state.dag, kind, subject, children), answer))

@@ -213,6 +213,10 @@ async def answer_unchecked(
 
 
 async def _deliver(conn: Any, row: ExecutionRow, deliver: list[_Delivery], by: str | None) -> None:
+    """Buffer the answers for the run and record them: the run wakes once the last of its
+    open waits is answered, or at once when an answer wakes it on its own
+    (`waits.answer_effect`)."""
+    wakes = any(waits.answer_effect(wait, response) == "wake" for _, wait, response in deliver)
     rest = list(row.waits)
     for i, (key, wait, response) in enumerate(deliver):
         channel = f"{wait['kind']}:{wait['name']}"
@@ -221,9 +225,10 @@ async def _deliver(conn: Any, row: ExecutionRow, deliver: list[_Delivery], by: s
         rest = [d for d in rest if d.get("key") != key]
         last = i == len(deliver) - 1
         others = any(d.get("kind") in waits.ANSWERABLE_KINDS for d in rest)
-        if not last or (others and wait.get(waits.WAKES_RUN) is not True):
+        if not last or (others and not wakes):
             # Waits opened together are answered one by one: the others keep their keys
-            # (unless the run goes on at the first answer: `Context.wait_any`).
+            # (unless an answer wakes the run on its own: `Context.wait_any`, a DAG's
+            # push-back).
             await repo.answer_keep_parked(conn, row.id, rest, "answer", event)
         else:
             await repo.append_event(conn, row.id, "answer", event)
