@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from tether.runtime import errors
+from tether.runtime.dag.status import dag_status
 from tether.runtime.registry import App
 from tether.runtime.service import Runtime
 from tether.storage.rows import ExecutionRow
@@ -95,6 +97,45 @@ async def test_reject_ends_the_run_rejected_with_the_reason(start: Start, tmp_pa
         "publish",
         "not today",
         "b",
+    )
+    assert "after" not in log.read_text()
+
+
+async def test_a_rejection_ends_the_run_in_the_answers_own_write(
+    start: Start, tmp_path: Path
+) -> None:
+    """Dagu writes the rejected step and run at once: when the answer returns, the run has
+    ended rejected (one `ended` event, counted as a failed run), and its detail shows the
+    gate rejected, no replay needed; a repeat is a no-op, another answer a conflict."""
+    log = tmp_path / "log"
+    async with start(gated_app(log)) as rt:
+        run = (await rt.ops.start("gated", {})).execution.id
+        gate = await parked_on(rt, run, "approval", "publish")
+        reject = {"decision": "reject", "reason": "not today"}
+        ended = ("tether_runs_ended_total", {"workflow": "gated", "status": "failed"})
+        before = REGISTRY.get_sample_value(*ended) or 0.0
+        await rt.ops.answer(run, gate["key"], reject, by="b")
+        row = (await rt.ops.get(run)).current
+        assert REGISTRY.get_sample_value(*ended) == before + 1
+        steps = await rt.ops.steps(run)
+        history = await rt.ops.history(run)
+        assert (await rt.ops.answer(run, gate["key"], reject)).status == "duplicate"
+        with pytest.raises(errors.AnswerConflict):
+            await rt.ops.answer(run, gate["key"], {"decision": "approve", "TICKET": "T"})
+    assert (row.status, row.error["kind"], row.error["reason"], row.error["by"]) == (
+        "failed",
+        "rejected",
+        "not today",
+        "b",
+    )
+    assert row.ended_at is not None and row.waits == []
+    assert [e.type for e in history].count("ended") == 1
+    detail = dag_status(row, steps)
+    assert (detail.status, detail.status_label, detail.finished_at) == (8, "rejected", row.ended_at)
+    publish = next(s for s in detail.steps if s.name == "publish")
+    assert (publish.status_label, publish.decision) == (
+        "rejected",
+        {"decision": "reject", "by": "b", "reason": "not today"},
     )
     assert "after" not in log.read_text()
 

@@ -1,6 +1,7 @@
 """`dagu_execute` on a run that waits on two steps at once (Dagu's conformance fixture: a human
 task and an approval gate, independent), over real HTTP: a rejection ends the run at once
-while the task still waits; a decided step reads as decided while the other still waits."""
+while the task still waits; a decided step reads as decided while the other still waits; a
+step waits on its own, beside the steps that do not depend on it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -100,6 +102,28 @@ async def test_a_rejection_ends_the_run_while_another_step_still_waits(
             ),
             "conflict",
         )
+
+
+async def test_a_reject_replies_with_the_run_rejected_and_a_read_agrees(
+    mcp_server: ServeFn, client: Client
+) -> None:
+    """Without `wait`, the reply reads the run after the decision: the step and the run were
+    rejected in the same write, so it is 8 `rejected`, as is every read after it."""
+    async with mcp_server(app()) as url:
+        c = client(url)
+        base = {"name": "two_waits", "dagRunId": "x-1"}
+        ok(await execute(c, action="start", **base, wait=True, waitTimeoutSeconds=10))
+        out = ok(
+            await execute(c, action="reject", **base, stepName="restock_gate", reason="not today")
+        )
+        assert (out["status"], out["statusLabel"]) == (8, "rejected"), out
+        run = await read(c, out["runUri"])
+        assert (run["status"], run["statusLabel"]) == (8, "rejected"), run
+        assert "finishedAt" in run
+        steps = {s["name"]: s for s in run["steps"]}
+        assert steps["restock_gate"]["statusLabel"] == "rejected", steps
+        assert steps["restock_gate"]["decision"]["reason"] == "not today", steps
+        assert steps["pick_shelf"]["statusLabel"] == "aborted", steps
 
 
 async def test_a_decided_step_reads_decided_while_the_other_still_waits(
@@ -212,7 +236,8 @@ async def test_a_decision_while_the_run_reruns_pushed_back_steps_lands_once_it_p
     mcp_server: ServeFn, client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """While the run runs again the steps a push-back reset, the other gate still reads
-    waiting; a decision on it waits for the run to park again, then lands (Dagu: at once)."""
+    waiting; a decision on it waits for the run to park again, then lands (Dagu refuses a
+    decision while its run runs)."""
     parked_or_ended = decide._parked_or_ended
     seen: list[bool] = []  # what the decision found each time it looked at the run
 
@@ -296,3 +321,59 @@ async def test_a_push_back_resumes_at_once_while_a_step_asked_earlier_still_wait
         end = ok(await execute(c, action="approve", **base, stepName="gate", wait=True))
         assert (end["completed"], end["statusLabel"]) == (True, "succeeded"), end
     assert log.read_text().split() == ["build-", "build-1", "ship"]
+
+
+BESIDE = """
+name: beside
+steps:
+  - name: gate
+    command: "true"
+    approval: {prompt: "Go?"}
+  - name: slow
+    command: 'until [ -f {go} ]; do sleep 0.05; done'
+  - name: after
+    command: "true"
+    depends: gate
+"""
+
+
+async def test_a_gate_waiting_beside_a_running_step_is_decided_once_the_run_waits(
+    mcp_server: ServeFn, client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gate reads waiting while the step beside it still runs (the run is `running`, as
+    Dagu's); a decision then is a `conflict` naming the run's status, and lands once the run
+    waits."""
+    monkeypatch.setattr(decide, "_BUSY_S", 0.2)
+    go = tmp_path / "go"
+    beside = App()
+    beside.dag(BESIDE.replace("{go}", str(go)))
+    async with mcp_server(beside) as url:
+        c = client(url)
+        base = {"name": "beside", "dagRunId": "b-1"}
+        ok(await execute(c, action="start", **base))
+
+        uri = run_uri("beside", "b-1")
+        run = await read_until(c, uri, lambda r: _label(r, "gate") == "waiting")
+        assert run["statusLabel"] == "running", run
+        busy = refused(await execute(c, action="approve", **base, stepName="gate"), "conflict")
+        assert (busy["field"], busy["details"]["statusLabel"]) == ("stepName", "running"), busy
+        go.touch()
+        await read_until(c, uri, lambda r: r["statusLabel"] == "waiting")
+        end = ok(await execute(c, action="approve", **base, stepName="gate", wait=True))
+        assert (end["completed"], end["statusLabel"]) == (True, "succeeded"), end
+
+
+def _label(run: dict[str, Any], step: str) -> str:
+    return str(next(s["statusLabel"] for s in run["steps"] if s["name"] == step))
+
+
+async def read_until(
+    c: McpClient, uri: str, check: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any]:
+    """The run detail once `check` holds (a reader polls, as a Dagu client does)."""
+
+    async def read_if() -> dict[str, Any] | None:
+        run = await read(c, uri)
+        return run if check(run) else None
+
+    return await until(read_if, what=f"{uri} to read as expected")

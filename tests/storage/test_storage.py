@@ -39,6 +39,7 @@ def test_queries_file_parses_into_the_expected_names() -> None:
         "get_update",
         "request_cancel",
         "terminate_execution",
+        "end_parked",
         "seal_execution",
         "link_successor",
         "delete_expired",

@@ -270,6 +270,17 @@ class Rejected(Exception):
         self.reason = reason
         self.by = by
 
+    def as_error(self) -> dict[str, Any]:
+        """The error a run it ends is stored with (kind `rejected`)."""
+        return {
+            "kind": "rejected",
+            "type": type(self).__name__,
+            "message": str(self),
+            "gate": self.gate,
+            "reason": self.reason,
+            "by": self.by,
+        }
+
 
 class NonDeterminism(Exception):
     """Replay found a different durable call than the one recorded at that position.

@@ -266,8 +266,7 @@ async def _run_body(
         err["message"] = exc.message
         return await _settle(io, ctx.take_buffer(status="failed", error=err))
     except Rejected as exc:
-        err = _error("rejected", exc, gate=exc.gate, reason=exc.reason, by=exc.by)
-        return await _settle(io, ctx.take_buffer(status="failed", error=err))
+        return await _settle(io, ctx.take_buffer(status="failed", error=exc.as_error()))
     except NonDeterminism as exc:
         return await _settle(
             io, ctx.take_buffer(status="failed", error=_error("nondeterminism", exc))

@@ -39,6 +39,9 @@ _NAME: Final = re.compile(r"^[^\x00-\x1f\x7f]{1,200}$")
 #: one of them does (a DAG's gate or task, on a push-back). Without it, waits opened together
 #: keep the run parked until the last of them is answered (`Context.wait_all`).
 WAKES_RUN: Final = "wakes_run"
+#: A wait descriptor's list of decisions that end its run in the write that delivers them
+#: (`reject`: a DAG's gate, whose run does nothing more after a rejection).
+ENDS_RUN: Final = "ends_run"
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -426,18 +429,31 @@ def decision_answer(
 
 # --- what an answer does to a run parked on several waits --------------------------------------
 
-Effect = Literal["keep", "wake"]
+Effect = Literal["keep", "wake", "end"]
 
 
 def answer_effect(descriptor: dict[str, Any], response: Any) -> Effect:
     """What an answer does to its parked run beside closing its own wait: it keeps the run
     parked while other waits stay open (`keep`), or wakes it at once (`wake`) when its wait
-    says so (`WAKES_RUN`: any answer, or an answer with one of the listed decisions)."""
-    wakes = descriptor.get(WAKES_RUN)
+    says so (`WAKES_RUN`: any answer, or an answer with one of the listed decisions), or
+    ends it in the very write that delivers it (`end`: a rejection its wait says ends the
+    run, `ENDS_RUN`, after which the run would do nothing more)."""
     decision = response.get("decision") if isinstance(response, dict) else None
+    if decision == "reject" and decision in (descriptor.get(ENDS_RUN) or ()):
+        return "end"
+    wakes = descriptor.get(WAKES_RUN)
     if wakes is True or (isinstance(wakes, list) and decision in wakes):
         return "wake"
     return "keep"
+
+
+def rejection_error(
+    descriptor: dict[str, Any], response: dict[str, Any], by: str | None
+) -> dict[str, Any]:
+    """The error a run ended by a rejection (`answer_effect` `end`) is stored with: the one
+    its workflow would have ended with."""
+    reason = response.get("reason")
+    return Rejected(str(descriptor.get("name")), reason, by).as_error()
 
 
 # --- schemas and answer validation (server side, from the descriptor alone) ------------------

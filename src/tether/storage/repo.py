@@ -388,6 +388,13 @@ async def terminate(conn: Conn, execution_id: str, error: Any) -> bool:
         return await conn.fetchrow(Q["terminate_execution"], execution_id, error) is not None
 
 
+async def end_parked(conn: Conn, execution_id: str, status: str, error: Any) -> bool:
+    """End a parked run now with `status` and `error` (see the query); False when it is not
+    parked."""
+    with translated():
+        return await conn.fetchrow(Q["end_parked"], execution_id, status, error) is not None
+
+
 async def seal(conn: Conn, execution_id: str) -> bool:
     with translated():
         return await conn.fetchval(Q["seal_execution"], execution_id) is not None

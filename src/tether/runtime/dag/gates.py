@@ -17,8 +17,8 @@ class Answer:
 
 
 # Each of a DAG run's gates and tasks is decided on its own (`waits.answer_effect`): a
-# push-back resumes the run at once, whatever surface answers (Dagu's decisions), while the
-# run's other gates and tasks keep waiting.
+# push-back resumes the run at once, a rejection ends it in the answer's own write, whatever
+# surface answers (Dagu's decisions), while the run's other gates and tasks keep waiting.
 _DECIDED_ALONE: Final[dict[str, Any]] = {w.WAKES_RUN: ["push_back"]}
 
 
@@ -39,7 +39,8 @@ class Gate(w.Approval):
     attempt: str | None = None
 
     def extra(self) -> dict[str, Any]:
-        return {**super().extra(), **_attempt(self.attempt), **_DECIDED_ALONE}
+        ends = {w.ENDS_RUN: ["reject"]}
+        return {**super().extra(), **_attempt(self.attempt), **_DECIDED_ALONE, **ends}
 
     def parse(self, response: Any, by: str | None) -> Answer:  # type: ignore[override]  # raw
         return Answer(dict(response), by)

@@ -83,6 +83,8 @@ def dag_status(
     """The Dagu view of a DAG run: run status and each step's status, in execution order.
     `pending`: answers the run holds unconsumed, by wait channel (see `fold`)."""
     state, open_waits = fold(steps, pending)
+    if state is not None:
+        _rejected_in_the_answers_write(row, state, open_waits)
     label = _run_label(row, state)
     details = () if state is None else _steps(row, state, open_waits)
     waiting = tuple(w for w in row.waits if w.get("kind") in ("approval", "human_task"))
@@ -99,6 +101,24 @@ def dag_status(
         steps=details,
         waiting=waiting,
     )
+
+
+def _rejected_in_the_answers_write(
+    row: ExecutionRow, state: DagState, open_waits: set[str]
+) -> None:
+    """A rejection ends its run in the write that answers the gate (`waits.answer_effect`):
+    the run never replays it, so its records still show the gate waiting. The row's error says
+    which gate, why and who: the gate reads rejected, as the run would have recorded it."""
+    error = row.error if isinstance(row.error, dict) else {}
+    gate = error.get("gate")
+    if (row.sealed_from or row.status) != "failed" or error.get("kind") != "rejected":
+        return
+    if not isinstance(gate, str) or gate not in state.nodes:
+        return
+    if state.nodes[gate].status == "waiting":
+        reject = {"decision": "reject", "reason": error.get("reason")}
+        state.record_answer(gate, reject, error.get("by"))
+        open_waits.discard(gate)
 
 
 def _run_label(row: ExecutionRow, state: DagState | None) -> str:

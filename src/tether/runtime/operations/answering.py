@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from tether.observability import metrics
 from tether.runtime import errors, waits
 from tether.runtime.operations.env import Env
 from tether.runtime.operations.queries import get
@@ -164,7 +165,9 @@ async def answer_many(
             if outcome == "accepted":
                 deliver.append((key, open_waits[key], response))
             outcomes.append(outcome)
-        await _deliver(conn, row, deliver, by)
+        ended = await _deliver(conn, row, deliver, by)
+    if ended:
+        metrics.run_ended(row.workflow, "failed", row.created_at)
     return outcomes
 
 
@@ -208,15 +211,20 @@ async def answer_unchecked(
         wait = next((d for d in row.waits if d.get("key") == key), None)
         if wait is None or await repo.get_signal_by_key(conn, row.id, key) is not None:
             return False
-        await _deliver(conn, row, [(key, wait, response)], by)
+        ended = await _deliver(conn, row, [(key, wait, response)], by)
+    if ended:
+        metrics.run_ended(row.workflow, "failed", row.created_at)
     return True
 
 
-async def _deliver(conn: Any, row: ExecutionRow, deliver: list[_Delivery], by: str | None) -> None:
+async def _deliver(conn: Any, row: ExecutionRow, deliver: list[_Delivery], by: str | None) -> bool:
     """Buffer the answers for the run and record them: the run wakes once the last of its
-    open waits is answered, or at once when an answer wakes it on its own
-    (`waits.answer_effect`)."""
-    wakes = any(waits.answer_effect(wait, response) == "wake" for _, wait, response in deliver)
+    open waits is answered, or at once when an answer wakes it on its own; an answer that
+    ends it ends it here, in the same transaction (`waits.answer_effect`). Returns whether
+    it ended the run."""
+    effects = [waits.answer_effect(wait, response) for _, wait, response in deliver]
+    ending = next((i for i, e in enumerate(effects) if e == "end"), None)
+    wakes = "wake" in effects
     rest = list(row.waits)
     for i, (key, wait, response) in enumerate(deliver):
         channel = f"{wait['kind']}:{wait['name']}"
@@ -225,13 +233,17 @@ async def _deliver(conn: Any, row: ExecutionRow, deliver: list[_Delivery], by: s
         rest = [d for d in rest if d.get("key") != key]
         last = i == len(deliver) - 1
         others = any(d.get("kind") in waits.ANSWERABLE_KINDS for d in rest)
-        if not last or (others and not wakes):
+        if ending is not None or not last or (others and not wakes):
             # Waits opened together are answered one by one: the others keep their keys
             # (unless an answer wakes the run on its own: `Context.wait_any`, a DAG's
             # push-back).
             await repo.answer_keep_parked(conn, row.id, rest, "answer", event)
         else:
             await repo.append_event(conn, row.id, "answer", event)
+    if ending is None:
+        return False
+    _, wait, response = deliver[ending]
+    return await repo.end_parked(conn, row.id, "failed", waits.rejection_error(wait, response, by))
 
 
 async def signal(

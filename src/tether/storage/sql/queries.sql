@@ -748,6 +748,30 @@ WITH t AS (
 )
 SELECT t.id, pg_notify('tether_change', t.id)::text AS notified FROM t;
 
+-- name: end_parked
+-- End a parked run at once, $2 being its ending status and $3 its error, in the transaction
+-- that answers it (a DAG gate's rejection: the run would do nothing more). NULL when the run
+-- is not parked. Leaves the `ended` event a worker's settle does; a queued run's end wakes
+-- the workers, which admit the next run of its queue.
+WITH t AS (
+    UPDATE executions SET
+        status = $2, error = $3, ended_at = now(), updated_at = now(), version = version + 1,
+        expires_at = now() + make_interval(secs => retention_s),
+        last_event_id = last_event_id + 1, lease_owner = NULL, lease_until = NULL,
+        wake_at = NULL, waits = '[]'::jsonb
+    WHERE id = $1 AND status = 'waiting'
+    RETURNING id, last_event_id, queue
+), ev AS (
+    INSERT INTO history (execution_id, event_id, type, data)
+    SELECT id, last_event_id, 'ended', jsonb_build_object('status', $2::text, 'error', $3::jsonb)
+    FROM t
+), notes AS (
+    SELECT pg_notify('tether_change', t.id) FROM t
+    UNION ALL
+    SELECT pg_notify('tether_ready', t.id) FROM t WHERE t.queue IS NOT NULL
+)
+SELECT t.id, (SELECT count(*) FROM notes) AS notified FROM t;
+
 -- name: seal_execution
 -- Seal an ended run for an operator rerun: it keeps what it ended with in sealed_from.
 UPDATE executions SET

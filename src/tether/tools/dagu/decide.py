@@ -8,7 +8,10 @@ itself, so the check and the answered key come from one row), or the run's curre
 when it does not wait (else `conflict`, `details.attemptId`); the step waits (else `conflict`
 naming its status); a human task is not rejected; an approval's inputs are strings. The answer
 itself checks required inputs and the task's forms, and lands only while that very wait is
-open: a decision that lost a race to another is a `conflict` naming the attempt now.
+open: a decision that lost a race to another is a `conflict` naming the attempt now. What the
+answer does to the run is the runtime's (`waits.answer_effect`): a rejection ends it in the
+answer's own write, a push-back resumes it at once, an approval of one of several waiting
+steps leaves it waiting on the others.
 """
 
 from __future__ import annotations
@@ -30,11 +33,9 @@ from tether.tools.dagu.results import (
     DaguError,
     translate,
 )
-from tether.tools.dagu.uris import notifies
 
 _MAX_DEPTH = 8  # sub-DAG nesting searched for subDAGRunId
-WAKE: Final = "dagu_execute:wake"  # the signal that wakes a run parked on other waits
-_BUSY_S: Final = 10.0  # how long a decision waits for a run busy after a push-back
+_BUSY_S: Final = 10.0  # how long a decision waits for a run busy with other steps
 
 
 async def _sub_run(ops: Operations, root: RunRead, sub_id: str) -> RunRead:
@@ -95,6 +96,15 @@ async def decide(ops: Operations, inp: ExecuteInput, root: ExecutionRow, by: str
     # The attempt the open wait belongs to, from the same row as its key (else the run's).
     current = str(wait.get("attempt") or "") if wait is not None else ""
     _check_attempt(inp, current or read.status.attempt_id)
+    if wait is None and read.row.live and _reads_waiting(read, step):
+        label = read.status.status_label  # Dagu: the run is not waiting for a decision
+        raise DaguError(
+            CONFLICT,
+            f"step {step.name!r} waits, but its DAG-run is {label}, not waiting for a "
+            "decision: decide it once the steps running now have ended",
+            field="stepName",
+            details={"status": read.status.status, "statusLabel": label},
+        )
     if wait is None:
         detail = read.step_detail(step)
         label = detail.status_label if detail is not None else "not_started"
@@ -118,36 +128,27 @@ async def decide(ops: Operations, inp: ExecuteInput, root: ExecutionRow, by: str
         raise err from exc
     except errors.TetherError as exc:
         raise translate(exc) from exc
-    if response["decision"] in ("reject", "push_back"):
-        await _wake(ops, read.row.id)
     return read
 
 
 async def _parked_again(ops: Operations, read: RunRead, step: Step) -> RunRead:
-    """A step that waits while its run runs again the steps a push-back reset: its wait is
-    kept, under its key, but the run is not parked on it until those steps end. Dagu decides
-    it at once; here the decision waits (a while) for the run to park again, or end."""
-    detail = read.step_detail(step)
-    if detail is None or detail.status_label != "waiting" or read.row.status == "waiting":
-        return read
-    if not read.row.live:
+    """A step that waits while its run runs other steps (the steps a push-back reset, or
+    the ones that do not depend on it): its wait is kept, under its key, but the run is not
+    parked on it until those steps end. Dagu refuses the decision while its run is running;
+    here it waits (a while) for the run to park again, or end."""
+    if not _reads_waiting(read, step) or read.row.status == "waiting" or not read.row.live:
         return read
     view = await ops.wait_until(read.row.id, _parked_or_ended, timeout=_BUSY_S)
     return await resolve.load(ops, view.current)
 
 
+def _reads_waiting(read: RunRead, step: Step) -> bool:
+    detail = read.step_detail(step)
+    return detail is not None and detail.status_label == "waiting"
+
+
 def _parked_or_ended(row: ExecutionRow) -> bool:
     return row.status == "waiting" or not row.live
-
-
-async def _wake(ops: Operations, execution_id: str) -> None:
-    """A rejection ends the run at once (Dagu), and a push-back resumes it at once, even
-    while other gates or tasks of it still wait. An answer to one of several open waits
-    leaves the run parked on the others, so wake it with a signal it never reads: it
-    replays, sees the decision and ends, or goes on while the others keep waiting."""
-    row = (await ops.get(execution_id)).current
-    if row.status == "waiting" and notifies(row):
-        await ops.signal(row.id, WAKE, None)
 
 
 def _check_attempt(inp: ExecuteInput, current: str | None) -> None:
