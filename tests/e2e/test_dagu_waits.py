@@ -73,6 +73,30 @@ async def test_a_wait_on_a_parent_returns_when_its_sub_dag_run_waits_at_a_gate(
         assert (done["completed"], done["statusLabel"]) == (True, "succeeded")
 
 
+async def test_a_rejection_in_a_sub_dag_run_ends_it_and_fails_its_call_step(
+    mcp_server: ServeFn, client: Client
+) -> None:
+    """The child ends rejected in the decision's own write; its end reaches the parent,
+    whose call step fails and whose dependent never runs."""
+    app = App()
+    app.dag(KID)
+    app.dag(MOM)
+    async with mcp_server(app) as url:
+        c = client(url)
+        out = ok(await execute(c, action="start", name="mom", dagRunId="m-2", wait=True))
+        (sub,) = [s for s in out["run"]["steps"] if s["name"] == "sub"]
+        ((child_id, child_uri),) = [(r["dagRunId"], r["uri"]) for r in sub["subRuns"]]
+        base = {"name": "mom", "dagRunId": "m-2", "stepName": "check", "subDAGRunId": child_id}
+        ok(await execute(c, action="reject", **base, reason="no"))
+        child = await read(c, child_uri)
+        assert (child["statusLabel"], child["steps"][0]["statusLabel"]) == ("rejected", "rejected")
+        async with asyncio.timeout(20):
+            while (mom := await read(c, out["runUri"]))["statusLabel"] == "waiting":  # noqa: ASYNC110 — a reader polls
+                await asyncio.sleep(0.05)
+        labels = {s["name"]: s["statusLabel"] for s in mom["steps"]}
+        assert (mom["statusLabel"], labels) == ("failed", {"sub": "failed", "after": "aborted"})
+
+
 INLINE = """
 params: "WHO=nobody"
 steps:
