@@ -115,3 +115,46 @@ async def test_a_step_retry_without_downstream_leaves_its_aborted_dependents_abo
         down = await retry_dag(rt.ops, alone.id, "b", include_downstream=True)
         assert (await rt.ops.wait_for_end(down.id, timeout=20)).current.status == "completed"
         assert log.read_text().split() == ["b", "c-a"]
+
+
+STOPPED = """
+name: stopped
+steps:
+  - name: one
+    command: "echo one >> {log}"
+  - name: nap
+    command: "echo nap >> {log}; sleep 30"
+    depends: one
+  - name: after
+    command: "echo after >> {log}"
+    depends: nap
+"""
+
+
+async def test_a_step_stopped_mid_run_reads_aborted_and_a_retry_of_another_keeps_it(
+    start: Start, tmp_path: Path
+) -> None:
+    """Stopped while `nap` runs: `nap` reads aborted (Dagu's cancel), `after` not started;
+    retrying `one` alone runs `one` only, and `after` is aborted behind `nap`."""
+    log = tmp_path / "log"
+    app = App()
+    app.dag(STOPPED.replace("{log}", str(log)))
+    async with start(app) as rt:
+        run = (await rt.ops.start("stopped", {})).execution.id
+        await rt.ops.wait_until(run, lambda _: "nap" in log.read_text().split(), timeout=20)
+        await rt.ops.terminate(run)
+        row = (await rt.ops.wait_for_end(run, timeout=20)).current
+        detail = dag_status(row, await rt.ops.steps(run))
+        assert {s.name: s.status_label for s in detail.steps} == {
+            "one": "succeeded",
+            "nap": "aborted",
+            "after": "not_started",
+        }
+        log.write_text("")
+        again = await retry_dag(rt.ops, run, "one", include_downstream=False)
+        end = (await rt.ops.wait_for_end(again.id, timeout=20)).current
+        labels = {
+            s.name: s.status_label for s in dag_status(end, await rt.ops.steps(again.id)).steps
+        }
+    assert log.read_text().split() == ["one"]
+    assert labels == {"one": "succeeded", "nap": "aborted", "after": "aborted"}

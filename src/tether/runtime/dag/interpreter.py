@@ -44,7 +44,7 @@ from tether.runtime.dag.replay import (
     parse_snapshot,
 )
 from tether.runtime.dag.shell import Gate, one_word
-from tether.runtime.dag.state import DagState
+from tether.runtime.dag.state import STOPPED, DagState
 from tether.runtime.dag.work import (
     Actions,
     StepInput,
@@ -396,7 +396,8 @@ async def start_child(
 async def inherited(conn: Any, execution_id: str, plan: dict[str, Any]) -> dict[str, Any]:
     """The spec and kept steps of the run this one retries (its predecessor, checked)."""
     me = await repo.get_execution(conn, execution_id)
-    if me is None or me.predecessor_id != plan["of"]:
+    old = await repo.get_execution(conn, plan["of"])
+    if me is None or old is None or me.predecessor_id != plan["of"]:
         raise DagFailed("a retry plan must name the run this one retries")
     records = await repo.get_steps(conn, plan["of"])
     state, _ = fold(records)
@@ -404,10 +405,10 @@ async def inherited(conn: Any, execution_id: str, plan: dict[str, Any]) -> dict[
         raise DagFailed(f"run {plan['of']!r} recorded no DAG spec")
     spec_rec = next(r for r in records if r.name == "dag:spec")
     snap = dict(spec_rec.result["value"])
-    # The steps a failure or a skip blocked were settled (aborted, skipped) by the run itself;
-    # its records do not say so. Settle them here too, so a kept one stays as the run left it
-    # (a retry of one step alone runs that step only, as Dagu's does).
-    state.ready()
+    # What the ended run's records do not say (the steps a failure blocked, the ones it was
+    # stopped in) is settled here too, so a kept step stays as the run left it: a retry of
+    # one step alone runs that step only, as Dagu's does.
+    state.settle_end(stopped=(old.sealed_from or old.status) in STOPPED)
     keep = {n: asdict(node) for n, node in state.nodes.items() if n not in set(plan["reset"])}
     snap["inherit"] = keep
     return snap

@@ -37,6 +37,8 @@ _UPSTREAM: Final = {
     "rejected": "upstream rejected",
 }
 _BLOCKING: Final = frozenset(_UPSTREAM)
+#: A run's ends that cut its steps off: stopped (terminated, cancelled) or timed out.
+STOPPED: Final = frozenset({"terminated", "cancelled", "timed_out"})
 
 
 @dataclass
@@ -109,6 +111,15 @@ class DagState:
             if go:
                 out.append(name)
         return out
+
+    def settle_end(self, *, stopped: bool) -> None:
+        """The run has ended: settle what its records do not say. Steps a failure or a skip
+        blocked are settled as `ready` settles them (the run did so itself); when it was
+        `stopped` (or timed out), a step still due reads `aborted`: it ran, or was about to,
+        when the run was stopped (Dagu's cancel leaves a running step aborted)."""
+        for name in self.ready():
+            if stopped and self.nodes[name].status == "not_started":
+                self.nodes[name].status = "aborted"
 
     def ready_after(self, name: str) -> list[str]:
         """The steps `ready()` would give once step `name` has succeeded publishing nothing,

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from tether.runtime.dag.replay import fold
-from tether.runtime.dag.state import DagState
+from tether.runtime.dag.state import STOPPED, DagState
 from tether.storage.rows import ExecutionRow, StepRecord
 
 RUN_STATUSES: Final[Mapping[str, int]] = {
@@ -142,9 +142,13 @@ def _run_label(row: ExecutionRow, state: DagState | None) -> str:
 def _steps(row: ExecutionRow, state: DagState, open_waits: set[str]) -> tuple[StepDetail, ...]:
     live = row.status in ("pending", "running", "waiting")
     # `ready` also marks the steps behind a skipped step skipped (as the interpreter did when
-    # it ran), which the recorded results alone do not say: call it for an ended run too.
-    can_run = set(state.ready())
-    ready = can_run if live and row.status != "waiting" else set()
+    # it ran), which the recorded results alone do not say; an ended run settles its end.
+    ready: set[str] = set()
+    if live:
+        can_run = set(state.ready())
+        ready = can_run if row.status != "waiting" else set()
+    else:
+        state.settle_end(stopped=(row.sealed_from or row.status) in STOPPED)
     out = []
     for name in state.dag.order:
         node, step = state.nodes[name], state.by_name[name]
