@@ -192,3 +192,39 @@ async def test_a_reader_applies_a_carried_push_back_where_the_run_did(
             await rt.ops.answer(run, key, {"decision": "approve"} if "gate" in key else {})
         end = (await rt.ops.wait_for_end(run, timeout=20)).current
     assert end.status == "completed", end.error
+
+
+FORK = """
+name: fork
+steps:
+  - name: build
+    command: "echo build-$DAG_PUSHBACK_ITERATION >> {log}"
+  - name: gate_a
+    command: "true"
+    depends: build
+    approval: {rewind_to: build}
+  - name: gate_b
+    command: "echo b >> {log}"
+    depends: build
+    approval: {}
+"""
+
+
+async def test_an_approval_a_later_push_back_resets_is_asked_again(
+    start: Start, tmp_path: Path
+) -> None:
+    """`gate_b` is approved (the run waits on `gate_a`), then `gate_a` is pushed back to
+    `build`, which `gate_b` depends on: as in Dagu, the rewind resets `gate_b` too, so it runs
+    and is asked again rather than keeping its approval."""
+    log = tmp_path / "log"
+    app = App()
+    app.dag(FORK.replace("{log}", str(log)))
+    async with start(app) as rt:
+        run = (await rt.ops.start("fork", {})).execution.id
+        first = await parked_on(rt, run, {"gate_a", "gate_b"})
+        await rt.ops.answer(run, keys(first)["gate_b"], {"decision": "approve"})
+        await rt.ops.answer(run, keys(first)["gate_a"], {"decision": "push_back"})
+        again = await parked_on(rt, run, {"gate_a", "gate_b"}, lambda r: r.version > first.version)
+        assert keys(again)["gate_b"] != keys(first)["gate_b"]
+        assert sorted(log.read_text().split()) == ["b", "b", "build-", "build-1"]
+        assert (await labels(rt, run))["gate_b"] == "waiting"

@@ -246,7 +246,8 @@ class _Run:
         attempt = self.state.attempts[-1]
         apply, still = await asks.decide(self.ctx, results, self.dag.order, attempt)
         for name in apply:
-            self.state.record_answer(name, results[name].payload, results[name].by)
+            if self.state.nodes[name].status == "waiting":  # else a push-back before reset it
+                self.state.record_answer(name, results[name].payload, results[name].by)
         self.carried = {n: results[n] for n in still if self.state.nodes[n].status == "waiting"}
         if not self.state.rejected():
             self.state.attempts.append((await self.ctx.uuid()).hex[:6])
