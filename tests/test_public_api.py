@@ -65,6 +65,7 @@ INTERNAL_MEMBERS: dict[str, set[str]] = {
     },
     "tether.ToolContext": {"extras", "principal", "route"},
     "tether.RetryPolicy": {"allows_another", "delay"},
+    "tether.Rejected": {"as_error"},  # the stored error of a run a rejection ends
     "tether.Signal": _WAIT_SPEC,
     "tether.Approval": _WAIT_SPEC,
     "tether.HumanTask": _WAIT_SPEC,

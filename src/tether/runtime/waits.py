@@ -252,7 +252,7 @@ class Approval(WaitSpec):
 
     kind: ClassVar[str] = "approval"
     # Input names refused: `parse` hands workflow code the inputs without them.
-    reserved: ClassVar[frozenset[str]] = _RESERVED_APPROVAL_FIELDS
+    _reserved: ClassVar[frozenset[str]] = _RESERVED_APPROVAL_FIELDS
     inputs: tuple[str, ...] = ()
     required: tuple[str, ...] = ()
 
@@ -260,7 +260,7 @@ class Approval(WaitSpec):
         super().__post_init__()
         object.__setattr__(self, "inputs", tuple(self.inputs))
         object.__setattr__(self, "required", tuple(self.required))
-        clash = self.reserved & set(self.inputs)
+        clash = self._reserved & set(self.inputs)
         if clash:
             raise ValueError(f"approval inputs may not be named {sorted(clash)}")
         missing = set(self.required) - set(self.inputs)

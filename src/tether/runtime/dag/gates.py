@@ -35,7 +35,7 @@ class Gate(w.Approval):
     keeps_keys: ClassVar[bool] = True  # open while the run goes on after a push-back
     # Any input name Dagu allows (`reason`, `decision` too): the run reads its answers with
     # `answer_fields` (state.py), not with `Approval.parse`.
-    reserved: ClassVar[frozenset[str]] = frozenset()
+    _reserved: ClassVar[frozenset[str]] = frozenset()
     attempt: str | None = None
 
     def extra(self) -> dict[str, Any]:
