@@ -33,6 +33,7 @@ from tether.mcp.server import McpServer, ServerInfo
 from tether.mcp.subscriptions import Limits, Subscriptions, WatchTools, run_resource
 from tether.observability import exposition, metrics, tracing
 from tether.observability.exposition import Scrape
+from tether.principal import Principal
 from tether.runtime import audit
 from tether.runtime import health as probes
 from tether.runtime.audit import AuditWriter
@@ -45,7 +46,7 @@ from tether.security import roles
 from tether.security.hosts import HostPolicy
 from tether.security.limits import RateLimiter, StreamSlots, parse_rate, stream_guard
 from tether.security.middleware import SecurityMiddleware
-from tether.security.tokens import ANONYMOUS, Authenticator, Principal
+from tether.security.tokens import ANONYMOUS, Authenticator
 from tether.settings import Settings
 from tether.tasks import methods as task_methods
 from tether.tasks.service import TaskService

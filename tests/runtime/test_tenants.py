@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from tether.principal import Principal
 from tether.runtime import errors
 from tether.runtime.context import Context
 from tether.runtime.ids import new_execution_id
@@ -67,6 +68,23 @@ async def test_scoped_operations_are_cached_and_only_narrow(db: object) -> None:
         acme.scoped(None)
     with pytest.raises(errors.InvalidInput):
         ops.scoped("bad tenant!")
+
+
+async def test_each_principal_gets_the_operations_of_its_scope(db: object) -> None:
+    """ops.for_principal, the one rule every surface asks: an admin bound to no tenant gets
+    every tenant's operations; any other principal its tenant's (unbound: the runs with no
+    tenant), as does a request without a principal; each is the cached scoped operations, and
+    scoped operations stay as narrow as they are."""
+    ops = Operations(db, tenant_app())  # type: ignore[arg-type]
+    assert ops.for_principal(Principal("root", "admin")) is ops
+    assert ops.for_principal(Principal("ann", "operator", "acme")) is ops.scoped("acme")
+    assert ops.for_principal(Principal("boss", "admin", "acme")) is ops.scoped("acme")
+    assert ops.for_principal(Principal("ro", "reader")) is ops.scoped(None)
+    assert ops.for_principal(None) is ops.scoped(None)
+    acme = ops.scoped("acme")
+    assert acme.for_principal(Principal("root", "admin")) is acme
+    with pytest.raises(errors.InvalidInput):
+        acme.for_principal(Principal("bob", "operator", "globex"))
 
 
 async def test_another_tenants_run_reads_exactly_as_a_missing_one(db: object) -> None:

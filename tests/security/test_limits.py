@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from tests.security.test_middleware import Recorder, drive
 from tether.jsonrpc.errors import Unauthenticated
+from tether.principal import Principal
 from tether.security.hosts import HostPolicy
 from tether.security.limits import (
     Rate,
@@ -25,7 +26,7 @@ from tether.security.limits import (
     retry_after,
 )
 from tether.security.middleware import SecurityMiddleware
-from tether.security.tokens import Authenticator, Principal, hash_token, new_token
+from tether.security.tokens import Authenticator, hash_token, new_token
 
 
 @pytest.mark.parametrize(

@@ -20,9 +20,10 @@ from tether.app import PROBES, create_app
 from tether.examples import app as examples
 from tether.jsonrpc import codes
 from tether.jsonrpc.http import PRINCIPAL_KEY
+from tether.principal import Principal
 from tether.security.hosts import HostPolicy
 from tether.security.middleware import SecurityMiddleware
-from tether.security.tokens import ANONYMOUS, DEV, Authenticator, Principal, new_token
+from tether.security.tokens import ANONYMOUS, DEV, Authenticator, new_token
 from tether.settings import Settings
 
 READER, READER_ENTRY = new_token("ann", "reader")

@@ -13,15 +13,16 @@ from tether.jsonrpc import codes
 from tether.jsonrpc.errors import Unauthorized
 from tether.jsonrpc.headers import Route
 from tether.jsonrpc.router import RequestContext
+from tether.principal import Principal
 from tether.security import roles
 from tether.security.hosts import HostPolicy
-from tether.security.tokens import Principal, parse_tokens
+from tether.security.tokens import parse_tokens
 
 READER = Principal("ann", "reader")
 OPERATOR = Principal("bob", "operator")
 
 
-def ctx(method: str, principal: Any, **params: Any) -> RequestContext:
+def ctx(method: str, principal: Principal | None, **params: Any) -> RequestContext:
     return RequestContext(method, params, Route("modern", codes.MODERN_VERSION), {}, 1, principal)
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from tether.principal import Principal
 from tether.runtime import errors
 from tether.runtime.operations.env import check_tenant as runtime_check_tenant
 from tether.security.tokens import (
-    Principal,
     check_tenant,
     hash_token,
     new_token,
@@ -45,8 +45,8 @@ def test_a_malformed_tenant_is_refused_everywhere(tenant: str) -> None:
 
 @pytest.mark.parametrize("tenant", SAMPLES)
 def test_valid_tenants_pass_both_rules(tenant: str) -> None:
-    """security/tokens.py and runtime/operations/env.py keep one rule (two copies: security
-    may not import the runtime)."""
+    """security/tokens.py and runtime/operations/env.py apply one rule
+    (`tether.principal.TENANT_NAME`)."""
     check_tenant(tenant)
     runtime_check_tenant(tenant)
 

@@ -25,11 +25,12 @@ from tether.cli import access
 from tether.cli.parser import build_parser
 from tether.examples import app as examples
 from tether.jsonrpc import codes
+from tether.principal import Principal
 from tether.runtime import tokens
 from tether.runtime.service import database
 from tether.runtime.tokens import TokenStore
 from tether.security import new_token
-from tether.security.tokens import Principal, hash_token
+from tether.security.tokens import hash_token
 from tether.settings import Settings
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]

@@ -1,7 +1,8 @@
-"""The one runtime → JSON-RPC table (`tether.tasks.errors`): each domain error leaves a
-`jsonrpc_errors()` block as its JSON-RPC error (code and HTTP status as the wire needs them,
-the domain error kept as the cause); anything the table does not name leaves unchanged. Our
-choice (one error map per boundary)."""
+"""The tasks/* boundary's table (`tether.tasks.errors`: the task service's errors added to the
+runtime's, `tether.wire.errors`): each domain error leaves a `jsonrpc_errors()` block as its
+JSON-RPC error (code and HTTP status as the wire needs them, the domain error kept as the
+cause); anything the table does not name leaves unchanged. Our choice (one error map per
+boundary)."""
 
 from __future__ import annotations
 

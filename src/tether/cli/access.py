@@ -2,7 +2,8 @@
 from the command line; their parsers are in `cli/parser.py`, `run` dispatches.
 
 Every token change is audited (surface `cli`, principal `cli:<OS user>`), refused ones
-included; `cli_entry` builds the same row for any other CLI mutation.
+included; `cli_entry` builds the same row for any other CLI mutation. `cli_principal` is
+who the CLI acts as on runs (`by` "cli").
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, Final, TextIO
 import orjson
 
 from tether.database_url import database_url
+from tether.principal import Principal
 from tether.runtime import audit, tokens
 from tether.runtime.audit import AuditEntry
 from tether.runtime.errors import TetherError
@@ -45,6 +47,12 @@ def parse_when(text: str, *, now: datetime | None = None, future: bool) -> datet
     except ValueError:
         raise ValueError(f"not a duration (30d, 12h) or an ISO date: {text!r}") from None
     return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def cli_principal(tenant: str | None = None) -> Principal:
+    """Who the CLI acts as on runs: `cli`, an admin, which sees every tenant's runs, or,
+    bound to `tenant` (`--tenant`), only that tenant's."""
+    return Principal("cli", "admin", tenant or None)
 
 
 def cli_entry(

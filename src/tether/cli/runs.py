@@ -60,8 +60,7 @@ async def runs(args: argparse.Namespace, settings: Settings, dsn: str) -> int:
             admission=settings.admission(),
             encryption=settings.encryption(),
         ) as ops:
-            if args.tenant:
-                ops = ops.scoped(args.tenant)
+            ops = ops.for_principal(access.cli_principal(args.tenant))
             if listener is not None:
                 return await watch(ops, listener, args.id, out, until_wait=args.until_wait)
             return await run_action(args, ops, out)

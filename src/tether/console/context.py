@@ -18,13 +18,13 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from tether.console import session as sessions
 from tether.console.session import Session
+from tether.principal import Principal
 from tether.runtime import audit
 from tether.runtime.audit import AuditWriter
 from tether.runtime.changes import ChangeHub
 from tether.runtime.operations import Operations
 from tether.security.limits import StreamSlots
-from tether.security.tokens import ANONYMOUS, Authenticator, Principal
-from tether.tasks.scope import operations_for
+from tether.security.tokens import ANONYMOUS, Authenticator
 
 PREFIX: Final = "/console"
 TEMPLATES: Final = Path(__file__).parent / "templates"
@@ -104,7 +104,7 @@ def visitor(c: Console, request: Request) -> Visitor:
 
 
 def scoped_ops(c: Console, v: Visitor) -> Operations:
-    return operations_for(c.ops, v.principal)
+    return c.ops.for_principal(v.principal)
 
 
 def set_session(response: Response, request: Request, s: Session) -> None:

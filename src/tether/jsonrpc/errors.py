@@ -5,13 +5,13 @@ JsonRpcError                             code HTTP  raised by
  ├── ParseError                        -32700  400  codec: body is not JSON
  ├── InvalidRequest                    -32600  400  codec: not a valid request envelope
  ├── MethodNotFound                    -32601  404  router: no such method (or removed)
- ├── InvalidParams                     -32602  200  router: params model; tasks/errors.py
+ ├── InvalidParams                     -32602  200  router: params model; wire/errors.py
  │    └── InvalidMeta                  -32602  400  ladder: required `_meta` key missing
  ├── InternalError                     -32603  200  router: unexpected exception
  ├── HeaderMismatch                    -32020  400  ladder: header missing or ≠ body
  ├── MissingRequiredClientCapability   -32021  400  tasks, tools: extension not declared
  ├── UnsupportedProtocolVersion        -32022  400  ladder: version not served
- ├── Unavailable                       -31000  503  tasks/errors.py: database down; app: starting
+ ├── Unavailable                       -31000  503  wire/errors.py: database down; app: starting
  ├── Unauthorized                      -31001  403  security: Host/Origin refused, role may not
  ├── Unauthenticated                   -31002  401  security: no or unknown bearer token
  ├── RateLimited                       -31003  429  security: request rate or open streams

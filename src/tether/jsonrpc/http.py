@@ -24,11 +24,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from tether.jsonrpc import codec, codes, headers
 from tether.jsonrpc.errors import InvalidMeta, JsonRpcError
 from tether.jsonrpc.router import RequestContext, Router
+from tether.principal import Principal
 
 logger = logging.getLogger(__name__)
 
 #: The ASGI scope key under which an authentication middleware leaves the request's principal
-#: (Starlette's convention: `scope["user"]`, `request.user`).
+#: (a `tether.principal.Principal`; Starlette's convention: `scope["user"]`, `request.user`).
 PRINCIPAL_KEY: Final = "user"
 
 # Decides whether the principal may call the method (raises a JsonRpcError to refuse).
@@ -141,7 +142,7 @@ def _context(
     hdrs: dict[str, str],
     body: bytes,
     param_schema: headers.ParamSchema | None,
-    principal: Any,
+    principal: Principal | None,
     remote: str | None,
 ) -> tuple[RequestContext, codec.Message] | Reply:
     """The request's context and message, or the error reply to a body that is not a valid

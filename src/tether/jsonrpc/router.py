@@ -18,6 +18,7 @@ from tether.jsonrpc import codes
 from tether.jsonrpc.codec import RequestId
 from tether.jsonrpc.errors import InternalError, InvalidParams, JsonRpcError, MethodNotFound
 from tether.jsonrpc.headers import Era, Route
+from tether.principal import Principal
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +40,8 @@ class RequestContext:
     route: Route
     headers: Mapping[str, str]
     request_id: RequestId | None = None
-    principal: Any = None
+    #: Who sends the request, as the security middleware resolved it (None without one).
+    principal: Principal | None = None
     #: The client's address (the ASGI scope's `client` host), for the audit trail and limits.
     remote: str | None = None
     notify: Notify = _drop
@@ -50,8 +52,7 @@ class RequestContext:
     def principal_name(self) -> str | None:
         """Who sends the request, by name (the `name` of the principal the security middleware
         put in the ASGI scope); None without one."""
-        name = getattr(self.principal, "name", None)
-        return name if isinstance(name, str) else None
+        return None if self.principal is None else self.principal.name
 
     @property
     def progress_token(self) -> str | int | None:

@@ -18,11 +18,10 @@ from tether.runtime import errors as runtime_errors
 from tether.runtime.operations import Operations
 from tether.runtime.payloads import reveals, shown
 from tether.runtime.registry import App, ResourceDef
-from tether.tasks.errors import jsonrpc_errors
-from tether.tasks.scope import operations_for
-from tether.tasks.views import iso
 from tether.tools.context import InputRequired
 from tether.tools.dagu.reading import DaguResources
+from tether.wire.errors import jsonrpc_errors
+from tether.wire.timestamps import iso
 
 RUN_URI = re.compile(r"^tether://runs/(?P<id>[A-Za-z0-9_]+)(?P<part>/history|/log)?$")
 
@@ -238,12 +237,12 @@ class McpServer:
         run = RUN_URI.match(uri)
         if self.dagu is not None and uri.startswith("dagu://"):
             with jsonrpc_errors():
-                found = await self.dagu.read(uri, operations_for(self.ops, ctx.principal))
+                found = await self.dagu.read(uri, self.ops.for_principal(ctx.principal))
             if found is not None:
                 return self._cacheable(ctx, {"contents": found})
         elif run:
             with jsonrpc_errors():
-                ops = operations_for(self.ops, ctx.principal)
+                ops = self.ops.for_principal(ctx.principal)
                 reveal = reveals(ctx.principal)
                 contents = await self._run_resource(
                     ops, uri, run.group("id"), run.group("part"), reveal

@@ -18,6 +18,7 @@ import contextlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from tether.principal import Principal
 from tether.runtime.operations.queries import RunView
 from tether.runtime.operations.storage_errors import storage_errors
 from tether.storage import rotation, sealing
@@ -76,13 +77,13 @@ def installed(encryption: Encryption | None) -> Iterator[None]:
         uninstall()
 
 
-def reveals(principal: object) -> bool:
+def reveals(principal: Principal | None) -> bool:
     """Whether the read gate shows this principal decoded outputs: always when encryption is
-    off (nothing is sealed); else when its role is admin or one of `decrypt_for`. A principal
-    with no role (anonymous, or none at all) is not admitted."""
+    off (nothing is sealed); else when its role is admin or one of `decrypt_for`. A request
+    without a principal (no security layer) is not admitted."""
     if not _gates:
         return True
-    return getattr(principal, "role", None) in _gates[-1]
+    return principal is not None and principal.role in _gates[-1]
 
 
 def shown(row: ExecutionRow, reveal: bool) -> ExecutionRow:

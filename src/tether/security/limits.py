@@ -20,7 +20,7 @@ from typing import Final
 
 from tether.jsonrpc.errors import RateLimited
 from tether.jsonrpc.router import RequestContext
-from tether.security.tokens import ANONYMOUS, DEV, Principal
+from tether.security.tokens import ANONYMOUS, DEV
 
 _SPEC = re.compile(
     r"^\s*(?P<rate>\d+(?:\.\d+)?)\s*/\s*(?P<unit>s|sec|second|m|min|minute)"
@@ -141,7 +141,7 @@ def stream_guard(slots: StreamSlots) -> Callable[[RequestContext], Callable[[], 
     The hook raises RateLimited when the caller already holds `slots.cap` open streams."""
 
     def open_stream(ctx: RequestContext) -> Callable[[], None]:
-        principal = ctx.principal if isinstance(ctx.principal, Principal) else ANONYMOUS
+        principal = ANONYMOUS if ctx.principal is None else ctx.principal
         key = caller_key(principal.name, principal is ANONYMOUS or principal is DEV, ctx.remote)
         if not slots.acquire(key):
             raise RateLimited(f"at most {slots.cap} open streams per caller")

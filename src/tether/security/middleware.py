@@ -34,9 +34,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from tether.jsonrpc import codec
 from tether.jsonrpc.errors import JsonRpcError, RateLimited, Unauthenticated, Unauthorized
 from tether.jsonrpc.http import PRINCIPAL_KEY, Reply
+from tether.principal import Principal
 from tether.security.hosts import HostPolicy
 from tether.security.limits import RateLimiter, caller_key, retry_after
-from tether.security.tokens import ANONYMOUS, DEV, Authenticator, Principal
+from tether.security.tokens import ANONYMOUS, DEV, Authenticator
 
 _JSON = (b"content-type", b"application/json")
 _CHALLENGE = (b"www-authenticate", b'Bearer realm="tether"')

@@ -15,7 +15,7 @@ from typing import Any, Final
 from tether.jsonrpc.codes import UNAUTHENTICATED, UNAUTHORIZED
 from tether.jsonrpc.errors import JsonRpcError, RateLimited, Unauthorized
 from tether.jsonrpc.router import RequestContext
-from tether.security.tokens import ANONYMOUS, Principal
+from tether.security.tokens import ANONYMOUS
 
 audit = logging.getLogger("tether.audit")
 
@@ -43,7 +43,7 @@ READ_METHODS: Final = frozenset(
 def authorize(ctx: RequestContext, read_only_tool: bool) -> None:
     """Raises Unauthorized when the request's principal may not do this (no principal: the
     anonymous reader)."""
-    principal = ctx.principal if isinstance(ctx.principal, Principal) else ANONYMOUS
+    principal = ANONYMOUS if ctx.principal is None else ctx.principal
     reads = ctx.method in READ_METHODS or (ctx.method == "tools/call" and read_only_tool)
     if ctx.method in AUDITED_METHODS:
         name = ctx.params.get("name") if ctx.method == "tools/call" else None
@@ -107,7 +107,7 @@ def audit_facts(
     `error` (with the code, if any)."""
     if ctx.method not in AUDITED_METHODS:
         return None
-    principal = ctx.principal if isinstance(ctx.principal, Principal) else ANONYMOUS
+    principal = ANONYMOUS if ctx.principal is None else ctx.principal
     name = ctx.params.get("name") if ctx.method == "tools/call" else None
     if error is None:
         failed = result is not None and result.get("isError") is True

@@ -1,4 +1,5 @@
-"""API tokens, principals, and resolving a request's principal (docs/security.md, "Tokens").
+"""API tokens, and resolving a request's principal (`tether.principal.Principal`: name, role,
+tenant) from them (docs/security.md, "Tokens").
 
 Tokens come from two sources, merged: `TETHER_API_TOKENS="name:role:sha256hex[:tenant],…"`
 (make one with `tether tokens new NAME ROLE [--tenant T]`; stateless deployments) and the
@@ -26,38 +27,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 import secrets
-from dataclasses import dataclass
-from typing import Final, Literal, Protocol
+from typing import Final, Protocol
 
 from tether.jsonrpc.errors import Unauthenticated
+from tether.principal import ROLES, TENANT_NAME, Principal
 from tether.security.hosts import LOOPBACK
 
 logger = logging.getLogger(__name__)
-
-Role = Literal["reader", "operator", "admin"]
-ROLES: Final = ("reader", "operator", "admin")
-#: A tenant name (runtime/operations/env.py keeps the same rule; a test checks that they agree).
-TENANT_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-
-
-@dataclass(frozen=True)
-class Principal:
-    name: str
-    role: Role
-    tenant: str | None = None
-
-    @property
-    def may_mutate(self) -> bool:
-        return self.role in ("operator", "admin")
-
-    @property
-    def every_tenant(self) -> bool:
-        """Sees every tenant's runs: an admin bound to no tenant. Anyone else bound to no
-        tenant sees only the runs with no tenant (the safe default: no cross-tenant reads
-        unless an admin token is used)."""
-        return self.tenant is None and self.role == "admin"
 
 
 DEV: Final = Principal("dev", "admin")

@@ -1,6 +1,7 @@
 """Registers tasks/get, tasks/update and tasks/cancel on a Router. Domain errors leave through
-the one runtime → JSON-RPC table (tasks/errors.py). Every method needs the Tasks extension
-declared on its own request, checked before anything is looked up."""
+the runtime → JSON-RPC table with the task service's errors added (tasks/errors.py). Every
+method needs the Tasks extension declared on its own request, checked before anything is
+looked up."""
 
 from __future__ import annotations
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from tether.principal import Principal
 from tether.runtime import errors as runtime_errors
 from tether.runtime.operations import Operations, RunView
 from tether.runtime.payloads import shown_view
 from tether.runtime.rows import ExecutionRow
 from tether.tasks import views
-from tether.tasks.scope import operations_for
 
 
 class TaskNotFound(Exception):
@@ -68,12 +68,17 @@ class TaskService:
         return views.create_task_result(task)
 
     async def get(
-        self, task_id: str, *, elicitation: bool, principal: Any = None, reveal: bool = False
+        self,
+        task_id: str,
+        *,
+        elicitation: bool,
+        principal: Principal | None = None,
+        reveal: bool = False,
     ) -> dict[str, Any]:
         """The task view of `task_id` as `principal` may see it; its result decoded only when
         the read gate admits the caller (`reveal`, runtime/payloads.py), else holding the
         stored envelope. Raises TaskNotFound (also for another tenant's run)."""
-        view = shown_view(await self._view(operations_for(self.ops, principal), task_id), reveal)
+        view = shown_view(await self._view(self.ops.for_principal(principal), task_id), reveal)
         return self.render(view, elicitation=elicitation)
 
     async def update(
@@ -82,12 +87,12 @@ class TaskService:
         responses: dict[str, Any],
         *,
         by: str | None = None,
-        principal: Any = None,
+        principal: Principal | None = None,
     ) -> None:
         """Deliver accepted answers for open keys; ignore keys that are not outstanding.
         Every entry is checked before any is delivered (one transaction), so a refused update
         changes nothing. Raises TaskNotFound, TaskInputRefused."""
-        ops = operations_for(self.ops, principal)
+        ops = self.ops.for_principal(principal)
         view = await self._view(ops, task_id)
         run = view.current
         self._check_live_in_catalog(view)
@@ -104,9 +109,11 @@ class TaskService:
                 f"input refused: {exc.message}", {"reason": exc.message, "errors": exc.errors}
             ) from exc
 
-    async def cancel(self, task_id: str, *, by: str | None = None, principal: Any = None) -> None:
+    async def cancel(
+        self, task_id: str, *, by: str | None = None, principal: Principal | None = None
+    ) -> None:
         """Cooperative cancel of the chain's live run; an ended task is acknowledged as is."""
-        ops = operations_for(self.ops, principal)
+        ops = self.ops.for_principal(principal)
         view = await self._view(ops, task_id)
         self._check_live_in_catalog(view)
         if view.requested.sealed_from:

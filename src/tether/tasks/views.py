@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any, Final
 
 import orjson
@@ -24,6 +23,7 @@ from tether.runtime.chain import outcome
 from tether.runtime.hints import status_hint
 from tether.runtime.rows import ExecutionRow
 from tether.runtime.waits import ANSWERABLE_KINDS
+from tether.wire.timestamps import iso
 
 PAYLOAD_FIELD: Final = "payload"
 _DEFINED_MCP: Final = frozenset(
@@ -50,10 +50,6 @@ _PRIMITIVE_KEYS: Final = frozenset(
         "maximum",
     }
 )
-
-
-def iso(dt: datetime) -> str:
-    return dt.isoformat().replace("+00:00", "Z")
 
 
 # --- elicitation forms --------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from tether.jsonrpc.headers import Route
+from tether.principal import Principal
 
 
 class InputRequired(Exception):
@@ -45,6 +46,8 @@ class ToolContext:
 
     Attributes:
         name: The tool's name.
+        principal: Who calls: the principal the security layer resolved for the request
+            (name, role, tenant); None when no security layer runs.
         input_responses: The client's answers to what an earlier try of this call asked
             with [`ask`][tether.ToolContext.ask], by request key (empty on the first try).
         request_state: The `state` that try passed to `ask`, handed back verified.
@@ -54,7 +57,7 @@ class ToolContext:
 
     name: str
     route: Route
-    principal: Any
+    principal: Principal | None
     input_responses: dict[str, Any]
     request_state: Any
     progress_token: str | int | None

@@ -3,7 +3,7 @@ into its tool-level error (a result with `isError: true` and the code clients br
 Dagu's vocabulary), and the one function that applies it around every tool call.
 
 An error that is not the tool's failure but the server's (Unavailable: the database is down)
-is not a tool result: it leaves as its JSON-RPC error (tasks/errors.py, HTTP 503), so the client
+is not a tool result: it leaves as its JSON-RPC error (wire/errors.py, HTTP 503), so the client
 retries.
 """
 
@@ -15,8 +15,8 @@ from typing import Any, Final
 
 from tether.jsonrpc.errors import JsonRpcError
 from tether.runtime import errors as runtime_errors
-from tether.tasks.errors import to_jsonrpc
 from tether.tools.results import tool_error
+from tether.wire.errors import to_jsonrpc
 
 ToolResult = dict[str, Any]
 

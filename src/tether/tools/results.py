@@ -10,7 +10,8 @@ import orjson
 from tether.runtime.hints import answer_hints, tool_call_hint
 from tether.runtime.operations import AnswerResult, RunView
 from tether.runtime.waits import ANSWERABLE_KINDS
-from tether.tasks.views import error_text, iso
+from tether.tasks.views import error_text
+from tether.wire.timestamps import iso
 
 
 def text_result(value: Any, *, is_error: bool = False) -> dict[str, Any]:

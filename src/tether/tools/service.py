@@ -20,7 +20,6 @@ from tether.runtime.operations import Operations, RunView
 from tether.runtime.payloads import reveals, shown_view
 from tether.runtime.watching import answerable_waits, watch_stop
 from tether.specs.limits import SpecLimits
-from tether.tasks.scope import operations_for
 from tether.tasks.service import TaskService
 from tether.tools import results, state
 from tether.tools.catalog import Catalog, Tool
@@ -139,20 +138,18 @@ class ToolService:
         if tool.kind == "plain":
             return await self._plain(ctx, tool, params, args)
         if tool.kind == "dagu_execute":
-            return await self.dagu.call(
-                args, ctx.principal, operations_for(self.ops, ctx.principal)
-            )
+            return await self.dagu.call(args, ctx.principal, self.ops.for_principal(ctx.principal))
         if tool.kind == "dagu_read":
-            return await dagu_read(operations_for(self.ops, ctx.principal), args)
+            return await dagu_read(self.ops.for_principal(ctx.principal), args)
         if tool.kind == "workflow":
             return await self._workflow(ctx, tool, args)
         if tool.kind == "start":
             return await self._start(ctx, tool, args)
         if tool.kind == "realm":
-            ops = operations_for(self.ops, ctx.principal)
+            ops = self.ops.for_principal(ctx.principal)
             return await self.realm.call(ops, tool.name, args, ctx.principal_name)
         handle = parse_params(HandleArgs, args).handle
-        ops = operations_for(self.ops, ctx.principal)
+        ops = self.ops.for_principal(ctx.principal)
         view = await self._resolve(ops, tool, handle)
         if view is None:
             return results.not_found(handle)
@@ -200,7 +197,7 @@ class ToolService:
         self, ctx: RequestContext, workflow: str, body: Any, key: str | None
     ) -> Any:
         """Start a run in the caller's tenant (its principal's; none for an unbound one)."""
-        return await operations_for(self.ops, ctx.principal).start(
+        return await self.ops.for_principal(ctx.principal).start(
             workflow, body, idempotency_key=_idempotency_key(ctx, key), by=ctx.principal_name
         )
 
@@ -214,7 +211,7 @@ class ToolService:
         if wf.task_support == "required":
             raise tasks_capability_required(f"tool {tool.name!r} runs only as a task")
         started = await self._start_run(ctx, wf.name, args, None)
-        ops = operations_for(self.ops, ctx.principal)
+        ops = self.ops.for_principal(ctx.principal)
         view = await ops.wait_for_end(started.execution.id, timeout=self.settings.sync_limit_s)
         return self._final_result(shown_view(view, reveals(ctx.principal)), tool.name)
 
@@ -244,7 +241,7 @@ class ToolService:
         started = await self._start_run(ctx, tool.target, sa.body, sa.idempotency_key)
         if ctx.route.declares_tasks():
             return self.tasks.created(started.execution)
-        ops = operations_for(self.ops, ctx.principal)
+        ops = self.ops.for_principal(ctx.principal)
         view = await ops.get(started.execution.id)
         if self.settings.start_wait_s > 0:
             view = await ops.wait_for_end(view.requested.id, timeout=self.settings.start_wait_s)

@@ -21,6 +21,8 @@ Tenants: `Operations(...)` sees every tenant's runs and starts runs with no tena
 CLI, an admin bound to no tenant). `ops.scoped(tenant)` is the same API for a caller bound to a
 tenant: it sees only that tenant's runs (None: only the runs with no tenant), a run outside reads
 exactly as a missing one (ExecutionNotFound), and the runs it starts belong to the tenant.
+`ops.for_principal(principal)` picks between the two for a caller (`tether.principal`): every
+surface asks it, so a caller reaches the same runs over MCP, in the console and in the CLI.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from collections.abc import Coroutine, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Literal
 
+from tether.principal import Principal
 from tether.runtime import errors
 from tether.runtime.admission import NO_ADMISSION, Admission
 from tether.runtime.operations import (
@@ -116,6 +119,21 @@ class Operations:
             found._scopes = {}
             self._scopes[tenant] = found
         return found
+
+    def for_principal(self, principal: Principal | None) -> Operations:
+        """These operations as `principal` may use them: themselves for a principal that sees
+        every tenant (an admin bound to no tenant), else `scoped(principal.tenant)`. A request
+        without a principal (no security layer) gets the narrowest scope, the runs with no
+        tenant. On the tasks/get path this costs two attribute reads and one dict lookup.
+
+        Raises:
+            InvalidInput: as `scoped`.
+        """
+        if principal is None:
+            return self.scoped(None)
+        if principal.every_tenant:
+            return self
+        return self.scoped(principal.tenant)
 
     @property
     def pool(self) -> Database:

@@ -5,13 +5,13 @@ subscriptions, poll interval, payload check, tenant visibility)."""
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import orjson
 
+from tether.principal import TENANT_NAME
 from tether.runtime import errors
 from tether.runtime.admission import NO_ADMISSION, Admission
 from tether.runtime.registry import App
@@ -21,9 +21,6 @@ from tether.storage.rows import ExecutionRow, Lease
 
 DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024
 POLL_FALLBACK_S = 0.25
-#: A tenant name: what `TETHER_API_TOKENS` and `--tenant` accept (security/tokens.py keeps the
-#: same rule; a test checks that they agree).
-TENANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 def check_tenant(tenant: str | None) -> None:

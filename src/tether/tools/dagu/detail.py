@@ -19,8 +19,8 @@ from tether.runtime.dag.replay import fold
 from tether.runtime.dag.status import RunDetail, StepDetail, dag_status
 from tether.runtime.rows import ExecutionRow, StepRecord
 from tether.specs.dag import DagSpec, HumanTask, Step
-from tether.tasks.views import iso
 from tether.tools.dagu.uris import logs_uri, run_uri, step_logs_uri
+from tether.wire.timestamps import iso
 
 
 @dataclass(frozen=True)

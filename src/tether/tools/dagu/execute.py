@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Final
 
+from tether.principal import Principal
 from tether.runtime import errors
 from tether.runtime.dag.status import RUN_STATUSES
 from tether.runtime.operations import Operations
@@ -44,14 +45,14 @@ SUBSCRIBE: Final = (
 )
 
 
-def authorize(principal: Any) -> None:
+def authorize(principal: Principal | None) -> None:
     """Every execution action needs the operator role (as `tether runs …` and tasks/*)."""
-    role = getattr(principal, "role", None)
-    name = getattr(principal, "name", None)
-    if principal is None or (name == "anonymous" and role == "reader"):
+    if principal is None or (principal.name == "anonymous" and principal.role == "reader"):
         raise DaguError(UNAUTHENTICATED, "authentication is required to execute DAG-runs")
-    if not getattr(principal, "may_mutate", False):
-        raise DaguError(UNAUTHORIZED, f"{name} ({role}) may not execute DAG-runs")
+    if not principal.may_mutate:
+        raise DaguError(
+            UNAUTHORIZED, f"{principal.name} ({principal.role}) may not execute DAG-runs"
+        )
 
 
 class DaguExecute:
@@ -61,7 +62,7 @@ class DaguExecute:
         self.inline: set[str] = set()  # DAG names registered from inline specs by this tool
 
     async def call(
-        self, args: Any, principal: Any, ops: Operations | None = None
+        self, args: Any, principal: Principal | None, ops: Operations | None = None
     ) -> dict[str, Any]:
         """One call; `ops`: the operations the caller may use (scoped to its tenant)."""
         scoped = self.ops if ops is None else ops
@@ -76,7 +77,7 @@ class DaguExecute:
             "dagName": inp.name,
             "dagRunId": inp.dag_run_id,
         }
-        by = getattr(principal, "name", None)
+        by = None if principal is None else principal.name
         try:
             authorize(principal)
             out = await self._act(scoped, inp, by)
