@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import tether.specs
-from tether.specs.dag import InvalidYaml, LimitExceeded, load_string
+from tether.specs.dag import InvalidYaml, LimitExceeded, check_size, load_string
 from tether.specs.limits import (
     MAX_ALIASES_SETTING,
     MAX_BYTES_SETTING,
@@ -60,6 +60,18 @@ def test_bytes_are_counted_in_utf_8() -> None:
     assert load_string(text, limits=SpecLimits(max_bytes=len(text.encode()))).name == "x"
     err = refusal(text, SpecLimits(max_bytes=len(text.encode()) - 1))
     assert err.setting == MAX_BYTES_SETTING
+
+
+def test_check_size_refuses_an_oversized_text_as_loading_it_would() -> None:
+    """Our choice: a caller that hands a spec elsewhere to be loaded checks its size first,
+    with the refusal loading would give, and lets through what loading would let through."""
+    text = HEAD + "description: " + "é" * 300 + "\n"
+    limits = SpecLimits(max_bytes=len(text.encode()) - 1)
+    with pytest.raises(LimitExceeded) as caught:
+        check_size(text, limits)
+    assert str(caught.value) == str(refusal(text, limits))
+    assert caught.value.setting == MAX_BYTES_SETTING
+    check_size(text, SpecLimits(max_bytes=len(text.encode())))
 
 
 def test_too_many_steps_are_refused_before_any_step_is_parsed() -> None:

@@ -215,3 +215,14 @@ def test_top_level_scalars_and_aliases() -> None:
 def test_step_timeout_zero_means_none() -> None:
     assert _dag(S + "    timeoutSec: 0\n").steps[0].timeout_sec is None
     assert _dag(S + "    timeout_sec: 30\n").steps[0].timeout_sec == 30
+
+
+def test_steps_share_their_unset_continue_on_and_empty_with() -> None:
+    """Our choice: what a thousand steps leave unset is one object, not a thousand (a spec
+    read by the document worker crosses back as one object per distinct value)."""
+    dag = _dag("steps:\n" + "".join(f"  - {{name: s{i}, run: f}}\n" for i in range(3)))
+    assert len({id(s.continue_on) for s in dag.steps}) == 1
+    assert dag.steps[0].continue_on == ContinueOn()
+    works = [s.work for s in dag.steps]
+    assert all(isinstance(w, Action) for w in works)
+    assert len({id(w.with_) for w in works if isinstance(w, Action)}) == 1

@@ -6,9 +6,16 @@ callers catch `DagSpecError` or `RealmSpecError` and never the other's.
 
 from __future__ import annotations
 
+import copyreg
+from typing import Any
+
 
 class LocatedSpecError(Exception):
-    """A spec is invalid; `.field` (the key as written), `.path`, `.file`, `.line` say where."""
+    """A spec is invalid; `.field` (the key as written), `.path`, `.file`, `.line` say where.
+
+    It pickles (a document worker raises it in another process): rebuilt from its fields,
+    since its constructor takes them by keyword.
+    """
 
     def __init__(self, reason: str, *, field: str, path: str, file: str, line: int) -> None:
         self.reason = reason
@@ -17,6 +24,9 @@ class LocatedSpecError(Exception):
         self.file = file
         self.line = line
         super().__init__(f"{file}:{line}: {path}: {reason}" if path else f"{file}:{line}: {reason}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (copyreg.__newobj__, (type(self), *self.args), self.__dict__)  # type: ignore[attr-defined]  # copyreg's documented protocol-2 constructor, not in its stubs
 
 
 class SpecLimitExceeded(LocatedSpecError):

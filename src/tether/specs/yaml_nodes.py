@@ -80,14 +80,8 @@ def compose(
         error: not YAML, several documents, or not a mapping (`what` names the document).
         too_large: over one of `limits` (the refusal names the setting and its value).
     """
-    if limits is not None and (why := spec_limits.over_bytes(text, limits)):
-        raise too_large(
-            why,
-            setting=spec_limits.MAX_BYTES_SETTING,
-            maximum=limits.max_bytes,
-            file=file,
-            line=1,
-        )
+    if limits is not None:
+        check_size(text, file, limits, too_large)
     try:
         docs = compose_documents(text, file, loader=loader, limits=limits, too_large=too_large)
     except yaml.YAMLError as exc:
@@ -111,6 +105,26 @@ def compose(
             why or f"{what} must be one YAML mapping", field="", path="", file=file, line=line
         )
     return docs[0]
+
+
+def check_size(
+    text: str, file: str, limits: SpecLimits, too_large: type[SpecLimitExceeded] = SpecLimitExceeded
+) -> None:
+    """Refuse `text` over `limits.max_bytes`, as `compose` does first. Nothing is read: the
+    check is linear in the text at worst, and constant for a text with more characters than
+    the limit allows bytes.
+
+    Raises:
+        too_large: naming the setting and its value.
+    """
+    if why := spec_limits.over_bytes(text, limits):
+        raise too_large(
+            why,
+            setting=spec_limits.MAX_BYTES_SETTING,
+            maximum=limits.max_bytes,
+            file=file,
+            line=1,
+        )
 
 
 def compose_documents(

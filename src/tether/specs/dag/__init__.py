@@ -15,7 +15,7 @@ from tether.specs.dag.errors import (
     UnknownField,
 )
 from tether.specs.dag.graph import downstream_of, output_order, upstream_of
-from tether.specs.dag.loader import load_file, load_string, shell_steps
+from tether.specs.dag.loader import check_size, load_file, load_string, shell_steps
 from tether.specs.dag.model import (
     Action,
     Approval,
@@ -73,6 +73,7 @@ __all__ = [
     "UnknownField",
     "Work",
     "bind_params",
+    "check_size",
     "cron_of",
     "downstream_of",
     "evaluate_env",

@@ -86,6 +86,17 @@ def load_string(
     return _parse(root, file, default_name, limits)
 
 
+def check_size(text: str, limits: SpecLimits, *, file: str = INLINE) -> None:
+    """Refuse a spec whose text is over `limits.max_bytes`, the first check `load_string`
+    makes, without reading it (see `yaml_nodes.check_size`): a caller that hands the text
+    elsewhere to be loaded can refuse an oversized one before it goes.
+
+    Raises:
+        LimitExceeded: naming the setting and its value.
+    """
+    yaml_nodes.check_size(text, file, limits, LimitExceeded)
+
+
 def _refuse_a_document(
     text: str, file: str, default_name: str | None, limits: SpecLimits | None
 ) -> None:

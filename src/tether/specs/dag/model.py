@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal
+from typing import Final, Literal
 
 from tether.specs.dag.commands import BACKTICK_COMMAND, has_command
 from tether.specs.dag.params import ParamRules
@@ -85,6 +85,11 @@ class ContinueOn:
     exit_codes: tuple[int, ...] = ()
     output: tuple[str, ...] = ()  # substrings, or `re:<regex>`
     mark_success: bool = False
+
+
+#: A step's `continue_on` when it sets none: one shared instance (steps are many, and a spec
+#: crosses from the worker that read it as one object per distinct value).
+NEVER_CONTINUE: Final = ContinueOn()
 
 
 @dataclass(frozen=True)
@@ -199,7 +204,7 @@ class Step:
     depends: tuple[str, ...] = ()
     output: str | None = None
     preconditions: tuple[Precondition, ...] = ()
-    continue_on: ContinueOn = ContinueOn()
+    continue_on: ContinueOn = NEVER_CONTINUE
     retry_policy: RetryPolicy | None = None
     timeout_sec: int | None = None
     approval: Approval | None = None

@@ -12,7 +12,7 @@ from typing import Final
 import yaml
 
 from tether.specs.dag.humantask import parse_human_task
-from tether.specs.dag.model import Action, Call, ContinueOn, Shell, Step, Work
+from tether.specs.dag.model import EMPTY, NEVER_CONTINUE, Action, Call, Shell, Step, Work
 from tether.specs.dag.nodes import (
     At,
     Fields,
@@ -131,7 +131,7 @@ def parse_step(
         depends=depends,
         output=_output(*output) if output else None,
         preconditions=parse_preconditions(*pre) if pre else (),
-        continue_on=parse_continue_on(*cont) if cont else ContinueOn(),
+        continue_on=parse_continue_on(*cont) if cont else NEVER_CONTINUE,
         retry_policy=parse_retry_policy(*retry) if retry else None,
         timeout_sec=integer(*timeout, minimum=0) or None if timeout else None,
         approval=approval,
@@ -280,7 +280,7 @@ def _action(name: str, fields: Fields, at: At) -> Action:
     value = json_value(*args) if args else {}
     if not isinstance(value, dict):
         (args[1] if args else at).fail("`with` must be a mapping of keyword arguments")
-    return Action(name, MappingProxyType(value))
+    return Action(name, MappingProxyType(value) if value else EMPTY)
 
 
 def _human_task(

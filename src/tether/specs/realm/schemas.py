@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -56,16 +57,23 @@ class Violation:
 
 @dataclass(frozen=True, eq=False)
 class Schema:
-    """A checked draft-07 schema document (plain JSON data; treat it as read-only)."""
+    """A checked draft-07 schema document (plain JSON data; treat it as read-only).
+
+    Its validator is built when it first validates, and it pickles as its document alone (a
+    plan read in another process crosses back with its schemas; the validator would not).
+    """
 
     document: Mapping[str, Any] | bool
-    _validator: Draft7Validator = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_validator", Draft7Validator(self.document))
+    @functools.cached_property
+    def _validator(self) -> Draft7Validator:
+        return Draft7Validator(self.document)
 
     def violations(self, value: object) -> list[Violation]:
         return [_violation(e) for e in self._validator.iter_errors(value)]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Schema, (self.document,))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Schema) and self.document == other.document
