@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -336,3 +337,18 @@ def test_an_input_error_echoes_the_default_target_type_as_the_seed_example() -> 
     assert partial({"action": "enqueue", "name": "x", "colour": 1})["targetType"] == "dag"
     assert "targetType" not in partial({"action": "start", "targetType": "nope"})
     assert "targetType" not in partial({"action": "pause", "name": "x"})
+
+
+def test_echoing_a_refused_input_does_not_copy_its_spec() -> None:
+    """Our choice: the echo reads `spec` only to tell whether it is blank, without a copy (a
+    refused spec can be as large as the HTTP body limit)."""
+    spec = "name: x\n" + "y" * 1_000_000 + "\n"
+    args = {"action": "start", "name": "x", "spec": spec}
+    tracemalloc.start()
+    try:
+        echo = partial(args)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert echo["targetType"] == "inline_spec"
+    assert peak < len(spec) // 10

@@ -266,4 +266,4 @@ def partial(args: Any) -> dict[str, Any]:
 def _default_target(action: str, spec: Any) -> TargetType:
     if action in RUN_ACTIONS:
         return "run"
-    return "inline_spec" if isinstance(spec, str) and spec.strip() else "dag"
+    return "inline_spec" if isinstance(spec, str) and spec and not spec.isspace() else "dag"
