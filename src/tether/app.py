@@ -50,6 +50,7 @@ from tether.security.tokens import ANONYMOUS, Authenticator
 from tether.settings import Settings
 from tether.tasks import methods as task_methods
 from tether.tasks.service import TaskService
+from tether.tools import offload
 from tether.tools.catalog import Catalog, DaguNames
 from tether.tools.dagu.reading import DaguResources
 from tether.tools.dagu.resolve import resolve_run_uri
@@ -338,7 +339,10 @@ def create_app(
             access_control(rt, auth) as auditor,
             console(settings, rt, auth, auditor) as web_console,
         ):
-            with LiveCatalog(app, dagu=dagu_names(settings)).following() as catalog:
+            with (
+                LiveCatalog(app, dagu=dagu_names(settings)).following() as catalog,
+                offload.in_use(),  # the document worker stops with the last server using it
+            ):
                 endpoint = build_endpoint(app, rt, settings, auditor, catalog)
                 scrape = Scrape(functools.partial(probes.snapshot, rt))
                 published = {"endpoint": endpoint, "scrape": scrape, "runtime": rt}

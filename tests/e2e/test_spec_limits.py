@@ -1,13 +1,14 @@
 """Caller-supplied documents over real HTTP: an inline DAG spec or a `create_workflow` plan
 over a limit is refused in the surface's own terms, naming the setting and its value, with
-nothing created; and reading one never holds the event loop, so other calls are served while
-it is read."""
+nothing created; reading one never holds the event loop, so other calls are served while it
+is read; and the process that reads documents may die without taking the server along."""
 
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections.abc import Callable
+import multiprocessing
+from collections.abc import Callable, Iterator
+from multiprocessing.managers import SyncManager
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from tests.e2e.test_fuzz_endpoint import snapshot
 from tests.e2e.test_realm_create_batch_trace import PLAN
 from tests.e2e.test_realm_tools import build_app, tool
 from tests.mcp_client import McpClient
+from tests.tools.worker_calls import Held, exit_worker
 from tether.runtime.registry import App
 from tether.specs.dag import load_string
 from tether.specs.limits import (
@@ -26,7 +28,6 @@ from tether.specs.limits import (
     MAX_DEPTH_SETTING,
     MAX_STEPS_SETTING,
 )
-from tether.specs.realm import plan_workflow
 from tether.tools.dagu import actions
 from tether.tools.realm import created
 
@@ -133,20 +134,11 @@ async def test_a_plan_over_a_limit_is_refused_in_realm_terms(
         assert await snapshot(db_url) == before
 
 
-class Held:
-    """Stands in for a loader: blocks its thread until released (at most 5 s), recording
-    whether the release came while it was blocked."""
-
-    def __init__(self, load: Callable[..., Any]) -> None:
-        self.load = load
-        self.started = threading.Event()
-        self.release = threading.Event()
-        self.released_in_time = False
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        self.started.set()
-        self.released_in_time = self.release.wait(timeout=5)
-        return self.load(*args, **kwargs)
+@pytest.fixture
+def manager() -> Iterator[SyncManager]:
+    """Events the test process and the document worker share."""
+    with multiprocessing.get_context("spawn").Manager() as shared:
+        yield shared
 
 
 async def served_while_held(held: Held, call: Any, c: McpClient) -> Any:
@@ -155,34 +147,76 @@ async def served_while_held(held: Held, call: Any, c: McpClient) -> Any:
     loop, the other call could not be answered until it gave up, and it would find itself
     released too late."""
     pending = asyncio.ensure_future(call)
-    await asyncio.to_thread(held.started.wait, 5)
+    assert await asyncio.to_thread(held.started.wait, 5)
     await c.result("tools/list", capabilities={})
     held.release.set()
     return await pending
 
 
 async def test_an_inline_spec_is_read_off_the_event_loop(
-    mcp_server: ServeFn, client: Client, monkeypatch: pytest.MonkeyPatch
+    mcp_server: ServeFn, client: Client, monkeypatch: pytest.MonkeyPatch, manager: SyncManager
 ) -> None:
     """Our choice: other calls are served while an inline spec is parsed and validated."""
-    held = Held(load_string)
+    held = Held(manager, load_string)
     monkeypatch.setattr(actions, "load_string", held)
     async with mcp_server(dag_app()) as url:
         c = client(url)
         call = execute(client(url), action="start", name="inline1", spec=HEAD, wait=True)
         out = ok(await served_while_held(held, call, c))
     assert out["statusLabel"] == "succeeded"
-    assert held.released_in_time
+    assert held.released_in_time.is_set()
 
 
 async def test_a_plan_is_read_off_the_event_loop(
-    mcp_server: ServeFn, client: Client, monkeypatch: pytest.MonkeyPatch
+    mcp_server: ServeFn, client: Client, monkeypatch: pytest.MonkeyPatch, manager: SyncManager
 ) -> None:
     """Our choice: other calls are served while a `create_workflow` plan is checked."""
-    held = Held(plan_workflow)
-    monkeypatch.setattr(created, "plan_workflow", held)
+    held = Held(manager, created.read_plan)
+    monkeypatch.setattr(created, "read_plan", held)
     async with mcp_server(build_app()) as url:
         c = client(url)
         reply = await served_while_held(held, tool(client(url), "create_workflow", PLAN), c)
     assert reply["status"] == "ok", reply
-    assert held.released_in_time
+    assert held.released_in_time.is_set()
+
+
+async def test_a_spec_whose_reader_dies_is_refused_and_the_next_spec_is_read(
+    mcp_server: ServeFn, client: Client, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Our choice: the process reading documents ending mid-spec (a crash, an out-of-memory
+    kill) costs that call an internal_error on `spec` and changes nothing; the server stays
+    up and a new process reads the next spec."""
+    app = dag_app()
+    async with mcp_server(app) as url:
+        c = client(url)
+        before = await snapshot(db_url)
+        monkeypatch.setattr(actions, "load_string", exit_worker)
+        refused(
+            await execute(c, action="start", name="inline1", spec=HEAD), "internal_error", "spec"
+        )
+        assert "inline1" not in app.dags
+        assert await snapshot(db_url) == before
+        monkeypatch.setattr(actions, "load_string", load_string)
+        out = ok(await execute(c, action="start", name="inline1", spec=HEAD, wait=True))
+    assert out["statusLabel"] == "succeeded"
+
+
+async def test_a_plan_whose_reader_dies_is_refused_and_the_next_plan_is_read(
+    mcp_server: ServeFn, client: Client, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Our choice: as for a spec, in Realm's terms: ENGINE_INTERNAL (agent action `stop`),
+    nothing registered or started; the next plan is read by a new process."""
+    app = build_app()
+    read_plan = created.read_plan
+    async with mcp_server(app) as url:
+        c = client(url)
+        before = await snapshot(db_url)
+        monkeypatch.setattr(created, "read_plan", exit_worker)
+        reply = await tool(c, "create_workflow", PLAN)
+        assert (reply["status"], reply["error_code"]) == ("error", "ENGINE_INTERNAL"), reply
+        assert reply["agent_action"] == "stop"
+        assert list(app.protocols) == ["refund"]
+        assert await snapshot(db_url) == before
+        monkeypatch.setattr(created, "read_plan", read_plan)
+        reply = await tool(c, "create_workflow", PLAN)
+    assert reply["status"] == "ok", reply

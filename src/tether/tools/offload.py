@@ -1,45 +1,181 @@
-"""Work on caller-supplied documents, off the event loop: parsing and validating an inline DAG
-spec or a `create_workflow` plan costs CPU in proportion to the document, and while it runs
-on the loop every other request of the process waits.
+"""Work on caller-supplied documents, out of the serving process: parsing and validating an
+inline DAG spec or a `create_workflow` plan costs CPU in proportion to the document (60 ms or
+more for the largest the default limits accept), and inside the serving process that time is
+taken from the event loop, whether the loop runs it or a thread does while it holds the
+interpreter lock.
 
-One worker thread does it all, so however many callers send documents at once, they take
-turns at one core's share and the loop keeps the rest; each document's cost is bounded by the
-limits checked on it (`specs.limits`), which also bounds how long a stopping server waits for
-the document in hand. The thread still shares the interpreter lock with the loop; see
-`_yielding` for how it hands it back quickly.
+One worker process reads the documents, in turn:
+
+* started on first use, by `spawn` (the serving process has threads and an event loop, which
+  a `fork` would copy in whatever state they were in), and stopped with the last server
+  using it (`in_use`) or by `shutdown`;
+* at a lower CPU priority (`NICENESS`), so that on a busy machine the OS scheduler serves the
+  event loop and PostgreSQL first and the documents with the time left over;
+* deaf to SIGINT: a Ctrl-C in a terminal reaches the whole process group, and the server
+  decides when its worker ends.
+
+What crosses: the function, by its module and name (so it is a module-level function), its
+arguments (text, JSON values, `SpecLimits`), and its result or exception, which the worker
+pickles (a `MappingProxyType`, in which specs freeze their mappings, as the dict it wraps)
+and which is unpickled here, on the event loop. That is the loop's share of a document:
+about 2 ms for a 1000-step DAG spec.
+
+A worker that dies with documents in hand (killed for its memory, a crash in an extension)
+fails each of them with `WorkerLost`, and the next document starts a new worker.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
-import sys
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import ParamSpec, TypeVar
+import contextlib
+import copyreg
+import io
+import multiprocessing
+import os
+import pickle
+import signal
+import threading
+import traceback
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from types import MappingProxyType
+from typing import Any, Final, ParamSpec, TypeVar, cast
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
-SWITCH_INTERVAL_S = 0.0005
-_EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tether-documents")
+#: How much the worker lowers its CPU priority (`os.nice`): at 10, a worker competing for a
+#: core with the event loop or PostgreSQL gets about a tenth of it (docs/benchmarks.md has the
+#: measurements against 0 and 19).
+NICENESS: Final = 10
+WORKERS: Final = 1  # documents take turns: however many arrive, they use one core at most
+
+_CONTEXT: Final = multiprocessing.get_context("spawn")
+_lock = threading.Lock()
+_pool: ProcessPoolExecutor | None = None
+_users = 0  # servers holding the worker (`in_use`)
+
+
+class WorkerLost(Exception):
+    """The process reading the document ended before it answered.
+
+    It crashed or was killed (for its memory, say); the next document starts a new one.
+    """
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or (type(self).__doc__ or "").strip().splitlines()[0])
 
 
 async def run(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-    """`fn(*args, **kwargs)` on the document thread; its exception is raised here."""
-    loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(_EXECUTOR, functools.partial(_yielding, fn, *args, **kwargs))
+    """`fn(*args, **kwargs)` in the document worker; its exception is raised here.
 
-
-def _yielding(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-    """`fn` with a shorter GIL switch interval while it runs: the loop thread, when it wakes,
-    takes the interpreter back within half a millisecond rather than CPython's default five
-    (each `tasks/get` wakes the loop two or three times). The interval is process-wide;
-    nothing else in Tether sets it, and only this one thread runs documents, so a setting
-    and its restoring never interleave."""
-    previous = sys.getswitchinterval()
-    sys.setswitchinterval(SWITCH_INTERVAL_S)
+    Raises:
+        WorkerLost: the worker ended while it held this call.
+    """
+    pool = _running()
     try:
-        return fn(*args, **kwargs)
+        packed = await asyncio.wrap_future(pool.submit(_call, fn, args, kwargs))
+    except BrokenProcessPool as exc:
+        _forget(pool)
+        raise WorkerLost() from exc
+    # What the worker pickled: objects our loaders built from the document (its text only
+    # ever becomes strings, numbers and containers in them), never bytes a caller wrote.
+    returned, value = pickle.loads(packed)  # noqa: S301
+    if returned:
+        return cast(T, value)
+    raise value
+
+
+@contextlib.contextmanager
+def in_use() -> Iterator[None]:
+    """Hold the worker for a server: when the last server holding it leaves, it is shut down
+    (`shutdown`). Servers in one process share the one worker; none stops it under another."""
+    global _users
+    with _lock:
+        _users += 1
+    try:
+        yield
     finally:
-        sys.setswitchinterval(previous)
+        with _lock:
+            _users -= 1
+            last = _users == 0
+        if last:
+            shutdown()
+
+
+def shutdown(*, wait: bool = False) -> None:
+    """Stop the worker: documents not yet begun are cancelled, and the worker exits once the
+    one in hand is read (the limits bound its cost). `wait`: return only once it has exited
+    (else this returns at once, and the interpreter waits for it on its way out). The next
+    `run` starts a new worker."""
+    global _pool
+    with _lock:
+        pool, _pool = _pool, None
+    if pool is not None:
+        pool.shutdown(wait=wait, cancel_futures=True)
+
+
+def _running() -> ProcessPoolExecutor:
+    global _pool
+    with _lock:
+        if _pool is None:
+            _pool = ProcessPoolExecutor(
+                WORKERS, mp_context=_CONTEXT, initializer=_start_worker, initargs=(NICENESS,)
+            )
+        return _pool
+
+
+def _forget(pool: ProcessPoolExecutor) -> None:
+    """Drop a broken pool (unless another call already did) so the next call starts anew."""
+    global _pool
+    with _lock:
+        if _pool is pool:
+            _pool = None
+    pool.shutdown(wait=False)
+
+
+# --- in the worker -----------------------------------------------------------------------------
+
+
+def _start_worker(niceness: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(os, "nice"):  # not on Windows, where the worker keeps the server's priority
+        os.nice(niceness)
+
+
+def _call(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> bytes:
+    """`fn`'s result as `(True, result)`, or its exception as `(False, exc)`, pickled. The
+    exception carries its traceback here as a note (the caller's ends where it is raised
+    again); one that would not pickle and unpickle (a constructor that takes other arguments
+    than it keeps) is sent as a RuntimeError naming it, so the caller still gets an error."""
+    try:
+        return _dumps((True, fn(*args, **kwargs)))
+    except Exception as exc:  # noqa: BLE001 — every exception goes back to the caller
+        raised = exc
+    raised.add_note("in the document worker:\n" + "".join(traceback.format_exception(raised)))
+    try:
+        packed = _dumps((False, raised))
+        pickle.loads(packed)  # noqa: S301 — our own pickle, tried before it is sent
+    except Exception:  # noqa: BLE001 — any failure to cross
+        return _dumps((False, RuntimeError(f"{type(raised).__qualname__}: {raised}")))
+    return packed
+
+
+def _mapping_proxy(mapping: dict[Any, Any]) -> MappingProxyType[Any, Any]:
+    return MappingProxyType(mapping)
+
+
+def _reduce_proxy(proxy: MappingProxyType[Any, Any]) -> tuple[Any, ...]:
+    return (_mapping_proxy, (dict(proxy),))
+
+
+_REDUCERS: Final = {**copyreg.dispatch_table, MappingProxyType: _reduce_proxy}
+
+
+def _dumps(value: object) -> bytes:
+    out = io.BytesIO()
+    pickler = pickle.Pickler(out, pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = _REDUCERS  # this pickler's own table: copyreg's stays as it is
+    pickler.dump(value)
+    return out.getvalue()

@@ -12,7 +12,7 @@ from tether.runtime.dag.catalog import InlineShellRefused, inline_key
 from tether.runtime.dag.retrying import retry_dag
 from tether.runtime.operations import Operations
 from tether.runtime.rows import ExecutionRow
-from tether.specs.dag import DagSpec, DagSpecError, LimitExceeded, load_string
+from tether.specs.dag import DagSpec, DagSpecError, LimitExceeded, check_size, load_string
 from tether.specs.dag.loader import INLINE
 from tether.specs.limits import SpecLimits
 from tether.tools import offload
@@ -20,11 +20,15 @@ from tether.tools.dagu import resolve
 from tether.tools.dagu.inputs import ExecuteInput
 from tether.tools.dagu.results import (
     CONFLICT,
+    INTERNAL_ERROR,
     INVALID_TOOL_INPUT,
     RESOURCE_NOT_FOUND,
     DaguError,
     translate,
 )
+
+#: The refusal of a spec whose reader ended before it answered (nothing was registered).
+_LOST = "the process reading the spec ended before it answered; nothing was registered or started"
 
 #: Which input field a start's runtime refusal is about.
 _START_FIELD = {
@@ -77,20 +81,25 @@ def _register_inline(ops: Operations, inp: ExecuteInput, inline: set[str], spec:
 
 
 async def load_inline(inp: ExecuteInput, limits: SpecLimits) -> DagSpec:
-    """The inline spec, loaded off the event loop within `limits`, named `name`.
+    """The inline spec, loaded within `limits` by the document worker, named `name`. A text
+    over the byte limit is refused here, before it goes to the worker.
 
     Raises:
         DaguError: invalid_tool_input — the spec is invalid, over a limit (the message and
-            `details` name the setting and its value), or names another DAG.
+            `details` name the setting and its value), or names another DAG;
+            internal_error — the worker ended while it read the spec.
     """
     assert inp.spec is not None  # noqa: S101
     try:
+        check_size(inp.spec, limits)
         spec = await offload.run(load_string, inp.spec, default_name=inp.name, limits=limits)
     except LimitExceeded as exc:
         details = {"limit": exc.setting, "maximum": exc.maximum} if exc.setting else None
         raise DaguError(INVALID_TOOL_INPUT, str(exc), field="spec", details=details) from exc
     except DagSpecError as exc:
         raise DaguError(INVALID_TOOL_INPUT, str(exc), field="spec") from exc
+    except offload.WorkerLost as exc:
+        raise DaguError(INTERNAL_ERROR, _LOST, field="spec") from exc
     if spec.name != inp.name:
         raise DaguError(
             INVALID_TOOL_INPUT,

@@ -51,6 +51,10 @@ def workflow_text(spec: WorkflowSpec) -> str:
     return json.dumps(top, indent=1, sort_keys=False)
 
 
+#: The refusal of a plan whose reader ended before it answered (nothing was registered).
+_LOST = "The process reading the plan ended before it answered; nothing was registered or started."
+
+
 def _plan_refusal(message: str, diagnostics: list[str]) -> Reply:
     return refusal(
         "create_workflow",
@@ -62,11 +66,11 @@ def _plan_refusal(message: str, diagnostics: list[str]) -> Reply:
     )
 
 
-def _planned(
-    plan_args: dict[str, Any], limits: SpecLimits
-) -> tuple[WorkflowSpec, list[Diagnostic], str]:
+def read_plan(plan_args: dict[str, Any], limits: SpecLimits) -> tuple[str, list[Diagnostic], str]:
+    """The plan's workflow id, what it left out, and its workflow text (what the tool needs,
+    and no more: it comes back from the document worker)."""
     spec, report = plan_workflow(plan_args, limits)
-    return spec, report, workflow_text(spec)
+    return spec.id, report, workflow_text(spec)
 
 
 async def create_workflow(
@@ -74,14 +78,16 @@ async def create_workflow(
 ) -> Reply | dict[str, Any]:
     """Register the plan in `args` (`steps`, `metadata`; every other key is reported) and
     start a run of it (a created workflow takes no params). The plan is checked against
-    `limits` (default: `SpecLimits()`'s) and read off the event loop."""
+    `limits` (default: `SpecLimits()`'s) and read by the document worker (`offload`)."""
     try:
-        spec, report, text = await offload.run(_planned, args, limits or SpecLimits())
+        workflow_id, report, text = await offload.run(read_plan, args, limits or SpecLimits())
     except RealmSpecError as exc:
         return _plan_refusal(exc.reason, [])
+    except offload.WorkerLost:
+        return refusal("create_workflow", "", "ENGINE_INTERNAL", _LOST)
     diagnostics = [d.message for d in report]  # also the reply's warnings
     app = ops.app
-    entry = app.protocols.get(spec.id)
+    entry = app.protocols.get(workflow_id)
     plan: Plan
     try:
         if entry is not None:
@@ -91,6 +97,8 @@ async def create_workflow(
             plan = app.create_protocol(text, plan=read)
     except (PlanError, ValueError) as exc:
         return _plan_refusal(str(exc), diagnostics)
+    except offload.WorkerLost:
+        return refusal("create_workflow", "", "ENGINE_INTERNAL", _LOST)
     out = await start_one(ops, plan.id, {}, key=None, live=None, terminal=None, by=by)
     row = out.row
     assert row is not None  # noqa: S101 — no key, so no key refusal
