@@ -1,6 +1,6 @@
 """Work on caller-supplied documents, out of the serving process: parsing and validating an
-inline DAG spec or a `create_workflow` plan costs CPU in proportion to the document (60 ms or
-more for the largest the default limits accept), and inside the serving process that time is
+inline DAG spec or a `create_workflow` plan costs CPU in proportion to the document (55 to 80
+ms for the largest the default limits accept), and inside the serving process that time is
 taken from the event loop, whether the loop runs it or a thread does while it holds the
 interpreter lock.
 
