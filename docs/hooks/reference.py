@@ -24,7 +24,6 @@ NOTES = {
     "janitor_interval_s": "how often the retention janitor deletes ended runs past their retention",
     "pool_size": "PostgreSQL connections per process",
     "max_payload_bytes": "largest input, signal or answer payload accepted, in bytes",
-    "max_body_bytes": "largest HTTP request body accepted, in bytes",
     "host": "address `tether serve` listens on",
     "port": "port `tether serve` listens on",
 }

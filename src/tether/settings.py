@@ -84,7 +84,12 @@ class Settings(BaseModel):
     )
     allowed_hosts: str = Field("", description="comma-separated Host/Origin names besides loopback")
     allowed_origins: str = Field("", description="comma-separated exact Origins allowed")
-    max_body_bytes: int = 4 * 1024 * 1024
+    max_body_bytes: int = Field(
+        1024 * 1024,
+        ge=1,
+        description="largest HTTP request body, in bytes, on every route (4× the largest "
+        "payload or document accepted, so JSON escaping fits)",
+    )
     keep_alive_s: int = Field(75, description="idle HTTP keep-alive, longer than clients'")
     access_log: bool = Field(False, description="uvicorn's per-request access log")
     api_tokens: str = Field("", description="name:role:sha256hex,… (tether tokens new)")

@@ -184,7 +184,7 @@ class McpEndpoint:
         self,
         router: Router,
         *,
-        max_body_bytes: int = 4 * 1024 * 1024,
+        max_body_bytes: int = 1024 * 1024,
         param_schema: headers.ParamSchema | None = None,
         authorize: Authorize | None = None,
         on_result: ResultHook | None = None,
