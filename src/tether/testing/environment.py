@@ -31,7 +31,7 @@ from tether.runtime.operations import Operations
 from tether.runtime.policy import seconds
 from tether.runtime.registry import App
 from tether.runtime.service import Runtime, running
-from tether.runtime.skipping import SkippingClock
+from tether.runtime.skipping import Outlook, SkippingClock
 from tether.runtime.worker import WorkerSettings
 from tether.testing.crashes import Crash, CrashPoints, When
 from tether.testing.databases import Databases, shared
@@ -500,14 +500,20 @@ class WorkflowEnvironment:
         """Call `look` until it returns something, skipping time while nothing can run;
         woken by change notifications, polling as a fallback."""
         limit = self.timeout if timeout is None else timeout
+        skipping = self._clock if skip else None
         try:
             async with asyncio.timeout(limit):
                 while True:
                     self._changed.clear()
+                    # Idle first, then look: a state found idle cannot change before `look`
+                    # reads it, so a skip never jumps past what the test waits for (a wait
+                    # opened with a deadline is seen before its deadline is skipped to).
+                    idle = await self._idle(skipping) if skipping is not None else None
                     found = await look()
                     if found is not None:
                         return found
-                    if skip and await self._skip_if_idle():
+                    if skipping is not None and idle is not None and idle.next_wake is not None:
+                        await skipping.skip(self._runtime().pool, idle.next_wake - idle.now)
                         continue
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._changed.wait(), _TICK_S)
@@ -515,17 +521,10 @@ class WorkflowEnvironment:
             where = await self._where(run)
             raise WaitTimedOut(f"waited {limit}s of wall time for {what}; {where}") from None
 
-    async def _skip_if_idle(self) -> bool:
-        """When nothing can run, move the clock to the next wake-up; whether it moved."""
-        skipping = self._clock
-        if skipping is None:
-            return False
-        pool = self._runtime().pool
-        out = await skipping.outlook(pool, sorted(self._crashes.lost))
-        if out.busy or out.next_wake is None:
-            return False
-        await skipping.skip(pool, out.next_wake - out.now)
-        return True
+    async def _idle(self, skipping: SkippingClock) -> Outlook | None:
+        """The outlook when nothing can run (None: something can)."""
+        out = await skipping.outlook(self._runtime().pool, sorted(self._crashes.lost))
+        return None if out.busy else out
 
     async def _where(self, run: str | None) -> str:
         """Where `run` stands, for a timeout's message."""
