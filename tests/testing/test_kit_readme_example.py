@@ -14,7 +14,9 @@ import pytest
 import tether
 import tether.testing
 
-pytestmark = pytest.mark.postgres
+# The session's server and template start in the setup of the first test that uses them, so
+# a test's own duration is its environment's: a fresh database, the runtime, the run.
+pytestmark = [pytest.mark.postgres, pytest.mark.usefixtures("tether_databases")]
 
 REPO = Path(__file__).resolve().parents[2]
 GUIDE = (REPO / "docs/testing.md").read_text("utf-8")

@@ -94,6 +94,7 @@ class WorkflowEnvironment:
         self.timeout = timeout
         self.by = by
         self._databases = databases
+        self._db_source: Databases | None = None  # where this run's database came from
         self._worker_settings = worker_settings or DEFAULT_WORKER_SETTINGS
         self._dags_dir = dags_dir
         self._protocols_dir = protocols_dir
@@ -117,7 +118,7 @@ class WorkflowEnvironment:
             RuntimeError: another environment holds this process's clock.
             tether.runtime.errors.Unavailable: the test server cannot be reached.
         """
-        databases = self._databases or shared()
+        databases = self._db_source = self._databases or shared()
         self._dsn = await databases.create()
         try:
             if self.time_skipping:
@@ -129,11 +130,13 @@ class WorkflowEnvironment:
             ready = asyncio.create_task(self._ready.wait())
             await asyncio.wait({self._host, ready}, return_when=asyncio.FIRST_COMPLETED)
             ready.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ready
             if self._host.done():
                 self._host.result()  # raises what stopped the runtime
                 raise RuntimeError("the runtime stopped while starting")
         except BaseException:
-            await self._close(databases)
+            await self._close()
             raise
         return self
 
@@ -145,7 +148,7 @@ class WorkflowEnvironment:
     ) -> None:
         """Stop the runtime (runs still in flight are cut off after the worker's grace
         period), give the clock back, drop the database."""
-        await self._close(self._databases or shared())
+        await self._close()
 
     async def _serve(self, dsn: str) -> None:
         async with running(
@@ -166,7 +169,7 @@ class WorkflowEnvironment:
             finally:
                 hub.close()
 
-    async def _close(self, databases: Databases) -> None:
+    async def _close(self) -> None:
         self._stop.set()
         failure: BaseException | None = None
         if self._host is not None:
@@ -177,9 +180,9 @@ class WorkflowEnvironment:
         self._rt = None
         self._installed.close()
         self._clock = None
-        if self._dsn is not None:
+        if self._dsn is not None and self._db_source is not None:
             dsn, self._dsn = self._dsn, None
-            await databases.drop(dsn)
+            await self._db_source.drop(dsn)
         if failure is not None:
             raise RuntimeError("the environment's runtime failed") from failure
 
@@ -201,8 +204,10 @@ class WorkflowEnvironment:
         return self._dsn
 
     def _runtime(self) -> Runtime:
-        if self._host is not None and self._host.done() and not self._stop.is_set():
-            raise RuntimeError("the environment's runtime stopped") from self._host.exception()
+        host = self._host
+        if host is not None and host.done() and not self._stop.is_set():
+            cause = None if host.cancelled() else host.exception()
+            raise RuntimeError("the environment's runtime stopped") from cause
         if self._rt is None:
             raise RuntimeError("the environment is not running: use it inside `async with`")
         return self._rt

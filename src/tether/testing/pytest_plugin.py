@@ -5,7 +5,8 @@ installed (`-p no:tether.testing.pytest_plugin` turns it off), or by
 `pytest_plugins = ["tether.testing.pytest_plugin"]` in a conftest; both may be present.
 
 * `tether_databases` (session): this process's `Databases`: one PostgreSQL server (embedded,
-  or TETHER_DATABASE_URL's) and one migrated template, made on first use, stopped at the end.
+  or TETHER_DATABASE_URL's) and one migrated template, started in the setup of the first test
+  that uses it, stopped at the end of the session.
 * `tether_app`: the App under test. Override it: `@pytest.fixture def tether_app(): return app`.
 * `tether_env`: an async `WorkflowEnvironment(tether_app)` on a fresh database (needs
   pytest-asyncio).
@@ -32,10 +33,12 @@ _ASYNCIO = importlib.util.find_spec("pytest_asyncio") is not None
 
 @pytest.fixture(scope="session")
 def tether_databases() -> Iterator[Databases]:
-    """The test server and its migrated template, shared by the whole session."""
+    """The test server and its migrated template, shared by the whole session (started here,
+    in the setup of the first test that asks for them)."""
     from tether.testing.databases import shared
 
     databases = shared()
+    databases.start()
     try:
         yield databases
     finally:
