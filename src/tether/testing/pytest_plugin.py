@@ -35,6 +35,7 @@ _ASYNCIO = importlib.util.find_spec("pytest_asyncio") is not None
 def tether_databases() -> Iterator[Databases]:
     """The test server and its migrated template, shared by the whole session (started here,
     in the setup of the first test that asks for them)."""
+    from tether.testing import environment  # noqa: F401 — the runtime loads here, not in a test
     from tether.testing.databases import shared
 
     databases = shared()
