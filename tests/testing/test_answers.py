@@ -9,8 +9,15 @@ import pytest
 from pydantic import BaseModel
 
 import tether
-from tether.runtime import errors
-from tether.testing import AnswerRejected, RunEnded, RunFailed, WaitTimedOut, WorkflowEnvironment
+from tether.testing import (
+    AnswerConflict,
+    AnswerRejected,
+    RunEnded,
+    RunFailed,
+    WaitNotOpen,
+    WaitTimedOut,
+    WorkflowEnvironment,
+)
 
 pytestmark = pytest.mark.postgres
 
@@ -87,7 +94,7 @@ async def test_a_different_second_answer_to_the_same_wait_is_a_conflict() -> Non
         run = await env.start("gate")
         key = await env.approve(run, "ship", {"ticket": "CHG-1"})
         assert await env.answer(run, key, {"decision": "approve", "ticket": "CHG-1"}) == key
-        with pytest.raises(errors.AnswerConflict):
+        with pytest.raises(AnswerConflict):
             await env.answer(run, key, {"decision": "approve", "ticket": "CHG-2"})
         assert (await env.result(run))["approved"] == {"ticket": "CHG-1"}
 
@@ -166,3 +173,17 @@ async def test_a_wait_that_never_opens_times_out_naming_the_open_waits() -> None
         run = await env.start("gate")
         with pytest.raises(WaitTimedOut, match="approval 'ship'"):
             await env.wait_until_waiting(run, "elsewhere", timeout=0.5)
+
+
+async def test_a_key_that_is_not_open_is_refused_naming_the_open_ones() -> None:
+    """Answering by a key no open wait has raises WaitNotOpen with the keys open now; the
+    refusal is the kit's class, and the runtime's answer is unchanged."""
+    async with WorkflowEnvironment(gates_app()) as env:
+        run = await env.start("gate")
+        (ship,) = await env.wait_until_waiting(run, "ship")
+        with pytest.raises(WaitNotOpen) as refused:
+            await env.answer(run, f"{run}:approval:elsewhere:1", {"decision": "approve"})
+        assert refused.value.open_waits == (ship.key,)
+        with pytest.raises(AnswerRejected) as rejected:
+            await env.approve(run, "ship", {"ticket": ""})
+        assert rejected.value.violations == ("ticket: required to approve",)

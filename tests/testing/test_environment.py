@@ -10,8 +10,8 @@ import pytest
 from pydantic import BaseModel
 
 import tether
-from tether.runtime import clock, errors
-from tether.testing import Event, RunFailed, Step, WorkflowEnvironment
+from tether.runtime import clock
+from tether.testing import Event, InvalidInput, RunFailed, RunNotFound, Step, WorkflowEnvironment
 
 pytestmark = pytest.mark.postgres
 
@@ -83,7 +83,7 @@ async def test_each_environment_has_a_database_of_its_own_dropped_at_the_end() -
         async with WorkflowEnvironment(adder_app(), time_skipping=False) as second:
             assert first.database_url != second.database_url
             run = await first.start("broken")
-            with pytest.raises(errors.ExecutionNotFound):
+            with pytest.raises(RunNotFound):
                 await second.run(run)
         url = first.database_url
     with pytest.raises(RuntimeError):
@@ -107,3 +107,13 @@ async def test_the_environment_is_used_inside_async_with() -> None:
     env = WorkflowEnvironment(adder_app())
     with pytest.raises(RuntimeError, match="async with"):
         _ = env.ops
+
+
+async def test_refusals_are_the_kits_errors_with_what_was_wrong() -> None:
+    """A bad input is InvalidInput with its violations; an unknown run is RunNotFound."""
+    async with WorkflowEnvironment(adder_app()) as env:
+        with pytest.raises(InvalidInput) as refused:
+            await env.start("adder", {"n": "many"})
+        assert refused.value.violations and refused.value.violations[0].startswith("n:")
+        with pytest.raises(RunNotFound):
+            await env.status("ex_" + "a" * 32)

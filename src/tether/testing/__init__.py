@@ -26,39 +26,64 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
-    "AnswerRejected": "tether.runtime.errors",
+    "AnswerConflict": "tether.testing.errors",
+    "AnswerRejected": "tether.testing.errors",
     "Crash": "tether.testing.crashes",
+    "DatabaseUnavailable": "tether.testing.errors",
     "Databases": "tether.testing.databases",
     "Event": "tether.testing.records",
+    "InvalidInput": "tether.testing.errors",
+    "KitError": "tether.testing.errors",
     "OpenWait": "tether.testing.records",
     "RunEnded": "tether.testing.errors",
     "RunFailed": "tether.testing.errors",
     "RunInfo": "tether.testing.records",
+    "RunNotFound": "tether.testing.errors",
     "Step": "tether.testing.records",
+    "WaitNotOpen": "tether.testing.errors",
     "WaitTimedOut": "tether.testing.errors",
     "WorkflowEnvironment": "tether.testing.environment",
+    "WorkflowNotFound": "tether.testing.errors",
 }
 
 __all__ = [
+    "AnswerConflict",
     "AnswerRejected",
     "Crash",
+    "DatabaseUnavailable",
     "Databases",
     "Event",
+    "InvalidInput",
+    "KitError",
     "OpenWait",
     "RunEnded",
     "RunFailed",
     "RunInfo",
+    "RunNotFound",
     "Step",
+    "WaitNotOpen",
     "WaitTimedOut",
     "WorkflowEnvironment",
+    "WorkflowNotFound",
 ]
 
 if TYPE_CHECKING:
-    from tether.runtime.errors import AnswerRejected
     from tether.testing.crashes import Crash
     from tether.testing.databases import Databases
     from tether.testing.environment import WorkflowEnvironment
-    from tether.testing.errors import RunEnded, RunFailed, WaitTimedOut
+    from tether.testing.errors import (
+        AnswerConflict,
+        AnswerRejected,
+        DatabaseUnavailable,
+        InvalidInput,
+        KitError,
+        RunEnded,
+        RunFailed,
+        RunNotFound,
+        WaitNotOpen,
+        WaitTimedOut,
+        WorkflowNotFound,
+    )
     from tether.testing.records import Event, OpenWait, RunInfo, Step
 
 

@@ -33,17 +33,23 @@ class Crash:
     """
 
     step: str
+    """The step's name (as recorded: `name=`, else the function's qualified name)."""
     when: When = "before"
+    """`before` the step's function runs, or `after` it returned but before its result was recorded
+    (the step then runs again on replay: steps run at least once)."""
     workflow: str | None = None
+    """Only runs of this workflow (None: any)."""
     times: int = 1
+    """How many times it fires; then it is spent."""
     hits: list[StepPoint] = field(default_factory=list)
+    """Where it fired, in order: run id, the claim (attempt) that died, the step."""
 
     @property
     def count(self) -> int:
         """How many times it has fired."""
         return len(self.hits)
 
-    def matches(self, point: StepPoint) -> bool:
+    def _matches(self, point: StepPoint) -> bool:
         return (
             self.count < self.times
             and point.step == self.step
@@ -62,7 +68,7 @@ class CrashPoints:
 
     async def probe(self, point: StepPoint) -> None:
         """The step probe: fire the first armed crash that matches `point`."""
-        crash = next((c for c in self.armed if c.matches(point)), None)
+        crash = next((c for c in self.armed if c._matches(point)), None)
         if crash is None:
             return
         crash.hits.append(point)

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from tether.runtime import scratch
+from tether.testing.errors import translated
 
 T = TypeVar("T")
 
@@ -39,11 +40,11 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
 class Databases:
     """A PostgreSQL server for tests, a migrated template on it, and fresh copies of it.
 
+    Nothing starts until `start` (or `astart`, or the first `create`). Thread-safe.
+
     Args:
         server_url: the server to create databases on. None: `TETHER_DATABASE_URL` when it
             is set, else an embedded server in a temporary directory.
-
-    Nothing starts until `start` (or `astart`, or the first `create`). Thread-safe.
     """
 
     def __init__(self, server_url: str | None = None) -> None:
@@ -56,40 +57,45 @@ class Databases:
 
     @property
     def server_url(self) -> str:
-        """The server's DSN (its maintenance database). Starts the server if needed."""
+        """The server's DSN (its maintenance database); starts the server if needed."""
         self.start()
         assert self._url is not None  # noqa: S101 — start() sets it
         return self._url
 
     @property
     def template(self) -> str:
-        """The migrated template database's name. Starts the server if needed."""
+        """The migrated template database's name; starts the server if needed."""
         self.start()
         assert self._template is not None  # noqa: S101 — start() sets it
         return self._template
 
     def start(self) -> None:
         """Start the server (unless one was named) and build the template; a no-op once done.
-        Blocks; in async code use `astart`.
+        Blocks while it works; in async code use `astart`.
 
         Raises:
             RuntimeError: called from a thread whose event loop is running.
-            tether.runtime.errors.Unavailable: the server did not start or cannot be reached.
+            DatabaseUnavailable: the server did not start, or cannot be reached.
         """
         with self._lock:
             if self._template is not None:
                 return
-            url = self._given or os.environ.get("TETHER_DATABASE_URL") or self._start_embedded()
-            name = "tether_tmpl_" + secrets.token_hex(6)
-            _run(scratch.create_template(url, name))
+            with translated():
+                url = self._given or os.environ.get("TETHER_DATABASE_URL") or self._embed()
+                name = "tether_tmpl_" + secrets.token_hex(6)
+                _run(scratch.create_template(url, name))
             self._url, self._template = url, name
 
     async def astart(self) -> None:
-        """`start` without blocking the event loop (it runs in a thread)."""
+        """`start`, in a thread, so the event loop goes on meanwhile.
+
+        Raises:
+            DatabaseUnavailable: the server did not start, or cannot be reached.
+        """
         if self._template is None:
             await asyncio.to_thread(self.start)
 
-    def _start_embedded(self) -> str:
+    def _embed(self) -> str:
         # A short path: PostgreSQL's unix socket lives in the data directory (~107 bytes).
         self._folder = Path(tempfile.mkdtemp(prefix="tpg", dir="/tmp"))
         # pgserver runs PostgreSQL as another user when we are root: it must reach the folder.
@@ -98,36 +104,49 @@ class Databases:
         return self._embedded.uri
 
     async def create(self) -> str:
-        """A new database, a copy of the template: its DSN. `drop` it when done.
+        """Create a database, a copy of the template (`drop` it when done).
+
+        Returns:
+            The new database's DSN.
 
         Raises:
-            tether.runtime.errors.Unavailable: the server cannot be reached or refused.
+            DatabaseUnavailable: the server cannot be reached, or refused.
         """
         await self.astart()
-        return await scratch.create_database(
-            self.server_url, "t_" + secrets.token_hex(6), template=self.template
-        )
+        with translated():
+            return await scratch.create_database(
+                self.server_url, "t_" + secrets.token_hex(6), template=self.template
+            )
 
     async def drop(self, dsn: str) -> None:
         """Drop a database `create` made (its connections are closed first).
 
+        Args:
+            dsn: the DSN `create` returned.
+
         Raises:
-            ValueError: `dsn` names a database this class did not create.
-            tether.runtime.errors.Unavailable: the server cannot be reached or refused.
+            ValueError: `dsn` names a database `create` does not make.
+            DatabaseUnavailable: the server cannot be reached, or refused.
         """
         name = urlsplit(dsn).path.lstrip("/")
         if not name.startswith("t_"):
             raise ValueError(f"{name!r} is not a database Databases.create made")
-        await scratch.drop_database(self.server_url, name)
+        with translated():
+            await scratch.drop_database(self.server_url, name)
 
     def close(self) -> None:
-        """Drop the template and stop the embedded server (if one was started); the next use
-        starts afresh. Blocks; call it from synchronous code."""
+        """Drop the template and stop the embedded server (if one was started); a later
+        `start` begins afresh. Call it from synchronous code.
+
+        Raises:
+            DatabaseUnavailable: the named server cannot be reached to drop the template.
+        """
         with self._lock:
             url, template, server, folder = self._url, self._template, self._embedded, self._folder
             self._url = self._template = self._embedded = self._folder = None
         if url is not None and template is not None and server is None:
-            _run(scratch.drop_database(url, template))  # the embedded server goes whole
+            with translated():
+                _run(scratch.drop_database(url, template))  # an embedded server goes whole
         if server is not None:
             server.stop()
         if folder is not None:

@@ -33,9 +33,16 @@ from tether.runtime.registry import App
 from tether.runtime.service import Runtime, running
 from tether.runtime.skipping import Outlook, SkippingClock
 from tether.runtime.worker import WorkerSettings
+from tether.testing import records
 from tether.testing.crashes import Crash, CrashPoints, When
 from tether.testing.databases import Databases, shared
-from tether.testing.errors import RunEnded, RunFailed, WaitTimedOut
+from tether.testing.errors import (
+    KitError,
+    RunEnded,
+    RunFailed,
+    WaitTimedOut,
+    translated,
+)
 from tether.testing.records import Event, OpenWait, RunInfo, Step
 
 logger = logging.getLogger(__name__)
@@ -53,28 +60,29 @@ _TICK_S = 0.02
 
 
 class WorkflowEnvironment:
-    """Run `app`'s workflows in a test: `async with WorkflowEnvironment(app) as env:`.
+    """Run an App's workflows in a test: `async with WorkflowEnvironment(app) as env:`.
 
     On entry it creates a database of its own (a copy of a migrated template on the test
     server: see `Databases`) and starts the runtime on it with one worker in this process; on
-    exit it stops them and drops the database. Runs started with `start` (or through `ops`,
-    the operations every surface calls) are executed by that worker.
+    exit it stops them and drops the database. Runs started with `start` (or through `ops`)
+    are executed by that worker. A run id is a handle: `result`, `run`, `status`, the waits
+    and the answers follow it through continue-as-new and retries to the live run.
+
+    One environment with time skipping (or with crash points armed) runs at a time in a
+    process: its clock and its probes are the process's.
 
     Args:
         app: the App whose workflows run.
-        time_skipping: skip time while the test waits and nothing can run (the module
-            docstring says when exactly). False: time passes as on a server.
+        time_skipping: skip time while the test waits and nothing can run (see the guide,
+            "Time skipping"); False: time passes as on a server.
         timeout: how long (wall-clock seconds) a wait of the environment waits before it
-            raises WaitTimedOut; each wait also takes its own `timeout`.
+            raises WaitTimedOut, unless the call gives its own `timeout`.
         databases: where the database comes from (default: this process's shared
-            `Databases`: TETHER_DATABASE_URL's server, else an embedded one).
-        worker_settings: the worker's settings (default DEFAULT_WORKER_SETTINGS).
+            `Databases`: `TETHER_DATABASE_URL`'s server, else an embedded one).
+        worker_settings: the worker's settings (default: `DEFAULT_WORKER_SETTINGS`).
         dags_dir: DAG files to load, as `tether serve --dags`.
         protocols_dir: protocol workflows to load, as `tether serve --protocols`.
-        by: who answers, signals and starts, in history and audit (`by` of each call wins).
-
-    One environment with time skipping (or with crash points armed) runs at a time in a
-    process: its clock is the process's clock.
+        by: who starts, answers and signals, in history and audit (a call's `by` wins).
     """
 
     def __init__(
@@ -90,9 +98,13 @@ class WorkflowEnvironment:
         by: str = "test",
     ) -> None:
         self.app = app
+        """The App whose workflows run."""
         self.time_skipping = time_skipping
+        """Whether time skips while the test waits and nothing can run."""
         self.timeout = timeout
+        """Wall-clock seconds a wait waits unless the call gives its own."""
         self.by = by
+        """Who starts, answers and signals unless a call says."""
         self._databases = databases
         self._db_source: Databases | None = None  # where this run's database came from
         self._worker_settings = worker_settings or DEFAULT_WORKER_SETTINGS
@@ -115,15 +127,17 @@ class WorkflowEnvironment:
         """Create the database, install the clock, start the runtime.
 
         Raises:
-            RuntimeError: another environment holds this process's clock.
-            tether.runtime.errors.Unavailable: the test server cannot be reached.
+            RuntimeError: another environment holds this process's clock, or the runtime
+                stopped while starting.
+            DatabaseUnavailable: the test server cannot be reached.
         """
         databases = self._db_source = self._databases or shared()
         self._dsn = await databases.create()
         try:
             if self.time_skipping:
                 skipping = SkippingClock()
-                await skipping.install(self._dsn)
+                with translated():
+                    await skipping.install(self._dsn)
                 self._installed.enter_context(clock.installed(skipping))
                 self._clock = skipping
             self._host = asyncio.create_task(self._serve(self._dsn), name="tether-testing-env")
@@ -188,17 +202,14 @@ class WorkflowEnvironment:
 
     @property
     def ops(self) -> Operations:
-        """The runtime's operations (start, answer, signal, cancel, update, get, …): the
-        API every surface calls, for what the environment has no helper for.
-
-        Raises:
-            RuntimeError: outside `async with`, or after the runtime failed.
-        """
+        """The runtime's operations (update, cancel, terminate, retry, list, …), the API every
+        surface calls, for what the environment has no method for. They raise the runtime's
+        own errors, not the kit's. Outside `async with` reading it raises RuntimeError."""
         return self._runtime().ops
 
     @property
     def database_url(self) -> str:
-        """The DSN of this environment's own database."""
+        """The DSN of this environment's own database (RuntimeError outside `async with`)."""
         if self._dsn is None:
             raise RuntimeError("the environment is not running: use it inside `async with`")
         return self._dsn
@@ -215,15 +226,25 @@ class WorkflowEnvironment:
     # --- time --------------------------------------------------------------------------------
 
     def now(self) -> datetime:
-        """The environment's time: the system clock plus whatever has been skipped."""
+        """The environment's time.
+
+        Returns:
+            The system clock's time plus whatever has been skipped (timezone-aware, UTC).
+        """
         return self._clock() if self._clock is not None else clock.system()
 
     async def sleep(self, duration: float | timedelta, *, timeout: float | None = None) -> None:
-        """Let `duration` pass: with time skipping, move the clock forward by it, stopping at
-        each wake-up on the way (in order) until the runs it woke have settled; else sleep.
+        """Let `duration` pass. With time skipping the clock moves forward by it, stopping at
+        each wake-up on the way, in order, until the runs woken there have settled; without,
+        this sleeps.
+
+        Args:
+            duration: how long (seconds, or a timedelta).
+            timeout: wall-clock seconds to wait for runs to settle (default: the
+                environment's `timeout`).
 
         Raises:
-            WaitTimedOut: the runs did not settle within `timeout` wall-clock seconds.
+            WaitTimedOut: the runs did not settle in time.
         """
         span = timedelta(seconds=seconds(duration) or 0.0)
         skipping = self._clock
@@ -256,44 +277,79 @@ class WorkflowEnvironment:
         idempotency_key: str | None = None,
         by: str | None = None,
     ) -> str:
-        """Start a run of `workflow` with `input` (a model instance or its JSON form); its id,
-        which every other method takes (it follows continue-as-new and retries to the live run).
+        """Start a run.
+
+        Args:
+            workflow: the workflow's name.
+            input: its input: a model instance, or its JSON form.
+            business_id: the caller-facing id (default: the run's id).
+            idempotency_key: starting again with the same key returns the same run.
+            by: who starts it (default: the environment's `by`).
+
+        Returns:
+            The run's id, which every other method takes.
 
         Raises:
-            tether.runtime.errors.WorkflowNotFound: no such workflow in the App.
-            tether.runtime.errors.InvalidInput: `input` does not fit the workflow's model.
+            WorkflowNotFound: the App has no such workflow.
+            InvalidInput: `input` does not fit the workflow's model.
         """
         if isinstance(input, BaseModel):
             input = input.model_dump(mode="json")
-        started = await self.ops.start(
-            workflow,
-            input,
-            business_id=business_id,
-            idempotency_key=idempotency_key,
-            by=by or self.by,
-        )
+        with translated():
+            started = await self.ops.start(
+                workflow,
+                input,
+                business_id=business_id,
+                idempotency_key=idempotency_key,
+                by=by or self.by,
+            )
         return started.execution.id
 
     async def run(self, run: str) -> RunInfo:
-        """The run as stored now (the live end of its chain).
+        """Read a run as stored now.
+
+        Args:
+            run: the run's id (the live end of its chain is read).
+
+        Returns:
+            The run.
 
         Raises:
-            tether.runtime.errors.ExecutionNotFound: no such run.
+            RunNotFound: no such run.
         """
-        return RunInfo.from_row((await self.ops.get(run)).current)
+        with translated():
+            return records.run_info((await self.ops.get(run)).current)
 
     async def status(self, run: str) -> str:
-        """The run's status now: pending, running, waiting, completed, failed, timed_out,
-        cancelled or terminated (see `run`)."""
+        """Read a run's status now.
+
+        Args:
+            run: the run's id.
+
+        Returns:
+            `pending`, `running`, `waiting`, `completed`, `failed`, `timed_out`, `cancelled`
+            or `terminated`.
+
+        Raises:
+            RunNotFound: no such run.
+        """
         return (await self.run(run)).status
 
     async def result(self, run: str, *, timeout: float | None = None) -> Any:
-        """Wait for the run to end (skipping time) and return its result, typed as the
-        workflow's return annotation (round-tripped through JSON, as a replay returns it).
+        """Wait (skipping time) for a run to end and return its result.
+
+        Args:
+            run: the run's id.
+            timeout: wall-clock seconds to wait (default: the environment's `timeout`).
+
+        Returns:
+            The result, typed as the workflow's return annotation (round-tripped through
+            JSON, as a replay returns it).
 
         Raises:
             RunFailed: it ended failed, timed out, cancelled or terminated.
-            WaitTimedOut: it had not ended after `timeout` wall-clock seconds.
+            WaitTimedOut: it had not ended in time.
+            RunNotFound: no such run.
         """
 
         async def look() -> RunInfo | None:
@@ -309,10 +365,19 @@ class WorkflowEnvironment:
     async def wait_until(
         self, run: str, predicate: Callable[[RunInfo], bool], *, timeout: float | None = None
     ) -> RunInfo:
-        """Wait (skipping time) until `predicate(run)` holds; the run as it was then.
+        """Wait (skipping time) until a condition on a run holds.
+
+        Args:
+            run: the run's id.
+            predicate: the condition, given the run as stored each time it changes.
+            timeout: wall-clock seconds to wait (default: the environment's `timeout`).
+
+        Returns:
+            The run as it was when the condition held.
 
         Raises:
-            WaitTimedOut: it did not hold within `timeout` wall-clock seconds.
+            WaitTimedOut: it did not hold in time.
+            RunNotFound: no such run.
         """
 
         async def look() -> RunInfo | None:
@@ -324,13 +389,21 @@ class WorkflowEnvironment:
     async def wait_until_waiting(
         self, run: str, wait: str | None = None, *, timeout: float | None = None
     ) -> tuple[OpenWait, ...]:
-        """Wait (skipping time) until the run asks for input: it has an open wait that can be
-        answered (approval, human task, signal, agent step), named `wait` (or with that key)
-        when given. The open waits that match.
+        """Wait (skipping time) until a run asks for input: an open approval, human task,
+        signal or agent step.
+
+        Args:
+            run: the run's id.
+            wait: only a wait of this name (or with this key); None: any.
+            timeout: wall-clock seconds to wait (default: the environment's `timeout`).
+
+        Returns:
+            The open waits that match, at least one.
 
         Raises:
             RunEnded: the run ended first.
-            WaitTimedOut: no such wait opened within `timeout` wall-clock seconds.
+            WaitTimedOut: no such wait opened in time.
+            RunNotFound: no such run.
         """
         wanted = "a wait" if wait is None else f"wait {wait!r}"
 
@@ -344,27 +417,42 @@ class WorkflowEnvironment:
             if found:
                 return found
             if not info.live:
-                raise RunEnded(info.id, info.status, f"{wanted} opened")
+                message = f"run {info.id} ended {info.status} before {wanted} opened"
+                raise RunEnded(message, run_id=info.id, status=info.status)
             return None
 
         return await self._until(look, f"{wanted} to open", run, timeout)
 
     async def history(self, run: str) -> list[Event]:
-        """The history of run `run` itself, oldest first (a continue-as-new successor or a
-        retry has its own: `run(run).successor_id`).
+        """Read a run's history.
+
+        Args:
+            run: the run's id; its own history is read (a continue-as-new successor or a
+                retry has its own: see `RunInfo.successor_id`).
+
+        Returns:
+            Its events, oldest first.
 
         Raises:
-            tether.runtime.errors.ExecutionNotFound: no such run.
+            RunNotFound: no such run.
         """
-        return [Event.from_row(e) for e in await self.ops.history(run)]
+        with translated():
+            return [records.event(e) for e in await self.ops.history(run)]
 
     async def steps(self, run: str) -> list[Step]:
-        """The recorded durable calls of run `run` itself, by position.
+        """Read a run's recorded durable calls.
+
+        Args:
+            run: the run's id; its own records are read.
+
+        Returns:
+            Its records, by position in the workflow body.
 
         Raises:
-            tether.runtime.errors.ExecutionNotFound: no such run.
+            RunNotFound: no such run.
         """
-        return [Step.from_record(s) for s in await self.ops.steps(run)]
+        with translated():
+            return [records.step(s) for s in await self.ops.steps(run)]
 
     # --- answers -----------------------------------------------------------------------------
 
@@ -377,23 +465,35 @@ class WorkflowEnvironment:
         by: str | None = None,
         timeout: float | None = None,
     ) -> str:
-        """Answer the run's open wait `wait` (its name, or its key) with `response`, through
-        the runtime's one answer path (as `tasks/update`, `answer_<wf>` and `tether runs
-        answer` do); the key answered. Given a name, it first waits (skipping time) for a wait
-        of that name to open; a key is answered at once, so answering a key again reports
-        what the runtime decides (the same answer: nothing happens; another: AnswerConflict).
+        """Answer a run's open wait through the runtime's one answer path (as `tasks/update`,
+        `answer_<wf>` and `tether runs answer` do).
+
+        Given a name, it first waits (skipping time) for a wait of that name to open; a key is
+        answered at once, so answering a key again gets the runtime's verdict: the same answer
+        changes nothing, another raises AnswerConflict.
+
+        Args:
+            run: the run's id.
+            wait: the wait's name, or its key.
+            response: the answer, as the wait's schema asks for it.
+            by: who answers (default: the environment's `by`).
+            timeout: wall-clock seconds to wait for the wait (default: the environment's).
+
+        Returns:
+            The key of the wait answered.
 
         Raises:
-            tether.runtime.errors.AnswerRejected: `response` does not fit the wait.
-            tether.runtime.errors.AnswerConflict: it was answered differently before.
-            tether.runtime.errors.WaitAmbiguous: several open waits have that name.
-            tether.runtime.errors.WaitNotOpen: the key given is not open.
+            AnswerRejected: the answer does not fit the wait; nothing changed.
+            AnswerConflict: the wait was answered differently before.
+            WaitNotOpen: no open wait has that key, or several have that name.
             RunEnded: the run ended before the wait opened.
-            WaitTimedOut: the wait did not open within `timeout` wall-clock seconds.
+            WaitTimedOut: the wait did not open in time.
+            RunNotFound: no such run.
         """
         if waits.parse_key(wait) is None:
             await self.wait_until_waiting(run, wait, timeout=timeout)
-        answered = await self.ops.answer_wait(run, wait, response, by=by or self.by)
+        with translated():
+            answered = await self.ops.answer_wait(run, wait, response, by=by or self.by)
         return answered.key
 
     async def approve(
@@ -405,7 +505,26 @@ class WorkflowEnvironment:
         by: str | None = None,
         timeout: float | None = None,
     ) -> str:
-        """Approve the approval `name` with its named `inputs` (see `answer`)."""
+        """Approve an approval (`ctx.approval` returns `Approved(inputs)`), as `answer` does.
+
+        Args:
+            run: the run's id.
+            name: the approval's name (or key).
+            inputs: its named inputs.
+            by: who approves (default: the environment's `by`).
+            timeout: wall-clock seconds to wait for the approval (default: the
+                environment's).
+
+        Returns:
+            The key of the wait answered.
+
+        Raises:
+            AnswerRejected: a required input is missing or empty; nothing changed.
+            AnswerConflict: the approval was answered differently before.
+            WaitNotOpen: no open approval has that key, or several waits have that name.
+            RunEnded: the run ended before the approval opened.
+            WaitTimedOut: the approval did not open in time.
+        """
         return await self.answer(
             run, name, {"decision": "approve", **(inputs or {})}, by=by, timeout=timeout
         )
@@ -419,8 +538,26 @@ class WorkflowEnvironment:
         by: str | None = None,
         timeout: float | None = None,
     ) -> str:
-        """Reject the approval `name` (`ctx.approval` then raises Rejected in the workflow;
-        see `answer`)."""
+        """Reject an approval (`ctx.approval` raises `Rejected`; uncaught, the run fails), as
+        `answer` does.
+
+        Args:
+            run: the run's id.
+            name: the approval's name (or key).
+            reason: why, recorded with the run's error.
+            by: who rejects (default: the environment's `by`).
+            timeout: wall-clock seconds to wait for the approval (default: the
+                environment's).
+
+        Returns:
+            The key of the wait answered.
+
+        Raises:
+            AnswerConflict: the approval was answered differently before.
+            WaitNotOpen: no open approval has that key, or several waits have that name.
+            RunEnded: the run ended before the approval opened.
+            WaitTimedOut: the approval did not open in time.
+        """
         response: dict[str, Any] = {"decision": "reject"}
         if reason is not None:
             response["reason"] = reason
@@ -435,8 +572,26 @@ class WorkflowEnvironment:
         by: str | None = None,
         timeout: float | None = None,
     ) -> str:
-        """Push the approval or human task `name` back with `feedback` (the workflow gets
-        PushedBack; see `answer`)."""
+        """Push an approval or a human task back (the workflow gets `PushedBack(feedback)`),
+        as `answer` does.
+
+        Args:
+            run: the run's id.
+            name: the wait's name (or key).
+            feedback: what to tell the workflow (an approval's values are strings).
+            by: who pushes back (default: the environment's `by`).
+            timeout: wall-clock seconds to wait for the wait (default: the environment's).
+
+        Returns:
+            The key of the wait answered.
+
+        Raises:
+            AnswerRejected: the feedback does not fit the wait; nothing changed.
+            AnswerConflict: the wait was answered differently before.
+            WaitNotOpen: no open wait has that key, or several have that name.
+            RunEnded: the run ended before the wait opened.
+            WaitTimedOut: the wait did not open in time.
+        """
         return await self.answer(
             run, name, {"decision": "push_back", **(feedback or {})}, by=by, timeout=timeout
         )
@@ -450,8 +605,26 @@ class WorkflowEnvironment:
         by: str | None = None,
         timeout: float | None = None,
     ) -> str:
-        """Complete the human task `name` with its form's `values` (a model instance or its
-        JSON form; the workflow gets Completed; see `answer`)."""
+        """Complete a human task (`ctx.human_task` returns `Completed(values)`), as `answer`
+        does.
+
+        Args:
+            run: the run's id.
+            name: the task's name (or key).
+            values: the form's values: a model instance, or its fields.
+            by: who completes it (default: the environment's `by`).
+            timeout: wall-clock seconds to wait for the task (default: the environment's).
+
+        Returns:
+            The key of the wait answered.
+
+        Raises:
+            AnswerRejected: the values do not fit the form; nothing changed.
+            AnswerConflict: the task was answered differently before.
+            WaitNotOpen: no open task has that key, or several waits have that name.
+            RunEnded: the run ended before the task opened.
+            WaitTimedOut: the task did not open in time.
+        """
         fields = values.model_dump(mode="json") if isinstance(values, BaseModel) else values
         return await self.answer(
             run, name, {"decision": "complete", **fields}, by=by, timeout=timeout
@@ -460,29 +633,48 @@ class WorkflowEnvironment:
     async def signal(
         self, run: str, name: str, payload: Any = None, *, by: str | None = None
     ) -> None:
-        """Send signal `name` with `payload` to the run: it answers an open signal wait of
-        that name through the one answer path, else the run keeps it for the wait to come.
+        """Send a signal: it answers the run's open signal wait of that name through the one
+        answer path, else the run keeps it for the wait to come.
+
+        Args:
+            run: the run's id.
+            name: the signal's name.
+            payload: what it carries (JSON).
+            by: who sends it (default: the environment's `by`).
 
         Raises:
-            tether.runtime.errors.RunEnded: the run has ended.
-            tether.runtime.errors.AnswerRejected: `payload` does not fit the open wait.
+            RunEnded: the run has ended.
+            AnswerRejected: `payload` does not fit the open wait's schema; nothing changed.
+            RunNotFound: no such run.
         """
-        await self.ops.signal(run, name, payload, by=by or self.by)
+        with translated():
+            await self.ops.signal(run, name, payload, by=by or self.by)
 
     # --- crashes -----------------------------------------------------------------------------
 
     def crash_at(
         self, step: str, *, when: When = "before", workflow: str | None = None, times: int = 1
     ) -> Crash:
-        """Arm a crash: the next time a run reaches step `step` (`before` its function runs,
-        or `after` it returned but before its result is recorded), the worker running it dies.
-        The run's lease then expires (at once with time skipping) and a worker resumes it from
-        its history: steps recorded before the crash are not run again. The Crash returned
-        counts where it fired.
+        """Arm a crash: the next time a run reaches a step, the worker running it dies. The
+        run's lease then expires (at once with time skipping) and a worker resumes the run
+        from its history: the steps recorded before the crash are not run again.
+
+        Args:
+            step: the step's name as recorded (`name=`, else the function's qualified name).
+            when: `before` its function runs, or `after` it returned but before its result
+                was recorded (the step then runs again on replay).
+            workflow: only runs of this workflow (None: any).
+            times: how many times it fires.
+
+        Returns:
+            The crash point, which counts where it fired.
 
         Raises:
+            KitError: `times` is less than 1.
             RuntimeError: outside `async with`, or another environment's crashes are armed.
         """
+        if times < 1:
+            raise KitError("a crash fires at least once: times must be 1 or more")
         self._runtime()
         if not self._probing:
             self._installed.enter_context(probes.installed(self._crashes.probe))
@@ -513,12 +705,14 @@ class WorkflowEnvironment:
                     # Idle first, then look: a state found idle cannot change before `look`
                     # reads it, so a skip never jumps past what the test waits for (a wait
                     # opened with a deadline is seen before its deadline is skipped to).
-                    idle = await self._idle(skipping) if skipping is not None else None
+                    with translated():
+                        idle = await self._idle(skipping) if skipping is not None else None
                     found = await look()
                     if found is not None:
                         return found
                     if skipping is not None and idle is not None and idle.next_wake is not None:
-                        await skipping.skip(self._runtime().pool, idle.next_wake - idle.now)
+                        with translated():
+                            await skipping.skip(self._runtime().pool, idle.next_wake - idle.now)
                         continue
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._changed.wait(), _TICK_S)
