@@ -755,8 +755,8 @@ SELECT t.id, pg_notify('tether_change', t.id)::text AS notified FROM t;
 -- the workers, which admit the next run of its queue.
 WITH t AS (
     UPDATE executions SET
-        status = $2, error = $3, ended_at = now(), updated_at = now(), version = version + 1,
-        expires_at = now() + make_interval(secs => retention_s),
+        status = $2, error = $3, ended_at = tether_now(), updated_at = tether_now(),
+        version = version + 1, expires_at = tether_now() + make_interval(secs => retention_s),
         last_event_id = last_event_id + 1, lease_owner = NULL, lease_until = NULL,
         wake_at = NULL, waits = '[]'::jsonb
     WHERE id = $1 AND status = 'waiting'
