@@ -1,31 +1,26 @@
 """Shared fixtures: a real PostgreSQL (TETHER_DATABASE_URL, or embedded via pgserver), one
-migrated template database per session, and a fresh database per test cloned from it."""
+migrated template database per session, and a fresh database per test cloned from it — the
+test kit's own (`tether.testing`: its pytest plugin's `tether_databases`), which the suite uses
+as any user's suite would."""
 
 from __future__ import annotations
 
-import asyncio
-import os
-import secrets
-import shutil
-import tempfile
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import pytest
 
-from tether.storage import embedded, migrate, pool
+from tether.runtime.scratch import with_database as with_database  # tests import it from here
+from tether.storage import pool
+from tether.testing.databases import Databases
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-# One template per pytest-xdist worker: on a shared server (TETHER_DATABASE_URL) each worker
-# builds and clones its own.
-TEMPLATE = "tether_tmpl" + (
-    f"_{os.environ['PYTEST_XDIST_WORKER']}" if "PYTEST_XDIST_WORKER" in os.environ else ""
-)
+# The kit's fixtures: the entry point loads them where the package's metadata is installed;
+# naming them here also loads them from a source tree (PYTHONPATH=src), never twice.
+pytest_plugins = ["tether.testing.pytest_plugin"]
 
 
 @pytest.hookimpl(wrapper=True)
@@ -39,65 +34,25 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
-def with_database(url: str, name: str) -> str:
-    """The same server URL pointing at database `name`."""
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment))
+@pytest.fixture(scope="session")
+def server_url(tether_databases: Databases) -> str:
+    """The test server's DSN (its maintenance database)."""
+    return tether_databases.server_url
 
 
 @pytest.fixture(scope="session")
-def server_url() -> Iterator[str]:
-    url = os.environ.get("TETHER_DATABASE_URL")
-    if url:
-        yield url
-        return
-    # Short path: PostgreSQL's unix socket lives in the data directory (~107-byte limit).
-    folder = Path(tempfile.mkdtemp(prefix="tpg", dir="/tmp"))
-    os.chmod(folder, 0o755)  # noqa: S103 — pgserver runs PostgreSQL as another user when root
-    server = embedded.start(folder)
-    try:
-        yield server.uri
-    finally:
-        server.stop()
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-async def _make_template(url: str) -> None:
-    conn = await asyncpg.connect(url)
-    try:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{TEMPLATE}" WITH (FORCE)')
-        await conn.execute(f'CREATE DATABASE "{TEMPLATE}"')
-    finally:
-        await conn.close()
-    tconn = await pool.connect(with_database(url, TEMPLATE))
-    try:
-        await migrate.migrate(tconn)
-    finally:
-        await tconn.close()
-
-
-@pytest.fixture(scope="session")
-def template_db(server_url: str) -> str:
-    asyncio.run(_make_template(server_url))
-    return TEMPLATE
+def template_db(tether_databases: Databases) -> str:
+    """The migrated template database's name on that server."""
+    return tether_databases.template
 
 
 @pytest.fixture
-async def db_url(server_url: str, template_db: str) -> AsyncIterator[str]:
-    name = "t_" + secrets.token_hex(6)
-    conn = await asyncpg.connect(server_url)
+async def db_url(tether_databases: Databases) -> AsyncIterator[str]:
+    url = await tether_databases.create()
     try:
-        await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
+        yield url
     finally:
-        await conn.close()
-    try:
-        yield with_database(server_url, name)
-    finally:
-        conn = await asyncpg.connect(server_url)
-        try:
-            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        finally:
-            await conn.close()
+        await tether_databases.drop(url)
 
 
 @pytest.fixture

@@ -47,3 +47,14 @@ def test_the_package_declares_the_apache_licence_it_ships() -> None:
     text = (Path(__file__).parents[1] / "LICENSE").read_text(encoding="utf-8")
     assert "Apache License" in text
     assert "Version 2.0, January 2004" in text
+
+
+def test_the_testing_kits_all_is_sorted_complete_and_resolves() -> None:
+    """Our choice, as for `tether`: tether.testing's public names are listed, sorted, each
+    loads, and each has a docstring."""
+    import tether.testing
+
+    assert tether.testing.__all__ == sorted(tether.testing.__all__)
+    assert set(tether.testing.__all__) == set(tether.testing._EXPORTS)
+    for name in tether.testing.__all__:
+        assert getattr(tether.testing, name).__doc__, name

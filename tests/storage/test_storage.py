@@ -77,6 +77,10 @@ def test_queries_file_parses_into_the_expected_names() -> None:
         "checkpoint_many",
         "checkpoint_one",
         "checkpoint_step",
+        "run_clock_ahead",
+        "set_clock_ahead",
+        "wake_due_runs",
+        "clock_outlook",
     }
     assert set(queries.Q) == expected
     assert all(not sql.endswith(";") and not sql.startswith("--") for sql in queries.Q.values())

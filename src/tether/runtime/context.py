@@ -14,13 +14,13 @@ import functools
 import inspect
 import uuid as uuid_mod
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, NoReturn
 
 from pydantic import TypeAdapter
 
 from tether.observability import instrument
-from tether.runtime import waits
+from tether.runtime import clock, probes, waits
 from tether.runtime.errors import NonDeterminism, StepFailed, WaitTimeout
 from tether.runtime.policy import NO_RETRY, RetryPolicy, TotalTimeout, seconds
 from tether.runtime.run_io import RunIO
@@ -41,7 +41,7 @@ def _return_adapter(fn: Callable[..., Any]) -> TypeAdapter[Any]:
 
 
 def _utcnow() -> datetime:
-    return datetime.now(UTC)
+    return clock.now()
 
 
 class Context(TypedWaits):
@@ -80,6 +80,8 @@ class Context(TypedWaits):
         self._buf = Checkpoint()
         self._cancel_requested = row.cancel_requested
         self.first_failure_seq: int | None = None
+        self._attempt = row.attempt
+        self._probe = probes.current()  # None but in a test kit's simulated crashes
 
     # --- plumbing ----------------------------------------------------------------------------
 
@@ -221,6 +223,8 @@ class Context(TypedWaits):
         failures = int(rec.result.get("failures", 0)) if rec is not None else 0
         policy = retry or NO_RETRY
         budget = TotalTimeout.since(rec.result.get("first_at") if rec else None, total_timeout)
+        if self._probe is not None:
+            await self._probe_at(step_name, "before")
         try:
             async with asyncio.timeout(budget.clip(seconds(timeout))):
                 with instrument.step(self.workflow, step_name):
@@ -231,10 +235,17 @@ class Context(TypedWaits):
             encoded = adapter.dump_python(value, mode="json")
         except Exception as exc:  # noqa: BLE001 — user code: its error is the step's failure
             await self._step_failed(seq, step_name, exc, failures + 1, policy, retry_if, budget)
+        if self._probe is not None:
+            await self._probe_at(step_name, "after")
         self._record(seq, "step", step_name, {"value": encoded})
         if behind or not lazy:
             await self._flush(flush=flush, behind=behind)
         return adapter.validate_python(encoded)
+
+    async def _probe_at(self, step_name: str, edge: probes.Edge) -> None:
+        assert self._probe is not None  # noqa: S101 — called only when one is installed
+        point = probes.StepPoint(self.execution_id, self.workflow, self._attempt, step_name, edge)
+        await self._probe(point)
 
     async def _step_failed(
         self,

@@ -13,9 +13,10 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
+from tether.runtime import clock
 from tether.runtime.context import Context
 from tether.runtime.errors import NonDeterminism, ProtocolError, Rejected
 from tether.runtime.ids import new_execution_id
@@ -193,9 +194,7 @@ async def execute(
     except asyncio.CancelledError:
         if io.release_on_cancel:
             with contextlib.suppress(StorageError, LeaseLost):
-                await asyncio.shield(
-                    io.write(Checkpoint(status="pending", wake_at=datetime.now(UTC)))
-                )
+                await asyncio.shield(io.write(Checkpoint(status="pending", wake_at=clock.now())))
         raise
 
 
@@ -217,9 +216,9 @@ async def _execute(
     wf = app.workflows.get(row.workflow)
     if wf is None:
         logger.error("no workflow %r in this worker's app; retrying later", row.workflow)
-        wake = datetime.now(UTC) + timedelta(seconds=UNKNOWN_WORKFLOW_RETRY_S)
+        wake = clock.now() + timedelta(seconds=UNKNOWN_WORKFLOW_RETRY_S)
         return await _settle(io, Checkpoint(status="pending", wake_at=wake))
-    if row.deadline_at is not None and datetime.now(UTC) >= row.deadline_at:
+    if row.deadline_at is not None and clock.now() >= row.deadline_at:
         return await _settle(io, Checkpoint(status="timed_out", error=_error("timeout")))
     if row.attempt == 1 and row.last_event_id == 1:
         state = RunState((), (), ())  # a run's first claim: nothing recorded or sent yet
@@ -237,7 +236,7 @@ async def _run_body(
 ) -> str:
     deadline_loop: float | None = None
     if row.deadline_at is not None:
-        remaining = (row.deadline_at - datetime.now(UTC)).total_seconds()
+        remaining = (row.deadline_at - clock.now()).total_seconds()
         deadline_loop = asyncio.get_running_loop().time() + max(remaining, 0.0)
     timer = asyncio.timeout_at(deadline_loop)
     try:
@@ -278,7 +277,7 @@ async def _run_body(
 
 async def _fail(wf: WorkflowDef, ctx: Context, io: RunIO, exc: Exception) -> str:
     if wf.retry.allows_another(ctx.run_attempt):
-        wake = datetime.now(UTC) + timedelta(seconds=wf.retry.delay(ctx.run_attempt))
+        wake = clock.now() + timedelta(seconds=wf.retry.delay(ctx.run_attempt))
         cp = ctx.take_buffer(
             status="pending",
             wake_at=wake,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
+
+from tether.runtime import clock
 
 
 def seconds(value: float | timedelta | None) -> float | None:
@@ -81,7 +83,7 @@ class TotalTimeout:
 
     @classmethod
     def since(cls, first_at: str | None, total: float | None) -> TotalTimeout:
-        return cls(first_at or datetime.now(UTC).isoformat(), total)
+        return cls(first_at or clock.now().isoformat(), total)
 
     def _end(self) -> datetime:
         return datetime.fromisoformat(self.first_at) + timedelta(seconds=self.total or 0)
@@ -89,7 +91,7 @@ class TotalTimeout:
     def clip(self, timeout: float | None) -> float | None:
         if self.total is None:
             return timeout
-        left = max((self._end() - datetime.now(UTC)).total_seconds(), 0.0)
+        left = max((self._end() - clock.now()).total_seconds(), 0.0)
         return left if timeout is None else min(timeout, left)
 
     def passed_by(self, when: datetime) -> bool:

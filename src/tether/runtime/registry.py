@@ -8,13 +8,13 @@ import inspect
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Any, Literal, TypeVar, get_type_hints, overload
 
 from pydantic import TypeAdapter, ValidationError
 
-from tether.runtime import admission
+from tether.runtime import admission, clock
 from tether.runtime.dag.catalog import DagCatalog
 from tether.runtime.errors import InvalidInput, UpdateNotFound, WorkflowNotFound
 from tether.runtime.inputs import ExtraInput, input_type_for
@@ -127,7 +127,7 @@ class WorkflowDef:
         """When a run started now must have ended (None: no timeout)."""
         if self.timeout_s is None:
             return None
-        return datetime.now(UTC) + timedelta(seconds=self.timeout_s)
+        return clock.now() + timedelta(seconds=self.timeout_s)
 
     def update(self, name: str) -> UpdateDef:
         try:

@@ -21,6 +21,7 @@ import logging
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 
+from tether.runtime import clock as runtime_clock
 from tether.runtime import errors
 from tether.runtime.admission import cron_sim
 from tether.runtime.operations.env import Env
@@ -110,7 +111,7 @@ class Scheduler:
 
     def __init__(self, env: Env, *, clock: Clock | None = None, retry_s: float = 5.0) -> None:
         self.env = env
-        self.clock = clock or (lambda: datetime.now(UTC))
+        self.clock = clock or runtime_clock.now
         self.retry_s = retry_s
         self._stop = asyncio.Event()
 

@@ -14,10 +14,10 @@ WITH ins AS (
                             lease_owner, lease_until, attempt)
     SELECT $1, $2, $3, CASE WHEN h.owner IS NULL THEN 'pending' ELSE 'running' END, $4, $5, $6,
            $7, $8, $9,
-           CASE WHEN h.owner IS NOT NULL THEN now() + make_interval(secs => $18)
-                WHEN $11::text IS NULL THEN now() END,
+           CASE WHEN h.owner IS NOT NULL THEN tether_now() + make_interval(secs => $18)
+                WHEN $11::text IS NULL THEN tether_now() END,
            1, $11, $12, $13, $14, $15,
-           h.owner, CASE WHEN h.owner IS NOT NULL THEN now() + make_interval(secs => $18) END,
+           h.owner, CASE WHEN h.owner IS NOT NULL THEN tether_now() + make_interval(secs => $18) END,
            CASE WHEN h.owner IS NULL THEN 0 ELSE 1 END
     FROM (SELECT CASE WHEN $11::text IS NULL THEN $17::text END AS owner) AS h
     ON CONFLICT (workflow, (coalesce(tenant, '')), idempotency_key)
@@ -60,7 +60,7 @@ WITH item AS (
                             predecessor_id, root_id, retention_s, deadline_at, wake_at,
                             last_event_id, queue, labels, profile, profile_env, tenant)
     SELECT id, workflow, business_id, 'pending', input, idempotency_key, predecessor_id,
-           root_id, retention_s, deadline_at, CASE WHEN queue IS NULL THEN now() END, 1,
+           root_id, retention_s, deadline_at, CASE WHEN queue IS NULL THEN tether_now() END, 1,
            queue, labels, profile, profile_env, tenant
     FROM item ORDER BY n
     ON CONFLICT (workflow, (coalesce(tenant, '')), idempotency_key)
@@ -146,7 +146,7 @@ SELECT hash, name, role, tenant, expires_at, revoked_at IS NOT NULL AS revoked F
 -- name: revoke_token
 -- Revoke the live token named $1; tells every server to reload. No row: no such live token.
 WITH rev AS (
-    UPDATE api_tokens SET revoked_at = now()
+    UPDATE api_tokens SET revoked_at = tether_now()
     WHERE name = $1 AND revoked_at IS NULL
     RETURNING id
 )
@@ -154,7 +154,7 @@ SELECT rev.id, pg_notify('tether_tokens', rev.id::text)::text AS notified FROM r
 
 -- name: touch_tokens
 -- Record the last use of the tokens with these hashes (written at most once a minute each).
-UPDATE api_tokens SET last_used_at = now() WHERE hash = ANY($1::text[]);
+UPDATE api_tokens SET last_used_at = tether_now() WHERE hash = ANY($1::text[]);
 
 -- name: insert_audit
 -- Append audit rows, one per element of the parallel arrays.
@@ -175,7 +175,7 @@ LIMIT $4;
 -- name: delete_old_audit
 -- Audit retention: delete up to $2 rows older than $1 days, oldest first.
 WITH doomed AS (
-    SELECT id FROM audit WHERE at < now() - make_interval(secs => $1::float8 * 86400)
+    SELECT id FROM audit WHERE at < tether_now() - make_interval(secs => $1::float8 * 86400)
     ORDER BY at LIMIT $2
 )
 DELETE FROM audit WHERE id IN (SELECT id FROM doomed) RETURNING id;
@@ -189,7 +189,7 @@ DELETE FROM audit WHERE id IN (SELECT id FROM doomed) RETURNING id;
 -- With $7 (tracing on), each row also brings the `traceparent` stored in its `created` event.
 WITH due AS (
     SELECT id, status = 'running' AS lost FROM executions
-    WHERE wake_at <= now()
+    WHERE wake_at <= tether_now()
     ORDER BY wake_at
     LIMIT $3
     FOR UPDATE SKIP LOCKED
@@ -203,21 +203,21 @@ WITH due AS (
                                 'message', format($6::text, e.lost_leases + 1),
                                 'lost_leases', e.lost_leases + 1)
                            ELSE e.error END,
-        ended_at    = CASE WHEN due.lost AND e.lost_leases + 1 >= $4 THEN now()
+        ended_at    = CASE WHEN due.lost AND e.lost_leases + 1 >= $4 THEN tether_now()
                            ELSE e.ended_at END,
         expires_at  = CASE WHEN due.lost AND e.lost_leases + 1 >= $4
-                           THEN now() + make_interval(secs => e.retention_s)
+                           THEN tether_now() + make_interval(secs => e.retention_s)
                            ELSE e.expires_at END,
         last_event_id = e.last_event_id + (due.lost AND e.lost_leases + 1 >= $4)::integer,
         lease_owner = CASE WHEN due.lost AND e.lost_leases + 1 >= $4 THEN NULL ELSE $1 END,
         lease_until = CASE WHEN due.lost AND e.lost_leases + 1 >= $4 THEN NULL
-                           ELSE now() + make_interval(secs => $2) END,
+                           ELSE tether_now() + make_interval(secs => $2) END,
         wake_at     = CASE WHEN due.lost AND e.lost_leases + 1 >= $4 THEN NULL
-                           ELSE now() + make_interval(secs => $2) END,
+                           ELSE tether_now() + make_interval(secs => $2) END,
         attempt     = e.attempt + 1,
         waits       = '[]'::jsonb,
         version     = e.version + 1,
-        updated_at  = now()
+        updated_at  = tether_now()
     FROM due
     WHERE e.id = due.id
     RETURNING e.*
@@ -262,7 +262,7 @@ SELECT
 WITH lease AS (
     UPDATE executions e SET
         version        = e.version + 1,
-        updated_at     = now(),
+        updated_at     = tether_now(),
         last_event_id  = e.last_event_id + jsonb_array_length($6::jsonb),
         details        = CASE WHEN $7::boolean THEN $8::text ELSE e.details END,
         status         = CASE
@@ -280,17 +280,17 @@ WITH lease AS (
         wake_at        = CASE
                             WHEN $9::text IS NULL THEN e.wake_at
                             WHEN $9::text = 'waiting' AND e.last_event_id <> $14::bigint
-                                THEN now()
+                                THEN tether_now()
                             WHEN $9::text IN ('waiting', 'pending') THEN $13::timestamptz
                             ELSE NULL END,
         lease_owner    = CASE WHEN $9::text IS NULL THEN e.lease_owner ELSE NULL END,
         lease_until    = CASE WHEN $9::text IS NULL THEN e.lease_until ELSE NULL END,
         ended_at       = CASE WHEN $9::text IN ('completed', 'failed', 'timed_out', 'cancelled',
                                                 'continued_as_new')
-                              THEN now() ELSE e.ended_at END,
+                              THEN tether_now() ELSE e.ended_at END,
         expires_at     = CASE WHEN $9::text IN ('completed', 'failed', 'timed_out', 'cancelled',
                                                 'continued_as_new')
-                              THEN now() + make_interval(secs => e.retention_s)
+                              THEN tether_now() + make_interval(secs => e.retention_s)
                               ELSE e.expires_at END,
         successor_id   = coalesce($15::text, e.successor_id),
         run_attempt    = e.run_attempt + $16::integer,
@@ -307,7 +307,7 @@ WITH lease AS (
     FROM lease, jsonb_to_recordset($4::jsonb) AS r(seq integer, kind text, name text,
                                                    result jsonb, done boolean)
     ON CONFLICT (execution_id, seq) DO UPDATE
-        SET result = EXCLUDED.result, done = EXCLUDED.done, at = now()
+        SET result = EXCLUDED.result, done = EXCLUDED.done, at = tether_now()
         WHERE NOT steps.done
 ), con AS (
     UPDATE signals s SET consumed_seq = c.seq
@@ -322,7 +322,7 @@ WITH lease AS (
     SELECT pg_notify('tether_change', lease.id) FROM lease WHERE $9::text IS NOT NULL OR $7
     UNION ALL
     SELECT pg_notify('tether_ready', lease.id) FROM lease
-    WHERE (lease.status = 'pending' AND lease.wake_at <= now())
+    WHERE (lease.status = 'pending' AND lease.wake_at <= tether_now())
        OR (lease.queue IS NOT NULL  -- it ended: its queue slot is free
            AND lease.status IN ('completed', 'failed', 'timed_out', 'cancelled',
                                 'continued_as_new'))
@@ -348,7 +348,7 @@ WITH relax AS (
 ), lease AS (
     UPDATE executions e SET
         version     = e.version + 1,
-        updated_at  = now(),
+        updated_at  = tether_now(),
         lost_leases = 0
     FROM relax
     WHERE e.id = $1 AND e.lease_owner = $2 AND e.attempt = $3
@@ -359,11 +359,11 @@ WITH relax AS (
     FROM lease, jsonb_to_recordset($4::jsonb) AS r(seq integer, kind text, name text,
                                                    result jsonb, done boolean)
     ON CONFLICT (execution_id, seq) DO UPDATE
-        SET result = EXCLUDED.result, done = EXCLUDED.done, at = now()
+        SET result = EXCLUDED.result, done = EXCLUDED.done, at = tether_now()
         WHERE NOT steps.done
 )
 SELECT lease.id, lease.status, lease.cancel_requested, lease.last_event_id,
-       false AS changed, (lease.status = 'pending' AND lease.wake_at <= now()) AS ready
+       false AS changed, (lease.status = 'pending' AND lease.wake_at <= tether_now()) AS ready
 FROM lease;
 
 -- name: checkpoint_many
@@ -392,7 +392,7 @@ WITH c AS (
 ), lease AS (
     UPDATE executions e SET
         version        = e.version + 1,
-        updated_at     = now(),
+        updated_at     = tether_now(),
         last_event_id  = e.last_event_id + jsonb_array_length(c.events),
         details        = CASE WHEN c.set_details THEN c.details ELSE e.details END,
         status         = CASE
@@ -410,17 +410,17 @@ WITH c AS (
         wake_at        = CASE
                             WHEN c.status IS NULL THEN e.wake_at
                             WHEN c.status = 'waiting' AND e.last_event_id <> c.seen
-                                THEN now()
+                                THEN tether_now()
                             WHEN c.status IN ('waiting', 'pending') THEN c.wake_at
                             ELSE NULL END,
         lease_owner    = CASE WHEN c.status IS NULL THEN e.lease_owner ELSE NULL END,
         lease_until    = CASE WHEN c.status IS NULL THEN e.lease_until ELSE NULL END,
         ended_at       = CASE WHEN c.status IN ('completed', 'failed', 'timed_out', 'cancelled',
                                                 'continued_as_new')
-                              THEN now() ELSE e.ended_at END,
+                              THEN tether_now() ELSE e.ended_at END,
         expires_at     = CASE WHEN c.status IN ('completed', 'failed', 'timed_out', 'cancelled',
                                                 'continued_as_new')
-                              THEN now() + make_interval(secs => e.retention_s)
+                              THEN tether_now() + make_interval(secs => e.retention_s)
                               ELSE e.expires_at END,
         successor_id   = coalesce(c.successor_id, e.successor_id),
         run_attempt    = e.run_attempt + c.run_attempt,
@@ -441,7 +441,7 @@ WITH c AS (
     FROM lease, jsonb_to_recordset(lease.records) AS r(seq integer, kind text, name text,
                                                        result jsonb, done boolean)
     ON CONFLICT (execution_id, seq) DO UPDATE
-        SET result = EXCLUDED.result, done = EXCLUDED.done, at = now()
+        SET result = EXCLUDED.result, done = EXCLUDED.done, at = tether_now()
         WHERE NOT steps.done
 ), con AS (
     UPDATE signals s SET consumed_seq = x.seq
@@ -455,7 +455,7 @@ WITH c AS (
 ), due AS (
     SELECT d.id, d.lost FROM (
         SELECT x.id, x.status = 'running' AS lost FROM executions x
-        WHERE x.wake_at <= now() AND x.id <> ALL($1::text[])
+        WHERE x.wake_at <= tether_now() AND x.id <> ALL($1::text[])
         ORDER BY x.wake_at
         LIMIT 64
         FOR UPDATE SKIP LOCKED
@@ -471,21 +471,21 @@ WITH c AS (
                                 'message', format($23::text, e.lost_leases + 1),
                                 'lost_leases', e.lost_leases + 1)
                            ELSE e.error END,
-        ended_at    = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN now()
+        ended_at    = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN tether_now()
                            ELSE e.ended_at END,
         expires_at  = CASE WHEN due.lost AND e.lost_leases + 1 >= $21
-                           THEN now() + make_interval(secs => e.retention_s)
+                           THEN tether_now() + make_interval(secs => e.retention_s)
                            ELSE e.expires_at END,
         last_event_id = e.last_event_id + (due.lost AND e.lost_leases + 1 >= $21)::integer,
         lease_owner = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN NULL ELSE $18 END,
         lease_until = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN NULL
-                           ELSE now() + make_interval(secs => $19) END,
+                           ELSE tether_now() + make_interval(secs => $19) END,
         wake_at     = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN NULL
-                           ELSE now() + make_interval(secs => $19) END,
+                           ELSE tether_now() + make_interval(secs => $19) END,
         attempt     = e.attempt + 1,
         waits       = '[]'::jsonb,
         version     = e.version + 1,
-        updated_at  = now()
+        updated_at  = tether_now()
     FROM due
     WHERE e.id = due.id
     RETURNING e.*
@@ -497,7 +497,7 @@ WITH c AS (
     SELECT row_number() OVER () AS w_n, lease.id AS w_id, lease.status AS w_status,
            lease.cancel_requested AS w_cancel_requested, lease.last_event_id AS w_last_event_id,
            lease.set_status IS NOT NULL OR lease.set_details AS w_changed,
-           (lease.status = 'pending' AND lease.wake_at <= now())
+           (lease.status = 'pending' AND lease.wake_at <= tether_now())
            OR (lease.queue IS NOT NULL  -- it ended: its queue slot is free
                AND lease.status IN ('completed', 'failed', 'timed_out', 'cancelled',
                                     'continued_as_new')) AS w_ready
@@ -520,7 +520,7 @@ WITH c AS (
 ), lease AS (
     UPDATE executions e SET
         version        = e.version + 1,
-        updated_at     = now(),
+        updated_at     = tether_now(),
         last_event_id  = e.last_event_id + jsonb_array_length(c.events),
         details        = CASE WHEN c.set_details THEN c.details ELSE e.details END,
         status         = CASE
@@ -538,17 +538,17 @@ WITH c AS (
         wake_at        = CASE
                             WHEN c.status IS NULL THEN e.wake_at
                             WHEN c.status = 'waiting' AND e.last_event_id <> c.seen
-                                THEN now()
+                                THEN tether_now()
                             WHEN c.status IN ('waiting', 'pending') THEN c.wake_at
                             ELSE NULL END,
         lease_owner    = CASE WHEN c.status IS NULL THEN e.lease_owner ELSE NULL END,
         lease_until    = CASE WHEN c.status IS NULL THEN e.lease_until ELSE NULL END,
         ended_at       = CASE WHEN c.status IN ('completed', 'failed', 'timed_out', 'cancelled',
                                                 'continued_as_new')
-                              THEN now() ELSE e.ended_at END,
+                              THEN tether_now() ELSE e.ended_at END,
         expires_at     = CASE WHEN c.status IN ('completed', 'failed', 'timed_out', 'cancelled',
                                                 'continued_as_new')
-                              THEN now() + make_interval(secs => e.retention_s)
+                              THEN tether_now() + make_interval(secs => e.retention_s)
                               ELSE e.expires_at END,
         successor_id   = coalesce(c.successor_id, e.successor_id),
         run_attempt    = e.run_attempt + c.run_attempt,
@@ -569,7 +569,7 @@ WITH c AS (
     FROM lease, jsonb_to_recordset(lease.records) AS r(seq integer, kind text, name text,
                                                        result jsonb, done boolean)
     ON CONFLICT (execution_id, seq) DO UPDATE
-        SET result = EXCLUDED.result, done = EXCLUDED.done, at = now()
+        SET result = EXCLUDED.result, done = EXCLUDED.done, at = tether_now()
         WHERE NOT steps.done
 ), con AS (
     UPDATE signals s SET consumed_seq = x.seq
@@ -583,7 +583,7 @@ WITH c AS (
 ), due AS (
     SELECT d.id, d.lost FROM (
         SELECT x.id, x.status = 'running' AS lost FROM executions x
-        WHERE x.wake_at <= now() AND x.id <> $1::text
+        WHERE x.wake_at <= tether_now() AND x.id <> $1::text
         ORDER BY x.wake_at
         LIMIT 64
         FOR UPDATE SKIP LOCKED
@@ -599,21 +599,21 @@ WITH c AS (
                                 'message', format($23::text, e.lost_leases + 1),
                                 'lost_leases', e.lost_leases + 1)
                            ELSE e.error END,
-        ended_at    = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN now()
+        ended_at    = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN tether_now()
                            ELSE e.ended_at END,
         expires_at  = CASE WHEN due.lost AND e.lost_leases + 1 >= $21
-                           THEN now() + make_interval(secs => e.retention_s)
+                           THEN tether_now() + make_interval(secs => e.retention_s)
                            ELSE e.expires_at END,
         last_event_id = e.last_event_id + (due.lost AND e.lost_leases + 1 >= $21)::integer,
         lease_owner = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN NULL ELSE $18 END,
         lease_until = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN NULL
-                           ELSE now() + make_interval(secs => $19) END,
+                           ELSE tether_now() + make_interval(secs => $19) END,
         wake_at     = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN NULL
-                           ELSE now() + make_interval(secs => $19) END,
+                           ELSE tether_now() + make_interval(secs => $19) END,
         attempt     = e.attempt + 1,
         waits       = '[]'::jsonb,
         version     = e.version + 1,
-        updated_at  = now()
+        updated_at  = tether_now()
     FROM due
     WHERE e.id = due.id
     RETURNING e.*
@@ -625,7 +625,7 @@ WITH c AS (
     SELECT row_number() OVER () AS w_n, lease.id AS w_id, lease.status AS w_status,
            lease.cancel_requested AS w_cancel_requested, lease.last_event_id AS w_last_event_id,
            lease.set_status IS NOT NULL OR lease.set_details AS w_changed,
-           (lease.status = 'pending' AND lease.wake_at <= now())
+           (lease.status = 'pending' AND lease.wake_at <= tether_now())
            OR (lease.queue IS NOT NULL  -- it ended: its queue slot is free
                AND lease.status IN ('completed', 'failed', 'timed_out', 'cancelled',
                                     'continued_as_new')) AS w_ready
@@ -642,12 +642,12 @@ SELECT w.*, k.* FROM w FULL JOIN k ON k.k_n = w.w_n;
 WITH lease AS (
     UPDATE executions e SET
         version       = e.version + 1,
-        updated_at    = now(),
+        updated_at    = tether_now(),
         last_event_id = e.last_event_id + 1
     WHERE e.id = $1 AND e.lease_owner = $2 AND e.attempt = $3
     RETURNING e.id, e.last_event_id
 ), upd AS (
-    UPDATE updates u SET status = $5, output = $6, error = $7, ended_at = now()
+    UPDATE updates u SET status = $5, output = $6, error = $7, ended_at = tether_now()
     FROM lease WHERE u.id = $4 AND u.execution_id = lease.id AND u.status = 'admitted'
     RETURNING u.id, u.name, u.input, u.by_principal
 ), sig AS (
@@ -665,8 +665,8 @@ SELECT lease.last_event_id, pg_notify('tether_update', $4::text)::text AS notifi
 -- name: heartbeat
 -- Extend the leases worker $1 still holds; the rows back are the runs it may keep writing.
 UPDATE executions e SET
-    lease_until = now() + make_interval(secs => $4),
-    wake_at     = now() + make_interval(secs => $4)
+    lease_until = tether_now() + make_interval(secs => $4),
+    wake_at     = tether_now() + make_interval(secs => $4)
 FROM unnest($2::text[], $3::integer[]) AS l(id, attempt)
 WHERE e.id = l.id AND e.attempt = l.attempt AND e.lease_owner = $1 AND e.status = 'running'
 RETURNING e.id, e.cancel_requested;
@@ -680,7 +680,7 @@ SELECT tether_append_event($1, $2, $3) AS event_id;
 -- leave the run parked — the other waits keep their keys until the last one is answered.
 WITH ex AS (
     UPDATE executions SET
-        waits = $2, last_event_id = last_event_id + 1, version = version + 1, updated_at = now()
+        waits = $2, last_event_id = last_event_id + 1, version = version + 1, updated_at = tether_now()
     WHERE id = $1 AND status = 'waiting'
     RETURNING id, last_event_id
 ), ev AS (
@@ -728,7 +728,7 @@ SELECT * FROM updates WHERE id = $1;
 UPDATE executions SET
     cancel_requested = true,
     wake_at = CASE WHEN status = 'pending' AND (queue IS NULL OR admitted_at IS NOT NULL)
-                   THEN now() ELSE wake_at END
+                   THEN tether_now() ELSE wake_at END
 WHERE id = $1 AND ended_at IS NULL
 RETURNING id;
 
@@ -736,8 +736,8 @@ RETURNING id;
 -- End a live run at once; the lease is cleared, so its worker's next fenced write is refused.
 WITH t AS (
     UPDATE executions SET
-        status = 'terminated', ended_at = now(), updated_at = now(), version = version + 1,
-        expires_at = now() + make_interval(secs => retention_s),
+        status = 'terminated', ended_at = tether_now(), updated_at = tether_now(), version = version + 1,
+        expires_at = tether_now() + make_interval(secs => retention_s),
         last_event_id = last_event_id + 1, lease_owner = NULL, lease_until = NULL,
         wake_at = NULL, waits = '[]'::jsonb, error = $2
     WHERE id = $1 AND ended_at IS NULL
@@ -755,8 +755,8 @@ SELECT t.id, pg_notify('tether_change', t.id)::text AS notified FROM t;
 -- the workers, which admit the next run of its queue.
 WITH t AS (
     UPDATE executions SET
-        status = $2, error = $3, ended_at = now(), updated_at = now(), version = version + 1,
-        expires_at = now() + make_interval(secs => retention_s),
+        status = $2, error = $3, ended_at = tether_now(), updated_at = tether_now(),
+        version = version + 1, expires_at = tether_now() + make_interval(secs => retention_s),
         last_event_id = last_event_id + 1, lease_owner = NULL, lease_until = NULL,
         wake_at = NULL, waits = '[]'::jsonb
     WHERE id = $1 AND status = 'waiting'
@@ -776,13 +776,13 @@ SELECT t.id, (SELECT count(*) FROM notes) AS notified FROM t;
 -- Seal an ended run for an operator rerun: it keeps what it ended with in sealed_from.
 UPDATE executions SET
     sealed_from = status, status = 'continued_as_new', version = version + 1,
-    updated_at = now()
+    updated_at = tether_now()
 WHERE id = $1 AND ended_at IS NOT NULL AND sealed_from IS NULL
 RETURNING id;
 
 -- name: link_successor
 -- Point an ended run at the run that retries it.
-UPDATE executions SET successor_id = $2, version = version + 1, updated_at = now()
+UPDATE executions SET successor_id = $2, version = version + 1, updated_at = tether_now()
 WHERE id = $1 AND successor_id IS NULL
 RETURNING id;
 
@@ -792,12 +792,12 @@ RETURNING id;
 -- retention ago (a continue-as-new chain keeps its first run). Dependents go by CASCADE.
 WITH doomed AS (
     SELECT e.id FROM executions e
-    WHERE e.expires_at <= now()
+    WHERE e.expires_at <= tether_now()
       AND NOT EXISTS (
           SELECT 1 FROM executions l
           WHERE l.workflow = e.workflow AND l.business_id = e.business_id AND l.id <> e.id
             AND (l.ended_at IS NULL
-                 OR l.ended_at + make_interval(secs => e.retention_s) > now()))
+                 OR l.ended_at + make_interval(secs => e.retention_s) > tether_now()))
     ORDER BY e.expires_at
     LIMIT $1
     FOR UPDATE SKIP LOCKED
@@ -809,8 +809,8 @@ DELETE FROM executions WHERE id IN (SELECT id FROM doomed) RETURNING id;
 -- `ended` event; watchers are woken. No row back: the run is not queued (or already ended).
 WITH c AS (
     UPDATE executions SET
-        status = 'cancelled', cancel_requested = true, ended_at = now(), updated_at = now(),
-        version = version + 1, expires_at = now() + make_interval(secs => retention_s),
+        status = 'cancelled', cancel_requested = true, ended_at = tether_now(), updated_at = tether_now(),
+        version = version + 1, expires_at = tether_now() + make_interval(secs => retention_s),
         last_event_id = last_event_id + 1, wake_at = NULL, error = $2
     WHERE id = $1 AND queue IS NOT NULL AND admitted_at IS NULL AND ended_at IS NULL
     RETURNING id, last_event_id, status, error
@@ -836,8 +836,10 @@ SELECT pg_advisory_xact_lock(hashtextextended('tether.queue:' || $1, 0));
 -- Admit the oldest queued runs of queue $1 while fewer than $2 of its runs hold a slot
 -- (admitted and not ended); each becomes due now and its workers are woken. Run it only under
 -- lock_queue, in the same transaction. admitted_at is the clock after this statement's snapshot,
--- not now() (the transaction's start, which may precede the lock wait): a slot freed by a run
--- whose end committed while we waited then never appears to overlap the run admitted into it.
+-- not tether_now() (the transaction's start, which may precede the lock wait): a slot freed by a
+-- run whose end committed while we waited then never appears to overlap the run admitted into it.
+-- It is read on tether_now()'s time (shifted by what that clock runs ahead of now(): nothing, but
+-- in a test database whose clock skips).
 WITH active AS (
     SELECT count(*) AS n FROM executions
     WHERE queue = $1 AND admitted_at IS NOT NULL AND ended_at IS NULL
@@ -847,10 +849,10 @@ WITH active AS (
     ORDER BY created_at, id
     LIMIT greatest($2::bigint - (SELECT n FROM active), 0)
     FOR UPDATE
-), stamp AS (
-    SELECT clock_timestamp() AS t  -- once: the runs admitted together share it
+), stamp AS (  -- once: the runs admitted together share it
+    SELECT clock_timestamp() + (tether_now() - now()) AS t
 ), adm AS (
-    UPDATE executions e SET admitted_at = (SELECT t FROM stamp), wake_at = now(), updated_at = now(),
+    UPDATE executions e SET admitted_at = (SELECT t FROM stamp), wake_at = tether_now(), updated_at = tether_now(),
                             version = e.version + 1
     WHERE e.id = ANY(ARRAY(SELECT id FROM nxt))  -- primary-key probes, whatever the limit
     RETURNING e.id
@@ -958,10 +960,10 @@ SELECT status, count(*)::integer AS n FROM executions GROUP BY status;
 -- oldest: due runs (the claim's wake_at index; a running row is due only once its lease
 -- expired) and queued runs waiting for a slot (the executions_queued index).
 SELECT queue, count(*)::integer AS depth,
-       coalesce(extract(epoch FROM now() - min(since)), 0)::float8 AS oldest_age_s
+       coalesce(extract(epoch FROM tether_now() - min(since)), 0)::float8 AS oldest_age_s
 FROM (
     SELECT coalesce(queue, '') AS queue, wake_at AS since FROM executions
-    WHERE wake_at <= now()
+    WHERE wake_at <= tether_now()
     UNION ALL
     SELECT queue, created_at FROM executions
     WHERE queue IS NOT NULL AND admitted_at IS NULL AND ended_at IS NULL
@@ -970,3 +972,36 @@ GROUP BY queue;
 
 -- name: applied_migration
 SELECT coalesce(max(version), 0) FROM schema_migrations;
+
+-- name: run_clock_ahead
+-- Make this database's clock (tether_now(), migration 0008) one that runs ahead of now() by
+-- an amount set with set_clock_ahead, starting at zero: time skipping in tether.testing, only
+-- ever on a test's own database. Run once per database.
+CREATE TABLE tether_clock_ahead (
+    one   boolean  PRIMARY KEY DEFAULT true CHECK (one),
+    ahead interval NOT NULL
+);
+INSERT INTO tether_clock_ahead (ahead) VALUES (interval '0');
+CREATE OR REPLACE FUNCTION tether_now() RETURNS timestamptz
+LANGUAGE sql STABLE
+AS $$ SELECT now() + (SELECT ahead FROM tether_clock_ahead) $$;
+
+-- name: set_clock_ahead
+-- How far the clock run_clock_ahead made runs ahead of now(): $1 (never less than before).
+UPDATE tether_clock_ahead SET ahead = greatest(ahead, $1::interval);
+
+-- name: wake_due_runs
+-- Wake the workers for every run due now (after the clock moved ahead); the runs' ids.
+SELECT id, pg_notify('tether_ready', id)::text AS notified FROM executions
+WHERE wake_at <= tether_now();
+
+-- name: clock_outlook
+-- What a skipping clock needs to know: the database's time; whether a run is due or held by a
+-- worker now (except a run named in $1 as `id:attempt`: its worker died on that attempt and
+-- its lease only waits to expire); and the earliest wake-up after now (NULL: none).
+SELECT tether_now() AS now,
+       EXISTS (SELECT 1 FROM executions
+               WHERE wake_at <= tether_now()
+                  OR (status = 'running' AND NOT (id || ':' || attempt) = ANY($1::text[])))
+           AS busy,
+       (SELECT min(wake_at) FROM executions WHERE wake_at > tether_now()) AS next_wake;
