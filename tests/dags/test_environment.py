@@ -10,7 +10,7 @@ import pytest
 
 from tether.runtime.dag.catalog import inline_key
 from tether.runtime.dag.environment import DEFAULT_PASSTHROUGH, passthrough, run_environment
-from tether.runtime.dag.retrying import retry_dag
+from tether.runtime.dag.retrying import DagSteps
 from tether.runtime.registry import App
 from tether.settings import Settings, SettingsError
 
@@ -174,7 +174,7 @@ async def test_a_retried_inline_run_still_reads_no_server_variable(start: Start)
     async with start(app) as rt:
         first = (await rt.ops.start("retried", {"inline": inline_key(RETRIED)})).execution.id
         assert (await rt.ops.wait_for_end(first, timeout=20)).current.status == "failed"
-        again = await retry_dag(rt.ops, first)
+        again = await rt.ops.again(first, plan=DagSteps(), business_id="same")
         row = (await rt.ops.wait_for_end(again.id, timeout=20)).current
     assert row.status == "completed", row.error
     assert seen == ["${HOME}|${DAG_OK}"] * 2

@@ -1,4 +1,5 @@
-"""retry_dag: the whole run, or from a step with or without its downstream."""
+"""A DAG retry (`again` with a `DagSteps` plan): the whole run, or from a step with or
+without its downstream."""
 
 from __future__ import annotations
 
@@ -7,14 +8,24 @@ from pathlib import Path
 import pytest
 
 from tether.runtime import errors
-from tether.runtime.dag.retrying import retry_dag
+from tether.runtime.dag.retrying import DagSteps
 from tether.runtime.dag.status import dag_status
+from tether.runtime.operations import Operations
 from tether.runtime.registry import App
+from tether.runtime.rows import ExecutionRow
 
 from .conftest import Start
 from .test_gates import gated_app, parked_on
 
 pytestmark = pytest.mark.postgres
+
+
+async def retried(
+    ops: Operations, run: str, step: str | None = None, *, downstream: bool = True
+) -> ExecutionRow:
+    """Dagu's retry of `run`: the one `again` operation with a DAG plan, same dagRunId."""
+    plan = DagSteps(step, include_downstream=downstream)
+    return await ops.again(run, plan=plan, business_id="same")
 
 
 def flaky_app(log: Path, gate: Path) -> App:
@@ -50,14 +61,14 @@ async def test_whole_run_retry_reruns_failed_steps_and_downstream(
         old = (await rt.ops.wait_for_end(first, timeout=20)).current
         assert old.status == "failed"
         gate.touch()
-        new = await retry_dag(rt.ops, first)
+        new = await retried(rt.ops, first)
         row = (await rt.ops.wait_for_end(new.id, timeout=20)).current
         detail = dag_status(row, await rt.ops.steps(new.id))
         old_detail = dag_status(
             (await rt.ops.get(first, follow_chain=False)).current, await rt.ops.steps(first)
         )
         with pytest.raises(errors.Conflict):
-            await retry_dag(rt.ops, first)
+            await retried(rt.ops, first)
     assert row.status == "completed", row.error
     assert sorted(log.read_text().split()) == sorted(["a", "b", "d", "b", "c-a"])
     assert {s.name: s.status_label for s in detail.steps} == dict.fromkeys("abcd", "succeeded")
@@ -74,15 +85,15 @@ async def test_step_retry_with_and_without_downstream(start: Start, tmp_path: Pa
         first = (await rt.ops.start("flaky", {})).execution.id
         await rt.ops.wait_for_end(first, timeout=20)
         log.write_text("")
-        alone = await retry_dag(rt.ops, first, "a", include_downstream=False)
+        alone = await retried(rt.ops, first, "a", downstream=False)
         assert (await rt.ops.wait_for_end(alone.id, timeout=20)).current.status == "completed"
         assert log.read_text().split() == ["a"]
         log.write_text("")
-        down = await retry_dag(rt.ops, alone.id, "a", include_downstream=True)
+        down = await retried(rt.ops, alone.id, "a", downstream=True)
         assert (await rt.ops.wait_for_end(down.id, timeout=20)).current.status == "completed"
         assert log.read_text().split() == ["a", "b", "c-a"]
         with pytest.raises(errors.InvalidInput):
-            await retry_dag(rt.ops, down.id, "nope")
+            await retried(rt.ops, down.id, "nope")
 
 
 async def test_retry_of_an_active_run_is_a_conflict(start: Start, tmp_path: Path) -> None:
@@ -91,7 +102,7 @@ async def test_retry_of_an_active_run_is_a_conflict(start: Start, tmp_path: Path
         run = (await rt.ops.start("gated", {})).execution.id
         await parked_on(rt, run, "approval", "publish")
         with pytest.raises(errors.Conflict):
-            await retry_dag(rt.ops, run)
+            await retried(rt.ops, run)
 
 
 async def test_a_step_retry_without_downstream_leaves_its_aborted_dependents_aborted(
@@ -105,14 +116,14 @@ async def test_a_step_retry_without_downstream_leaves_its_aborted_dependents_abo
         assert (await rt.ops.wait_for_end(first, timeout=20)).current.status == "failed"
         gate.touch()
         log.write_text("")
-        alone = await retry_dag(rt.ops, first, "b", include_downstream=False)
+        alone = await retried(rt.ops, first, "b", downstream=False)
         row = (await rt.ops.wait_for_end(alone.id, timeout=20)).current
         detail = dag_status(row, await rt.ops.steps(alone.id))
         assert log.read_text().split() == ["b"]
         labels = {s.name: s.status_label for s in detail.steps}
         assert labels == {"a": "succeeded", "b": "succeeded", "c": "aborted", "d": "succeeded"}
         log.write_text("")
-        down = await retry_dag(rt.ops, alone.id, "b", include_downstream=True)
+        down = await retried(rt.ops, alone.id, "b", downstream=True)
         assert (await rt.ops.wait_for_end(down.id, timeout=20)).current.status == "completed"
         assert log.read_text().split() == ["b", "c-a"]
 
@@ -151,7 +162,7 @@ async def test_a_step_stopped_mid_run_reads_aborted_and_a_retry_of_another_keeps
             "after": "not_started",
         }
         log.write_text("")
-        again = await retry_dag(rt.ops, run, "one", include_downstream=False)
+        again = await retried(rt.ops, run, "one", downstream=False)
         end = (await rt.ops.wait_for_end(again.id, timeout=20)).current
         labels = {
             s.name: s.status_label for s in dag_status(end, await rt.ops.steps(again.id)).steps

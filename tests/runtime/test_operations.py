@@ -1,4 +1,5 @@
-"""The operations module: idempotent start, updates, cancel, terminate, retry, rerun, list."""
+"""The operations module: idempotent start, updates, cancel, terminate, again (each surface's
+retry, resume and rerun), list."""
 
 from __future__ import annotations
 
@@ -207,12 +208,12 @@ async def test_retry_starts_a_linked_run_with_a_new_business_id(start: Start) ->
         started = await rt.ops.start("once_broken")
         failed = await rt.ops.wait_for_end(started.execution.id, timeout=10)
         assert failed.current.status == "failed"
-        new = await rt.ops.retry(started.execution.id)
+        new = await rt.ops.again(started.execution.id)
         view = await rt.ops.wait_until(
             started.execution.id, lambda r: r.status == "completed", timeout=10
         )
         with pytest.raises(errors.Conflict):
-            await rt.ops.retry(started.execution.id)
+            await rt.ops.again(started.execution.id)
     assert new.business_id != failed.current.business_id
     assert view.current.id == new.id and view.current.output == "ok"
 
@@ -228,16 +229,45 @@ async def test_rerun_seals_the_old_run_which_keeps_its_ending(start: Start) -> N
     async with start(app) as rt:
         started = await rt.ops.start("fails", business_id="job-7")
         await rt.ops.wait_for_end(started.execution.id, timeout=10)
-        new = await rt.ops.rerun(started.execution.id)
+        new = await rt.ops.again(started.execution.id, business_id="same")
         old = (await rt.ops.get(started.execution.id)).current
         with pytest.raises(errors.Conflict):
-            await rt.ops.rerun(started.execution.id)
+            await rt.ops.again(started.execution.id, business_id="same")
     assert (old.status, old.sealed_from, old.id) == (
         "continued_as_new",
         "failed",
         started.execution.id,
     )
     assert new.business_id == "job-7" and new.predecessor_id == old.id
+
+
+async def test_a_run_goes_again_once_whichever_business_id(start: Start) -> None:
+    """Our choice: a run that already went on under a new business id is not run again in
+    its place under its own (before, a rerun sealed it and forked its chain), and a run sealed
+    by a rerun is not retried; each refusal writes nothing."""
+    app = App()
+
+    @app.workflow
+    async def fails(ctx: Context) -> None:
+        raise RuntimeError("always")
+
+    async with start(app) as rt:
+        retried = (await rt.ops.start("fails")).execution.id
+        await rt.ops.wait_for_end(retried, timeout=10)
+        successor = await rt.ops.again(retried)
+        rerun = (await rt.ops.start("fails")).execution.id
+        await rt.ops.wait_for_end(rerun, timeout=10)
+        await rt.ops.again(rerun, business_id="same")
+        before = [(await rt.ops.get(i, follow_chain=False)).current for i in (retried, rerun)]
+        with pytest.raises(errors.Conflict):
+            await rt.ops.again(retried, business_id="same")
+        with pytest.raises(errors.Conflict):
+            await rt.ops.again(rerun)
+        after = [(await rt.ops.get(i, follow_chain=False)).current for i in (retried, rerun)]
+        runs = (await rt.ops.list_runs(limit=10)).items
+        old = after[0]
+    assert [r.version for r in after] == [r.version for r in before] and len(runs) == 4
+    assert (old.status, old.sealed_from, old.successor_id) == ("failed", None, successor.id)
 
 
 async def test_list_pages_newest_first_with_a_cursor(db: object) -> None:

@@ -105,8 +105,8 @@ async def test_another_tenants_run_reads_exactly_as_a_missing_one(db: object) ->
         lambda o, i: o.update(i, "note", {"text": "x"}, timeout=1),
         lambda o, i: o.cancel(i),
         lambda o, i: o.terminate(i),
-        lambda o, i: o.retry(i),
-        lambda o, i: o.rerun(i),
+        lambda o, i: o.again(i),
+        lambda o, i: o.again(i, business_id="same"),
         lambda o, i: o.wait_until(i, lambda r: True, timeout=1),
     ]
     before = await db.fetchrow("SELECT * FROM executions WHERE id = $1", run.id)  # type: ignore[attr-defined]
@@ -175,10 +175,10 @@ async def test_successors_inherit_the_tenant(start: Start) -> None:
 
         failed = (await acme.start("failing")).execution
         await acme.wait_for_end(failed.id, timeout=10)
-        retried = await acme.retry(failed.id)
+        retried = await acme.again(failed.id)
         assert retried.tenant == "acme"
         await acme.wait_for_end(retried.id, timeout=10)
-        rerun = await rt.ops.rerun(retried.id)  # the every-tenant scope keeps the tenant too
+        rerun = await rt.ops.again(retried.id, business_id="same")  # every-tenant keeps it too
         assert rerun.tenant == "acme"
         with pytest.raises(errors.ExecutionNotFound):
             await rt.ops.scoped("globex").get(failed.id)

@@ -100,7 +100,8 @@ async def _act(args: argparse.Namespace, ops: Operations, out: Output) -> str | 
         out.fields(await dags.run_decision(args, ops))
         return str(args.id)
     steer = {"cancel": ops.cancel, "terminate": ops.terminate}.get(args.action)
-    row = await (steer(args.id, by="cli") if steer else ops.retry(args.id, by="cli"))
+    # `retry`: the run again from the start, under a new business id (handles follow)
+    row = await (steer(args.id, by="cli") if steer else ops.again(args.id, by="cli"))
     _row(out, row)
     return row.id
 
@@ -206,7 +207,8 @@ async def _answer(args: argparse.Namespace, ops: Operations, out: Output) -> str
 
 
 async def _resume(args: argparse.Namespace, ops: Operations, out: Output) -> str | None:
-    row = await ops.resume(args.id, from_step=args.from_step, by="cli")
+    # the run again from a step, keeping the calls recorded before it (handles follow)
+    row = await ops.again(args.id, from_step=args.from_step, by="cli")
     _row(out, row)
     return row.id
 

@@ -197,7 +197,8 @@ async def steer(request: Request) -> Response:
         if action == "cancel":
             row = await ops.cancel(run_id, reason=data.get("reason") or None, by=v.principal.name)
         else:
-            row = await ops.retry(run_id, by=v.principal.name)
+            # the retry button: the run again from the start, under a new business id
+            row = await ops.again(run_id, by=v.principal.name)
     except errors.ExecutionNotFound:
         record(c, request, v, action, "refused", run_id)
         return not_found(c, request, v, f"run {run_id}")

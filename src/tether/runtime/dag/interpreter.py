@@ -95,7 +95,7 @@ class DagInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     params: str | list[str] | dict[str, str] | None = None
-    retry: RetryPlan | None = None  # set by `retry_dag` only (checked against the row)
+    retry: RetryPlan | None = None  # set by a `DagSteps` plan only (checked against the row)
     # An inline spec's content key (`catalog.inline_key`): the run records exactly the spec
     # it was started with, even if its name is given another spec before it runs.
     inline: str | None = None

@@ -1,21 +1,24 @@
 """Retrying a DAG run, as Dagu retries one: the whole run (failed, aborted and blocked
 steps and everything downstream of them run again), or from one step, with or without its
-downstream. The retry is a new execution under the same dagRunId (business id) that starts
-from the kept steps' recorded results; the old execution is sealed, keeping its ending.
-A retry of an active run is a conflict.
+downstream. `DagSteps` is the plan the one `again` operation is handed: the new run (under
+the same dagRunId, the old one sealed with its ending) starts from the kept steps' recorded
+results and runs the `reset_plan` steps again.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
 from tether.runtime import errors
 from tether.runtime.dag.replay import fold
 from tether.runtime.dag.state import DagState
-from tether.runtime.ids import new_execution_id
-from tether.runtime.operations import Operations
-from tether.runtime.operations.storage_errors import storage_errors
 from tether.specs.dag import HumanTask, downstream_of
-from tether.storage import repo
-from tether.storage.rows import ExecutionRow
+from tether.storage.rows import ExecutionRow, StepRecord
+
+if TYPE_CHECKING:
+    from tether.runtime.registry import App
 
 # A step still waiting when the run ended was aborted with it (Dagu: waiting -> aborted).
 _RERUN = frozenset(
@@ -49,48 +52,28 @@ def reset_plan(
     return [n for n in dag.order if n in reset]
 
 
-async def retry_dag(
-    ops: Operations,
-    run_id: str,
-    step_name: str | None = None,
-    *,
-    include_downstream: bool = True,
-    by: str | None = None,
-) -> ExecutionRow:
-    """Start the retry of DAG run `run_id` (an execution id); returns the new execution.
+@dataclass(frozen=True)
+class DagSteps:
+    """A DAG run's plan for `Operations.again`: the steps to run again, from `step` (None:
+    the whole run) with or without its downstream; the other steps keep what they ended with.
 
-    Raises ExecutionNotFound, Conflict (the run is active, was already retried or rerun,
-    or the step is a human task), InvalidInput (not a DAG run, or an unknown step)."""
-    with storage_errors():
-        old = await repo.get_execution(ops.pool, run_id)
-        records = await repo.get_steps(ops.pool, run_id) if old is not None else []
-    if old is None or not ops.env.sees(old):  # another tenant's run reads as missing
-        raise errors.ExecutionNotFound(f"no run {run_id!r}")
-    if old.live:
-        raise errors.Conflict(f"run {old.id!r} is still {old.status}; stop it first")
-    if old.sealed_from or old.successor_id or old.status == "continued_as_new":
-        raise errors.Conflict(f"run {old.id!r} was already retried or continued")
-    state, _ = fold(records)
-    if state is None or old.workflow not in ops.app.dags:
-        raise errors.InvalidInput(f"run {old.id!r} is not a run of a registered DAG")
-    reset = reset_plan(state, step_name, include_downstream=include_downstream)
-    params = old.input.get("params") if isinstance(old.input, dict) else None
-    new_input = {"params": params, "retry": {"of": old.id, "reset": reset}}
-    wf = ops.app.get(old.workflow)
-    new_id = new_execution_id()
-    async with storage_errors(), ops.pool.acquire() as conn, conn.transaction():
-        if not await repo.seal(conn, old.id):
-            raise errors.Conflict(f"run {old.id!r} was retried concurrently")
-        row = await repo.insert_execution(
-            conn,
-            repo.NewExecution.following(
-                old,
-                id=new_id,
-                business_id=old.business_id,
-                input=wf.dump_input(wf.parse_input(new_input)),
-                deadline_at=wf.deadline(),
-                created_data={"retry_of": old.id, "step": step_name, "by": by},
-            ),
-        )
-    assert row is not None  # noqa: S101 — no idempotency key, so no conflict
-    return row
+    Attributes:
+        step: The step to retry from (None: the failed, aborted and blocked steps).
+        include_downstream: Whether the steps downstream of `step` run again too.
+    """
+
+    step: str | None = None
+    include_downstream: bool = True
+
+    def input(self, app: App, old: ExecutionRow, records: Sequence[StepRecord], base: Any) -> Any:
+        """The new run's input: `base`'s params and the plan (`{of, reset}`), which the
+        interpreter checks against the new run's predecessor.
+
+        Raises InvalidInput (not a run of a registered DAG, an unknown step) and Conflict
+        (the step is a human task)."""
+        state, _ = fold(records)
+        if state is None or old.workflow not in app.dags:
+            raise errors.InvalidInput(f"run {old.id!r} is not a run of a registered DAG")
+        reset = reset_plan(state, self.step, include_downstream=self.include_downstream)
+        params = base.get("params") if isinstance(base, dict) else None
+        return {"params": params, "retry": {"of": old.id, "reset": reset}}

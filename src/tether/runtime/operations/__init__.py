@@ -9,7 +9,8 @@
 | `queries` | get (chain following), list_runs (cursor pages), history, steps |
 | `answering` | answer, answer_wait (by key or name), answer_many, signal |
 | `updates` | update (validate, admit, wait for the handler) |
-| `lifecycle` | cancel, terminate, retry, rerun |
+| `lifecycle` | cancel, terminate |
+| `again` | again: a new run after an ended one (each surface's retry, resume, rerun) |
 | `waiting` | wait_until, wait_for_end |
 | `env` | what they share: pool, App, listener, row reader, payload cap |
 | `storage_errors` | the storage → runtime error map they all run under |
@@ -36,6 +37,7 @@ from tether.principal import Principal
 from tether.runtime import errors
 from tether.runtime.admission import NO_ADMISSION, Admission
 from tether.runtime.operations import (
+    again,
     answering,
     batching,
     lifecycle,
@@ -45,6 +47,7 @@ from tether.runtime.operations import (
     waiting,
 )
 from tether.runtime.operations import env as env_module
+from tether.runtime.operations.again import BusinessId, Plan
 from tether.runtime.operations.answering import AnswerOutcome, AnswerResult, SignalResult
 from tether.runtime.operations.batching import StartOutcome, StartRequest
 from tether.runtime.operations.env import DEFAULT_MAX_PAYLOAD_BYTES, POLL_FALLBACK_S, Env
@@ -60,8 +63,10 @@ __all__ = [
     "POLL_FALLBACK_S",
     "AnswerOutcome",
     "AnswerResult",
+    "BusinessId",
     "Operations",
     "Page",
+    "Plan",
     "RunView",
     "SignalResult",
     "Singleton",
@@ -319,21 +324,28 @@ class Operations:
         """End the live run now (see `lifecycle.terminate`)."""
         return await lifecycle.terminate(self.env, execution_id, reason=reason, by=by)
 
-    async def retry(self, execution_id: str, *, by: str | None = None) -> ExecutionRow:
-        """A new run after one ended without success (see `lifecycle.retry`)."""
-        return await lifecycle.retry(self.env, execution_id, by=by)
-
-    async def resume(
-        self, execution_id: str, *, from_step: str, by: str | None = None
+    async def again(
+        self,
+        execution_id: str,
+        *,
+        from_step: str | None = None,
+        plan: Plan | None = None,
+        business_id: BusinessId = "new",
+        input: Any = None,
+        by: str | None = None,
     ) -> ExecutionRow:
-        """A new run that goes on from `from_step` of an ended run (see `lifecycle.resume`)."""
-        return await lifecycle.resume(self.env, execution_id, from_step=from_step, by=by)
-
-    async def rerun(
-        self, execution_id: str, *, input: Any = None, by: str | None = None
-    ) -> ExecutionRow:
-        """An operator's rerun under the same business id (see `lifecycle.rerun`)."""
-        return await lifecycle.rerun(self.env, execution_id, input=input, by=by)
+        """A new run after an ended one: from the start, from a step or by a plan, under a
+        new business id or the same one, with the same input or a new one (see
+        `again.again`)."""
+        return await again.again(
+            self.env,
+            execution_id,
+            from_step=from_step,
+            plan=plan,
+            business_id=business_id,
+            input=input,
+            by=by,
+        )
 
     async def wait_until(
         self,

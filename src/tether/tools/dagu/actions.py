@@ -9,7 +9,7 @@ import orjson
 
 from tether.runtime import errors
 from tether.runtime.dag.catalog import InlineShellRefused, inline_key
-from tether.runtime.dag.retrying import retry_dag
+from tether.runtime.dag.retrying import DagSteps
 from tether.runtime.operations import Operations
 from tether.runtime.rows import ExecutionRow
 from tether.specs.dag import DagSpec, DagSpecError, LimitExceeded, check_size, load_string
@@ -192,9 +192,9 @@ async def retry(ops: Operations, inp: ExecuteInput, by: str | None) -> Execution
             details={"status": read.status.status, "statusLabel": label},
         )
     try:
-        return await retry_dag(
-            ops, row.id, inp.step_name, include_downstream=inp.include_downstream, by=by
-        )
+        # Dagu's retry: the run again under its dagRunId, the steps its plan resets
+        plan = DagSteps(inp.step_name, inp.include_downstream)
+        return await ops.again(row.id, plan=plan, business_id="same", by=by)
     except errors.TetherError as exc:
         raise translate(exc, "stepName" if inp.step_name else None) from exc
 

@@ -268,7 +268,8 @@ def left_pending(records: Sequence[StepRecord]) -> list[str]:
 
 def cleanup_command(run_id: str, steps: Sequence[str]) -> str:
     """The command that runs them: a resume from the first, which keeps every other recorded
-    call (lifecycle.resume), so only the pending cleanup steps run, with the server's code."""
+    call (`Operations.again` from that step), so only the pending cleanup steps run, with the
+    server's code."""
     return RESUME.format(run=run_id, step=steps[0])
 
 

@@ -138,7 +138,8 @@ async def _settle(
         )
     if policy == "rerun" or (policy == "rerun_if_failed" and runs.phase(row) == "failed"):
         try:
-            new = await ops.rerun(row.id, input=inp, by=by)
+            # Realm's rerun: the run again from the start, in the key's run's place
+            new = await ops.again(row.id, business_id="same", input=inp, by=by)
         except rt.Conflict as exc:
             return Outcome(None, code="STATE_IDEMPOTENCY_KEY_USED", message=exc.message)
         return Outcome(new, rerun_of=row.id, warnings=warned)
