@@ -10,6 +10,7 @@ import subprocess
 import orjson
 import pytest
 
+from tests.apps import answering
 from tests.test_cli import as_json, tether
 from tether.examples import app
 from tether.runtime.service import running
@@ -17,6 +18,7 @@ from tether.runtime.worker import WorkerSettings
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
 
+ANSWERING = "tests/apps/answering.py:app"
 FAST = WorkerSettings(concurrency=2, lease_s=5.0, poll_s=0.05, shutdown_grace_s=1.0)
 
 
@@ -51,3 +53,25 @@ async def test_runs_answer_takes_a_name_and_names_the_open_wait_when_refusing(
         assert as_json(again)["status"] == "duplicate"
         done = await rt.ops.wait_for_end(run_id, timeout=10)
         assert done.current.output["ticket"] == "CHG-1"
+
+
+async def test_runs_answer_takes_text_that_is_not_json_only_where_a_string_fits(
+    db_url: str,
+) -> None:
+    """Our rule for text on every surface: a signal of no schema takes `go ahead` as the
+    string it is; an approval, which takes an object, refuses it naming the answer (exit 1,
+    nothing answered). Before, the command refused any text that was not JSON (exit 2)."""
+    async with running(db_url, answering.app, run_migrations=False, worker_settings=FAST) as rt:
+        run_id = (await rt.ops.start("both", {})).execution.id
+        parked = await rt.ops.wait_until(run_id, lambda r: len(r.waits) == 2, timeout=10)
+        keys = {w["kind"]: w["key"] for w in parked.current.waits}
+
+        refused = await cli(db_url, "--app", ANSWERING, "answer", run_id, keys["approval"], "ok")
+        assert refused.returncode == 1 and "AnswerRejected" in refused.stderr
+        assert "(root):" in refused.stderr
+        taken = await cli(db_url, "--app", ANSWERING, "answer", run_id, keys["signal"], "go ahead")
+        assert taken.returncode == 0, taken.stderr
+        approve = orjson.dumps({"decision": "approve"}).decode()
+        await cli(db_url, "--app", ANSWERING, "answer", run_id, keys["approval"], approve)
+        done = await rt.ops.wait_for_end(run_id, timeout=10)
+    assert done.current.output == ["go ahead", "Approved"]

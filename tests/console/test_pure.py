@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.apps.console import app
 from tether.app import create_app
 from tether.console import forms, graph
 from tether.console.session import console_key, csrf_ok, csrf_token, issue, read
+from tether.runtime import errors
 from tether.settings import Settings
 
 
@@ -64,8 +67,11 @@ def test_human_task_form_fields_and_typed_answer() -> None:
         "ratio": 2.5,
         "ok": True,
     }
-    # not a number: passed on as typed, for the answer path to refuse with its own message
-    assert forms.response(form, {**data, "f.count": "three"})["count"] == "three"
+    # not a number: refused naming the field, by the one rule for text on every surface (it
+    # was passed on as typed, for the answer path's schema check to refuse)
+    with pytest.raises(errors.AnswerRejected) as refused:
+        forms.response(form, {**data, "f.count": "three"})
+    assert [e.split(":")[0] for e in refused.value.errors] == ["count"]
 
 
 def test_dag_layout_puts_each_step_right_of_its_dependencies() -> None:

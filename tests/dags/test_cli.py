@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.apps import answering
 from tether.cli import dags as dag_cli
 from tether.cli.parser import build_parser
 from tether.runtime import errors
@@ -76,6 +77,26 @@ async def test_start_and_decide_through_the_answer_path(start: Start, tmp_path: 
         row = (await rt.ops.wait_for_end(run, timeout=20)).current
     assert row.status == "completed", row.error
     assert "build-1-again" in log.read_text().split()
+
+
+async def test_a_decisions_key_value_inputs_are_read_as_their_fields_types(start: Start) -> None:
+    """`runs complete RUN STEP count=3 …`: each VALUE is read as its form field's type (it
+    was always a string, so an integer field could only be filled with --json-inputs); text
+    that cannot be its field's type is refused naming the field, and nothing is answered."""
+    async with start(answering.app) as rt:
+        run = (await rt.ops.start("form", {})).execution.id
+        await parked_on(rt, run, "human_task", "fill")
+        pairs = ["title=007", "count=three", "ratio=0.5", "ok=true"]
+        ns = argparse.Namespace(
+            id=run, step="fill", action="complete", inputs=pairs, json_inputs=None, reason=None
+        )
+        with pytest.raises(errors.AnswerRejected) as refused:
+            await dag_cli.run_decision(ns, rt.ops)
+        assert [e.split(":")[0] for e in refused.value.errors] == ["count"]
+        ns.inputs = ["title=007", "count=3", "ratio=0.5", "ok=true"]
+        assert (await dag_cli.run_decision(ns, rt.ops))["status"] == "accepted"
+        row = (await rt.ops.wait_for_end(run, timeout=20)).current
+    assert row.output == {"values": {"title": "007", "count": 3, "ratio": 0.5, "ok": True}}
 
 
 def test_the_dags_commands_run_from_the_command_line(tmp_path: Path) -> None:

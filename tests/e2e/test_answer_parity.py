@@ -11,8 +11,9 @@ import asyncio
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
-from tests.apps.answering import app
+from tests.apps.answering import NoArgs, app
 from tests.e2e.conftest import ServeFn
 from tests.e2e.test_answer_tool import (
     Client,
@@ -26,6 +27,9 @@ from tests.e2e.test_answer_tool import (
 )
 from tests.e2e.test_answer_tool import tool as call_tool
 from tests.mcp_client import McpClient
+from tether.jsonrpc import codes
+from tether.runtime.context import Context
+from tether.runtime.registry import App
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
 
@@ -119,3 +123,45 @@ async def test_an_answer_given_through_tasks_update_is_seen_by_the_answer_tool(
         same = ok(await answer(c, "gate", task_id, "publish", response))
         assert same["status"] == "duplicate" and same["key"].startswith(key)
         assert ok(await answer(c, "gate", task_id, same["key"], response))["status"] == "duplicate"
+
+
+class Batch(BaseModel):
+    items: list[dict[str, int]]
+
+
+listing = App("listing")
+
+
+@listing.workflow(mcp=True)
+async def batch(ctx: Context, args: NoArgs) -> dict[str, Any]:
+    got = await ctx.wait_for_signal("items", schema=Batch)
+    return {"items": got.items}
+
+
+async def test_tasks_update_refuses_payload_text_that_is_not_json_naming_the_field(
+    mcp_server: ServeFn, client: Client
+) -> None:
+    """Our rule for text on every surface: the fallback form's `payload` text that is not
+    JSON, for a wait that takes an object, is refused (-32602) naming `payload`, and the wait
+    stays open for a good answer (before, it went on as a string and the answer path refused
+    that string against the schema)."""
+    async with mcp_server(listing) as url:
+        c = client(url)
+        created = await call_tool(c, "start_batch", {"body": {}}, capabilities=None)
+        task_id: str = created["taskId"]
+        task = await c.wait_task(task_id, {"input_required"})
+        ((key, request),) = task["inputRequests"].items()
+        assert list(request["params"]["requestedSchema"]["properties"]) == ["payload"]
+
+        async def update(text: str) -> dict[str, Any]:
+            content = {"payload": text}
+            responses = {key: {"action": "accept", "content": content}}
+            return await c.call("tasks/update", {"taskId": task_id, "inputResponses": responses})
+
+        refused = await update("one, two")
+        assert refused["error"]["code"] == codes.INVALID_PARAMS, refused
+        errors = refused["error"]["data"]["errors"]
+        assert [e.split(":")[0] for e in errors] == ["payload"]
+        assert "result" in await update('{"items": [{"a": 1}]}')
+        done = await c.wait_task(task_id, {"completed"})
+    assert done["result"]["structuredContent"] == {"items": [{"a": 1}]}

@@ -6,11 +6,13 @@ import dataclasses
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.factories import T0, execution_row
 from tether.jsonrpc import codes
+from tether.runtime import errors
 from tether.storage.rows import STATUSES, ExecutionRow
 from tether.tasks import views
 
@@ -54,7 +56,9 @@ def test_a_parked_run_is_input_required_only_for_clients_that_declare_elicitatio
 
 def test_a_non_flat_answer_schema_becomes_one_json_payload_field() -> None:
     """Harvest's rule: a non-flat payload is asked as one required string field `payload`
-    holding JSON text; non-JSON text is taken as a JSON string."""
+    holding JSON text. Our rule for text that is not JSON (the same on every surface): a
+    string where the schema takes one, else refused naming the field (it was taken as a
+    string whatever the schema, then refused by the answer path's schema check)."""
     wait = {
         **SIGNAL_WAIT,
         "schema": {
@@ -65,7 +69,11 @@ def test_a_non_flat_answer_schema_becomes_one_json_payload_field() -> None:
     form, is_payload = views.wait_form(wait)
     assert is_payload and form["required"] == ["payload"]
     assert views.answer_from_content(wait, {"payload": '{"items": [{}]}'}) == {"items": [{}]}
-    assert views.answer_from_content(wait, {"payload": "not json"}) == "not json"
+    with pytest.raises(errors.AnswerRejected) as refused:
+        views.answer_from_content(wait, {"payload": "not json"})
+    assert [e.split(":")[0] for e in refused.value.errors] == ["payload"]
+    free = {**SIGNAL_WAIT, "schema": {}}
+    assert views.answer_from_content(free, {"payload": "not json"}) == "not json"
 
 
 def test_the_fallback_form_is_told_apart_from_a_flat_form_with_a_payload_field() -> None:

@@ -17,11 +17,10 @@ from tether.cli.output import Output
 from tether.cli.parser import DECISIONS
 from tether.database_url import existing_database
 from tether.loader import load_app
-from tether.runtime import errors
+from tether.runtime import answers, errors
 from tether.runtime.operations import Operations
 from tether.runtime.registry import App
 from tether.runtime.service import operations
-from tether.runtime.waits import decision_answer
 from tether.settings import Settings
 from tether.specs.dag import DagSpecError, load_file
 
@@ -85,11 +84,13 @@ async def decide(
     decision: str,
     inputs: dict[str, Any],
     *,
+    texts: dict[str, str] | None = None,
     reason: str | None = None,
     by: str | None = "cli",
 ) -> dict[str, Any]:
     """Answer the open approval or human task of `step` (approve / reject / push_back /
-    complete). Raises WaitNotOpen (no such open wait), AnswerRejected, ExecutionNotFound."""
+    complete) with `inputs` (JSON values) and `texts` (typed in, each read as its field's
+    type). Raises WaitNotOpen (no such open wait), AnswerRejected, ExecutionNotFound."""
     view = await ops.get(run_id)
     kinds = ("human_task",) if decision == "complete" else ("approval", "human_task")
     wait = next(
@@ -98,31 +99,37 @@ async def decide(
     )
     if wait is None:
         raise errors.WaitNotOpen(f"run {run_id!r} has no open gate or task at step {step!r}")
-    response = decision_answer(decision, inputs, reason)
+    form = answers.Form(decision, values=inputs, texts=texts or {}, reason=reason)
+    response = answers.read(form, wait)
     res = await ops.answer(view.current.id, wait["key"], response, by=by)
     return {"status": res.status, "execution_id": res.execution_id, "key": res.key}
 
 
-def decision_inputs(pairs: list[str], json_inputs: str | None) -> dict[str, Any]:
-    """KEY=VALUE pairs (strings), merged over a JSON object. Raises ValueError."""
-    out: dict[str, Any] = {}
+def decision_inputs(
+    pairs: list[str], json_inputs: str | None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """(the JSON object's inputs, the KEY=VALUE pairs' texts); a pair's text is read as its
+    field's type when the decision is made, over the JSON object's. Raises ValueError."""
+    values: dict[str, Any] = {}
     if json_inputs:
         loaded = orjson.loads(json_inputs)
         if not isinstance(loaded, dict):
             raise ValueError("--json-inputs must be a JSON object")
-        out.update(loaded)
+        values.update(loaded)
+    texts: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise ValueError(f"expected KEY=VALUE, got {pair!r}")
-        out[key] = value
-    return out
+        texts[key] = value
+    return values, texts
 
 
 async def run_decision(args: argparse.Namespace, ops: Operations) -> dict[str, Any]:
     """The `runs approve|reject|push-back|complete` handler."""
-    inputs = decision_inputs(args.inputs, args.json_inputs)
-    return await decide(ops, args.id, args.step, DECISIONS[args.action], inputs, reason=args.reason)
+    values, texts = decision_inputs(args.inputs, args.json_inputs)
+    decision = DECISIONS[args.action]
+    return await decide(ops, args.id, args.step, decision, values, texts=texts, reason=args.reason)
 
 
 def prepare_app(app: App, dags_dir: str | None) -> dict[str, str]:

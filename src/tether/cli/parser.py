@@ -293,7 +293,9 @@ def _runs_steering(action: Callable[..., Parser]) -> None:
     )
     ans.add_argument("id", help="run id")
     ans.add_argument("key", metavar="WAIT", help="the wait's key, or its name")
-    ans.add_argument("response", help="JSON")
+    ans.add_argument(
+        "response", help="JSON (text that is not JSON: a string, where the wait takes one)"
+    )
     for name, text in (
         ("cancel", "ask a run to cancel (cooperative: it ends at its next durable call)"),
         ("terminate", "end a run now"),
@@ -318,6 +320,6 @@ def _runs_steering(action: Callable[..., Parser]) -> None:
         )
         cmd.add_argument("id", help="execution id of the DAG run")
         cmd.add_argument("step", help="step name (a human task: its id)")
-        cmd.add_argument("inputs", nargs="*", help="KEY=VALUE (strings)")
+        cmd.add_argument("inputs", nargs="*", help="KEY=VALUE (VALUE read as the field's type)")
         cmd.add_argument("--reason", help="why (reject)")
         cmd.add_argument("--json-inputs", help="a JSON object (typed human-task fields)")

@@ -14,10 +14,11 @@ from tether.cli.output import Output
 from tether.cli.parser import DECISIONS
 from tether.cli.watch import watch
 from tether.loader import load_app
-from tether.runtime import audit
+from tether.runtime import answers, audit
 from tether.runtime import errors as rt_errors
 from tether.runtime.notifications import Listener
 from tether.runtime.operations import Operations
+from tether.runtime.operations.answering import open_wait
 from tether.runtime.rows import ExecutionRow
 from tether.runtime.service import operations
 from tether.settings import Settings
@@ -200,8 +201,11 @@ async def _signal(args: argparse.Namespace, ops: Operations, out: Output) -> str
 
 
 async def _answer(args: argparse.Namespace, ops: Operations, out: Output) -> str | None:
-    # args.key: the wait's key or its name (the single open wait of that name)
-    ans = await ops.answer_wait(args.id, args.key, json_arg(args.response), by="cli")
+    # args.key: the wait's key or its name (the single open wait of that name); the response
+    # is text, read against that wait's schema (JSON, or a string where one fits)
+    wait = open_wait((await ops.get(args.id)).current, args.key)
+    response = answers.read(answers.Text(args.response), wait)
+    ans = await ops.answer_wait(args.id, args.key, response, by="cli")
     out.fields({"status": ans.status, "execution_id": ans.execution_id, "key": ans.key})
     return ans.execution_id
 

@@ -1,12 +1,12 @@
 """Answer forms generated from a wait's descriptor, and submitted form data turned back into
 the answer the wait expects (PURE).
 
-The form only shapes the answer: whether it fits is decided by the one answer path
+The form only shapes the answer: what each box's text is as a value is read by the runtime's
+one reader (`answers.read`: a number box's text that is not a number is refused naming its
+field, as it is from the CLI), and whether the answer fits is decided by the one answer path
 (`Operations.answer_wait`, `waits.validate_answer`), exactly as for an answer over MCP or the
-CLI, so a value that cannot be read as its type is passed on as typed and refused there with
-the API's own message. Required fields are marked, never enforced in the browser (`required`
-attributes would hide the server's errors, and an approval's inputs are required only to
-approve).
+CLI. Required fields are marked, never enforced in the browser (`required` attributes would
+hide the server's errors, and an approval's inputs are required only to approve).
 
 Field names in the HTML are prefixed (`f.` answer fields, `b.` push-back feedback fields) so
 they never collide with the form's own `decision`, `key` and `csrf` fields.
@@ -14,14 +14,13 @@ they never collide with the form's own `decision`, `key` and `csrf` fields.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import orjson
 
-from tether.runtime import waits
+from tether.runtime import answers, waits
 
 FIELD: Final = "f."
 FEEDBACK: Final = "b."
@@ -60,28 +59,11 @@ class WaitForm:
     feedback: tuple[Field, ...] | None  # push-back fields (None: no push back)
     reason: bool  # a reason box (approvals: for reject)
     payload: bool  # a free JSON payload box (signal / agent step without typed fields)
-
-
-def _resolve(schema: Mapping[str, Any], prop: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A property with its `$ref` (into the schema's $defs) and Optional `anyOf` unwrapped."""
-    ref = prop.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        prop = {**(schema.get("$defs") or {}).get(ref.rsplit("/", 1)[1], {}), **prop}
-    options = prop.get("anyOf")
-    if isinstance(options, list):
-        typed = [o for o in options if isinstance(o, dict) and o.get("type") != "null"]
-        if len(typed) == 1:
-            return {**prop, **_resolve(schema, typed[0])}
-    return prop
+    wait: Mapping[str, Any] = field(default_factory=dict)  # the descriptor it was made from
 
 
 def _choices(prop: Mapping[str, Any]) -> tuple[str, ...]:
-    if isinstance(prop.get("enum"), list):
-        return tuple(str(v) for v in prop["enum"])
-    one_of = prop.get("oneOf")
-    if isinstance(one_of, list) and all(isinstance(o, dict) and "const" in o for o in one_of):
-        return tuple(str(o["const"]) for o in one_of)
-    return ()
+    return tuple(str(v) for v in answers.choices(prop))
 
 
 def _widget(prop: Mapping[str, Any]) -> str:
@@ -113,7 +95,7 @@ def schema_fields(schema: Mapping[str, Any] | None, prefix: str = FIELD) -> tupl
     for name, raw in (schema.get("properties") or {}).items():
         if name == "decision":
             continue
-        prop = _resolve(schema, raw if isinstance(raw, dict) else {})
+        prop = answers.resolve_property(schema, raw if isinstance(raw, dict) else {})
         out.append(
             Field(
                 name=prefix + name,
@@ -147,6 +129,7 @@ def _approval(wait: Mapping[str, Any]) -> WaitForm:
         None,
         reason=not choices,
         payload=False,
+        wait=wait,
     )
 
 
@@ -176,6 +159,7 @@ def _human_task(wait: Mapping[str, Any]) -> WaitForm:
         feedback,
         reason=False,
         payload=False,
+        wait=wait,
     )
 
 
@@ -197,72 +181,42 @@ def wait_form(wait: Mapping[str, Any]) -> WaitForm:
         None,
         reason=False,
         payload=not fields,
+        wait=wait,
     )
 
 
 # --- reading a submitted form -------------------------------------------------------------
 
 
-def _number(text: str, widget: str) -> Any:
-    """The typed value of a number box; the text itself when it is not one (refused later
-    by the answer path, with its own message)."""
-    try:
-        return int(text) if widget == "integer" else _finite(float(text))
-    except ValueError:
-        return text
-
-
-def _finite(value: float) -> float | int:
-    if not math.isfinite(value):
-        raise ValueError("not finite")
-    return int(value) if value.is_integer() and "e" not in repr(value) else value
-
-
-def _value(field: Field, data: Mapping[str, str]) -> tuple[bool, Any]:
-    """(present, value) of one control in the submitted data."""
-    if field.widget == "checkbox":
-        return True, data.get(field.name) == "true"
-    text = data.get(field.name, "")
-    if text.strip() == "":
-        return False, None
-    if field.widget in ("integer", "number"):
-        return True, _number(text.strip(), field.widget)
-    if field.widget == "json":
-        try:
-            return True, orjson.loads(text)
-        except orjson.JSONDecodeError:
-            return True, text
-    return True, text
-
-
-def _collect(fields: tuple[Field, ...], data: Mapping[str, str], prefix: str) -> dict[str, Any]:
-    out = {}
-    for field in fields:
-        present, value = _value(field, data)
-        if present:
-            out[field.name.removeprefix(prefix)] = value
+def _texts(fields: tuple[Field, ...], data: Mapping[str, str], prefix: str) -> dict[str, str]:
+    """What the person typed in each control, by field name: a box left empty sends nothing,
+    a checkbox `true` or `false` (an unchecked box is not in the data)."""
+    out: dict[str, str] = {}
+    for control in fields:
+        name = control.name.removeprefix(prefix)
+        if control.widget == "checkbox":
+            out[name] = "true" if data.get(control.name) == "true" else "false"
+        elif data.get(control.name, "").strip():
+            out[name] = data[control.name]
     return out
 
 
 def response(form: WaitForm, data: Mapping[str, str]) -> Any:
-    """The answer this submitted form gives (`data`: the form's fields, one value each)."""
+    """The answer this submitted form gives (`data`: the form's fields, one value each).
+
+    Raises AnswerRejected: a box's text that cannot be read as its field's type."""
     if form.payload:
         text = data.get(PAYLOAD, "").strip()
-        if not text:
-            return None
-        try:
-            return orjson.loads(text)
-        except orjson.JSONDecodeError:
-            return text
+        given: answers.Given = answers.Text(text, PAYLOAD) if text else answers.Value(None)
+        return answers.read(given, form.wait)
     if not form.decisions:  # a typed signal or agent step
-        return _collect(form.fields, data, FIELD)
+        return answers.read(answers.Form(texts=_texts(form.fields, data, FIELD)), form.wait)
     decision = data.get("decision", "")
     if decision == "push_back" and form.feedback is not None:
-        return {"decision": decision, **_collect(form.feedback, data, FEEDBACK)}
-    answer: dict[str, Any] = {"decision": decision}
-    if decision != "reject" or form.kind != "approval":
-        answer.update(_collect(form.fields, data, FIELD))
+        feedback = _texts(form.feedback, data, FEEDBACK)
+        return answers.read(answers.Form(decision, texts=feedback), form.wait)
+    rejected = decision == "reject" and form.kind == "approval"
+    texts = {} if rejected else _texts(form.fields, data, FIELD)
     reason = data.get("reason", "").strip()
-    if form.reason and reason and decision == "reject":  # a rejection's own argument
-        answer["reason"] = reason
-    return answer
+    own = reason if form.reason and reason and rejected else None  # a rejection's argument
+    return answers.read(answers.Form(decision, texts=texts, reason=own), form.wait)

@@ -105,9 +105,7 @@ class TaskService:
         try:
             await ops.answer_many(run.id, answers, by=by)
         except runtime_errors.AnswerRejected as exc:
-            raise TaskInputRefused(
-                f"input refused: {exc.message}", {"reason": exc.message, "errors": exc.errors}
-            ) from exc
+            raise _refused(exc) from exc
 
     async def cancel(
         self, task_id: str, *, by: str | None = None, principal: Principal | None = None
@@ -140,5 +138,14 @@ def _accepted_answer(key: str, wait: dict[str, Any], response: Any) -> Any:
         )
     try:
         return views.answer_from_content(wait, response.get("content"))
+    except runtime_errors.AnswerRejected as exc:
+        raise _refused(exc) from exc
     except ValueError as exc:
         raise TaskInputRefused(str(exc), {"key": key}) from exc
+
+
+def _refused(exc: runtime_errors.AnswerRejected) -> TaskInputRefused:
+    """An answer that does not fit its wait, refused as the answer path refuses one."""
+    return TaskInputRefused(
+        f"input refused: {exc.message}", {"reason": exc.message, "errors": exc.errors}
+    )

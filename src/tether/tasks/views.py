@@ -19,6 +19,7 @@ from typing import Any, Final
 import orjson
 
 from tether.jsonrpc import codes
+from tether.runtime import answers
 from tether.runtime.chain import outcome
 from tether.runtime.hints import status_hint
 from tether.runtime.rows import ExecutionRow
@@ -133,19 +134,21 @@ def wait_form(wait: dict[str, Any]) -> tuple[dict[str, Any], bool]:
 
 
 def answer_from_content(wait: dict[str, Any], content: Any) -> Any:
-    """Turn an accepted elicitation's content back into the wait's answer. With the payload
-    form, the field's JSON text is parsed; text that is not JSON is sent as a JSON string.
-    Raises ValueError when the payload field is missing or not a string."""
+    """Turn an accepted elicitation's content back into the wait's answer (`answers.read`):
+    a flat form's fields as they are; the payload form's field as text (JSON text; text that
+    is not JSON is a string where the wait's schema takes one).
+
+    Raises:
+        ValueError: the payload field is missing or not a string.
+        AnswerRejected: the payload is neither JSON nor a string the schema takes.
+    """
     _, is_payload = wait_form(wait)
     if not is_payload:
-        return content if content is not None else {}
+        return answers.read(answers.Value(content if content is not None else {}), wait)
     text = content.get(PAYLOAD_FIELD) if isinstance(content, dict) else None
     if not isinstance(text, str):
         raise ValueError(f"content.{PAYLOAD_FIELD} must be a string holding the answer as JSON")
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return text
+    return answers.read(answers.Text(text, PAYLOAD_FIELD), wait)
 
 
 def _describe(wait: dict[str, Any]) -> str:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tether.jsonrpc import codes, headers
 from tether.jsonrpc.errors import InvalidParams, tasks_capability_required
 from tether.jsonrpc.router import RequestContext, Router, parse_params
+from tether.runtime import answers
 from tether.runtime import errors as runtime_errors
 from tether.runtime.hints import answer_hints
 from tether.runtime.operations import Operations, RunView
@@ -161,7 +162,8 @@ class ToolService:
         by = ctx.principal_name
         if tool.kind == "answer":
             aa = parse_params(AnswerArgs, args)
-            answered = await ops.answer_wait(handle, aa.wait, aa.response, by=by)
+            response = answers.read(answers.Value(aa.response))  # JSON: taken as it is
+            answered = await ops.answer_wait(handle, aa.wait, response, by=by)
             return results.text_result(results.answered(answered))
         if tool.kind == "signal":
             sa = parse_params(SignalArgs, args)

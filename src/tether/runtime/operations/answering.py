@@ -85,6 +85,13 @@ def resolve_wait(run: ExecutionRow, ref: str) -> str | None:
     return named[0]["key"] if named else None
 
 
+def open_wait(run: ExecutionRow, ref: str) -> dict[str, Any] | None:
+    """The open wait `ref` (its key, or its name) names on `run`, as `resolve_wait` finds it;
+    None when no open wait is. Pure. Raises WaitAmbiguous."""
+    key = resolve_wait(run, ref)
+    return next((w for w in run.waits if w.get("key") == key), None)
+
+
 async def answer_wait(
     env: Env, handle: str, ref: str, response: Any, *, by: str | None = None
 ) -> AnswerResult:

@@ -16,12 +16,12 @@ steps leaves it waiting on the others.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
-from tether.runtime import errors
+from tether.runtime import answers, errors
 from tether.runtime.operations import Operations
 from tether.runtime.rows import ExecutionRow
-from tether.runtime.waits import decision_answer
 from tether.specs.dag import HumanTask, Step
 from tether.tools.dagu import resolve
 from tether.tools.dagu.detail import RunRead
@@ -60,7 +60,7 @@ async def _sub_run(ops: Operations, root: RunRead, sub_id: str) -> RunRead:
     )
 
 
-def _response(inp: ExecuteInput, is_task: bool) -> dict[str, Any]:
+def _response(inp: ExecuteInput, is_task: bool, wait: Mapping[str, Any]) -> Any:
     inputs = dict(inp.inputs or {})
     if is_task:
         if inp.action == "reject":
@@ -76,8 +76,8 @@ def _response(inp: ExecuteInput, is_task: bool) -> dict[str, Any]:
             )
         decision = inp.action
     # Every input key is kept, `reason` and `decision` too: only the action's own arguments
-    # (the decision, a rejection's reason) are not inputs.
-    return decision_answer(decision, inputs, inp.reason)
+    # (the decision, a rejection's reason) are not inputs. The inputs arrived as JSON.
+    return answers.read(answers.Form(decision, values=inputs, reason=inp.reason), wait)
 
 
 async def decide(ops: Operations, inp: ExecuteInput, root: ExecutionRow, by: str | None) -> RunRead:
@@ -114,7 +114,7 @@ async def decide(ops: Operations, inp: ExecuteInput, root: ExecutionRow, by: str
             field="stepName",
             details={"status": detail.status if detail else 0, "statusLabel": label},
         )
-    response = _response(inp, isinstance(step.work, HumanTask))
+    response = _response(inp, isinstance(step.work, HumanTask), wait)
     try:
         # The key names this one park of the step: the answer lands only while it is open
         # (judged under the run's row lock), so it can never reach a later attempt's wait.

@@ -14,8 +14,8 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from tether.runtime import answers, waits
 from tether.runtime import errors as rt
-from tether.runtime import waits
 from tether.runtime.operations import Operations
 from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow, StepRecord
@@ -170,7 +170,8 @@ async def _answer_open(
         )
     before = await ops.steps(row.id)
     try:
-        await ops.answer(row.id, gate["key"], {"decision": choice}, by=a.get("responded_by") or by)
+        response = answers.read(answers.Form(choice), gate)
+        await ops.answer(row.id, gate["key"], response, by=a.get("responded_by") or by)
     except (rt.WaitNotOpen, rt.AnswerConflict):
         now = (await ops.get(row.id)).current
         return _wrong_gate(now, runs.open_gate(now), await ops.steps(now.id), gate["key"])
