@@ -87,7 +87,7 @@ class Settings(BaseModel):
     max_body_bytes: int = Field(
         1024 * 1024,
         ge=1,
-        description="largest HTTP request body, in bytes, on every route (4× the largest "
+        description="largest HTTP request body, in bytes, on every route (4 times the largest "
         "payload or document accepted, so JSON escaping fits)",
     )
     keep_alive_s: int = Field(75, description="idle HTTP keep-alive, longer than clients'")
