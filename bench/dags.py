@@ -80,7 +80,7 @@ def noop() -> None:
 
 def build_app(steps: int, width: int, shell_steps: int, command: str) -> App:
     app = App("bench-dags")
-    app.action("noop")(noop)
+    app.function("noop")(noop)
     chain = "\n".join(f"  - name: s{i}\n    run: noop" for i in range(steps))
     app.dag(f"name: chain\ntype: chain\nsteps:\n{chain}\n")
     fan = "\n".join(f"  - name: f{i}\n    run: noop" for i in range(width))

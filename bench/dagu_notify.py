@@ -64,12 +64,12 @@ WHERE workflow = 'bench' AND business_id = $1 ORDER BY created_at DESC LIMIT 1
 def build_app() -> App:
     app = App()
 
-    @app.action("hold")
+    @app.function("hold")
     async def hold() -> str:
         await RELEASE.wait()
         return "released"
 
-    @app.action("work")
+    @app.function("work")
     async def work() -> str:
         return "done"
 

@@ -59,7 +59,7 @@ META = {
 def build_app(work_ms: int) -> App:
     app = App()
 
-    @app.action("work")
+    @app.function("work")
     async def work() -> str:
         await asyncio.sleep(work_ms / 1000)
         return "done"

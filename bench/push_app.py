@@ -10,13 +10,13 @@ import tether
 app = tether.App("bench-push")
 
 
-@app.workflow(mcp=True, retention=timedelta(hours=1))
+@app.workflow(expose=tether.Exposure(tool_set=True), retention=timedelta(hours=1))
 async def parked(ctx: tether.Context, body: dict[str, object]) -> str:
     await ctx.approval("go", prompt="go?")
     return "done"
 
 
-@app.workflow(mcp=True, retention=timedelta(hours=1))
+@app.workflow(expose=tether.Exposure(tool_set=True), retention=timedelta(hours=1))
 async def sleeper(ctx: tether.Context, body: dict[str, object]) -> str:
     await ctx.sleep(3600)
     return "woke"

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from tether import App, Context
+from tether import App, Context, Exposure
 from tether.tools import offload
 
 PARKED = "parked"
@@ -34,14 +34,14 @@ class ParkInput(BaseModel):
     label: str = "bench"
 
 
-@app.workflow(name=PARKED, tool=True, retention=timedelta(days=1))
+@app.workflow(name=PARKED, expose=Exposure(tool=True), retention=timedelta(days=1))
 async def parked(ctx: Context, job: ParkInput) -> dict[str, str]:
     """Wait for signal 'go', then echo it."""
     answer = await ctx.wait_for_signal(SIGNAL, prompt=f"release {job.label}")
     return {"label": job.label, "answer": str(answer)}
 
 
-@app.action(ACTION)
+@app.function(ACTION)
 async def act() -> str:
     return "done"
 

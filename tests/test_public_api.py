@@ -37,12 +37,11 @@ _WAIT_SPEC = {"answer_schema", "channel", "descriptor", "extra", "keeps_keys", "
 # its class's docstring; a new one must be put on a page or here.
 INTERNAL_MEMBERS: dict[str, set[str]] = {
     "tether.App": {
-        "actions",
         "create_protocol",
         "dag_env_passthrough",  # set from TETHER_DAG_ENV_PASSTHROUGH by the server
         "dags",
+        "functions",
         "get",
-        "handlers",
         "inline_dag",
         "pass_dag_environment",
         "prompts",
@@ -63,6 +62,7 @@ INTERNAL_MEMBERS: dict[str, set[str]] = {
         "take_buffer",
         "wait_any",  # the protocol interpreter's parallel agent steps
     },
+    "tether.Exposure": {"tool_name"},
     "tether.ToolContext": {"extras", "principal", "route"},
     "tether.RetryPolicy": {"allows_another", "delay"},
     "tether.Rejected": {"as_error"},  # the stored error of a run a rejection ends

@@ -1,11 +1,11 @@
 """Tether: durable, long-running work for AI agents, on PostgreSQL.
 
 The public API is what this package exports (`__all__`): the `App` that registers
-workflows, the `Context` of their durable calls, the retry policy, the wait specs and the
-results they return, and the errors workflow code raises or catches. Two more packages are
-public by the same rule, each through its own `__all__`: `tether.testing` (testing your
-workflows) and `tether.client` (driving runs from application code). So are the `tether` and
-`tether-conformance` commands.
+workflows (and `Exposure`, how one is served over MCP), the `Context` of their durable calls,
+the retry policy, the wait specs and the results they return, and the errors workflow code
+raises or catches. Two more packages are public by the same rule, each through its own
+`__all__`: `tether.testing` (testing your workflows) and `tether.client` (driving runs from
+application code). So are the `tether` and `tether-conformance` commands.
 
 Every other module (`tether.runtime`, `tether.storage`, `tether.tools`, ...) is internal and
 may change without notice, even where a public signature names one of its types; a public
@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "Completed": "tether.runtime.waits",
     "Context": "tether.runtime.context",
     "DagSpecError": "tether.specs.dag",
+    "Exposure": "tether.runtime.exposure",
     "HumanTask": "tether.runtime.waits",
     "NonDeterminism": "tether.runtime.errors",
     "PlanError": "tether.runtime.realm.plan",
@@ -57,6 +58,7 @@ __all__ = [
     "Completed",
     "Context",
     "DagSpecError",
+    "Exposure",
     "HumanTask",
     "NonDeterminism",
     "PlanError",
@@ -85,6 +87,7 @@ if TYPE_CHECKING:
         WaitTimeout,
     )
     from tether.runtime.executor import UpdateContext
+    from tether.runtime.exposure import Exposure
     from tether.runtime.policy import RetryPolicy
     from tether.runtime.realm.plan import PlanError
     from tether.runtime.registry import App

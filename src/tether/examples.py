@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from tether.runtime.context import Context
 from tether.runtime.errors import Rejected
+from tether.runtime.exposure import Exposure
 from tether.runtime.policy import RetryPolicy
 from tether.runtime.registry import App
 from tether.runtime.waits import Approved
@@ -32,7 +33,7 @@ def _summarise(title: str, body: str) -> str:
     return f"{title}: {words} words"
 
 
-@app.workflow(mcp=True, retention=timedelta(days=7))
+@app.workflow(expose=Exposure(tool_set=True), retention=timedelta(days=7))
 async def document_review(ctx: Context, request: ReviewRequest) -> ReviewOutcome:
     """Review a document with a human approval gate (approve, reject, or push back)."""
     rounds = 0
@@ -75,7 +76,7 @@ def _work(i: int) -> int:
     return i * i
 
 
-@app.workflow(mcp=True, retention=timedelta(days=1))
+@app.workflow(expose=Exposure(tool_set=True), retention=timedelta(days=1))
 async def long_job(ctx: Context, job: LongJobInput) -> LongJobResult:
     """A long job that reports progress and sleeps durably between steps."""
     total = 0
@@ -95,7 +96,7 @@ def _call_upstream(reason: str) -> str:
     raise ConnectionError(reason)
 
 
-@app.workflow(mcp=True, retention=timedelta(days=1))
+@app.workflow(expose=Exposure(tool_set=True), retention=timedelta(days=1))
 async def failing_job(ctx: Context, job: FlakyInput) -> str:
     """A job whose step always fails: retried with backoff, then the run fails."""
     return str(

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from tether import Approved, Completed, Signal
 from tether.runtime.context import Context
 from tether.runtime.errors import Rejected
+from tether.runtime.exposure import Exposure
 from tether.runtime.registry import App
 from tether.runtime.waits import Approval
 
@@ -38,7 +39,7 @@ class Summary(BaseModel):
 app = App("answer-tool")
 
 
-@app.workflow(mcp=True)
+@app.workflow(expose=Exposure(tool_set=True))
 async def gate(ctx: Context, args: NoArgs) -> dict[str, Any]:
     try:
         decision = await ctx.approval(
@@ -51,7 +52,7 @@ async def gate(ctx: Context, args: NoArgs) -> dict[str, Any]:
     return {"decision": "pushed_back", "feedback": decision.feedback}
 
 
-@app.workflow(mcp=True)
+@app.workflow(expose=Exposure(tool_set=True))
 async def form(ctx: Context, args: NoArgs) -> dict[str, Any]:
     done = await ctx.human_task("fill", form=Fields, prompt="Fill it in")
     if isinstance(done, Completed):
@@ -59,19 +60,19 @@ async def form(ctx: Context, args: NoArgs) -> dict[str, Any]:
     return {"pushed_back": done.feedback}
 
 
-@app.workflow(mcp=True)
+@app.workflow(expose=Exposure(tool_set=True))
 async def sig(ctx: Context, args: NoArgs) -> dict[str, Any]:
     go = await ctx.wait_for_signal("go", schema=Go)
     return {"n": go.n}
 
 
-@app.workflow(mcp=True)
+@app.workflow(expose=Exposure(tool_set=True))
 async def agent(ctx: Context, args: NoArgs) -> dict[str, Any]:
     out = await ctx.agent_step("summarise", schema=Summary, prompt="Summarise it")
     return {"summary": out.summary}
 
 
-@app.workflow(mcp=True)
+@app.workflow(expose=Exposure(tool_set=True))
 async def both(ctx: Context, args: NoArgs) -> list[Any]:
     answers = await ctx.wait_all(Signal("x"), Approval("x"))
     return [answers[0], type(answers[1]).__name__]

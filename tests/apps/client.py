@@ -8,6 +8,7 @@ from pydantic import BaseModel
 
 from tether.runtime.context import Context
 from tether.runtime.errors import Rejected
+from tether.runtime.exposure import Exposure
 from tether.runtime.registry import App
 from tether.runtime.waits import Approved
 
@@ -41,7 +42,7 @@ class Text(BaseModel):
     text: str
 
 
-@app.workflow(mcp=True)
+@app.workflow(expose=Exposure(tool_set=True))
 async def review(ctx: Context, request: Request) -> Outcome:
     await ctx.set_details(f"reviewing {request.title}")
     try:
@@ -56,18 +57,18 @@ async def review(ctx: Context, request: Request) -> Outcome:
     return Outcome(title=request.title, decision=f"pushed back: {decision.feedback}")
 
 
-@app.workflow(mcp=True)
+@app.workflow(expose=Exposure(tool_set=True))
 async def shaped(ctx: Context, args: NoArgs) -> dict[str, object]:
     shape = await ctx.wait_for_signal("shape", schema=Shape)
     return {"corners": len(shape.corners), "first": shape.corners[0].model_dump()}
 
 
-@app.workflow(mcp=True)
+@app.workflow(expose=Exposure(tool_set=True))
 async def boom(ctx: Context, args: NoArgs) -> str:
     raise ValueError("it broke")
 
 
-@app.workflow(mcp=True)
+@app.workflow(expose=Exposure(tool_set=True))
 async def echo(ctx: Context, args: Text) -> str:
     return args.text
 

@@ -11,6 +11,7 @@ from tests.apps.answering import Fields, Go, NoArgs
 from tether import Approved, Completed
 from tether.runtime.context import Context
 from tether.runtime.errors import Rejected
+from tether.runtime.exposure import Exposure
 from tether.runtime.registry import App
 
 app = App("console-tests")
@@ -34,7 +35,7 @@ steps:
 app.dag(GATED)
 
 
-@app.workflow(mcp=True)
+@app.workflow(expose=Exposure(tool_set=True))
 async def gate(ctx: Context, args: NoArgs) -> dict[str, Any]:
     try:
         decision = await ctx.approval(
@@ -47,7 +48,7 @@ async def gate(ctx: Context, args: NoArgs) -> dict[str, Any]:
     return {"decision": "pushed_back", "feedback": decision.feedback}
 
 
-@app.workflow(mcp=True)
+@app.workflow(expose=Exposure(tool_set=True))
 async def form(ctx: Context, args: NoArgs) -> dict[str, Any]:
     done = await ctx.human_task("fill", form=Fields, prompt="Fill it in")
     if isinstance(done, Completed):
@@ -55,18 +56,18 @@ async def form(ctx: Context, args: NoArgs) -> dict[str, Any]:
     return {"pushed_back": done.feedback}
 
 
-@app.workflow(mcp=True)
+@app.workflow(expose=Exposure(tool_set=True))
 async def sig(ctx: Context, args: NoArgs) -> dict[str, Any]:
     go = await ctx.wait_for_signal("go", schema=Go)
     return {"n": go.n}
 
 
-@app.workflow(mcp=True)
+@app.workflow(expose=Exposure(tool_set=True))
 async def free(ctx: Context, args: NoArgs) -> dict[str, Any]:
     return {"got": await ctx.wait_for_signal("anything")}
 
 
-@app.workflow(mcp=True)
+@app.workflow(expose=Exposure(tool_set=True))
 async def twice(ctx: Context, args: NoArgs) -> list[str]:
     """Two approvals of the same name, one after the other: a form for the first is stale
     once it is answered, though a wait of that name is open again."""

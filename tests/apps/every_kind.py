@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from tether.runtime.context import Context
+from tether.runtime.exposure import Exposure
 from tether.runtime.registry import App
 from tether.tools.context import ToolContext
 
@@ -36,7 +37,7 @@ async def poke(ctx: ToolContext, args: Text) -> dict[str, Any]:
     return {"poked": args.text}
 
 
-@app.workflow(mcp=True, tool="gate_run")
+@app.workflow(expose=Exposure(tool_set=True, tool="gate_run"))
 async def gate(ctx: Context, args: NoArgs) -> dict[str, Any]:
     decision = await ctx.approval("go", prompt="Go?")
     return {"decision": type(decision).__name__}

@@ -24,6 +24,7 @@ import asyncpg
 from pydantic import BaseModel
 
 from tether.runtime.context import Context
+from tether.runtime.exposure import Exposure
 from tether.runtime.registry import App
 
 app = App("killable")
@@ -121,7 +122,7 @@ def die() -> int:
     os._exit(1)
 
 
-@app.workflow(mcp=True)
+@app.workflow(expose=Exposure(tool_set=True))
 async def poison(ctx: Context) -> int:
     """Records a step (progress), then dies in the next one, on every try."""
     await ctx.step(lambda: 1, name="before")

@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from tether import ProtocolError, Signal
 from tether.runtime.context import Context
+from tether.runtime.exposure import Exposure
 from tether.runtime.registry import App
 from tether.tools.context import ToolContext
 
@@ -115,7 +116,7 @@ class TaskOutput(BaseModel):
     slept: float
 
 
-@app.workflow(tool=True, retention=RETENTION)
+@app.workflow(expose=Exposure(tool=True), retention=RETENTION)
 async def task_tool(ctx: Context, job: TaskInput) -> TaskOutput:
     """Sleep durably for a moment (60 s with long=true), then report it."""
     pause = LONG_S if job.long else SHORT_S
@@ -124,7 +125,7 @@ async def task_tool(ctx: Context, job: TaskInput) -> TaskOutput:
     return TaskOutput(slept=pause)
 
 
-@app.workflow(tool=True, task_support="required", retention=RETENTION)
+@app.workflow(expose=Exposure(tool=True, task_support="required"), retention=RETENTION)
 async def required_task_tool(ctx: Context, job: TaskInput) -> TaskOutput:
     """The same work as task_tool, served only as a task."""
     pause = LONG_S if job.long else SHORT_S
@@ -144,7 +145,7 @@ class InputOutput(BaseModel):
     answers: list[str]
 
 
-@app.workflow(tool=True, retention=RETENTION)
+@app.workflow(expose=Exposure(tool=True), retention=RETENTION)
 async def input_tool(ctx: Context, job: InputJob) -> InputOutput:
     """Ask `rounds` questions, one at a time, and echo the answers."""
     answers = []
@@ -162,7 +163,7 @@ class Second(BaseModel):
     second: str
 
 
-@app.workflow(tool=True, retention=RETENTION)
+@app.workflow(expose=Exposure(tool=True), retention=RETENTION)
 async def multi_input_tool(ctx: Context) -> dict[str, str]:
     """Ask two questions at once."""
     a, b = await ctx.wait_all(
@@ -171,19 +172,19 @@ async def multi_input_tool(ctx: Context) -> dict[str, str]:
     return {"first": a.first, "second": b.second}
 
 
-@app.workflow(tool=True, retention=RETENTION)
+@app.workflow(expose=Exposure(tool=True), retention=RETENTION)
 async def tool_error_tool(ctx: Context) -> str:
     """Fail with a business error (a tool error, not a protocol error)."""
     raise RuntimeError("the widget is broken")
 
 
-@app.workflow(tool=True, retention=RETENTION)
+@app.workflow(expose=Exposure(tool=True), retention=RETENTION)
 async def protocol_error_tool(ctx: Context) -> str:
     """End with a JSON-RPC error."""
     raise ProtocolError(PROTOCOL_ERROR_CODE, "upstream rejected the job", {"upstream": "x"})
 
 
-@app.workflow(tool=True, retention=timedelta(seconds=1))
+@app.workflow(expose=Exposure(tool=True), retention=timedelta(seconds=1))
 async def ephemeral_tool(ctx: Context) -> str:
     """Finish at once; the run is deleted one second after it ends."""
     return "gone soon"

@@ -20,7 +20,7 @@ class Nap(BaseModel):
     naps: int = 1
 
 
-@app.workflow(mcp=True, retention=timedelta(hours=1))
+@app.workflow(expose=tether.Exposure(tool_set=True), retention=timedelta(hours=1))
 async def napper(ctx: tether.Context, nap: Nap) -> dict[str, int]:
     """Sleeps durably `naps` times, then finishes."""
     for i in range(nap.naps):
@@ -41,7 +41,7 @@ def _flaky(key: str, failures: int) -> str:
     return f"ok after {TRIES[key]} tries"
 
 
-@app.workflow(mcp=True, retention=timedelta(hours=1))
+@app.workflow(expose=tether.Exposure(tool_set=True), retention=timedelta(hours=1))
 async def flaky(ctx: tether.Context, job: Flaky) -> str:
     """A step that fails `failures` times, retried with a durable backoff."""
     retry = tether.RetryPolicy(max_attempts=job.failures + 1, initial_interval=0.3, backoff=1.0)
@@ -52,7 +52,7 @@ class Gate(BaseModel):
     title: str = "go"
 
 
-@app.workflow(mcp=True, retention=timedelta(hours=1))
+@app.workflow(expose=tether.Exposure(tool_set=True), retention=timedelta(hours=1))
 async def gated(ctx: tether.Context, gate: Gate) -> str:
     """Waits for an approval, then finishes."""
     await ctx.approval("go", prompt=f"Go ahead with {gate.title}?")
@@ -64,7 +64,7 @@ class Relay(BaseModel):
     seconds: float = 0.2
 
 
-@app.workflow(mcp=True, retention=timedelta(hours=1))
+@app.workflow(expose=tether.Exposure(tool_set=True), retention=timedelta(hours=1))
 async def relay(ctx: tether.Context, leg: Relay) -> str:
     """Sleeps, then continues as new until no legs are left."""
     await ctx.sleep(leg.seconds)

@@ -35,5 +35,5 @@ def tidy(inputs: dict[str, Any]) -> dict[str, Any]:
 
 def provide_tidy() -> None:
     """Give the serving process the cleanup step's handler (as a redeploy would)."""
-    if "tidy" not in app.handlers:
-        app.handler()(tidy)
+    if "tidy" not in app.functions:
+        app.function()(tidy)

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from tether.runtime.context import Context
+from tether.runtime.exposure import Exposure
 from tether.runtime.registry import App
 
 
@@ -23,7 +24,7 @@ class Note(BaseModel):
 app = App("tenancy")
 
 
-@app.workflow(mcp=True, tool="gate_run")
+@app.workflow(expose=Exposure(tool_set=True, tool="gate_run"))
 async def gate(ctx: Context, args: NoArgs) -> dict[str, Any]:
     decision = await ctx.approval("go", prompt="Go?")
     return {"decision": type(decision).__name__}

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from tether.runtime.context import Context
+from tether.runtime.exposure import Exposure
 from tether.runtime.registry import App
 
 app = App("traced_kill")
@@ -29,7 +30,7 @@ def hold(value: int) -> int:
     return value + 1
 
 
-@app.workflow(mcp=True)
+@app.workflow(expose=Exposure(tool_set=True))
 async def held(ctx: Context) -> int:
     first = int(await ctx.step(double, 1, name="first"))
     return int(await ctx.step(hold, first, name="hold"))

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from tests.e2e.conftest import ServeFn
 from tests.mcp_client import McpClient
 from tether.runtime.context import Context
+from tether.runtime.exposure import Exposure
 from tether.runtime.payloads import new_key
 from tether.runtime.registry import App
 from tether.security import new_token
@@ -29,7 +30,7 @@ class Ask(BaseModel):
 def oracle_app() -> App:
     app = App()
 
-    @app.workflow(mcp=True)
+    @app.workflow(expose=Exposure(tool_set=True))
     async def oracle(ctx: Context, ask: Ask) -> dict[str, str]:
         return {"answer": f"42 (SECRET-OUTPUT for {ask.question})"}
 

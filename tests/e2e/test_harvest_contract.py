@@ -18,6 +18,7 @@ from tests.mcp_client import CAPS_TASKS, McpClient, meta
 from tests.sse import Stream
 from tether.jsonrpc import codes
 from tether.runtime.context import Context
+from tether.runtime.exposure import Exposure
 from tether.runtime.registry import App
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
@@ -37,7 +38,7 @@ class Days(BaseModel):
 app = App("harvest-contract")
 
 
-@app.workflow(mcp=True)
+@app.workflow(expose=Exposure(tool_set=True))
 async def review(ctx: Context, req: Review) -> str:
     await ctx.wait_for_signal("approve")
     return req.title
@@ -48,7 +49,7 @@ async def explode(ctx: Context, d: Days) -> str:
     raise RuntimeError("handler exploded")
 
 
-@app.workflow(mcp=True)
+@app.workflow(expose=Exposure(tool_set=True))
 async def staged(ctx: Context, d: Days) -> dict[str, int]:
     await ctx.set_details("step 1/2: fetch")
     await ctx.sleep(0.3)

@@ -14,6 +14,7 @@ from tests.e2e.conftest import ServeFn
 from tests.mcp_client import McpClient
 from tests.sse import listen
 from tether import Context
+from tether.runtime.exposure import Exposure
 from tether.runtime.registry import App
 from tether.security.tokens import new_token
 
@@ -26,18 +27,18 @@ def add_one(value: int) -> int:
     return value + 1
 
 
-@app.workflow(mcp=True)
+@app.workflow(expose=Exposure(tool_set=True))
 async def finishes(ctx: Context) -> int:
     return int(await ctx.step(add_one, 1))
 
 
-@app.workflow(mcp=True)
+@app.workflow(expose=Exposure(tool_set=True))
 async def parks(ctx: Context) -> str:
     await ctx.wait_for_signal("go")
     return "went"
 
 
-@app.workflow(mcp=True)
+@app.workflow(expose=Exposure(tool_set=True))
 async def fails(ctx: Context) -> int:
     raise RuntimeError("boom")
 

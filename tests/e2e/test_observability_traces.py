@@ -18,6 +18,7 @@ from tests.e2e.conftest import ServeFn
 from tests.mcp_client import McpClient, meta
 from tether import Context
 from tether.observability import tracing
+from tether.runtime.exposure import Exposure
 from tether.runtime.registry import App
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
@@ -32,7 +33,7 @@ def double(value: int) -> int:
     return value * 2
 
 
-@app.workflow(mcp=True)
+@app.workflow(expose=Exposure(tool_set=True))
 async def traced(ctx: Context) -> int:
     first = int(await ctx.step(double, 1, name="first"))
     await ctx.wait_for_signal("go")

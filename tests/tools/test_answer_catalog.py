@@ -11,6 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from tether.runtime.context import Context
+from tether.runtime.exposure import Exposure
 from tether.runtime.registry import App
 from tether.runtime.waits import approval_schema, human_task_schema
 from tether.tasks.views import flat_form
@@ -25,7 +26,7 @@ class NoArgs(BaseModel):
 def review_app() -> App:
     app = App("answer-catalog")
 
-    @app.workflow(mcp=True)
+    @app.workflow(expose=Exposure(tool_set=True))
     async def review(ctx: Context, args: NoArgs) -> str:
         return "ok"
 

@@ -11,6 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from tether.runtime.context import Context
+from tether.runtime.exposure import Exposure
 from tether.runtime.registry import App
 from tether.tools.catalog import Catalog
 
@@ -36,7 +37,7 @@ def colliding_app(first: str, second: str) -> App:
         return req.title
 
     for name in (first, second):
-        app.workflow(name=name, mcp=True)(run)
+        app.workflow(name=name, expose=Exposure(tool_set=True))(run)
     return app
 
 
@@ -66,7 +67,7 @@ def test_the_generated_set_its_schemas_and_annotations() -> None:
     mutating tools are not."""
     app = App("generated")
 
-    @app.workflow(mcp=True)
+    @app.workflow(expose=Exposure(tool_set=True))
     async def foo(ctx: Context, req: Review) -> str:
         return req.title
 

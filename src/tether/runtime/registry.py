@@ -1,6 +1,8 @@
-"""Registration: `app = tether.App()`, `@app.workflow(...)`, `@app.update(...)`. A workflow is
-`async def wf(ctx, input: Model) -> Out`; pydantic validates its input at the edge (before
-anything is stored) and publishes the JSON Schemas the tool surfaces show."""
+"""Registration: `app = tether.App()`, `@app.workflow(...)`, `@app.update(...)`,
+`@app.function(...)`. A workflow is `async def wf(ctx, input: Model) -> Out`; pydantic validates
+its input at the edge (before anything is stored) and publishes the JSON Schemas the tool
+surfaces show. How a workflow is served over MCP is one `Exposure` (runtime/exposure.py); the
+functions declarative steps call are one registry (runtime/functions.py)."""
 
 from __future__ import annotations
 
@@ -10,19 +12,26 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import MappingProxyType
-from typing import Any, Literal, TypeVar, get_type_hints, overload
+from typing import Any, Final, TypeVar, get_type_hints, overload
 
 from pydantic import TypeAdapter, ValidationError
 
 from tether.runtime import admission, clock
 from tether.runtime.dag.catalog import DagCatalog
 from tether.runtime.errors import InvalidInput, UpdateNotFound, WorkflowNotFound
+from tether.runtime.exposure import NOT_EXPOSED, Exposure
+from tether.runtime.functions import Functions
 from tether.runtime.inputs import ExtraInput, input_type_for
 from tether.runtime.policy import NO_RETRY, RetryPolicy, seconds
 from tether.runtime.realm.catalog import ProtocolCatalog
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]{0,99}$")
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+U = TypeVar("U", bound=Callable[..., Any])  # a user function: sync or async
+#: `App.workflow`'s keywords that `expose=Exposure(...)` replaced, and the option each became.
+_EXPOSURE_OPTIONS: Final = MappingProxyType(
+    {"mcp": "tool_set", "tool": "tool", "task_support": "task_support", "tasks": "tasks"}
+)
 
 
 def _check_name(name: str, what: str, fn: object = None) -> str:
@@ -51,6 +60,17 @@ def _param_and_return(fn: Callable[..., Any], what: str) -> tuple[Any, Any]:
         ) from exc
     input_type = hints.get(params[1].name, Any) if len(params) == 2 else type(None)
     return input_type, hints.get("return", Any)
+
+
+def _replaced_keywords(given: Mapping[str, Any]) -> str:
+    """Why `App.workflow` refuses keywords: the ones `expose=Exposure(...)` replaced, with the
+    spelling that says the same; any other is a keyword it never took."""
+    unknown = sorted(set(given) - set(_EXPOSURE_OPTIONS))
+    if unknown:
+        return f"App.workflow() got an unexpected keyword argument {unknown[0]!r}"
+    options = ", ".join(f"{_EXPOSURE_OPTIONS[k]}={v!r}" for k, v in given.items())
+    said = ", ".join(f"{k}=" for k in given)
+    return f"App.workflow({said}...) is now spelled expose=tether.Exposure({options})"
 
 
 def _errors(exc: ValidationError) -> list[dict[str, Any]]:
@@ -96,14 +116,11 @@ class WorkflowDef:
     takes_input: bool
     input_adapter: TypeAdapter[Any]
     output_adapter: TypeAdapter[Any]
-    mcp: bool
     description: str | None
     retention_s: int | None
     retry: RetryPolicy
     timeout_s: float | None
-    tool: str | None = None
-    task_support: Literal["optional", "required"] = "optional"
-    tasks: bool = False
+    expose: Exposure = NOT_EXPOSED
     updates: dict[str, UpdateDef] = field(default_factory=dict)
     rules: admission.WorkflowRules = admission.NO_RULES  # queue, labels, schedules
 
@@ -195,8 +212,11 @@ class App(DagCatalog, ProtocolCatalog):
         ```python
         app = tether.App()
 
-        @app.workflow(mcp=True)
+        @app.workflow(expose=tether.Exposure(tool_set=True))
         async def review(ctx: tether.Context, pr: PullRequest) -> Verdict: ...
+
+        @app.function()
+        def lint(path: str) -> dict[str, int]: ...  # `run: lint` in a DAG
         ```
 
     Args:
@@ -213,6 +233,7 @@ class App(DagCatalog, ProtocolCatalog):
     def __init__(self, name: str = "tether") -> None:
         self.name = name
         self._workflows: dict[str, WorkflowDef] = {}
+        self._functions = Functions()  # before the catalogs, which hand it to their runs
         DagCatalog.__init__(self)
         ProtocolCatalog.__init__(self)
         self._tools: dict[str, ToolDef] = {}
@@ -222,6 +243,79 @@ class App(DagCatalog, ProtocolCatalog):
     @property
     def tools(self) -> Mapping[str, ToolDef]:
         return MappingProxyType(self._tools)
+
+    @property
+    def functions(self) -> Functions:
+        """The registry `function` fills (live: a function registered while the app is
+        served is found by the next step that names it)."""
+        return self._functions
+
+    def function(self, name: str | None = None) -> Callable[[U], U]:
+        """Register a Python function that declarative workflows call by name.
+
+        A DAG step calls it with `run: <name>`, its `with:` values (JSON data) as keyword
+        arguments; a protocol `auto` step calls it with `handler: <name>`, with one dict,
+        `{"params", "steps", "config"}` (the step's input, the outputs of the steps completed
+        so far, and its `config`). The return value is the step's output. The function may be
+        sync (it runs in a worker thread, so it never holds the server's event loop) or
+        `async`. Arguments that do not fit the parameters it declares fail the step without
+        calling it. A step naming a function that is not registered fails naming the
+        registered ones (a protocol step waits instead, until the server has it).
+
+        `action` and `handler` are other spellings of this decorator, named after the two
+        file formats; this is the one to use.
+
+        Args:
+            name: The function's name in DAG and protocol files (default: its `__name__`).
+
+        Returns:
+            A decorator that registers the function and returns it unchanged.
+
+        Raises:
+            ValueError: A function of that name is already registered.
+            TypeError: What it decorates is not callable, is a generator (sync or `async`),
+                or its parameters cannot be read.
+        """
+
+        def register(fn: U) -> U:
+            self._functions.register(fn, name)
+            return fn
+
+        return register
+
+    def action(self, name: str | None = None) -> Callable[[U], U]:
+        """The same decorator as [`function`][tether.App.function], under the name DAG files
+        give the steps that call it (`run: <name>`); use `function`.
+
+        Args:
+            name: The function's name in DAG and protocol files (default: its `__name__`).
+
+        Returns:
+            A decorator that registers the function and returns it unchanged.
+
+        Raises:
+            ValueError: A function of that name is already registered.
+            TypeError: What it decorates is not callable, is a generator, or its parameters
+                cannot be read.
+        """
+        return self.function(name)
+
+    def handler(self, name: str | None = None) -> Callable[[U], U]:
+        """The same decorator as [`function`][tether.App.function], under the name protocol
+        files give it (`handler: <name>`); use `function`.
+
+        Args:
+            name: The function's name in DAG and protocol files (default: its `__name__`).
+
+        Returns:
+            A decorator that registers the function and returns it unchanged.
+
+        Raises:
+            ValueError: A function of that name is already registered.
+            TypeError: What it decorates is not callable, is a generator, or its parameters
+                cannot be read.
+        """
+        return self.function(name)
 
     def prompt(
         self,
@@ -388,14 +482,11 @@ class App(DagCatalog, ProtocolCatalog):
         fn: None = None,
         *,
         name: str | None = None,
-        mcp: bool = False,
+        expose: Exposure | None = None,
         description: str | None = None,
         retention: timedelta | float | None = None,
         retry: RetryPolicy | None = None,
         timeout: timedelta | float | None = None,
-        tool: bool | str = False,
-        task_support: Literal["optional", "required"] = "optional",
-        tasks: bool = False,
         extra_input: ExtraInput = "forbid",
         queue: str | None = None,
         max_active_runs: int | None = None,
@@ -408,23 +499,22 @@ class App(DagCatalog, ProtocolCatalog):
         fn: F | None = None,
         *,
         name: str | None = None,
-        mcp: bool = False,
+        expose: Exposure | None = None,
         description: str | None = None,
         retention: timedelta | float | None = None,
         retry: RetryPolicy | None = None,
         timeout: timedelta | float | None = None,
-        tool: bool | str = False,
-        task_support: Literal["optional", "required"] = "optional",
-        tasks: bool = False,
         extra_input: ExtraInput = "forbid",
         queue: str | None = None,
         max_active_runs: int | None = None,
         labels: Sequence[str] | Mapping[str, str] | None = None,
         schedule: str | Sequence[str] | None = None,
+        **removed: Any,
     ) -> Any:
         """Register a workflow: `async def wf(ctx)` or `async def wf(ctx, input: Model) -> Out`.
 
-        Use it bare (`@app.workflow`) or with options (`@app.workflow(mcp=True)`). The input
+        Use it bare (`@app.workflow`) or with options
+        (`@app.workflow(expose=tether.Exposure(tool_set=True))`). The input
         is validated against its annotated type before a run is created, and the return
         value, typed by the return annotation, is the run's output. The function runs again
         from the top whenever the run is resumed, so it must make the same durable calls
@@ -434,9 +524,9 @@ class App(DagCatalog, ProtocolCatalog):
             fn: The workflow function, when used as a bare decorator.
             name: The workflow's name (default: the function's name): a letter, then
                 letters, digits, `_` or `-`, at most 100 characters.
-            mcp: Publish its generated MCP tool set: `start_<wf>`, `<wf>_status`,
-                `<wf>_watch`, `signal_<wf>`, `answer_<wf>` and one `<wf>_update_<u>` per
-                update registered with `mcp=True`.
+            expose: How MCP clients reach it: its generated tool set, the workflow as one
+                tool, its runs as tasks (an [`Exposure`][tether.Exposure]; default: not
+                served over MCP).
             description: The tools' description (default: the function's docstring).
             retention: How long an ended run is kept (a `timedelta` or seconds; default:
                 forever).
@@ -444,13 +534,6 @@ class App(DagCatalog, ProtocolCatalog):
                 calls recorded before the failure (default: no retry).
             timeout: A run still live this long after it started ends `timed_out` (a
                 `timedelta` or seconds).
-            tool: Also publish the workflow itself as one tool taking its input (`True`:
-                named after the workflow; a string: that name). Called by a client with the
-                Tasks extension it starts a task; otherwise the call waits for the end.
-            task_support: With `tool`, `"required"` refuses a call from a client without the
-                Tasks extension (-32021) instead of waiting.
-            tasks: Serve its runs as MCP tasks without publishing tools (`mcp` and `tool`
-                imply it).
             extra_input: `"forbid"` (default) refuses an input field the model does not
                 declare, on every surface; `"ignore"` drops it. A model that sets its own
                 `model_config["extra"]` keeps it.
@@ -460,6 +543,8 @@ class App(DagCatalog, ProtocolCatalog):
             labels: Labels every run carries: `["team=data", "nightly"]` or a mapping.
             schedule: A cron expression (UTC, or a `CRON_TZ=<zone> ` prefix), or several:
                 a run starts on each tick.
+            **removed: Nothing: the keywords `mcp`, `tool`, `task_support` and `tasks` are
+                refused, naming the `expose=Exposure(...)` that replaced them.
 
         Returns:
             With `fn`, the function itself (registered); without, a decorator that registers
@@ -469,8 +554,11 @@ class App(DagCatalog, ProtocolCatalog):
             ValueError: The name is invalid or already registered, or an admission option
                 (`queue`, `max_active_runs`, `labels`, `schedule`) is invalid.
             TypeError: The function is not `async`, does not take `(ctx)` or `(ctx, input)`,
-                or its annotations cannot be resolved (define its models at module level).
+                or its annotations cannot be resolved (define its models at module level);
+                or a keyword it does not take was given.
         """
+        if removed:
+            raise TypeError(_replaced_keywords(removed))
 
         def register(func: F) -> F:
             wf_name = _check_name(name or func.__name__, "workflow", func)
@@ -485,14 +573,11 @@ class App(DagCatalog, ProtocolCatalog):
                 takes_input=input_type is not type(None),
                 input_adapter=TypeAdapter(input_type_for(input_type, extra_input)),
                 output_adapter=TypeAdapter(output_type),
-                mcp=mcp,
                 description=description or inspect.getdoc(func),
                 retention_s=int(retention_s) if retention_s is not None else None,
                 retry=retry or NO_RETRY,
                 timeout_s=seconds(timeout),
-                tool=(wf_name if tool is True else (tool or None)),
-                task_support=task_support,
-                tasks=tasks,
+                expose=expose or NOT_EXPOSED,
                 rules=rules,
             )
             return func
@@ -523,8 +608,8 @@ class App(DagCatalog, ProtocolCatalog):
             validator: Called (or awaited) with the validated input before admission:
                 raising `ValueError`, or returning `False` or a string (the reason), refuses
                 the update without touching the run.
-            mcp: Publish it as the `<workflow>_update_<name>` tool (with the workflow's
-                `mcp=True` tool set).
+            mcp: Publish it as the `<workflow>_update_<name>` tool, in the workflow's
+                generated tool set (`Exposure(tool_set=True)`).
             description: The tool's description (default: the function's docstring).
 
         Returns:

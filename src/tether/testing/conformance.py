@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 from tether.jsonrpc.errors import MissingRequiredClientCapability, tasks_capability_required
 from tether.runtime.context import Context
 from tether.runtime.errors import ProtocolError
+from tether.runtime.exposure import Exposure
 from tether.runtime.registry import App
 from tether.runtime.waits import Signal
 from tether.testing import conformance_prompts
@@ -258,7 +259,7 @@ class ComputeArgs(BaseModel):
     label: str = "job"
 
 
-@app.workflow(tool=True, retention=RETENTION)
+@app.workflow(expose=Exposure(tool=True), retention=RETENTION)
 async def slow_compute(ctx: Context, args: ComputeArgs) -> dict[str, Any]:
     """Sleep durably for `seconds`, then report (a task with the Tasks extension)."""
     await ctx.set_details(f"{args.label}: computing for {args.seconds:g}s")
@@ -275,13 +276,13 @@ class JobArgs(BaseModel):
     reason: str = "the job failed on purpose"
 
 
-@app.workflow(tool=True, task_support="required", retention=RETENTION)
+@app.workflow(expose=Exposure(tool=True, task_support="required"), retention=RETENTION)
 async def failing_job(ctx: Context, args: JobArgs) -> None:
     """A task that always ends as a tool error (completed, isError)."""
     raise RuntimeError(args.reason)
 
 
-@app.workflow(tool=True, task_support="required", retention=RETENTION)
+@app.workflow(expose=Exposure(tool=True, task_support="required"), retention=RETENTION)
 async def protocol_error_job(ctx: Context, args: JobArgs) -> None:
     """A task that ends failed with a JSON-RPC error."""
     raise ProtocolError(-32603, f"Internal error: {args.reason}")
@@ -295,7 +296,7 @@ class Confirm(BaseModel):
     confirm: bool
 
 
-@app.workflow(tool=True, retention=RETENTION)
+@app.workflow(expose=Exposure(tool=True), retention=RETENTION)
 async def confirm_delete(ctx: Context, args: DeleteArgs) -> str:
     """Ask for confirmation (one input request), then delete — or not."""
     answer = await ctx.wait_for_signal("confirm", schema=Confirm, prompt=f"Delete {args.filename}?")
@@ -306,7 +307,7 @@ class Choice(BaseModel):
     name: str
 
 
-@app.workflow(tool=True, retention=RETENTION)
+@app.workflow(expose=Exposure(tool=True), retention=RETENTION)
 async def multi_input(ctx: Context, args: NoArgs) -> str:
     """Two input requests at once; answering one leaves the other pending."""
     first, second = await ctx.wait_all(
@@ -319,7 +320,7 @@ class NameArgs(BaseModel):
     name: str
 
 
-@app.workflow(tasks=True, retention=RETENTION)
+@app.workflow(expose=Exposure(tasks=True), retention=RETENTION)
 async def greet_later(ctx: Context, args: NameArgs) -> str:
     """The task behind test_tool_with_task."""
     return f"Hello, {args.name}! (from a task)"

@@ -312,7 +312,7 @@ class Catalog:
 
     def in_catalog(self, workflow: str) -> bool:
         """Whether runs of `workflow` are served as tasks: its tools made the catalog, or it
-        is registered with tasks=True."""
+        is registered with `expose=Exposure(tasks=True)`."""
         return workflow in self._task_workflows or (
             self._protocols is not None and workflow in self._protocols
         )
@@ -352,14 +352,14 @@ def collect(
     if dagu is not None and app.dags:
         admit(_dagu_tools(dagu), "the dagu tools")
     for wf in app.workflows.values():
-        if wf.tool:
-            admit([_workflow_tool(wf, wf.tool)], f"workflow {wf.name}")
+        if (tool_name := wf.expose.tool_name(wf.name)) is not None:
+            admit([_workflow_tool(wf, tool_name)], f"workflow {wf.name}")
     for wf in app.workflows.values():
-        if wf.mcp and not _inline(app, wf.name):
+        if wf.expose.tool_set and not _inline(app, wf.name):
             admit(_generated(wf, dag=wf.name in app.dags), f"workflow {wf.name}")
     if app.protocols or app.allow_create_workflow:
         realm = [Tool(d["name"], "realm", d, d["name"]) for d in realm_definitions(app)]
         admit(realm, "Realm's step protocol")
-    task_only = frozenset(w.name for w in app.workflows.values() if w.tasks)
+    task_only = frozenset(w.name for w in app.workflows.values() if w.expose.tasks)
     realm_served = any(t.kind == "realm" for t in tools)
     return tools, task_only, app.protocols if realm_served else None

@@ -134,7 +134,8 @@ class ToolContext:
         from a client without the Tasks extension is refused with error -32021 instead.
 
         Args:
-            workflow: A workflow registered with `tasks=True` (or `mcp` / `tool`).
+            workflow: A workflow whose runs are served as tasks: registered with
+                `expose=Exposure(tasks=True)` (or with `tool_set` or `tool`).
             input: The run's input.
 
         Returns:

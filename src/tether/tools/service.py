@@ -210,7 +210,7 @@ class ToolService:
         if ctx.route.declares_tasks():
             started = await self._start_run(ctx, wf.name, args, None)
             return self.tasks.created(started.execution)
-        if wf.task_support == "required":
+        if wf.expose.task_support == "required":
             raise tasks_capability_required(f"tool {tool.name!r} runs only as a task")
         started = await self._start_run(ctx, wf.name, args, None)
         ops = self.ops.for_principal(ctx.principal)
@@ -321,7 +321,8 @@ class ToolService:
                 raise tasks_capability_required()
             if not self.catalog.in_catalog(workflow):
                 raise ValueError(
-                    f"workflow {workflow!r} is not served as MCP tasks; register it with tasks=True"
+                    f"workflow {workflow!r} is not served as MCP tasks; register it with "
+                    "expose=Exposure(tasks=True)"
                 )
             started = await self._start_run(ctx, workflow, input_, None)
             return self.tasks.created(started.execution)

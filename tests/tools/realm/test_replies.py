@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.factories import execution_row
+from tether.runtime.errors import StepFailed
+from tether.runtime.functions import FunctionNotRegistered
 from tether.runtime.realm.plan import plan_from_text
 from tether.tools.realm import replies
 
@@ -37,3 +39,15 @@ def test_lag_names_a_duration_in_its_largest_units() -> None:
     assert [lag(ms) for ms in (-5, 12_093, 184_311, 7_500_000, 93_600_000)] == [
         "0s", "12s", "3m", "2h 5m", "1d 2h",
     ]  # fmt: skip
+
+
+def test_a_step_failed_for_a_function_not_registered_is_engine_handler_not_registered() -> None:
+    """Realm's code for a step whose handler the process lacks when it is called: the step
+    failed with the registry's one error, FunctionNotRegistered."""
+    missing = FunctionNotRegistered("upload", ["notify"])
+    message = str(StepFailed("realm:auto:upload", type(missing).__name__, str(missing)))
+    row = execution_row(workflow="trigger-rules", status="failed")
+    assert replies.failure_code(PLAN, row, "upload", message) == (
+        "ENGINE_HANDLER_NOT_REGISTERED",
+        message,
+    )

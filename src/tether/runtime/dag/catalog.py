@@ -1,5 +1,6 @@
-"""The App's DAG side (mixed into `App`): `@app.action`, `app.dag(...)`, `app.load_dags(dir)`,
-`app.inline_dag(text)`. Each DAG is registered as an ordinary workflow named after the DAG
+"""The App's DAG side (mixed into `App`): `app.dag(...)`, `app.load_dags(dir)`,
+`app.inline_dag(text)`. A DAG's Python steps (`run: NAME`) call the App's user functions
+(runtime/functions.py). Each DAG is registered as an ordinary workflow named after the DAG
 whose input is `DagInput`, so every DAG run is an ordinary execution. Whoever serves the DAGs
 (the MCP tool catalog) follows registrations, replacements and removals with `watch_dags`."""
 
@@ -14,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any
 
 from tether.runtime.context import Context
 from tether.runtime.dag.environment import (
@@ -27,6 +28,8 @@ from tether.runtime.dag.environment import (
 from tether.runtime.dag.interpreter import DagHost, DagInput, run_dag
 from tether.runtime.dag.replay import remember_snapshot
 from tether.runtime.dag.work import as_command, unknown_action
+from tether.runtime.exposure import Exposure
+from tether.runtime.functions import FunctionNotRegistered, Functions
 from tether.runtime.ids import new_execution_id
 from tether.specs.dag import Action, DagSpec, DagSpecError, Shell, load_string, shell_steps
 from tether.specs.dag.loader import INLINE
@@ -34,7 +37,6 @@ from tether.storage import repo
 
 logger = logging.getLogger(__name__)
 
-F = TypeVar("F", bound=Callable[..., Any])
 INLINE_SHELL_ENV = "TETHER_INLINE_SHELL"
 INLINE_KEPT = 256  # inline spec texts kept for runs not yet started (oldest dropped first)
 
@@ -60,23 +62,17 @@ class DagEntry:
 
 
 class DagCatalog:
-    """Mixed into `App`; keeps actions and DAGs beside the workflows they become."""
+    """Mixed into `App`; keeps DAGs beside the workflows they become."""
 
     _workflows: dict[str, Any]
+    _functions: Functions  # the App's, set before this __init__ runs
 
     def __init__(self) -> None:
-        self._actions: dict[str, Callable[..., Any]] = {}
         self._dags: dict[str, DagEntry] = {}
         self._inline: dict[tuple[str, str], str] = {}  # (DAG name, inline_key) → text
         self._dag_watchers: list[Callable[[], object]] = []
         self._passthrough = frozenset(DEFAULT_PASSTHROUGH)
-        self._host = DagHost(
-            MappingProxyType(self._actions), self._snapshot, self._new_child, self._environment
-        )
-
-    @property
-    def actions(self) -> Mapping[str, Callable[..., Any]]:
-        return MappingProxyType(self._actions)
+        self._host = DagHost(self._functions, self._snapshot, self._new_child, self._environment)
 
     @property
     def dags(self) -> Mapping[str, DagEntry]:
@@ -104,35 +100,6 @@ class DagCatalog:
         self._dag_watchers.append(changed)
         return lambda: self._dag_watchers.remove(changed)
 
-    def action(self, name: str | None = None) -> Callable[[F], F]:
-        """Register a Python function as an action that DAG steps call with `run: <name>`.
-
-        The step's `with:` values (JSON data) are the function's keyword arguments; its return
-        value is the step's output (JSON text unless it is a string). The function may be
-        sync (it runs in a thread) or `async`.
-
-        Args:
-            name: The action's name in DAG specs (default: the function's name).
-
-        Returns:
-            A decorator that registers the function and returns it unchanged.
-
-        Raises:
-            ValueError: An action of that name is already registered.
-            TypeError: What it decorates is not callable.
-        """
-
-        def register(fn: F) -> F:
-            key = name or fn.__name__
-            if key in self._actions:
-                raise ValueError(f"action {key!r} is registered twice")
-            if not callable(fn):
-                raise TypeError(f"action {key!r} must be callable")
-            self._actions[key] = fn
-            return fn
-
-        return register
-
     def dag(self, source: str | Path, *, mcp: bool | None = None) -> DagSpec:
         """Register (or replace) a DAG, in Dagu's YAML format, as a workflow of its name.
 
@@ -142,8 +109,8 @@ class DagCatalog:
         Args:
             source: A `Path` to a YAML file (a DAG without a `name` is named after the
                 file), or the YAML text itself.
-            mcp: Publish its MCP tool set, as `App.workflow(mcp=True)` does (default: the
-                spec's own `mcp` field).
+            mcp: Publish its MCP tool set, as `App.workflow(expose=Exposure(tool_set=True))`
+                does (default: the spec's own `mcp` field, which this overrides).
 
         Returns:
             The parsed spec (its `name` is the workflow's name).
@@ -178,7 +145,7 @@ class DagCatalog:
             remember_snapshot(spec, text)
         if spec.runs_shell and not inline_shell_allowed():
             raise _shell_refusal(spec, text)
-        _check_actions(spec, self._actions)
+        _check_functions(spec, self._functions)
         self._register(DagEntry(spec, text, spec.file, inline=True), mcp=spec.mcp)
         self._inline.pop((spec.name, inline_key(text)), None)
         self._inline[(spec.name, inline_key(text))] = text
@@ -224,9 +191,12 @@ class DagCatalog:
         register = getattr(self, "workflow")  # noqa: B009 — App's decorator
         previous = self._workflows.pop(name, None)
         try:
-            register(name=name, mcp=mcp, description=entry.spec.description, **_admission(entry))(
-                _workflow_fn(self._host, name)
-            )
+            register(
+                name=name,
+                expose=Exposure(tool_set=mcp),
+                description=entry.spec.description,
+                **_admission(entry),
+            )(_workflow_fn(self._host, name))
         except (ValueError, TypeError):
             if previous is not None:
                 self._workflows[name] = previous
@@ -312,26 +282,30 @@ def _shell_refusal(spec: DagSpec, text: str) -> InlineShellRefused:
     )
 
 
-def _check_actions(spec: DagSpec, actions: Mapping[str, Any]) -> None:
-    """An inline spec arrives once the app is set up: a `run:` naming no registered action is
-    Dagu's one-word shell command, which needs TETHER_INLINE_SHELL, else it is refused by
-    name now (a stored DAG's action may be registered later; until then it runs as the
+def _check_functions(spec: DagSpec, functions: Functions) -> None:
+    """An inline spec arrives once the app is set up: a `run:` naming no registered function
+    is Dagu's one-word shell command, which needs TETHER_INLINE_SHELL, else it is refused by
+    name now (a stored DAG's function may be registered later; until then it runs as the
     command)."""
     for step in (*spec.steps, *spec.handlers.values()):
-        if isinstance(step.work, Action) and step.work.name not in actions:
+        if not isinstance(step.work, Action):
+            continue
+        try:
+            functions.lookup(step.work.name)
+        except FunctionNotRegistered as exc:
             command = as_command(step.work)
             if command is not None and inline_shell_allowed():
                 continue
             raise DagSpecError(
-                unknown_action(step.work.name)
+                unknown_action(step.work.name, exc)
                 if command is None
-                else f"`run: {step.work.name}` names no registered action, and as Dagu's "
-                f"shell command it needs {INLINE_SHELL_ENV}",
+                else f"`run: {step.work.name}` names no registered action ({exc}), and as "
+                f"Dagu's shell command it needs {INLINE_SHELL_ENV}",
                 field="run",
                 path=f"steps[{step.name}]",
                 file=spec.file,
                 line=step.line,
-            )
+            ) from None
 
 
 def inline_shell_allowed() -> bool:

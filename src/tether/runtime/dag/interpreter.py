@@ -46,7 +46,6 @@ from tether.runtime.dag.replay import (
 from tether.runtime.dag.shell import Gate, one_word
 from tether.runtime.dag.state import STOPPED, DagState
 from tether.runtime.dag.work import (
-    Actions,
     StepInput,
     launch_of,
     run_work,
@@ -54,6 +53,7 @@ from tether.runtime.dag.work import (
     unmet_precondition,
 )
 from tether.runtime.errors import Rejected
+from tether.runtime.functions import Functions
 from tether.specs.dag import (
     Action,
     Call,
@@ -105,7 +105,7 @@ class DagInput(BaseModel):
 class DagHost:
     """What the interpreter needs from the app, handed in (it imports no registry)."""
 
-    actions: Actions
+    functions: Functions  # the App's user functions (`run: NAME` steps)
     # (DAG name, inline spec key or None) → {"name", "file", "text"}
     snapshot: Callable[[str, str | None], dict[str, str]]
     new_child: Callable[[str, Any, str], repo.NewExecution]  # (dag, input, parent) → row
@@ -286,10 +286,10 @@ class _Run:
                 start_child, self.host, step.work.dag, child_input, self.ctx.execution_id,
                 step.name, name=f"call:{step.name}",
             )  # fmt: skip
-        given, actions, gate = self.given(step.name), self.host.actions, self.ctx.landing()
+        given, functions, gate = self.given(step.name), self.host.functions, self.ctx.landing()
         ahead = self.ahead if behind or lazy else None  # the wave is this step alone
         return await self.ctx.step(
-            execute_step, step, given, actions, retries, gate, ahead,
+            execute_step, step, given, functions, retries, gate, ahead,
             name=f"node:{step.name}", lazy=lazy, flush=self.flush, behind=behind, gated=True,
         )  # fmt: skip
 
@@ -342,7 +342,7 @@ class _Run:
             if step is None:
                 continue
             result = await self.ctx.step(
-                execute_step, step, self.given(step.name, step), self.host.actions, 0,
+                execute_step, step, self.given(step.name, step), self.host.functions, 0,
                 name=f"handler:{which}", flush=self.flush,
             )  # fmt: skip
             ok = ok and result["status"] != "failed"
@@ -361,7 +361,7 @@ def _running(run: _Run, step: Step) -> bool:
 async def execute_step(
     step: Step,
     given: StepInput,
-    actions: Actions,
+    functions: Functions,
     retries: int,
     gate: Gate | None = None,
     ahead: Ahead | None = None,
@@ -369,7 +369,7 @@ async def execute_step(
     """One durable step: the work's result, with `retry` set when its policy allows another.
     `gate`: awaited before the work's first side effect (`Context.landing`); `ahead`: the
     run's shells started ahead (the wave is this step alone)."""
-    result = await run_work(step, given, actions, gate, ahead)
+    result = await run_work(step, given, functions, gate, ahead)
     policy = step.retry_policy
     if result["status"] == "failed" and policy is not None and retries < policy.limit:
         code = result.get("exit_code")

@@ -1,12 +1,12 @@
 """One step's work, run inside a durable step: preconditions, then the shell command or
-script, or the registered Python action. Returns a JSON result; never raises for a failure of
-the work itself (the interpreter decides retries and continueOn from the result)."""
+script, or the registered Python function (`run: NAME`). Returns a JSON result; never raises
+for a failure of the work itself (the interpreter decides retries and continueOn from the
+result)."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import inspect
 import json
 import os
 import shlex
@@ -28,11 +28,10 @@ from tether.runtime.dag.shell import (
     run_command,
     run_script,
 )
+from tether.runtime.functions import FunctionNotRegistered, Functions
 from tether.specs import patterns
 from tether.specs.dag import Action, Precondition, Shell, Step, substitute
 from tether.specs.dag.substitute import bind_references
-
-Actions = Mapping[str, Callable[..., Any]]
 
 
 @dataclass(frozen=True)
@@ -77,7 +76,7 @@ class StepInput:
 async def run_work(
     step: Step,
     given: StepInput,
-    actions: Actions,
+    functions: Functions,
     gate: Gate | None = None,
     ahead: Ahead | None = None,
 ) -> dict[str, Any]:
@@ -94,7 +93,7 @@ async def run_work(
     if isinstance(work, Shell):
         return await _shell(step, work, given, gate, ahead)
     if isinstance(work, Action):
-        return await _action(step, work, given, actions)
+        return await _action(step, work, given, functions)
     raise TypeError(f"step {step.name!r} has no work to run here")  # call / task: not here
 
 
@@ -226,16 +225,16 @@ def _shell_result(step: Step, results: list[ShellResult]) -> dict[str, Any]:
     return out
 
 
-def unknown_action(name: str) -> str:
-    """The refusal of a `run:` with `with` arguments that names no registered action."""
+def unknown_action(name: str, missing: FunctionNotRegistered) -> str:
+    """The refusal of a `run:` with `with` arguments that names no registered function."""
     return (
-        f"`run: {name}` names no registered action (with `with` arguments other than `shell`, "
-        "it is not Dagu's one-word shell command)"
+        f"`run: {name}` names no registered action ({missing}; with `with` arguments other "
+        "than `shell`, it is not Dagu's one-word shell command)"
     )
 
 
 def as_command(work: Action) -> Shell | None:
-    """A one-word `run:` that names no registered action is Dagu's shell command (`run:
+    """A one-word `run:` that names no registered function is Dagu's shell command (`run:
     hostname`, `run: "true"`), with `with.shell` as its shell; None when `with` holds other
     arguments (the step then fails naming the action)."""
     if not set(work.with_) <= {"shell"}:
@@ -245,19 +244,20 @@ def as_command(work: Action) -> Shell | None:
     return Shell(commands=(work.name,), shell=" ".join(map(str, words)) or None)
 
 
-async def _action(step: Step, work: Action, given: StepInput, actions: Actions) -> dict[str, Any]:
-    fn = actions.get(work.name)
-    if fn is None:
+async def _action(
+    step: Step, work: Action, given: StepInput, functions: Functions
+) -> dict[str, Any]:
+    """Call the function `run:` names with the step's `with:` values as keyword arguments."""
+    try:
+        fn = functions.lookup(work.name)
+    except FunctionNotRegistered as exc:
         if (command := as_command(work)) is not None:
             return await _shell(step, command, given, None, None)
-        return {"status": "failed", "error": unknown_action(work.name)}
+        return {"status": "failed", "error": unknown_action(work.name, exc)}
     kwargs = {k: _expand_value(v, given) for k, v in work.with_.items()}
     try:
         async with asyncio.timeout(float(step.timeout_sec) if step.timeout_sec else None):
-            if inspect.iscoroutinefunction(fn):
-                value = await fn(**kwargs)
-            else:
-                value = await asyncio.to_thread(fn, **kwargs)
+            value = await fn.call(**kwargs)
         json.dumps(value)
     except TimeoutError:
         return {"status": "failed", "error": f"timed out after {step.timeout_sec}s"}

@@ -14,16 +14,16 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 from tether.runtime.context import Context
+from tether.runtime.functions import Functions
 from tether.runtime.policy import RetryPolicy
 from tether.runtime.realm.plan import PlanStep
 from tether.specs.realm import Violation, templates, validate_payload
 
 CAPABILITY: Final = "realm.capability."
-Handlers = Mapping[str, Callable[..., Any]]
 
 
 class RetryableFailure(Exception):
@@ -60,10 +60,10 @@ def retry_of(step: PlanStep) -> tuple[RetryPolicy | None, Callable[[Exception], 
 
 
 async def refusal(
-    handlers: Handlers, step: PlanStep, params: dict[str, Any], outputs: dict[str, Any]
+    functions: Functions, step: PlanStep, params: dict[str, Any], outputs: dict[str, Any]
 ) -> str | None:
     """Why the auto step cannot run (None: it can)."""
-    if step.handler not in handlers:
+    if step.handler not in functions:
         return f"here (capability): this server has no handler '{step.handler}'"
     if step.spec.input_schema is None:
         return None
@@ -90,7 +90,7 @@ def _first(v: Violation) -> str:
 
 async def capable(
     ctx: Context,
-    handlers: Handlers,
+    functions: Functions,
     step: PlanStep,
     params: dict[str, Any],
     outputs: dict[str, Any],
@@ -99,5 +99,5 @@ async def capable(
     if step.handler is None:
         return
     name = f"realm:capability:{step.id}"
-    while why := await ctx.step(refusal, handlers, step, params, outputs, name=name, lazy=True):
+    while why := await ctx.step(refusal, functions, step, params, outputs, name=name, lazy=True):
         await ctx.wait_for_signal(f"{CAPABILITY}{step.id}", prompt=why)

@@ -1,6 +1,7 @@
-"""The App's protocol side (mixed into `App`): `@app.handler`, `app.protocol(source)`,
-`app.load_protocols(dir)`. Each protocol is registered as an ordinary workflow named after its
-id whose input is `ProtocolInput`, so every protocol run is an ordinary execution."""
+"""The App's protocol side (mixed into `App`): `app.protocol(source)`, `app.load_protocols(dir)`.
+Each protocol is registered as an ordinary workflow named after its id whose input is
+`ProtocolInput`, so every protocol run is an ordinary execution. Its `auto` steps
+(`handler: NAME`) call the App's user functions (runtime/functions.py)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any
 
 from tether.runtime.context import Context
+from tether.runtime.functions import Functions
 from tether.runtime.realm.interpreter import ProtocolHost, ProtocolInput, run_protocol
 from tether.runtime.realm.plan import Plan, PlanError, plan_from_text
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
@@ -28,13 +28,13 @@ class ProtocolEntry:
 
 
 class ProtocolCatalog:
-    """Mixed into `App`; keeps handlers and protocols beside the workflows they become.
+    """Mixed into `App`; keeps protocols beside the workflows they become.
     `create_workflow` (the tool) is served when `allow_create_workflow` is set."""
 
     _workflows: dict[str, Any]
+    _functions: Functions  # the App's, set before this __init__ runs
 
     def __init__(self) -> None:
-        self._handlers: dict[str, Callable[..., Any]] = {}
         self._protocols: dict[str, ProtocolEntry] = {}
         self.allow_create_workflow = False
         #: How many workflows `create_workflow` may register in this process (each stays).
@@ -42,42 +42,11 @@ class ProtocolCatalog:
         self._created: set[str] = set()
         #: Protocol files `load_protocols` refused: file → why (list_workflows' `unreadable`).
         self.unreadable_protocols: dict[str, str] = {}
-        self._protocol_host = ProtocolHost(MappingProxyType(self._handlers), self._plan_text)
-
-    @property
-    def handlers(self) -> Mapping[str, Callable[..., Any]]:
-        return MappingProxyType(self._handlers)
+        self._protocol_host = ProtocolHost(self._functions, self._plan_text)
 
     @property
     def protocols(self) -> Mapping[str, ProtocolEntry]:
         return MappingProxyType(self._protocols)
-
-    def handler(self, name: str | None = None) -> Callable[[F], F]:
-        """Register a Python function as a handler that protocol `auto` steps call.
-
-        The function is called with one dict, `{"params", "steps", "config"}` (the step's
-        input, the outputs of the steps completed so far, and its `config`); its return value
-        is the step's output. It may be `async`; a sync one is called on the event loop, so
-        it must return quickly.
-
-        Args:
-            name: The handler's name in protocol files (default: the function's name).
-
-        Returns:
-            A decorator that registers the function and returns it unchanged.
-
-        Raises:
-            ValueError: A handler of that name is already registered.
-        """
-
-        def register(fn: F) -> F:
-            key = name or fn.__name__
-            if key in self._handlers:
-                raise ValueError(f"handler {key!r} is registered twice")
-            self._handlers[key] = fn
-            return fn
-
-        return register
 
     def protocol(self, source: str | Path) -> Plan:
         """Register (or replace) a protocol, in Realm's workflow YAML, as a workflow of its id.

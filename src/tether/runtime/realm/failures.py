@@ -43,10 +43,6 @@ class GateMessageError(Exception):
         self.step = step
 
 
-class HandlerNotRegistered(Exception):
-    """An auto step names a handler this process does not have."""
-
-
 class Exhausted(Exception):
     """An agent step spent its budget of refused answers (`VALIDATION_EXHAUSTED: <detail>`)."""
 

@@ -8,7 +8,8 @@
   order; every agent step that is ready is offered at once (`Context.wait_any`), so two agent
   steps with no order between them are answered concurrently, and the walk goes on with
   each answer as it comes;
-- an `auto` step is a durable step running its registered handler (`realm:auto:<id>`); one
+- an `auto` step is a durable step calling the user function its `handler` names
+  (`realm:auto:<id>`; runtime/functions.py) with `{"params", "steps", "config"}`; one
   with no handler passes its one dependency's output on (the params with none, `{}` with
   several). Its failure ends the run (StepFailed) unless a step depending on it can run after
   a failure (`all_failed`, `all_done`, `one_failed`, `one_success`): then the walk goes on,
@@ -38,7 +39,7 @@ The output is `{"outputs": {step: output}, "gates": {step: resolution}, "failed_
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tether.runtime.context import Context
 from tether.runtime.errors import StepFailed, WaitTimeout
+from tether.runtime.functions import Functions
 from tether.runtime.realm import attempts
 from tether.runtime.realm.asks import AgentAnswer, GateWait, Spent
 from tether.runtime.realm.failures import (
@@ -54,7 +56,6 @@ from tether.runtime.realm.failures import (
     GateMessageError,
     GuardAborted,
     GuardResolutionError,
-    HandlerNotRegistered,
     left_pending,
 )
 from tether.runtime.realm.plan import Plan, PlanStep, plan_from_text
@@ -70,8 +71,6 @@ from tether.specs.realm import (
 )
 from tether.specs.realm.model import Outcome
 
-Handlers = Mapping[str, Callable[..., Any]]
-
 
 class ProtocolInput(BaseModel):
     """A protocol run's input: the run's params (checked against `params_schema` by the tool
@@ -86,7 +85,7 @@ class ProtocolInput(BaseModel):
 class ProtocolHost:
     """What the interpreter needs from the app, handed in (it imports no registry)."""
 
-    handlers: Handlers
+    functions: Functions  # the App's user functions (`handler: NAME` steps)
     snapshot: Callable[[str], dict[str, str]]  # protocol id → {"id", "text"}
 
 
@@ -122,25 +121,22 @@ def decide_when(step: PlanStep, params: dict[str, Any], outputs: dict[str, Any])
 
 
 async def _run_handler(
-    handlers: Handlers, step: PlanStep, params: dict[str, Any], outputs: dict[str, Any]
+    functions: Functions, step: PlanStep, params: dict[str, Any], outputs: dict[str, Any]
 ) -> Any:
+    """The step's output: its function's result (FunctionNotRegistered when the process has
+    none of that name), or what a pass-through step passes on."""
     if step.handler is None:  # a pass-through step
         deps = step.depends_on
         if not deps:
             return dict(params)
         return outputs.get(deps[0]) if len(deps) == 1 else {}
-    fn = handlers.get(step.handler)
-    if fn is None:
-        raise HandlerNotRegistered(f"no handler {step.handler!r} is registered (@app.handler)")
+    fn = functions.lookup(step.handler)
     given = templates.resolve_input_map(step.spec.input_map, params, outputs)
     step_input = given if step.spec.input_map else params  # the handler reads `inputs.params`
     with attempts.marked():  # an error marked `retryable` is one a `retry` block retries
-        value = fn(
+        return await fn.call(
             {"params": step_input, "steps": dict(outputs), "config": dict(step.config or {})}
         )
-        if hasattr(value, "__await__"):
-            value = await value
-    return value
 
 
 def gate_display(step: PlanStep, params: dict[str, Any], outputs: dict[str, Any]) -> str:
@@ -221,12 +217,12 @@ def handled(plan: Plan, step: PlanStep) -> bool:
 
 
 async def _auto(ctx: Context, host: ProtocolHost, plan: Plan, step: PlanStep, w: Walk) -> None:
-    await attempts.capable(ctx, host.handlers, step, w.params, w.outputs)
+    await attempts.capable(ctx, host.functions, step, w.params, w.outputs)
     policy, retry_if = attempts.retry_of(step)
     try:
         w.outputs[step.id] = await ctx.step(
             _run_handler,
-            host.handlers,
+            host.functions,
             step,
             w.params,
             w.outputs,
@@ -347,12 +343,17 @@ async def _finalize(
     recorded and does not change how the run ended."""
     for fin in finalizers_for(plan.spec, outcome):
         step = PlanStep(fin)
-        if step.handler is not None and step.handler not in host.handlers:
+        if step.handler is not None and step.handler not in host.functions:
             await ctx.step(left_pending, step.handler, name=f"realm:final:{fin.id}")
             continue  # Realm leaves it `cleanup_pending` for code that has its handler
         with contextlib.suppress(StepFailed):
             await ctx.step(
-                _run_handler, host.handlers, step, w.params, w.outputs, name=f"realm:final:{fin.id}"
+                _run_handler,
+                host.functions,
+                step,
+                w.params,
+                w.outputs,
+                name=f"realm:final:{fin.id}",
             )
 
 

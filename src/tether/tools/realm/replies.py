@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Final
 
+from tether.runtime.functions import FunctionNotRegistered
 from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow, StepRecord
 from tether.tools.realm import envelope, runs
@@ -152,7 +153,8 @@ def failure_code(
     attempt past `timeout_seconds` (`STEP_TIMEOUT`), retries used up (`STEP_RETRY_EXHAUSTED`),
     or a handler that raised (`ENGINE_HANDLER_FAILED`, `Handler '<h>' raised: <error>`)."""
     err = row.error if isinstance(row.error, dict) else {}
-    if "HandlerNotRegistered" in message or err.get("type") == "HandlerNotRegistered":
+    missing = FunctionNotRegistered.__name__  # the step's function is not registered here
+    if missing in message or err.get("type") == missing:
         return "ENGINE_HANDLER_NOT_REGISTERED", message
     if runs.exhausted(row):  # "<code>: <detail>"
         code, _, detail = message.partition(": ")

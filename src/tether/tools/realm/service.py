@@ -138,7 +138,7 @@ class RealmTools:
         row, warned = out.row, list(out.warnings)
         if row is None:
             return refusal("start_run", "", out.code, out.message)
-        handlers = ops.app.handlers
+        handlers = ops.app.functions
         if out.deduped:
             return await _matched(ops, plan, row, [*starts.preflight(plan, handlers), *warned])
         row, chain = await self._settle(ops, row, [])

@@ -277,11 +277,11 @@ def _started(
     entry.update(params=params, deduped=out.deduped, run_phase=runs.phase(row))
     if runs.ended(row) and isinstance(row.error, dict):
         entry["terminal_reason"] = row.error.get("message")
-    actions = first_calls(row, plan, ops.app.handlers)
+    actions = first_calls(row, plan, ops.app.functions)
     entry.update(
-        warnings=[*preflight(plan, ops.app.handlers), *out.warnings],
+        warnings=[*preflight(plan, ops.app.functions), *out.warnings],
         next_actions=envelope.ordered(actions),
-        context_hint=batch_hint(row, plan, ops.app.handlers, out.deduped),
+        context_hint=batch_hint(row, plan, ops.app.functions, out.deduped),
     )
     if out.rerun_of is not None:
         entry["rerun_of"] = out.rerun_of
