@@ -49,7 +49,7 @@ TASKS_CANCEL: Final = "tasks/cancel"
 LISTEN: Final = "subscriptions/listen"
 ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
 TASK_NOTIFICATION: Final = "notifications/tasks"
-#: The task-mode start tool the server generates for an `mcp=True` workflow.
+#: The task-mode start tool the server generates for a workflow served with its tool set.
 START_TOOL_PREFIX: Final = "start_"
 
 #: What every request declares: the Tasks extension, and form elicitation (so a run that
