@@ -24,6 +24,17 @@ ROLES: Final = ("reader", "operator", "admin")
 TENANT_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
+def tenant_problem(tenant: str) -> str | None:
+    """Why `tenant` is not a tenant name (None: it is one); security and the runtime raise it
+    as their own errors."""
+    if TENANT_NAME.fullmatch(tenant):
+        return None
+    return (
+        f"tenant {tenant!r} must be 1-64 letters, digits, '_', '.' or '-', starting with "
+        "a letter or digit"
+    )
+
+
 @dataclass(frozen=True)
 class Principal:
     """A caller: its name (the token's, or `dev` / `anonymous`), its role, and the tenant it

@@ -17,6 +17,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from tether.loader import DEFAULT_APP
+from tether.loopback import LOOPBACK
 from tether.runtime.admission import Admission, Profile, parse_profiles, parse_queues
 from tether.runtime.dag.environment import DEFAULT_PASSTHROUGH, parse_passthrough
 from tether.runtime.payloads import Encryption
@@ -29,7 +30,6 @@ from tether.specs.limits import (
     SpecLimits,
 )
 
-_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 #: Settings that hold credentials (or may: a profile's env): shown as `MASK` when set.
 SECRETS: Final = frozenset(
     {"database_url", "state_key", "api_tokens", "encryption_keys", "profiles"}
@@ -289,7 +289,7 @@ class Settings(BaseModel):
         or any other address) serves it only when TETHER_CONSOLE=true says so."""
         if self.console is not None:
             return self.console
-        return self.database_url is None and self.host in _LOOPBACK
+        return self.database_url is None and self.host in LOOPBACK
 
     def spec_limits(self) -> SpecLimits:
         """The limits on caller-supplied documents, for the tools that accept them."""

@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from typing import Final
 from urllib.parse import urlsplit
 
-#: Loopback host names, as a Host header or a bind address spells them.
-LOOPBACK: Final = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+from tether.loopback import LOOPBACK
+
 #: How many (Host, Origin) answers a policy remembers.
 REMEMBERED: Final = 256
 

@@ -31,8 +31,8 @@ import secrets
 from typing import Final, Protocol
 
 from tether.jsonrpc.errors import Unauthenticated
-from tether.principal import ROLES, TENANT_NAME, Principal
-from tether.security.hosts import LOOPBACK
+from tether.loopback import LOOPBACK
+from tether.principal import ROLES, Principal, tenant_problem
 
 logger = logging.getLogger(__name__)
 
@@ -47,12 +47,9 @@ def hash_token(token: str) -> str:
 
 
 def check_tenant(tenant: str | None) -> None:
-    """Raises ValueError unless `tenant` is None or a valid tenant name."""
-    if tenant is not None and not TENANT_NAME.fullmatch(tenant):
-        raise ValueError(
-            f"tenant {tenant!r} must be 1-64 letters, digits, '_', '.' or '-', starting with "
-            "a letter or digit"
-        )
+    """Raises ValueError unless `tenant` is None or a tenant name (`tether.principal`)."""
+    if tenant is not None and (problem := tenant_problem(tenant)) is not None:
+        raise ValueError(problem)
 
 
 def new_token(name: str, role: str, tenant: str | None = None) -> tuple[str, str]:
@@ -80,7 +77,7 @@ def parse_tokens(text: str) -> dict[str, Principal]:
             len(parts) not in (3, 4)
             or parts[1] not in ROLES
             or len(parts[2]) != 64
-            or (tenant is not None and not TENANT_NAME.fullmatch(tenant))
+            or (tenant is not None and tenant_problem(tenant) is not None)
         ):
             named = f" ({parts[0]!r})" if len(parts) > 1 else ""
             raise ValueError(

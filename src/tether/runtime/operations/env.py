@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from tether.principal import TENANT_NAME
+from tether.principal import tenant_problem
 from tether.runtime import errors
 from tether.runtime.admission import NO_ADMISSION, Admission
 from tether.runtime.registry import App
@@ -24,12 +24,9 @@ POLL_FALLBACK_S = 0.25
 
 
 def check_tenant(tenant: str | None) -> None:
-    """Raises InvalidInput unless `tenant` is None or a valid tenant name."""
-    if tenant is not None and not TENANT_NAME.fullmatch(tenant):
-        raise errors.InvalidInput(
-            f"tenant {tenant!r} must be 1-64 letters, digits, '_', '.' or '-', starting with "
-            "a letter or digit"
-        )
+    """Raises InvalidInput unless `tenant` is None or a tenant name (`tether.principal`)."""
+    if tenant is not None and (problem := tenant_problem(tenant)) is not None:
+        raise errors.InvalidInput(problem)
 
 
 class Taker(Protocol):
