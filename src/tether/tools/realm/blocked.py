@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tether.runtime.realm.attempts import CAPABILITY
 from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow, StepRecord
 from tether.tools.realm import replies, runs
@@ -74,7 +75,7 @@ def reason(step: str, plan: Plan, row: ExecutionRow, records: Sequence[StepRecor
         if nxt not in above:
             above.append(nxt)
             queue.extend(unsettled(nxt))
-    stuck = {str(w["name"]).removeprefix(runs.CAPABILITY) for w in runs.capability_waits(row)}
+    stuck = {str(w["name"]).removeprefix(CAPABILITY) for w in runs.capability_waits(row)}
     cannot = [s for s in above if s in stuck]
     if cannot:
         return f"it depends on {_quoted(cannot)}, which cannot run"

@@ -10,7 +10,7 @@ overdue_ms}`. A gate already resolved is read from the run's wait record.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -21,13 +21,9 @@ from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow, StepRecord
 from tether.tools.realm import envelope, late, replies, runs
 from tether.tools.realm.envelope import Reply, refusal
-from tether.tools.realm.late import MATCHED_LATE, with_fields
+from tether.tools.realm.late import COMMAND, MATCHED_LATE, Settle, with_fields
 
-COMMAND: Final = "submit_human_response"
 WRONG_GATE: Final = "submit_gate"  # the reply's command for an answer that names no open gate
-Settle = Callable[
-    [Operations, ExecutionRow, list[StepRecord]], Awaitable[tuple[ExecutionRow, runs.Chain]]
-]
 
 
 def _now() -> datetime:

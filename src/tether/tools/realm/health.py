@@ -23,11 +23,13 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from tether.runtime.realm.attempts import CAPABILITY
 from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow, StepRecord
 from tether.tools.realm import replies, runs
 
 IDLE_MS: Final = 86_400_000
+#: Who drives a run, as Realm's replies and health findings say it: Tether records no driver.
 NO_DRIVER: Final = {"by": None, "absent_cause": "driver_not_recorded"}
 
 
@@ -74,7 +76,7 @@ def fields(
 def engine_runnable(row: ExecutionRow, plan: Plan | None) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for w in runs.capability_waits(row):
-        step = str(w["name"]).removeprefix(runs.CAPABILITY)
+        step = str(w["name"]).removeprefix(CAPABILITY)
         prompt = str(w.get("prompt"))
         if prompt.startswith("here (capability): "):
             refusal = prompt.removeprefix("here (capability): ")

@@ -17,6 +17,7 @@ from tether.runtime.rows import ExecutionRow, StepRecord
 from tether.tools.realm import replies, runs
 from tether.tools.realm.envelope import Reply, refusal
 
+#: The tool whose answers these rules judge (gates.py serves it).
 COMMAND: Final = "submit_human_response"
 Settle = Callable[
     [Operations, ExecutionRow, list[StepRecord]], Awaitable[tuple[ExecutionRow, runs.Chain]]

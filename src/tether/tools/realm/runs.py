@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from tether.runtime.realm import failures
+from tether.runtime.realm.attempts import CAPABILITY
 from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow, StepRecord
 from tether.runtime.statuses import ENDED_STATUSES
@@ -63,9 +64,6 @@ def open_step(row: ExecutionRow, step: str) -> dict[str, Any] | None:
 def open_gate(row: ExecutionRow) -> dict[str, Any] | None:
     """The open gate (an approval wait with choices), if any."""
     return next((w for w in row.waits if w.get("kind") == "approval"), None)
-
-
-CAPABILITY: Final = "realm.capability."
 
 
 def capability_waits(row: ExecutionRow) -> list[dict[str, Any]]:

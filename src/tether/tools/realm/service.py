@@ -11,6 +11,7 @@ from typing import Any, Final
 
 from tether.runtime import errors as rt
 from tether.runtime.operations import Operations
+from tether.runtime.realm.attempts import CAPABILITY
 from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow, StepRecord
 from tether.specs.limits import SpecLimits
@@ -22,6 +23,7 @@ from tether.tools.realm import (
     envelope,
     exhaustion,
     gates,
+    health,
     params,
     replies,
     runs,
@@ -142,7 +144,7 @@ class RealmTools:
         if out.deduped:
             return await _matched(ops, plan, row, [*starts.preflight(plan, handlers), *warned])
         row, chain = await self._settle(ops, row, [])
-        reached = [str(w["name"]).removeprefix(runs.CAPABILITY) for w in runs.capability_waits(row)]
+        reached = [str(w["name"]).removeprefix(CAPABILITY) for w in runs.capability_waits(row)]
         warned = [*starts.preflight(plan, handlers, reached), *warned]
         ran = any(c["step"] not in {g["step"] for g in chain.guards} for c in chain.chained)
         done = replies.completed("", chain) if ran else ""  # the last step the call ran
@@ -236,7 +238,7 @@ class RealmTools:
                 hint,
                 row.version,
                 warnings=w,
-                extra={"run_phase": runs.phase(row), "continued_by": _CONTINUED},
+                extra={"run_phase": runs.phase(row), "continued_by": dict(health.NO_DRIVER)},
             )
         before = await ops.steps(row.id)
         parked = runs.capability_waits(row)
@@ -245,7 +247,7 @@ class RealmTools:
                 await ops.signal(row.id, wait["name"])
         gate = runs.open_gate(row)
         if gate is not None and not parked and not gates.due(gate):
-            reply = replies.waiting_on(row, gate, w, extra={"continued_by": _CONTINUED})
+            reply = replies.waiting_on(row, gate, w, extra={"continued_by": dict(health.NO_DRIVER)})
             return reply.to_wire()
         chain = runs.Chain([], [], None)
         if parked or not runs.settled(row):  # nothing owed: never an error, nothing to wait on
@@ -255,7 +257,7 @@ class RealmTools:
         reply = replies.progress(command, plan, row, chain, done=done, warnings=w)
         wire = reply.to_wire()
         if command == "advance_run":
-            wire["continued_by"] = _CONTINUED
+            wire["continued_by"] = dict(health.NO_DRIVER)
         return wire
 
     async def abandon_run(self, ops: Operations, a: Args, w: list[str], by: str | None) -> Any:
@@ -375,6 +377,3 @@ def _abandon_refused(run_id: str, code: str, message: str, hint: str) -> Reply:
         run_version=None,
         context_hint=f"Run '{run_id}' {hint}",
     )
-
-
-_CONTINUED: Final = {"by": None, "absent_cause": "driver_not_recorded"}
