@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -22,6 +24,8 @@ from tether.specs.dag import (
     substitute,
     upstream_of,
 )
+from tether.specs.dag.model import ScalarType
+from tether.specs.scalar_forms import SCALAR_TYPES
 
 DIAMOND = load_string(
     "steps:\n"
@@ -118,3 +122,9 @@ def test_labels_and_cron_helpers() -> None:
     assert cron_of("@weekly") == "0 0 * * 0"
     with pytest.raises(ValueError):
         cron_of("* * *")
+
+
+def test_the_scalar_type_annotation_lists_the_scalar_types_the_loaders_accept() -> None:
+    """Our choice: the types a DAG parameter and a form property may declare have one home
+    (`scalar_forms.SCALAR_TYPES`); the model's `ScalarType` annotation names the same ones."""
+    assert get_args(ScalarType) == SCALAR_TYPES

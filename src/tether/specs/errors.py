@@ -7,7 +7,10 @@ callers catch `DagSpecError` or `RealmSpecError` and never the other's.
 from __future__ import annotations
 
 import copyreg
-from typing import Any
+from typing import Any, Final
+
+#: The `file` of a spec that came as text, not from a file (what a refusal names as its file).
+INLINE: Final = "<inline>"
 
 
 class LocatedSpecError(Exception):

@@ -22,6 +22,8 @@ from typing import Any, Final
 
 from tether.specs import patterns
 
+#: The types a form's property (and a DAG parameter) may declare.
+SCALAR_TYPES: Final = ("string", "integer", "number", "boolean")
 INT64_MIN: Final = -(2**63)
 INT64_MAX: Final = 2**63 - 1
 

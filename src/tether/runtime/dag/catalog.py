@@ -32,7 +32,7 @@ from tether.runtime.exposure import Exposure
 from tether.runtime.functions import FunctionNotRegistered, Functions
 from tether.runtime.ids import new_execution_id
 from tether.specs.dag import Action, DagSpec, DagSpecError, Shell, load_string, shell_steps
-from tether.specs.dag.loader import INLINE
+from tether.specs.errors import INLINE
 from tether.storage import repo
 
 logger = logging.getLogger(__name__)

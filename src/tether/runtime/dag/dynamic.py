@@ -32,9 +32,9 @@ from tether.specs.dag import (
     supplied_positions,
 )
 from tether.specs.dag.commands import BACKTICK_COMMAND, pieces
-from tether.specs.dag.loader import INLINE
 from tether.specs.dag.params import ParamRules
 from tether.specs.dag.substitute import bind_references, expand_plain
+from tether.specs.errors import INLINE
 
 _EMPTY: Final[Mapping[str, str]] = MappingProxyType({})
 

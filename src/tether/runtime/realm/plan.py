@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tether.specs.errors import INLINE
 from tether.specs.realm import (
     Condition,
     Diagnostic,
@@ -163,7 +164,7 @@ def plan_from_spec(spec: WorkflowSpec, diagnostics: tuple[Diagnostic, ...] = ())
     return Plan(spec, steps, diagnostics)
 
 
-def plan_from_text(text: str, *, file: str = "<inline>") -> Plan:
+def plan_from_text(text: str, *, file: str = INLINE) -> Plan:
     """Load `text` (Realm's workflow YAML) and plan it. Raises PlanError (the loader's
     refusal, with its field and line, or an unsupported field)."""
     try:

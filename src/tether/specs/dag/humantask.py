@@ -15,9 +15,9 @@ import yaml
 from tether.specs import patterns
 from tether.specs.dag.model import Form, FormProperty, HumanTask, PushBack, Scalar, ScalarType
 from tether.specs.dag.nodes import At, Fields, boolean, integer, items, nonblank, plain, string
+from tether.specs.scalar_forms import SCALAR_TYPES
 
 PROPERTY_NAME: Final = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-_TYPES: Final = ("string", "integer", "number", "boolean")
 
 
 def parse_human_task(node: yaml.Node, at: At) -> tuple[HumanTask, At | None]:
@@ -101,8 +101,10 @@ def _property(name: str, node: yaml.Node, at: At) -> FormProperty:
     choices = enum_values or consts
     if kind:
         scalar_type = string(*kind)
-        if scalar_type not in _TYPES:
-            kind[1].fail(f"must be one of {', '.join(_TYPES)} (objects and arrays are refused)")
+        if scalar_type not in SCALAR_TYPES:
+            kind[1].fail(
+                f"must be one of {', '.join(SCALAR_TYPES)} (objects and arrays are refused)"
+            )
     elif choices:
         scalar_type = _infer(choices, at)
     else:

@@ -35,11 +35,10 @@ from tether.specs.dag.nodes import (
 from tether.specs.dag.policies import parse_preconditions
 from tether.specs.dag.steps import Draft, parse_step
 from tether.specs.dag.values import parse_env, parse_labels, parse_params, parse_schedule
-from tether.specs.errors import SpecLimitExceeded
+from tether.specs.errors import INLINE, SpecLimitExceeded
 from tether.specs.limits import MAX_STEPS_SETTING, SpecLimits, over_steps
 from tether.specs.yaml_nodes import STR
 
-INLINE: Final = "<inline>"
 DAG_NAME: Final = re.compile(r"^[A-Za-z0-9_.-]+$")
 DAG_NAME_MAX: Final = 40  # characters (Dagu's limit)
 _EVENTS: Final[tuple[HandlerEvent, ...]] = ("success", "failure", "exit")

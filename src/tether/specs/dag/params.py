@@ -22,9 +22,8 @@ import yaml
 
 from tether.specs import patterns
 from tether.specs.dag.nodes import At, Fields, boolean, integer, items, nonblank, plain, string
-from tether.specs.scalar_forms import value_errors
+from tether.specs.scalar_forms import SCALAR_TYPES, value_errors
 
-_TYPES: Final = ("string", "integer", "number", "boolean")
 _NUMERIC: Final = ("integer", "number")
 _TRUE: Final = frozenset(("1", "t", "true"))
 _FALSE: Final = frozenset(("0", "f", "false"))
@@ -62,8 +61,8 @@ def parse_rich(fields: Fields, name_at: At) -> tuple[str, ParamRules | None]:
     description)."""
     default, kind_f = fields.take("default"), fields.take("type")
     kind = (string(*kind_f).strip() or "string") if kind_f else "string"
-    if kind_f and kind not in _TYPES:
-        kind_f[1].fail(f"type must be one of {', '.join(_TYPES)}")
+    if kind_f and kind not in SCALAR_TYPES:
+        kind_f[1].fail(f"type must be one of {', '.join(SCALAR_TYPES)}")
     schema: dict[str, Any] = {"type": kind}
     for key, spelled in (("minimum", "minimum"), ("maximum", "maximum")):
         if taken := fields.take(spelled):

@@ -15,6 +15,7 @@ from typing import Final
 
 import yaml
 
+from tether.specs.errors import INLINE
 from tether.specs.realm.blocks import Report, note, schema
 from tether.specs.realm.errors import InvalidValue, UnknownField
 from tether.specs.realm.graph import topological
@@ -32,7 +33,6 @@ from tether.specs.realm.nodes import (
 )
 from tether.specs.realm.steps import check_id, parse_step
 
-INLINE: Final = "<inline>"
 OUTSIDE: Final = {
     "services": "services and adapters; use auto steps with a `handler`",
     "mcp_servers": "`realm agent` tool servers",

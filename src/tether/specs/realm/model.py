@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
+from tether.specs.errors import INLINE
 from tether.specs.realm.schemas import Schema
 
 Execution = Literal["agent", "auto", "guard", "finalizer"]
@@ -233,7 +234,7 @@ class WorkflowSpec:
     params_schema: Schema | None = None
     protocol: Protocol = Protocol()
     extensions: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
-    file: str = "<inline>"
+    file: str = INLINE
     source: str = ""
 
     def step(self, step_id: str) -> Step:

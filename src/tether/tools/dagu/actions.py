@@ -13,7 +13,7 @@ from tether.runtime.dag.retrying import DagSteps
 from tether.runtime.operations import Operations
 from tether.runtime.rows import ExecutionRow
 from tether.specs.dag import DagSpec, DagSpecError, LimitExceeded, check_size, load_string
-from tether.specs.dag.loader import INLINE
+from tether.specs.errors import INLINE
 from tether.specs.limits import SpecLimits
 from tether.tools import offload
 from tether.tools.dagu import resolve
