@@ -15,7 +15,8 @@ from tether.runtime.exposure import Exposure
 from tether.runtime.registry import App
 from tether.runtime.waits import approval_schema, human_task_schema
 from tether.tasks.views import flat_form
-from tether.tools.catalog import MUTATING, Catalog
+from tether.tools.annotations import MUTATING
+from tether.tools.catalog import Catalog
 from tether.tools.context import ToolContext
 
 

@@ -17,13 +17,12 @@ from typing import Any
 
 from tether.runtime import waits
 from tether.runtime.registry import App, UpdateDef, WorkflowDef
+from tether.tools.annotations import MUTATING, READ_ONLY
 from tether.tools.dagu import tools as dagu_tools
 from tether.tools.realm.definitions import realm_definitions
 
 logger = logging.getLogger(__name__)
 
-READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
-MUTATING = {"readOnlyHint": False, "destructiveHint": False, "openWorldHint": False}
 HANDLE = {"type": "string", "description": "The execution id returned by the start tool"}
 
 

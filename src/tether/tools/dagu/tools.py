@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from tether.tools.annotations import READ_ONLY
 from tether.tools.dagu.inputs import ACTIONS, FIELDS, MAX_WAIT_S, TARGET_TYPES
 
 _JSON_TYPES: Final[dict[str, dict[str, Any]]] = {
@@ -58,7 +59,6 @@ _DESCRIPTIONS: Final = {
     ),
 }
 MUTATING: Final = {"readOnlyHint": False, "destructiveHint": True, "openWorldHint": False}
-READ_ONLY: Final = {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
 
 
 def execute_definition(name: str) -> dict[str, Any]:
