@@ -16,7 +16,6 @@ from tests.e2e.conftest import serve
 from tether.client import NotAuthorized, RunSnapshot, TransportError, WorkflowNotFound, connect
 from tether.client import http as client_http
 from tether.jsonrpc import codes
-from tether.mcp import subscriptions
 from tether.security import new_token
 from tether.tools.catalog import Catalog
 
@@ -68,7 +67,7 @@ async def test_following_polls_tasks_get_when_the_server_serves_no_stream(db_url
                     if snapshot.needs_input:
                         await run.answer("publish", {"decision": "approve", "ticket": "P"})
     assert any(s.needs_input for s in seen) and seen[-1].status == "completed"
-    assert sent[0] == client_http.LISTEN and client_http.LISTEN not in sent[1:]
+    assert sent[0] == codes.LISTEN and codes.LISTEN not in sent[1:]
     # polls: the first read, at least the one that saw the end, and the answer's own read
     assert sent.count(client_http.TASKS_GET) >= 3
 
@@ -150,12 +149,10 @@ def test_a_token_that_cannot_be_a_header_is_refused() -> None:
 
 
 def test_the_client_names_methods_and_tools_as_the_server_does() -> None:
-    """The client's copies of protocol names equal the server's: the listen method and its
-    notifications, the task methods' name header fields, and the start tool's name."""
-    assert client_http.LISTEN == subscriptions.METHOD
-    assert client_http.ACKNOWLEDGED == subscriptions.ACKNOWLEDGED
-    assert client_http.TASK_NOTIFICATION == subscriptions.TASK_NOTIFICATION
-    methods = (client_http.TOOLS_CALL, client_http.TASKS_GET, client_http.TASKS_UPDATE)
+    """The client's own protocol names are the server's: the task methods' name header fields
+    and the start tool's name (the listen method and its notifications it takes from the
+    server's constants)."""
+    methods = (codes.TOOLS_CALL, client_http.TASKS_GET, client_http.TASKS_UPDATE)
     assert set(methods) | {client_http.TASKS_CANCEL} <= set(codes.NAME_FIELDS)
     names = {tool["name"] for tool in Catalog.build(app).listing}
     assert client_http.START_TOOL_PREFIX + "review" in names

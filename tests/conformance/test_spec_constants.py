@@ -5,7 +5,7 @@ only test that imports both."""
 from __future__ import annotations
 
 from tether.conformance import spec
-from tether.jsonrpc import codes
+from tether.jsonrpc import codes, headers
 
 
 def test_error_codes_agree() -> None:
@@ -63,3 +63,14 @@ def test_versions_headers_meta_keys_and_methods_agree() -> None:
     assert [(a, b) for a, b in meta if a != b] == []
     assert spec.REMOVED_METHODS == codes.REMOVED_METHODS
     assert dict(spec.NAME_FIELDS) == dict(codes.NAME_FIELDS)
+
+
+def test_media_types_task_statuses_and_listen_names_agree() -> None:
+    """Spec (transports, ext-tasks): the media types, the statuses a task never leaves, and
+    the listen method with its acknowledgement and task notification are the same in both
+    copies."""
+    assert (spec.JSON, spec.SSE) == (headers.JSON, headers.SSE)
+    assert spec.TERMINAL == codes.TERMINAL_TASK_STATUSES
+    assert spec.TERMINAL <= spec.TASK_STATUSES
+    listen = (spec.LISTEN, spec.LISTEN_ACKNOWLEDGED, spec.TASK_NOTIFICATION)
+    assert listen == (codes.LISTEN, codes.LISTEN_ACKNOWLEDGED, codes.TASK_NOTIFICATION)

@@ -41,14 +41,10 @@ from tether.jsonrpc import codes
 from tether.jsonrpc.headers import IDEMPOTENCY_HEADER, IDEMPOTENCY_META, JSON, SSE
 from tether.tasks.views import PAYLOAD_FIELD, is_payload_form
 
-# --- protocol facts (a test holds each equal to the server's) -----------------------------------
-TOOLS_CALL: Final = "tools/call"
+# --- protocol facts (a test holds each to the server's) -----------------------------------------
 TASKS_GET: Final = "tasks/get"
 TASKS_UPDATE: Final = "tasks/update"
 TASKS_CANCEL: Final = "tasks/cancel"
-LISTEN: Final = "subscriptions/listen"
-ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
-TASK_NOTIFICATION: Final = "notifications/tasks"
 #: The task-mode start tool the server generates for a workflow served with its tool set.
 START_TOOL_PREFIX: Final = "start_"
 
@@ -105,7 +101,7 @@ def _httpx_errors() -> Iterator[None]:
 
 def _invalid_params(method: str, message: str, data: Any) -> errors.ClientError:
     """-32602 means what was named does not exist, or (tasks/update) the answer was refused."""
-    if method == TOOLS_CALL:
+    if method == codes.TOOLS_CALL:
         return errors.WorkflowNotFound(message)  # our arguments are well-formed: the tool is not
     if method == TASKS_UPDATE:
         found = data.get("errors") if isinstance(data, dict) else None
@@ -295,7 +291,7 @@ class HttpTransport:
             else:  # a header would lose it (trimmed, or not ASCII): the `_meta` form keeps it
                 meta[IDEMPOTENCY_META] = idempotency_key
         result = await self._call(
-            TOOLS_CALL,
+            codes.TOOLS_CALL,
             {"name": tool, "arguments": arguments},
             name=tool,
             meta=meta,
@@ -307,7 +303,7 @@ class HttpTransport:
         if result.get("isError") is True:
             structured = result.get("structuredContent")
             error = structured.get("error") if isinstance(structured, dict) else None
-            raise _wire_error(TOOLS_CALL, error if isinstance(error, dict) else {})
+            raise _wire_error(codes.TOOLS_CALL, error if isinstance(error, dict) else {})
         raise errors.TransportError(f"{tool} did not create a task")
 
     async def get(self, run_id: str) -> RunSnapshot:
@@ -362,7 +358,9 @@ class HttpTransport:
         """The run's views on one `subscriptions/listen` stream: the current one first, then
         each change, until the server ends the stream. Raises _NoStream when the server
         serves none to this client, _StreamDropped when an open stream breaks off."""
-        request_id, body, sent = self._envelope(LISTEN, {"notifications": {"taskIds": [run_id]}})
+        request_id, body, sent = self._envelope(
+            codes.LISTEN, {"notifications": {"taskIds": [run_id]}}
+        )
         timeout = httpx.Timeout(self._timeout, read=LISTEN_IDLE_S)
         opened = False
         try:
@@ -372,26 +370,26 @@ class HttpTransport:
                 opened = True
                 if _content_type(response) != SSE:
                     await response.aread()
-                    reply = _reply(response, request_id, LISTEN)
+                    reply = _reply(response, request_id, codes.LISTEN)
                     error = reply.get("error")
                     code = error.get("code") if isinstance(error, dict) else None
                     if code in _NO_STREAM:
                         raise _NoStream()
-                    raise _wire_error(LISTEN, error if isinstance(error, dict) else {})
+                    raise _wire_error(codes.LISTEN, error if isinstance(error, dict) else {})
                 async for message in _sse_stream(response):
                     method = message.get("method")
                     params = message.get("params")
                     params = params if isinstance(params, dict) else {}
-                    if method == ACKNOWLEDGED:
+                    if method == codes.LISTEN_ACKNOWLEDGED:
                         agreed = (params.get("notifications") or {}).get("taskIds") or []
                         if run_id not in agreed:
                             raise errors.RunNotFound(f"no run {run_id!r} to follow")
-                    elif method == TASK_NOTIFICATION and params.get("taskId") == run_id:
+                    elif method == codes.TASK_NOTIFICATION and params.get("taskId") == run_id:
                         yield _snapshot(params)
                     elif message.get("id") == request_id:
                         error = message.get("error")
                         if isinstance(error, dict):
-                            raise _wire_error(LISTEN, error)
+                            raise _wire_error(codes.LISTEN, error)
                         return
         except httpx.HTTPError as exc:
             if opened:

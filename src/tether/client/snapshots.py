@@ -24,14 +24,15 @@ from typing import Any, Final, Literal
 
 import orjson
 
+from tether.jsonrpc import codes
 from tether.runtime.waits import parse_key
 
 RunStatus = Literal["running", "input_required", "completed", "failed", "cancelled"]
 """Where a run stands: `running` (live, not waiting for you), `input_required` (an open wait
 needs an answer), or ended: `completed`, `failed` (a workflow error or a JSON-RPC error it
 raised), `cancelled` (cancelled or terminated)."""
-#: The statuses a run never leaves.
-ENDED: Final = frozenset({"completed", "failed", "cancelled"})
+#: The statuses a run never leaves: the task statuses a task never leaves.
+ENDED: Final = codes.TERMINAL_TASK_STATUSES
 
 
 @dataclass(frozen=True)

@@ -282,10 +282,8 @@ class Client:
         listen stream may stay open for ever); the messages read so far are recorded."""
         p = dict(params)
         p.setdefault("_meta", make_meta(spec.CAPS_TASKS))
-        body = dumps(
-            {"jsonrpc": "2.0", "id": request_id, "method": "subscriptions/listen", "params": p}
-        )
-        pairs = list(self.headers("subscriptions/listen", p).items())
+        body = dumps({"jsonrpc": "2.0", "id": request_id, "method": spec.LISTEN, "params": p})
+        pairs = list(self.headers(spec.LISTEN, p).items())
         ex = Exchange("POST", self.url, pairs, body.decode("utf-8"), sent=_loads(body))
         chunks: list[str] = []
         try:

@@ -1,7 +1,9 @@
 """The harness's own copy of the spec facts it checks (MCP 2026-07-28 + the Tasks extension).
 
-The harness is black-box and imports nothing else from tether, so it keeps its own constants;
-`tests/conformance/test_spec_constants.py` checks that they agree with `tether.jsonrpc.codes`.
+The harness is black-box and imports nothing else from tether, so it keeps its own constants:
+each one that the server also defines (`tether.jsonrpc.codes`, `tether.jsonrpc.headers`) is
+repeated here on purpose, and `tests/conformance/test_spec_constants.py` checks that every
+such copy agrees with the server's.
 """
 
 from __future__ import annotations
@@ -76,6 +78,9 @@ META_RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 TASK_STATUSES: Final = frozenset({"working", "input_required", "completed", "failed", "cancelled"})
 TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
+LISTEN: Final = "subscriptions/listen"
+LISTEN_ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
+TASK_NOTIFICATION: Final = "notifications/tasks"
 INPUT_METHODS: Final = frozenset({"elicitation/create", "sampling/createMessage", "roots/list"})
 #: Keys that belong to a task (none may appear on an update or cancel acknowledgement).
 TASK_FIELDS: Final = frozenset({"taskId", "status", "result", "error", "inputRequests"})

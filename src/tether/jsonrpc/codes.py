@@ -94,6 +94,17 @@ META_LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
 
 # --- extensions ---------------------------------------------------------------------------------
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
+#: The task statuses a task never leaves (ext-tasks).
+TERMINAL_TASK_STATUSES: Final = frozenset({"completed", "failed", "cancelled"})
+
+# --- methods and notifications that more than one layer names ---------------------------------
+TOOLS_CALL: Final = "tools/call"
+#: The 2026-07-28 stream of pushed notifications (task views, resource and list changes).
+LISTEN: Final = "subscriptions/listen"
+#: The first frame of a listen stream: which notifications the server agreed to send.
+LISTEN_ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
+#: A task's view, pushed on a listen stream each time it changes (ext-tasks).
+TASK_NOTIFICATION: Final = "notifications/tasks"
 
 #: Methods removed in 2026-07-28 (and legacy task methods); always -32601 under it.
 REMOVED_METHODS: Final = frozenset(

@@ -16,12 +16,12 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind
 
+from tether.jsonrpc import codes
 from tether.jsonrpc.errors import JsonRpcError
 from tether.jsonrpc.router import RequestContext
 from tether.observability import metrics, tracing
 
 OTHER: Final = "other"
-TOOL_METHOD: Final = "tools/call"
 
 
 def _task_id(ctx: RequestContext, result: dict[str, Any] | None) -> str | None:
@@ -125,7 +125,7 @@ def observer(
             return None
         method = ctx.method if known_method(ctx.method) else OTHER
         tool = ""
-        if method == TOOL_METHOD:
+        if method == codes.TOOLS_CALL:
             name = ctx.params.get("name")
             tool = name if isinstance(name, str) and known_tool(name) else OTHER
         return RequestObservation(ctx, method, tool, traced)

@@ -60,12 +60,8 @@ from tether.runtime.rows import ExecutionRow
 
 logger = logging.getLogger(__name__)
 
-METHOD: Final = "subscriptions/listen"
-ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
-TASK_NOTIFICATION: Final = "notifications/tasks"
 RESOURCE_UPDATED: Final = "notifications/resources/updated"
 TOOLS_CHANGED: Final = "notifications/tools/list_changed"
-TERMINAL_TASK_STATUSES: Final = frozenset({"completed", "failed", "cancelled"})
 #: The parts of a task view whose change is worth a frame (lastUpdatedAt alone is not).
 VIEW_FIELDS: Final = ("status", "statusMessage", "inputRequests", "result", "error")
 
@@ -177,21 +173,23 @@ class Subscriptions:
         )
 
     def register(self, router: Router) -> None:
-        router.add(METHOD, self.listen, always_streams=True)
+        router.add(codes.LISTEN, self.listen, always_streams=True)
 
     async def listen(self, ctx: RequestContext) -> dict[str, Any]:
         wanted = parse_params(ListenParams, ctx.params).notifications
         task_ids = list(dict.fromkeys(wanted.taskIds or ()))
         uris = list(dict.fromkeys(wanted.resourceSubscriptions or ()))
         if wanted.taskIds is not None and not ctx.route.declares_tasks():
-            raise tasks_capability_required(f"{METHOD} for taskIds needs the tasks extension")
+            raise tasks_capability_required(f"{codes.LISTEN} for taskIds needs the tasks extension")
         if len(task_ids) + len(uris) > self.limits.max_ids:
             raise InvalidParams(
                 f"a subscription covers at most {self.limits.max_ids} task ids and resource URIs",
                 {"max": self.limits.max_ids, "requested": len(task_ids) + len(uris)},
             )
         if not ctx.streaming:
-            raise InvalidRequest(f"{METHOD} answers with an SSE stream: accept text/event-stream")
+            raise InvalidRequest(
+                f"{codes.LISTEN} answers with an SSE stream: accept text/event-stream"
+            )
         who = ctx.principal_name or "anonymous"
         if self.open[who] >= self.limits.max_subscriptions:
             raise LimitReached(
@@ -241,7 +239,7 @@ class Subscriptions:
         if wanted.toolsListChanged and self.watch_tools is not None:
             stream.unwatch_tools = self.watch_tools(stream.tool_list_changed)
             agreed["toolsListChanged"] = True
-        await self._send(ctx, ACKNOWLEDGED, {"notifications": agreed})
+        await self._send(ctx, codes.LISTEN_ACKNOWLEDGED, {"notifications": agreed})
         for task_id, view in views.items():
             await self._report(stream, stream.tasks[task_id], view)
         while stream.live():
@@ -306,8 +304,8 @@ class Subscriptions:
             return
         feed.last = key
         task["_meta"] = {**task.get("_meta", {}), codes.META_SUBSCRIPTION_ID: stream.ctx.request_id}
-        await self._send(stream.ctx, TASK_NOTIFICATION, task)
-        if task.get("status") in TERMINAL_TASK_STATUSES:
+        await self._send(stream.ctx, codes.TASK_NOTIFICATION, task)
+        if task.get("status") in codes.TERMINAL_TASK_STATUSES:
             self._unfollow(stream, feed)
 
     # --- resources ------------------------------------------------------------------------------
@@ -361,7 +359,7 @@ class Subscriptions:
             self._unfollow(stream, feed)
 
     async def _send(self, ctx: RequestContext, method: str, params: dict[str, Any]) -> None:
-        if method != TASK_NOTIFICATION:
+        if method != codes.TASK_NOTIFICATION:
             params.setdefault("_meta", {})[codes.META_SUBSCRIPTION_ID] = ctx.request_id
         try:
             async with asyncio.timeout(self.limits.send_timeout_s):

@@ -18,8 +18,6 @@ from tether.conformance.scenario import FunctionScenario
 from tether.conformance.scenarios._common import describe
 
 CHECKS = ("notify:ack-first", "notify:task-view", "notify:nothing-unrequested")
-ACK = "notifications/subscriptions/acknowledged"
-TASKS = "notifications/tasks"
 REQUEST_ID = "tether-conformance-listen"
 
 
@@ -39,14 +37,17 @@ async def run(ctx: Context) -> None:
         return
     notes = [m for m in ex.messages if "method" in m]
     _ack(ctx, ex, notes, task_id)
-    frames = [m for m in notes if m.get("method") == TASKS]
+    frames = [m for m in notes if m.get("method") == spec.TASK_NOTIFICATION]
     after = await ctx.get(task_id)
     _views(ctx, ex, after, frames, task_id)
     stray = [
         m.get("method")
         for m in notes
-        if m.get("method") not in (ACK, TASKS)
-        or (m.get("method") == TASKS and (m.get("params") or {}).get("taskId") != task_id)
+        if m.get("method") not in (spec.LISTEN_ACKNOWLEDGED, spec.TASK_NOTIFICATION)
+        or (
+            m.get("method") == spec.TASK_NOTIFICATION
+            and (m.get("params") or {}).get("taskId") != task_id
+        )
     ]
     problems = [f"unrequested messages on the stream: {stray}"] if stray else []
     ctx.verdict("notify:nothing-unrequested", problems, "only the ack and task views", ex)
@@ -56,12 +57,12 @@ def _ack(ctx: Context, ex: Exchange, notes: list[dict[str, Any]], task_id: str) 
     first = notes[0] if notes else {}
     params = first.get("params") or {}
     problems = []
-    if first.get("method") != ACK:
+    if first.get("method") != spec.LISTEN_ACKNOWLEDGED:
         problems.append(f"the first message is {first.get('method')!r}, not the ack")
     elif (params.get("_meta") or {}).get(spec.META_SUBSCRIPTION_ID) != REQUEST_ID:
         problems.append("the ack's _meta subscriptionId is not the listen request's id")
     agreed = (params.get("notifications") or {}).get("taskIds")
-    if first.get("method") == ACK and (
+    if first.get("method") == spec.LISTEN_ACKNOWLEDGED and (
         not isinstance(agreed, list) or not set(agreed) <= {task_id}
     ):
         problems.append(f"the ack agrees to {agreed!r}, not a subset of the requested ids")
