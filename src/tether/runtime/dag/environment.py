@@ -15,11 +15,12 @@ refused in the allow-list, and skipped when the environment is read.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final
+
+from tether.specs.dag.values import NAME_RE
 
 #: The process variables a stored DAG sees unless the operator says otherwise: where programs
 #: are, whose they are, and how text, time and temporary files are to be handled. None of them
@@ -42,7 +43,6 @@ RESERVED_PREFIX: Final = "TETHER_"
 INLINE_ORIGIN: Final = "inline"
 #: The one variable an inline spec's shell gets from the server (`TETHER_INLINE_SHELL`).
 INLINE_SHELL_PROCESS: Final = ("PATH",)
-_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _EMPTY: Final[Mapping[str, str]] = MappingProxyType({})
 
 
@@ -58,7 +58,7 @@ def passthrough(names: Iterable[str]) -> frozenset[str]:
         name = raw.strip()
         if not name:
             continue
-        if not _NAME.fullmatch(name):
+        if not NAME_RE.fullmatch(name):  # a variable name, as a DAG's env names one
             raise ValueError(f"{name!r} is not an environment variable name")
         if name.upper().startswith(RESERVED_PREFIX):
             raise ValueError(f"{name}: the server's {RESERVED_PREFIX}* settings never reach a DAG")
