@@ -20,6 +20,7 @@ from tether.runtime.admission import (
 from tether.runtime.context import Context
 from tether.runtime.registry import App
 from tether.settings import Settings
+from tether.specs.dag import parse_label
 
 
 def test_queues_parse_from_name_equals_limit_pairs() -> None:
@@ -102,3 +103,24 @@ def test_bad_admission_options_are_refused_at_registration(options: dict[str, An
             return None
 
     assert "wf" not in app.workflows
+
+
+@pytest.mark.parametrize(
+    "text", ["team=ops", "a" * 63, "a" * 64, "k=" + "v" * 255, "k=" + "v" * 256, "k=-v", "-k"]
+)
+def test_a_dag_spec_and_a_workflow_accept_the_same_labels(text: str) -> None:
+    """Our choice: one label rule (specs.dag.values) for a DAG's `labels:` and a workflow's
+    `labels=`, so a label is accepted by both or refused by both."""
+    try:
+        parse_label(text)
+    except ValueError:
+        in_spec = False
+    else:
+        in_spec = True
+    try:
+        parse_labels([text])
+    except errors.InvalidInput:
+        in_workflow = False
+    else:
+        in_workflow = True
+    assert in_spec == in_workflow

@@ -25,10 +25,9 @@ import orjson
 from cronsim import CronSim, CronSimError
 
 from tether.runtime import errors
+from tether.specs.dag.values import LABEL_KEY, LABEL_VALUE
 
 NAME: Final = re.compile(r"^[a-z0-9][a-z0-9._-]{0,127}$")  # queue and profile names (Dagu)
-LABEL_KEY: Final = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$")
-LABEL_VALUE: Final = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_./-]{0,254}$")
 IMPLICIT_PREFIX: Final = "workflow:"  # a workflow's max_active_runs queue: workflow:<name>
 
 

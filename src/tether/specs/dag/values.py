@@ -25,8 +25,10 @@ _Raw = tuple[str | None, str, At] | tuple[str | None, str, At, ParamRules]
 _MARK: Final = re.compile("\0([0-9]+)\0")  # a backtick command set aside by `_words`
 
 NAME_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_LABEL_KEY: Final = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")
-_LABEL_VALUE: Final = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_./-]*$")
+#: A label's key (at most 63 characters) and value (at most 255), for a DAG's `labels` and a
+#: workflow's `labels=` alike (runtime/admission.py).
+LABEL_KEY: Final = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$")
+LABEL_VALUE: Final = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_./-]{0,254}$")
 # robfig/cron's descriptors (Dagu's cron library), as five-field expressions
 _DESCRIPTORS: Final = {
     "@yearly": "0 0 1 1 *",
@@ -148,13 +150,13 @@ def parse_label(text: str) -> Label:
     """
     key, eq, value = text.strip().partition("=")
     key = key.strip().lower()
-    if not _LABEL_KEY.match(key) or len(key) > 63:
-        raise ValueError(f"label key {key!r} must match {_LABEL_KEY.pattern} (≤ 63 characters)")
+    if not LABEL_KEY.match(key):
+        raise ValueError(f"label key {key!r} must match {LABEL_KEY.pattern} (≤ 63 characters)")
     if not eq:
         return Label(key)
     value = value.strip()
-    if not _LABEL_VALUE.match(value) or len(value) > 255:
-        raise ValueError(f"label value {value!r} must match {_LABEL_VALUE.pattern} (≤ 255)")
+    if not LABEL_VALUE.match(value):
+        raise ValueError(f"label value {value!r} must match {LABEL_VALUE.pattern} (≤ 255)")
     return Label(key, value)
 
 
