@@ -36,6 +36,7 @@ import orjson
 from pydantic import BaseModel
 
 from tether.runtime.context import Context
+from tether.runtime.exposure import Exposure
 from tether.runtime.registry import App
 from tether.runtime.waits import Approved
 
@@ -145,7 +146,7 @@ async def call_out(execution_id: str, step: str, phase: str) -> int:
     return call_id
 
 
-@app.workflow(mcp=True)
+@app.workflow(expose=Exposure(tool_set=True))
 async def rel_steps(ctx: Context, job: StepsJob) -> StepsOut:
     total = 0
     for step, call in (("s1", "c1"), ("s2", "c2"), ("s3", None)):
@@ -156,7 +157,7 @@ async def rel_steps(ctx: Context, job: StepsJob) -> StepsOut:
     return StepsOut(n=job.n, total=total)
 
 
-@app.workflow(mcp=True)
+@app.workflow(expose=Exposure(tool_set=True))
 async def rel_timer(ctx: Context, job: TimerJob) -> int:
     await ctx.transaction(effect, ctx.execution_id, "before", str(job.n), job.phase, name="before")
     await ctx.step(call_out, ctx.execution_id, "c0", job.phase, name="c0")
@@ -165,7 +166,7 @@ async def rel_timer(ctx: Context, job: TimerJob) -> int:
     return job.n
 
 
-@app.workflow(mcp=True)
+@app.workflow(expose=Exposure(tool_set=True))
 async def rel_approval(ctx: Context, job: ApprovalJob) -> ApprovalOut:
     await ctx.transaction(effect, ctx.execution_id, "asked", str(job.n), job.phase, name="asked")
     decision = await ctx.approval(
@@ -178,7 +179,7 @@ async def rel_approval(ctx: Context, job: ApprovalJob) -> ApprovalOut:
     return ApprovalOut(n=job.n, ticket=str(ticket))
 
 
-@app.workflow(mcp=True)
+@app.workflow(expose=Exposure(tool_set=True))
 async def rel_cancel(ctx: Context, job: CancelJob) -> int:
     await ctx.transaction(effect, ctx.execution_id, "began", str(job.n), job.phase, name="began")
     if job.mode == "approval":
@@ -191,7 +192,7 @@ async def rel_cancel(ctx: Context, job: CancelJob) -> int:
     return job.n
 
 
-@app.workflow(mcp=True)
+@app.workflow(expose=Exposure(tool_set=True))
 async def rel_lease(ctx: Context, job: StepsJob) -> int:
     await ctx.transaction(effect, ctx.execution_id, "l1", str(job.n), job.phase, name="l1")
     await ctx.transaction(held_effect, ctx.execution_id, "l2", str(job.n), job.phase, name="l2")

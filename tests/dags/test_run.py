@@ -63,7 +63,8 @@ steps:
 
 
 async def test_python_actions_get_their_with_arguments(start: Start) -> None:
-    """A `run: name` step calls the `@app.action` function with `with:` as keyword args."""
+    """A `run: name` step calls the function registered under that name (here with its
+    `action` spelling) with `with:` as keyword args."""
     app = App()
     calls: list[dict[str, Any]] = []
 

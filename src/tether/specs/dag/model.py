@@ -174,7 +174,7 @@ class Call:
 
 @dataclass(frozen=True)
 class Action:
-    """Call the Python function registered as `name` (`@app.action`) with keyword args `with_`."""
+    """Call the Python function registered as `name` (`@app.function`) with keyword args `with_`."""
 
     name: str
     with_: Mapping[str, object] = field(default_factory=lambda: EMPTY)

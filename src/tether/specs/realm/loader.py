@@ -2,8 +2,9 @@
 
 Top level: `id`, `name`, `version` (a number), `steps` (a map) are required; `description`,
 `params_schema`, `protocol{quick_start, rules}`, `x-` keys (carried, never read) and
-`extensions` (checked, reported, not loaded: handlers are `@app.handler` functions) are
-optional. Realm's other top-level fields are refused by name, as is any unknown key.
+`extensions` (checked, reported, not loaded: handlers are functions registered with
+`@app.function`) are optional. Realm's other top-level fields are refused by name, as is any
+unknown key.
 Returns the spec and the diagnostics: what Realm accepts with a warning.
 """
 
@@ -115,13 +116,14 @@ def _extensions(fields: Fields, report: Report) -> MappingProxyType[str, object]
 
 
 def _code_modules(node: yaml.Node, at: At, report: Report) -> None:
-    """`extensions`: Realm's code modules. Tether's handlers are `@app.handler` functions, so
-    the paths are checked (relative, as Realm requires) and reported, never loaded."""
+    """`extensions`: Realm's code modules. Tether's handlers are functions registered with
+    `@app.function`, so the paths are checked (relative, as Realm requires) and reported, never
+    loaded."""
     for path in strings(node, at):
         if not path.strip() or path.startswith("/"):
             at.fail(f"'extensions' entry {path!r} must be a path relative to the workflow")
     note(report, "extensions_not_loaded", "'extensions' are not loaded: Tether runs the "
-         "handlers registered with @app.handler under the names the steps give", at)  # fmt: skip
+         "functions registered with @app.function under the names the steps give", at)  # fmt: skip
 
 
 def _protocol(node: yaml.Node, at: At) -> Protocol:

@@ -155,7 +155,7 @@ class Step:
     agent: `prompt`, `instructions`, `input_schema` / `output_schema` (an answer must fit
     both), `exhaustion`, `trace_schema`, `trace_validation_mode`; `llm_timeout_seconds` and
     `structured_output` are carried for `create_workflow` (only `realm agent` uses them).
-    auto: `handler` (an `@app.handler` name, resolved by the runtime; None is a pass-through
+    auto: `handler` (an `@app.function` name, resolved by the runtime; None is a pass-through
     step, useful to carry a gate: it records its one dependency's output, the run's params
     with no dependency, `{}` with several), `input_map` (name →
     path or template), `config`, `timeout_seconds` (None → `DEFAULT_TIMEOUT_SECONDS`),
