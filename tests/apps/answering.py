@@ -1,7 +1,8 @@
-"""A workflow per kind of wait, served with mcp=True, for the answer tool tests
-(tests/e2e/test_answer_tool.py, test_answer_parity.py): `gate` (an approval with a required
-input), `form` (a human task with one field of each scalar type), `sig` (a typed signal),
-`agent` (an agent step), `both` (a signal and an approval sharing the name `x`)."""
+"""A workflow per kind of wait, served with its tool set (Exposure(tool_set=True)), for the
+answer tool tests (tests/e2e/test_answer_tool.py, test_answer_parity.py): `gate` (an approval
+with a required input), `form` (a human task with one field of each scalar type), `sig` (a
+typed signal), `agent` (an agent step), `both` (a signal and an approval sharing the name
+`x`)."""
 
 from __future__ import annotations
 

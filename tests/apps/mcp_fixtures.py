@@ -4,7 +4,8 @@ Tether tools and workflows, for the black-box MCP tests in tests/e2e/test_mcp_ch
 - `sync_tool`: a plain tool; never creates a task. Reports one progress notification.
 - `task_tool`: a workflow served as a tool; a durable sleep of ~0.3 s, or 60 s with
   `{"long": true}`. Creates a task whenever the request declares the Tasks extension.
-- `required_task_tool`: the same work, `task_support="required"` (-32021 without the extension).
+- `required_task_tool`: the same work, `Exposure(tool=True, task_support="required")` (-32021
+  without the extension).
 - `input_tool`: waits for one signal per round (form elicitation, a fresh key each time) and
   echoes the answers.
 - `multi_input_tool`: waits for two signals at once (`ctx.wait_all`).

@@ -29,6 +29,6 @@ def test_a_waiting_task_names_the_answer_tool_and_tasks_update_with_the_key() ->
 
 
 def test_without_an_answer_tool_only_tasks_update_is_named() -> None:
-    """A workflow served as a tool or with tasks=True has no answer tool."""
+    """A workflow served as a tool or with Exposure(tasks=True) has no answer tool."""
     message = status_message(None)
     assert "tasks/update" in message and KEY in message and "answer_" not in message
