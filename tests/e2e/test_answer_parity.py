@@ -29,6 +29,7 @@ from tests.e2e.test_answer_tool import tool as call_tool
 from tests.mcp_client import McpClient
 from tether.jsonrpc import codes
 from tether.runtime.context import Context
+from tether.runtime.exposure import Exposure
 from tether.runtime.registry import App
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
@@ -132,7 +133,7 @@ class Batch(BaseModel):
 listing = App("listing")
 
 
-@listing.workflow(mcp=True)
+@listing.workflow(expose=Exposure(tool_set=True))
 async def batch(ctx: Context, args: NoArgs) -> dict[str, Any]:
     got = await ctx.wait_for_signal("items", schema=Batch)
     return {"items": got.items}
