@@ -1,9 +1,14 @@
-"""A closed-loop HTTP/1.1 load generator for loopback benchmarks, run as its own process.
+"""An HTTP/1.1 load generator for loopback benchmarks, run as its own process.
 
 ``concurrency`` lanes each hold one keep-alive connection and send the same request back to
-back for ``warmup + duration`` seconds; only requests started inside the measurement window
-(after the warm-up) count. Every response must have status 200 and, when the spec names an
-``expect`` string, contain it; anything else is an error.
+back for ``warmup + duration`` seconds (closed loop); only requests started inside the
+measurement window (after the warm-up) count. With ``--rate R`` (raw client only) the loop is
+open instead: requests are due on a fixed schedule, R a second, dealt to the lanes in turn,
+and a request's latency runs from when it was due, not from when a lane got round to sending
+it. A closed loop records a server that stalls for 400 ms as one slow request (the lane
+simply waits); the open loop records every request that fell due during the stall as late,
+as a client sending at that rate would see them. Every response must have status 200 and,
+when the spec names an ``expect`` string, contain it; anything else is an error.
 
 Two clients:
 
@@ -22,6 +27,7 @@ whole run by a hard timeout.
 Usage::
 
     python bench/loadgen.py SPEC.json --concurrency 16 --duration 10 [--warmup 1] [--client raw]
+        [--rate R]
 """
 
 from __future__ import annotations
@@ -162,7 +168,7 @@ def _check(spec: Spec, status: int, body: bytes, tally: Tally, counted: bool) ->
         tally.error(f"status {status}: {body[:200]!r}")
 
 
-async def _raw_lane(spec: Spec, window: Window, tally: Tally) -> None:
+async def _raw_lane(spec: Spec, window: Window, tally: Tally, pace: Pace | None = None) -> None:
     request = spec.request_bytes()
     while time.perf_counter() < window.closes:
         try:
@@ -172,7 +178,10 @@ async def _raw_lane(spec: Spec, window: Window, tally: Tally) -> None:
             await asyncio.sleep(RECONNECT_PAUSE_SEC)
             continue
         try:
-            await _raw_requests(spec, request, reader, writer, window, tally)
+            if pace is None:
+                await _raw_requests(spec, request, reader, writer, window, tally)
+            else:
+                await _paced_requests(spec, request, reader, writer, window, tally, pace)
         except (OSError, asyncio.IncompleteReadError, BadResponse, ValueError) as exc:
             tally.error(f"connection: {exc!r}")
         finally:
@@ -195,6 +204,36 @@ async def _raw_requests(
         counted = started >= window.opens
         if counted:
             tally.latencies.append(time.perf_counter() - started)
+        _check(spec, status, body, tally, counted)
+
+
+@dataclass
+class Pace:
+    """One lane's share of an open-loop schedule: due times `first`, `first + every`, …"""
+
+    first: float
+    every: float
+
+
+async def _paced_requests(
+    spec: Spec,
+    request: bytes,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    window: Window,
+    tally: Tally,
+    pace: Pace,
+) -> None:
+    """Send each request when it falls due (at once when the lane is behind); its latency runs
+    from its due time."""
+    while (due := pace.first) < window.closes:
+        pace.first += pace.every
+        await asyncio.sleep(max(0.0, due - time.perf_counter()))
+        writer.write(request)
+        status, body = await _read_response(reader)
+        counted = due >= window.opens
+        if counted:
+            tally.latencies.append(time.perf_counter() - due)
         _check(spec, status, body, tally, counted)
 
 
@@ -255,7 +294,12 @@ async def _announce(window: Window) -> float:
 
 
 async def run(
-    spec: Spec, concurrency: int, duration: float, warmup: float, client: str
+    spec: Spec,
+    concurrency: int,
+    duration: float,
+    warmup: float,
+    client: str,
+    rate: float | None = None,
 ) -> dict[str, Any]:
     now = time.perf_counter()
     window = Window(opens=now + warmup, closes=now + warmup + duration)
@@ -265,13 +309,17 @@ async def run(
         if client == "httpx":
             await _run_httpx(spec, concurrency, window, tally)
         else:
-            lanes = (_raw_lane(spec.lane(i), window, tally) for i in range(concurrency))
+            paces: list[Pace | None] = [None] * concurrency
+            if rate is not None:  # request k is due at now + k/rate, on lane k % concurrency
+                paces = [Pace(now + i / rate, concurrency / rate) for i in range(concurrency)]
+            lanes = (_raw_lane(spec.lane(i), window, tally, paces[i]) for i in range(concurrency))
             await asyncio.gather(*lanes)
         cpu = await announcer
     lat = sorted(tally.latencies)
     return {
         "client": client,
         "concurrency": concurrency,
+        "rate": rate,
         "seconds": duration,
         "requests": len(lat),
         "rps": len(lat) / duration,
@@ -290,6 +338,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--warmup", type=float, default=1.0)
     parser.add_argument("--client", choices=["raw", "httpx"], default="raw")
+    parser.add_argument(
+        "--rate", type=float, default=None, help="open loop: requests due per second (raw client)"
+    )
     return parser.parse_args(argv)
 
 
@@ -297,8 +348,12 @@ def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
     if args.concurrency < 1 or args.duration <= 0 or args.warmup < 0:
         raise SystemExit("concurrency must be >= 1, duration > 0, warmup >= 0")
+    if args.rate is not None and (args.rate <= 0 or args.client != "raw"):
+        raise SystemExit("--rate must be > 0 and goes with the raw client")
     spec = Spec.load(args.spec)
-    result = asyncio.run(run(spec, args.concurrency, args.duration, args.warmup, args.client))
+    result = asyncio.run(
+        run(spec, args.concurrency, args.duration, args.warmup, args.client, args.rate)
+    )
     print(json.dumps(result), flush=True)
     return 0
 
