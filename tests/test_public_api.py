@@ -56,7 +56,7 @@ INTERNAL_MEMBERS: dict[str, set[str]] = {
     "tether.Context": {
         "cancel_requested",
         "first_failure_seq",
-        "landing",
+        "earlier_writes_committed",
         "note_cancel",
         "park_event_id",
         "take_buffer",

@@ -76,7 +76,7 @@ async def test_a_lost_lease_stops_the_gated_command_before_it_runs(
     mark = tmp_path / "ran"
     argv = argv_for(GATE_PREFIX + f"touch {mark}", "sh")
     with pytest.raises(LeaseGone):
-        await run_command(argv, env=os.environ, gate=ctx.landing())
+        await run_command(argv, env=os.environ, gate=ctx.earlier_writes_committed())
     assert not mark.exists()  # run_command reaped the shell before it raised
     assert await db.fetchval("SELECT count(*) FROM steps WHERE execution_id = 'ex_b'") == 0
 

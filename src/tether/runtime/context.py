@@ -130,7 +130,7 @@ class Context(TypedWaits):
         result = await self._io.write(cp)
         self.note_cancel(result.cancel_requested)
 
-    def landing(self) -> Callable[[], Awaitable[None]]:
+    def earlier_writes_committed(self) -> Callable[[], Awaitable[None]]:
         """For a `gated` step's `fn`: returns once every earlier write of the run has
         committed; if one failed (the lease or the database gone), raises LeaseGone, which
         stops the run without writing and is never taken for the step's own failure."""

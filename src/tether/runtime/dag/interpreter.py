@@ -170,7 +170,7 @@ class _Run:
     carried: dict[str, Any] = dataclasses.field(default_factory=dict)
     ahead: Ahead = dataclasses.field(default_factory=Ahead)  # the next step's shell (`ahead`)
 
-    def given(self, name: str, step: Step | None = None) -> StepInput:
+    def step_input(self, name: str, step: Step | None = None) -> StepInput:
         if self.base is None:
             env = self.dag.env if self.env_values is None else ()
             inherited = self.environment.variables
@@ -260,7 +260,7 @@ class _Run:
         following = self.state.ready_after(step.name)
         if len(following) != 1 or self.state.nodes[following[0]].status != "not_started":
             return None
-        return launch_of(self.state.by_name[following[0]], self.given(following[0]))
+        return launch_of(self.state.by_name[following[0]], self.step_input(following[0]))
 
     def _ends_run(self, steps: list[Step]) -> bool:
         """Whether the wave's one step is the run's last effect: every other step has ended,
@@ -286,10 +286,14 @@ class _Run:
                 start_child, self.host, step.work.dag, child_input, self.ctx.execution_id,
                 step.name, name=f"call:{step.name}",
             )  # fmt: skip
-        given, functions, gate = self.given(step.name), self.host.functions, self.ctx.landing()
+        step_input, functions, gate = (
+            self.step_input(step.name),
+            self.host.functions,
+            self.ctx.earlier_writes_committed(),
+        )
         ahead = self.ahead if behind or lazy else None  # the wave is this step alone
         return await self.ctx.step(
-            execute_step, step, given, functions, retries, gate, ahead,
+            execute_step, step, step_input, functions, retries, gate, ahead,
             name=f"node:{step.name}", lazy=lazy, flush=self.flush, behind=behind, gated=True,
         )  # fmt: skip
 
@@ -306,12 +310,12 @@ class _Run:
         return answer  # type: ignore[no-any-return]  # ChildRun.parse returns Answer
 
     async def _ask(self, step: Step) -> gates.Answer:
-        given = self.given(step.name)
+        step_input = self.step_input(step.name)
         if isinstance(step.work, HumanTask):
             task = step.work
             spec: Any = gates.FormTask(
                 step.id or step.name,
-                given.expand(task.prompt),
+                step_input.expand(task.prompt),
                 gates.form_schema(task.form),
                 gates.form_schema(task.push_back.form, feedback=True)
                 if task.push_back is not None
@@ -321,7 +325,7 @@ class _Run:
         else:
             gate = step.approval
             assert gate is not None  # noqa: S101 — waiting steps have a gate
-            prompt = given.expand(gate.prompt) if gate.prompt else None
+            prompt = step_input.expand(gate.prompt) if gate.prompt else None
             spec = gates.Gate(
                 step.name, prompt, gate.input, gate.required, attempt=self.state.attempts[-1]
             )
@@ -330,9 +334,9 @@ class _Run:
 
     async def unmet(self) -> str | None:
         """The DAG's first precondition that does not hold (checked once, recorded)."""
-        given = self.given("dag:preconditions")
+        step_input = self.step_input("dag:preconditions")
         conds = self.dag.preconditions
-        return await self.ctx.step(unmet_precondition, conds, given, name="dag:preconditions")  # type: ignore[no-any-return]
+        return await self.ctx.step(unmet_precondition, conds, step_input, name="dag:preconditions")  # type: ignore[no-any-return]
 
     async def handlers(self, event: str) -> bool:
         """Run the `event` handler, then `exit`; whether both succeeded (or are absent)."""
@@ -342,7 +346,7 @@ class _Run:
             if step is None:
                 continue
             result = await self.ctx.step(
-                execute_step, step, self.given(step.name, step), self.host.functions, 0,
+                execute_step, step, self.step_input(step.name, step), self.host.functions, 0,
                 name=f"handler:{which}", flush=self.flush,
             )  # fmt: skip
             ok = ok and result["status"] != "failed"
@@ -360,16 +364,17 @@ def _running(run: _Run, step: Step) -> bool:
 
 async def execute_step(
     step: Step,
-    given: StepInput,
+    step_input: StepInput,
     functions: Functions,
     retries: int,
     gate: Gate | None = None,
     ahead: Ahead | None = None,
 ) -> dict[str, Any]:
     """One durable step: the work's result, with `retry` set when its policy allows another.
-    `gate`: awaited before the work's first side effect (`Context.landing`); `ahead`: the
-    run's shells started ahead (the wave is this step alone)."""
-    result = await run_work(step, given, functions, gate, ahead)
+    `gate`: awaited before the work's first side effect
+    (`Context.earlier_writes_committed`); `ahead`: the run's shells started ahead (the wave is
+    this step alone)."""
+    result = await run_work(step, step_input, functions, gate, ahead)
     policy = step.retry_policy
     if result["status"] == "failed" and policy is not None and retries < policy.limit:
         code = result.get("exit_code")

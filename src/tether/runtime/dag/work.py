@@ -75,7 +75,7 @@ class StepInput:
 
 async def run_work(
     step: Step,
-    given: StepInput,
+    step_input: StepInput,
     functions: Functions,
     gate: Gate | None = None,
     ahead: Ahead | None = None,
@@ -84,61 +84,65 @@ async def run_work(
     `gate`: awaited before the step's first side effect (the run's previous write commits
     meanwhile); a lone shell command's shell is started while it is awaited. `ahead`: the
     run's shells started ahead (`ahead`): this step may take one, and starts the next."""
-    if gate is not None and not _starts_early(step, given):
+    if gate is not None and not _starts_early(step, step_input):
         await gate()
         gate = None
-    if (unmet := await unmet_precondition(step.preconditions, given)) is not None:
+    if (unmet := await unmet_precondition(step.preconditions, step_input)) is not None:
         return {"status": "skipped", "reason": f"precondition not met: {unmet}"}
     work = step.work
     if isinstance(work, Shell):
-        return await _shell(step, work, given, gate, ahead)
+        return await _shell(step, work, step_input, gate, ahead)
     if isinstance(work, Action):
-        return await _action(step, work, given, functions)
+        return await _action(step, work, step_input, functions)
     raise TypeError(f"step {step.name!r} has no work to run here")  # call / task: not here
 
 
-def _starts_early(step: Step, given: StepInput) -> bool:
+def _starts_early(step: Step, step_input: StepInput) -> bool:
     """Whether the step's shell may start while its gate is awaited: commands (not a script)
     run by a POSIX shell that echoes nothing it runs, and no precondition to check first."""
     work = step.work
     if not isinstance(work, Shell) or work.script is not None or not work.commands:
         return False
-    return not step.preconditions and gateable(given.shell_for(work), given.environ)
+    return not step.preconditions and gateable(step_input.shell_for(work), step_input.environ)
 
 
-def launch_of(step: Step, given: StepInput) -> Launch | None:
+def launch_of(step: Step, step_input: StepInput) -> Launch | None:
     """How the step's first command would start behind its gate, to start it ahead
     (`ahead`); None when it would not start before its gate, or its shell may run a startup
     file."""
     work = step.work
-    if not isinstance(work, Shell) or not _starts_early(step, given):
+    if not isinstance(work, Shell) or not _starts_early(step, step_input):
         return None
-    shell = given.shell_for(work)
-    text, env = given.shell_text(work.commands[0], shell)
+    shell = step_input.shell_for(work)
+    text, env = step_input.shell_text(work.commands[0], shell)
     argv = argv_for(GATE_PREFIX + text, shell)
     if not quiet_start(argv[0], env):
         return None
-    return Launch(step.name, tuple(argv), env, _cwd(work, given))
+    return Launch(step.name, tuple(argv), env, _cwd(work, step_input))
 
 
-def _cwd(work: Shell, given: StepInput) -> str | None:
-    return os.path.join(given.workdir or "", given.expand(work.dir)) if work.dir else given.workdir
+def _cwd(work: Shell, step_input: StepInput) -> str | None:
+    return (
+        os.path.join(step_input.workdir or "", step_input.expand(work.dir))
+        if work.dir
+        else step_input.workdir
+    )
 
 
 async def _shell(
-    step: Step, work: Shell, given: StepInput, gate: Gate | None, ahead: Ahead | None
+    step: Step, work: Shell, step_input: StepInput, gate: Gate | None, ahead: Ahead | None
 ) -> dict[str, Any]:
     try:
-        results = await _run_shell(step, work, given, gate, ahead)
+        results = await _run_shell(step, work, step_input, gate, ahead)
     except OSError as exc:  # the shell, interpreter or `dir` is missing: the step fails (Dagu)
         return {"status": "failed", "error": f"cannot start the command: {exc}"}
     return _shell_result(step, results)
 
 
 async def _run_shell(
-    step: Step, work: Shell, given: StepInput, gate: Gate | None, ahead: Ahead | None
+    step: Step, work: Shell, step_input: StepInput, gate: Gate | None, ahead: Ahead | None
 ) -> list[ShellResult]:
-    cwd = _cwd(work, given)
+    cwd = _cwd(work, step_input)
     if cwd is not None and missing_dir(cwd):  # Dagu creates a missing working directory
         if gate is not None:
             await gate()  # nothing of the step's before the run's previous write commits
@@ -147,15 +151,15 @@ async def _run_shell(
     then = ahead.launch if ahead is not None else None
     timeout = float(step.timeout_sec) if step.timeout_sec else None
     results: list[ShellResult] = []
-    shell = given.shell_for(work)
+    shell = step_input.shell_for(work)
     if work.script is not None:
         interpreter = work.commands[0] if work.commands else _shebang(work.script, work) or shell
-        script, env = given.shell_text(work.script, interpreter)
+        script, env = step_input.shell_text(work.script, interpreter)
         ran = run_script(script, interpreter, env=env, cwd=cwd, timeout=timeout, then=then)
         results.append(await ran)
     else:
         for command in work.commands:
-            text, env = given.shell_text(command, shell)
+            text, env = step_input.shell_text(command, shell)
             argv = argv_for(text if gate is None else GATE_PREFIX + text, shell)
             started = ahead.take(argv, env, cwd) if gate and ahead else None
             res = await run_command(
@@ -245,16 +249,16 @@ def as_command(work: Action) -> Shell | None:
 
 
 async def _action(
-    step: Step, work: Action, given: StepInput, functions: Functions
+    step: Step, work: Action, step_input: StepInput, functions: Functions
 ) -> dict[str, Any]:
     """Call the function `run:` names with the step's `with:` values as keyword arguments."""
     try:
         fn = functions.lookup(work.name)
     except FunctionNotRegistered as exc:
         if (command := as_command(work)) is not None:
-            return await _shell(step, command, given, None, None)
+            return await _shell(step, command, step_input, None, None)
         return {"status": "failed", "error": unknown_action(work.name, exc)}
-    kwargs = {k: _expand_value(v, given) for k, v in work.with_.items()}
+    kwargs = {k: _expand_value(v, step_input) for k, v in work.with_.items()}
     try:
         async with asyncio.timeout(float(step.timeout_sec) if step.timeout_sec else None):
             value = await fn.call(**kwargs)
@@ -270,37 +274,37 @@ async def _action(
     return out
 
 
-def _expand_value(value: Any, given: StepInput) -> Any:
+def _expand_value(value: Any, step_input: StepInput) -> Any:
     if isinstance(value, str):
-        return given.expand(value)
+        return step_input.expand(value)
     if isinstance(value, list):
-        return [_expand_value(v, given) for v in value]
+        return [_expand_value(v, step_input) for v in value]
     if isinstance(value, dict):
-        return {k: _expand_value(v, given) for k, v in value.items()}
+        return {k: _expand_value(v, step_input) for k, v in value.items()}
     return value
 
 
-async def unmet_precondition(conds: Sequence[Precondition], given: StepInput) -> str | None:
+async def unmet_precondition(conds: Sequence[Precondition], step_input: StepInput) -> str | None:
     """The first of `conds` that does not hold (its condition as written), else None."""
     for cond in conds:
-        if not await _holds(cond, given):
+        if not await _holds(cond, step_input):
             return cond.condition
     return None
 
 
-async def _holds(cond: Precondition, given: StepInput) -> bool:
+async def _holds(cond: Precondition, step_input: StepInput) -> bool:
     """A command precondition holds when it exits 0; a comparison when the expanded
     condition equals `expected` (or matches `re:…`); `negate` inverts either."""
     if cond.expected is None:
-        text, env = given.shell_text(cond.condition, DEFAULT_SHELL)
+        text, env = step_input.shell_text(cond.condition, DEFAULT_SHELL)
         argv = argv_for(text, None)
-        if given.workdir is not None and missing_dir(given.workdir):
-            make_dir(given.workdir)
-        res = await run_command(argv, env=env, cwd=given.workdir)
+        if step_input.workdir is not None and missing_dir(step_input.workdir):
+            make_dir(step_input.workdir)
+        res = await run_command(argv, env=env, cwd=step_input.workdir)
         held = res.exit_code == 0
     else:
-        actual = await _evaluate(cond.condition, given)
-        expected = given.expand(cond.expected)
+        actual = await _evaluate(cond.condition, step_input)
+        expected = step_input.expand(cond.expected)
         if expected.startswith("re:"):
             held = patterns.search(expected[3:], actual)  # searched, not anchored, as in Dagu
         else:
@@ -308,12 +312,20 @@ async def _holds(cond: Precondition, given: StepInput) -> bool:
     return held != cond.negate
 
 
-async def _evaluate(condition: str, given: StepInput) -> str:
+async def _evaluate(condition: str, step_input: StepInput) -> str:
     """The condition expanded (`dynamic.expand_evaluated`): its references and `$NAME` put in
     here, and each `` `…` `` / `$(…)` written in it run by a shell, in the DAG's working
     directory. A value put in (a caller's parameter, a step's output) is data: no shell
     parses it. A command that fails gives what it printed."""
-    workdir = given.workdir if given.workdir and not missing_dir(given.workdir) else None
-    at = Evaluation(given.scope, given.positional, given.task_outputs, given.process, workdir)
+    workdir = (
+        step_input.workdir if step_input.workdir and not missing_dir(step_input.workdir) else None
+    )
+    at = Evaluation(
+        step_input.scope,
+        step_input.positional,
+        step_input.task_outputs,
+        step_input.process,
+        workdir,
+    )
     value, _ = await expand_evaluated(condition, at)
     return value

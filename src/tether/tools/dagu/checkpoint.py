@@ -43,7 +43,7 @@ async def sub_checkpoint(ops: Operations, row: ExecutionRow, depth: int = 0) -> 
     return False
 
 
-class Stops:
+class StopsAtCheckpoint:
     """The wait's predicate: terminal, a checkpoint in the run, or one in a sub-DAG run.
     `in_sub_run` says whether the run it last judged stopped because of a sub-DAG run."""
 

@@ -20,7 +20,7 @@ from tether.runtime.operations import Operations
 from tether.runtime.rows import ExecutionRow
 from tether.specs.limits import SpecLimits
 from tether.tools.dagu import actions, inputs, resolve
-from tether.tools.dagu.checkpoint import Stops
+from tether.tools.dagu.checkpoint import StopsAtCheckpoint
 from tether.tools.dagu.decide import decide
 from tether.tools.dagu.detail import run_detail
 from tether.tools.dagu.inputs import DECISIONS, ExecuteInput, InputError
@@ -144,7 +144,7 @@ class DaguExecute:
         """Wait for a terminal state or a waiting checkpoint; a failure is `waitError`."""
         out: dict[str, Any] = {"completed": False}
         try:
-            stops = Stops(ops)
+            stops = StopsAtCheckpoint(ops)
             view = await ops.wait_until(row.id, stops, timeout=timeout_s)
             current, in_child = view.current, stops.in_sub_run
             read = await resolve.load(ops, current)
