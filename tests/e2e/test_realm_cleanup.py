@@ -1,7 +1,7 @@
 """A cleanup step (finalizer) whose handler the server lacks is left pending, and every reply
-on the ended run ends with the fixed sentence for it, naming the command that runs it with code
-that has its handler:
-`tether runs resume RUN --from STEP`, which keeps every other recorded call."""
+on the ended run closes with the protocol's fixed sentence about it, which names the command to
+run it later, in a server that has the handler: `tether runs resume RUN --from STEP`, which keeps
+every other recorded call."""
 
 from __future__ import annotations
 

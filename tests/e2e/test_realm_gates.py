@@ -108,7 +108,7 @@ async def test_gate_answered_in_time(mcp_server: ServeFn, client: Client) -> Non
         assert (state["in_progress_steps"], state["next_actions_status"]) == (
             ["draft"], "awaiting_human",
         )  # fmt: skip
-        stored = state["pending_gate"]  # Realm's gates: what is stored when a gate opens
+        stored = state["pending_gate"]  # the gate's settings, copied into the run as it opened
         assert state["step_claims"] == [  # Realm's run state
             {
                 "step": "draft",
@@ -280,8 +280,8 @@ async def test_a_prompt_and_a_gate_message_reach_the_agent_rendered(
 ) -> None:
     """A prompt's `{{ run.params.subject }}` and a gate message's
     `{{ context.resources.compose.headline | upper }}` reach the agent rendered; a message whose
-    path finds nothing does not open the gate (GATE_MESSAGE_UNRESOLVABLE), and the run stays
-    open with the step not done."""
+    path resolves to nothing keeps the gate shut (GATE_MESSAGE_UNRESOLVABLE), leaving the run open
+    and the step unfinished."""
     app = App("realm-rendering")
     app.protocol(WORKFLOWS / "prompt-params.yaml")
     app.protocol(WORKFLOWS / "gate-message.yaml")
@@ -333,7 +333,7 @@ async def test_a_gated_agent_step_between_handlers_end_to_end(
 
     def keep(name: str, out: dict[str, Any]) -> Any:
         def handler(inputs: dict[str, Any]) -> dict[str, Any]:
-            got[name] = inputs["params"]  # the step's input, built by its input_map
+            got[name] = inputs["params"]  # what input_map assembled for the step
             return out
 
         return handler

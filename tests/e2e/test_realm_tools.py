@@ -292,20 +292,20 @@ id: budget
 name: Budget
 version: 1
 steps:
-  summarise:
-    description: Summarise the record in one sentence.
+  title:
+    description: Give the report a headline.
     execution: agent
     input_schema:
       type: object
       additionalProperties: false
-      required: [summary]
+      required: [headline]
       properties:
-        summary: {type: string, minLength: 10}
+        headline: {type: string, minLength: 12}
     validation_exhaustion: {threshold: 2}
   guess:
     description: Guess, with a default
     execution: agent
-    depends_on: [summarise]
+    depends_on: [title]
     output_schema:
       type: object
       required: [n]
@@ -336,25 +336,25 @@ async def test_refused_answers_are_counted_up_to_the_step_budget(
 
     handled = BUDGET.replace("id: budget", "id: budget_handled")
     handled = handled.replace(
-        "depends_on: [summarise]\n    output", "depends_on: [fallback]\n    output"
+        "depends_on: [title]\n    output", "depends_on: [fallback]\n    output"
     )
     handled = handled.replace(
         "  tidy:\n",
         "  fallback:\n    description: Go on without it\n    execution: auto\n"
-        "    depends_on: [summarise]\n    trigger_rule: one_failed\n  tidy:\n",
+        "    depends_on: [title]\n    trigger_rule: one_failed\n  tidy:\n",
     )
     app.protocol(handled)
     async with mcp_server(app) as url:
         c = client(url)
         run = (await tool(c, "start_run", {"workflow_id": "budget"}))["run_id"]
-        short = {"run_id": run, "command": "summarise", "params": {"summary": "short"}}
+        short = {"run_id": run, "command": "title", "params": {"headline": "Too short"}}
         first = await tool(c, "execute_step", short)
         assert first["error_code"] == "VALIDATION_INPUT_SCHEMA"
-        assert (first["error_details"]["rejections"], first["stopped_step"]) == (1, "summarise")
+        assert (first["error_details"]["rejections"], first["stopped_step"]) == (1, "title")
         assert first["error_details"]["threshold"] == 2
         (error,) = first["error_details"]["errors"]
-        assert (error["instancePath"], error["keyword"]) == ("/summary", "minLength")
-        assert error["message"] == "must NOT have fewer than 10 characters"
+        assert (error["instancePath"], error["keyword"]) == ("/headline", "minLength")
+        assert error["message"] == "must NOT have fewer than 12 characters"
         after = await tool(c, "get_run_state", {"run_id": run})  # Realm's run_version: the
         assert after["run_version"] > first["run_version"]  # refusal was a write on the run
         assert (after["run_phase"], after["next_actions"][0]["instruction"]["tool"]) == (
@@ -364,13 +364,13 @@ async def test_refused_answers_are_counted_up_to_the_step_budget(
         assert second["run_version"] > after["run_version"]  # the number after its writes
         assert (second["status"], second["error_code"]) == ("error", "VALIDATION_EXHAUSTED")
         assert (second["run_phase"], second["agent_action"]) == ("failed", "stop")
-        assert second["stopped_step"] == "summarise"
-        assert second["context_hint"] == "Step 'summarise' failed, and the run has ended."
+        assert second["stopped_step"] == "title"
+        assert second["context_hint"] == "Step 'title' failed, and the run has ended."
         assert second["error_details"]["last_ajv_errors"][0]["keyword"] == "minLength"
-        assert second["errors"] == ["Step 'summarise' refused 2 answers, its limit of 2"]
+        assert second["errors"] == ["Step 'title' refused 2 answers, its limit of 2"]
         state = await tool(c, "get_run_state", {"run_id": run})
         assert (state["run_phase"], state["terminal_state"]) == ("failed", True)
-        assert state["failed_steps"] == ["summarise"]
+        assert state["failed_steps"] == ["title"]
         assert tidied == [1]  # a failed step: the run's `fail` finalizers run (not an abandon)
 
         run = (await tool(c, "start_run", {"workflow_id": "budget_handled"}))["run_id"]
@@ -381,12 +381,12 @@ async def test_refused_answers_are_counted_up_to_the_step_budget(
         assert went_on["error_details"]["rejections"] == 2
         state = await tool(c, "get_run_state", {"run_id": run})
         assert "fallback" in state["completed_steps"] and state["terminal_state"] is False
-        assert (state["failed_steps"], "summarise" in state["completed_steps"]) == (
-            ["summarise"], False,
+        assert (state["failed_steps"], "title" in state["completed_steps"]) == (
+            ["title"], False,
         )  # fmt: skip
 
         run = (await tool(c, "start_run", {"workflow_id": "budget"}))["run_id"]
-        ok = {"run_id": run, "command": "summarise", "params": {"summary": "long enough now"}}
+        ok = {"run_id": run, "command": "title", "params": {"headline": "Quarterly figures are in"}}
         assert (await tool(c, "execute_step", ok))["status"] == "ok"
         bad = {"run_id": run, "command": "guess", "params": {"n": "x"}}
         defaulted = await tool(c, "execute_step", bad)
@@ -483,9 +483,9 @@ async def test_a_missing_handler_leaves_the_run_open_until_advance_run_finds_it(
         assert (refused["status"], refused["run_phase"]) == ("ok", "running")
         assert refused["context_hint"].endswith(  # then the way out: nothing else can go on
             "'fetch' cannot run (input_schema): the input built for step 'fetch' does not fit its "
-            "input_schema: the input must have required property 'n'. The run cannot go on as "
-            "its workflow stands: fix the workflow, register it again and call advance_run, or "
-            "end the run with abandon_run."
+            "input_schema: the input must have required property 'n'. The run cannot go on with "
+            "its workflow as it is: once the workflow is fixed and registered anew, call "
+            "advance_run; otherwise abandon_run ends it."
         )
         state = await tool(c, "get_run_state", {"run_id": refused["run_id"]})
         assert (state["next_actions_status"], state["next_actions"]) == ("ok", [])

@@ -43,31 +43,32 @@ def test_choices_fall_back_to_the_input_schema_enum() -> None:
 
 def test_every_gate_key() -> None:
     body = (
-        "    trust: human_confirmed\n    display: '{{ x }}'\n    prompt: Ship it?\n"
-        "    instructions: Ask the person.\n    gate:\n      choices: [ship, hold]\n"
-        "      owner: '@ana'\n      message: Ship order 4417?\n      resolution_messages:\n"
-        "        ship: Shipping now.\n        hold: Held for review.\n"
-        "      timeout_seconds: 3600\n      on_expiry: settle_default\n      default_choice: hold\n"
-        "      reminder_seconds: 900\n      reminder_max: 2\n"
+        "    trust: human_confirmed\n    display: '{{ x }}'\n    prompt: Publish it?\n"
+        "    instructions: Ask the editor.\n    gate:\n      choices: [publish, shelve]\n"
+        "      owner: '@lee'\n      message: Publish newsletter 12?\n      resolution_messages:\n"
+        "        publish: Going out.\n        shelve: Kept for edits.\n"
+        "      timeout_seconds: 7200\n      on_expiry: settle_default\n"
+        "      default_choice: shelve\n"
+        "      reminder_seconds: 1800\n      reminder_max: 4\n"
     )
     spec, diagnostics = load_string(one(body))
     step = spec.step("s")
     assert step.gate == Gate(
-        choices=("ship", "hold"),
+        choices=("publish", "shelve"),
         choices_source="gate",
-        message="Ship order 4417?",
-        owner="@ana",
-        resolution_messages={"ship": "Shipping now.", "hold": "Held for review."},
-        timeout_seconds=3600,
+        message="Publish newsletter 12?",
+        owner="@lee",
+        resolution_messages={"publish": "Going out.", "shelve": "Kept for edits."},
+        timeout_seconds=7200,
         on_expiry="settle_default",
-        default_choice="hold",
-        reminder_seconds=900,
-        reminder_max=2,
+        default_choice="shelve",
+        reminder_seconds=1800,
+        reminder_max=4,
     )
     assert (step.display, step.prompt, step.instructions) == (
         "{{ x }}",
-        "Ship it?",
-        "Ask the person.",
+        "Publish it?",
+        "Ask the editor.",
     )
     assert diagnostics == []
 
@@ -206,19 +207,19 @@ def test_validate_payload_lists_violations_like_ajv() -> None:
         {
             "type": "object",
             "additionalProperties": False,
-            "required": ["summary"],
-            "properties": {"summary": {"type": "string", "minLength": 10}, "n": {"default": 3}},
+            "required": ["title"],
+            "properties": {"title": {"type": "string", "minLength": 4}, "n": {"default": 3}},
         }
     )
-    assert validate_payload(schema, {"summary": "long enough"}) == []
-    short = validate_payload(schema, {"summary": "short"})
+    assert validate_payload(schema, {"title": "long enough"}) == []
+    short = validate_payload(schema, {"title": "abc"})
     assert [v.as_ajv() for v in short] == [
         {
-            "instancePath": "/summary",
-            "schemaPath": "#/properties/summary/minLength",
+            "instancePath": "/title",
+            "schemaPath": "#/properties/title/minLength",
             "keyword": "minLength",
-            "params": {"limit": 10},
-            "message": "must NOT have fewer than 10 characters",
+            "params": {"limit": 4},
+            "message": "must NOT have fewer than 4 characters",
         }
     ]
     missing = validate_payload(schema, {"x": 1})
@@ -227,12 +228,12 @@ def test_validate_payload_lists_violations_like_ajv() -> None:
         ("required", ""),
     ]
     assert missing[0].params == {"additionalProperty": "x"}
-    assert missing[1].params == {"missingProperty": "summary"}
+    assert missing[1].params == {"missingProperty": "title"}
     assert [str(v) for v in missing] == [
         "(root) must NOT have additional properties",
-        "(root) must have required property 'summary'",
+        "(root) must have required property 'title'",
     ]
-    assert str(short[0]) == "/summary must NOT have fewer than 10 characters"
+    assert str(short[0]) == "/title must NOT have fewer than 4 characters"
     assert validate_payload(None, "anything") == []
 
 

@@ -152,11 +152,11 @@ def test_parse_keeps_the_parts() -> None:
 @pytest.mark.parametrize(
     ("text", "field", "words"),
     [
-        ("a.x == 1 and a.y == 2", "when", "write it as a list"),
+        ("a.x == 1 and a.y == 2", "when", "give the conditions as a list"),
         ("a.x == 1 or a.y == 2", "when", "one_success"),
         ("not a.x", "when", "'not'"),
         ("a.x == 1 && a.y == 2", "when", "'and'"),
-        ("a.x", "preconditions", "must be a comparison"),
+        ("a.x", "preconditions", "needs an operator and a value"),
         ("a", "when", "not a path"),
         ("a.x ==", "when", "needs a value"),
         ("a.x == 'b", "when", "unterminated"),

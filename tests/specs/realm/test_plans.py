@@ -12,27 +12,27 @@ from tether.specs.realm import (
     plan_workflow,
 )
 
-RELEASE_NOTES: dict[str, object] = {
+TRIP_BUDGET: dict[str, object] = {
     "metadata": {
-        "name": "release-notes",
-        "description": "Draft release notes for a version.",
-        "task_description": "Collect the merged changes, group them, then write the notes.",
+        "name": "trip-budget",
+        "description": "Price a team offsite.",
+        "task_description": "Note each cost, total them per person, then write the summary.",
     },
     "steps": [
         {
             "id": "collect",
-            "description": "List the changes merged since the last release.",
+            "description": "Note every cost the offsite will have.",
             "input_schema": {
                 "type": "object",
                 "additionalProperties": False,
-                "required": ["changes"],
-                "properties": {"changes": {"type": "array", "items": {"type": "string"}}},
+                "required": ["costs"],
+                "properties": {"costs": {"type": "array", "items": {"type": "number"}}},
             },
         },
-        {"id": "group", "description": "Group the changes.", "depends_on": ["collect"]},
+        {"id": "group", "description": "Total the costs per person.", "depends_on": ["collect"]},
         {
             "id": "write",
-            "description": "Write the notes.",
+            "description": "Write the budget summary.",
             "depends_on": ["group"],
             "structured_output": "strict",
             "llm_timeout_seconds": 60,
@@ -42,16 +42,16 @@ RELEASE_NOTES: dict[str, object] = {
 
 
 def test_a_plan_becomes_a_workflow_of_agent_steps() -> None:
-    spec, diagnostics = plan_workflow(RELEASE_NOTES)
+    spec, diagnostics = plan_workflow(TRIP_BUDGET)
     assert diagnostics == []
-    assert spec.id.startswith("release-notes-") and len(spec.id) == len("release-notes-") + 16
+    assert spec.id.startswith("trip-budget-") and len(spec.id) == len("trip-budget-") + 16
     assert (spec.name, spec.description, spec.version) == (
-        "release-notes",
-        "Draft release notes for a version.",
+        "trip-budget",
+        "Price a team offsite.",
         1,
     )
     assert spec.protocol.quick_start == (
-        "Collect the merged changes, group them, then write the notes."
+        "Note each cost, total them per person, then write the summary."
     )
     assert spec.order == ("collect", "group", "write")
     assert {s.execution for s in spec.steps.values()} == {"agent"}
@@ -62,9 +62,9 @@ def test_a_plan_becomes_a_workflow_of_agent_steps() -> None:
 
 
 def test_the_same_plan_gets_the_same_id_and_another_plan_another() -> None:
-    first, _ = plan_workflow(RELEASE_NOTES)
-    assert plan_workflow(dict(RELEASE_NOTES))[0].id == first.id
-    other = {**RELEASE_NOTES, "metadata": {"name": "release-notes", "description": "Other."}}
+    first, _ = plan_workflow(TRIP_BUDGET)
+    assert plan_workflow(dict(TRIP_BUDGET))[0].id == first.id
+    other = {**TRIP_BUDGET, "metadata": {"name": "trip-budget", "description": "Other."}}
     assert plan_workflow(other)[0].id != first.id
     nameless, _ = plan_workflow({"steps": [{"id": "a", "description": "A"}]})
     assert nameless.id.startswith("dynamic-")

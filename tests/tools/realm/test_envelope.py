@@ -73,7 +73,7 @@ def test_combinations_the_presence_rules_forbid_are_refused(
 
 
 def test_run_version_is_left_out_only_by_get_run_state_and_abandon_run() -> None:
-    """A refusal from get_run_state or abandon_run has no run_version; no other reply."""
+    """Only get_run_state and abandon_run, when they refuse, leave run_version out."""
     for command in ("get_run_state", "abandon_run"):
         wire = refusal(command, "x", "STATE_RUN_NOT_FOUND", "no run", run_version=None).to_wire()
         assert "run_version" not in wire
@@ -144,10 +144,10 @@ def test_next_actions_put_advance_run_last() -> None:
 
 SCHEMA = {
     "type": "object",
-    "required": ["category", "confidence", "tags", "ok"],
+    "required": ["severity", "score", "tags", "ok"],
     "properties": {
-        "category": {"type": "string", "enum": ["billing", "bug", "other"]},
-        "confidence": {"type": "number"},
+        "severity": {"type": "string", "enum": ["minor", "major", "blocker"]},
+        "score": {"type": "number"},
         "tags": {"type": "array", "items": {"type": "string"}},
         "ok": {"type": "boolean"},
         "note": {"type": "string"},
@@ -169,8 +169,8 @@ def test_a_step_entry_carries_a_skeleton_of_its_input_schema() -> None:
                 "run_id": "r",
                 "command": "classify",
                 "params": {
-                    "category": "<billing|bug|other>",
-                    "confidence": 0,
+                    "severity": "<minor|major|blocker>",
+                    "score": 0,
                     "tags": [""],
                     "ok": False,
                 },
@@ -196,8 +196,8 @@ def test_the_answer_and_advance_entries_name_their_choices_and_steps() -> None:
     assert opening["instruction"]["call_with"]["choice"] == "<yes|no>"
     assert opening["orientation"] == "Gate 'g1' waits for a person to pick one of: yes, no."
     assert opening["human_readable"].endswith(
-        "using call_with as it stands: its claim_token shows the answer comes from the "
-        "conversation the gate was opened in."
+        "sending call_with unchanged: the claim_token in it ties the answer to the reply that "
+        "opened this gate."
     )
     other = envelope.gate_action("r", "g1", "ship", ["yes", "no"])
     assert other["human_readable"].startswith(
@@ -206,8 +206,8 @@ def test_the_answer_and_advance_entries_name_their_choices_and_steps() -> None:
     assert "claim_token" not in other["instruction"]["call_with"]
     owed = envelope.advance_action("r", ["check", "score"])
     assert owed["human_readable"] == (
-        "Call advance_run: the engine runs 'check', 'score' with this server's handlers, going "
-        "on until a step asks a question, fails or ends the run."
+        "Call advance_run: the engine runs 'check', 'score' with this server's handlers, and "
+        "keeps going until a step waits for an answer or fails, or the run ends."
     )
     assert owed["orientation"] == (
         "The run is open and the engine has work to do: 'check', 'score'."

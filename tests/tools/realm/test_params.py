@@ -79,7 +79,7 @@ def test_three_tools_name_what_they_ignored(tool: str) -> None:
 
 
 def test_an_answer_names_the_argument_it_meant() -> None:
-    """`claimToken` and `token` are answered with `claim_token`."""
+    """A misspelt `claimToken` or `token` gets a warning suggesting `claim_token`."""
     args = {"run_id": "r", "gate_id": "g", "choice": "c"}
     _, warnings = params.checked("submit_human_response", {**args, "claimToken": "t", "gateID": 1})
     assert warnings == [

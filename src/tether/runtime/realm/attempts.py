@@ -79,7 +79,7 @@ async def refusal(
 
 def _first(v: Violation) -> str:
     """The first violation: the field it names (`the input` at the root, else `'a.b'`) and its
-    message; a property the schema does not allow is named itself."""
+    message; for a property the schema forbids, that property's own name."""
     segments = [p for p in v.instance_path.split("/") if p]
     extra = v.params.get("additionalProperty")
     if v.keyword == "additionalProperties" and isinstance(extra, str):

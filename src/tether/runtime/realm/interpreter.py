@@ -339,8 +339,8 @@ async def _walk(ctx: Context, host: ProtocolHost, plan: Plan, w: Walk) -> None:
 async def _finalize(
     ctx: Context, host: ProtocolHost, plan: Plan, w: Walk, outcome: Outcome
 ) -> None:
-    """Run the finalizers for `outcome`, each once, in file order; a finalizer's failure is
-    recorded and does not change how the run ended."""
+    """Run the finalizers for `outcome`, each once, in file order; a finalizer that fails is
+    recorded, and the run's ending stays as it was."""
     for fin in finalizers_for(plan.spec, outcome):
         step = PlanStep(fin)
         if step.handler is not None and step.handler not in host.functions:

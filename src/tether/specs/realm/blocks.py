@@ -87,7 +87,7 @@ def parse_gate(node: yaml.Node, at: At, input_schema: Schema | None, report: Rep
             )
         if default not in choices:
             cast(tuple[yaml.Node, At], default_f)[1].fail(
-                f"'gate.default_choice' {default!r} must be one of the gate's choices "
+                f"'gate.default_choice' {default!r} is not among the gate's choices "
                 f"({', '.join(choices)})"
             )
     elif default_f:
@@ -145,7 +145,7 @@ def _choices(
 
 
 def _choice_enum(input_schema: Schema | None) -> tuple[str, ...]:
-    """The string enum of `input_schema.properties.choice`, if the step declares one."""
+    """The choices a step's `input_schema` lists as a string enum under `properties.choice`."""
     doc = input_schema.document if input_schema is not None else None
     props = doc.get("properties") if isinstance(doc, dict) else None
     prop = props.get("choice") if isinstance(props, dict) else None

@@ -7,9 +7,9 @@ Grammar (Realm's, no `and`/`or`/`not`; a list means "all of"):
     path      := <step>.<key>[.<key>…] | run.params.<key>[…] | $settlement.<step>.<field>
     value     := 'text' | "text" | number | true | false | null | bare-word (text)
 
-Types are compared strictly: a number never equals text, `true` is not `'true'`, and
-`>`/`>=`/`<`/`<=` are false unless both sides are numbers. A key made of digits selects a list
-item. How a missing value, `null` and `run.params` are read depends on the field (see
+Types are compared strictly: a number never equals text, `true` is not `'true'`, and an
+ordering (`>`, `>=`, `<`, `<=`) holds only when both operands are numbers. A key made of digits
+selects a list item. How a missing value, `null` and `run.params` are read depends on the field (see
 `evaluate`).
 """
 
@@ -69,7 +69,8 @@ def parse_condition(text: str, where: ConditionField) -> Condition:
     if split is None:
         if where == "preconditions":
             raise ConditionSyntaxError(
-                f'precondition {source!r} must be a comparison (e.g. "step.field >= 1")'
+                f"precondition {source!r} is a bare path; a precondition needs an operator "
+                "and a value, as in 'check.score >= 3'"
             )
         return Condition(source, where, parse_path(source))
     left, op, right = split
@@ -110,15 +111,15 @@ def _refuse_joiners(source: str, where: ConditionField) -> None:
         joiner = _JOINERS.get(word.lower())
         if joiner == "and":
             raise ConditionSyntaxError(
-                f"{where!r} uses unsupported 'and' — write it as a list of conditions"
+                f"{where!r} has no 'and': give the conditions as a list, all of which must hold"
             )
         if joiner == "or":
             raise ConditionSyntaxError(
-                f"{where!r} uses unsupported 'or' — use two steps, or a step with "
-                "trigger_rule: one_success"
+                f"{where!r} has no 'or': split the branches into separate steps, or join them "
+                "with trigger_rule: one_success"
             )
         if joiner == "not":
-            raise ConditionSyntaxError(f"{where!r} uses unsupported 'not' — use != instead")
+            raise ConditionSyntaxError(f"{where!r} has no 'not': compare with != instead")
 
 
 def _unquoted(source: str) -> str:

@@ -42,8 +42,8 @@ class Progress:
 
 @dataclass(frozen=True)
 class Skip:
-    """A step to record as skipped, with its reason: `trigger_rule_unsatisfiable` (its
-    dependencies settled in a way its rule excludes) or `when_false` (`detail` is the condition)."""
+    """A step to record as skipped, with its reason: `trigger_rule_unsatisfiable` (the way its
+    dependencies ended rules the step out) or `when_false` (`detail` is the condition)."""
 
     step: str
     reason: SkipReason

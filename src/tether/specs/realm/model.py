@@ -99,7 +99,8 @@ class Retry:
     """An `auto` step's `retry` block. Only errors marked retryable are retried.
 
     `on_timeout` (retry a timed-out attempt) requires the step to be `idempotent`.
-    `max_delay_ms` None is no cap; `total_timeout_seconds` None is the step's own schedule.
+    `max_delay_ms` None is no cap; `total_timeout_seconds` None bounds the tries only by their
+    own timeouts and waits.
     """
 
     max_attempts: int = 1

@@ -2,7 +2,7 @@
 
 `Schema` wraps one checked document; `validate_payload(schema, value)` lists the violations
 (empty when the value fits). Violations use Ajv's words and params, as Realm's replies do
-(`/summary must NOT have fewer than 10 characters`, `(root) must have required property 'x'`).
+(`/title must NOT have fewer than 4 characters`, `(root) must have required property 'x'`).
 """
 
 from __future__ import annotations

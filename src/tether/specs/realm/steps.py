@@ -91,7 +91,9 @@ _ID_BAD: Final = frozenset(" \t\n.'\"=!<>")
 def check_id(step_id: str, at: At) -> None:
     """A step id is usable in condition paths and is not reserved."""
     if step_id in ("run", "context", "$settlement"):
-        at.fail(f"step name {step_id!r} is reserved and cannot be used", InvalidReference)
+        at.fail(
+            f"step name {step_id!r} is reserved: conditions use it as a path root", InvalidReference
+        )
     if not step_id or _ID_BAD & set(step_id):
         at.fail("a step name must be non-empty, without spaces, dots, quotes or = ! < >")
 

@@ -1,8 +1,8 @@
 """Realm's template expressions, `{{ path | filter: arg | … }}`, rendered (pure).
 
 Paths start at `run.params.` or `context.resources.<step>.` (a number selects a list item);
-`workflow.context.` is outside the subset and never resolves. Text goes in as it is, a number
-or a boolean as JSON, a list or a map as JSON indented by two spaces.
+`workflow.context.` is outside the subset and never resolves. A string is inserted unchanged;
+every other value is written as JSON, lists and maps indented by two spaces.
 
 - `render(text, params, outputs)`: a step's `prompt` (lenient): an expression whose path finds
   nothing, whose filter is unknown, or whose filter does not apply is left as written.
@@ -36,7 +36,7 @@ class UnknownFilter(Exception):
 
 
 class _NotApplicable(Exception):
-    """A filter given a kind of value it does not work on (the expression stays as written)."""
+    """A filter met a value of a type it cannot handle (the expression stays as written)."""
 
 
 def render(text: str, params: Mapping[str, Any], outputs: Mapping[str, Any]) -> str:
@@ -66,8 +66,8 @@ def render_strict(text: str, params: Mapping[str, Any], outputs: Mapping[str, An
 def resolve_input_map(
     node: Mapping[str, Any], params: Mapping[str, Any], outputs: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """An auto step's input from its `input_map`: a path's value (a path that finds nothing
-    leaves its key out), a nested map built the same way, `{$literal: v}` as written."""
+    """An auto step's input from its `input_map`: a path's value (a key whose path resolves to
+    nothing is dropped), a nested map built the same way, `{$literal: v}` as written."""
     out: dict[str, Any] = {}
     for key, value in node.items():
         if isinstance(value, Mapping) and "$literal" in value:
@@ -148,7 +148,7 @@ def _write(value: Any) -> str:
     return json.dumps(value)
 
 
-# --- filters: each raises _NotApplicable on a value it does not work on ---------------------------
+# --- filters: each raises _NotApplicable on a value of a type it cannot handle -------------------
 
 
 def _text(v: Any) -> str:

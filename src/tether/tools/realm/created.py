@@ -2,11 +2,11 @@
 and a run of it.
 
 The plan is read by `tether.specs.realm.plan_workflow` (the id is the plan's name plus a
-hash of its content, so the same plan gets the same id and a new run). It is written out as
-workflow text (JSON, which the one YAML loader reads) and registered like a protocol loaded
-from `--protocols`, so its runs are ordinary protocol runs that record that text. What the
-plan leaves out is named in `warnings` and `diagnostics`; a malformed plan is refused with
-`provide_input` and no `error_code`, and nothing is registered or started.
+hash of its content: an identical plan sent again reuses the id and starts another run). It
+is written out as workflow text (JSON, which the one YAML loader reads) and registered like a
+protocol loaded from `--protocols`, so its runs are ordinary protocol runs that record that
+text. What the plan leaves out is named in `warnings` and `diagnostics`; a malformed plan is
+refused with `provide_input` and no `error_code`, and nothing is registered or started.
 
 Created workflows live in the serving process (there is no workflow table): a restart
 forgets them, as it forgets protocols loaded from a directory that no longer holds them.

@@ -11,7 +11,7 @@ DESCRIPTIONS: Final = {
     "list_workflows": "The workflows this server can run.",
     "get_workflow_protocol": "A workflow's brief: its steps, who does each, and how to proceed.",
     "start_run": "Start a run of a workflow.",
-    "start_run_batch": "Start many runs of one workflow in one call.",
+    "start_run_batch": "Start a batch of runs of a single workflow.",
     "execute_step": "Give the answer to an agent step of a run (or run an engine step by name).",
     "submit_human_response": "Send the choice a person made at a run's open gate.",
     "advance_run": "Let the engine run the guards and automatic steps that are due.",

@@ -2,8 +2,8 @@
 rules.
 
 Always present: `command`, `run_id`, `status`, `context_hint`, `next_actions`, `warnings`,
-`errors`, `data`, `evidence`, and `run_version` (except on a refusal from `get_run_state` or
-`abandon_run`). Every other field is present only when it applies; `Reply` refuses a
+`errors`, `data`, `evidence`, and `run_version` (which `get_run_state` and `abandon_run` leave
+out when they refuse). Every other field is present only when it applies; `Reply` refuses a
 combination the protocol rules out (an `ok` reply with an action other than `stop`, a
 `confirm_required` reply without its gate, `retry_after` without `wait_and_proceed` …), so a
 tool cannot build a reply an agent written for the protocol would misread.
@@ -220,8 +220,8 @@ def gate_action(
     token = {"claim_token": claim_token} if claim_token is not None else {}
     if gate_reply:
         then = (
-            ", using call_with as it stands: its claim_token shows the answer comes from the "
-            "conversation the gate was opened in."
+            ", sending call_with unchanged: the claim_token in it ties the answer to the reply "
+            "that opened this gate."
             if claim_token is not None
             else "."
         )
@@ -259,13 +259,15 @@ def advance_action(
             "advance_run",
             {"run_id": run_id},
             human_readable=f"Call advance_run: it applies {words}, then runs what the run owes "
-            "after it, with this server's handlers, until a step asks a question, fails or "
-            "ends the run.",
+            "after it, with this server's handlers, until a step waits for an answer or fails, "
+            "or the run ends.",
             orientation=f"The run is open and the engine has work to do: {words}.",
         )
     names = ", ".join(f"'{n}'" for n in owed)
     until = (
-        "" if len(owed) == 1 else ", going on until a step asks a question, fails or ends the run"
+        ""
+        if len(owed) == 1
+        else ", and keeps going until a step waits for an answer or fails, or the run ends"
     )
     return next_action(
         "advance_run",
@@ -312,8 +314,8 @@ OPTIONAL: Final = (
 
 @dataclass(frozen=True)
 class Reply:
-    """One reply of the shared shape. `run_version=None` only for a refusal from
-    `get_run_state` or `abandon_run`. Raises ValueError for a combination the protocol rules
+    """One reply of the shared shape. `run_version=None` is allowed only when `get_run_state`
+    or `abandon_run` refuses. Raises ValueError for a combination the protocol rules
     out."""
 
     command: str

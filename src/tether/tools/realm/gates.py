@@ -50,7 +50,7 @@ def _actor_problem(name: str | None) -> str | None:
 
 
 def due(gate: dict[str, Any]) -> bool:
-    """The gate's time is up and it declares `on_expiry`: carrying that out is owed."""
+    """The gate's deadline has passed and it names an `on_expiry`, which the engine now owes."""
     deadline = gate.get("deadline")
     return bool(deadline and gate.get("on_expiry") and _now() >= datetime.fromisoformat(deadline))
 
@@ -285,8 +285,9 @@ def _way_out(row: ExecutionRow, records: list[StepRecord]) -> str:
 def _wrong_gate(
     row: ExecutionRow, gate: dict[str, Any] | None, records: list[StepRecord], gate_id: str
 ) -> Reply:
-    """A gate ID that is not the open gate: the gate that is open, answered as `next_actions`
-    says — or, its time up with `on_expiry`, `advance_run` applies that."""
+    """An answer naming some other gate than the open one: point at the open gate, answered as
+    `next_actions` says — or, past its deadline with `on_expiry`, at `advance_run`, which
+    applies it."""
     if runs.ended(row):
         return _terminal(row, records)
     said = f"'{gate_id}' is neither this run's open gate nor one it has answered."

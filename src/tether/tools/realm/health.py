@@ -9,10 +9,10 @@ step records.
 - `run_health`: the findings on an open run (`capability_block`,
   `gate_expired_awaiting_drive`, `definition_unresolvable`, `never_claimed_idle`), and a
   warning that counts them;
-- `skip_details`: each skipped step, the kind of skip (`when_false`, `trigger_rule`,
-  `gate_expired`) and what decided it;
-- `abort_context`: the guard that aborted the run, its conditions with their values, and its
-  message;
+- `skip_details`: for every skipped step, why (`when_false`, `trigger_rule`, `gate_expired`)
+  and the fact that settled it;
+- `abort_context`: the aborting guard, each of its conditions beside the value it saw, and
+  the guard's message;
 - `cleanup_pending{steps, command}`: on an ended run, the finalizers left pending because their
   handler was not registered, and the command that runs them (`runs.cleanup_command`).
 """

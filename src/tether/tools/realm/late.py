@@ -63,8 +63,8 @@ async def late_answer(
     claim: dict[str, Any],
     claim_said: str | None = None,
 ) -> Reply:
-    """This call carries out the expiry first; the answer is not recorded. `claim_said` is
-    the claim proof's warning, if any."""
+    """The expiry is applied before anything else, and the late answer is dropped. `claim_said`
+    is the claim proof's warning, if any."""
     expired_at, step, key = gate["deadline"], gate["name"], gate["key"]
     overdue = int((datetime.now(UTC) - datetime.fromisoformat(expired_at)).total_seconds() * 1000)
     now, chain = await settle(ops, row, await ops.steps(row.id))

@@ -1,11 +1,11 @@
 """Parameters of the 11 protocol tools, pure: the table each tool's `inputSchema` is built
 from, and the one check every call passes before anything is read or written.
 
-A required parameter that is missing, or a value of the
-wrong type, is refused by the MCP layer (JSON-RPC -32602, `Input validation error: Invalid
-arguments for tool <tool>: <problem> at <path>`); a parameter the tool does not have is
-ignored without a word, except by `create_workflow`, `submit_human_response` and
-`advance_run`, which name what they ignored in `warnings`.
+The MCP layer turns away a call that lacks a required parameter or gives one of the wrong
+type (JSON-RPC -32602, `Input validation error: Invalid arguments for tool <tool>: <problem>
+at <path>`). Parameters a tool does not know are dropped silently, except that
+`create_workflow`, `submit_human_response` and `advance_run` list what they dropped in
+`warnings`.
 """
 
 from __future__ import annotations

@@ -226,7 +226,7 @@ def not_callable(
     plan: Plan | None, row: ExecutionRow, step: str, nonce: str | None
 ) -> Reply | None:
     """execute_step's refusals once the run is read: a step the workflow does not have, a
-    `writer_nonce` on a step that is not an agent step (it is only meaningful there)."""
+    `writer_nonce` on a step that is not an agent step (no other kind takes one)."""
     if plan is None:  # e.g. a created workflow this process no longer holds
         message = f"Workflow '{row.workflow}' of run '{row.id}' cannot be read here."
         return refusal(step, row.id, "STATE_WORKFLOW_UNREADABLE", message, run_version=row.version)

@@ -93,8 +93,8 @@ def gate_message_problem(row: ExecutionRow) -> tuple[str, str, str] | None:
 
 CAPABILITY_WAY_OUT: Final = " — register the handler here, or let a server that has it run the step"
 WAY_OUT: Final = (
-    "The run cannot go on as its workflow stands: fix the workflow, register it again and call "
-    "advance_run, or end the run with abandon_run."
+    "The run cannot go on with its workflow as it is: once the workflow is fixed and registered "
+    "anew, call advance_run; otherwise abandon_run ends it."
 )
 FOR_THE_AGENT: Final = "Steps for the agent"
 
@@ -109,7 +109,7 @@ def cannot_run_here(step: str, handler: str | None) -> str:
 def owed_sentence(owed: Sequence[str]) -> str:
     """The engine's owed steps (quoted names) and the call that runs them; with more than one,
     where that call stops."""
-    tail = "; one call goes on until a step asks a question, fails or ends the run"
+    tail = "; a single call keeps going until a step waits for an answer or fails, or the run ends"
     return (
         f"The engine has {', '.join(owed)} to run — call advance_run"
         f"{tail if len(owed) > 1 else ''}."

@@ -350,7 +350,7 @@ async def _matched(ops: Operations, plan: Plan, row: ExecutionRow, warned: list[
 
 
 def _gate_open_sentence(row: ExecutionRow) -> str:
-    """Why a run at a gate cannot be abandoned, and the call that answers the gate."""
+    """The refusal to abandon a run that waits at a gate, with the call that answers it."""
     gate = runs.open_gate(row) or {}
     choices = ", ".join(gate.get("choices") or [])
     return (

@@ -314,7 +314,8 @@ def preflight(plan: Plan, handlers: Any, reached: Sequence[str] = ()) -> list[st
 
 def batch_hint(row: ExecutionRow, plan: Plan, handlers: Any, deduped: bool) -> str:
     """A batch entry's `context_hint`: start_run's sentence for a run on which nothing ran,
-    then what comes next (the agent steps ready, the engine's owed work, what cannot run)."""
+    then the next moves (steps waiting for the agent, work due from the engine, steps that
+    cannot run)."""
     lead = matched_lead(row) if deduped else f"Run '{row.id}' created for workflow '{plan.id}'."
     if runs.ended(row) or row.waits:
         return replies.join(lead, "" if runs.ended(row) else replies.what_next(row))

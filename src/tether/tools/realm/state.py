@@ -105,7 +105,7 @@ async def steps_ran(
     out: dict[str, Any] = {}
     for s in plan.steps if plan is not None else ():
         answered = _answers(records, s) if s.gate is not None else []
-        if answered and s.id not in done:  # a step with an answer and no attempt
+        if answered and s.id not in done:  # answered at its gate, never attempted
             out[s.id] = {"attempts": [], "answers": answered}
         if s.id not in done and s.id not in failed:
             continue
@@ -157,7 +157,7 @@ def _failures(records: Sequence[StepRecord], step: str) -> int:
 
 
 def _stored(plan: Plan | None, row: ExecutionRow, gate: dict[str, Any]) -> dict[str, Any]:
-    """What is stored when a gate opens: the gate and its settings."""
+    """The open gate as `pending_gate` shows it: the gate plus the settings it opened with."""
     wait = runs.open_gate(row) or {}
     out = {**gate, "opened_at": wait.get("opened_at")}
     if "display" in gate:
@@ -178,7 +178,7 @@ def _stored(plan: Plan | None, row: ExecutionRow, gate: dict[str, Any]) -> dict[
 
 
 def status(row: ExecutionRow, plan: Plan | None, actions: list[dict[str, Any]]) -> str:
-    """`next_actions_status`: why `next_actions` is what it is."""
+    """`next_actions_status`: the reason `next_actions` holds what it holds (or nothing)."""
     if runs.ended(row):
         return "skipped_terminal"
     if plan is None:

@@ -169,8 +169,8 @@ ERROR_HANDLING: Final = {
     "it and call the same step again.",
     "report_to_user": "This cannot be put right from here. Show the user the error and wait "
     "for what they decide.",
-    "resolve_precondition": "Something else has to happen before this call can work, and "
-    "next_actions names it. Do that first.",
+    "resolve_precondition": "This call has to wait for another one, which next_actions names. "
+    "Make that call first.",
     "stop": "The run cannot go on. Tell the user what happened and make no more calls for "
     "this run.",
     "wait_for_human": "A service outside the engine is down or out of reach (the network, or "
