@@ -121,16 +121,16 @@ async def test_start_run_batch(mcp_server: ServeFn, client: Client, db_url: str)
     async with mcp_server(build_app()) as url:
         c = client(url)
         items = [{"params": {"amount": 1}, "idempotency_key": "k1"}, {"params": {"amount": 2}}]
-        out = await tool(c, "start_run_batch", {"workflow_id": "refund", "items": items})
+        out = await tool(c, "start_run_batch", {"workflow_id": "expense", "items": items})
         assert out["status"] == "ok", out
         assert (out["run_id"], out["failed"]) == ("", [])
         assert [s["params"] for s in out["started"]] == [{"amount": 1}, {"amount": 2}]
         first = out["started"][0]
         assert first["idempotency_key"] == "k1"
         assert first["deduped"] is False
-        assert first["next_actions"][0]["instruction"]["params"]["command"] == "assess"
+        assert first["next_actions"][0]["instruction"]["params"]["command"] == "rate"
         assert first["context_hint"] == (  # Realm's start_run_batch: start_run's sentence
-            f"Run '{first['run_id']}' created for workflow 'refund'. Steps for the agent: 'assess'."
+            f"Run '{first['run_id']}' created for workflow 'expense'. Steps for the agent: 'rate'."
         )
 
         # the key policy refuses per item: k1 is live, on_live_match=fail
@@ -138,7 +138,7 @@ async def test_start_run_batch(mcp_server: ServeFn, client: Client, db_url: str)
             c,
             "start_run_batch",
             {
-                "workflow_id": "refund",
+                "workflow_id": "expense",
                 "items": [*items[:1], {"params": {"amount": 5}}],
                 "on_live_match": "fail",
             },
@@ -146,7 +146,7 @@ async def test_start_run_batch(mcp_server: ServeFn, client: Client, db_url: str)
         assert [f["index"] for f in out["failed"]] == [0]
         assert out["failed"][0]["error_code"] == "STATE_RUN_ALREADY_ACTIVE"
         assert len(out["started"]) == 1
-        deduped = await tool(c, "start_run_batch", {"workflow_id": "refund", "items": items[:1]})
+        deduped = await tool(c, "start_run_batch", {"workflow_id": "expense", "items": items[:1]})
         assert deduped["started"][0]["deduped"] is True
         assert deduped["started"][0]["run_id"] == first["run_id"]
         assert deduped["started"][0]["warnings"] == [
@@ -155,14 +155,14 @@ async def test_start_run_batch(mcp_server: ServeFn, client: Client, db_url: str)
         ]
         assert deduped["started"][0]["context_hint"] == (
             f"Run '{first['run_id']}' already holds this idempotency_key (phase 'running'); no run "
-            "was started. Steps for the agent: 'assess'."
+            "was started. Steps for the agent: 'rate'."
         )
 
         count = await _runs(db_url)
         bad = await tool(
             c,
             "start_run_batch",
-            {"workflow_id": "refund", "items": [{"params": {"amount": 1}}, {"params": {}}]},
+            {"workflow_id": "expense", "items": [{"params": {"amount": 1}}, {"params": {}}]},
         )
         assert (bad["error_code"], bad["run_id"], bad["run_version"]) == (
             "VALIDATION_BATCH_ITEMS", "", 0,
@@ -175,7 +175,7 @@ async def test_start_run_batch(mcp_server: ServeFn, client: Client, db_url: str)
             {"index": 1, "reason": "(root) must have required property 'amount'"}
         ]
         big = await tool(
-            c, "start_run_batch", {"workflow_id": "refund", "items": items, "max_items": 1}
+            c, "start_run_batch", {"workflow_id": "expense", "items": items, "max_items": 1}
         )
         assert big["error_code"] == "VALIDATION_BATCH_TOO_LARGE"
         assert big["error_details"] == {"count": 2, "max_items": 1}
@@ -187,10 +187,10 @@ async def test_start_run_batch(mcp_server: ServeFn, client: Client, db_url: str)
 async def test_append_trace_and_adoption(mcp_server: ServeFn, client: Client) -> None:
     async with mcp_server(build_app()) as url:
         c = client(url)
-        started = await tool(c, "start_run", {"workflow_id": "refund", "params": {"amount": 3}})
+        started = await tool(c, "start_run", {"workflow_id": "expense", "params": {"amount": 3}})
         run = started["run_id"]
         entries = [{"event": "looked", "data": {"n": 1}}, {"event": "thought"}]
-        mine = {"run_id": run, "step_id": "assess", "entries": entries, "writer_nonce": "w1"}
+        mine = {"run_id": run, "step_id": "rate", "entries": entries, "writer_nonce": "w1"}
         out = await tool(c, "append_trace", mine)
         assert out["status"] == "ok", out
         assert out == {  # Realm's append_trace: the buffer's counts against the limits
@@ -213,7 +213,7 @@ async def test_append_trace_and_adoption(mcp_server: ServeFn, client: Client) ->
 
         missing = await tool(c, "append_trace", {**mine, "step_id": "nope"})
         assert missing["error_code"] == "STEP_NOT_FOUND"
-        assert missing["errors"] == ["Workflow 'refund' has no step 'nope'."]
+        assert missing["errors"] == ["Workflow 'expense' has no step 'nope'."]
         auto = await tool(c, "append_trace", {**mine, "step_id": "score"})
         assert auto["error_code"] == "STATE_STEP_NOT_ELIGIBLE"
         assert auto["error_details"]["step_type"] == "auto"
@@ -237,7 +237,7 @@ async def test_append_trace_and_adoption(mcp_server: ServeFn, client: Client) ->
         done = await tool(
             c,
             "execute_step",
-            {"run_id": run, "command": "assess", "params": {"risk": "low"}, "writer_nonce": "w1"},
+            {"run_id": run, "command": "rate", "params": {"band": "small"}, "writer_nonce": "w1"},
         )
         assert "adopted_own" in done, done
         assert (done["adopted_own"], done["adopted_anonymous"], done["preserved_foreign"]) == (
@@ -246,11 +246,11 @@ async def test_append_trace_and_adoption(mcp_server: ServeFn, client: Client) ->
         late = await tool(c, "append_trace", mine)
         assert late["error_code"] == "STATE_STEP_NOT_ELIGIBLE"
         assert late["error_details"]["step_state"] == "completed"
-        assert late["errors"] == ["Step 'assess' is done already."]
+        assert late["errors"] == ["Step 'rate' is done already."]
 
 
 def answer_of(run: str) -> dict[str, Any]:
-    return {"run_id": run, "command": "assess", "params": {"risk": "low"}}
+    return {"run_id": run, "command": "rate", "params": {"band": "small"}}
 
 
 nonce1 = {"writer_nonce": "w1"}
@@ -259,7 +259,7 @@ nonce1 = {"writer_nonce": "w1"}
 async def test_terminal_match_policies(mcp_server: ServeFn, client: Client) -> None:
     async with mcp_server(build_app()) as url:
         c = client(url)
-        start = {"workflow_id": "refund", "params": {"amount": 1}, "idempotency_key": "once"}
+        start = {"workflow_id": "expense", "params": {"amount": 1}, "idempotency_key": "once"}
         first = await tool(c, "start_run", start)
         await tool(c, "abandon_run", {"run_id": first["run_id"]})
         reused = await tool(c, "start_run", start)
@@ -275,7 +275,7 @@ async def test_terminal_match_policies(mcp_server: ServeFn, client: Client) -> N
         state = await tool(c, "get_run_state", {"run_id": rerun["run_id"]})
         assert state["rerun_of"] == first["run_id"]
         assert rerun["run_id"] != first["run_id"]
-        assert rerun["next_actions"][0]["instruction"]["params"]["command"] == "assess"
+        assert rerun["next_actions"][0]["instruction"]["params"]["command"] == "rate"
         moved = await tool(c, "start_run", start)  # the key moved to the rerun
         assert (moved["run_id"], moved["deduped"]) == (rerun["run_id"], True)
         assert moved["warnings"] == [
@@ -289,7 +289,7 @@ async def test_terminal_match_policies(mcp_server: ServeFn, client: Client) -> N
         live = await tool(c, "start_run", {**start, "on_live_match": "fail"})
         assert live["error_code"] == "STATE_RUN_ALREADY_ACTIVE"
         assert live["errors"] == [  # Realm's idempotency rule: the errors name that run
-            f"Run '{rerun['run_id']}' of workflow 'refund' still holds this idempotency_key "
+            f"Run '{rerun['run_id']}' of workflow 'expense' still holds this idempotency_key "
             "(phase 'running'); no run was started."
         ]
         await tool(c, "abandon_run", {"run_id": rerun["run_id"]})

@@ -1,6 +1,6 @@
 """Agent steps with no order between them, over real HTTP: both are offered at once and two
 agents answer them concurrently; every answer is recorded and the step after both runs once
-(Realm offers every eligible agent step; seeds/realm-mcp-tools.md)."""
+(as Realm does, every agent step that can run is offered)."""
 
 from __future__ import annotations
 

@@ -19,36 +19,36 @@ from tether.runtime.registry import App
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
 
 PROTOCOL = """
-id: refund
-name: Refund review
+id: expense
+name: Expense claim
 version: 1
 params_schema:
   type: object
   properties: {amount: {type: integer}}
   required: [amount]
 steps:
-  assess:
-    description: Assess the refund request
+  rate:
+    description: Rate the expense claim
     execution: agent
     output_schema:
       type: object
-      properties: {risk: {type: string, enum: [low, high]}}
-      required: [risk]
+      properties: {band: {type: string, enum: [small, large]}}
+      required: [band]
   score:
     description: Score it
     execution: auto
     handler: score
-    depends_on: [assess]
-  only_low_risk:
-    description: A risky refund waits for a person instead
+    depends_on: [rate]
+  small_claims_only:
+    description: A large claim waits for a person instead
     execution: guard
     depends_on: [score]
-    abort_unless: ["assess.risk == 'low'"]
-    abort_message: A risky refund is left to a person.
+    abort_unless: ["rate.band == 'small'"]
+    abort_message: A large claim is left to a person.
   confirm:
     description: Write the confirmation
     execution: agent
-    depends_on: [only_low_risk]
+    depends_on: [small_claims_only]
 """
 
 
@@ -77,43 +77,43 @@ async def test_agent_run_refused_then_accepted_auto_chain_and_tasks_get(
     async with mcp_server(build_app()) as url:
         c = client(url)
         listed = await tool(c, "list_workflows", {})
-        assert listed["workflows"] == [{"id": "refund", "name": "Refund review", "version": 1}]
+        assert listed["workflows"] == [{"id": "expense", "name": "Expense claim", "version": 1}]
         assert listed["hint"] == (  # Realm's hint when create_workflow is not served
             "Read a workflow's brief with get_workflow_protocol before you call start_run on it."
         )
-        started = await tool(c, "start_run", {"workflow_id": "refund", "params": {"amount": 3}})
+        started = await tool(c, "start_run", {"workflow_id": "expense", "params": {"amount": 3}})
         assert started["status"] == "ok"
         assert started["deduped"] is False
         run = started["run_id"]
         (action,) = started["next_actions"]
-        assert action["instruction"]["params"] == {"run_id": run, "command": "assess"}
+        assert action["instruction"]["params"] == {"run_id": run, "command": "rate"}
 
         task = await c.result("tasks/get", {"taskId": run}, capabilities=TASKS_ONLY)
         assert task["status"] in ("working", "input_required")
         early = await tool(c, "execute_step", {"run_id": run, "command": "confirm"})
         assert early["context_hint"] == (  # then what comes next
-            "Step 'confirm' cannot be called now: it waits for 'only_low_risk' to finish. "
-            "Steps for the agent: 'assess'."
+            "Step 'confirm' cannot be called now: it waits for 'small_claims_only' to finish. "
+            "Steps for the agent: 'rate'."
         )
 
         refused = await tool(
-            c, "execute_step", {"run_id": run, "command": "assess", "params": {"risk": "medium"}}
+            c, "execute_step", {"run_id": run, "command": "rate", "params": {"band": "medium"}}
         )
         assert refused["status"] == "error"
         assert refused["error_code"] == "VALIDATION_OUTPUT_SCHEMA"
         assert refused["agent_action"] == "provide_input"
         assert (refused["errors"], refused["context_hint"]) == (  # Realm's refused answer
-            ["The answer for step 'assess' does not fit its output_schema"],
-            "Step 'assess' refused the answer; the run is still running.",
+            ["The answer for step 'rate' does not fit its output_schema"],
+            "Step 'rate' refused the answer; the run is still running.",
         )
         assert refused["run_version"] == started["run_version"]  # refused: nothing changed
 
         done = await tool(
-            c, "execute_step", {"run_id": run, "command": "assess", "params": {"risk": "low"}}
+            c, "execute_step", {"run_id": run, "command": "rate", "params": {"band": "small"}}
         )
         assert done["status"] == "ok", done
-        assert [s["step"] for s in done["chained_auto_steps"]] == ["score", "only_low_risk"]
-        assert done["guards"] == [{"step": "only_low_risk", "outcome": "pass"}]
+        assert [s["step"] for s in done["chained_auto_steps"]] == ["score", "small_claims_only"]
+        assert done["guards"] == [{"step": "small_claims_only", "outcome": "pass"}]
         assert done["next_actions"][0]["instruction"]["params"]["command"] == "confirm"
         assert done["run_version"] > started["run_version"]
         # the last step the call completed, then what comes next
@@ -125,15 +125,14 @@ async def test_agent_run_refused_then_accepted_auto_chain_and_tasks_get(
         assert idle["context_hint"] == f"Run '{run}': nothing ran. Steps for the agent: 'confirm'."
 
         again = await tool(
-            c, "execute_step", {"run_id": run, "command": "assess", "params": {"risk": "low"}}
+            c, "execute_step", {"run_id": run, "command": "rate", "params": {"band": "small"}}
         )
         assert again["status"] == "blocked"
         assert again["blocked_reason"]["eligible_steps"] == ["confirm"]
         assert again["context_hint"] == (
-            "Step 'assess' cannot be called now: it is done already. Steps for the agent: "
-            "'confirm'."
+            "Step 'rate' cannot be called now: it is done already. Steps for the agent: 'confirm'."
         )
-        assert again["stopped_step"] == "assess"
+        assert again["stopped_step"] == "rate"
 
         end = await tool(
             c, "execute_step", {"run_id": run, "command": "confirm", "params": {"text": "paid"}}
@@ -143,26 +142,26 @@ async def test_agent_run_refused_then_accepted_auto_chain_and_tasks_get(
         task = await c.result("tasks/get", {"taskId": run}, capabilities=TASKS_ONLY)
         assert task["status"] == "completed"
         state = await tool(c, "get_run_state", {"run_id": run})
-        assert state["completed_steps"] == ["assess", "score", "only_low_risk", "confirm"]
+        assert state["completed_steps"] == ["rate", "score", "small_claims_only", "confirm"]
         assert state["terminal_state"] is True
 
 
 async def test_guard_aborts_and_abandon(mcp_server: ServeFn, client: Client) -> None:
     async with mcp_server(build_app()) as url:
         c = client(url)
-        run = (await tool(c, "start_run", {"workflow_id": "refund", "params": {"amount": 1}}))[
+        run = (await tool(c, "start_run", {"workflow_id": "expense", "params": {"amount": 1}}))[
             "run_id"
         ]
         out = await tool(
-            c, "execute_step", {"run_id": run, "command": "assess", "params": {"risk": "high"}}
+            c, "execute_step", {"run_id": run, "command": "rate", "params": {"band": "large"}}
         )
         assert out["status"] == "ok"
         assert out["run_phase"] == "aborted"
-        assert out["context_hint"] == "Guard step 'only_low_risk' aborted the run."
+        assert out["context_hint"] == "Guard step 'small_claims_only' aborted the run."
         assert out["ended_by"] == {
             "arm": "guard_abort",
-            "step": "only_low_risk",
-            "reason": "A risky refund is left to a person.",
+            "step": "small_claims_only",
+            "reason": "A large claim is left to a person.",
         }
         late = await tool(c, "execute_step", {"run_id": run, "command": "confirm", "params": {}})
         assert late["status"] == "ok"
@@ -175,7 +174,7 @@ async def test_guard_aborts_and_abandon(mcp_server: ServeFn, client: Client) -> 
         ]
         assert terminal["context_hint"] == f"Run '{run}' has already ended; nothing to abandon."
 
-        other = await tool(c, "start_run", {"workflow_id": "refund", "params": {"amount": 1}})
+        other = await tool(c, "start_run", {"workflow_id": "expense", "params": {"amount": 1}})
         gone = await tool(c, "abandon_run", {"run_id": other["run_id"], "reason": "no longer"})
         kill = (  # Realm's abandon_run: the summary alone, with its note
             "Abandoning stops the run where it stands: its finalizers, if it has any, did not "
@@ -204,7 +203,7 @@ async def test_refusals(mcp_server: ServeFn, client: Client) -> None:
             ("create_workflow", {"steps": []}, "Array must contain at least 1 element(s)"),
             (
                 "start_run_batch",
-                {"workflow_id": "refund", "items": [], "max_items": 0},
+                {"workflow_id": "expense", "items": [], "max_items": 0},
                 "Number must be greater than 0",
             ),
         ):
@@ -213,15 +212,15 @@ async def test_refusals(mcp_server: ServeFn, client: Client) -> None:
             )
             assert body["error"]["code"] == codes.INVALID_PARAMS, body
             assert problem in body["error"]["message"]
-        bad = await tool(c, "start_run", {"workflow_id": "refund", "params": {}})
+        bad = await tool(c, "start_run", {"workflow_id": "expense", "params": {}})
         assert (bad["error_code"], bad["run_id"]) == ("VALIDATION_INPUT_SCHEMA", "")
         assert bad["errors"] == [  # Realm's params check, in Ajv's words
-            "The params do not fit the params_schema of workflow 'refund': (root) must have "
+            "The params do not fit the params_schema of workflow 'expense': (root) must have "
             "required property 'amount'"
         ]
         missing = await tool(c, "start_run", {"workflow_id": "nope"})
         assert missing["error_code"] == "STATE_WORKFLOW_NOT_FOUND"
-        unknown = await tool(c, "execute_step", {"run_id": "ex_nope", "command": "assess"})
+        unknown = await tool(c, "execute_step", {"run_id": "ex_nope", "command": "rate"})
         assert unknown["error_code"] == "STATE_RUN_NOT_FOUND"
         assert unknown["errors"] == ["Run not found: ex_nope"]  # Realm's run state
         assert unknown["agent_action"] == "report_to_user"

@@ -130,7 +130,7 @@ async def test_a_plan_over_a_limit_is_refused_in_realm_terms(
         assert (reply["status"], reply["agent_action"]) == ("error", "provide_input")
         assert reply.get("error_code") is None
         assert f"{MAX_STEPS_SETTING}=5" in reply["errors"][0]
-        assert list(app.protocols) == ["refund"]
+        assert list(app.protocols) == ["expense"]
         assert await snapshot(db_url) == before
 
 
@@ -215,7 +215,7 @@ async def test_a_plan_whose_reader_dies_is_refused_and_the_next_plan_is_read(
         reply = await tool(c, "create_workflow", PLAN)
         assert (reply["status"], reply["error_code"]) == ("error", "ENGINE_INTERNAL"), reply
         assert reply["agent_action"] == "stop"
-        assert list(app.protocols) == ["refund"]
+        assert list(app.protocols) == ["expense"]
         assert await snapshot(db_url) == before
         monkeypatch.setattr(created, "read_plan", read_plan)
         reply = await tool(c, "create_workflow", PLAN)

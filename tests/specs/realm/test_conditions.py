@@ -1,4 +1,4 @@
-"""Conditions: the grammar, and the evaluator against Realm's documented results (conditions.md)."""
+"""Conditions: the grammar, and how each field reads values, types, `null` and missing paths."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from tether.specs.realm import (
 from tether.specs.realm.model import ConditionField
 
 DATA = {
-    "n": 5,
-    "numstr": "5",
-    "price": 9.99,
-    "neg": -4.2,
-    "s": "billing",
+    "n": 7,
+    "numstr": "7",
+    "price": 12.5,
+    "neg": -3.6,
+    "s": "shipping",
     "t": True,
     "f": False,
     "z": 0,
@@ -31,29 +31,29 @@ DATA = {
 }
 CONTEXT = ConditionContext(
     outputs={"data": DATA},
-    params={"mode": "live"},
+    params={"mode": "dry"},
     settlements={"data": Settlement(failed=False, settled_by_default=False)},
 )
 
-# Realm's table for `when` (each row was run by Realm; true = the step ran).
+# How `when` reads each condition against DATA (true: the step runs).
 WHEN: list[tuple[str, bool]] = [
-    ("data.n == 5", True),
-    ("data.n == '5'", False),
-    ("data.numstr == '5'", True),
-    ("data.numstr == 5", False),
-    ("data.n != 5", False),
+    ("data.n == 7", True),
+    ("data.n == '7'", False),
+    ("data.numstr == '7'", True),
+    ("data.numstr == 7", False),
+    ("data.n != 7", False),
     ("data.n > 3", True),
-    ("data.n >= 5", True),
-    ("data.n < 5", False),
-    ("data.n <= 5", True),
-    ("data.price >= 9.99", True),
+    ("data.n >= 7", True),
+    ("data.n < 7", False),
+    ("data.n <= 7", True),
+    ("data.price >= 12.5", True),
     ("data.neg < -1", True),
     ("data.s > 3", False),
-    ("data.s == 'billing'", True),
-    ('data.s == "billing"', True),
-    ("data.s == billing", True),
-    ("data.s == 'Billing'", False),
-    ("data.s != 'billing'", False),
+    ("data.s == 'shipping'", True),
+    ('data.s == "shipping"', True),
+    ("data.s == shipping", True),
+    ("data.s == 'Shipping'", False),
+    ("data.s != 'shipping'", False),
     ("data.s == 'a >= b'", False),
     ("data.t == true", True),
     ("data.f == false", True),
@@ -76,15 +76,15 @@ WHEN: list[tuple[str, bool]] = [
     ("data.missing > 1", False),
     ("data.obj.k == 1", True),
     ("data.list.0 == 'a'", True),
-    ("run.params.mode == 'live'", True),
+    ("run.params.mode == 'dry'", True),
     ("run.params.absent == null", True),
     ("$settlement.data.failed == false", True),
     ("$settlement.data.settled_by_default == false", True),
     ("$settlement.data.validation_rejections == 0", True),
-    # strict types beyond Realm's table: a boolean is not a number, 1 equals 1.0
+    # strict types: a boolean is not a number, 1 equals 1.0
     ("data.t == 1", False),
     ("data.z == false", False),
-    ("data.n == 5.0", True),
+    ("data.n == 7.0", True),
     ("data.t > 0", False),
 ]
 
@@ -94,16 +94,16 @@ def test_when_reads_as_realm_does(text: str, expected: bool) -> None:
     assert evaluate(parse_condition(text, "when"), CONTEXT) is expected
 
 
-# Where preconditions and abort_unless differ from `when` (conditions.md).
+# Where preconditions and abort_unless read a condition differently from `when`.
 @pytest.mark.parametrize(
     ("text", "field", "expected"),
     [
         ("data.nul == null", "preconditions", False),
         ("data.missing == null", "preconditions", False),
-        ("run.params.mode == 'live'", "preconditions", False),
+        ("run.params.mode == 'dry'", "preconditions", False),
         ("data.missing == 'x'", "preconditions", False),
         ("data.nul == null", "abort_unless", False),
-        ("data.n == 5", "abort_unless", True),
+        ("data.n == 7", "abort_unless", True),
         ("data.s", "abort_unless", True),
         ("data.z", "abort_unless", False),
     ],
@@ -114,7 +114,7 @@ def test_preconditions_and_abort_unless_differ(
     assert evaluate(parse_condition(text, field), CONTEXT) is expected
 
 
-@pytest.mark.parametrize("text", ["data.missing == 1", "run.params.mode == 'live'", "other.x"])
+@pytest.mark.parametrize("text", ["data.missing == 1", "run.params.mode == 'dry'", "other.x"])
 def test_abort_unless_cannot_resolve(text: str) -> None:
     with pytest.raises(ConditionUnresolved):
         evaluate(parse_condition(text, "abort_unless"), CONTEXT)

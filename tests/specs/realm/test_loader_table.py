@@ -472,20 +472,20 @@ def test_valid_workflow_loads(text: str, step_id: str, attribute: str, expected:
 
 def test_top_level_fields_are_carried() -> None:
     text = (
-        "id: review-note\nname: Review a note\ndescription: Reads a note.\nversion: 1.5\n"
-        "x-owner: docs-team\nparams_schema: {type: object, required: [path]}\n"
+        "id: month-close\nname: Close a month\ndescription: Closes the books.\nversion: 1.5\n"
+        "x-owner: finance-team\nparams_schema: {type: object, required: [path]}\n"
         "protocol:\n  quick_start: ''\n  rules: [Never guess.]\nsteps:\n" + AGENT
     )
     spec, diagnostics = load_string(text, file="review.yaml")
     assert (spec.id, spec.name, spec.version, spec.description) == (
-        "review-note",
-        "Review a note",
+        "month-close",
+        "Close a month",
         1.5,
-        "Reads a note.",
+        "Closes the books.",
     )
     assert spec.protocol.quick_start is None  # an empty quick_start is ignored
     assert spec.protocol.rules == ("Never guess.",)
-    assert dict(spec.extensions) == {"x-owner": "docs-team"}
+    assert dict(spec.extensions) == {"x-owner": "finance-team"}
     assert spec.params_schema is not None
     assert spec.params_schema.document == {"type": "object", "required": ["path"]}
     assert spec.file == "review.yaml" and spec.source == text
