@@ -214,9 +214,9 @@ def gate_action(
     claim_token: str | None = None,
     gate_reply: bool = False,
 ) -> dict[str, Any]:
-    """Answer the open gate `gate_id` with `submit_human_response`: the reply that opens the
-    gate passes its claim token, and only it; a reply that carries the `gate` object points at
-    it, any other names the choices."""
+    """Answer the open gate `gate_id` with `submit_human_response`. Only the opening reply hands
+    out the claim token; replies holding the `gate` object refer the agent to it, and the rest
+    spell out the choices."""
     token = {"claim_token": claim_token} if claim_token is not None else {}
     if gate_reply:
         then = (

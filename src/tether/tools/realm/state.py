@@ -126,7 +126,7 @@ async def steps_ran(
 
 def _answers(records: Sequence[StepRecord], step: PlanStep) -> list[dict[str, Any]]:
     """`answers`: the answer to the step's gate (`choice`, `answered_by`, and why there is no
-    `claim_proof`: Tether does not record it). An `abort` expiry is not an answer."""
+    `claim_proof`: Tether does not record it). A gate that expired with `abort` has no answer."""
     got = gates.resolution(list(records), step.id)
     if got is None:
         return []
