@@ -29,7 +29,7 @@ from tether.specs.limits import (
     MAX_STEPS_SETTING,
 )
 from tether.tools.dagu import actions
-from tether.tools.realm import created
+from tether.tools.realm import agent_plans
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
 Client = Callable[[str], McpClient]
@@ -171,8 +171,8 @@ async def test_a_plan_is_read_off_the_event_loop(
     mcp_server: ServeFn, client: Client, monkeypatch: pytest.MonkeyPatch, manager: SyncManager
 ) -> None:
     """Our choice: other calls are served while a `create_workflow` plan is checked."""
-    held = Held(manager, created.read_plan)
-    monkeypatch.setattr(created, "read_plan", held)
+    held = Held(manager, agent_plans.read_plan)
+    monkeypatch.setattr(agent_plans, "read_plan", held)
     async with mcp_server(build_app()) as url:
         c = client(url)
         reply = await served_while_held(held, tool(client(url), "create_workflow", PLAN), c)
@@ -207,16 +207,16 @@ async def test_a_plan_whose_reader_dies_is_refused_and_the_next_plan_is_read(
     """Our choice: as for a spec, in Realm's terms: ENGINE_INTERNAL (agent action `stop`),
     nothing registered or started; the next plan is read by a new process."""
     app = build_app()
-    read_plan = created.read_plan
+    read_plan = agent_plans.read_plan
     async with mcp_server(app) as url:
         c = client(url)
         before = await snapshot(db_url)
-        monkeypatch.setattr(created, "read_plan", exit_worker)
+        monkeypatch.setattr(agent_plans, "read_plan", exit_worker)
         reply = await tool(c, "create_workflow", PLAN)
         assert (reply["status"], reply["error_code"]) == ("error", "ENGINE_INTERNAL"), reply
         assert reply["agent_action"] == "stop"
         assert list(app.protocols) == ["expense"]
         assert await snapshot(db_url) == before
-        monkeypatch.setattr(created, "read_plan", read_plan)
+        monkeypatch.setattr(agent_plans, "read_plan", read_plan)
         reply = await tool(c, "create_workflow", PLAN)
     assert reply["status"] == "ok", reply

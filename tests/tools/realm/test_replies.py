@@ -34,7 +34,7 @@ def test_a_step_the_workflow_lacks_and_a_nonce_on_an_auto_step() -> None:
 
 def test_lag_names_a_duration_in_its_largest_units() -> None:
     """late.lag: seconds under a minute, never `0m`."""
-    from tether.tools.realm.late import lag
+    from tether.tools.realm.gate_expiry import lag
 
     assert [lag(ms) for ms in (-5, 12_093, 184_311, 7_500_000, 93_600_000)] == [
         "0s", "12s", "3m", "2h 5m", "1d 2h",

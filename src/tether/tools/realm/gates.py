@@ -19,9 +19,9 @@ from tether.runtime import errors as rt
 from tether.runtime.operations import Operations
 from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow, StepRecord
-from tether.tools.realm import envelope, late, replies, runs
+from tether.tools.realm import envelope, gate_expiry, replies, runs
 from tether.tools.realm.envelope import Reply, refusal
-from tether.tools.realm.late import COMMAND, MATCHED_LATE, Settle, with_fields
+from tether.tools.realm.gate_expiry import COMMAND, MATCHED_LATE, Settle, with_fields
 
 WRONG_GATE: Final = "submit_gate"  # the reply's command for an answer that names no open gate
 
@@ -154,7 +154,7 @@ async def _answer_open(
     if deadline and _now() >= datetime.fromisoformat(deadline):
         claim = _claim(gate, a.get("claim_token"), spent="expired")
         said = claim_warning(claim, a.get("claim_token"))
-        return await late.late_answer(settle, plan, ops, row, gate, a, w, claim, said)
+        return await gate_expiry.late_answer(settle, plan, ops, row, gate, a, w, claim, said)
     if choice not in choices:
         return refusal(
             gate["name"],
@@ -218,7 +218,7 @@ def _already(
             step,
             row.id,
             "STATE_BLOCKED",
-            late.not_recorded(key, winning, choice, timed_out=timed_out),
+            gate_expiry.not_recorded(key, winning, choice, timed_out=timed_out),
             run_version=row.version,
             action="report_to_user",
             next_actions=replies.open_entries(row, plan),

@@ -17,8 +17,7 @@ from tether.runtime.rows import ExecutionRow, StepRecord
 from tether.specs.limits import SpecLimits
 from tether.tools import results
 from tether.tools.realm import (
-    blocked,
-    created,
+    agent_plans,
     delivery,
     envelope,
     exhaustion,
@@ -31,6 +30,7 @@ from tether.tools.realm import (
     state,
     storable,
     traces,
+    uncallable,
 )
 from tether.tools.realm.envelope import Reply, refusal
 from tether.tools.realm.views import listing, protocol_view
@@ -168,7 +168,7 @@ class RealmTools:
         return await traces.append_trace(ops, self._plan, a, by)
 
     async def create_workflow(self, ops: Operations, a: Args, w: list[str], by: Any) -> Any:
-        return await created.create_workflow(ops, a, by, self.limits)
+        return await agent_plans.create_workflow(ops, a, by, self.limits)
 
     # --- acting -----------------------------------------------------------------------------
 
@@ -192,7 +192,7 @@ class RealmTools:
         if wait is None and runs.parked(row, step):  # naming an auto step runs it
             return await self.advance_run(ops, {"run_id": row.id}, [], by, command=step)
         if wait is None:
-            return blocked.blocked(step, plan, row, await ops.steps(row.id))
+            return uncallable.blocked(step, plan, row, await ops.steps(row.id))
         answer = a.get("params") or {}
         if (unfit := ops.unstorable(answer)) is not None:  # nothing written, nothing counted
             return exhaustion.unstorable(plan, row, wait, unfit)
@@ -211,7 +211,7 @@ class RealmTools:
             delivered = None
         if delivered is None:  # answered meanwhile, or held by a gate that opened meanwhile
             now = (await ops.wait_until(row.id, runs.settled, timeout=SETTLE_S)).current
-            return blocked.blocked(step, plan, now, await ops.steps(now.id))
+            return uncallable.blocked(step, plan, now, await ops.steps(now.id))
         row = delivered[0]
         row, chain = await self._settle(ops, row, [], answered=step)
         traced = await ops.buffered_signals(row.id, traces.channel(step))
