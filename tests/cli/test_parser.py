@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
+from importlib import metadata
 
 import pytest
 
-from tether.cli import build_parser, parser
+from tether.cli import build_parser, main, parser
 from tether.cli.quiet import log_level
 from tether.runtime.statuses import STATUSES
 from tether.settings import Settings, SettingsError
@@ -105,3 +106,14 @@ def test_tether_app_is_a_setting() -> None:
 
 def test_the_parser_is_an_argparse_parser() -> None:
     assert isinstance(parser(), argparse.ArgumentParser)
+
+
+def test_version_prints_the_installed_distributions_version(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Our choice: `tether --version` prints the version the installed distribution declares
+    (pyproject.toml takes it from `tether.__version__`) and exits 0."""
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out == f"tether {metadata.version('tether')}\n"

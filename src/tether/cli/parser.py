@@ -12,6 +12,7 @@ import argparse
 from collections.abc import Callable
 from typing import NoReturn
 
+from tether import __version__
 from tether.runtime.statuses import STATUSES
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -70,6 +71,7 @@ def build_parser() -> Parser:
     """The whole `tether` parser (the docs' CLI reference is generated from it)."""
     p = Parser(prog="tether", description="Durable work for AI agents.")
     _global_flags(p, root=True)
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     _servers(sub)
