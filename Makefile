@@ -9,6 +9,8 @@ PORT   ?= 8000
 # Every Python package our own runs use (the runtime, dev, docs and bench extras, pip, setuptools
 # and uv), pinned with hashes; pyproject.toml keeps ranges for the published package.
 LOCK   := requirements/lock.txt
+# The lock's subset a deployment installs (`make lock` writes both)
+RUNTIME := requirements/runtime.txt
 
 .PHONY: serve test test-external-pg check lint docs bench bench-tasks clean chaos chaos-short lock
 
@@ -30,12 +32,16 @@ $(BIN)/tether: $(VENV)/.lock pyproject.toml
 
 # Re-resolves requirements/lock.txt from pyproject.toml and requirements/tools.in (uv; pins kept
 # where they still fit: `make lock LOCK_ARGS=--upgrade` takes the newest releases,
-# `LOCK_ARGS='--upgrade-package NAME'` one package), and tests/node/package-lock.json from
-# tests/node/package.json (whose versions are exact). Commit both with what they change.
+# `LOCK_ARGS='--upgrade-package NAME'` one package); requirements/runtime.txt, the part of it a
+# deployment needs (the package's own dependencies, no extras, at the lock's versions); and
+# tests/node/package-lock.json from tests/node/package.json (whose versions are exact). Commit
+# them with what they change.
 lock: $(VENV)/.lock
 	$(BIN)/uv pip compile --quiet --universal --generate-hashes --extra dev --extra bench \
 		--custom-compile-command 'make lock' $(LOCK_ARGS) \
 		pyproject.toml requirements/tools.in -o $(LOCK)
+	$(BIN)/uv pip compile --quiet --universal --generate-hashes --custom-compile-command 'make lock' \
+		--constraint $(LOCK) pyproject.toml requirements/runtime.in -o $(RUNTIME)
 	cd tests/node && npm install --package-lock-only --omit-lockfile-registry-resolved \
 		--no-audit --no-fund --loglevel=error
 

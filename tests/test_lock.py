@@ -81,3 +81,61 @@ def test_this_suite_runs_on_exactly_the_locked_versions() -> None:
         f"this environment is not requirements/lock.txt: {wrong}; run `make test` (it re-creates "
         ".venv from the lock) or `pip install --require-hashes --no-deps -r requirements/lock.txt`"
     )
+
+
+RUNTIME = REPO / "requirements" / "runtime.txt"
+
+
+def pinned(line: str) -> Requirement:
+    """The requirement on a pin's first line."""
+    match = PIN.match(line)
+    assert match is not None, line
+    return Requirement(match["requirement"])
+
+
+def blocks(path: Path) -> dict[str, str]:
+    """Each pin of a compiled requirements file with its hash lines, by canonical name and
+    marker (comments left out)."""
+    found: dict[str, str] = {}
+    current: list[str] = []
+    for line in [*path.read_text("utf-8").splitlines(), ""]:
+        if current and not line.startswith("    --hash="):
+            req = pinned(current[0])
+            found[f"{canonicalize_name(req.name)} ; {req.marker}"] = "\n".join(current)
+            current = []
+        if PIN.match(line) or (current and line.startswith("    --hash=")):
+            current.append(line)
+    return found
+
+
+def runtime_closure() -> set[str]:
+    """The canonical names pyproject.toml's dependencies (no extras) pull in on this platform,
+    walked through the installed metadata (the lock's versions, as the test above checks)."""
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))
+    todo = [(Requirement(line), "") for line in pyproject["project"]["dependencies"]]
+    seen: set[tuple[str, str]] = set()
+    for req, extra in todo:
+        if req.marker is not None and not req.marker.evaluate({"extra": extra}):
+            continue
+        name = canonicalize_name(req.name)
+        for wanted in ["", *req.extras]:
+            if (name, wanted) in seen:
+                continue
+            seen.add((name, wanted))
+            todo += [(Requirement(line), wanted) for line in metadata.requires(name) or []]
+    return {name for name, _ in seen}
+
+
+def test_the_runtime_requirements_are_the_locks_pins_of_the_runtime_closure() -> None:
+    """Our choice: requirements/runtime.txt (what a deployment installs besides the wheel) holds
+    exactly the package's own dependencies and their dependencies, plus pip and setuptools,
+    each pinned as in the lock with the same hashes (`make lock` writes both files)."""
+    runtime = blocks(RUNTIME)
+    locked = blocks(LOCK)
+    changed = sorted(key for key, text in runtime.items() if locked.get(key) != text)
+    assert changed == [], f"run `make lock`: runtime.txt disagrees with lock.txt on {changed}"
+    pins_here = {
+        key.split(" ; ")[0] for key, text in runtime.items() if here([pinned(text.splitlines()[0])])
+    }
+    wanted = runtime_closure() | {"pip", "setuptools"}
+    assert pins_here == wanted, "run `make lock`: runtime.txt is not the runtime closure"
