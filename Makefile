@@ -60,8 +60,8 @@ test-external-pg: $(BIN)/tether
 	PY=$(BIN)/python scripts/external-pg
 
 lint: $(BIN)/tether
-	$(BIN)/ruff check src tests bench scripts reliability
-	$(BIN)/ruff format --check src tests bench reliability
+	$(BIN)/ruff check src tests bench scripts reliability deploy
+	$(BIN)/ruff format --check src tests bench reliability deploy
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
