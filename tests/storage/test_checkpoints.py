@@ -24,6 +24,7 @@ from tether.storage.checkpoints import CheckpointWriter, Refill
 from tether.storage.errors import IntegrityError, LeaseLost, StorageError
 from tether.storage.queries import Q
 from tether.storage.repo import Checkpoint
+from tether.storage.rows import ENDED_STATUSES, STATUSES
 
 pytestmark = pytest.mark.postgres
 
@@ -360,9 +361,9 @@ def _claim_rules(query: str, params: dict[int, str]) -> str:
 
 
 def test_the_refill_claims_by_the_claim_loops_rules() -> None:
-    """The claim's rules (lease, attempt, the poison-run guard and its `ended` event) are
-    written twice: in `claim_executions` and in the settling statement's refill. They must
-    stay the same text, parameter for parameter, or the two kinds of claim would differ."""
+    """The claim's rules (lease, attempt, the poison-run guard and its `ended` event) are one
+    part, which `claim_executions` and the settling statement's refill both include: the two
+    are the same text, parameter for parameter, so the two kinds of claim cannot differ."""
     loop = _claim_rules(
         Q["claim_executions"], {1: "owner", 2: "lease", 4: "after", 5: "error", 6: "message"}
     )
@@ -371,16 +372,6 @@ def test_the_refill_claims_by_the_claim_loops_rules() -> None:
     )
     assert "$" not in loop and "$" not in refill
     assert loop == refill
-
-
-def test_the_one_write_statement_is_the_many_write_statement_past_its_first_cte() -> None:
-    """`checkpoint_one` (a lone write, scalar parameters) repeats `checkpoint_many` after the
-    CTE that reads the parameters; only the refill's "not a run it writes" test differs."""
-    many, one = Q["checkpoint_many"], Q["checkpoint_one"]
-    rest_many = many[many.index("), lease AS (") :]
-    rest_one = one[one.index("), lease AS (") :]
-    assert rest_one == rest_many.replace("x.id <> ALL($1::text[])", "x.id <> $1::text")
-    assert "x.id <> $1::text" in rest_one
 
 
 class SettingPool(CountingPool):
@@ -433,3 +424,32 @@ async def test_a_records_only_write_may_commit_without_waiting_for_the_flush(
         ("ex_a", {"value": 1}),
         ("ex_b", {"value": 2}),
     ]
+
+
+async def test_every_checkpoint_statement_ends_a_run_exactly_for_the_ended_statuses(
+    db: asyncpg.Pool,
+) -> None:
+    """Our choice: a write that sets a status ends the run (ended_at, expires_at) when, and
+    only when, the status is in ENDED_STATUSES, the definition the runtime reads, whichever
+    statement carries it (`checkpoint_one`, `checkpoint_many`, `checkpoint`)."""
+    found = []
+    for status in STATUSES:
+        ids = [f"{status}_{way}" for way in ("alone", "grouped_a", "grouped_b", "in_tx")]
+        await db.execute(INSERT, ids)
+        await db.execute("UPDATE executions SET retention_s = 60 WHERE id = ANY($1)", ids)
+        counting = CountingPool(db)
+        writer = CheckpointWriter(counting, max_statements=1)  # type: ignore[arg-type]
+        settle = Checkpoint(status=status, output=1)
+        await asyncio.gather(*(writer.write(i, "w", 1, 1, settle) for i in ids[:3]))
+        await writer.close()
+        assert counting.sent == [Q["checkpoint_one"], Q["checkpoint_many"]]
+        async with db.acquire() as conn:
+            await repo.checkpoint(conn, ids[3], "w", 1, 1, settle)
+        rows = await db.fetch(
+            "SELECT status, ended_at IS NOT NULL AS ended, expires_at IS NOT NULL AS expires "
+            "FROM executions WHERE id = ANY($1)",
+            ids,
+        )
+        found += [(r["status"], r["ended"], r["expires"]) for r in rows]
+    ended = ENDED_STATUSES
+    assert sorted(found) == sorted((s, s in ended, s in ended) for s in STATUSES for _ in range(4))

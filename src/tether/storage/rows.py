@@ -26,6 +26,8 @@ Status = Literal[
 ]
 STATUSES: tuple[str, ...] = get_args(Status)
 LIVE_STATUSES: frozenset[str] = frozenset({"pending", "running", "waiting"})
+#: The statuses that end a run: the one definition, which the queries read too (a checkpoint
+#: that sets one ends the run: `ended_statuses` in storage/queries.py).
 ENDED_STATUSES: frozenset[str] = frozenset(STATUSES) - LIVE_STATUSES
 
 

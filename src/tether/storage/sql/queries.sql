@@ -1,3 +1,9 @@
+-- Every query Tether sends, each a `-- name:` block with its description (storage/queries.py
+-- loads them once, at import). A `-- part:` block is SQL that several queries share, written
+-- once and included where they say `{{ part }}` (`{{ part from $N }}`: its parameters numbered
+-- from $N). The part `ended_statuses` is not in this file: storage/queries.py gives it, the
+-- SQL list of the statuses that end a run, from their one definition (storage/rows.py).
+
 -- name: insert_execution
 -- Create a pending run with its `created` event, unless (workflow, idempotency_key) is taken;
 -- wakes the workers in the same transaction. No row back means the key was taken (keys are per
@@ -180,20 +186,14 @@ WITH doomed AS (
 )
 DELETE FROM audit WHERE id IN (SELECT id FROM doomed) RETURNING id;
 
--- name: claim_executions
--- Lease up to $3 due runs (pending, woken timers, expired leases) to worker $1 for $2 seconds.
--- A running row keeps wake_at = lease_until, so an expired lease is simply due again: such a
--- claim counts one more lost lease in a row (lost_leases), and the claim that brings it to $4
--- (TETHER_MAX_RECOVERY_ATTEMPTS) ends the run failed instead (error $5 with message $6, `%s`
--- the count; an `ended` event; watchers woken). Rows come back with status 'running' (run them) or 'failed'.
--- With $7 (tracing on), each row also brings the `traceparent` stored in its `created` event.
-WITH due AS (
-    SELECT id, status = 'running' AS lost FROM executions
-    WHERE wake_at <= tether_now()
-    ORDER BY wake_at
-    LIMIT $3
-    FOR UPDATE SKIP LOCKED
-), claimed AS (
+-- part: claim_lease
+-- The claim's rules, for the runs in `due` (id; lost: its lease expired): each is leased to
+-- worker $1 for $2 seconds; a lost lease counts one more in a row (lost_leases), and the claim
+-- that brings the count to $4 (TETHER_MAX_RECOVERY_ATTEMPTS) ends the run failed instead (error
+-- $5 with message $6, `%s` the count) with its `ended` event. `claimed`: the rows as left;
+-- `ended`: the runs ended. `claim_executions` and the refill of the checkpoint statements
+-- (`checkpoint_refill`, its parameters from $18) are this one text.
+claimed AS (
     UPDATE executions e SET
         lost_leases = e.lost_leases + due.lost::integer,
         status      = CASE WHEN due.lost AND e.lost_leases + 1 >= $4 THEN 'failed'
@@ -226,7 +226,21 @@ WITH due AS (
     SELECT id, last_event_id, 'ended', jsonb_build_object('status', status, 'error', error)
     FROM claimed WHERE status = 'failed'
     RETURNING execution_id
-), notes AS (
+)
+
+-- name: claim_executions
+-- Lease up to $3 due runs (pending, woken timers, expired leases) to worker $1 for $2 seconds,
+-- by the claim's rules (`claim_lease`: $4..$6 abandon a run whose leases keep being lost). A
+-- running row keeps wake_at = lease_until, so an expired lease is simply due again. Rows come
+-- back with status 'running' (run them) or 'failed' (abandoned: watchers woken). With $7
+-- (tracing on), each row also brings the `traceparent` stored in its `created` event.
+WITH due AS (
+    SELECT id, status = 'running' AS lost FROM executions
+    WHERE wake_at <= tether_now()
+    ORDER BY wake_at
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+), {{ claim_lease }}, notes AS (
     SELECT pg_notify('tether_change', execution_id) FROM ended
 )
 SELECT claimed.*, (SELECT count(*) FROM notes) AS notified,
@@ -250,6 +264,142 @@ SELECT
             ORDER BY admitted_at, id), '[]'::jsonb)
        FROM updates WHERE execution_id = $1 AND status = 'admitted') AS updates;
 
+-- part: checkpoint_params
+-- One write as the relation `checkpoint_write` reads (`c`): `checkpoint`'s $1..$17, in order.
+SELECT $1::text AS id, $2::text AS owner, $3::integer AS attempt, $4::jsonb AS records,
+       $5::jsonb AS consumed, $6::jsonb AS events, $7::boolean AS set_details,
+       $8::text AS details, $9::text AS status, $10::jsonb AS output, $11::jsonb AS error,
+       $12::jsonb AS waits, $13::timestamptz AS wake_at, $14::bigint AS seen,
+       $15::text AS successor_id, $16::integer AS run_attempt, $17::integer AS truncate_from
+
+-- part: checkpoint_fence
+-- A worker's write applies only while it holds the run's lease: the run `e`, written by `c`,
+-- still has the lease owner and attempt the write names.
+e.id = c.id AND e.lease_owner = c.owner AND e.attempt = c.attempt
+
+-- part: checkpoint_progress
+-- What every write does to the run `e`: a new version; recording a call (`c.records` not
+-- empty) or settling (`c.status`) is progress, which resets the lost-lease count.
+version        = e.version + 1,
+updated_at     = tether_now(),
+lost_leases    = CASE WHEN c.status IS NOT NULL OR jsonb_array_length(c.records) > 0
+                      THEN 0 ELSE e.lost_leases END
+
+-- part: record_calls
+-- `rec`: record the durable calls of each write whose fence held (`lease`: id, records); a
+-- call already recorded as done keeps its result.
+rec AS (
+    INSERT INTO steps (execution_id, seq, kind, name, result, done)
+    SELECT lease.id, r.seq, r.kind, r.name, r.result, r.done
+    FROM lease, jsonb_to_recordset(lease.records) AS r(seq integer, kind text, name text,
+                                                       result jsonb, done boolean)
+    ON CONFLICT (execution_id, seq) DO UPDATE
+        SET result = EXCLUDED.result, done = EXCLUDED.done, at = tether_now()
+        WHERE NOT steps.done
+)
+
+-- part: checkpoint_write
+-- The state transition of a worker's write, for every write in the relation `c` (one row per
+-- run, its columns those of `checkpoint_params`), each fenced (`checkpoint_fence`): `lease`
+-- updates the run's row and returns it with what the rest needs; `trunc` drops the records
+-- from the first failed call on (a run-level retry), `rec` records calls, `con` marks signals
+-- consumed and `ev` appends the worker's events. A park ('waiting') becomes 'pending' when an
+-- event arrived since the worker last looked (`c.seen`), so nothing is missed; a status in
+-- `ended_statuses` ends the run.
+lease AS (
+    UPDATE executions e SET
+        {{ checkpoint_progress }},
+        last_event_id  = e.last_event_id + jsonb_array_length(c.events),
+        details        = CASE WHEN c.set_details THEN c.details ELSE e.details END,
+        status         = CASE
+                            WHEN c.status IS NULL THEN e.status
+                            WHEN c.status = 'waiting' AND e.last_event_id <> c.seen
+                                THEN 'pending'
+                            ELSE c.status END,
+        output         = CASE WHEN c.status IS NULL THEN e.output ELSE c.output END,
+        error          = CASE WHEN c.status IS NULL THEN e.error ELSE c.error END,
+        waits          = CASE
+                            WHEN c.status = 'waiting' AND e.last_event_id = c.seen
+                                THEN c.waits
+                            WHEN c.status IS NULL THEN e.waits
+                            ELSE '[]'::jsonb END,
+        wake_at        = CASE
+                            WHEN c.status IS NULL THEN e.wake_at
+                            WHEN c.status = 'waiting' AND e.last_event_id <> c.seen
+                                THEN tether_now()
+                            WHEN c.status IN ('waiting', 'pending') THEN c.wake_at
+                            ELSE NULL END,
+        lease_owner    = CASE WHEN c.status IS NULL THEN e.lease_owner ELSE NULL END,
+        lease_until    = CASE WHEN c.status IS NULL THEN e.lease_until ELSE NULL END,
+        ended_at       = CASE WHEN c.status IN ({{ ended_statuses }})
+                              THEN tether_now() ELSE e.ended_at END,
+        expires_at     = CASE WHEN c.status IN ({{ ended_statuses }})
+                              THEN tether_now() + make_interval(secs => e.retention_s)
+                              ELSE e.expires_at END,
+        successor_id   = coalesce(c.successor_id, e.successor_id),
+        run_attempt    = e.run_attempt + c.run_attempt
+    FROM c
+    WHERE {{ checkpoint_fence }}
+    RETURNING e.id, e.status, e.cancel_requested, e.last_event_id, e.wake_at, e.queue,
+              c.records, c.consumed, c.events, c.set_details, c.status AS set_status,
+              c.truncate_from
+), trunc AS (
+    DELETE FROM steps s USING lease
+    WHERE lease.truncate_from IS NOT NULL AND s.execution_id = lease.id
+      AND s.seq >= lease.truncate_from
+), {{ record_calls }}, con AS (
+    UPDATE signals s SET consumed_seq = x.seq
+    FROM lease, jsonb_to_recordset(lease.consumed) AS x(id bigint, seq integer)
+    WHERE s.id = x.id AND s.execution_id = lease.id AND s.consumed_seq IS NULL
+), ev AS (
+    INSERT INTO history (execution_id, event_id, type, data)
+    SELECT lease.id, lease.last_event_id - jsonb_array_length(lease.events) + x.n, x.type, x.data
+    FROM lease, ROWS FROM (jsonb_to_recordset(lease.events) AS (type text, data jsonb))
+         WITH ORDINALITY AS x(type, data, n)
+)
+
+-- part: checkpoint_changed
+-- Whether a written run's watchers are to be woken (`tether_change`): the write set its status
+-- or its details.
+(lease.set_status IS NOT NULL OR lease.set_details)
+
+-- part: checkpoint_ready
+-- Whether the workers are to be woken (`tether_ready`) for a written run: it is due now, or it
+-- ended on a queue, whose slot is then free for the next run.
+((lease.status = 'pending' AND lease.wake_at <= tether_now())
+ OR (lease.queue IS NOT NULL AND lease.status IN ({{ ended_statuses }})))
+
+-- part: checkpoint_refill
+-- The refill of a statement that writes the runs named in `written` (ids): up to $3 due runs
+-- claimed for worker $1 by the claim's rules (`claim_lease`; $1..$6 as `claim_executions` takes
+-- them), never a run the statement writes. The candidates are the first 64 due, locked as
+-- they are found.
+due AS (
+    SELECT d.id, d.lost FROM (
+        SELECT x.id, x.status = 'running' AS lost FROM executions x
+        WHERE x.wake_at <= tether_now() AND x.id <> ALL((SELECT ids FROM written)::text[])
+        ORDER BY x.wake_at
+        LIMIT 64
+        FOR UPDATE SKIP LOCKED
+    ) AS d
+    LIMIT $3
+), {{ claim_lease }}
+
+-- part: checkpoint_reply
+-- The rows back of a statement that writes and refills, paired by position: w_* columns for
+-- the writes whose fence held (`w_changed`, `w_ready`: the wake-ups due for it), the claimed
+-- rows' columns beside them.
+w AS (
+    SELECT row_number() OVER () AS w_n, lease.id AS w_id, lease.status AS w_status,
+           lease.cancel_requested AS w_cancel_requested, lease.last_event_id AS w_last_event_id,
+           {{ checkpoint_changed }} AS w_changed,
+           {{ checkpoint_ready }} AS w_ready
+    FROM lease
+), k AS (
+    SELECT row_number() OVER () AS k_n, claimed.* FROM claimed
+)
+SELECT w.*, k.* FROM w FULL JOIN k ON k.k_n = w.w_n
+
 -- name: checkpoint
 -- Every write a worker makes for a run, fenced by (lease_owner, attempt): record durable calls
 -- ($4), mark consumed signals ($5), append the worker's own events ($6), set details ($7, $8),
@@ -257,75 +407,15 @@ SELECT
 -- settling is progress, which resets the lost-lease count; a run-level retry drops
 -- the records from the first failed call on ($17) so they run again. A park ('waiting') becomes
 -- 'pending' when an event arrived since the worker last looked ($14), so nothing is missed.
--- A queued run's end wakes the workers, which admit the next run of its queue.
--- No row back means the lease was lost and nothing was written.
-WITH lease AS (
-    UPDATE executions e SET
-        version        = e.version + 1,
-        updated_at     = tether_now(),
-        last_event_id  = e.last_event_id + jsonb_array_length($6::jsonb),
-        details        = CASE WHEN $7::boolean THEN $8::text ELSE e.details END,
-        status         = CASE
-                            WHEN $9::text IS NULL THEN e.status
-                            WHEN $9::text = 'waiting' AND e.last_event_id <> $14::bigint
-                                THEN 'pending'
-                            ELSE $9::text END,
-        output         = CASE WHEN $9::text IS NULL THEN e.output ELSE $10::jsonb END,
-        error          = CASE WHEN $9::text IS NULL THEN e.error ELSE $11::jsonb END,
-        waits          = CASE
-                            WHEN $9::text = 'waiting' AND e.last_event_id = $14::bigint
-                                THEN $12::jsonb
-                            WHEN $9::text IS NULL THEN e.waits
-                            ELSE '[]'::jsonb END,
-        wake_at        = CASE
-                            WHEN $9::text IS NULL THEN e.wake_at
-                            WHEN $9::text = 'waiting' AND e.last_event_id <> $14::bigint
-                                THEN tether_now()
-                            WHEN $9::text IN ('waiting', 'pending') THEN $13::timestamptz
-                            ELSE NULL END,
-        lease_owner    = CASE WHEN $9::text IS NULL THEN e.lease_owner ELSE NULL END,
-        lease_until    = CASE WHEN $9::text IS NULL THEN e.lease_until ELSE NULL END,
-        ended_at       = CASE WHEN $9::text IN ('completed', 'failed', 'timed_out', 'cancelled',
-                                                'continued_as_new')
-                              THEN tether_now() ELSE e.ended_at END,
-        expires_at     = CASE WHEN $9::text IN ('completed', 'failed', 'timed_out', 'cancelled',
-                                                'continued_as_new')
-                              THEN tether_now() + make_interval(secs => e.retention_s)
-                              ELSE e.expires_at END,
-        successor_id   = coalesce($15::text, e.successor_id),
-        run_attempt    = e.run_attempt + $16::integer,
-        lost_leases    = CASE WHEN $9::text IS NOT NULL OR jsonb_array_length($4::jsonb) > 0
-                              THEN 0 ELSE e.lost_leases END
-    WHERE e.id = $1 AND e.lease_owner = $2 AND e.attempt = $3
-    RETURNING e.id, e.status, e.cancel_requested, e.last_event_id, e.wake_at, e.queue
-), trunc AS (
-    DELETE FROM steps s USING lease
-    WHERE $17::integer IS NOT NULL AND s.execution_id = lease.id AND s.seq >= $17::integer
-), rec AS (
-    INSERT INTO steps (execution_id, seq, kind, name, result, done)
-    SELECT lease.id, r.seq, r.kind, r.name, r.result, r.done
-    FROM lease, jsonb_to_recordset($4::jsonb) AS r(seq integer, kind text, name text,
-                                                   result jsonb, done boolean)
-    ON CONFLICT (execution_id, seq) DO UPDATE
-        SET result = EXCLUDED.result, done = EXCLUDED.done, at = tether_now()
-        WHERE NOT steps.done
-), con AS (
-    UPDATE signals s SET consumed_seq = c.seq
-    FROM lease, jsonb_to_recordset($5::jsonb) AS c(id bigint, seq integer)
-    WHERE s.id = c.id AND s.execution_id = lease.id AND s.consumed_seq IS NULL
-), ev AS (
-    INSERT INTO history (execution_id, event_id, type, data)
-    SELECT lease.id, lease.last_event_id - jsonb_array_length($6::jsonb) + x.n, x.type, x.data
-    FROM lease, ROWS FROM (jsonb_to_recordset($6::jsonb) AS (type text, data jsonb))
-         WITH ORDINALITY AS x(type, data, n)
-), notes AS (
-    SELECT pg_notify('tether_change', lease.id) FROM lease WHERE $9::text IS NOT NULL OR $7
+-- The transition is `checkpoint_write`'s, which every checkpoint statement shares. Its
+-- wake-ups are sent in the statement: a queued run's end wakes the workers, which admit the
+-- next run of its queue. No row back means the lease was lost and nothing was written.
+WITH c AS (
+    {{ checkpoint_params }}
+), {{ checkpoint_write }}, notes AS (
+    SELECT pg_notify('tether_change', lease.id) FROM lease WHERE {{ checkpoint_changed }}
     UNION ALL
-    SELECT pg_notify('tether_ready', lease.id) FROM lease
-    WHERE (lease.status = 'pending' AND lease.wake_at <= tether_now())
-       OR (lease.queue IS NOT NULL  -- it ended: its queue slot is free
-           AND lease.status IN ('completed', 'failed', 'timed_out', 'cancelled',
-                                'continued_as_new'))
+    SELECT pg_notify('tether_ready', lease.id) FROM lease WHERE {{ checkpoint_ready }}
 )
 SELECT lease.id, lease.status, lease.cancel_requested, lease.last_event_id,
        (SELECT count(*) FROM notes) AS notified
@@ -335,35 +425,32 @@ FROM lease;
 -- `checkpoint` for a run's commonest write: records of durable calls ($4, not empty) and
 -- nothing else (no signal consumed, event, details, settle, truncation). Its effect is that of
 -- `checkpoint` with those parameters empty, in a lighter statement (storage/checkpoints.py sends
--- it when a statement carries one such write): the fence, the row's progress (version,
--- updated_at, the lost-lease count) and the records. It notifies no one; `changed` and `ready`
--- are those `checkpoint_many` returns. No row back means the lease was lost and nothing was
--- written. $5 false: the commit does not wait for the WAL flush (synchronous_commit off for this
--- transaction only; true keeps the server's setting): the records survive the worker's crash, and
--- are lost to a crash of PostgreSQL itself within about three `wal_writer_delay`s of the commit.
+-- it when a statement carries one such write): the fence, the row's progress and the records,
+-- the same parts as `checkpoint_write`'s, without the assignments and CTEs that such a write
+-- leaves as they were. It notifies no one; `changed` and `ready` are those `checkpoint_many`
+-- returns. No row back means the lease was lost and nothing was written. $5 false: the commit
+-- does not wait for the WAL flush (synchronous_commit off for this transaction only; true keeps
+-- the server's setting): the records survive the worker's crash, and are lost to a crash of
+-- PostgreSQL itself within about three `wal_writer_delay`s of the commit.
 WITH relax AS (
     SELECT set_config('synchronous_commit',
                       CASE WHEN $5 THEN current_setting('synchronous_commit') ELSE 'off' END,
                       true)
+), c AS (
+    SELECT $1::text AS id, $2::text AS owner, $3::integer AS attempt, $4::jsonb AS records,
+           NULL::text AS status, false AS set_details
+    FROM relax
 ), lease AS (
     UPDATE executions e SET
-        version     = e.version + 1,
-        updated_at  = tether_now(),
-        lost_leases = 0
-    FROM relax
-    WHERE e.id = $1 AND e.lease_owner = $2 AND e.attempt = $3
-    RETURNING e.id, e.status, e.cancel_requested, e.last_event_id, e.wake_at
-), rec AS (
-    INSERT INTO steps (execution_id, seq, kind, name, result, done)
-    SELECT lease.id, r.seq, r.kind, r.name, r.result, r.done
-    FROM lease, jsonb_to_recordset($4::jsonb) AS r(seq integer, kind text, name text,
-                                                   result jsonb, done boolean)
-    ON CONFLICT (execution_id, seq) DO UPDATE
-        SET result = EXCLUDED.result, done = EXCLUDED.done, at = tether_now()
-        WHERE NOT steps.done
-)
+        {{ checkpoint_progress }}
+    FROM c
+    WHERE {{ checkpoint_fence }}
+    RETURNING e.id, e.status, e.cancel_requested, e.last_event_id, e.wake_at, e.queue,
+              c.records, c.set_details, c.status AS set_status
+), {{ record_calls }}
 SELECT lease.id, lease.status, lease.cancel_requested, lease.last_event_id,
-       false AS changed, (lease.status = 'pending' AND lease.wake_at <= tether_now()) AS ready
+       {{ checkpoint_changed }} AS changed,
+       {{ checkpoint_ready }} AS ready
 FROM lease;
 
 -- name: checkpoint_many
@@ -389,251 +476,19 @@ WITH c AS (
             (SELECT $15::text[]), (SELECT $16::integer[]), (SELECT $17::integer[]))
         AS c(id, owner, attempt, records, consumed, events, set_details, details, status,
              output, error, waits, wake_at, seen, successor_id, run_attempt, truncate_from)
-), lease AS (
-    UPDATE executions e SET
-        version        = e.version + 1,
-        updated_at     = tether_now(),
-        last_event_id  = e.last_event_id + jsonb_array_length(c.events),
-        details        = CASE WHEN c.set_details THEN c.details ELSE e.details END,
-        status         = CASE
-                            WHEN c.status IS NULL THEN e.status
-                            WHEN c.status = 'waiting' AND e.last_event_id <> c.seen
-                                THEN 'pending'
-                            ELSE c.status END,
-        output         = CASE WHEN c.status IS NULL THEN e.output ELSE c.output END,
-        error          = CASE WHEN c.status IS NULL THEN e.error ELSE c.error END,
-        waits          = CASE
-                            WHEN c.status = 'waiting' AND e.last_event_id = c.seen
-                                THEN c.waits
-                            WHEN c.status IS NULL THEN e.waits
-                            ELSE '[]'::jsonb END,
-        wake_at        = CASE
-                            WHEN c.status IS NULL THEN e.wake_at
-                            WHEN c.status = 'waiting' AND e.last_event_id <> c.seen
-                                THEN tether_now()
-                            WHEN c.status IN ('waiting', 'pending') THEN c.wake_at
-                            ELSE NULL END,
-        lease_owner    = CASE WHEN c.status IS NULL THEN e.lease_owner ELSE NULL END,
-        lease_until    = CASE WHEN c.status IS NULL THEN e.lease_until ELSE NULL END,
-        ended_at       = CASE WHEN c.status IN ('completed', 'failed', 'timed_out', 'cancelled',
-                                                'continued_as_new')
-                              THEN tether_now() ELSE e.ended_at END,
-        expires_at     = CASE WHEN c.status IN ('completed', 'failed', 'timed_out', 'cancelled',
-                                                'continued_as_new')
-                              THEN tether_now() + make_interval(secs => e.retention_s)
-                              ELSE e.expires_at END,
-        successor_id   = coalesce(c.successor_id, e.successor_id),
-        run_attempt    = e.run_attempt + c.run_attempt,
-        lost_leases    = CASE WHEN c.status IS NOT NULL OR jsonb_array_length(c.records) > 0
-                              THEN 0 ELSE e.lost_leases END
-    FROM c
-    WHERE e.id = c.id AND e.lease_owner = c.owner AND e.attempt = c.attempt
-    RETURNING e.id, e.status, e.cancel_requested, e.last_event_id, e.wake_at, e.queue,
-              c.records, c.consumed, c.events, c.set_details, c.status AS set_status,
-              c.truncate_from
-), trunc AS (
-    DELETE FROM steps s USING lease
-    WHERE lease.truncate_from IS NOT NULL AND s.execution_id = lease.id
-      AND s.seq >= lease.truncate_from
-), rec AS (
-    INSERT INTO steps (execution_id, seq, kind, name, result, done)
-    SELECT lease.id, r.seq, r.kind, r.name, r.result, r.done
-    FROM lease, jsonb_to_recordset(lease.records) AS r(seq integer, kind text, name text,
-                                                       result jsonb, done boolean)
-    ON CONFLICT (execution_id, seq) DO UPDATE
-        SET result = EXCLUDED.result, done = EXCLUDED.done, at = tether_now()
-        WHERE NOT steps.done
-), con AS (
-    UPDATE signals s SET consumed_seq = x.seq
-    FROM lease, jsonb_to_recordset(lease.consumed) AS x(id bigint, seq integer)
-    WHERE s.id = x.id AND s.execution_id = lease.id AND s.consumed_seq IS NULL
-), ev AS (
-    INSERT INTO history (execution_id, event_id, type, data)
-    SELECT lease.id, lease.last_event_id - jsonb_array_length(lease.events) + x.n, x.type, x.data
-    FROM lease, ROWS FROM (jsonb_to_recordset(lease.events) AS (type text, data jsonb))
-         WITH ORDINALITY AS x(type, data, n)
-), due AS (
-    SELECT d.id, d.lost FROM (
-        SELECT x.id, x.status = 'running' AS lost FROM executions x
-        WHERE x.wake_at <= tether_now() AND x.id <> ALL($1::text[])
-        ORDER BY x.wake_at
-        LIMIT 64
-        FOR UPDATE SKIP LOCKED
-    ) AS d
-    LIMIT $20
-), claimed AS (
-    UPDATE executions e SET
-        lost_leases = e.lost_leases + due.lost::integer,
-        status      = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN 'failed'
-                           ELSE 'running' END,
-        error       = CASE WHEN due.lost AND e.lost_leases + 1 >= $21
-                           THEN $22::jsonb || jsonb_build_object(
-                                'message', format($23::text, e.lost_leases + 1),
-                                'lost_leases', e.lost_leases + 1)
-                           ELSE e.error END,
-        ended_at    = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN tether_now()
-                           ELSE e.ended_at END,
-        expires_at  = CASE WHEN due.lost AND e.lost_leases + 1 >= $21
-                           THEN tether_now() + make_interval(secs => e.retention_s)
-                           ELSE e.expires_at END,
-        last_event_id = e.last_event_id + (due.lost AND e.lost_leases + 1 >= $21)::integer,
-        lease_owner = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN NULL ELSE $18 END,
-        lease_until = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN NULL
-                           ELSE tether_now() + make_interval(secs => $19) END,
-        wake_at     = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN NULL
-                           ELSE tether_now() + make_interval(secs => $19) END,
-        attempt     = e.attempt + 1,
-        waits       = '[]'::jsonb,
-        version     = e.version + 1,
-        updated_at  = tether_now()
-    FROM due
-    WHERE e.id = due.id
-    RETURNING e.*
-), ended AS (
-    INSERT INTO history (execution_id, event_id, type, data)
-    SELECT id, last_event_id, 'ended', jsonb_build_object('status', status, 'error', error)
-    FROM claimed WHERE status = 'failed'
-), w AS (
-    SELECT row_number() OVER () AS w_n, lease.id AS w_id, lease.status AS w_status,
-           lease.cancel_requested AS w_cancel_requested, lease.last_event_id AS w_last_event_id,
-           lease.set_status IS NOT NULL OR lease.set_details AS w_changed,
-           (lease.status = 'pending' AND lease.wake_at <= tether_now())
-           OR (lease.queue IS NOT NULL  -- it ended: its queue slot is free
-               AND lease.status IN ('completed', 'failed', 'timed_out', 'cancelled',
-                                    'continued_as_new')) AS w_ready
-    FROM lease
-), k AS (
-    SELECT row_number() OVER () AS k_n, claimed.* FROM claimed
-)
-SELECT w.*, k.* FROM w FULL JOIN k ON k.k_n = w.w_n;
+), written AS (
+    SELECT $1::text[] AS ids
+), {{ checkpoint_write }}, {{ checkpoint_refill from $18 }}, {{ checkpoint_reply }};
 
 -- name: checkpoint_one
 -- `checkpoint_many` for one write, its parameters scalars instead of arrays (jsonb ones as
--- jsonb): the same statement past its first CTE (tests/storage/test_checkpoints.py keeps the two
--- alike), which PostgreSQL runs in about two thirds of the time (no arrays to unnest and join).
+-- jsonb): the same statement but for the CTEs that read the parameters (`c`, `written`), which
+-- PostgreSQL runs in about two thirds of the time (no arrays to unnest and join).
 WITH c AS (
-    SELECT $1::text AS id, $2::text AS owner, $3::integer AS attempt, $4::jsonb AS records,
-           $5::jsonb AS consumed, $6::jsonb AS events, $7::boolean AS set_details,
-           $8::text AS details, $9::text AS status, $10::jsonb AS output, $11::jsonb AS error,
-           $12::jsonb AS waits, $13::timestamptz AS wake_at, $14::bigint AS seen,
-           $15::text AS successor_id, $16::integer AS run_attempt, $17::integer AS truncate_from
-), lease AS (
-    UPDATE executions e SET
-        version        = e.version + 1,
-        updated_at     = tether_now(),
-        last_event_id  = e.last_event_id + jsonb_array_length(c.events),
-        details        = CASE WHEN c.set_details THEN c.details ELSE e.details END,
-        status         = CASE
-                            WHEN c.status IS NULL THEN e.status
-                            WHEN c.status = 'waiting' AND e.last_event_id <> c.seen
-                                THEN 'pending'
-                            ELSE c.status END,
-        output         = CASE WHEN c.status IS NULL THEN e.output ELSE c.output END,
-        error          = CASE WHEN c.status IS NULL THEN e.error ELSE c.error END,
-        waits          = CASE
-                            WHEN c.status = 'waiting' AND e.last_event_id = c.seen
-                                THEN c.waits
-                            WHEN c.status IS NULL THEN e.waits
-                            ELSE '[]'::jsonb END,
-        wake_at        = CASE
-                            WHEN c.status IS NULL THEN e.wake_at
-                            WHEN c.status = 'waiting' AND e.last_event_id <> c.seen
-                                THEN tether_now()
-                            WHEN c.status IN ('waiting', 'pending') THEN c.wake_at
-                            ELSE NULL END,
-        lease_owner    = CASE WHEN c.status IS NULL THEN e.lease_owner ELSE NULL END,
-        lease_until    = CASE WHEN c.status IS NULL THEN e.lease_until ELSE NULL END,
-        ended_at       = CASE WHEN c.status IN ('completed', 'failed', 'timed_out', 'cancelled',
-                                                'continued_as_new')
-                              THEN tether_now() ELSE e.ended_at END,
-        expires_at     = CASE WHEN c.status IN ('completed', 'failed', 'timed_out', 'cancelled',
-                                                'continued_as_new')
-                              THEN tether_now() + make_interval(secs => e.retention_s)
-                              ELSE e.expires_at END,
-        successor_id   = coalesce(c.successor_id, e.successor_id),
-        run_attempt    = e.run_attempt + c.run_attempt,
-        lost_leases    = CASE WHEN c.status IS NOT NULL OR jsonb_array_length(c.records) > 0
-                              THEN 0 ELSE e.lost_leases END
-    FROM c
-    WHERE e.id = c.id AND e.lease_owner = c.owner AND e.attempt = c.attempt
-    RETURNING e.id, e.status, e.cancel_requested, e.last_event_id, e.wake_at, e.queue,
-              c.records, c.consumed, c.events, c.set_details, c.status AS set_status,
-              c.truncate_from
-), trunc AS (
-    DELETE FROM steps s USING lease
-    WHERE lease.truncate_from IS NOT NULL AND s.execution_id = lease.id
-      AND s.seq >= lease.truncate_from
-), rec AS (
-    INSERT INTO steps (execution_id, seq, kind, name, result, done)
-    SELECT lease.id, r.seq, r.kind, r.name, r.result, r.done
-    FROM lease, jsonb_to_recordset(lease.records) AS r(seq integer, kind text, name text,
-                                                       result jsonb, done boolean)
-    ON CONFLICT (execution_id, seq) DO UPDATE
-        SET result = EXCLUDED.result, done = EXCLUDED.done, at = tether_now()
-        WHERE NOT steps.done
-), con AS (
-    UPDATE signals s SET consumed_seq = x.seq
-    FROM lease, jsonb_to_recordset(lease.consumed) AS x(id bigint, seq integer)
-    WHERE s.id = x.id AND s.execution_id = lease.id AND s.consumed_seq IS NULL
-), ev AS (
-    INSERT INTO history (execution_id, event_id, type, data)
-    SELECT lease.id, lease.last_event_id - jsonb_array_length(lease.events) + x.n, x.type, x.data
-    FROM lease, ROWS FROM (jsonb_to_recordset(lease.events) AS (type text, data jsonb))
-         WITH ORDINALITY AS x(type, data, n)
-), due AS (
-    SELECT d.id, d.lost FROM (
-        SELECT x.id, x.status = 'running' AS lost FROM executions x
-        WHERE x.wake_at <= tether_now() AND x.id <> $1::text
-        ORDER BY x.wake_at
-        LIMIT 64
-        FOR UPDATE SKIP LOCKED
-    ) AS d
-    LIMIT $20
-), claimed AS (
-    UPDATE executions e SET
-        lost_leases = e.lost_leases + due.lost::integer,
-        status      = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN 'failed'
-                           ELSE 'running' END,
-        error       = CASE WHEN due.lost AND e.lost_leases + 1 >= $21
-                           THEN $22::jsonb || jsonb_build_object(
-                                'message', format($23::text, e.lost_leases + 1),
-                                'lost_leases', e.lost_leases + 1)
-                           ELSE e.error END,
-        ended_at    = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN tether_now()
-                           ELSE e.ended_at END,
-        expires_at  = CASE WHEN due.lost AND e.lost_leases + 1 >= $21
-                           THEN tether_now() + make_interval(secs => e.retention_s)
-                           ELSE e.expires_at END,
-        last_event_id = e.last_event_id + (due.lost AND e.lost_leases + 1 >= $21)::integer,
-        lease_owner = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN NULL ELSE $18 END,
-        lease_until = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN NULL
-                           ELSE tether_now() + make_interval(secs => $19) END,
-        wake_at     = CASE WHEN due.lost AND e.lost_leases + 1 >= $21 THEN NULL
-                           ELSE tether_now() + make_interval(secs => $19) END,
-        attempt     = e.attempt + 1,
-        waits       = '[]'::jsonb,
-        version     = e.version + 1,
-        updated_at  = tether_now()
-    FROM due
-    WHERE e.id = due.id
-    RETURNING e.*
-), ended AS (
-    INSERT INTO history (execution_id, event_id, type, data)
-    SELECT id, last_event_id, 'ended', jsonb_build_object('status', status, 'error', error)
-    FROM claimed WHERE status = 'failed'
-), w AS (
-    SELECT row_number() OVER () AS w_n, lease.id AS w_id, lease.status AS w_status,
-           lease.cancel_requested AS w_cancel_requested, lease.last_event_id AS w_last_event_id,
-           lease.set_status IS NOT NULL OR lease.set_details AS w_changed,
-           (lease.status = 'pending' AND lease.wake_at <= tether_now())
-           OR (lease.queue IS NOT NULL  -- it ended: its queue slot is free
-               AND lease.status IN ('completed', 'failed', 'timed_out', 'cancelled',
-                                    'continued_as_new')) AS w_ready
-    FROM lease
-), k AS (
-    SELECT row_number() OVER () AS k_n, claimed.* FROM claimed
-)
-SELECT w.*, k.* FROM w FULL JOIN k ON k.k_n = w.w_n;
+    {{ checkpoint_params }}
+), written AS (
+    SELECT ARRAY[$1::text] AS ids
+), {{ checkpoint_write }}, {{ checkpoint_refill from $18 }}, {{ checkpoint_reply }};
 
 -- name: finish_update
 -- Record an update handler's outcome (fenced like checkpoint), hand it to the workflow as a
