@@ -292,14 +292,11 @@ async def _fail(wf: WorkflowDef, ctx: Context, io: RunIO, exc: Exception) -> str
     return await _settle(io, ctx.take_buffer(status="failed", error=_error("workflow", exc)))
 
 
-# The ends a run settles into here. `terminated` is only ever written by an operator's
-# terminate, which storage records as its own `terminated` event, never as `ended`.
-_TERMINAL = ENDED_STATUSES - {"terminated"}
-
-
 def _ended_event(cp: Checkpoint) -> None:
-    """A terminal settle leaves one `ended` event in history (audit; exactly-once checks)."""
-    if cp.status in _TERMINAL:
+    """A settle that ends the run leaves one `ended` event in history (audit; exactly-once
+    checks). A worker never settles into `terminated`: an operator's terminate ends the run
+    outside any worker's write, with a `terminated` event of its own."""
+    if cp.status in ENDED_STATUSES:
         cp.events.append({"type": "ended", "data": {"status": cp.status, "error": cp.error}})
 
 
