@@ -214,10 +214,18 @@ class ToolService:
             raise tasks_capability_required(f"tool {tool.name!r} runs only as a task")
         started = await self._start_run(ctx, wf.name, args, None)
         ops = self.ops.for_principal(ctx.principal)
-        view = await ops.wait_for_end(started.execution.id, timeout=self.settings.sync_limit_s)
+        # Until the run ends, or waits for an answer only the caller can give: waiting on past
+        # that would hold the call for the sync limit while the run could not move.
+        view = await ops.wait_until(
+            started.execution.id,
+            lambda row: watch_stop(row) is not None,
+            timeout=self.settings.sync_limit_s,
+        )
         return self._final_result(shown_view(view, reveals(ctx.principal)), tool.name)
 
     def _final_result(self, view: RunView, tool_name: str) -> dict[str, Any]:
+        if watch_stop(view.current) == "needs_answer":
+            return self._needs_answer(view)
         task = self.tasks.render(view, elicitation=False)
         if task["status"] == "completed":
             result: dict[str, Any] = task["result"]
@@ -234,6 +242,28 @@ class ToolService:
             f"the run did not finish within {self.settings.sync_limit_s:g}s; it goes on. "
             "Declare the io.modelcontextprotocol/tasks extension to get a task instead.",
             execution_id=view.current.id,
+        )
+
+    def _needs_answer(self, view: RunView) -> dict[str, Any]:
+        """A workflow tool's run that waits for the caller: the tool error `input_required`
+        with the handle, each open wait, and the calls that answer it (the workflow's answer
+        tool; without one, the command a person runs)."""
+        run = view.current
+        answer_tool = self.catalog.answer_tool(run.workflow)
+        shown = results.summary(view, answer_tool=answer_tool)
+        waits = answerable_waits(run)
+        ways = [
+            line
+            for w in waits
+            for line in answer_hints(run, w, tool=answer_tool, cli=answer_tool is None)
+        ]
+        where = "" if answer_tool is None else f"; then follow it with {run.workflow}_watch"
+        return results.tool_error(
+            "input_required",
+            f"the run waits for an answer: {'; '.join(ways)}{where}",
+            execution_id=run.id,
+            handle=view.requested.id,
+            waits=shown.get("waits"),
         )
 
     async def _start(self, ctx: RequestContext, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
