@@ -18,9 +18,12 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from tether.cli.timeline import Entry, dag_steps, span, timeline
 from tether.runtime import hints
-from tether.runtime.rows import ExecutionRow, HistoryEvent
-from tether.runtime.waits import ANSWERABLE_KINDS
+from tether.runtime.dag.status import StepDetail
+from tether.runtime.rows import ExecutionRow, HistoryEvent, StepRecord
+from tether.runtime.watching import answerable_waits
+from tether.tasks.views import error_text
 
 PLAIN_WIDTH = 200
 STATUS_STYLE = {
@@ -54,6 +57,28 @@ def row_dict(row: ExecutionRow) -> dict[str, Any]:
         "tenant": row.tenant,
         "created_at": row.created_at.isoformat(),
         "ended_at": row.ended_at.isoformat() if row.ended_at else None,
+    }
+
+
+def entry_dict(entry: Entry) -> dict[str, Any]:
+    """A timeline entry as the `--json` output shows it."""
+    return {
+        "at": entry.at.isoformat() if entry.at else None,
+        "what": entry.what,
+        "took_s": entry.took,
+        "took_at_most": entry.bound,
+        "detail": entry.detail,
+    }
+
+
+def dag_step_dict(step: StepDetail) -> dict[str, Any]:
+    """A DAG step as the `--json` output shows it."""
+    return {
+        "name": step.name,
+        "status": step.status_label,
+        "retries": step.retry_count,
+        "error": step.error,
+        "exit_code": step.exit_code,
     }
 
 
@@ -96,21 +121,41 @@ def when(at: datetime | None, now: datetime, fancy: bool) -> str:
 
 
 def open_waits(row: ExecutionRow) -> list[dict[str, Any]]:
-    """The waits a person (or agent) can answer."""
-    return [w for w in row.waits if w.get("kind") in ANSWERABLE_KINDS]
+    """The waits a person (or agent) can answer, while the run is parked on them."""
+    return answerable_waits(row)
+
+
+def outcome(row: ExecutionRow) -> str:
+    """How an ended run ended, in a phrase: how long it took, its error, its successor."""
+    took = span((row.ended_at - row.created_at).total_seconds()) if row.ended_at else ""
+    if row.status == "completed":
+        return f"done in {took}" if took else "done"
+    if row.status == "continued_as_new":
+        return f"continued by {row.successor_id}" if row.successor_id else "continued"
+    if row.error is not None:
+        return error_text(row.error, row.status)
+    return f"{row.status} after {took}" if took else row.status
 
 
 def activity(row: ExecutionRow, now: datetime, fancy: bool) -> str:
-    """One phrase for what the run is doing now."""
+    """One phrase for what the run is doing now, or how it ended: the wait it is parked on,
+    when it wakes, the workflow's details while it runs. An ended run's last details, or
+    details set before a wait that has since been answered, are not what it does now."""
+    if not row.live:
+        return outcome(row)
     waits = open_waits(row)
-    if row.live and waits:
+    if waits:
         names = ", ".join(f"{w.get('kind')} {w.get('name')!r}" for w in waits)
         return f"waiting for {names}"
     if row.status == "waiting" and row.wake_at is not None:
         return f"sleeping until {when(row.wake_at, now, fancy)}"
+    if row.status == "pending" and row.wake_at is not None and row.wake_at > now:
+        return f"retrying at {when(row.wake_at, now, fancy)}"
     if row.details:
         return row.details
-    return "queued" if row.status == "pending" else ""
+    if row.status == "pending":
+        return "queued" if row.attempt == 0 else "resuming"
+    return row.status
 
 
 def answer_hint(row: ExecutionRow, wait: dict[str, Any]) -> str:
@@ -178,7 +223,7 @@ def run_detail(
     if row.ended_at:
         grid.add_row("ended", when(row.ended_at, now, fancy))
     if row.details:
-        grid.add_row("details", row.details)
+        grid.add_row("details" if row.live else "last details", row.details)
     doing = activity(row, now, fancy) if row.live else ""
     if doing and doing != row.details:
         grid.add_row("now", doing)
@@ -197,21 +242,39 @@ def run_detail(
     return grid
 
 
-def history_table(events: Iterable[HistoryEvent], now: datetime, fancy: bool) -> Table:
+def timeline_table(entries: Iterable[Entry], now: datetime, fancy: bool) -> Table:
+    """`runs show --history`: the run's events and recorded calls as they happened."""
     table = Table(
         box=box.SIMPLE_HEAD if fancy else None,
         show_edge=False,
         header_style="bold" if fancy else "",
         pad_edge=False,
-        title="history" if fancy else None,
+        title="timeline" if fancy else None,
     )
-    table.add_column("#", justify="right", no_wrap=True)
     table.add_column("AT", no_wrap=True)
-    table.add_column("EVENT", no_wrap=True)
-    table.add_column("DATA", overflow="fold")
-    for event in events:
-        data = "" if event.data in (None, {}) else _json(event.data)
-        table.add_row(str(event.event_id), when(event.at, now, fancy), event.type, data)
+    table.add_column("TOOK", justify="right", no_wrap=True)
+    table.add_column("WHAT", no_wrap=True)
+    table.add_column("DETAIL", overflow="fold")
+    for entry in entries:
+        took = "" if entry.took is None else ("≤ " if entry.bound else "") + span(entry.took)
+        table.add_row(when(entry.at, now, fancy), took, entry.what, entry.detail)
+    return table
+
+
+def dag_table(steps: Iterable[StepDetail], fancy: bool) -> Table:
+    """A DAG run's steps: each one's status, retries and what it left (error or exit code)."""
+    table = Table(
+        box=box.SIMPLE_HEAD if fancy else None,
+        show_edge=False,
+        header_style="bold" if fancy else "",
+        pad_edge=False,
+        title="DAG steps" if fancy else None,
+    )
+    for name in ("STEP", "STATUS", "RETRIES", "DETAIL"):
+        table.add_column(name, no_wrap=name != "DETAIL", overflow="fold")
+    for step in steps:
+        detail = step.error or (f"exit {step.exit_code}" if step.exit_code is not None else "")
+        table.add_row(step.name, step.status_label, str(step.retry_count), detail)
     return table
 
 
@@ -221,9 +284,15 @@ def show(
     fancy: bool,
     *,
     resolved_from: str | None = None,
-    history: list[HistoryEvent] | None = None,
+    history: tuple[list[HistoryEvent], list[StepRecord]] | None = None,
 ) -> RenderableType:
+    """`runs show`: the run, then (`history`: its events and recorded calls) its DAG steps
+    when it is a DAG run, and its timeline."""
     parts: list[RenderableType] = [run_detail(row, now, fancy, resolved_from=resolved_from)]
     if history is not None:
-        parts += [Text(""), history_table(history, now, fancy)]
+        events, records = history
+        steps = dag_steps(row, records)
+        if steps:
+            parts += [Text(""), dag_table(steps, fancy)]
+        parts += [Text(""), timeline_table(timeline(row, events, records), now, fancy)]
     return Group(*parts)

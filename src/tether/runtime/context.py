@@ -74,6 +74,8 @@ class Context(TypedWaits):
         self.business_id = row.business_id
         self.run_attempt = row.run_attempt
         self._records: dict[int, StepRecord] = {r.seq: r for r in state.steps}
+        # Calls up to here were recorded by earlier attempts: running through them is a replay.
+        self._replay_to = max(self._records, default=0)
         self._signals: list[BufferedSignal] = list(state.signals)
         self._io = io
         self._seq = 0
@@ -237,7 +239,9 @@ class Context(TypedWaits):
             await self._step_failed(seq, step_name, exc, failures + 1, policy, retry_if, budget)
         if self._probe is not None:
             await self._probe_at(step_name, "after")
-        self._record(seq, "step", step_name, {"value": encoded})
+        # A step that succeeded after failed tries keeps their count (replay reads `value`).
+        done = {"value": encoded, "failures": failures} if failures else {"value": encoded}
+        self._record(seq, "step", step_name, done)
         if behind or not lazy:
             await self._flush(flush=flush, behind=behind)
         return adapter.validate_python(encoded)
@@ -363,13 +367,17 @@ class Context(TypedWaits):
 
         MCP `tasks/get` shows it as the `statusMessage`, `<wf>_watch` streams it as progress
         notifications, and `tether runs show` prints it. It is written at once and is not a
-        position in the history: a replay sets it again.
+        position in the history: a replay sets it again, but only the last line set before
+        the run goes on past its recorded calls is written (with the run's next write), so
+        readers never see the lines of earlier rounds come back while it replays.
 
         Args:
             text: The line to show, or `None` to clear it.
         """
         self._buf.set_details = True
         self._buf.details = text
+        if self._seq < self._replay_to:
+            return  # replaying: the next write carries the last line set
         await self._flush()
 
     # --- timers --------------------------------------------------------------------------------

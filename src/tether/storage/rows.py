@@ -225,6 +225,9 @@ class StepRecord:
     name: str
     result: Any
     done: bool
+    # When the record was last written (a step's result, a sleep's or wait's end); None where
+    # the query does not read it (replay needs no times).
+    at: datetime | None = field(default=None, compare=False)
 
     @classmethod
     def from_mapping(cls, m: RecordLike, execution_id: str = "") -> StepRecord:
@@ -234,7 +237,15 @@ class StepRecord:
         if sealing.is_envelope(result):
             where = sealing.step_result(execution_id, m["seq"])
             result = sealing.unseal(sealing.ring(), result, where)
-        return cls(m["seq"], m["kind"], m["name"], result, m["done"])
+        at = m.get("at")
+        return cls(
+            m["seq"],
+            m["kind"],
+            m["name"],
+            result,
+            m["done"],
+            at if isinstance(at, datetime) else None,
+        )
 
 
 @dataclass(frozen=True)

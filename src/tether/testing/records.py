@@ -150,7 +150,8 @@ class Step:
         kind: `step`, `transaction`, `sleep`, `wait`, `now` or `uuid`.
         name: a step's name (`name=`, else its function's qualified name); the kind for the
             others.
-        result: what replay returns, as stored: `{"value": …}` for a step, `{"error": …,
+        result: what replay returns, as stored: `{"value": …}` for a step (with
+            `"failures": n` when it succeeded after n failed tries), `{"error": …,
             "failures": n}` after its last failed try.
         done: false while the call is open (a sleep or wait not over, a step between tries).
     """
@@ -162,8 +163,8 @@ class Step:
     name: str
     """A step's name (`name=`, else its function's qualified name); the kind for the others."""
     result: Any
-    """What replay returns, as stored: `{"value": …}` for a step, `{"error": …, "failures": n}`
-    after its last failed try."""
+    """What replay returns, as stored: `{"value": …}` for a step (with `"failures": n` when it
+    succeeded after n failed tries), `{"error": …, "failures": n}` after its last failed try."""
     done: bool
     """False while the call is open (a sleep or wait not over, a step between tries)."""
 
