@@ -110,13 +110,23 @@ def _watch_tools(catalog: Catalog, settings: Settings) -> WatchTools | None:
 
 
 def _state_key(settings: Settings) -> bytes:
+    """TETHER_STATE_KEY, or a random key for this process. Without the setting, a development
+    server (one instance, restarted at will) says so as information; any other server warns,
+    since its instances cannot read one another's requestState or sign-ins."""
     if settings.state_key:
         return settings.state_key.encode()
-    logger.warning(
-        "TETHER_STATE_KEY is not set: MRTR requestState and console sign-ins are only valid "
-        "on this instance until it restarts; set it to the same secret on every server, e.g. "
-        "TETHER_STATE_KEY=$(python3 -c 'import secrets; print(secrets.token_hex(32))')"
-    )
+    if settings.development():
+        logger.info(
+            "TETHER_STATE_KEY is not set: MRTR requestState and console sign-ins last until "
+            "this development server restarts"
+        )
+    else:
+        logger.warning(
+            "TETHER_STATE_KEY is not set: MRTR requestState and console sign-ins are only "
+            "valid on this instance until it restarts; set it to the same secret on every "
+            "server, e.g. "
+            "TETHER_STATE_KEY=$(python3 -c 'import secrets; print(secrets.token_hex(32))')"
+        )
     return secrets.token_bytes(32)
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
+from urllib.parse import urlsplit
 
 from tether.settings import Settings
 from tether.storage import embedded
@@ -12,18 +14,53 @@ from tether.storage import embedded
 logger = logging.getLogger(__name__)
 
 
+class Started(NamedTuple):
+    """A database to use: its DSN, and how to let go of it (stops an embedded server this
+    process started once no other process uses it; nothing for TETHER_DATABASE_URL)."""
+
+    dsn: str
+    stop: Callable[[], None]
+
+
+def _nothing() -> None:
+    return None
+
+
+def start(settings: Settings) -> Started:
+    """The DSN of TETHER_DATABASE_URL, or of the embedded server under TETHER_DATA_DIR,
+    started (or created) here. Raises DatabaseUnavailable when the embedded server does not
+    start."""
+    if settings.database_url:
+        return Started(settings.database_url, _nothing)
+    server = embedded.start(settings.data_dir)
+    return Started(server.uri, server.stop)
+
+
 @contextlib.contextmanager
 def database_url(settings: Settings) -> Iterator[str]:
     """Yield a DSN; an embedded server started here is stopped on exit (also on SIGTERM paths
     that unwind normally — pgserver's own atexit hook does not run then)."""
-    if settings.database_url:
-        yield settings.database_url
-        return
-    server = embedded.start(settings.data_dir)
+    started = start(settings)
     try:
-        yield server.uri
+        yield started.dsn
     finally:
-        server.stop()
+        started.stop()
+
+
+def describe(settings: Settings) -> str:
+    """Where the database is, for messages: the URL's hosts and database name (never its user
+    or password), or the embedded server's directory."""
+    if settings.database_url:
+        parts = urlsplit(settings.database_url)  # a valid URL: Settings checked it
+        if "@" in parts.path + parts.query + parts.fragment:
+            return (
+                "PostgreSQL at TETHER_DATABASE_URL"  # an unescaped '/', '?' or '#' in its password
+            )
+        hosts = parts.netloc.rpartition("@")[2] or "the local socket"
+        name = parts.path.lstrip("/")
+        database = f", database {name}" if name else ""
+        return f"PostgreSQL at {hosts}{database} (TETHER_DATABASE_URL)"
+    return f"the embedded PostgreSQL in {embedded.pgdata_dir(settings.data_dir)} (TETHER_DATA_DIR)"
 
 
 class NoDatabase(Exception):

@@ -283,13 +283,17 @@ class Settings(BaseModel):
         """The process variables stored DAGs see (TETHER_DAG_ENV_PASSTHROUGH)."""
         return parse_passthrough(self.dag_env_passthrough)
 
+    def development(self) -> bool:
+        """A development server: the embedded database (no TETHER_DATABASE_URL) on a loopback
+        address. Anything else (a database URL, or another address) is taken as production."""
+        return self.database_url is None and self.host in LOOPBACK
+
     def console_enabled(self) -> bool:
-        """TETHER_CONSOLE if set; unset, on only for a dev server: the embedded database
-        (no TETHER_DATABASE_URL) on a loopback address. A production server (a database URL,
-        or any other address) serves it only when TETHER_CONSOLE=true says so."""
+        """TETHER_CONSOLE if set; unset, on only for a development server (`development`). A
+        production server serves it only when TETHER_CONSOLE=true says so."""
         if self.console is not None:
             return self.console
-        return self.database_url is None and self.host in LOOPBACK
+        return self.development()
 
     def spec_limits(self) -> SpecLimits:
         """The limits on caller-supplied documents, for the tools that accept them."""

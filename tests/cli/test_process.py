@@ -298,7 +298,7 @@ def test_the_server_logs_no_secret_from_start_to_stop(db_url: str) -> None:
             proc.wait()
     assert proc.returncode == 130, err
     logged = out + err
-    assert "Application startup complete" in logged and "GET /healthz" in logged
+    assert "serving tether.examples:app" in logged and "GET /healthz" in logged
     for name, value in secrets_.items():
         secret = SECRET_PASSWORD if name == "TETHER_DATABASE_URL" else value.split(":")[-1]
         assert secret not in logged, name

@@ -19,11 +19,11 @@ from typing import Any, Final, TextIO
 
 import orjson
 
-from tether.database_url import database_url
+from tether.cli.errors import Usage
+from tether.database_url import existing_database
 from tether.principal import Principal
 from tether.runtime import audit, tokens
 from tether.runtime.audit import AuditEntry
-from tether.runtime.errors import TetherError
 from tether.runtime.service import database
 from tether.runtime.tokens import TokenExists
 from tether.security.tokens import hash_token, new_token
@@ -79,39 +79,62 @@ def cli_entry(
 
 
 def run(args: argparse.Namespace, settings: Settings, out: TextIO | None = None) -> int:
-    """Run `tokens create|list|revoke` or `audit` against the configured database; the exit
-    code (2: bad arguments, 1: refused or failed)."""
+    """Run `tokens create|list|revoke` or `audit` against the database `tether serve` uses
+    (never created here); the exit code (2: a bad argument, said on stderr, nothing changed;
+    1: refused).
+
+    Raises:
+        NoDatabase: there is no database to use.
+        TetherError: the runtime refused or failed (Unavailable: the database is down).
+    """
     out = out or sys.stdout
     try:
-        with database_url(settings) as dsn:
-            return asyncio.run(_run(args, dsn, out))
-    except ValueError as exc:
+        check_arguments(args)
+    except Usage as exc:
         print(f"tether: {exc}", file=sys.stderr)
-        return 2
+        return exc.exit_code
+    with existing_database(settings) as dsn:
+        return asyncio.run(_run(args, dsn, out))
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """Refuse bad arguments before the database is opened. Raises Usage."""
+    try:
+        if args.command == "audit":
+            if args.limit < 1:
+                raise Usage("--limit must be at least 1")
+            if args.since:
+                parse_when(args.since, future=False)
+        elif args.action == "create":
+            _create_arguments(args)
+    except ValueError as exc:
+        raise Usage(str(exc)) from None
 
 
 async def _run(args: argparse.Namespace, dsn: str, out: TextIO) -> int:
     async with database(dsn) as db:
-        try:
-            if args.command == "audit":
-                return await audit_cmd(db, args, out)
-            if args.action == "create":
-                return await tokens_create(db, args, out)
-            if args.action == "list":
-                return await tokens_list(db, args, out)
-            return await tokens_revoke(db, args, out)
-        except TetherError as exc:
-            print(f"tether: {type(exc).__name__}: {exc.message}", file=sys.stderr)
-            return 1
+        if args.command == "audit":
+            return await audit_cmd(db, args, out)
+        if args.action == "create":
+            return await tokens_create(db, args, out)
+        if args.action == "list":
+            return await tokens_list(db, args, out)
+        return await tokens_revoke(db, args, out)
 
 
-async def tokens_create(db: Any, args: argparse.Namespace, out: TextIO) -> int:
+def _create_arguments(args: argparse.Namespace) -> tuple[str, datetime | None]:
+    """The new token's name and expiry. Raises ValueError."""
     name = args.name or f"token-{secrets.token_hex(3)}"
     if not _NAME.match(name):
         raise ValueError(f"bad token name {name!r}: 1-64 of letters, digits and _.@-")
     expires = parse_when(args.expires, future=True) if args.expires else None
     if expires is not None and expires <= datetime.now(UTC):
         raise ValueError("--expires is in the past")
+    return name, expires
+
+
+async def tokens_create(db: Any, args: argparse.Namespace, out: TextIO) -> int:
+    name, expires = _create_arguments(args)
     secret, _ = new_token(name, args.role)
     try:
         info = await tokens.create(
@@ -178,8 +201,6 @@ async def tokens_revoke(db: Any, args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def audit_cmd(db: Any, args: argparse.Namespace, out: TextIO) -> int:
-    if args.limit < 1:
-        raise ValueError("--limit must be at least 1")
     rows = await audit.list_entries(
         db,
         since=parse_when(args.since, future=False) if args.since else None,

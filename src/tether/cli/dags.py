@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from tether.cli.errors import Usage
+from tether.cli.loaded import Loaded
 from tether.cli.output import Output
 from tether.cli.parser import DECISIONS
 from tether.database_url import existing_database
-from tether.loader import load_app
 from tether.runtime import answers, errors
 from tether.runtime.operations import Operations
 from tether.runtime.registry import App
@@ -26,13 +26,12 @@ from tether.specs.dag import DagSpecError, load_file
 
 
 def validate(path: str) -> dict[str, Any]:
-    """`dags validate FILE`: {ok, name, steps} or {ok: false, error, field, line}. No DB."""
+    """`dags validate FILE`: {ok, name, steps} or {ok: false, error, field, line}. No DB.
+    Raises OSError when the file cannot be read."""
     try:
         spec = load_file(path)
     except DagSpecError as exc:
         return {"ok": False, "error": str(exc), "field": exc.field, "line": exc.line}
-    except OSError as exc:
-        return {"ok": False, "error": str(exc)}
     return {"ok": True, "name": spec.name, "steps": list(spec.order)}
 
 
@@ -109,18 +108,21 @@ def decision_inputs(
     pairs: list[str], json_inputs: str | None
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """(the JSON object's inputs, the KEY=VALUE pairs' texts); a pair's text is read as its
-    field's type when the decision is made, over the JSON object's. Raises ValueError."""
+    field's type when the decision is made, over the JSON object's. Raises Usage."""
     values: dict[str, Any] = {}
     if json_inputs:
-        loaded = orjson.loads(json_inputs)
-        if not isinstance(loaded, dict):
-            raise ValueError("--json-inputs must be a JSON object")
-        values.update(loaded)
+        try:
+            given = orjson.loads(json_inputs)
+        except orjson.JSONDecodeError:
+            raise Usage(f"--json-inputs is not JSON: {json_inputs!r}") from None
+        if not isinstance(given, dict):
+            raise Usage("--json-inputs must be a JSON object")
+        values.update(given)
     texts: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise ValueError(f"expected KEY=VALUE, got {pair!r}")
+            raise Usage(f"expected KEY=VALUE, got {pair!r}")
         texts[key] = value
     return values, texts
 
@@ -146,36 +148,23 @@ async def run_dags(args: argparse.Namespace, ops: Operations | None, app: App) -
     if args.action == "show":
         return show_dag(app, args.name)
     if ops is None:
-        raise ValueError("`dags start` needs a database")
+        raise Usage("`dags start` needs a database")
     return await start_dag(ops, args.name, args.params)
 
 
-def load_dags(app: App, settings: Settings) -> None:
-    """Load TETHER_DAGS / --dags into `app`; each refused file is one line on stderr."""
-    for file, problem in prepare_app(app, str(settings.dags) if settings.dags else None).items():
-        print(f"tether: {file}: {problem}", file=sys.stderr)
-
-
-def load_workflow_files(app: App, settings: Settings) -> None:
-    """Load every directory of workflow files `tether serve` would: the DAGs (TETHER_DAGS /
-    --dags) and the protocol workflows (TETHER_PROTOCOLS / --protocols), so a command run
-    beside a server knows the same workflows. Each refused file is one line on stderr."""
-    load_dags(app, settings)
-    if settings.protocols is not None:
-        for file, problem in app.load_protocols(settings.protocols).items():
-            print(f"tether: {file}: {problem}", file=sys.stderr)
-
-
-def command(args: argparse.Namespace, settings: Settings) -> int:
-    """`tether dags …`: 0, or 1 when `validate` refuses the file."""
-    app = load_app(settings.app)
-    load_dags(app, settings)
+def command(args: argparse.Namespace, settings: Settings, loaded: Loaded) -> int:
+    """`tether dags …`: 0, or 1 when `validate` refuses the file (`validate` reads only the
+    file: it loads no App and needs no database)."""
     out = Output(args.json)
-    if args.action == "start":
-        with existing_database(settings) as dsn:
-            result = asyncio.run(_start(args, settings, dsn, app))
+    if args.action == "validate":
+        result: Any = validate(args.file)
     else:
-        result = asyncio.run(run_dags(args, None, app))
+        app = loaded.load(settings, protocols=False)
+        if args.action == "start":
+            with existing_database(settings) as dsn:
+                result = asyncio.run(_start(args, settings, dsn, app))
+        else:
+            result = asyncio.run(run_dags(args, None, app))
     if out.json or args.action == "show":
         out.data(result)
     elif args.action == "list":

@@ -15,7 +15,8 @@ import asyncio
 import sys
 import time
 
-from tether.database_url import database_url
+from tether.cli.errors import Usage
+from tether.database_url import existing_database
 from tether.runtime import errors as rt_errors
 from tether.runtime import payloads
 from tether.runtime.service import rotate_keys
@@ -23,12 +24,15 @@ from tether.settings import Settings
 
 
 def handle(args: argparse.Namespace, settings: Settings) -> int:
-    """Run `tether keys …`; the exit status. Raises ValueError for bad settings or arguments
-    (the CLI prints it and exits 2)."""
+    """Run `tether keys …`; the exit status. Raises Usage for bad settings or arguments
+    (the CLI prints it and exits 2), NoDatabase when there is no database to rotate."""
     if args.action == "new":
         kid = args.kid or time.strftime("k%Y%m%d%H%M%S", time.gmtime())
         entry = f"{kid}:{payloads.new_key()}"
-        payloads.KeyRing.parse(entry)  # the kid is checked as the setting will check it
+        try:
+            payloads.KeyRing.parse(entry)  # the kid is checked as the setting will check it
+        except ValueError as exc:
+            raise Usage(str(exc)) from None
         print(
             f"TETHER_ENCRYPTION_KEYS entry (put it first; keep the old keys until "
             f"`tether keys rotate` has run): {entry}"
@@ -36,10 +40,10 @@ def handle(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     encryption = settings.encryption()
     if encryption is None:
-        raise ValueError("TETHER_ENCRYPTION_KEYS is not set: nothing to rotate to")
+        raise Usage("TETHER_ENCRYPTION_KEYS is not set: nothing to rotate to")
     if args.batch < 1:
-        raise ValueError("--batch must be at least 1")
-    with database_url(settings) as dsn:
+        raise Usage("--batch must be at least 1")
+    with existing_database(settings) as dsn:
         return asyncio.run(_rotate(dsn, encryption.keys, args.batch))
 
 

@@ -1,6 +1,6 @@
-"""`tether …`: parse, configure logging and settings, dispatch, and turn every expected failure
-into one line on stderr with an exit code (2: usage or a bad setting; 1: the command failed;
-130: interrupted)."""
+"""`tether …`: parse, configure logging and settings, dispatch, and turn every failure into one
+line on stderr with an exit code (`cli/failures.py`; 2: usage or a bad setting; 1: the command
+failed; 130: interrupted). Nothing reaches the user as a traceback unless `--verbose` asks."""
 
 from __future__ import annotations
 
@@ -9,14 +9,15 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-from tether.cli import access, dags, keys, quiet, server
+from tether.cli import access, dags, failures, keys, quiet, server
+from tether.cli.errors import INTERRUPTED
+from tether.cli.loaded import Loaded, check_directories
 from tether.cli.parser import build_parser
-from tether.cli.runs import BadArgument, runs
-from tether.database_url import NoDatabase, existing_database
+from tether.cli.runs import runs
+from tether.database_url import existing_database
+from tether.runtime.operations.storage_errors import storage_errors
 from tether.security import new_token
 from tether.settings import Settings, SettingsError
-
-INTERRUPTED = 130
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -34,23 +35,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError:
         logged = None  # plain logging; the command reports the bad setting itself
     quiet.configure(level, args.verbose, logged)
+    loaded = Loaded.of(args)
     try:
-        return _dispatch(args, level)
-    except (SettingsError, BadArgument) as exc:
-        print(f"tether: {exc}", file=sys.stderr)
-        return 2
-    except (NoDatabase, ValueError) as exc:  # ValueError: the loader's "cannot import APP"
-        print(f"tether: {exc}", file=sys.stderr)
-        return 1
+        with storage_errors():  # the database's own errors leave as the runtime's
+            return _dispatch(args, level, loaded)
     except KeyboardInterrupt:
         print("tether: interrupted", file=sys.stderr)
         return INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 — the one place a failure becomes one line
+        return failures.report(exc, loaded, verbose=args.verbose)
 
 
-def _dispatch(args: argparse.Namespace, level: str) -> int:
-    if args.command == "audit" or (args.command == "tokens" and args.action != "new"):
-        return access.run(args, Settings.from_env())
-    if args.command == "tokens":
+def _dispatch(args: argparse.Namespace, level: str, loaded: Loaded) -> int:
+    if args.command == "tokens" and args.action == "new":
         token, entry = new_token(args.name, args.role, args.tenant)
         print(f"token (give it to the client, shown once): {token}")
         print(f"TETHER_API_TOKENS entry (store this):     {entry}")
@@ -63,18 +60,19 @@ def _dispatch(args: argparse.Namespace, level: str) -> int:
         dags=getattr(args, "dags", None),
         protocols=getattr(args, "protocols", None),
     )
+    loaded.settings = settings
+    if args.command in ("audit", "tokens"):
+        return access.run(args, settings)
+    check_directories(settings, loaded)
     if args.command == "serve":
-        code = server.serve(args, settings, level)
-        if code == INTERRUPTED:
-            print("tether: interrupted; stopped", file=sys.stderr)
-        return code
+        return server.serve(args, settings, level, loaded)
     if args.command == "worker":
-        return server.worker(settings)
+        return server.worker(settings, loaded)
     if args.command == "migrate":
         return server.with_db(settings, server.run_migrations)
     if args.command == "dags":
-        return dags.command(args, settings)
+        return dags.command(args, settings, loaded)
     if args.command == "keys":
         return keys.handle(args, settings)
     with existing_database(settings) as dsn:
-        return asyncio.run(runs(args, settings, dsn))
+        return asyncio.run(runs(args, settings, dsn, loaded))

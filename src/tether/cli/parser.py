@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from tether import __version__
 from tether.runtime.statuses import STATUSES
@@ -30,7 +30,13 @@ APP_HELP = "module:attr or path/to/file.py:attr (default: TETHER_APP, else the e
 
 
 class Parser(argparse.ArgumentParser):
-    """An argparse parser whose usage errors are one line (exit 2)."""
+    """An argparse parser whose usage errors are one line (exit 2) and which takes no
+    abbreviation of an option (`--prot` is not `--protocols`): a prefix that matches today
+    could match another option tomorrow, or silently give a value to the wrong one."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")

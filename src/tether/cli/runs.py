@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
 
 from tether.cli import access, batch, dags, render
+from tether.cli.errors import Usage
+from tether.cli.loaded import Loaded
 from tether.cli.output import Output
 from tether.cli.parser import DECISIONS
+from tether.cli.timeline import dag_steps, timeline
 from tether.cli.watch import watch
-from tether.loader import load_app
 from tether.runtime import answers, audit
 from tether.runtime import errors as rt_errors
 from tether.runtime.notifications import Listener
@@ -24,50 +25,30 @@ from tether.runtime.service import operations
 from tether.settings import Settings
 
 
-class BadArgument(ValueError):
-    """A command-line argument that is not what the command needs (exit 2)."""
-
-
 def json_arg(text: str) -> Any:
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError as exc:
-        raise BadArgument(f"not JSON: {text!r}") from exc
+        raise Usage(f"not JSON: {text!r}") from exc
 
 
-def print_error(exc: rt_errors.TetherError) -> None:
-    """The error's class and message, then each violation (field: message) on its own line,
-    as the MCP surfaces return them in `violations`."""
-    print(f"tether: {type(exc).__name__}: {exc.message}", file=sys.stderr)
-    for violation in getattr(exc, "errors", None) or []:
-        if isinstance(violation, str):  # AnswerRejected: "field: message" already
-            print(f"  {violation}", file=sys.stderr)
-            continue
-        where = ".".join(str(p) for p in violation.get("loc") or []) or "(root)"
-        print(f"  {where}: {violation.get('msg')}", file=sys.stderr)
-
-
-async def runs(args: argparse.Namespace, settings: Settings, dsn: str) -> int:
-    app = load_app(settings.app)
-    dags.load_workflow_files(app, settings)
+async def runs(args: argparse.Namespace, settings: Settings, dsn: str, loaded: Loaded) -> int:
+    """Run one `runs` action; the exit code. Raises TetherError (the CLI reports it)."""
+    app = loaded.load(settings)
     out = Output(args.json)
     listener = Listener(dsn) if args.action == "watch" else None
-    try:
-        async with operations(
-            dsn,
-            app,
-            pool_size=2,
-            listener=listener,
-            admission=settings.admission(),
-            encryption=settings.encryption(),
-        ) as ops:
-            ops = ops.for_principal(access.cli_principal(args.tenant))
-            if listener is not None:
-                return await watch(ops, listener, args.id, out, until_wait=args.until_wait)
-            return await run_action(args, ops, out)
-    except rt_errors.TetherError as exc:
-        print_error(exc)
-        return 1
+    async with operations(
+        dsn,
+        app,
+        pool_size=2,
+        listener=listener,
+        admission=settings.admission(),
+        encryption=settings.encryption(),
+    ) as ops:
+        ops = ops.for_principal(access.cli_principal(args.tenant))
+        if listener is not None:
+            return await watch(ops, listener, args.id, out, until_wait=args.until_wait)
+        return await run_action(args, ops, out)
 
 
 READS = frozenset({"list", "show", "watch"})  # every other `runs` action is audited
@@ -134,21 +115,25 @@ async def _list(args: argparse.Namespace, ops: Operations, out: Output) -> str |
 
 async def _show(args: argparse.Namespace, ops: Operations, out: Output) -> str | None:
     view = await ops.get(args.id)
-    history = await ops.history(view.current.id) if args.history else None
-    resolved = args.id if view.current.id != args.id else None
+    row = view.current
+    history = (await ops.history(row.id), await ops.steps(row.id)) if args.history else None
+    resolved = args.id if row.id != args.id else None
     if not out.json:
-        out.show(
-            render.show(view.current, out.now(), out.fancy, resolved_from=resolved, history=history)
-        )
+        out.show(render.show(row, out.now(), out.fancy, resolved_from=resolved, history=history))
         return None
-    data = render.row_dict(view.current)
+    data = render.row_dict(row)
     if resolved:
         data["resolved_from"] = resolved
     if history is not None:
+        events, records = history
         data["history"] = [
             {"event_id": h.event_id, "type": h.type, "data": h.data, "at": h.at.isoformat()}
-            for h in history
+            for h in events
         ]
+        data["timeline"] = [render.entry_dict(e) for e in timeline(row, events, records)]
+        steps = dag_steps(row, records)
+        if steps:
+            data["dag_steps"] = [render.dag_step_dict(s) for s in steps]
     out.data(data)
     return None
 
@@ -157,7 +142,7 @@ async def _start(args: argparse.Namespace, ops: Operations, out: Output) -> str 
     if args.batch is not None:
         return await _start_batch(args, ops, out)
     if args.workflow is None:
-        raise BadArgument("runs start needs WORKFLOW (or --batch FILE)")
+        raise Usage("runs start needs WORKFLOW (or --batch FILE)")
     if args.input is None:  # as a scheduled start or a tool call without arguments
         raw: Any = {} if ops.workflow(args.workflow).takes_input else None
     else:
@@ -180,11 +165,11 @@ async def _start(args: argparse.Namespace, ops: Operations, out: Output) -> str 
 async def _start_batch(args: argparse.Namespace, ops: Operations, out: Output) -> str | None:
     """Starts from JSON lines (`cli/batch.py`); exit 1 when any item was refused."""
     if args.workflow is not None:
-        raise BadArgument("--batch takes the workflow from each line, not as an argument")
+        raise Usage("--batch takes the workflow from each line, not as an argument")
     try:
         items = batch.parse(batch.read(args.batch))
     except ValueError as exc:
-        raise BadArgument(str(exc)) from exc
+        raise Usage(str(exc)) from exc
     results = await batch.start(ops, items)
     for result in results:
         out.data(result, line=True)

@@ -24,6 +24,7 @@ from tether.conformance.scenarios import ALL
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="tether-conformance",
+        allow_abbrev=False,  # an option is named in full: a prefix could mean another one later
         description="Black-box conformance checks for an MCP 2026-07-28 + Tasks server.",
     )
     p.add_argument("--url", help="the MCP endpoint, e.g. http://127.0.0.1:8000/mcp")

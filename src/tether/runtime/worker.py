@@ -123,6 +123,11 @@ class Worker:
             else None
         )
 
+    @property
+    def in_flight(self) -> int:
+        """Runs this worker is executing now: what stopping waits for (up to its grace)."""
+        return len(self._active)
+
     def stop(self) -> None:
         """Stop claiming; run() then drains (bounded by shutdown_grace_s) and returns."""
         self._stopping.set()
