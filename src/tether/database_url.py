@@ -51,11 +51,9 @@ def describe(settings: Settings) -> str:
     """Where the database is, for messages: the URL's hosts and database name (never its user
     or password), or the embedded server's directory."""
     if settings.database_url:
-        parts = urlsplit(settings.database_url)  # a valid URL: Settings checked it
-        if "@" in parts.path + parts.query + parts.fragment:
-            return (
-                "PostgreSQL at TETHER_DATABASE_URL"  # an unescaped '/', '?' or '#' in its password
-            )
+        # Settings checked the URL: a password holding an unescaped '/', '?' or '#' (which
+        # would move part of it past the host) leaves a port that is not a number, refused.
+        parts = urlsplit(settings.database_url)
         hosts = parts.netloc.rpartition("@")[2] or "the local socket"
         name = parts.path.lstrip("/")
         database = f", database {name}" if name else ""

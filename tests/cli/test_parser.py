@@ -117,3 +117,23 @@ def test_version_prints_the_installed_distributions_version(
         main(["--version"])
     assert exited.value.code == 0
     assert capsys.readouterr().out == f"tether {metadata.version('tether')}\n"
+
+
+def test_no_parser_takes_an_abbreviated_option(capsys: pytest.CaptureFixture[str]) -> None:
+    """`serve --prot 8001` is an unknown option, not `--protocols 8001` (our choice: a prefix
+    that works today could silently mean another option once one is added)."""
+    for words, sub, _ in commands(build_parser()):
+        if words[-1] != "conformance":  # the harness's own parser: tested below
+            assert sub.allow_abbrev is False, words
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(["serve", "--prot", "8001"])
+    assert exit_info.value.code == 2
+    assert "unrecognized arguments: --prot" in capsys.readouterr().err
+
+
+def test_the_conformance_harness_takes_no_abbreviated_option() -> None:
+    """`tether conformance --ur X` is refused, not read as `--url X`."""
+    from tether.conformance.cli import parser as harness
+
+    with pytest.raises(SystemExit):
+        harness().parse_args(["--ur", "http://127.0.0.1:1/mcp"])

@@ -311,3 +311,130 @@ def test_a_server_that_cannot_reach_its_database_does_not_print_the_password() -
     assert proc.returncode != 0
     assert proc.stderr.strip()
     assert SECRET_PASSWORD not in proc.stdout + proc.stderr
+
+
+async def serve_in_background(*args: str, **extra: str) -> asyncio.subprocess.Process:
+    """`tether serve ARGS` (its stderr piped), once it answers /healthz."""
+    port = free_port()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "tether",
+        "serve",
+        *args,
+        "--port",
+        str(port),
+        cwd=REPO,
+        env=env(**extra),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    async with asyncio.timeout(TIMEOUT), httpx.AsyncClient() as http:
+        while True:
+            assert proc.returncode is None
+            try:
+                if (await http.get(f"http://127.0.0.1:{port}/healthz")).status_code == 200:
+                    return proc
+            except httpx.TransportError:
+                await asyncio.sleep(0.1)  # polls a subprocess's start-up; no event to wait on
+
+
+def appears(path: Path) -> None:
+    """Return once `path` exists (written by another process: polled), within TIMEOUT."""
+    deadline = time.monotonic() + TIMEOUT
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.02)
+
+
+async def line_with(proc: asyncio.subprocess.Process, words: str) -> tuple[str, list[str]]:
+    """Read stderr until a line holds `words`: that line, and every line read."""
+    assert proc.stderr is not None
+    seen: list[str] = []
+    async with asyncio.timeout(TIMEOUT):
+        while True:
+            line = (await proc.stderr.readline()).decode()
+            assert line, f"stderr ended before {words!r}: {seen}"
+            seen.append(line.rstrip("\n"))
+            if words in line:
+                return seen[-1], seen
+
+
+async def test_serve_says_once_where_it_serves_and_what(db_url: str) -> None:
+    """The banner: the MCP URL, /metrics, the database's host (never its password) and what
+    it serves; no console line for a server with a database URL (our choice)."""
+    url = with_password(db_url)
+    proc = await serve_in_background(TETHER_DATABASE_URL=url, TETHER_STATE_KEY="k")
+    try:
+        _, seen = await line_with(proc, "Ctrl-C stops it")
+        proc.send_signal(signal.SIGINT)
+        _, rest = await proc.communicate()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    text = "\n".join(seen) + rest.decode()
+    (head,) = [line for line in seen if "serving tether.examples:app" in line]
+    assert head.endswith("serving tether.examples:app: 3 workflows, no DAGs, no protocols")
+    rows = {line.split()[0]: line.split()[-1] for line in seen if line.startswith("  ")}
+    assert rows["MCP"].startswith("http://127.0.0.1:") and rows["MCP"].endswith("/mcp")
+    assert rows["metrics"] == rows["MCP"].removesuffix("/mcp") + "/metrics"
+    host = urlsplit(db_url).netloc.rpartition("@")[2]
+    assert f"  database  PostgreSQL at {host}" in text
+    assert "console" not in rows and SECRET_PASSWORD not in text
+    assert text.count("serving tether.examples:app") == 1
+
+
+async def test_a_second_ctrl_c_stops_at_once_and_the_next_server_finishes_the_run(
+    db_url: str, tmp_path: Path
+) -> None:
+    """The first Ctrl-C says what it waits for (the run whose step is running); a second one
+    ends the process at once, mid-step, exit 130. No run is lost: its lease expires and a new
+    server runs the step again and finishes the run."""
+    from tests.apps.held import app as held
+
+    proc = await serve_in_background(
+        "tests/apps/held.py:app",
+        TETHER_DATABASE_URL=db_url,
+        TETHER_STATE_KEY="k",
+        TETHER_LEASE_S="1",
+        TETHER_SHUTDOWN_GRACE_S="3600",  # the first Ctrl-C alone would wait an hour
+    )
+    started = tmp_path / "started"
+    try:
+        run = await asyncio.to_thread(
+            tether,
+            "runs",
+            "--app",
+            "tests/apps/held.py:app",
+            "--json",
+            "start",
+            "held",
+            orjson.dumps(str(tmp_path)).decode(),
+            TETHER_DATABASE_URL=db_url,
+        )
+        assert run.returncode == 0, run.stderr
+        run_id = orjson.loads(run.stdout)["id"]
+        await asyncio.to_thread(appears, started)
+        proc.send_signal(signal.SIGINT)
+        first, _ = await line_with(proc, "tether: stopping")
+        assert first == (
+            "tether: stopping: finishing 1 run in flight, up to 3600 s; Ctrl-C again to stop now"
+        )
+        proc.send_signal(signal.SIGINT)
+        async with asyncio.timeout(TIMEOUT):
+            _, rest = await proc.communicate()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 130
+    last = rest.decode().splitlines()[-1]
+    assert last.startswith("tether: stopped now; the run in flight resumes on the next server")
+    assert not (tmp_path / "release").exists()  # the step was still holding when it stopped
+    (tmp_path / "release").touch()
+    async with running(db_url, held, worker_settings=FAST, janitor_interval_s=None) as rt:
+        ended = (await rt.ops.wait_for_end(run_id, timeout=TIMEOUT)).current
+    assert ended.status == "completed"
+    assert ended.output == os.getpid()  # the step ran again, in the new server
+    assert len(started.read_text(encoding="utf-8").splitlines()) == 2

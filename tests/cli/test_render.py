@@ -79,16 +79,50 @@ def test_plain_times_are_iso_and_fancy_ones_local_and_relative() -> None:
 
 def test_the_list_shows_status_words_and_what_each_run_waits_for() -> None:
     """Each status is written out (never colour alone); a waiting run names its wait, a
-    sleeping one when it wakes."""
+    sleeping one when it wakes, an ended one how it ended."""
     waiting = row(waits=[APPROVAL])
     sleeping = row(id="ex_b", wake_at=NOW + timedelta(hours=1))
-    done = row(id="ex_c", status="completed", details="step 2/2")
+    done = row(id="ex_c", status="completed", details="step 2/2", ended_at=NOW)
     out = text(render.runs_table([waiting, sleeping, done], NOW, fancy=False))
     lines = out.splitlines()
     assert lines[0].split() == ["ID", "WORKFLOW", "STATUS", "CREATED", "DETAILS"]
     assert "waiting for approval 'publish'" in lines[1]
     assert f"sleeping until {(NOW + timedelta(hours=1)).isoformat()}" in lines[2]
-    assert "completed" in lines[3] and "step 2/2" in lines[3]
+    assert "completed" in lines[3] and "done in 3 min 0 s" in lines[3]
+
+
+def test_an_ended_run_shows_how_it_ended_not_its_last_details() -> None:
+    """A run's details are its progress while it runs: once it has ended, the list and the
+    watch say how it ended (a line such as "waiting for approval" set before its last wait
+    would read as if it still waited). Our choice."""
+    stale = "round 2: waiting for approval of T"
+    completed = row(status="completed", details=stale, ended_at=NOW)
+    failed = row(
+        status="failed",
+        details=stale,
+        ended_at=NOW,
+        error={"type": "StepFailed", "message": "step 'x' failed: boom"},
+    )
+    cancelled = row(status="cancelled", details=stale, ended_at=NOW - timedelta(minutes=1))
+    assert render.activity(completed, NOW, fancy=False) == "done in 3 min 0 s"
+    assert render.activity(failed, NOW, fancy=False) == "StepFailed: step 'x' failed: boom"
+    assert render.activity(cancelled, NOW, fancy=False) == "cancelled after 2 min 0 s"
+    shown = text(render.show(completed, NOW, fancy=False))
+    assert f"last details  {stale}" in shown and "now " not in shown
+
+
+def test_a_live_run_shows_its_wait_sleep_retry_or_details() -> None:
+    """Parked on an answer: the wait (not the details set before it); sleeping or backing off
+    before a retry: until when; otherwise the workflow's own details."""
+    later = NOW + timedelta(seconds=30)
+    assert render.activity(row(waits=[APPROVAL], details="round 1"), NOW, False) == (
+        "waiting for approval 'publish'"
+    )
+    retrying = row(status="pending", wake_at=later, attempt=1, details="x")
+    assert render.activity(retrying, NOW, False) == f"retrying at {later.isoformat()}"
+    assert render.activity(row(status="running", details="step 3/5"), NOW, False) == "step 3/5"
+    assert render.activity(row(status="pending"), NOW, False) == "queued"
+    assert render.activity(row(status="pending", attempt=2), NOW, False) == "resuming"
 
 
 def test_show_names_the_open_wait_its_key_and_how_to_answer_it() -> None:

@@ -24,9 +24,10 @@ def banner(settings: Settings, port: int, app: str, serves: str) -> str:
     if settings.console_enabled():
         rows.append(("console", f"{url}{CONSOLE_PREFIX}/"))
     if settings.metrics:
-        rows.append(("metrics", url + METRICS_PATH))
+        scraped = [url + METRICS_PATH]
         if settings.metrics_port:
-            rows.append(("", base_url(settings.host, settings.metrics_port) + METRICS_PATH))
+            scraped.append(base_url(settings.host, settings.metrics_port) + METRICS_PATH)
+        rows.append(("metrics", " and ".join(scraped)))
     rows.append(("database", describe(settings)))
     width = max(len(name) for name, _ in rows)
     lines = [f"serving {app}: {serves}"]
