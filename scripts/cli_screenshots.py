@@ -1,4 +1,5 @@
-"""Record `tether runs list` and `tether runs watch` as a terminal shows them, for docs/cli.md.
+"""Record `tether runs list`, `tether runs watch` and `tether runs show --history` as a terminal
+shows them, for docs/cli.md.
 
     .venv/bin/python scripts/cli_screenshots.py
 
@@ -87,6 +88,16 @@ async def main() -> None:
             await ops.answer(rid, key, {"decision": "approve", "ticket": "CHG-42"}, by="cli")
             await asyncio.wait_for(watch, 30)
             save(console, "runs-watch", f"tether runs watch {rid}")
+
+            failing = await ops.start("failing_job", {})
+            fid = failing.execution.id
+            await ops.wait_for_end(fid, timeout=30)
+            console, out = recorder()
+            for run_id in (rid, fid):
+                row = (await ops.get(run_id)).current
+                history = (await ops.history(run_id), await ops.steps(run_id))
+                out.show(render.show(row, out.now(), fancy=True, history=history))
+            save(console, "runs-show-history", "tether runs show --history")
 
 
 if __name__ == "__main__":

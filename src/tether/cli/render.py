@@ -137,16 +137,28 @@ def outcome(row: ExecutionRow) -> str:
     return f"{row.status} after {took}" if took else row.status
 
 
-def activity(row: ExecutionRow, now: datetime, fancy: bool) -> str:
+def _names(waits: Iterable[dict[str, Any]]) -> str:
+    return ", ".join(f"{w.get('kind')} {w.get('name')!r}" for w in waits)
+
+
+def activity(
+    row: ExecutionRow,
+    now: datetime,
+    fancy: bool,
+    *,
+    answered: list[dict[str, Any]] | None = None,
+) -> str:
     """One phrase for what the run is doing now, or how it ended: the wait it is parked on,
-    when it wakes, the workflow's details while it runs. An ended run's last details, or
-    details set before a wait that has since been answered, are not what it does now."""
+    when it wakes, the workflow's details while it runs. An ended run's last details are not
+    what it does now, nor are details set before a wait that has since been answered
+    (`answered`: those waits, while the run's details are still the ones it parked with)."""
     if not row.live:
         return outcome(row)
     waits = open_waits(row)
     if waits:
-        names = ", ".join(f"{w.get('kind')} {w.get('name')!r}" for w in waits)
-        return f"waiting for {names}"
+        return f"waiting for {_names(waits)}"
+    if answered:
+        return f"answered {_names(answered)}; resuming"
     if row.status == "waiting" and row.wake_at is not None:
         return f"sleeping until {when(row.wake_at, now, fancy)}"
     if row.status == "pending" and row.wake_at is not None and row.wake_at > now:

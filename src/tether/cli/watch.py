@@ -58,25 +58,27 @@ class Display:
         if self.live is not None:
             self.live.stop()
 
-    def headline(self, row: ExecutionRow) -> Text:
+    def headline(self, row: ExecutionRow, answered: list[dict[str, Any]] | None = None) -> Text:
         text = Text.assemble(
             (f"{row.workflow} ", "bold" if self.out.fancy else ""),
             row.id,
             "  ",
             render.status_text(row.status),
         )
-        doing = render.activity(row, self.out.now(), self.out.fancy)
+        doing = render.activity(row, self.out.now(), self.out.fancy, answered=answered)
         if doing:
             text.append(f"  {doing}")
         return text
 
-    def changed(self, row: ExecutionRow) -> None:
+    def changed(self, row: ExecutionRow, answered: list[dict[str, Any]] | None = None) -> None:
+        """Show a new version of the run (`answered`: the waits it was parked on, answered
+        since, while its details are still those it parked with)."""
         if self.out.json:
             self.out.data(render.row_dict(row), line=True)
         elif self.live is not None:
-            self.spinner.update(text=self.headline(row))
+            self.spinner.update(text=self.headline(row, answered))
         else:
-            line = self.headline(row)
+            line = self.headline(row, answered)
             if line.plain != self.last_line:  # a new version can look the same
                 self.out.show(line)
                 self.last_line = line.plain
@@ -112,6 +114,20 @@ async def watch(
             listener.stop()
 
 
+def _parked(
+    row: ExecutionRow, before: tuple[list[dict[str, Any]], str | None] | None
+) -> tuple[list[dict[str, Any]], str | None] | None:
+    """The waits the run is parked on (or was, until they were answered) and its details then;
+    None once the run has moved past them (other details, another run of the chain, its end):
+    until then its details are the line it parked with, not what it does now."""
+    waits = render.open_waits(row) if row.live else []
+    if waits:
+        return waits, row.details
+    if before is not None and row.live and row.details == before[1]:
+        return before
+    return None
+
+
 def _changed_since(seen: tuple[str, int] | None) -> Callable[[ExecutionRow], bool]:
     return lambda row: (row.id, row.version) != seen
 
@@ -124,11 +140,13 @@ async def follow(
     view = await ops.get(run_id)
     announced: set[str] = set()
     shown: tuple[str, int] | None = None
+    parked: tuple[list[dict[str, Any]], str | None] | None = None  # waits, details then
     with Display(out, live=live) as display:
         while True:
             row = view.current
+            parked = _parked(row, parked)
             if (row.id, row.version) != shown:
-                display.changed(row)
+                display.changed(row, parked[0] if parked and row.status != "waiting" else None)
                 shown = (row.id, row.version)
             stop = watch_stop(row)  # the same decision as the <wf>_watch tool's
             if stop == "ended":
