@@ -184,7 +184,9 @@ def _stopped(stopping: Stopping) -> int:
 
 
 def worker(settings: Settings, loaded: Loaded) -> int:
-    """`tether worker`: the exit code (0, or 128 + the signal that stopped it)."""
+    """`tether worker`: the exit code, 0 once a signal has stopped it cleanly (as it always
+    has: a service manager's stop is its normal end); a second signal exits at once with
+    128 + the first signal's number."""
     app = loaded.load(
         settings, dags=False, protocols=False
     )  # the runtime loads the DAGs and protocols
@@ -233,7 +235,8 @@ def worker(settings: Settings, loaded: Loaded) -> int:
                 runner.run(run(database.dsn, stop))
     finally:
         database.stop()
-    return _stopped(stopping)
+    _stopped(stopping)
+    return 0
 
 
 async def run_migrations(dsn: str) -> int:
