@@ -16,8 +16,9 @@ import math
 import signal
 import socket
 import sys
+import threading
 from collections.abc import Callable, Coroutine, Generator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from tether import gc_tuning
 from tether.cli import banner
@@ -31,6 +32,7 @@ from tether.observability.exposition import Scrape, serving
 from tether.runtime import health
 from tether.runtime.service import Runtime, migrate_database, running
 from tether.settings import Settings
+from tether.tools import offload
 
 if TYPE_CHECKING:
     import argparse
@@ -85,6 +87,27 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+STOP_NOW_S: Final = 2.0  # what stopping at once still waits for the document worker to end
+
+
+def stop_now(stop_database: Callable[[], None]) -> Callable[[], None]:
+    """What a second signal does to `serve` before the process exits at once: end the document
+    worker (a child process, which an exit that skips the server's shutdown would leave
+    behind) and let the database go. The worker is asked from a helper thread, waited for at
+    most STOP_NOW_S: the signal may have interrupted this thread while it held the worker's
+    lock."""
+
+    def stop() -> None:
+        helper = threading.Thread(
+            target=offload.shutdown, kwargs={"wait": True}, name="tether-stop-now", daemon=True
+        )
+        helper.start()
+        helper.join(STOP_NOW_S)
+        stop_database()
+
+    return stop
+
+
 def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:
     loop.call_soon_threadsafe(callback)
 
@@ -133,7 +156,7 @@ def serve(args: argparse.Namespace, settings: Settings, log_level: str, loaded: 
             lambda: _in_flight(getattr(web.state, "runtime", None)),
             grace_s=settings.shutdown_grace_s,
             lease_s=settings.lease_s,
-            stop_now=database.stop,
+            stop_now=stop_now(database.stop),
         )
         with stopping.installed():
             _run(_serve(web, server, sock), config.get_loop_factory())
