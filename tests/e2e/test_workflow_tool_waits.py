@@ -1,7 +1,7 @@
-"""A workflow served as one tool (`tool=True`), called by a client without the Tasks extension:
-the call returns as soon as the run waits for an answer (the tool error `input_required`, with
-the handle and the call that answers it) instead of holding the request until the sync limit.
-Our choice (docs/workflows.md)."""
+"""A workflow served as one tool (`Exposure(tool=True)`), called by a client without the Tasks
+extension: the call returns as soon as the run waits for an answer (the tool error
+`input_required`, with the handle and the call that answers it) instead of holding the request
+until the sync limit. Our choice (docs/workflows.md)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from tests.e2e.conftest import ServeFn
 from tests.mcp_client import McpClient
+from tether import Exposure
 from tether.runtime.context import Context
 from tether.runtime.registry import App
 from tether.runtime.waits import Approved
@@ -24,14 +25,14 @@ HOUR = 3600.0  # the sync limit: a call that waited for it would outlast the tes
 app = App("tool-waits")
 
 
-@app.workflow(tool=True, mcp=True)
+@app.workflow(expose=Exposure(tool=True, tool_set=True))
 async def publish(ctx: Context) -> dict[str, Any]:
     """Ask for an approval, then say what was decided."""
     decision = await ctx.approval("go", prompt="Publish?", inputs=["ticket"], required=["ticket"])
     return {"approved": isinstance(decision, Approved)}
 
 
-@app.workflow(tool=True)
+@app.workflow(expose=Exposure(tool=True))
 async def ask(ctx: Context) -> str:
     """Wait for a signal; served by its one tool only (no answer tool)."""
     return str(await ctx.wait_for_signal("reply", prompt="Say something"))
