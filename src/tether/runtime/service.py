@@ -202,9 +202,9 @@ async def _running(
         db, app, listener=listener, max_payload_bytes=max_payload_bytes, admission=admission
     )
     rt = Runtime(db, listener, ops, reloader=reloader)
-    if notify.sender is not None and resolved:
-        rt.sender = Sender(db, resolved, notify.links, notify.sender, listener=listener)
     try:
+        if notify.sender is not None and resolved:
+            rt.sender = Sender(db, resolved, notify.links, notify.sender, listener=listener)
         with storage_errors():
             await outbox.set_routes(db, routes)
         async with asyncio.TaskGroup() as tg:
