@@ -11,6 +11,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from tether import gc_tuning
+from tether.console import PREFIX as CONSOLE_PREFIX
 from tether.database_url import database_url
 from tether.loader import load_app
 from tether.observability import metrics, tracing
@@ -102,6 +103,7 @@ def worker(settings: Settings) -> int:
             protocols_dir=settings.protocols,
             encryption=settings.encryption(),
             dag_env_passthrough=settings.dag_environment(),
+            notify=settings.notify_setup(CONSOLE_PREFIX),
         ) as rt:
             logger.info(
                 "worker %s running %d workflows (event loop: %s)",

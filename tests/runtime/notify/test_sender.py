@@ -17,7 +17,7 @@ from tether.runtime.context import Context
 from tether.runtime.notify.channels import EmailChannel, SlackChannel, WebhookChannel
 from tether.runtime.notify.config import NotifySetup, SenderSettings
 from tether.runtime.notify.links import ConsoleLinks
-from tether.runtime.notify.signing import verify_signature
+from tether.runtime.notify.signing import verify_webhook_signature
 from tether.runtime.registry import App
 from tether.runtime.waits import Approved
 
@@ -69,8 +69,8 @@ async def test_a_wait_opening_posts_a_signed_webhook_then_its_answer_and_the_end
             await receiver.wait_for(lambda got: len(got) >= 3)
     first, answered, ended = receiver.received
     for r in receiver.received:
-        assert verify_signature(SECRET, r.headers["tether-signature"], r.body)
-        assert not verify_signature("another-secret", r.headers["tether-signature"], r.body)
+        assert verify_webhook_signature(SECRET, r.headers["tether-signature"], r.body)
+        assert not verify_webhook_signature("another-secret", r.headers["tether-signature"], r.body)
         assert r.headers["tether-delivery-id"] == body(r)["id"]
         assert r.headers["tether-event"] == body(r)["type"]
         assert r.headers["content-type"] == "application/json"

@@ -5,7 +5,7 @@ HMAC-SHA256 of `<t>.<body>` (the timestamp's digits, a dot, the body's bytes as 
 channel's secret. A receiver recomputes it over the raw body, compares in constant time, and
 refuses a timestamp further than its tolerance from its own clock (a captured delivery cannot
 be replayed later); it drops a repeat of a `Tether-Delivery-Id` it has already handled.
-`verify_signature` does all but the last.
+`verify_webhook_signature` does all but the last.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def signature_header(secret: str, body: bytes, timestamp: int) -> str:
     return f"t={timestamp},{SCHEME}={signature(secret, timestamp, body)}"
 
 
-def verify_signature(
+def verify_webhook_signature(
     secret: str,
     header: str,
     body: bytes,
