@@ -50,7 +50,7 @@ from tether.runtime.worker import WorkerSettings
 
 CEILING_MS = 200.0
 URL_ENV = "TETHER_BENCH_HOOK_URL"
-SECRET_ENV = "TETHER_BENCH_HOOK_SECRET"
+SECRET_ENV = "TETHER_BENCH_HOOK_SECRET"  # noqa: S105 — a variable's name, not a secret
 CREATED = "SELECT extract(epoch FROM created_at) FROM outbox WHERE delivery_id = $1"
 
 
@@ -108,7 +108,11 @@ async def latency(rt: Runtime, receiver: HttpReceiver, samples: int) -> list[flo
     for _ in range(samples):
         before = len(receiver.received)
         await rt.ops.start("ask")
-        await receiver.wait_for(lambda got, n=before: len(got) > n, timeout=30)
+
+        def arrived(got: list[Received], n: int = before) -> bool:
+            return len(got) > n
+
+        await receiver.wait_for(arrived, timeout=30)
         got = receiver.received[before]
         created = await rt.pool.fetchval(CREATED, got.delivery_id)
         out.append((got.at - float(created)) * 1000.0)

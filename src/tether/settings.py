@@ -190,7 +190,7 @@ class Settings(BaseModel):
     )
     notify: str = Field(
         "",
-        description="notification channels besides the app's: JSON {\"channels\": [...]}, or a "
+        description='notification channels besides the app\'s: JSON {"channels": [...]}, or a '
         "path to such a file (docs/notify-people.md)",
     )
     public_url: str | None = Field(
@@ -418,7 +418,9 @@ def _read_notify(value: str) -> list[Routed]:
     try:
         return parse_channels(Path(text).read_bytes())
     except OSError as exc:
-        raise ValueError(f"cannot read it as a notification channels file: {exc.strerror}") from None
+        raise ValueError(
+            f"cannot read it as a notification channels file: {exc.strerror}"
+        ) from None
 
 
 def redacted_url(url: str) -> str:

@@ -9,11 +9,12 @@ from tether.runtime.notify.channels import WebhookChannel
 from tether.runtime.registry import App
 
 app = App("notifying")
+SIGN_VAR = "NOTIFY_TEST_SECRET"  # the variable the signing secret is read from
 
 hook = WebhookChannel(
     name="hook",
     url_env="NOTIFY_TEST_URL",
-    secret_env="NOTIFY_TEST_SECRET",
+    secret_env=SIGN_VAR,
     events=("wait.opened",),
     timeout_s=2.0,
 )

@@ -20,7 +20,7 @@ from tether.runtime.operations import Operations
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e, pytest.mark.slow]
 
-SECRET = "kill-test-secret"
+SECRET = "kill-test-secret"  # noqa: S105 — a made-up test secret
 
 
 async def test_a_sender_killed_between_send_and_mark_is_redelivered_once_with_the_same_id(

@@ -8,6 +8,7 @@ import asyncpg
 import pytest
 
 from tether.storage import outbox, repo
+from tether.storage.driver import Queryable
 from tether.storage.outbox import Route
 
 pytestmark = pytest.mark.postgres
@@ -35,16 +36,14 @@ async def new_run(db: asyncpg.Pool, run: str, workflow: str = "deploy") -> None:
     await repo.insert_execution(db, repo.NewExecution(run, workflow, run, None))
 
 
-async def park(conn: asyncpg.Connection | asyncpg.Pool, run: str, waits: list[dict[str, object]]) -> None:
+async def park(conn: Queryable, run: str, waits: list[dict[str, object]]) -> None:
     await conn.execute(
         "UPDATE executions SET status = 'waiting', waits = $2::jsonb WHERE id = $1", run, waits
     )
 
 
 async def rows(db: asyncpg.Pool) -> list[asyncpg.Record]:
-    return await db.fetch(
-        "SELECT channel, recipient, event, subject, data FROM outbox ORDER BY id"
-    )
+    return await db.fetch("SELECT channel, recipient, event, subject, data FROM outbox ORDER BY id")
 
 
 async def test_a_wait_opening_writes_a_row_per_routed_channel_in_its_own_transaction(
@@ -129,9 +128,16 @@ async def test_an_answer_an_expiry_and_the_end_reach_the_channels_told_of_the_wa
     second = wait("ex_1", 1, "other")
     await park(db, "ex_1", [first, second])
     await repo.insert_signal(
-        db, "ex_1", "approval:pub:lish", first["key"], {"decision": "approve", "ticket": "T-1"}, "ann"
+        db,
+        "ex_1",
+        "approval:pub:lish",
+        str(first["key"]),
+        {"decision": "approve", "ticket": "T-1"},
+        "ann",
     )
-    await repo.answer_keep_parked(db, "ex_1", [second], "answer", {"key": first["key"], "by": "ann"})
+    await repo.answer_keep_parked(
+        db, "ex_1", [second], "answer", {"key": first["key"], "by": "ann"}
+    )
     await db.execute(
         "INSERT INTO history (execution_id, event_id, type, data) VALUES "
         "('ex_1', 99, 'wait_timed_out', '{\"waits\": [\"approval:other\"]}')"

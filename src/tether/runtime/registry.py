@@ -617,11 +617,11 @@ class App(DagCatalog, ProtocolCatalog):
                 empty.
             TypeError: Something else than a channel was given.
         """
-        names = [EVERY_WORKFLOW] if workflows is None else list(workflows)
+        names: list[object] = [EVERY_WORKFLOW] if workflows is None else list(workflows)
         if not names or not all(isinstance(n, str) and n for n in names):
             raise ValueError("workflows must be non-empty names")
         for channel in channels:
-            self.notifications.add(channel, names)
+            self.notifications.add(channel, [str(n) for n in names])
 
     def update(
         self,

@@ -15,10 +15,11 @@ from tether.runtime.notify.config import SenderSettings, plan
 from tether.runtime.notify.links import ConsoleLinks, NoLinks, decisions
 from tether.runtime.notify.sender import backoff
 from tether.settings import Settings, SettingsError
-from tether.storage.outbox import Notification, Route
+from tether.storage.outbox import Notification
 
 BODY = b'{"id":"dl_1","type":"wait.opened"}'
 NOW = 1_800_000_000
+SIGN_VAR = "HOOK_SECRET"  # the variable a webhook's signing secret is read from
 
 
 # --- signatures --------------------------------------------------------------------------------
@@ -55,7 +56,7 @@ def test_any_matching_v1_among_several_verifies() -> None:
 
 def test_a_channels_secrets_are_read_from_the_environment_and_never_shown() -> None:
     """Our choice: a channel names variables; the values stay out of every repr."""
-    hook = WebhookChannel(name="ops", url_env="HOOK_URL", secret_env="HOOK_SECRET")
+    hook = WebhookChannel(name="ops", url_env="HOOK_URL", secret_env=SIGN_VAR)
     env = {"HOOK_URL": "https://hooks.example.com/T/abc?token=tok123", "HOOK_SECRET": "sec456"}
     resolved = hook.resolve(env)
     assert resolved.url is not None and resolved.url.reveal() == env["HOOK_URL"]
@@ -77,7 +78,7 @@ def test_an_unset_or_unfit_secret_is_refused_naming_the_variable_not_the_value(
     env: dict[str, str], problem: str
 ) -> None:
     """The error names the channel and the variable; never the URL (it may hold a token)."""
-    hook = WebhookChannel(name="ops", url_env="HOOK_URL", secret_env="HOOK_SECRET")
+    hook = WebhookChannel(name="ops", url_env="HOOK_URL", secret_env=SIGN_VAR)
     with pytest.raises(ValueError, match="'ops'") as caught:
         hook.resolve(env)
     assert problem in str(caught.value) and "tok9" not in str(caught.value)
@@ -95,8 +96,8 @@ def test_plain_http_is_allowed_to_loopback_or_when_the_channel_says_so() -> None
 @pytest.mark.parametrize(
     ("make", "problem"),
     [
-        (lambda: WebhookChannel(name="1bad", url_env="U", secret_env="S"), "channel name"),
-        (lambda: WebhookChannel(name="ok", url_env="https://x", secret_env="S"), "url_env"),
+        (lambda: WebhookChannel(name="1bad", url_env="U", secret_env=SIGN_VAR), "channel name"),
+        (lambda: WebhookChannel(name="ok", url_env="https://x", secret_env=SIGN_VAR), "url_env"),
         (lambda: SlackChannel(name="ok", url_env="U", events=("wait.closed",)), "events"),
         (lambda: SlackChannel(name="ok", url_env="U", kinds=("update",)), "kinds"),
         (lambda: SlackChannel(name="ok", url_env="U", timeout_s=0), "timeout_s"),
@@ -112,7 +113,7 @@ def test_plain_http_is_allowed_to_loopback_or_when_the_channel_says_so() -> None
         ),
         (
             lambda: EmailChannel(
-                name="m", host="smtp.example.com", sender="a@x", to=("b@x",), password_env="P"
+                name="m", host="smtp.example.com", sender="a@x", to=("b@x",), password_env=SIGN_VAR
             ),
             "username",
         ),
@@ -129,13 +130,15 @@ def test_the_operators_channels_parse_from_json_with_their_workflows() -> None:
     """Each entry takes its type's options by name; `workflows` defaults to every workflow."""
     routed = parse_channels(
         '{"channels": ['
-        '{"type": "webhook", "name": "ops", "url_env": "U", "secret_env": "S",'
+        '{"type": "webhook", "name": "ops", "url_env": "U", "secret_env": "HOOK_SECRET",'
         ' "events": ["wait.opened"]},'
         '{"type": "email", "name": "mail", "host": "127.0.0.1", "tls": "none",'
         ' "sender": "t@example.com", "to": ["a@example.com"], "workflows": ["deploy"]}]}'
     )
     assert routed == [
-        Routed(WebhookChannel(name="ops", url_env="U", secret_env="S", events=("wait.opened",))),
+        Routed(
+            WebhookChannel(name="ops", url_env="U", secret_env=SIGN_VAR, events=("wait.opened",))
+        ),
         Routed(
             EmailChannel(
                 name="mail", host="127.0.0.1", tls="none", sender="t@example.com",
@@ -154,8 +157,10 @@ def test_the_operators_channels_parse_from_json_with_their_workflows() -> None:
         ('{"channels": [{"type": "pager"}]}', "type must be one of"),
         ('{"channels": [{"type": "slack", "name": "s", "url_env": "U", "url": "x"}]}', "'url'"),
         ('{"channels": [{"type": "slack", "name": "s"}]}', "url_env"),
-        ('{"channels": [{"type": "slack", "name": "s", "url_env": "U", "workflows": []}]}', "workflows"),
-        ('{"channels": [{"type": "email", "name": "m", "host": "h", "sender": "a@x", "to": "b@x"}]}', "list"),
+        ('{"channels": [{"type": "slack", "name": "s", "url_env": "U", "workflows": []}]}',
+         "workflows"),
+        ('{"channels": [{"type": "email", "name": "m", "host": "h", "sender": "a@x",'
+         ' "to": "b@x"}]}', "list"),
     ],
 )  # fmt: skip
 def test_operator_configuration_that_does_not_fit_is_refused_naming_the_entry(
@@ -182,7 +187,9 @@ def test_tether_notify_is_read_from_json_or_a_file_and_a_bad_one_names_the_varia
     setup = Settings.from_env(
         {"TETHER_PUBLIC_URL": "https://t.example.com", "TETHER_NOTIFY_SEND": "false"}
     ).notify_setup("/console")
-    assert setup.sender is None and setup.links == ConsoleLinks("https://t.example.com", "/console/runs/")
+    assert setup.sender is None and setup.links == ConsoleLinks(
+        "https://t.example.com", "/console/runs/"
+    )
     with pytest.raises(SettingsError, match="TETHER_PUBLIC_URL"):
         Settings.from_env({"TETHER_PUBLIC_URL": "tether.example.com"})
 
@@ -193,7 +200,7 @@ def test_tether_notify_is_read_from_json_or_a_file_and_a_bad_one_names_the_varia
 def test_the_app_routes_channels_per_workflow_or_for_every_workflow() -> None:
     """Our choice: `App.notify` covers every workflow (or those named); `notify=` one."""
     app = App()
-    ops = WebhookChannel(name="ops", url_env="U", secret_env="S")
+    ops = WebhookChannel(name="ops", url_env="U", secret_env=SIGN_VAR)
     mail = EmailChannel(name="mail", host="h", sender="a@x", to=("b@x", "c@x"))
     app.notify(ops)
 
@@ -208,7 +215,7 @@ def test_the_app_routes_channels_per_workflow_or_for_every_workflow() -> None:
         ("deploy", "mail", "c@x"),
         ("deploy", "ops", ""),
     ]
-    assert all(isinstance(r, Route) and r.events == ops.events for r in routes)
+    assert all(r.events == ops.events for r in routes)
 
 
 def test_two_different_channels_with_one_name_are_refused() -> None:
@@ -227,7 +234,12 @@ def test_two_different_channels_with_one_name_are_refused() -> None:
     with pytest.raises(TypeError):
         app.notify("x")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="'x'"):
-        plan([Routed(SlackChannel(name="x", url_env="A")), Routed(SlackChannel(name="x", url_env="B"))])
+        plan(
+            [
+                Routed(SlackChannel(name="x", url_env="A")),
+                Routed(SlackChannel(name="x", url_env="B")),
+            ]
+        )
 
 
 # --- messages ----------------------------------------------------------------------------------
@@ -245,7 +257,13 @@ def note(event: str = "wait.opened", **data: Any) -> Notification:
         "required": ["ticket"],
         "form": {"not": "shown"},
     }
-    run = {"id": "ex_1", "workflow": "deploy", "business_id": "b", "tenant": None, "status": "waiting"}
+    run = {
+        "id": "ex_1",
+        "workflow": "deploy",
+        "business_id": "b",
+        "tenant": None,
+        "status": "waiting",
+    }
     return Notification(
         id=1,
         delivery_id="dl_abc",
@@ -267,7 +285,10 @@ def test_the_webhook_payload_carries_the_wait_the_run_and_the_decision_links() -
         "id": "dl_abc",
         "type": "wait.opened",
         "created_at": "2026-01-01T00:00:00Z",
-        "run": {"id": "ex_1", "workflow": "deploy", "business_id": "b", "tenant": None, "status": "waiting"},
+        "run": {
+            "id": "ex_1", "workflow": "deploy", "business_id": "b", "tenant": None,
+            "status": "waiting",
+        },
         "wait": {
             "key": "ex_1:approval:publish:3",
             "kind": "approval",
@@ -303,8 +324,12 @@ def test_each_event_has_its_headline() -> None:
     assert messages.headline(note()) == "Approval 'publish' is waiting for an answer (deploy)"
     answered = note("wait.answered", answer={"key": "k", "by": "ann", "decision": "approve"})
     assert messages.headline(answered) == "Approval 'publish' was answered: approve by ann (deploy)"
-    assert messages.headline(note("wait.expired")) == "Approval 'publish' expired unanswered (deploy)"
-    ended = Notification(**{**vars(note("run.ended")), "data": {"run": {"workflow": "deploy", "status": "failed"}}})
+    assert (
+        messages.headline(note("wait.expired")) == "Approval 'publish' expired unanswered (deploy)"
+    )
+    ended = Notification(
+        **{**vars(note("run.ended")), "data": {"run": {"workflow": "deploy", "status": "failed"}}}
+    )
     assert messages.headline(ended) == "Run of deploy ended: failed"
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from typing import Any
 
 import orjson
 import pytest
@@ -14,7 +15,7 @@ from tests.receivers import Received, http_receiver, smtp_receiver
 from tests.runtime.conftest import Start
 from tests.waiting import until
 from tether.runtime.context import Context
-from tether.runtime.notify.channels import EmailChannel, SlackChannel, WebhookChannel
+from tether.runtime.notify.channels import Channel, EmailChannel, SlackChannel, WebhookChannel
 from tether.runtime.notify.config import NotifySetup, SenderSettings
 from tether.runtime.notify.links import ConsoleLinks
 from tether.runtime.notify.signing import verify_webhook_signature
@@ -23,17 +24,20 @@ from tether.runtime.waits import Approved
 
 pytestmark = pytest.mark.postgres
 
-SECRET = "whsec-test-0123456789"
+SECRET = "whsec-test-0123456789"  # noqa: S105 — a made-up test secret
 FAST = SenderSettings(poll_s=0.05, lease_s=40.0, retry_base_s=0.05, retry_max_s=0.2)
 LINKS = ConsoleLinks("https://tether.example.com")
+SIGN_VAR = "TEST_HOOK_SECRET"  # the variable the signing secret is read from
 
 
-def approval_app(*channels: object) -> App:
+def approval_app(*channels: Channel) -> App:
     app = App()
 
-    @app.workflow(notify=list(channels))  # type: ignore[arg-type]
+    @app.workflow(notify=list(channels))
     async def deploy(ctx: Context) -> str:
-        got = await ctx.approval("publish", prompt="Ship <release> & tell @here?", inputs=["ticket"], required=["ticket"])
+        got = await ctx.approval(
+            "publish", prompt="Ship <release> & tell @here?", inputs=["ticket"], required=["ticket"]
+        )
         assert isinstance(got, Approved)
         return got.inputs["ticket"]
 
@@ -46,7 +50,7 @@ def hook_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
     yield monkeypatch
 
 
-def body(r: Received) -> dict[str, object]:
+def body(r: Received) -> dict[str, Any]:
     got = orjson.loads(r.body)
     assert isinstance(got, dict)
     return got
@@ -58,13 +62,13 @@ async def test_a_wait_opening_posts_a_signed_webhook_then_its_answer_and_the_end
     """Our choice: each event is one POST, signed over `t.body`, with its delivery id."""
     async with http_receiver() as receiver:
         hook_env.setenv("TEST_HOOK_URL", receiver.url)
-        hook = WebhookChannel(name="ops", url_env="TEST_HOOK_URL", secret_env="TEST_HOOK_SECRET")
+        hook = WebhookChannel(name="ops", url_env="TEST_HOOK_URL", secret_env=SIGN_VAR)
         setup = NotifySetup(sender=FAST, links=LINKS)
         async with start(approval_app(hook), notify=setup) as rt:
             run_id = (await rt.ops.start("deploy")).execution.id
             await receiver.wait_for(lambda got: len(got) >= 1)
             (opened,) = receiver.received
-            key = body(opened)["wait"]["key"]  # type: ignore[index]
+            key = body(opened)["wait"]["key"]
             await rt.ops.answer(run_id, key, {"decision": "approve", "ticket": "T-7"}, by="ann")
             await receiver.wait_for(lambda got: len(got) >= 3)
     first, answered, ended = receiver.received
@@ -85,9 +89,9 @@ async def test_a_wait_opening_posts_a_signed_webhook_then_its_answer_and_the_end
         "tenant": None,
         "status": "waiting",
     }
-    assert got["wait"]["kind"] == "approval"  # type: ignore[index]
-    assert got["wait"]["prompt"] == "Ship <release> & tell @here?"  # type: ignore[index]
-    assert got["wait"]["inputs"] == ["ticket"]  # type: ignore[index]
+    assert got["wait"]["kind"] == "approval"
+    assert got["wait"]["prompt"] == "Ship <release> & tell @here?"
+    assert got["wait"]["inputs"] == ["ticket"]
     assert got["links"] == {
         "run": page,
         "decisions": {"approve": page, "reject": page, "push_back": page},
@@ -95,7 +99,7 @@ async def test_a_wait_opening_posts_a_signed_webhook_then_its_answer_and_the_end
     assert body(answered)["type"] == "wait.answered"
     assert body(answered)["answer"] == {"key": key, "by": "ann", "decision": "approve"}
     assert body(ended)["type"] == "run.ended"
-    assert body(ended)["run"]["status"] == "completed"  # type: ignore[index]
+    assert body(ended)["run"]["status"] == "completed"
 
 
 async def test_a_5xx_is_retried_with_backoff_under_the_same_delivery_id(
@@ -105,7 +109,7 @@ async def test_a_5xx_is_retried_with_backoff_under_the_same_delivery_id(
     async with http_receiver(lambda i, _r: 503 if i < 2 else 200) as receiver:
         hook_env.setenv("TEST_HOOK_URL", receiver.url)
         hook = WebhookChannel(
-            name="ops", url_env="TEST_HOOK_URL", secret_env="TEST_HOOK_SECRET",
+            name="ops", url_env="TEST_HOOK_URL", secret_env=SIGN_VAR,
             events=("wait.opened",),
         )  # fmt: skip
         async with start(approval_app(hook), notify=NotifySetup(sender=FAST)) as rt:
@@ -134,7 +138,7 @@ async def test_a_4xx_refusal_is_given_up_at_once_and_logged_without_the_url(
         url = receiver.url + "?token=s3cr3t-token"
         hook_env.setenv("TEST_HOOK_URL", url)
         hook = WebhookChannel(
-            name="ops", url_env="TEST_HOOK_URL", secret_env="TEST_HOOK_SECRET",
+            name="ops", url_env="TEST_HOOK_URL", secret_env=SIGN_VAR,
             events=("wait.opened",),
         )  # fmt: skip
         async with start(approval_app(hook), notify=NotifySetup(sender=FAST)) as rt:
@@ -164,7 +168,7 @@ async def test_slack_gets_block_kit_with_the_prompt_inputs_and_a_link_per_decisi
     (got,) = receiver.received
     message = body(got)
     assert message["text"] == "Approval 'publish' is waiting for an answer (deploy)"
-    header, section, actions = message["blocks"]  # type: ignore[misc]
+    header, section, actions = message["blocks"]
     assert header["type"] == "header"
     texts = [f["text"] for f in section["fields"]]
     assert "*Asks*\nShip &lt;release&gt; &amp; tell @here?" in texts

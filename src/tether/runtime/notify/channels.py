@@ -108,7 +108,7 @@ class Channel:
     kinds: tuple[str, ...] = DEFAULT_KINDS
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not _NAME.match(self.name):
+        if not _is_text(self.name) or not _NAME.match(self.name):
             raise ValueError(
                 f"invalid channel name {self.name!r}: a letter, then letters, digits, "
                 "'_', '.' or '-' (max 64)"
@@ -250,10 +250,10 @@ class EmailChannel(Channel):
         super().__post_init__()
         object.__setattr__(self, "to", tuple(self.to))
         where = f"channel {self.name!r}"
-        if not self.host or not isinstance(self.host, str):
+        if not _is_text(self.host):
             raise ValueError(f"{where}: host is required")
         for address in (self.sender, *self.to):
-            if not isinstance(address, str) or not _ADDRESS.match(address):
+            if not _is_text(address) or not _ADDRESS.match(address):
                 raise ValueError(f"{where}: {address!r} is not an email address")
         if not self.to:
             raise ValueError(f"{where}: `to` needs at least one address")
@@ -276,6 +276,15 @@ class EmailChannel(Channel):
         if self.password_env is not None:
             password = _read(environ, self.password_env, self.name)
         return Resolved(self, secret=password)
+
+
+def _is_text(value: object) -> bool:
+    """A non-empty string (configuration read from JSON may hold anything)."""
+    return isinstance(value, str) and bool(value)
+
+
+def _is_channel(value: object) -> bool:
+    return isinstance(value, Channel) and type(value) is not Channel
 
 
 def _positive(value: float, name: str) -> None:
@@ -321,8 +330,10 @@ def parse_channels(text: str | bytes) -> list[Routed]:
         doc = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
         raise ValueError(f"not JSON: {exc}") from None
-    if not isinstance(doc, dict) or set(doc) != {"channels"} or not isinstance(
-        doc["channels"], list
+    if (
+        not isinstance(doc, dict)
+        or set(doc) != {"channels"}
+        or not isinstance(doc["channels"], list)
     ):
         raise ValueError('expected {"channels": [...]}')
     return [_parse_one(i, entry) for i, entry in enumerate(doc["channels"])]
@@ -338,8 +349,10 @@ def _parse_one(index: int, entry: Any) -> Routed:
     if cls is None:
         raise ValueError(f"{where}: type must be one of {sorted(_TYPES)}")
     workflows = options.pop("workflows", [EVERY_WORKFLOW])
-    if not isinstance(workflows, list) or not workflows or not all(
-        isinstance(w, str) and w for w in workflows
+    if (
+        not isinstance(workflows, list)
+        or not workflows
+        or not all(isinstance(w, str) and w for w in workflows)
     ):
         raise ValueError(f"{where}: workflows must be a list of workflow names, or ['*']")
     known = {f.name for f in cls.__dataclass_fields__.values()}
@@ -371,7 +384,7 @@ class Declared:
     def check(self, channel: Channel) -> None:
         """Raises TypeError when `channel` is not a channel, or ValueError when another
         channel has its name."""
-        if not isinstance(channel, Channel) or type(channel) is Channel:
+        if not _is_channel(channel):
             raise TypeError(f"not a notification channel: {channel!r}")
         for known in self.routed:
             if known.channel.name == channel.name and known.channel != channel:

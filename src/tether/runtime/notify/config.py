@@ -66,5 +66,7 @@ def plan(routed: Sequence[Routed]) -> tuple[list[Route], dict[str, Channel]]:
         for workflow in entry.workflows:
             for recipient in channel.recipients():
                 key = (workflow, channel.name, recipient)
-                routes[key] = Route(workflow, channel.name, recipient, channel.events, channel.kinds)
+                routes[key] = Route(
+                    workflow, channel.name, recipient, channel.events, channel.kinds
+                )
     return list(routes.values()), channels

@@ -42,9 +42,7 @@ class Links(Protocol):
         """The run's page, or None when there is none to link to."""
         ...
 
-    def decisions(
-        self, run_id: str, wait: Mapping[str, Any], recipient: str
-    ) -> Mapping[str, str]:
+    def decisions(self, run_id: str, wait: Mapping[str, Any], recipient: str) -> Mapping[str, str]:
         """`{decision: url}` for the wait as announced, for `recipient`."""
         ...
 
@@ -56,9 +54,7 @@ class NoLinks:
     def run(self, run_id: str) -> str | None:
         return None
 
-    def decisions(
-        self, run_id: str, wait: Mapping[str, Any], recipient: str
-    ) -> Mapping[str, str]:
+    def decisions(self, run_id: str, wait: Mapping[str, Any], recipient: str) -> Mapping[str, str]:
         return {}
 
 
@@ -73,8 +69,6 @@ class ConsoleLinks:
     def run(self, run_id: str) -> str | None:
         return f"{self.base_url.rstrip('/')}{self.path}{quote(run_id, safe='')}"
 
-    def decisions(
-        self, run_id: str, wait: Mapping[str, Any], recipient: str
-    ) -> Mapping[str, str]:
+    def decisions(self, run_id: str, wait: Mapping[str, Any], recipient: str) -> Mapping[str, str]:
         page = self.run(run_id)
-        return {d: page for d in decisions(wait)} if page is not None else {}
+        return dict.fromkeys(decisions(wait), page) if page is not None else {}

@@ -47,7 +47,7 @@ def backoff(attempt: int, settings: SenderSettings, asked_s: float | None = None
     """Seconds before attempt `attempt + 1`: the base doubled per attempt, jittered to 50-100%
     (so failures together do not retry together), at least what the receiver asked, and at
     most `retry_max_s`."""
-    delay = settings.retry_base_s * 2 ** max(attempt - 1, 0)
+    delay = settings.retry_base_s * 2.0 ** max(attempt - 1, 0)
     delay = min(delay, settings.retry_max_s) * (0.5 + random.random() / 2)  # noqa: S311 — jitter
     if asked_s is not None:
         delay = max(delay, asked_s)
@@ -171,7 +171,7 @@ class Sender:
         resolved = self.channels[note.channel]
         try:
             outcome = await self._send(client, resolved, note)
-        except Exception:  # noqa: BLE001 — a rendering bug must not end the loop: retried
+        except Exception:  # a rendering bug must not end the loop: the row is retried
             logger.exception("notification %s could not be rendered", note.delivery_id)
             outcome = transports.Outcome(False, "internal error")
         if outcome.delivered:

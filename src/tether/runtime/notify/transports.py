@@ -61,7 +61,9 @@ async def post(
     if 200 <= status < 300:
         return DELIVERED
     retry = status >= 500 or status in _RETRYABLE_STATUS
-    return Outcome(False, f"HTTP {status}", retry, _retry_after(response.headers.get("retry-after")))
+    return Outcome(
+        False, f"HTTP {status}", retry, _retry_after(response.headers.get("retry-after"))
+    )
 
 
 async def send_email(resolved: Resolved, message: EmailMessage, recipient: str) -> Outcome:
@@ -80,7 +82,7 @@ async def send_email(resolved: Resolved, message: EmailMessage, recipient: str) 
                 username=channel.username,
                 password=password,
                 use_tls=channel.tls == "tls",
-                start_tls=True if channel.tls == "starttls" else False,
+                start_tls=channel.tls == "starttls",
                 timeout=channel.timeout_s,
             )
     except TimeoutError:
