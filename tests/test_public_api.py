@@ -52,6 +52,7 @@ INTERNAL_MEMBERS: dict[str, set[str]] = {
         "unreadable_protocols",
         "watch_dags",
         "workflows",
+        "notifications",  # the channels declared, read by the runtime when it starts
     },
     "tether.Context": {
         "cancel_requested",
@@ -63,6 +64,10 @@ INTERNAL_MEMBERS: dict[str, set[str]] = {
         "wait_any",  # the protocol interpreter's parallel agent steps
     },
     "tether.Exposure": {"tool_name"},
+    # what the sender asks of a channel (who gets a message; its secrets, read at start)
+    "tether.WebhookChannel": {"recipients", "resolve", "type"},
+    "tether.SlackChannel": {"recipients", "resolve", "type"},
+    "tether.EmailChannel": {"recipients", "resolve", "type"},
     "tether.ToolContext": {"extras", "principal", "route"},
     "tether.RetryPolicy": {"allows_another", "delay"},
     "tether.Rejected": {"as_error"},  # the stored error of a run a rejection ends

@@ -2,8 +2,9 @@
 
 The public API is what this package exports (`__all__`): the `App` that registers
 workflows (and `Exposure`, how one is served over MCP), the `Context` of their durable calls,
-the retry policy, the wait specs and the results they return, and the errors workflow code
-raises or catches. Two more packages are public by the same rule, each through its own
+the retry policy, the wait specs and the results they return, the errors workflow code
+raises or catches, and the channels that notify people of waits (with the check a webhook
+receiver runs on a signature). Two more packages are public by the same rule, each through its own
 `__all__`: `tether.testing` (testing your workflows) and `tether.client` (driving runs from
 application code). So are the `tether` and `tether-conformance` commands.
 
@@ -32,6 +33,7 @@ _EXPORTS: dict[str, str] = {
     "Completed": "tether.runtime.waits",
     "Context": "tether.runtime.context",
     "DagSpecError": "tether.specs.dag",
+    "EmailChannel": "tether.runtime.notify.channels",
     "Exposure": "tether.runtime.exposure",
     "HumanTask": "tether.runtime.waits",
     "NonDeterminism": "tether.runtime.errors",
@@ -41,6 +43,7 @@ _EXPORTS: dict[str, str] = {
     "Rejected": "tether.runtime.errors",
     "RetryPolicy": "tether.runtime.policy",
     "Signal": "tether.runtime.waits",
+    "SlackChannel": "tether.runtime.notify.channels",
     "StepFailed": "tether.runtime.errors",
     "ToolContext": "tether.tools.context",
     "ToolError": "tether.tools.context",
@@ -48,6 +51,8 @@ _EXPORTS: dict[str, str] = {
     "UpdateContext": "tether.runtime.executor",
     "UpdateReceived": "tether.runtime.waits",
     "WaitTimeout": "tether.runtime.errors",
+    "WebhookChannel": "tether.runtime.notify.channels",
+    "verify_webhook_signature": "tether.runtime.notify.signing",
 }
 
 __all__ = [
@@ -58,6 +63,7 @@ __all__ = [
     "Completed",
     "Context",
     "DagSpecError",
+    "EmailChannel",
     "Exposure",
     "HumanTask",
     "NonDeterminism",
@@ -67,6 +73,7 @@ __all__ = [
     "Rejected",
     "RetryPolicy",
     "Signal",
+    "SlackChannel",
     "StepFailed",
     "ToolContext",
     "ToolError",
@@ -74,7 +81,9 @@ __all__ = [
     "UpdateContext",
     "UpdateReceived",
     "WaitTimeout",
+    "WebhookChannel",
     "__version__",
+    "verify_webhook_signature",
 ]
 
 if TYPE_CHECKING:
@@ -88,6 +97,8 @@ if TYPE_CHECKING:
     )
     from tether.runtime.executor import UpdateContext
     from tether.runtime.exposure import Exposure
+    from tether.runtime.notify.channels import EmailChannel, SlackChannel, WebhookChannel
+    from tether.runtime.notify.signing import verify_webhook_signature
     from tether.runtime.policy import RetryPolicy
     from tether.runtime.realm.plan import PlanError
     from tether.runtime.registry import App

@@ -345,6 +345,7 @@ def create_app(
                 encryption=settings.encryption(),
                 audit_retention_days=settings.audit_retention_days,
                 dag_env_passthrough=settings.dag_environment(),
+                notify=settings.notify_setup(CONSOLE_PREFIX),
             ) as rt,
             access_control(rt, auth) as auditor,
             console(settings, rt, auth, auditor) as web_console,

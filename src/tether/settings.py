@@ -20,6 +20,9 @@ from tether.loader import DEFAULT_APP
 from tether.loopback import LOOPBACK
 from tether.runtime.admission import Admission, Profile, parse_profiles, parse_queues
 from tether.runtime.dag.environment import DEFAULT_PASSTHROUGH, parse_passthrough
+from tether.runtime.notify.channels import Routed, parse_channels
+from tether.runtime.notify.config import NotifySetup, SenderSettings
+from tether.runtime.notify.links import ConsoleLinks, NoLinks
 from tether.runtime.payloads import Encryption
 from tether.runtime.worker import WorkerSettings
 from tether.specs.limits import (
@@ -185,6 +188,40 @@ class Settings(BaseModel):
     metrics_port: int | None = Field(
         None, ge=0, le=65535, description="also serve /metrics on this port (tether worker)"
     )
+    notify: str = Field(
+        "",
+        description='notification channels besides the app\'s: JSON {"channels": [...]}, or a '
+        "path to such a file (docs/notify-people.md)",
+    )
+    public_url: str | None = Field(
+        None,
+        description="how people reach this server (https://tether.example.com): links in "
+        "notifications point to its console; unset: no links",
+    )
+    notify_send: bool = Field(
+        True, description="deliver notifications from this process (off: other processes do)"
+    )
+    notify_poll_s: float = Field(
+        2.0, gt=0, description="notification outbox polling fallback when no wake-up comes"
+    )
+    notify_lease_s: float = Field(
+        60.0,
+        gt=0,
+        description="a claimed notification not marked sent by then is delivered again; longer "
+        "than every channel's timeout",
+    )
+    notify_max_attempts: int = Field(
+        10, ge=1, description="attempts at one notification before it is given up"
+    )
+    notify_retry_base_s: float = Field(
+        2.0, gt=0, description="the wait before a notification's second attempt, doubled after"
+    )
+    notify_retry_max_s: float = Field(
+        600.0, gt=0, description="the longest wait between a notification's attempts"
+    )
+    notify_retention_days: float = Field(
+        7.0, gt=0, description="delivered and given-up notifications are deleted after this"
+    )
 
     @field_validator("database_url")
     @classmethod
@@ -210,6 +247,21 @@ class Settings(BaseModel):
     def _valid_profiles(cls, value: str) -> str:
         _read_profiles(value)
         return value
+
+    @field_validator("notify")
+    @classmethod
+    def _valid_notify(cls, value: str) -> str:
+        _read_notify(value)
+        return value
+
+    @field_validator("public_url")
+    @classmethod
+    def _valid_public_url(cls, value: str | None) -> str | None:
+        if value:
+            parts = urlsplit(value)
+            if parts.scheme not in ("http", "https") or not parts.netloc or parts.query:
+                raise ValueError("expected the server's address, e.g. https://tether.example.com")
+        return value or None
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
         """What repr and str show: secret settings masked (the database URL keeps all but its
@@ -304,6 +356,37 @@ class Settings(BaseModel):
             max_aliases=self.spec_max_aliases,
         )
 
+    def notify_setup(self, console_prefix: str) -> NotifySetup:
+        """The operator's notification channels, the sender's settings, and the links
+        messages carry (to the console's run page under `console_prefix`, when
+        TETHER_PUBLIC_URL is set).
+
+        Raises:
+            SettingsError: a sender setting does not fit, named with its variable.
+        """
+        try:
+            sender = SenderSettings(
+                poll_s=self.notify_poll_s,
+                lease_s=self.notify_lease_s,
+                max_attempts=self.notify_max_attempts,
+                retry_base_s=self.notify_retry_base_s,
+                retry_max_s=self.notify_retry_max_s,
+                retention_s=self.notify_retention_days * 86400.0,
+            )
+        except ValueError as exc:
+            error = SettingsError(f"TETHER_NOTIFY_*: {exc}")
+            raise error from None
+        links = (
+            ConsoleLinks(self.public_url, f"{console_prefix}/runs/")
+            if self.public_url
+            else NoLinks()
+        )
+        return NotifySetup(
+            channels=tuple(_read_notify(self.notify)),
+            sender=sender if self.notify_send else None,
+            links=links,
+        )
+
     def worker_settings(self) -> WorkerSettings:
         return WorkerSettings(
             concurrency=self.workers,
@@ -327,6 +410,21 @@ def _read_profiles(value: str) -> dict[str, Profile]:
     except OSError as exc:
         # Not the path: a value that is neither JSON nor a file may be a mistyped secret.
         raise ValueError(f"cannot read it as a profiles file: {exc.strerror}") from None
+
+
+def _read_notify(value: str) -> list[Routed]:
+    """Channels from JSON text (starting with `{`) or from the JSON file it names."""
+    text = value.strip()
+    if not text:
+        return []
+    if text.startswith("{"):
+        return parse_channels(text)
+    try:
+        return parse_channels(Path(text).read_bytes())
+    except OSError as exc:
+        raise ValueError(
+            f"cannot read it as a notification channels file: {exc.strerror}"
+        ) from None
 
 
 def redacted_url(url: str) -> str:

@@ -25,6 +25,7 @@ from tether.cli import banner
 from tether.cli.errors import Failed
 from tether.cli.loaded import Loaded, served
 from tether.cli.stopping import Stopping
+from tether.console import PREFIX as CONSOLE_PREFIX
 from tether.database_url import database_url
 from tether.database_url import start as start_database
 from tether.observability import metrics, tracing
@@ -230,6 +231,7 @@ def worker(settings: Settings, loaded: Loaded) -> int:
             protocols_dir=settings.protocols,
             encryption=settings.encryption(),
             dag_env_passthrough=settings.dag_environment(),
+            notify=settings.notify_setup(CONSOLE_PREFIX),
         ) as rt:
             runtime.append(rt)
             logger.info(

@@ -1,5 +1,6 @@
-"""Retention: delete ended runs past their expiry, in batches, oldest expiry first; and audit
-rows older than the audit retention (TETHER_AUDIT_RETENTION_DAYS), when one is set."""
+"""Retention: delete ended runs past their expiry, in batches, oldest expiry first; audit
+rows older than the audit retention (TETHER_AUDIT_RETENTION_DAYS), when one is set; and
+notifications older than their retention (TETHER_NOTIFY_RETENTION_DAYS)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import asyncio
 import logging
 
 from tether.runtime import audit
-from tether.storage import retention
+from tether.storage import outbox, retention
 from tether.storage.driver import Database
 from tether.storage.errors import StorageError
 
@@ -24,12 +25,24 @@ async def sweep(pool: Database, *, batch: int = 500) -> int:
             return total
 
 
+async def sweep_notifications(pool: Database, keep_s: float, *, batch: int = 500) -> int:
+    """Delete every notification older than `keep_s` seconds (but a live run's announcements
+    of its waits), one batch at a time; returns how many were deleted."""
+    total = 0
+    while True:
+        deleted = await outbox.delete_old(pool, keep_s, batch)
+        total += deleted
+        if deleted < batch:
+            return total
+
+
 async def run(
     pool: Database,
     *,
     interval_s: float = 60.0,
     batch: int = 500,
     audit_retention_days: float | None = None,
+    notify_retention_s: float | None = None,
 ) -> None:
     """Sweep every `interval_s` until cancelled; database errors are logged and retried."""
     while True:
@@ -41,6 +54,10 @@ async def run(
                 deleted = await audit.sweep(pool, days=audit_retention_days)
                 if deleted:
                     logger.info("audit retention deleted %d rows", deleted)
+            if notify_retention_s is not None:
+                deleted = await sweep_notifications(pool, notify_retention_s, batch=batch)
+                if deleted:
+                    logger.info("notification retention deleted %d rows", deleted)
         except StorageError:
             logger.warning("retention sweep failed; will retry")
         await asyncio.sleep(interval_s)

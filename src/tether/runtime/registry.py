@@ -22,6 +22,7 @@ from tether.runtime.errors import InvalidInput, UpdateNotFound, WorkflowNotFound
 from tether.runtime.exposure import NOT_EXPOSED, Exposure
 from tether.runtime.functions import Functions
 from tether.runtime.inputs import ExtraInput, input_type_for
+from tether.runtime.notify.channels import EVERY_WORKFLOW, Channel, Declared
 from tether.runtime.policy import NO_RETRY, RetryPolicy, seconds
 from tether.runtime.realm.catalog import ProtocolCatalog
 
@@ -239,6 +240,7 @@ class App(DagCatalog, ProtocolCatalog):
         self._tools: dict[str, ToolDef] = {}
         self.prompts: dict[str, PromptDef] = {}
         self.resources: dict[str, ResourceDef] = {}
+        self.notifications = Declared()  # channels, and the workflows each hears of
 
     @property
     def tools(self) -> Mapping[str, ToolDef]:
@@ -492,6 +494,7 @@ class App(DagCatalog, ProtocolCatalog):
         max_active_runs: int | None = None,
         labels: Sequence[str] | Mapping[str, str] | None = None,
         schedule: str | Sequence[str] | None = None,
+        notify: Sequence[Channel] = (),
     ) -> Callable[[F], F]: ...
 
     def workflow(
@@ -509,6 +512,7 @@ class App(DagCatalog, ProtocolCatalog):
         max_active_runs: int | None = None,
         labels: Sequence[str] | Mapping[str, str] | None = None,
         schedule: str | Sequence[str] | None = None,
+        notify: Sequence[Channel] = (),
         **removed: Any,
     ) -> Any:
         """Register a workflow: `async def wf(ctx)` or `async def wf(ctx, input: Model) -> Out`.
@@ -543,6 +547,10 @@ class App(DagCatalog, ProtocolCatalog):
             labels: Labels every run carries: `["team=data", "nightly"]` or a mapping.
             schedule: A cron expression (UTC, or a `CRON_TZ=<zone> ` prefix), or several:
                 a run starts on each tick.
+            notify: Channels told when a run of this workflow waits for an answer, when the
+                wait is answered or expires, and when the run ends
+                ([`WebhookChannel`][tether.WebhookChannel], ...; see also
+                [`notify`][tether.App.notify]).
             **removed: Nothing: the keywords `mcp`, `tool`, `task_support` and `tasks` are
                 refused, naming the `expose=Exposure(...)` that replaced them.
 
@@ -552,10 +560,12 @@ class App(DagCatalog, ProtocolCatalog):
 
         Raises:
             ValueError: The name is invalid or already registered, or an admission option
-                (`queue`, `max_active_runs`, `labels`, `schedule`) is invalid.
+                (`queue`, `max_active_runs`, `labels`, `schedule`) is invalid, or another
+                notification channel has the name of one in `notify`.
             TypeError: The function is not `async`, does not take `(ctx)` or `(ctx, input)`,
                 or its annotations cannot be resolved (define its models at module level);
-                or a keyword it does not take was given.
+                or a keyword it does not take was given; or `notify` holds something else
+                than a channel.
         """
         if removed:
             raise TypeError(_replaced_keywords(removed))
@@ -567,6 +577,8 @@ class App(DagCatalog, ProtocolCatalog):
             input_type, output_type = _param_and_return(func, "workflow")
             retention_s = seconds(retention)
             rules = admission.workflow_options(wf_name, queue, max_active_runs, labels, schedule)
+            for channel in notify:
+                self.notifications.check(channel)
             self._workflows[wf_name] = WorkflowDef(
                 name=wf_name,
                 fn=func,
@@ -580,9 +592,36 @@ class App(DagCatalog, ProtocolCatalog):
                 expose=expose or NOT_EXPOSED,
                 rules=rules,
             )
+            for channel in notify:
+                self.notifications.add(channel, [wf_name])
             return func
 
         return register(fn) if fn is not None else register
+
+    def notify(self, *channels: Channel, workflows: Sequence[str] | None = None) -> None:
+        """Tell `channels` about every workflow of the app (or those in `workflows`): when a
+        run waits for an answer, when the wait is answered or expires, and when a run that
+        told them of a wait ends.
+
+        DAGs and protocols are workflows too: with no `workflows`, their runs notify as well.
+        A channel names the environment variables that hold its secrets; every serve and
+        worker process reads them when it starts (see the notifications guide).
+
+        Args:
+            *channels: The channels ([`WebhookChannel`][tether.WebhookChannel],
+                [`SlackChannel`][tether.SlackChannel], [`EmailChannel`][tether.EmailChannel]).
+            workflows: The names of the workflows they hear of (default: every workflow).
+
+        Raises:
+            ValueError: Another channel has the name of one of these, or a workflow name is
+                empty.
+            TypeError: Something else than a channel was given.
+        """
+        names: list[object] = [EVERY_WORKFLOW] if workflows is None else list(workflows)
+        if not names or not all(isinstance(n, str) and n for n in names):
+            raise ValueError("workflows must be non-empty names")
+        for channel in channels:
+            self.notifications.add(channel, [str(n) for n in names])
 
     def update(
         self,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,12 +18,14 @@ from pathlib import Path
 from tether.runtime import janitor, payloads
 from tether.runtime.admission import NO_ADMISSION, Admission
 from tether.runtime.dag.reloader import DagReloader
+from tether.runtime.notify.config import NotifySetup, SenderSettings, plan
+from tether.runtime.notify.sender import Sender
 from tether.runtime.operations import Operations
 from tether.runtime.operations.storage_errors import storage_errors
 from tether.runtime.registry import App
 from tether.runtime.scheduler import Scheduler, schedules
 from tether.runtime.worker import Worker, WorkerSettings
-from tether.storage import migrate, pool
+from tether.storage import migrate, outbox, pool
 from tether.storage.driver import Database
 from tether.storage.notify import Listener
 
@@ -37,13 +40,14 @@ class Runtime:
     workers: list[Worker] = field(default_factory=list)
     scheduler: Scheduler | None = None
     reloader: DagReloader | None = None
+    sender: Sender | None = None
 
     def stop(self) -> None:
         """Ask every loop to stop: workers hand their leases back, then the scheduler, the DAG
-        reloader and the listener end."""
+        reloader, the notification sender and the listener end."""
         for worker in self.workers:
             worker.stop()
-        for loop in (self.scheduler, self.reloader):
+        for loop in (self.scheduler, self.reloader, self.sender):
             if loop is not None:
                 loop.stop()
         self.listener.stop()
@@ -129,6 +133,7 @@ async def running(
     audit_retention_days: float | None = None,
     dags_reload_s: float = 2.0,
     dag_env_passthrough: Iterable[str] | None = None,
+    notify: NotifySetup | None = None,
 ) -> AsyncIterator[Runtime]:
     """Migrate, open the pool and listener, start `workers` claim loops, the janitor and (when
     a workflow has a schedule) the scheduler; on exit stop the workers (leases handed back),
@@ -139,10 +144,17 @@ async def running(
     `protocols_dir`: Realm protocol workflows (`*.yaml`) registered before the tool catalog
     is built; a refused file is logged and skipped. `dag_env_passthrough`: the process
     variables stored DAGs see (`App.pass_dag_environment`; None: the App's own list).
+    `notify`: the operator's notification channels, the sender's settings and the links
+    messages carry (default: the app's channels, delivered without links); the routes of the
+    app's and the operator's channels are stored at start, and their secrets read from the
+    environment.
 
     Raises:
-        ValueError: `dag_env_passthrough` names a `TETHER_*` variable, or no variable.
+        ValueError: `dag_env_passthrough` names a `TETHER_*` variable, or no variable; two
+            notification channels share a name, or one's environment variable is unset or
+            does not fit.
     """
+    notify = notify if notify is not None else NotifySetup()
     if dag_env_passthrough is not None:
         app.pass_dag_environment(dag_env_passthrough)
     if protocols_dir is not None:
@@ -161,6 +173,7 @@ async def running(
             max_payload_bytes,
             DagReloader(app, dags_dir, dags_reload_s) if dags_dir is not None else None,
             audit_retention_days,
+            notify,
         ) as rt:
             yield rt
 
@@ -176,9 +189,12 @@ async def _running(
     max_payload_bytes: int,
     reloader: DagReloader | None,
     audit_retention_days: float | None,
+    notify: NotifySetup,
 ) -> AsyncIterator[Runtime]:
     if reloader is not None:
         reloader.scan()  # before the scheduler and the tool catalog look at the workflows
+    routes, channels = plan([*app.notifications.routed, *notify.channels])
+    resolved = {name: c.resolve(os.environ) for name, c in channels.items()}
     db: Database = await pool.create_pool(dsn, min_size=1, max_size=pool_size)
     listener = Listener(dsn)
     admission = (worker_settings or WorkerSettings()).admission
@@ -187,6 +203,10 @@ async def _running(
     )
     rt = Runtime(db, listener, ops, reloader=reloader)
     try:
+        if notify.sender is not None and resolved:
+            rt.sender = Sender(db, resolved, notify.links, notify.sender, listener=listener)
+        with storage_errors():
+            await outbox.set_routes(db, routes)
         async with asyncio.TaskGroup() as tg:
             tg.create_task(listener.run(), name="tether-listener")
             for _ in range(workers):
@@ -200,6 +220,7 @@ async def _running(
                         db,
                         interval_s=janitor_interval_s,
                         audit_retention_days=audit_retention_days,
+                        notify_retention_s=(notify.sender or SenderSettings()).retention_s,
                     ),
                     name="tether-janitor",
                 )
@@ -221,10 +242,12 @@ async def _running(
 
 
 def _start_loops(tg: asyncio.TaskGroup, rt: Runtime, app: App, scheduler: bool) -> None:
-    """The DAG reloader (with `--dags`) and the cron scheduler (when a workflow has a
-    schedule and this process runs one)."""
+    """The DAG reloader (with `--dags`), the cron scheduler (when a workflow has a schedule
+    and this process runs one) and the notification sender (when there are channels)."""
     if rt.reloader is not None:
         tg.create_task(rt.reloader.run(), name="tether-dag-reloader")
+    if rt.sender is not None:
+        tg.create_task(rt.sender.run(), name="tether-notify-sender")
     if scheduler and schedules(app.workflows):
         rt.scheduler = Scheduler(rt.ops.env)
         tg.create_task(rt.scheduler.run(), name="tether-scheduler")

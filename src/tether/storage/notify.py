@@ -28,6 +28,7 @@ READY_CHANNEL: Final = "tether_ready"  # a run became runnable (payload: executi
 CHANGE_CHANNEL: Final = "tether_change"  # a run's visible state changed (payload: execution id)
 UPDATE_CHANNEL: Final = "tether_update"  # an update finished (payload: update id)
 TOKENS_CHANNEL: Final = "tether_tokens"  # an API token was created or revoked (payload: its id)
+OUTBOX_CHANNEL: Final = "tether_outbox"  # notifications to people are due (payload: empty)
 _ECHO_MAX: Final = 10_000  # echoed wake-ups awaiting their NOTIFY, at most
 
 
@@ -91,7 +92,7 @@ class Listener:
     async def run(self) -> None:
         """Listen until stop(); reconnect with exponential backoff when the connection drops."""
         backoff = 0.1
-        channels = (READY_CHANNEL, CHANGE_CHANNEL, UPDATE_CHANNEL, TOKENS_CHANNEL)
+        channels = (READY_CHANNEL, CHANGE_CHANNEL, UPDATE_CHANNEL, TOKENS_CHANNEL, OUTBOX_CHANNEL)
         while not self._stopping.is_set():
             conn: asyncpg.Connection | None = None
             try:

@@ -186,6 +186,75 @@ WITH doomed AS (
 )
 DELETE FROM audit WHERE id IN (SELECT id FROM doomed) RETURNING id;
 
+-- name: set_notify_routes
+-- Make the notification routes exactly $1 ([{workflow, channel, recipient, events, kinds}]):
+-- routes not in it are deleted, the others written (one statement, so processes that start
+-- together with the same configuration leave the same routes).
+WITH wanted AS (
+    SELECT * FROM jsonb_to_recordset($1::jsonb)
+        AS r(workflow text, channel text, recipient text, events text[], kinds text[])
+), gone AS (
+    DELETE FROM notify_routes n
+    WHERE NOT EXISTS (SELECT 1 FROM wanted w WHERE w.workflow = n.workflow
+                      AND w.channel = n.channel AND w.recipient = n.recipient)
+)
+INSERT INTO notify_routes (workflow, channel, recipient, events, kinds)
+SELECT workflow, channel, recipient, events, kinds FROM wanted
+ON CONFLICT (workflow, channel, recipient)
+    DO UPDATE SET events = EXCLUDED.events, kinds = EXCLUDED.kinds;
+
+-- name: claim_notifications
+-- Claim up to $3 due notifications of the channels $2 for sender $1, for $4 seconds: the claim
+-- counts an attempt, and its end is when the row is due again should the sender die holding it.
+WITH due AS (
+    SELECT id FROM outbox
+    WHERE next_at <= tether_now() AND channel = ANY ($2::text[])
+    ORDER BY next_at, id
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE outbox o SET
+    attempts   = o.attempts + 1,
+    claimed_by = $1,
+    next_at    = tether_now() + make_interval(secs => $4)
+FROM due
+WHERE o.id = due.id
+RETURNING o.id, o.delivery_id, o.channel, o.recipient, o.event, o.execution_id, o.data,
+          o.created_at, o.attempts;
+
+-- name: mark_notification_sent
+-- Sender $2's claim $3 (its attempt) of notification $1 was delivered: done. No row back: the
+-- claim ran out and another sender holds it now.
+UPDATE outbox SET sent_at = tether_now(), next_at = NULL, claimed_by = NULL, last_error = NULL
+WHERE id = $1 AND claimed_by = $2 AND attempts = $3
+RETURNING id;
+
+-- name: retry_notification
+-- Sender $2's claim $3 of notification $1 failed with $5: due again in $4 seconds, or given up
+-- ($4 NULL). No row back: the claim ran out and another sender holds it now.
+UPDATE outbox SET
+    next_at    = CASE WHEN $4::float8 IS NULL THEN NULL
+                      ELSE tether_now() + make_interval(secs => $4::float8) END,
+    failed_at  = CASE WHEN $4::float8 IS NULL THEN tether_now() END,
+    claimed_by = NULL,
+    last_error = $5
+WHERE id = $1 AND claimed_by = $2 AND attempts = $3
+RETURNING id;
+
+-- name: delete_old_notifications
+-- Outbox retention: delete up to $2 rows created more than $1 seconds ago, oldest first, but
+-- for the announcement of a wait of a live run (it routes the wait's answer and keeps the run
+-- from announcing the wait twice).
+WITH doomed AS (
+    SELECT o.id FROM outbox o
+    WHERE o.created_at < tether_now() - make_interval(secs => $1::float8)
+      AND NOT (o.event = 'wait.opened' AND EXISTS (
+          SELECT 1 FROM executions e WHERE e.id = o.execution_id AND e.ended_at IS NULL))
+    ORDER BY o.created_at
+    LIMIT $2
+)
+DELETE FROM outbox WHERE id IN (SELECT id FROM doomed) RETURNING id;
+
 -- part: claim_lease
 -- The claim's rules, for the runs in `due` (id; lost: its lease expired): each is leased to
 -- worker $1 for $2 seconds; a lost lease counts one more in a row (lost_leases), and the claim

@@ -1,0 +1,74 @@
+"""Links in a notification: the run's page, and one link per decision a wait offers. Pure.
+
+This is the one seam that says where a person goes to answer: `Links.decisions(run_id, wait,
+recipient)` returns `{decision: url}` for the wait as announced, per recipient (an email
+address, or '' for a channel that sends one message), so links signed for one approver can
+replace these without touching the channels. Today every decision links to the console's
+page of the run, where the wait is answered after signing in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+from urllib.parse import quote
+
+from tether.runtime import waits
+
+#: The one decision of a wait that is answered with a value, not a choice (a signal, an
+#: agent step).
+ANSWER: Final = "answer"
+
+
+def decisions(wait: Mapping[str, Any]) -> tuple[str, ...]:
+    """The decisions a wait offers: an approval's (its own choices when it lists them), a
+    human task's, or the one `answer`."""
+    kind = wait.get("kind")
+    if kind == "approval":
+        choices = wait.get("choices")
+        if isinstance(choices, list) and choices and all(isinstance(c, str) for c in choices):
+            return tuple(choices)
+        return waits.APPROVAL_DECISIONS
+    if kind == "human_task":
+        return waits.HUMAN_TASK_DECISIONS
+    return (ANSWER,)
+
+
+class Links(Protocol):
+    """Where the people a notification reaches go: the run's page and each decision's link."""
+
+    def run(self, run_id: str) -> str | None:
+        """The run's page, or None when there is none to link to."""
+        ...
+
+    def decisions(self, run_id: str, wait: Mapping[str, Any], recipient: str) -> Mapping[str, str]:
+        """`{decision: url}` for the wait as announced, for `recipient`."""
+        ...
+
+
+@dataclass(frozen=True)
+class NoLinks:
+    """No public address is configured: messages carry no links."""
+
+    def run(self, run_id: str) -> str | None:
+        return None
+
+    def decisions(self, run_id: str, wait: Mapping[str, Any], recipient: str) -> Mapping[str, str]:
+        return {}
+
+
+@dataclass(frozen=True)
+class ConsoleLinks:
+    """Every decision links to the run's page in the console: `base_url` (how people reach
+    the server, e.g. `https://tether.example.com`) + `path` + the run id."""
+
+    base_url: str
+    path: str = "/console/runs/"
+
+    def run(self, run_id: str) -> str | None:
+        return f"{self.base_url.rstrip('/')}{self.path}{quote(run_id, safe='')}"
+
+    def decisions(self, run_id: str, wait: Mapping[str, Any], recipient: str) -> Mapping[str, str]:
+        page = self.run(run_id)
+        return dict.fromkeys(decisions(wait), page) if page is not None else {}
