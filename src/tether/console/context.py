@@ -29,6 +29,10 @@ from tether.security.tokens import ANONYMOUS, Authenticator
 PREFIX: Final = "/console"
 TEMPLATES: Final = Path(__file__).parent / "templates"
 STATIC: Final = Path(__file__).parent / "static"
+#: The visitor's theme: `light` or `dark` (no cookie: the system's), readable by the page's
+#: script, which sets it without a round trip.
+THEME_COOKIE: Final = "tether_theme"
+THEMES: Final = ("light", "dark")
 HEADERS: Final = {
     "content-security-policy": (
         "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -126,12 +130,29 @@ def finish(response: Response, request: Request, v: Visitor) -> Response:
     return response
 
 
+def theme_of(request: Request) -> str | None:
+    """The theme the visitor chose (its cookie), or None: the system's (prefers-color-scheme)."""
+    chosen = request.cookies.get(THEME_COOKIE)
+    return chosen if chosen in THEMES else None
+
+
+def here(request: Request) -> str:
+    """This page's path and query: where a form on it sends the visitor back to."""
+    return request.url.path + (f"?{request.url.query}" if request.url.query else "")
+
+
 def render(
     c: Console, request: Request, v: Visitor, name: str, code: int = 200, **ctx: Any
 ) -> Response:
     assert c.env is not None  # noqa: S101 — set in __post_init__
     html = c.env.get_template(name).render(
-        visitor=v, principal=v.principal, csrf=v.csrf, path=request.url.path, **ctx
+        visitor=v,
+        principal=v.principal,
+        csrf=v.csrf,
+        path=request.url.path,
+        here=here(request),
+        theme=theme_of(request),
+        **ctx,
     )
     return finish(HTMLResponse(html, status_code=code), request, v)
 
@@ -141,8 +162,7 @@ def redirect(request: Request, v: Visitor, to: str) -> Response:
 
 
 def sign_in_redirect(request: Request, v: Visitor) -> Response:
-    nxt = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-    return redirect(request, v, f"{PREFIX}/sign-in?next={_quote(nxt)}")
+    return redirect(request, v, f"{PREFIX}/sign-in?next={_quote(here(request))}")
 
 
 def _quote(text: str) -> str:
