@@ -1,7 +1,8 @@
 """The console's test app (tests/console): an approval with a required input (`gate`), a
 human task with a field of each scalar type (`form`), and a DAG with an approval between two
 shell steps (`gated`), a typed signal (`sig`), a signal with a free payload (`free`), and two
-successive approvals of one name (`twice`)."""
+successive approvals of one name (`twice`), and an approval behind a progress line
+(`progress`)."""
 
 from __future__ import annotations
 
@@ -76,3 +77,11 @@ async def twice(ctx: Context, args: NoArgs) -> list[str]:
         decision = await ctx.approval("review", inputs=["note"])
         seen.append(decision.inputs.get("note", "") if isinstance(decision, Approved) else "-")
     return seen
+
+
+@app.workflow(expose=Exposure(tool_set=True))
+async def progress(ctx: Context, args: NoArgs) -> str:
+    """A progress line while it waits; once answered it ends, the line left as it was."""
+    await ctx.set_details("waiting for the go-ahead")
+    await ctx.approval("go")
+    return "done"

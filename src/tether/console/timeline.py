@@ -148,7 +148,6 @@ def _step(record: StepRecord, busy_since: datetime | None, resumed: bool) -> Ent
             bound,
             attempts=tries,
             detail=_short(_error(result["error"])),
-            data=pretty(result, 800),
         )
     value = result.get("value", result)
     return Entry(
@@ -159,9 +158,24 @@ def _step(record: StepRecord, busy_since: datetime | None, resumed: bool) -> Ent
         took,
         bound,
         attempts=failures + 1,
-        detail=_short(value) if value is not None else "",
-        data=pretty(value, 800),
+        detail=_said(value),
+        data=_more(value),
     )
+
+
+def _said(value: Any) -> str:
+    """A step's result in a line: a DAG step's output (or exit code), else the value."""
+    if isinstance(value, dict) and "exit_code" in value:
+        out = str(value.get("stdout") or "").strip()
+        return _short(out) if out else f"exit code {value['exit_code']}"
+    return "" if value is None else _short(value)
+
+
+def _more(value: Any) -> str:
+    """The whole value, when its line does not already show all of it."""
+    text = pretty(value, 800)
+    short = _said(value)
+    return text if "\n" in text or short.endswith("…") or short != _short(value) else ""
 
 
 def _label(channels: str) -> str:
