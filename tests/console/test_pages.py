@@ -12,6 +12,7 @@ import pytest
 from tests.console.conftest import Site
 from tests.console.test_http import _field, _signed_in
 from tether.console import pages, timeline
+from tether.runtime.operations import Operations
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
@@ -83,6 +84,12 @@ async def test_a_long_history_is_shown_a_bounded_page_at_a_time(
     run_id = await site.start("gate")
     for n in range(12):
         await site.ops.signal(run_id, "poke", {"n": n})
+
+    async def whole(self: Operations, execution_id: str) -> None:
+        raise AssertionError("the run page read a whole history")
+
+    monkeypatch.setattr(Operations, "history", whole)
+    monkeypatch.setattr(Operations, "steps", whole)
     seen: list[str] = []
     async with httpx.AsyncClient() as http:
         await _signed_in(http, site, "operator")
@@ -143,3 +150,14 @@ async def test_a_chosen_theme_is_remembered_and_a_bad_one_changes_nothing(site: 
         await http.post(site.url("/theme"), data={**form, "theme": "system"})
         page = await http.get(site.url("/runs"))
         assert "data-theme" not in page.text.split(">", 2)[1]
+
+
+async def test_a_step_that_succeeded_on_its_second_try_shows_two_attempts(site: Site) -> None:
+    """Our choice: a step's record keeps its failed tries, so the timeline can count them."""
+    run_id = (await site.ops.start("flaky", {})).execution.id
+    await site.ops.wait_for_end(run_id, timeout=10)
+    async with httpx.AsyncClient() as http:
+        await _signed_in(http, site, "operator")
+        page = await http.get(site.url(f"/runs/{run_id}"))
+    entry = page.text.split("<strong>step call</strong>", 1)[1].split("</li>", 1)[0]
+    assert "2 attempts" in entry
