@@ -161,3 +161,25 @@ async def test_a_step_that_succeeded_on_its_second_try_shows_two_attempts(site: 
         page = await http.get(site.url(f"/runs/{run_id}"))
     entry = page.text.split("<strong>step call</strong>", 1)[1].split("</li>", 1)[0]
     assert "2 attempts" in entry
+
+
+async def test_the_theme_form_on_a_page_sent_for_a_form_returns_to_the_page_it_came_from(
+    site: Site,
+) -> None:
+    """Our choice: a page answering a POST has no address of its own to come back to."""
+    run_id = await site.start("gate")
+    async with httpx.AsyncClient() as http:
+        await _signed_in(http, site, "operator")
+        page = await http.get(site.url(f"/runs/{run_id}"))
+        form = {"csrf": _field(page.text, "csrf"), "key": _field(page.text, "key")}
+        refused = await http.post(  # approve without the required ticket
+            site.url(f"/runs/{run_id}/answer"),
+            data={**form, "decision": "approve"},
+            headers={"referer": site.url(f"/runs/{run_id}")},
+        )
+        assert refused.status_code == 422
+        assert f'name="next" value="/console/runs/{run_id}"' in refused.text
+        blind = await http.post(
+            site.url(f"/runs/{run_id}/answer"), data={**form, "decision": "approve"}
+        )
+        assert 'name="next" value="/console/runs"' in blind.text

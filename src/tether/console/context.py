@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import jinja2
 from starlette.requests import Request
@@ -137,8 +137,13 @@ def theme_of(request: Request) -> str | None:
 
 
 def here(request: Request) -> str:
-    """This page's path and query: where a form on it sends the visitor back to."""
-    return request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    """This page's path and query: where a form on it sends the visitor back to. A page sent
+    in answer to a form (POST) has no address to come back to: the page the form was on."""
+    if request.method in ("GET", "HEAD"):
+        return request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    referer = urlsplit(request.headers.get("referer", ""))
+    came_from = referer.path + (f"?{referer.query}" if referer.query else "")
+    return safe_next(came_from, f"{PREFIX}/runs")
 
 
 def render(
@@ -162,7 +167,8 @@ def redirect(request: Request, v: Visitor, to: str) -> Response:
 
 
 def sign_in_redirect(request: Request, v: Visitor) -> Response:
-    return redirect(request, v, f"{PREFIX}/sign-in?next={_quote(here(request))}")
+    nxt = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return redirect(request, v, f"{PREFIX}/sign-in?next={_quote(nxt)}")
 
 
 def _quote(text: str) -> str:
