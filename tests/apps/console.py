@@ -1,7 +1,8 @@
 """The console's test app (tests/console): an approval with a required input (`gate`), a
 human task with a field of each scalar type (`form`), and a DAG with an approval between two
 shell steps (`gated`), a typed signal (`sig`), a signal with a free payload (`free`), and two
-successive approvals of one name (`twice`)."""
+successive approvals of one name (`twice`), an approval behind a progress line
+(`progress`), and a step that fails once before it succeeds (`flaky`)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from tether import Approved, Completed
 from tether.runtime.context import Context
 from tether.runtime.errors import Rejected
 from tether.runtime.exposure import Exposure
+from tether.runtime.policy import RetryPolicy
 from tether.runtime.registry import App
 
 app = App("console-tests")
@@ -76,3 +78,28 @@ async def twice(ctx: Context, args: NoArgs) -> list[str]:
         decision = await ctx.approval("review", inputs=["note"])
         seen.append(decision.inputs.get("note", "") if isinstance(decision, Approved) else "-")
     return seen
+
+
+@app.workflow(expose=Exposure(tool_set=True))
+async def progress(ctx: Context, args: NoArgs) -> str:
+    """A progress line while it waits; once answered it ends, the line left as it was."""
+    await ctx.set_details("waiting for the go-ahead")
+    await ctx.approval("go")
+    return "done"
+
+
+TRIES: dict[str, int] = {}
+
+
+def _once_then_ok(key: str) -> str:
+    TRIES[key] = TRIES.get(key, 0) + 1
+    if TRIES[key] == 1:
+        raise ConnectionError("first try fails")
+    return "ok"
+
+
+@app.workflow(expose=Exposure(tool_set=True))
+async def flaky(ctx: Context, args: NoArgs) -> str:
+    """One step that fails on its first try and succeeds on its second."""
+    retry = RetryPolicy(max_attempts=3, initial_interval=0.05)
+    return str(await ctx.step(_once_then_ok, ctx.execution_id, name="call", retry=retry))

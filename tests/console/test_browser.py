@@ -1,13 +1,14 @@
 """The console in a real headless Chromium, one browser for the module:
 sign in, find a waiting run, answer an approval with a required input (first without it: the
-error shows and nothing changes), watch the run finish on its open page without reloading;
-a human task form with every scalar type; a reader cannot answer; another tenant's run is not
-found; a stale form; keyboard-only answering; axe-core finds no serious violation. Each page
-is photographed (into docs/console-screens/ for docs/console.md with TETHER_CONSOLE_SCREENS=1)."""
+error shows and nothing changes), watch the run finish on its open page without reloading
+(its timeline too); a human task form with every scalar type; a reader cannot answer; another
+tenant's run is not found; a stale form; keyboard-only answering and filtering; the theme
+switch; axe-core finds no serious violation on any page in either theme. Each page is
+photographed into a scratch directory (docs/console.md's pictures come from
+scripts/console_screenshots.py)."""
 
 from __future__ import annotations
 
-import os
 import re
 import tempfile
 from collections.abc import AsyncIterator
@@ -18,7 +19,7 @@ import pytest
 import pytest_asyncio
 from playwright.async_api import Browser, Page, async_playwright, expect
 
-from tests.console.browser import ARGS, SCREENS, axe_violations, ensure_axe, ensure_chromium
+from tests.console.browser import ARGS, axe_violations, ensure_axe, ensure_chromium
 from tests.console.conftest import Site
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
@@ -50,12 +51,10 @@ async def signed_in(browser: Browser, site: Site, who: str, **options: Any) -> P
 
 
 def shot(name: str) -> str:
-    """Where a page's screenshot goes: docs/console-screens/ with TETHER_CONSOLE_SCREENS=1
-    (to refresh docs/console.md's pictures), else a scratch directory (the suite must not
-    change tracked files on every run)."""
-    folder = SCREENS if os.environ.get("TETHER_CONSOLE_SCREENS") == "1" else SCRATCH
-    folder.mkdir(parents=True, exist_ok=True)
-    return str(folder / f"{name}.png")
+    """Where a page's screenshot goes: a scratch directory (the suite must not change tracked
+    files on every run; scripts/console_screenshots.py makes the docs' pictures)."""
+    SCRATCH.mkdir(parents=True, exist_ok=True)
+    return str(SCRATCH / f"{name}.png")
 
 
 async def test_answer_an_approval_and_watch_the_run_finish(browser: Browser, site: Site) -> None:
@@ -85,6 +84,9 @@ async def test_answer_an_approval_and_watch_the_run_finish(browser: Browser, sit
     await expect(status).to_contain_text("completed", timeout=WAIT_MS)
     assert await watcher.evaluate("window.__notReloaded === true")
     await expect(watcher.locator("#run-result")).to_contain_text("T-42")
+    timeline = watcher.locator("#run-timeline")
+    await expect(timeline).to_contain_text("approval publish answered by operator: approve")
+    await expect(timeline).to_contain_text("ended completed")
     await watcher.screenshot(path=shot("run-completed"), full_page=True)
     await page.context.close()
 
@@ -210,6 +212,31 @@ async def test_dag_page_draws_each_step_with_its_status(browser: Browser, site: 
     await page.context.close()
 
 
+async def test_keyboard_only_filtering_and_theme(browser: Browser, site: Site) -> None:
+    run_id = await site.start("gate")
+    page = await signed_in(browser, site, "operator", color_scheme="light")
+    await _tab_to(page, "#f-q")
+    await page.keyboard.type(run_id[3:14])
+    await page.keyboard.press("Enter")  # submits the filters
+    await expect(page).to_have_url(re.compile(r"\?q="))
+    await expect(page.locator("table.runs tbody tr")).to_have_count(1)
+    await expect(page.get_by_label("Run id or business id")).to_have_value(run_id[3:14])
+    await _tab_to(page, "form.theme button[value=dark]")
+    await page.keyboard.press("Enter")
+    await expect(page.locator("html[data-theme=dark]")).to_be_attached()
+    await page.reload()  # remembered
+    await expect(page.locator("html[data-theme=dark]")).to_be_attached()
+    await expect(page.locator("form.theme button[value=dark]")).to_have_attribute(
+        "aria-pressed", "true"
+    )
+    background = "getComputedStyle(document.body).backgroundColor"
+    assert await page.evaluate(background) == "rgb(20, 24, 29)"
+    await page.locator("form.theme button[value=system]").click()
+    await expect(page.locator("html[data-theme]")).to_have_count(0)
+    assert await page.evaluate(background) == "rgb(255, 255, 255)"  # the system's: light
+    await page.context.close()
+
+
 @pytest.mark.upstream(
     "axe-core's rules are those of the version tests/node/package-lock.json pins. If that lock "
     "changed (`make lock`), a new or stricter rule may flag a page that passed before: read each "
@@ -219,24 +246,45 @@ async def test_dag_page_draws_each_step_with_its_status(browser: Browser, site: 
 async def test_pages_have_no_serious_accessibility_violations(browser: Browser, site: Site) -> None:
     axe = ensure_axe()
     run_id = await site.start("gate")
-    context = await browser.new_context(bypass_csp=True)  # to inject axe-core
-    page = await context.new_page()
-    await page.goto(site.url("/sign-in"))
-    await page.screenshot(path=shot("sign-in"), full_page=True)
-    found = {"sign-in": await axe_violations(page, axe)}
-    await page.get_by_label("API token").fill(site.tokens["operator"])
-    await page.get_by_role("button", name="Sign in").click()
-    await expect(page.get_by_role("heading", name="Runs")).to_be_visible()
-    await page.screenshot(path=shot("runs"), full_page=True)
-    found["runs"] = await axe_violations(page, axe)
     dag_run = await site.start("gated")
-    pages = (("run", f"/runs/{run_id}"), ("dag", f"/runs/{dag_run}/dag"), ("inbox", "/inbox"))
-    for name, path in pages:
-        await page.goto(site.url(path))
-        found[name] = await axe_violations(page, axe)
-    await page.screenshot(path=shot("inbox"), full_page=True)
-    await page.goto(site.url(f"/runs/{run_id}"))
-    await page.get_by_role("button", name="Approve").click()
-    found["run-with-error"] = await axe_violations(page, axe)
+    done = await site.start("progress")
+    key = (await site.ops.get(done)).current.waits[0]["key"]
+    await site.ops.answer(done, key, {"decision": "approve"}, by="operator")
+    await site.ops.wait_for_end(done, timeout=10)
+    found: dict[str, Any] = {}
+    for scheme in ("light", "dark"):
+        # bypass_csp: to inject axe-core; the system's colour scheme picks the theme
+        context = await browser.new_context(bypass_csp=True, color_scheme=scheme)
+        page = await context.new_page()
+        await page.goto(site.url("/sign-in"))
+        await page.screenshot(path=shot(f"sign-in-{scheme}"), full_page=True)
+        found[f"sign-in {scheme}"] = await axe_violations(page, axe)
+        await page.get_by_label("API token").fill(site.tokens["operator"])
+        await page.get_by_role("button", name="Sign in").click()
+        await expect(page.get_by_role("heading", name="Runs")).to_be_visible()
+        pages = (
+            ("runs", "/runs"),
+            ("runs filtered", "/runs?status=waiting&by=nobody"),
+            ("run", f"/runs/{run_id}"),
+            ("run ended", f"/runs/{done}"),
+            ("dag run", f"/runs/{dag_run}"),
+            ("dag", f"/runs/{dag_run}/dag"),
+            ("inbox", "/inbox"),
+        )
+        for name, path in pages:
+            await page.goto(site.url(path))
+            await page.locator("details").evaluate_all("ds => ds.forEach(d => d.open = true)")
+            await page.screenshot(path=shot(f"{name.replace(' ', '-')}-{scheme}"), full_page=True)
+            found[f"{name} {scheme}"] = await axe_violations(page, axe)
+        await page.goto(site.url(f"/runs/{run_id}"))
+        await page.get_by_role("button", name="Approve").click()
+        found[f"run-with-error {scheme}"] = await axe_violations(page, axe)
+        # the other theme chosen by hand, over this system's preference
+        other = "light" if scheme == "dark" else "dark"
+        await page.locator(f"form.theme button[value={other}]").click()
+        await expect(page.locator(f"html[data-theme={other}]")).to_be_attached()
+        found[f"run-with-error {other} chosen"] = await axe_violations(page, axe)
+        await page.goto(site.url("/runs"))
+        found[f"runs {other} chosen"] = await axe_violations(page, axe)
+        await context.close()
     assert {k: v for k, v in found.items() if v} == {}
-    await context.close()

@@ -9,7 +9,7 @@ nothing. A reader is refused (403) and the refusal is audited, as every action i
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Final
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -17,6 +17,8 @@ from starlette.responses import Response
 from tether.console import forms, session
 from tether.console.context import (
     PREFIX,
+    THEME_COOKIE,
+    THEMES,
     Console,
     Visitor,
     finish,
@@ -29,9 +31,18 @@ from tether.console.context import (
     sign_in_redirect,
     visitor,
 )
-from tether.console.pages import console_of, inbox_context, not_found, run_context
+from tether.console.pages import (
+    console_of,
+    inbox_context,
+    not_found,
+    page_extras,
+    run_context,
+)
 from tether.runtime import errors
 from tether.security.tokens import hash_token
+
+#: A chosen theme is remembered this long.
+THEME_S: Final = 365 * 24 * 3600
 
 
 async def _form(request: Request) -> dict[str, str]:
@@ -88,6 +99,28 @@ async def sign_out(request: Request) -> Response:
     return response
 
 
+async def theme(request: Request) -> Response:
+    """POST /theme: remember the visitor's theme (`system` forgets it) and go back; the page's
+    script does the same without a round trip."""
+    c = console_of(request)
+    v = visitor(c, request)
+    data = await _form(request)
+    if not session.csrf_ok(c.key, v.session, data.get("csrf")):
+        return _csrf_refused(c, request, v)
+    chosen = data.get("theme", "")
+    if chosen not in (*THEMES, "system"):
+        return render(c, request, v, "refused.html", 400, why=f"There is no theme {chosen!r}.")
+    response = redirect(request, v, safe_next(data.get("next"), f"{PREFIX}/runs"))
+    if chosen == "system":
+        response.delete_cookie(THEME_COOKIE, path=PREFIX)
+    else:
+        secure = request.url.scheme == "https"
+        response.set_cookie(
+            THEME_COOKIE, chosen, max_age=THEME_S, path=PREFIX, samesite="strict", secure=secure
+        )
+    return response
+
+
 async def _guard(
     c: Console, request: Request, v: Visitor, method: str, run_id: str
 ) -> tuple[dict[str, str], Response | None]:
@@ -108,9 +141,11 @@ async def _guard(
 async def _run_page(
     c: Console, request: Request, v: Visitor, run_id: str, code: int, **extra: Any
 ) -> Response:
-    ctx = await run_context(scoped_ops(c, v), run_id)
+    ops = scoped_ops(c, v)
+    ctx = await run_context(ops, run_id)
     defaults: dict[str, Any] = {"values": {}, "problems": {}, "stale": None, "notice": None}
-    return render(c, request, v, "run.html", code, **ctx, **{**defaults, **extra})
+    more = await page_extras(ops, ctx["row"])
+    return render(c, request, v, "run.html", code, **ctx, **more, **{**defaults, **extra})
 
 
 async def answer(request: Request) -> Response:

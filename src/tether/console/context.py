@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import jinja2
 from starlette.requests import Request
@@ -29,6 +29,10 @@ from tether.security.tokens import ANONYMOUS, Authenticator
 PREFIX: Final = "/console"
 TEMPLATES: Final = Path(__file__).parent / "templates"
 STATIC: Final = Path(__file__).parent / "static"
+#: The visitor's theme: `light` or `dark` (no cookie: the system's), readable by the page's
+#: script, which sets it without a round trip.
+THEME_COOKIE: Final = "tether_theme"
+THEMES: Final = ("light", "dark")
 HEADERS: Final = {
     "content-security-policy": (
         "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -126,12 +130,34 @@ def finish(response: Response, request: Request, v: Visitor) -> Response:
     return response
 
 
+def theme_of(request: Request) -> str | None:
+    """The theme the visitor chose (its cookie), or None: the system's (prefers-color-scheme)."""
+    chosen = request.cookies.get(THEME_COOKIE)
+    return chosen if chosen in THEMES else None
+
+
+def here(request: Request) -> str:
+    """This page's path and query: where a form on it sends the visitor back to. A page sent
+    in answer to a form (POST) has no address to come back to: the page the form was on."""
+    if request.method in ("GET", "HEAD"):
+        return request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    referer = urlsplit(request.headers.get("referer", ""))
+    came_from = referer.path + (f"?{referer.query}" if referer.query else "")
+    return safe_next(came_from, f"{PREFIX}/runs")
+
+
 def render(
     c: Console, request: Request, v: Visitor, name: str, code: int = 200, **ctx: Any
 ) -> Response:
     assert c.env is not None  # noqa: S101 — set in __post_init__
     html = c.env.get_template(name).render(
-        visitor=v, principal=v.principal, csrf=v.csrf, path=request.url.path, **ctx
+        visitor=v,
+        principal=v.principal,
+        csrf=v.csrf,
+        path=request.url.path,
+        here=here(request),
+        theme=theme_of(request),
+        **ctx,
     )
     return finish(HTMLResponse(html, status_code=code), request, v)
 

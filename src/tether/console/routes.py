@@ -33,6 +33,7 @@ def _router() -> Router:
             Route("/sign-in", pages.sign_in_page, methods=["GET"]),
             Route("/sign-in", actions.sign_in, methods=["POST"]),
             Route("/sign-out", actions.sign_out, methods=["POST"]),
+            Route("/theme", actions.theme, methods=["POST"]),
             Route("/runs", pages.runs_page),
             Route("/inbox", pages.inbox_page),
             Route("/inbox/events", live.inbox_events),

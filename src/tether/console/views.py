@@ -1,5 +1,6 @@
-"""What the console's pages show of a run (PURE): status symbols and words, timeline entries,
-step rows, and the DAG view of a run. The templates render these; no I/O here.
+"""What the console's pages show of a run (PURE): status symbols and words, times and
+durations, a DAG's step rows, and the DAG view of a run (its timeline: `timeline`). The
+templates render these; no I/O here.
 
 Status is always a symbol and a word, besides its colour (the stylesheet colours the class).
 """
@@ -16,7 +17,7 @@ import orjson
 from tether.console.graph import Layout, layout
 from tether.runtime.dag.replay import fold
 from tether.runtime.dag.status import RunDetail, dag_status
-from tether.runtime.rows import ExecutionRow, HistoryEvent, StepRecord
+from tether.runtime.rows import ExecutionRow, StepRecord
 from tether.runtime.watching import answerable_waits
 
 SYMBOLS: Final = {
@@ -79,19 +80,38 @@ def stamp(at: datetime | None) -> str:
     return at.strftime("%Y-%m-%d %H:%M:%S UTC") if at is not None else ""
 
 
-@dataclass(frozen=True)
-class TimelineEntry:
-    event_id: int
-    type: str
-    at: str
-    data: str
+def iso(at: datetime | None) -> str:
+    """A `<time datetime>` value."""
+    return at.isoformat() if at is not None else ""
 
 
-def timeline(events: Sequence[HistoryEvent]) -> list[TimelineEntry]:
-    return [
-        TimelineEntry(e.event_id, e.type.replace("_", " "), stamp(e.at), pretty(e.data, 600))
-        for e in events
-    ]
+def duration(row: ExecutionRow, now: datetime) -> str:
+    """How long the run took (ended), or has been going (live), from its creation."""
+    end = row.ended_at or now
+    seconds = max((end - row.created_at).total_seconds(), 0.0)
+    return span(seconds)
+
+
+def span(seconds: float) -> str:
+    """`850 ms`, `9.4 s`, `3 min 5 s`, `2 h 10 min`, `3 d 4 h`."""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours} h {minutes} min"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h"
+
+
+def breadcrumb(row: ExecutionRow) -> str:
+    """The run's progress line while it is live; an ended run's last line is stale (it said
+    what the run was doing then), so none."""
+    return row.details or "" if row.live else ""
 
 
 @dataclass(frozen=True)
@@ -103,23 +123,17 @@ class StepRow:
     retries: int = 0
 
 
-def step_rows(records: Sequence[StepRecord], dag: RunDetail | None) -> list[StepRow]:
-    """A row per step: a DAG's steps with Dagu's statuses and logs, else each recorded step."""
-    if dag is not None:
-        return [
-            StepRow(
-                s.name,
-                "dag step",
-                status(s.status_label),
-                "\n".join(p for p in (s.error or "", s.stdout, s.stderr) if p)[:MAX_TEXT],
-                s.retry_count,
-            )
-            for s in dag.steps
-        ]
+def step_rows(dag: RunDetail) -> list[StepRow]:
+    """A row per DAG step, with Dagu's statuses and its logs."""
     return [
-        StepRow(r.name, r.kind, status("completed" if r.done else "running"), pretty(r.result, 800))
-        for r in records
-        if not r.name.startswith("dag:")
+        StepRow(
+            s.name,
+            "dag step",
+            status(s.status_label),
+            "\n".join(p for p in (s.error or "", s.stdout, s.stderr) if p)[:MAX_TEXT],
+            s.retry_count,
+        )
+        for s in dag.steps
     ]
 
 

@@ -132,9 +132,13 @@ async def list_executions(
     label_keys: Sequence[str] | None = None,
     tenant: str | None = None,
     every_tenant: bool = True,
+    started_by: str | None = None,
+    text: str | None = None,
 ) -> list[ExecutionRow]:
     """Newest first; `labels`: pairs a run must carry, `label_keys`: keys it must have. Unless
-    `every_tenant`, only the runs of `tenant` (None: with no tenant)."""
+    `every_tenant`, only the runs of `tenant` (None: with no tenant). `started_by`: only the
+    runs that principal started; `text`: only those whose id starts with it or whose business
+    id holds it."""
     with translated():
         recs = await conn.fetch(
             Q["list_executions"],
@@ -149,6 +153,8 @@ async def list_executions(
             list(label_keys) if label_keys else None,
             not every_tenant,
             tenant,
+            started_by,
+            text,
         )
     return [ExecutionRow.from_record(r) for r in recs]
 
@@ -163,6 +169,32 @@ async def get_steps(conn: Conn, execution_id: str) -> list[StepRecord]:
     with translated():
         recs = await conn.fetch(Q["get_steps"], execution_id)
     return [StepRecord.from_mapping(r, execution_id) for r in recs]
+
+
+async def get_history_page(
+    conn: Conn, execution_id: str, before: int | None, limit: int
+) -> list[HistoryEvent]:
+    """At most `limit` events before event `before` (None: from the newest), newest first."""
+    with translated():
+        recs = await conn.fetch(Q["get_history_page"], execution_id, before, limit)
+    return [HistoryEvent.from_record(r) for r in recs]
+
+
+async def get_steps_page(
+    conn: Conn, execution_id: str, before: int | None, limit: int
+) -> list[StepRecord]:
+    """At most `limit` recorded calls before seq `before` (None: from the newest), newest
+    first."""
+    with translated():
+        recs = await conn.fetch(Q["get_steps_page"], execution_id, before, limit)
+    return [StepRecord.from_mapping(r, execution_id) for r in recs]
+
+
+async def get_starters(conn: Conn, execution_ids: Sequence[str]) -> dict[str, str | None]:
+    """Who started each run (its `created` event's `by`; None where none was recorded)."""
+    with translated():
+        recs = await conn.fetch(Q["get_starters"], list(execution_ids))
+    return {r["execution_id"]: r["by"] for r in recs}
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@
 |---|---|
 | `starting` | start (idempotency keys; queue, singleton, profile, labels) |
 | `batching` | start_many (many starts in one statement, an outcome per item) |
-| `queries` | get (chain following), list_runs (cursor pages), history, steps |
+| `queries` | get (chain following), list_runs (cursor pages), history, steps, starters |
 | `answering` | answer, answer_wait (by key or name), answer_many, signal |
 | `updates` | update (validate, admit, wait for the handler) |
 | `lifecycle` | cancel, terminate |
@@ -221,6 +221,8 @@ class Operations:
         cursor: str | None = None,
         limit: int = 50,
         labels: Sequence[str] | None = None,
+        started_by: str | None = None,
+        text: str | None = None,
     ) -> Page:
         """Runs newest first, a page at a time (see `queries.list_runs`)."""
         return await queries.list_runs(
@@ -232,6 +234,8 @@ class Operations:
             cursor=cursor,
             limit=limit,
             labels=labels,
+            started_by=started_by,
+            text=text,
         )
 
     async def history(self, execution_id: str) -> list[HistoryEvent]:
@@ -239,6 +243,22 @@ class Operations:
 
     async def steps(self, execution_id: str) -> list[StepRecord]:
         return await queries.steps(self.env, execution_id)
+
+    async def history_page(
+        self, execution_id: str, *, before: int | None = None, limit: int = 100
+    ) -> list[HistoryEvent]:
+        """A bounded page of the run's events, newest first (see `queries.history_page`)."""
+        return await queries.history_page(self.env, execution_id, before=before, limit=limit)
+
+    async def steps_page(
+        self, execution_id: str, *, before: int | None = None, limit: int = 100
+    ) -> list[StepRecord]:
+        """A bounded page of the run's recorded calls, newest first (`queries.steps_page`)."""
+        return await queries.steps_page(self.env, execution_id, before=before, limit=limit)
+
+    async def starters(self, rows: Sequence[ExecutionRow]) -> dict[str, str | None]:
+        """Who started each run, by id (see `queries.starters`)."""
+        return await queries.starters(self.env, rows)
 
     async def buffered_signals(self, execution_id: str, name: str) -> list[BufferedSignal]:
         """Signals named `name` the run holds unconsumed (see `queries.buffered_signals`)."""

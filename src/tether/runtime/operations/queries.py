@@ -1,5 +1,6 @@
 """Reading runs: resolve a handle along its chain, list runs a page at a time, read a run's
-history and step records."""
+history and step records (whole, or a bounded page at a time from the newest), and who started
+runs."""
 
 from __future__ import annotations
 
@@ -75,10 +76,13 @@ async def list_runs(
     cursor: str | None = None,
     limit: int = 50,
     labels: Sequence[str] | None = None,
+    started_by: str | None = None,
+    text: str | None = None,
 ) -> Page:
     """Runs newest first, only those in the env's tenant scope; `labels` keeps runs carrying
-    every `key=value` (exact) and every bare `key` (any value). Raises InvalidInput for a bad
-    cursor, limit, status or label."""
+    every `key=value` (exact) and every bare `key` (any value); `started_by` the runs that
+    principal started; `text` the runs whose id starts with it or whose business id holds it.
+    Raises InvalidInput for a bad cursor, limit, status or label."""
     if not 1 <= limit <= 1000:
         raise errors.InvalidInput("limit must be 1-1000")
     if statuses is not None:
@@ -100,6 +104,8 @@ async def list_runs(
             label_keys=keys,
             tenant=env.tenant,
             every_tenant=env.every_tenant,
+            started_by=started_by or None,
+            text=text or None,
         )
     more = len(rows) > limit
     rows = rows[:limit]
@@ -118,6 +124,45 @@ async def steps(env: Env, execution_id: str) -> list[StepRecord]:
     await get(env, execution_id, follow_chain=False)
     with storage_errors():
         return await repo.get_steps(env.pool, execution_id)
+
+
+def _page_limit(limit: int) -> None:
+    if not 1 <= limit <= 1000:
+        raise errors.InvalidInput("limit must be 1-1000")
+
+
+async def history_page(
+    env: Env, execution_id: str, *, before: int | None = None, limit: int = 100
+) -> list[HistoryEvent]:
+    """At most `limit` of the run's events before event id `before` (None: from its newest),
+    newest first: a reader pages through a long history without reading all of it. Raises
+    ExecutionNotFound, InvalidInput (a limit outside 1-1000)."""
+    _page_limit(limit)
+    await get(env, execution_id, follow_chain=False)
+    with storage_errors():
+        return await repo.get_history_page(env.pool, execution_id, before, limit)
+
+
+async def steps_page(
+    env: Env, execution_id: str, *, before: int | None = None, limit: int = 100
+) -> list[StepRecord]:
+    """At most `limit` of the run's recorded calls before seq `before` (None: from its
+    newest), newest first. Raises ExecutionNotFound, InvalidInput (a limit outside 1-1000)."""
+    _page_limit(limit)
+    await get(env, execution_id, follow_chain=False)
+    with storage_errors():
+        return await repo.get_steps_page(env.pool, execution_id, before, limit)
+
+
+async def starters(env: Env, rows: Sequence[ExecutionRow]) -> dict[str, str | None]:
+    """Who started each of `rows` (the principal its `created` event names; None where none
+    was recorded), by run id; only runs in the env's tenant scope are looked up."""
+    ids = [r.id for r in rows if env.sees(r)]
+    if not ids:
+        return {}
+    with storage_errors():
+        found = await repo.get_starters(env.pool, ids)
+    return {i: found.get(i) for i in ids}
 
 
 async def buffered_signals(env: Env, execution_id: str, name: str) -> list[BufferedSignal]:

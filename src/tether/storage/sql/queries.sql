@@ -108,7 +108,9 @@ SELECT * FROM chain ORDER BY depth;
 -- name: list_executions
 -- Newest first, with optional filters and a (created_at, id) cursor; labels: $8 the key=value
 -- pairs a run must carry, $9 the keys it must have (any value). $10 false: every tenant; true:
--- only tenant $11 (NULL: the runs with no tenant).
+-- only tenant $11 (NULL: the runs with no tenant). $12: only the runs principal $12 started
+-- (their `created` event's `by`); $13: only the runs whose id starts with $13 or whose
+-- business id holds it.
 SELECT * FROM executions
 WHERE (NOT $10::boolean OR tenant = $11::text OR ($11::text IS NULL AND tenant IS NULL))
   AND ($1::text IS NULL OR workflow = $1)
@@ -118,6 +120,10 @@ WHERE (NOT $10::boolean OR tenant = $11::text OR ($11::text IS NULL AND tenant I
   AND ($5::timestamptz IS NULL OR (created_at, id) < ($5::timestamptz, $6::text))
   AND ($8::jsonb IS NULL OR labels @> $8::jsonb)
   AND ($9::text[] IS NULL OR labels ?& $9::text[])
+  AND ($12::text IS NULL OR EXISTS (
+      SELECT 1 FROM history h
+      WHERE h.execution_id = executions.id AND h.event_id = 1 AND h.data->>'by' = $12))
+  AND ($13::text IS NULL OR starts_with(id, $13) OR strpos(business_id, $13) > 0)
 ORDER BY created_at DESC, id DESC
 LIMIT $7;
 
@@ -128,6 +134,26 @@ SELECT event_id, type, data, at FROM history WHERE execution_id = $1 ORDER BY ev
 -- name: get_steps
 -- A run's recorded durable calls in order.
 SELECT seq, kind, name, result, done, at FROM steps WHERE execution_id = $1 ORDER BY seq;
+
+-- name: get_history_page
+-- A run's events before event $2 (NULL: from its newest), newest first, at most $3: one
+-- bounded page of a long history (the primary key read backwards).
+SELECT event_id, type, data, at FROM history
+WHERE execution_id = $1 AND event_id < coalesce($2::bigint, 9223372036854775807)
+ORDER BY event_id DESC
+LIMIT $3;
+
+-- name: get_steps_page
+-- A run's recorded calls before seq $2 (NULL: from its newest), newest first, at most $3.
+SELECT seq, kind, name, result, done, at FROM steps
+WHERE execution_id = $1 AND seq < coalesce($2::integer, 2147483647)
+ORDER BY seq DESC
+LIMIT $3;
+
+-- name: get_starters
+-- Who started each of the runs $1: their `created` event's `by` (NULL where none was recorded).
+SELECT execution_id, data->>'by' AS by FROM history
+WHERE execution_id = ANY($1::text[]) AND event_id = 1;
 
 -- name: insert_token
 -- A new API token (its secret's SHA-256 only); tells every server to reload its token cache.

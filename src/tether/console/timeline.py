@@ -1,0 +1,385 @@
+"""A run's timeline for the run page (PURE): its history events and recorded calls merged in
+the order they happened, one bounded page at a time.
+
+Where each entry sits: an event when it was written; a step when its result was recorded; a
+wait twice, when it opened and when it was answered (or timed out); a sleep when it began and
+when it ended. What is known of how long something took goes with it: a wait from its opening
+to its answer; a sleep and a step from the call before them to their end. After the run waited
+(its creation, a sleep, a wait, a failed try's backoff) that span also holds the time a worker
+took to take the run up again, so it is an upper bound (`bound`, shown `≤`). A step's attempts
+come from its record (`failures`: the failed tries before its result). An answer event whose
+wait is shown answered on the same page is left out (the wait's entry says who and what).
+
+Paging: the page reads at most `limit + 1` of the newest events and of the newest records
+before a cursor (`Cursor`), keeps the newest `limit` entries, and hands back the cursor of the
+page before it when anything older is left. The extra record read is the call before the page's
+first step, which its duration starts from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+import orjson
+
+from tether.console.views import Status, pretty, status
+from tether.runtime.rows import ExecutionRow, HistoryEvent, StepRecord
+from tether.tasks.views import error_text
+
+#: Entries on one page of the timeline.
+PAGE: Final = 100
+#: Recorded values, not work the run did.
+QUIET_KINDS: Final = frozenset({"now", "uuid"})
+DETAIL_CHARS: Final = 160
+#: The DAG interpreter's own bookkeeping records (its spec, its open asks): not steps.
+DAG_INTERNAL: Final = "dag:"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One line of the timeline."""
+
+    at: datetime | None
+    kind: str  # created, step, wait, answered, sleep, slept, event, ended
+    title: str
+    status: Status
+    took: float | None = None  # seconds, where known
+    bound: bool = False  # `took` also holds the wait for a worker: at most this long
+    attempts: int | None = None  # a step's tries
+    by: str | None = None  # who started, answered, signalled, cancelled
+    decision: str | None = None  # an approval's or task's decision
+    detail: str = ""
+    data: str = ""  # the full value, as indented JSON (cut)
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """Where a page ends: events before `event_id` and records before `seq` (None: none)."""
+
+    event_id: int | None
+    seq: int | None
+
+    def text(self) -> str:
+        """`<event_id>.<seq>`, either part empty for None."""
+        event = "" if self.event_id is None else self.event_id
+        return f"{event}.{'' if self.seq is None else self.seq}"
+
+    @staticmethod
+    def parse(text: str | None) -> Cursor | None:
+        """The cursor a page link carries; None for none or one that is not a cursor."""
+        if not text:
+            return None
+        event, sep, seq = text.partition(".")
+        if not sep or len(event) > 18 or len(seq) > 9:
+            return None
+        if not all(part == "" or part.isdigit() for part in (event, seq)):
+            return None
+        return Cursor(int(event) if event else None, int(seq) if seq else None)
+
+
+@dataclass(frozen=True)
+class Page:
+    entries: tuple[Entry, ...]  # oldest first
+    earlier: Cursor | None  # the page before this one (None: this page starts the run)
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
+    return text if len(text) <= DETAIL_CHARS else text[: DETAIL_CHARS - 1] + "…"
+
+
+def _time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def _between(start: datetime | None, end: datetime | None) -> float | None:
+    if start is None or end is None or end < start:
+        return None
+    return (end - start).total_seconds()
+
+
+def _error(error: Any) -> str:
+    if isinstance(error, dict):
+        return f"{error.get('type') or 'Error'}: {error.get('message')}"
+    return _short(error)
+
+
+def _step_title(record: StepRecord) -> str:
+    kind, sep, name = record.name.partition(":")
+    if sep and kind == "node":  # a DAG step's work
+        return f"step {name}"
+    if sep and kind == "call":  # a DAG step calling another DAG
+        return f"call {name}"
+    return f"{record.kind} {record.name}"
+
+
+def _step(record: StepRecord, busy_since: datetime | None, resumed: bool) -> Entry:
+    result = record.result if isinstance(record.result, dict) else {}
+    failures = int(result.get("failures") or 0)
+    title = _step_title(record)
+    if not record.done:  # between tries
+        return Entry(
+            record.at,
+            "step",
+            title,
+            status("retrying"),
+            attempts=failures,
+            detail=f"try {failures} failed, retrying: {_error(result.get('error'))}",
+            data=pretty(result, 800),
+        )
+    took = _between(busy_since, record.at)
+    bound = resumed or failures > 0
+    if "error" in result:
+        tries = max(failures, 1)
+        return Entry(
+            record.at,
+            "step",
+            title,
+            status("failed"),
+            took,
+            bound,
+            attempts=tries,
+            detail=_short(_error(result["error"])),
+        )
+    value = result.get("value", result)
+    return Entry(
+        record.at,
+        "step",
+        title,
+        status("completed"),
+        took,
+        bound,
+        attempts=failures + 1,
+        detail=_said(value),
+        data=_more(value),
+    )
+
+
+def _said(value: Any) -> str:
+    """A step's result in a line: a DAG step's output (or exit code), else the value."""
+    if isinstance(value, dict) and "exit_code" in value:
+        out = str(value.get("stdout") or "").strip()
+        return _short(out) if out else f"exit code {value['exit_code']}"
+    return "" if value is None else _short(value)
+
+
+def _more(value: Any) -> str:
+    """The whole value, when its line does not already show all of it."""
+    text = pretty(value, 800)
+    short = _said(value)
+    return text if "\n" in text or short.endswith("…") or short != _short(value) else ""
+
+
+def _label(channels: str) -> str:
+    """`approval:publish,signal:go` → `approval publish, signal go`."""
+    named = (c.partition(":") for c in channels.split(","))
+    return ", ".join(f"{kind} {name}" if sep else kind for kind, sep, name in named)
+
+
+def _decision(answer: Any) -> str | None:
+    payload = answer.get("payload") if isinstance(answer, dict) else None
+    if isinstance(payload, dict) and isinstance(payload.get("decision"), str):
+        return str(payload["decision"]).replace("_", " ")
+    return None
+
+
+def _wait(record: StepRecord) -> list[Entry]:
+    state = record.result if isinstance(record.result, dict) else {}
+    opened = _time(state.get("opened_at"))
+    title = _label(record.name)
+    deadline = _time(state.get("deadline"))
+    until = f"deadline {deadline:%Y-%m-%d %H:%M:%S UTC}" if deadline else ""
+    entries = [
+        Entry(opened or record.at, "wait", f"{title} opened", status("waiting"), detail=until)
+    ]
+    if not record.done:
+        return entries
+    took = _between(opened, record.at)
+    if state.get("timed_out"):
+        entries.append(
+            Entry(record.at, "answered", f"{title} timed out", status("timed_out"), took)
+        )
+        return entries
+    answers = state.get("answers") or {}
+    given = [a for a in answers.values() if isinstance(a, dict)]
+    who = sorted({str(a["by"]) for a in given if a.get("by")})
+    decisions = [d for d in (_decision(a) for a in given) if d]
+    payloads = [a.get("payload") for a in given]
+    entries.append(
+        Entry(
+            record.at,
+            "answered",
+            f"{title} answered",
+            status("rejected" if "reject" in decisions else "completed"),
+            took,
+            by=", ".join(who) or None,
+            decision=", ".join(decisions) or None,
+            data=pretty(payloads[0] if len(payloads) == 1 else payloads, 800),
+        )
+    )
+    return entries
+
+
+def _sleep(record: StepRecord, busy_since: datetime | None) -> list[Entry]:
+    state = record.result if isinstance(record.result, dict) else {}
+    until = _time(state.get("until"))
+    words = f"until {until:%Y-%m-%d %H:%M:%S UTC}" if until else ""
+    if not record.done:
+        return [Entry(record.at, "sleep", "sleeping", status("waiting"), detail=words)]
+    return [
+        Entry(
+            until or record.at,
+            "slept",
+            "slept",
+            status("completed"),
+            _between(busy_since, until),
+            detail=words,
+        )
+    ]
+
+
+_EVENT_TITLES: Final = {
+    "created": "started",
+    "answer": "answer received",
+    "signal": "signal received",
+    "cancel_requested": "cancel requested",
+    "run_retry": "run retried",
+    "wait_timed_out": "wait timed out",
+    "terminated": "terminated",
+}
+
+
+def _event(event: HistoryEvent) -> Entry:
+    data = event.data if isinstance(event.data, dict) else {}
+    by = str(data["by"]) if data.get("by") else None
+    if event.type == "ended":
+        word = str(data.get("status") or "ended")
+        failed = data.get("error") is not None and word != "completed"
+        detail = error_text(data.get("error"), word) if failed else ""
+        return Entry(
+            event.at, "ended", f"ended {word.replace('_', ' ')}", status(word), detail=detail
+        )
+    if event.type == "created":
+        return Entry(event.at, "created", "started", status("running"), by=by)
+    if event.type == "terminated":
+        return Entry(
+            event.at,
+            "ended",
+            "terminated",
+            status("terminated"),
+            by=by,
+            detail=_short(data) if data else "",
+        )
+    rest = {k: v for k, v in data.items() if k not in ("by", "key") and v not in (None, {}, [])}
+    title = _EVENT_TITLES.get(event.type, event.type.replace("_", " "))
+    if event.type == "signal" and data.get("name"):
+        title = f"signal {data['name']}"
+        rest.pop("name", None)
+    if event.type == "run_retry":
+        return Entry(event.at, "event", title, status("retrying"), detail=_error(data))
+    group = "cancelled" if event.type == "cancel_requested" else "event"
+    return Entry(
+        event.at,
+        "event",
+        title,
+        status(group),
+        by=by,
+        detail=_short(", ".join(f"{k} {_short(v)}" for k, v in rest.items())) if rest else "",
+    )
+
+
+def _answered_channel(event: HistoryEvent) -> str | None:
+    """An answer event's wait channel (`kind:name`), read from its wait key."""
+    key = event.data.get("key") if isinstance(event.data, dict) else None
+    if not isinstance(key, str):
+        return None
+    parts = key.split(":")
+    return f"{parts[1]}:{parts[2]}" if len(parts) >= 4 else None
+
+
+def _record_entries(record: StepRecord, busy_since: datetime | None, resumed: bool) -> list[Entry]:
+    if record.kind in QUIET_KINDS or record.name.startswith(DAG_INTERNAL):
+        return []
+    if record.kind in ("step", "transaction"):
+        return [_step(record, busy_since, resumed)]
+    if record.kind == "wait":
+        return _wait(record)
+    if record.kind == "sleep":
+        return _sleep(record, busy_since)
+    title = _step_title(record)
+    return [Entry(record.at, record.kind, title, status("completed"), detail=_short(record.result))]
+
+
+def _row_end(row: ExecutionRow) -> Entry:
+    """The end of a run that has no `ended` event (it ended another way), from its row."""
+    failed = row.error is not None and row.status != "completed"
+    detail = error_text(row.error, row.status) if failed else ""
+    word = row.status.replace("_", " ")
+    return Entry(row.ended_at, "ended", f"ended {word}", status(row.status), detail=detail)
+
+
+def page(
+    row: ExecutionRow,
+    events: Sequence[HistoryEvent],
+    records: Sequence[StepRecord],
+    limit: int = PAGE,
+    before: Cursor | None = None,
+) -> Page:
+    """One page of the timeline from at most `limit + 1` of the newest events and of the
+    newest records before `before` (as `history_page` and `steps_page` read them).
+
+    The newest `limit` of those events and records are the page (a wait's opening shows with
+    its answer); the cursor of the page before it starts below the oldest of each kind kept."""
+    events = sorted(events, key=lambda e: e.event_id)
+    ordered = sorted(records, key=lambda r: r.seq)
+    start = row.admitted_at or row.created_at
+    items: list[tuple[datetime, int, HistoryEvent | StepRecord]] = [
+        (e.at, n, e) for n, e in enumerate(events)
+    ]
+    items += [(r.at or start, len(events) + n, r) for n, r in enumerate(ordered)]
+    items.sort(key=lambda t: (t[0], t[1]))
+    kept = [item for _, _, item in items[-limit:]]
+    kept_events = [i for i in kept if isinstance(i, HistoryEvent)]
+    kept_records = [i for i in kept if isinstance(i, StepRecord)]
+    kept_seqs = {r.seq for r in kept_records}
+
+    entries: list[Entry] = []
+    answered: set[str] = set()
+    # Durations run from the call before: the record read before it; for the first record
+    # read, the run's start when every record before the cursor was read (it is the run's
+    # first call), else unknown.
+    busy_since: datetime | None = start if len(ordered) <= limit else None
+    resumed = True
+    for record in ordered:
+        if record.seq in kept_seqs:
+            entries.extend(_record_entries(record, busy_since, resumed))
+            if record.kind == "wait" and record.done:
+                answered.update(record.name.split(","))
+        if record.done and record.at is not None:
+            result = record.result if isinstance(record.result, dict) else {}
+            until = _time(result.get("until")) if record.kind == "sleep" else None
+            busy_since = until or record.at
+            resumed = record.kind in ("wait", "sleep")
+    for event in kept_events:
+        if event.type == "answer" and _answered_channel(event) in answered:
+            continue
+        entries.append(_event(event))
+    if row.ended_at is not None and before is None and not any(e.kind == "ended" for e in entries):
+        entries.append(_row_end(row))
+    order = {id(e): n for n, e in enumerate(entries)}
+    entries.sort(key=lambda e: (e.at or start, order[id(e)]))
+    more = len(items) > limit or len(events) > limit or len(ordered) > limit
+    if not more:
+        return Page(tuple(entries), None)
+    old = before or Cursor(None, None)
+    event_id = min((e.event_id for e in kept_events), default=old.event_id)
+    seq = min(kept_seqs, default=old.seq)
+    return Page(tuple(entries), Cursor(event_id, seq))
