@@ -346,6 +346,7 @@ def create_app(
                 audit_retention_days=settings.audit_retention_days,
                 dag_env_passthrough=settings.dag_environment(),
                 notify=settings.notify_setup(CONSOLE_PREFIX),
+                remotes=settings.remote_configs(),
             ) as rt,
             access_control(rt, auth) as auditor,
             console(settings, rt, auth, auditor) as web_console,

@@ -24,6 +24,7 @@ from tether.runtime.notify.channels import Routed, parse_channels
 from tether.runtime.notify.config import NotifySetup, SenderSettings
 from tether.runtime.notify.links import ConsoleLinks, NoLinks
 from tether.runtime.payloads import Encryption
+from tether.runtime.remote.config import Remote, RemoteConfigError, read_remotes
 from tether.runtime.worker import WorkerSettings
 from tether.specs.limits import (
     DEFAULT_MAX_ALIASES,
@@ -35,7 +36,7 @@ from tether.specs.limits import (
 
 #: Settings that hold credentials (or may: a profile's env): shown as `MASK` when set.
 SECRETS: Final = frozenset(
-    {"database_url", "state_key", "api_tokens", "encryption_keys", "profiles"}
+    {"database_url", "state_key", "api_tokens", "encryption_keys", "profiles", "remotes"}
 )
 MASK: Final = "***"
 _URL_SCHEMES: Final = frozenset({"postgres", "postgresql"})
@@ -185,6 +186,12 @@ class Settings(BaseModel):
         description="serve the web console at /console; unset: on only in dev (embedded "
         "database, loopback address), off otherwise",
     )
+    remotes: str = Field(
+        "",
+        description="remote MCP servers workflows call (ctx.call_tool, mcp.call steps): JSON "
+        "{name: {url, protocol, headers, token_env, request_timeout_s, poll_min_s, "
+        "poll_max_s}}, or a path to such a file; a name replaces the app's remote of that name",
+    )
     metrics_port: int | None = Field(
         None, ge=0, le=65535, description="also serve /metrics on this port (tether worker)"
     )
@@ -263,6 +270,12 @@ class Settings(BaseModel):
                 raise ValueError("expected the server's address, e.g. https://tether.example.com")
         return value or None
 
+    @field_validator("remotes")
+    @classmethod
+    def _valid_remotes(cls, value: str) -> str:
+        read_remotes(value)
+        return value
+
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
         """What repr and str show: secret settings masked (the database URL keeps all but its
         password, so the server it names is still seen)."""
@@ -329,6 +342,18 @@ class Settings(BaseModel):
             return Encryption.parse(self.encryption_keys, self.decrypt_for.split(","))
         except ValueError as exc:
             error = SettingsError(f"TETHER_ENCRYPTION_KEYS: {exc}")
+        raise error
+
+    def remote_configs(self) -> tuple[Remote, ...]:
+        """The remotes TETHER_REMOTES names (checked when the settings were read).
+
+        Raises:
+            SettingsError: a remote's entry is invalid, named with the variable.
+        """
+        try:
+            return read_remotes(self.remotes)
+        except RemoteConfigError as exc:
+            error = SettingsError(f"TETHER_REMOTES: {exc}")
         raise error
 
     def dag_environment(self) -> frozenset[str]:

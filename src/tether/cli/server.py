@@ -232,6 +232,7 @@ def worker(settings: Settings, loaded: Loaded) -> int:
             encryption=settings.encryption(),
             dag_env_passthrough=settings.dag_environment(),
             notify=settings.notify_setup(CONSOLE_PREFIX),
+            remotes=settings.remote_configs(),
         ) as rt:
             runtime.append(rt)
             logger.info(

@@ -43,8 +43,8 @@ class OpenWait:
     Attributes:
         key: answers exactly this wait; it goes stale when the run parks again (answer by
             `name` to avoid that).
-        kind: `signal`, `approval`, `human_task` or `agent_step` (None: a key that is not
-            Tether's).
+        kind: `signal`, `approval`, `human_task`, `agent_step` or `remote_input` (a
+            remote tool's question; None: a key that is not Tether's).
         name: the wait's name in the workflow (None: a key that is not Tether's).
         message: what is asked, in words.
         form: the JSON Schema of the answer's fields, to render as a form. For a wait whose
@@ -55,7 +55,7 @@ class OpenWait:
     key: str
     """Answers exactly this wait."""
     kind: str | None
-    """`signal`, `approval`, `human_task` or `agent_step`."""
+    """`signal`, `approval`, `human_task`, `agent_step` or `remote_input`."""
     name: str | None
     """The wait's name in the workflow."""
     message: str

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Protocol
 
-from prometheus_client import REGISTRY, Counter, Gauge
+from prometheus_client import REGISTRY, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -79,6 +79,25 @@ SUBSCRIPTIONS_DROPPED: Final = Counter(
     "tether_subscriptions_dropped",
     "subscriptions/listen streams the server ended because the client took no frame in time",
     ["reason"],
+)
+# Remote calls (runtime/remote): labelled by the remote's configured name, never a task id.
+REMOTE_REQUESTS: Final = Counter(
+    "tether_remote_requests",
+    "Requests to remote MCP servers by remote, method and outcome (ok, rpc_error, refused, "
+    "transport)",
+    ["remote", "method", "outcome"],
+)
+REMOTE_REQUEST_DURATION: Final = Histogram(
+    "tether_remote_request_duration_seconds",
+    "Latency of one request to a remote MCP server",
+    ["remote", "method"],
+    buckets=_FAST,
+)
+REMOTE_CALLS_ENDED: Final = Counter(
+    "tether_remote_calls_ended",
+    "Remote tool calls that reached an end, by remote and outcome (completed, the error's "
+    "type, or cancel_<reply> when the run was cancelled)",
+    ["remote", "outcome"],
 )
 #: What a listen stream follows (the label values of tether_subscription_feeds).
 FEED_KINDS: Final = ("task", "resource", "tools_list")
@@ -156,6 +175,19 @@ def request_finished(method: str, tool: str, outcome: str, seconds: float) -> No
     """One MCP request ended (`tether_mcp_requests_total`, its latency histogram)."""
     if enabled:
         _REQUESTS.add(method, tool, outcome, seconds)
+
+
+def remote_request(remote: str, method: str, outcome: str, seconds: float) -> None:
+    """One request to a remote ended with `outcome`."""
+    if enabled:
+        REMOTE_REQUESTS.labels(remote, method, outcome).inc()
+        REMOTE_REQUEST_DURATION.labels(remote, method).observe(seconds)
+
+
+def remote_call_ended(remote: str, outcome: str) -> None:
+    """A remote tool call ended with `outcome`."""
+    if enabled:
+        REMOTE_CALLS_ENDED.labels(remote, outcome).inc()
 
 
 def stream_changed(delta: int) -> None:

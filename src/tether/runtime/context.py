@@ -23,6 +23,8 @@ from tether.observability import instrument
 from tether.runtime import clock, probes, waits
 from tether.runtime.errors import NonDeterminism, StepFailed, WaitTimeout
 from tether.runtime.policy import NO_RETRY, RetryPolicy, TotalTimeout, seconds
+from tether.runtime.remote import call as remote_call
+from tether.runtime.remote.config import RemoteCatalog
 from tether.runtime.run_io import RunIO
 from tether.runtime.signals import CancelledRun, ContinueAsNew, LeaseGone, Park
 from tether.runtime.typed_waits import TypedWaits
@@ -68,7 +70,13 @@ class Context(TypedWaits):
             adds one).
     """
 
-    def __init__(self, row: ExecutionRow, state: RunState, io: RunIO) -> None:
+    def __init__(
+        self,
+        row: ExecutionRow,
+        state: RunState,
+        io: RunIO,
+        remotes: RemoteCatalog | None = None,
+    ) -> None:
         self.execution_id = row.id
         self.workflow = row.workflow
         self.business_id = row.business_id
@@ -84,6 +92,7 @@ class Context(TypedWaits):
         self.first_failure_seq: int | None = None
         self._attempt = row.attempt
         self._probe = probes.current()  # None but in a test kit's simulated crashes
+        self._remotes = remotes
 
     # --- plumbing ----------------------------------------------------------------------------
 
@@ -94,7 +103,9 @@ class Context(TypedWaits):
     def note_cancel(self, requested: bool) -> None:
         self._cancel_requested = self._cancel_requested or requested
 
-    def _next(self, kind: str, name: str) -> tuple[int, StepRecord | None]:
+    def _next(self, kind: str, name: str, *, cancel: bool = True) -> tuple[int, StepRecord | None]:
+        """The next position and its record. `cancel=False`: a requested cancel is left to
+        the caller (a remote call cancels its remote task first)."""
         self._seq += 1
         rec = self._records.get(self._seq)
         if rec is not None and (rec.kind != kind or rec.name != name):
@@ -104,7 +115,7 @@ class Context(TypedWaits):
                 "not deterministic"
             )
         # The live edge (nothing recorded here yet) is where a requested cancel takes effect.
-        if (rec is None or not rec.done) and self._cancel_requested:
+        if cancel and (rec is None or not rec.done) and self._cancel_requested:
             raise CancelledRun()
         return self._seq, rec
 
@@ -327,6 +338,57 @@ class Context(TypedWaits):
             result = await self._io.write_in(conn, self.take_buffer())
         self.note_cancel(result.cancel_requested)
         return adapter.validate_python(encoded)
+
+    # --- remote tools ----------------------------------------------------------------------------
+
+    async def call_tool(
+        self,
+        remote: str,
+        tool: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout: float | timedelta | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> Any:
+        """Call a tool of a remote MCP server and wait for its result, durably.
+
+        With a remote that serves MCP Tasks (`protocol="mcp-tasks"`, the default) the call is
+        a task on the remote: it is created exactly once (its id is recorded before the first
+        poll; a create repeated after a crash carries the same `Idempotency-Key`), polled on
+        durable timers while the run is parked (no worker holds it), and survives a restart
+        of either side. A question the remote asks becomes a wait of this run (kind
+        `remote_input`), answered like any other (`tasks/update`, the answer tool, the CLI,
+        the console) and forwarded to the remote once. Cancelling this run cancels the
+        remote task. With a plain MCP remote (`protocol="mcp"`) the call waits for the
+        result, within `timeout`, like a step. See the remote tasks guide.
+
+        Args:
+            remote: The remote's name ([`App.remote`][tether.App.remote] or
+                `TETHER_REMOTES`).
+            tool: The remote tool's name.
+            arguments: The tool's arguments (JSON).
+            timeout: Seconds (or a `timedelta`) for the whole call; when it passes, the
+                remote task is cancelled and `RemoteTimeout` is raised. Unset: no limit.
+            retry: How transport failures (connection errors, HTTP 5xx or 429) are retried
+                (default: the remote's, 10 tries over about five minutes).
+
+        Returns:
+            The tool's result: its `structuredContent` when it has one, else its text.
+
+        Raises:
+            RemoteToolError: The tool reported an error (`isError`).
+            RemoteProtocolError: The remote answered with a JSON-RPC error, refused the
+                request, or its task failed.
+            RemoteTaskLost: The remote no longer knows the task.
+            RemoteCancelled: The remote's task was cancelled on its side.
+            RemoteTimeout: `timeout` passed.
+            RemoteUnavailable: The remote stayed unreachable through the retries.
+            UnknownRemote: No remote of that name is configured.
+            NonDeterminism: Replay found a different call recorded at this position.
+        """
+        return await remote_call.call_tool(
+            self, remote, tool, arguments, timeout=timeout, retry=retry
+        )
 
     # --- deterministic values ----------------------------------------------------------------
 

@@ -227,7 +227,7 @@ async def _execute(
     if state.updates:
         await _run_updates(pool, wf, row, io, state.updates, update_timeout)
         state = await repo.load_run_state(pool, row.id)
-    ctx = Context(row, state, io)
+    ctx = Context(row, state, io, remotes=app)
     return await _run_body(pool, app, wf, row, ctx, io)
 
 

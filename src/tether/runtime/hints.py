@@ -76,6 +76,8 @@ def _shape(wait: Mapping[str, Any]) -> str:
         return 'the form\'s fields, decision "complete" (default) or "push_back"'
     if kind == "agent_step":
         return "an object matching the step's schema"
+    if kind == "remote_input":
+        return "the remote's form, filled in (forwarded to the remote tool)"
     return "the signal's payload"
 
 

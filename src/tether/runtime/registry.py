@@ -25,6 +25,7 @@ from tether.runtime.inputs import ExtraInput, input_type_for
 from tether.runtime.notify.channels import EVERY_WORKFLOW, Channel, Declared
 from tether.runtime.policy import NO_RETRY, RetryPolicy, seconds
 from tether.runtime.realm.catalog import ProtocolCatalog
+from tether.runtime.remote.config import RemoteCatalog
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]{0,99}$")
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
@@ -201,7 +202,7 @@ class ResourceDef:
     template: bool
 
 
-class App(DagCatalog, ProtocolCatalog):
+class App(DagCatalog, ProtocolCatalog, RemoteCatalog):
     """What a Tether server serves: workflows, updates, DAGs, protocols, plain MCP tools,
     prompts and resources, registered by name.
 
@@ -237,6 +238,7 @@ class App(DagCatalog, ProtocolCatalog):
         self._functions = Functions()  # before the catalogs, which hand it to their runs
         DagCatalog.__init__(self)
         ProtocolCatalog.__init__(self)
+        RemoteCatalog.__init__(self)
         self._tools: dict[str, ToolDef] = {}
         self.prompts: dict[str, PromptDef] = {}
         self.resources: dict[str, ResourceDef] = {}

@@ -23,6 +23,8 @@ from tether.runtime.notify.sender import Sender
 from tether.runtime.operations import Operations
 from tether.runtime.operations.storage_errors import storage_errors
 from tether.runtime.registry import App
+from tether.runtime.remote.config import Remote
+from tether.runtime.remote.implementations import PROTOCOLS
 from tether.runtime.scheduler import Scheduler, schedules
 from tether.runtime.worker import Worker, WorkerSettings
 from tether.storage import migrate, outbox, pool
@@ -134,6 +136,7 @@ async def running(
     dags_reload_s: float = 2.0,
     dag_env_passthrough: Iterable[str] | None = None,
     notify: NotifySetup | None = None,
+    remotes: Iterable[Remote] = (),
 ) -> AsyncIterator[Runtime]:
     """Migrate, open the pool and listener, start `workers` claim loops, the janitor and (when
     a workflow has a schedule) the scheduler; on exit stop the workers (leases handed back),
@@ -147,35 +150,42 @@ async def running(
     `notify`: the operator's notification channels, the sender's settings and the links
     messages carry (default: the app's channels, delivered without links); the routes of the
     app's and the operator's channels are stored at start, and their secrets read from the
-    environment.
+    environment. `remotes`: the settings' remotes, each replacing the app's of that name; the
+    remotes its workflows and DAGs call are checked before anything starts, and their HTTP
+    client is closed on exit.
 
     Raises:
         ValueError: `dag_env_passthrough` names a `TETHER_*` variable, or no variable; two
             notification channels share a name, or one's environment variable is unset or
-            does not fit.
+            does not fit; or a workflow or DAG calls a remote that is not configured
+            (RemoteConfigError, DagSpecError).
     """
     notify = notify if notify is not None else NotifySetup()
     if dag_env_passthrough is not None:
         app.pass_dag_environment(dag_env_passthrough)
+    app.bind_remotes(remotes, implemented=PROTOCOLS)
     if protocols_dir is not None:
         for file, problem in app.load_protocols(protocols_dir).items():
             logger.error("protocol %s refused: %s", file, problem)
     if run_migrations:
         await migrate_database(dsn)
     with payloads.installed(encryption):
-        async with _running(
-            dsn,
-            app,
-            worker_settings,
-            workers,
-            janitor_interval_s,
-            pool_size,
-            max_payload_bytes,
-            DagReloader(app, dags_dir, dags_reload_s) if dags_dir is not None else None,
-            audit_retention_days,
-            notify,
-        ) as rt:
-            yield rt
+        try:
+            async with _running(
+                dsn,
+                app,
+                worker_settings,
+                workers,
+                janitor_interval_s,
+                pool_size,
+                max_payload_bytes,
+                DagReloader(app, dags_dir, dags_reload_s) if dags_dir is not None else None,
+                audit_retention_days,
+                notify,
+            ) as rt:
+                yield rt
+        finally:
+            await app.remote_clients.aclose()
 
 
 @contextlib.asynccontextmanager

@@ -26,8 +26,20 @@ from pydantic import BaseModel, ValidationError
 from tether.runtime.errors import Rejected
 from tether.specs.scalar_forms import form_errors
 
-KINDS: Final = ("signal", "approval", "human_task", "agent_step", "update", "child")
-ANSWERABLE_KINDS: Final = frozenset({"signal", "approval", "human_task", "agent_step"})
+KINDS: Final = (
+    "signal",
+    "approval",
+    "human_task",
+    "agent_step",
+    "update",
+    "child",
+    "remote_input",
+)
+#: `remote_input`: a question a remote tool's task asks (runtime/remote), answered like a
+#: signal against the remote's form and forwarded to the remote.
+ANSWERABLE_KINDS: Final = frozenset(
+    {"signal", "approval", "human_task", "agent_step", "remote_input"}
+)
 APPROVAL_DECISIONS: Final = ("approve", "reject", "push_back")
 HUMAN_TASK_DECISIONS: Final = ("complete", "push_back")
 _RESERVED_APPROVAL_FIELDS: Final = frozenset({"decision", "reason"})
@@ -514,7 +526,7 @@ def validate_answer(descriptor: dict[str, Any], response: Any) -> list[str]:
     kind = descriptor.get("kind")
     if kind not in ANSWERABLE_KINDS:
         return [f"a {kind} wait is not answered from outside the run"]
-    if kind in ("signal", "agent_step"):
+    if kind in ("signal", "agent_step", "remote_input"):
         return _schema_errors(descriptor.get("schema") or {}, response)
     if not isinstance(response, dict):
         return ["(root): the answer must be a JSON object"]

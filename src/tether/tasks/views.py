@@ -158,6 +158,7 @@ def _describe(wait: dict[str, Any]) -> str:
         "human_task": "human task",
         "agent_step": "agent step",
         "update": "update",
+        "remote_input": "remote input",
     }.get(wait.get("kind", ""), "input")
     text = f"{label} '{wait.get('name')}'"
     return f"{text}: {wait['prompt']}" if wait.get("prompt") else text

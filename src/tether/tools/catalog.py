@@ -181,12 +181,14 @@ def _response_schema() -> dict[str, Any]:
             '"reason": "...", <input>: "..."}, every required input present to approve. '
             'human_task: the form fields, with "decision": "complete" (default) or '
             '"push_back". agent_step: an object matching the step schema. signal: the '
-            "payload (any JSON matching the signal's schema)."
+            "payload (any JSON matching the signal's schema). remote_input: the remote "
+            "tool's form, filled in."
         ),
         "anyOf": [
             {"title": "approval", **approval},
             {"title": "human_task", **human_task, "additionalProperties": True},
             {"title": "agent_step", "type": "object"},
+            {"title": "remote_input", "type": "object"},
             {"title": "signal"},
         ],
     }

@@ -66,6 +66,8 @@ class DagCatalog:
 
     _workflows: dict[str, Any]
     _functions: Functions  # the App's, set before this __init__ runs
+    # The App's remotes (runtime/remote/config.py): a DAG's `mcp.call` steps name one each.
+    check_dag_remotes: Callable[..., None]
 
     def __init__(self) -> None:
         self._dags: dict[str, DagEntry] = {}
@@ -186,6 +188,7 @@ class DagCatalog:
 
     def _register(self, entry: DagEntry, *, mcp: bool) -> None:
         name = entry.spec.name
+        self.check_dag_remotes(entry.spec, inline=entry.inline)
         if name in self._workflows and name not in self._dags:
             raise ValueError(f"DAG {name!r}: a workflow of that name is already registered")
         register = getattr(self, "workflow")  # noqa: B009 — App's decorator

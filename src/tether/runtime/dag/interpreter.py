@@ -47,6 +47,7 @@ from tether.runtime.dag.shell import Gate, one_word
 from tether.runtime.dag.state import STOPPED, DagState
 from tether.runtime.dag.work import (
     StepInput,
+    expand_value,
     launch_of,
     run_work,
     step_flush,
@@ -54,11 +55,13 @@ from tether.runtime.dag.work import (
 )
 from tether.runtime.errors import Rejected
 from tether.runtime.functions import Functions
+from tether.runtime.remote import dag as remote_steps
 from tether.specs.dag import (
     Action,
     Call,
     DagSpec,
     HumanTask,
+    RemoteCall,
     Shell,
     Step,
     retry_delay,
@@ -286,6 +289,10 @@ class _Run:
                 start_child, self.host, step.work.dag, child_input, self.ctx.execution_id,
                 step.name, name=f"call:{step.name}",
             )  # fmt: skip
+        if isinstance(step.work, RemoteCall):
+            step_input = self.step_input(step.name)
+            expand = functools.partial(expand_value, step_input=step_input)
+            return await remote_steps.run_step(self.ctx, step, expand, retries)
         step_input, functions, gate = (
             self.step_input(step.name),
             self.host.functions,

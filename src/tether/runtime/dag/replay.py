@@ -9,6 +9,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from tether.runtime.dag.state import DagState
+from tether.runtime.remote.call import RECORD_KIND as REMOTE
+from tether.runtime.remote.dag import work_result as remote_result
 from tether.specs.dag import Call, DagSpec, Param, Step, load_string
 from tether.storage.rows import StepRecord
 
@@ -116,6 +118,11 @@ def fold(
             open_waits.add(_step_name(state.dag, kind, subject, children))
         elif rec.kind == "step" and kind == "node" and rec.done:
             state.record_work(subject, _work_value(rec.result))
+        elif rec.kind == REMOTE and kind == "node" and rec.done:
+            step = state.by_name[subject]
+            state.record_work(
+                subject, remote_result(step, rec.result, state.nodes[subject].retries)
+            )
         elif rec.kind == "transaction" and kind == "call" and rec.done:
             apply_call(state, subject, rec.result["value"])
             if "child" in rec.result["value"]:

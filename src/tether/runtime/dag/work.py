@@ -258,7 +258,7 @@ async def _action(
         if (command := as_command(work)) is not None:
             return await _shell(step, command, step_input, None, None)
         return {"status": "failed", "error": unknown_action(work.name, exc)}
-    kwargs = {k: _expand_value(v, step_input) for k, v in work.with_.items()}
+    kwargs = {k: expand_value(v, step_input) for k, v in work.with_.items()}
     try:
         async with asyncio.timeout(float(step.timeout_sec) if step.timeout_sec else None):
             value = await fn.call(**kwargs)
@@ -274,13 +274,14 @@ async def _action(
     return out
 
 
-def _expand_value(value: Any, step_input: StepInput) -> Any:
+def expand_value(value: Any, step_input: StepInput) -> Any:
+    """`value` (JSON) with every string expanded (`${NAME}`, outputs, parameters)."""
     if isinstance(value, str):
         return step_input.expand(value)
     if isinstance(value, list):
-        return [_expand_value(v, step_input) for v in value]
+        return [expand_value(v, step_input) for v in value]
     if isinstance(value, dict):
-        return {k: _expand_value(v, step_input) for k, v in value.items()}
+        return {k: expand_value(v, step_input) for k, v in value.items()}
     return value
 
 

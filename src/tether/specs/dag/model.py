@@ -189,7 +189,19 @@ class HumanTask:
     push_back: PushBack | None = None
 
 
-Work = Shell | Call | Action | HumanTask
+@dataclass(frozen=True)
+class RemoteCall:
+    """Tether's own `action: mcp.call` (not Dagu's): call tool `tool` of the remote named
+    `remote` with `arguments`, as a durable remote task. `remote_line`: where `with.remote`
+    is written (a remote that is not configured is refused naming it)."""
+
+    remote: str
+    tool: str
+    arguments: Mapping[str, object] = field(default_factory=lambda: EMPTY)
+    remote_line: int = 0
+
+
+Work = Shell | Call | Action | HumanTask | RemoteCall
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,16 @@ from typing import Final
 import yaml
 
 from tether.specs.dag.humantask import parse_human_task
-from tether.specs.dag.model import EMPTY, NEVER_CONTINUE, Action, Call, Shell, Step, Work
+from tether.specs.dag.model import (
+    EMPTY,
+    NEVER_CONTINUE,
+    Action,
+    Call,
+    RemoteCall,
+    Shell,
+    Step,
+    Work,
+)
 from tether.specs.dag.nodes import (
     At,
     Fields,
@@ -37,6 +46,8 @@ _MAX_NAME: Final = 255
 ACTION_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:[.:-][A-Za-z0-9_]+)*$")
 HUMAN_TASK: Final = "human.task"
 DAG_RUN: Final = "dag.run"  # Dagu v2's spelling of `call` (`with: {dag, params}`)
+#: Tether's own action (not Dagu's): a tool of a remote MCP server, as a durable remote task.
+MCP_CALL: Final = "mcp.call"
 _NOT_ON_HUMAN_TASK: Final = (
     "retryPolicy",
     "retry_policy",
@@ -54,7 +65,7 @@ _NOT_ON_HUMAN_TASK: Final = (
     "run",
 )
 _HINTS: Final = {
-    "executor": "only shell, `call`, `run` and `action: human.task` or `dag.run` steps",
+    "executor": "only shell, `call`, `run` and `action: human.task`, `dag.run` or `mcp.call` steps",
     "signalOnStop": "outside the subset",
     "stdout": "outside the subset",
     "params": "`params` goes with `call: <dag>` (older Dagu's `run: <dag>` is `call:` here)",
@@ -228,7 +239,31 @@ def _work(fields: Fields, at: At, step_id: str | None, handler: bool) -> tuple[W
         return _run(fields, at), None
     if (action := fields.peek("action")) is not None and action.value == DAG_RUN:
         return _dag_run(fields, at), None
+    if action is not None and action.value == MCP_CALL:
+        return _mcp_call(fields, at), None
     return _human_task(fields, at, step_id, handler)
+
+
+def _mcp_call(fields: Fields, at: At) -> RemoteCall:
+    """`action: mcp.call` with `with: {remote, tool, arguments}` (Tether's own action)."""
+    _, action_at = fields.take("action") or at.fail("unreachable")
+    config = fields.take("with") or action_at.fail("`action: mcp.call` needs `with.remote`")
+    if pre := fields.take("preconditions", "precondition"):
+        pre[1].fail("`preconditions` are not supported on an `mcp.call` step")
+    options = Fields(*config)
+    remote = options.take("remote") or config[1].fail("`action: mcp.call` needs `with.remote`")
+    tool = options.take("tool") or config[1].fail("`action: mcp.call` needs `with.tool`")
+    arguments = options.take("arguments")
+    options.finish({})
+    value = json_value(*arguments) if arguments else {}
+    if not isinstance(value, dict):
+        (arguments[1] if arguments else config[1]).fail("`with.arguments` must be a mapping")
+    return RemoteCall(
+        nonblank(*remote).strip(),
+        nonblank(*tool).strip(),
+        MappingProxyType(value) if value else EMPTY,
+        remote[1].line,
+    )
 
 
 def _dag_run(fields: Fields, at: At) -> Call:
@@ -290,7 +325,8 @@ def _human_task(
     if (name := string(action_node, action_at)) != HUMAN_TASK:
         action_at.fail(
             f"`action: {name}` is outside the subset; "
-            f"only `action: {HUMAN_TASK}` and `action: {DAG_RUN}` are supported"
+            f"only `action: {HUMAN_TASK}`, `action: {DAG_RUN}` and `action: {MCP_CALL}` "
+            "are supported"
         )
     if handler:
         action_at.fail("a handler cannot be a human task")

@@ -1,0 +1,448 @@
+"""The durable remote call behind `Context.call_tool`: one position in the run's history whose
+record follows the remote task from its create to its end.
+
+The record (kind `remote`) is written as the call goes, never ahead of the remote:
+
+1. **create**: the request carries an idempotency key derived from the run and the call's
+   position (`idempotency_key`), so a create repeated after a crash asks for the same task
+   (a remote that does not honour the key makes the create at-least-once). The task id is
+   recorded, and that write committed, before the first poll.
+2. **poll**: `tasks/get` at once, then on durable timers: the run parks until the next poll
+   (the remote's `pollIntervalMs`, inside the remote's bounds) and no worker holds it.
+3. **questions**: each question the remote asks opens a wait of kind `remote_input` on the
+   run, under a key of its own that is never reused (`{run}:remote_input:{name}:{n}`, kept
+   while the question is open). An answer is taken into the record, committed, then forwarded
+   with `tasks/update`: a crash repeats at most the send, and the remote ignores an answer to
+   a key it no longer waits on.
+4. **cancel**: cancelling the run records the cancel, sends `tasks/cancel` once and notes the
+   remote's reply in the history (`remote_cancel`); the run then ends cancelled.
+5. **end**: the value or the error is recorded and returned or raised again on every replay.
+
+Transient failures (transport errors, HTTP 5xx) park the call for a backoff (the call's
+`retry` policy) and try again; once the tries are spent the call fails `RemoteUnavailable`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, ClassVar, Final, NoReturn, TypeVar
+
+from tether.observability import metrics
+from tether.runtime import clock, waits
+from tether.runtime.policy import RetryPolicy, seconds
+from tether.runtime.remote.config import Remote
+from tether.runtime.remote.errors import (
+    RemoteError,
+    RemoteTaskLost,
+    RemoteTimeout,
+    RemoteUnavailable,
+    Transient,
+    UnknownRemote,
+    as_record,
+    from_record,
+)
+from tether.runtime.remote.implementations import PROTOCOLS
+from tether.runtime.remote.protocol import Created, RemoteProtocol, Snapshot
+from tether.runtime.remote.transport import Clients, Transport
+from tether.runtime.signals import CancelledRun, Park
+
+if TYPE_CHECKING:
+    from tether.runtime.context import Context
+
+#: The kind of a remote call's record in the run's history.
+RECORD_KIND: Final = "remote"
+#: The kind of the waits a remote's questions open on the run.
+WAIT_KIND: Final = "remote_input"
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RemoteInput(waits.WaitSpec):
+    """A question a remote task asks, as a wait of the run: answered against the remote's
+    form, then forwarded to the remote. Its key stays the same while the question is open
+    (the run polls meanwhile), and any answer wakes the run at once to forward it."""
+
+    kind: ClassVar[str] = WAIT_KIND
+    keeps_keys: ClassVar[bool] = True
+    schema: Mapping[str, Any] = field(default_factory=dict)
+    remote: str = ""
+    tool: str = ""
+
+    def answer_schema(self) -> dict[str, Any]:
+        return dict(self.schema)
+
+    def extra(self) -> dict[str, Any]:
+        return {waits.WAKES_RUN: True, "remote": self.remote, "tool": self.tool}
+
+
+def idempotency_key(execution_id: str, run_attempt: int, seq: int) -> str:
+    """The create's key: the same for every create of this call (this run, this run-level
+    attempt, this position), different for any other; derived, so the run's id (a bearer
+    secret on this server) is not sent to the remote."""
+    digest = hashlib.sha256(f"{execution_id}:{run_attempt}:{seq}".encode()).hexdigest()
+    return f"tether-{digest[:40]}"
+
+
+def _time(value: Any) -> datetime | None:
+    return datetime.fromisoformat(value) if isinstance(value, str) else None
+
+
+def replayed(result: Mapping[str, Any]) -> Any:
+    """A finished call's recorded value; raises its recorded error."""
+    if "error" in result:
+        raise from_record(result["error"])
+    return result.get("value")
+
+
+async def call_tool(
+    ctx: Context,
+    remote: str,
+    tool: str,
+    arguments: Mapping[str, Any] | None,
+    *,
+    timeout: float | timedelta | None = None,
+    retry: RetryPolicy | None = None,
+    name: str | None = None,
+) -> Any:
+    """The durable call (module docstring); `name`: the record's name (default
+    `{remote}/{tool}`). See `Context.call_tool` for what it returns and raises."""
+    label = name or f"{remote}/{tool}"
+    seq, rec = ctx._next(RECORD_KIND, label, cancel=False)
+    if rec is not None and rec.done:
+        if "error" in rec.result:
+            ctx._mark_failure(seq)
+        return replayed(rec.result)
+    if rec is None and ctx.cancel_requested:
+        raise CancelledRun()  # nothing was sent: nothing to cancel
+    state: dict[str, Any]
+    if rec is None:
+        limit = seconds(timeout)
+        now = clock.now()
+        state = {
+            "remote": remote,
+            "tool": tool,
+            "key": idempotency_key(ctx.execution_id, ctx.run_attempt, seq),
+            "deadline": (now + timedelta(seconds=limit)).isoformat() if limit else None,
+            "task": None,
+            "failures": 0,
+            "asks": [],
+        }
+    else:
+        state = {**rec.result, "asks": [dict(a) for a in rec.result.get("asks", [])]}
+    call = _Call(ctx, seq, label, state)
+    catalog = ctx._remotes
+    config = catalog.remotes.get(remote) if catalog is not None else None
+    if config is None:
+        unknown = UnknownRemote(
+            f"no remote named {remote!r} is configured", remote=remote, tool=tool
+        )
+        return await call.fail(unknown)
+    assert catalog is not None  # noqa: S101 — a configured remote comes from a catalog
+    call.bind(config, catalog.remote_clients, arguments or {}, retry)
+    return await call.run()
+
+
+class _Call:
+    """One remote call's decisions for one claim of its run (module docstring)."""
+
+    def __init__(self, ctx: Context, seq: int, label: str, state: dict[str, Any]) -> None:
+        self.ctx = ctx
+        self.seq = seq
+        self.label = label
+        self.state = state
+        self.remote = str(state["remote"])
+        self.tool = str(state["tool"])
+        self.deadline = _time(state.get("deadline"))
+        self.policy: RetryPolicy = RetryPolicy()
+        self.config: Remote | None = None
+        self.proto: RemoteProtocol | None = None
+
+    def bind(
+        self,
+        config: Remote,
+        clients: Clients,
+        arguments: Mapping[str, Any],
+        retry: RetryPolicy | None,
+    ) -> None:
+        self.config = config
+        self.policy = retry or config.retry
+        left = None
+        if self.deadline is not None:
+            left = max((self.deadline - clock.now()).total_seconds(), 0.001)
+        transport = Transport(config, clients.get(), self.tool)
+        self.proto = PROTOCOLS[config.protocol](config, transport, self.tool, arguments, left)
+
+    # --- the decision cycle ----------------------------------------------------------------------
+
+    async def run(self) -> Any:
+        proto = self.proto
+        assert proto is not None  # noqa: S101 — bound before run
+        if self.ctx.cancel_requested:
+            await self._cancel(proto)
+        if self._take_answers():
+            self._save()
+            await self.ctx._flush()  # an answer is recorded before it is sent
+        now = clock.now()
+        retry_at = _time(self.state.get("retry_at"))
+        if retry_at is not None and now < retry_at:
+            raise self._park(retry_at)
+        if self.deadline is not None and now >= self.deadline:
+            await self._time_out(proto)
+        created_now = False
+        if self.state.get("task") is None:
+            created = await self._attempt(lambda: self._create(proto))
+            if created.task is None:
+                return await self._end(proto, created.snapshot)
+            self.state["task"] = created.task
+            self.state["poll_ms"] = created.snapshot.poll_ms
+            self._save()
+            self.ctx._buf.events.append({"type": "remote_task", "data": self._about()})
+            await self.ctx._flush()  # the task id is durable before the first poll
+            created_now = True
+        task = str(self.state["task"])
+        forwarded = await self._forward(proto, task)
+        next_poll = _time(self.state.get("next_poll"))
+        if not (created_now or forwarded) and next_poll is not None and now < next_poll:
+            raise self._park(next_poll)
+        snapshot = await self._attempt(lambda: self._poll(proto, task))
+        if snapshot.ended:
+            return await self._end(proto, snapshot)
+        self._update_asks(snapshot)
+        assert self.config is not None  # noqa: S101 — bound before run
+        delay = self.config.poll_delay(snapshot.poll_ms)
+        wake = clock.now() + timedelta(seconds=delay)
+        self.state["poll_ms"] = snapshot.poll_ms
+        self.state["next_poll"] = wake.isoformat()
+        raise self._park(wake)
+
+    async def _create(self, proto: RemoteProtocol) -> Created:
+        await self.ctx._landed()  # the create happens once every earlier write has committed
+        point = f"{RECORD_KIND}:{self.label}"
+        await self._probe(point, "before")
+        created = await proto.create(str(self.state["key"]))
+        await self._probe(point, "after")
+        return created
+
+    async def _poll(self, proto: RemoteProtocol, task: str) -> Snapshot:
+        point = f"{RECORD_KIND}:{self.label}:poll"
+        await self._probe(point, "before")
+        snapshot = await proto.poll(task)
+        await self._probe(point, "after")
+        return snapshot
+
+    async def _probe(self, point: str, edge: Any) -> None:
+        if self.ctx._probe is not None:
+            await self.ctx._probe_at(point, edge)
+
+    async def _attempt(self, op: Callable[[], Awaitable[T]]) -> T:
+        """Run one request of the protocol: a transient failure parks the call for its backoff
+        (or ends it `RemoteUnavailable` once the tries are spent); a refusal ends it."""
+        try:
+            value = await op()
+        except Transient as exc:
+            raise await self._backoff(exc) from exc
+        except RemoteError as exc:
+            await self.fail(exc)
+        self.state["failures"] = 0
+        self.state.pop("retry_at", None)
+        return value
+
+    async def _backoff(self, exc: Exception) -> BaseException:
+        """The Park of the call's next try after a transient failure; or, once the tries are
+        spent (or the next would pass the deadline), the call ends RemoteUnavailable."""
+        failures = int(self.state.get("failures", 0)) + 1
+        wake = clock.now() + timedelta(seconds=self.policy.delay(failures))
+        passes = self.deadline is not None and wake >= self.deadline
+        if self.policy.allows_another(failures) and not passes:
+            self.state["failures"] = failures
+            self.state["retry_at"] = wake.isoformat()
+            return self._park(wake)
+        unavailable = RemoteUnavailable(
+            f"remote {self.remote!r} stayed unreachable after {failures} tries: {exc}",
+            remote=self.remote,
+            tool=self.tool,
+        )
+        return await self.fail(unavailable)
+
+    # --- questions and answers -------------------------------------------------------------------
+
+    def _spec(self, ask: Mapping[str, Any]) -> RemoteInput:
+        return RemoteInput(
+            str(ask["name"]),
+            ask.get("message") or None,
+            schema=ask.get("schema") or {},
+            remote=self.remote,
+            tool=self.tool,
+        )
+
+    def _take_answers(self) -> bool:
+        """Move the answers delivered to this call's open questions into its record."""
+        taken = False
+        for ask in self.state["asks"]:
+            if not ask.get("open") or ask.get("answer") is not None:
+                continue
+            sig = self.ctx._take_signal(self._spec(ask), int(ask["n"]))
+            if sig is not None:
+                ask["answer"] = {"payload": sig.payload, "by": sig.by}
+                self.ctx._buf.consumed.append({"id": sig.id, "seq": self.seq})
+                taken = True
+        return taken
+
+    async def _forward(self, proto: RemoteProtocol, task: str) -> bool:
+        """Send the recorded answers not sent yet (one tasks/update); whether it sent any."""
+        unsent = [a for a in self.state["asks"] if a.get("answer") and not a.get("sent")]
+        if not unsent:
+            return False
+        await self.ctx._landed()
+        answers = {str(a["key"]): a["answer"]["payload"] for a in unsent}
+        await self._attempt(lambda: proto.answer(task, answers))
+        for ask in unsent:
+            ask["sent"] = True
+        keys = [self._key(a) for a in unsent]
+        self.ctx._buf.events.append(
+            {"type": "remote_answered", "data": {**self._about(), "keys": keys}}
+        )
+        self._save()
+        return True
+
+    def _update_asks(self, snapshot: Snapshot) -> None:
+        """Open a wait for each question the remote asks now that it did not ask before; a
+        question it no longer asks is closed."""
+        asking = {a.key: a for a in snapshot.asks} if snapshot.status == "input_required" else {}
+        known = {str(a["key"]) for a in self.state["asks"]}
+        for ask in self.state["asks"]:
+            ask["open"] = ask["key"] in asking
+        opened = clock.now().isoformat()
+        for key, ask in asking.items():
+            if key in known:
+                continue
+            number = len(self.state["asks"]) + 1
+            self.state["asks"].append(
+                {
+                    "key": key,
+                    "name": f"{self.label}#{self.seq}.{number}",
+                    "n": self.ctx.park_event_id(),
+                    "opened": opened,
+                    "message": ask.message,
+                    "schema": dict(ask.schema),
+                    "open": True,
+                    "answer": None,
+                    "sent": False,
+                }
+            )
+
+    def _key(self, ask: Mapping[str, Any]) -> str:
+        return waits.make_key(self.ctx.execution_id, WAIT_KIND, str(ask["name"]), int(ask["n"]))
+
+    def _descriptors(self) -> list[dict[str, Any]]:
+        deadline = self.deadline.isoformat() if self.deadline is not None else None
+        return [
+            self._spec(ask).descriptor(self._key(ask), str(ask["opened"]), deadline)
+            for ask in self.state["asks"]
+            if ask.get("open") and ask.get("answer") is None
+        ]
+
+    # --- endings ---------------------------------------------------------------------------------
+
+    def _save(self) -> None:
+        self.ctx._record(self.seq, RECORD_KIND, self.label, self.state, done=False)
+
+    def _park(self, wake: datetime) -> Park:
+        if self.deadline is not None:
+            wake = min(wake, self.deadline)
+        self._save()
+        return Park(self._descriptors(), wake, status="waiting")
+
+    def _about(self) -> dict[str, Any]:
+        return {"seq": self.seq, "remote": self.remote, "tool": self.tool}
+
+    async def _end(self, proto: RemoteProtocol, snapshot: Snapshot) -> Any:
+        try:
+            value = proto.outcome(snapshot)
+        except RemoteError as exc:
+            await self.fail(exc)
+        self.ctx._record(self.seq, RECORD_KIND, self.label, {"value": value})
+        metrics.remote_call_ended(self.remote, "completed")
+        await self.ctx._flush()
+        return value
+
+    async def fail(self, exc: RemoteError) -> NoReturn:
+        """Record `exc` as the call's ending and raise it."""
+        self.ctx._record(self.seq, RECORD_KIND, self.label, {"error": as_record(exc)})
+        self.ctx._mark_failure(self.seq)
+        metrics.remote_call_ended(self.remote, type(exc).__name__)
+        await self.ctx._flush()
+        raise exc
+
+    async def _time_out(self, proto: RemoteProtocol) -> NoReturn:
+        """The call's timeout passed: the task is cancelled (one try, noted), the call fails."""
+        task = self.state.get("task")
+        if task is not None:
+            await self._send_cancel(proto, str(task), "timeout")
+        await self.fail(
+            RemoteTimeout(
+                f"remote {self.remote!r} did not finish {self.tool!r} in time",
+                remote=self.remote,
+                tool=self.tool,
+            )
+        )
+
+    async def _cancel(self, proto: RemoteProtocol) -> NoReturn:
+        """The run is cancelled: the remote task is cancelled once (the request recorded first,
+        the remote's reply noted in the history), then the run ends cancelled."""
+        task = self.state.get("task")
+        if task is not None and self.state.get("cancel") != "done":
+            if self.state.get("cancel") is None:
+                self.state["cancel"] = "requested"
+                self._save()
+                await self.ctx._flush()
+            try:
+                await self._send_cancel(proto, str(task), "cancelled", transient=True)
+            except Transient as exc:
+                raise await self._backoff_cancel(proto, str(task), exc) from exc
+        raise CancelledRun()
+
+    async def _backoff_cancel(
+        self, proto: RemoteProtocol, task: str, exc: Transient
+    ) -> BaseException:
+        failures = int(self.state.get("failures", 0)) + 1
+        if self.policy.allows_another(failures):
+            wake = clock.now() + timedelta(seconds=self.policy.delay(failures))
+            self.state["failures"] = failures
+            self.state["retry_at"] = wake.isoformat()
+            self._save()
+            return Park([], wake, status="waiting")
+        self._noted_cancel("cancelled", {"outcome": "unreachable", "error": str(exc)})
+        return CancelledRun()
+
+    async def _send_cancel(
+        self, proto: RemoteProtocol, task: str, reason: str, *, transient: bool = False
+    ) -> None:
+        """Send tasks/cancel once and note the reply; `transient`: a transport failure is
+        raised (to be retried) instead of noted."""
+        await self.ctx._landed()
+        try:
+            await proto.cancel(task)
+            reply: dict[str, Any] = {"outcome": "acknowledged"}
+        except Transient as exc:
+            if transient:
+                raise
+            reply = {"outcome": "unreachable", "error": str(exc)}
+        except RemoteTaskLost as exc:
+            reply = {"outcome": "unknown_task", "error": str(exc)}
+        except RemoteError as exc:
+            reply = {"outcome": "refused", "error": str(exc)}
+            code = getattr(exc, "code", None)
+            if code is not None:
+                reply["code"] = code
+        self._noted_cancel(reason, reply)
+
+    def _noted_cancel(self, reason: str, reply: dict[str, Any]) -> None:
+        self.state["cancel"] = "done"
+        self._save()
+        event = {**self._about(), "reason": reason, **reply}
+        self.ctx._buf.events.append({"type": "remote_cancel", "data": event})
+        metrics.remote_call_ended(self.remote, f"cancel_{reply['outcome']}")

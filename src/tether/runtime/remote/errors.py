@@ -1,0 +1,178 @@
+"""What a remote tool call raises in workflow code, and how each ending is recorded.
+
+    RemoteError               the call did not return the tool's result
+     ├── RemoteToolError      the tool ran and reported an error (`isError`); `.result`
+     ├── RemoteProtocolError  a JSON-RPC error, a refused request (HTTP 4xx), or a `failed`
+     │                        task; `.code`, `.data`
+     ├── RemoteTaskLost       the remote no longer knows the task (expired, purged, lost)
+     ├── RemoteCancelled      the remote's task ended `cancelled` (cancelled on its side)
+     ├── RemoteTimeout        the call's `timeout` passed (also a `TimeoutError`)
+     ├── RemoteUnavailable    the remote stayed unreachable (transport errors, HTTP 5xx)
+     │                        through the call's retries
+     └── UnknownRemote        no remote of that name is configured
+
+Each is recorded as the call's result (`as_record`) and raised again the same way on every
+replay (`from_record`). `Transient` is internal: a failure worth retrying, which the call's
+driver turns into a durable backoff and, once the retries are spent, `RemoteUnavailable`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Final
+
+
+class RemoteError(Exception):
+    """A remote tool call ended without the tool's result.
+
+    Raised by [`Context.call_tool`][tether.Context.call_tool] (its subclasses say why), the
+    same way on the first run and on every replay. Uncaught, it fails the run.
+
+    Args:
+        message: What happened, in words.
+        remote: The remote's name, as the app configures it.
+        tool: The tool that was called.
+
+    Attributes:
+        remote: The remote's name, as the app configures it.
+        tool: The tool that was called.
+    """
+
+    def __init__(self, message: str, *, remote: str = "", tool: str = "") -> None:
+        super().__init__(message)
+        self.remote = remote
+        self.tool = tool
+
+    def extra(self) -> dict[str, Any]:
+        """The fields a subclass records beside the message."""
+        return {}
+
+
+class RemoteToolError(RemoteError):
+    """The remote tool ran and reported an error: its result had `isError: true`.
+
+    A business failure of the tool, not a fault of the remote: retrying the same call is
+    unlikely to help.
+
+    Args:
+        message: The tool's error text.
+        remote: The remote's name.
+        tool: The tool that was called.
+        result: The tool's whole result (`content`, `structuredContent`, `isError`).
+
+    Attributes:
+        result: The tool's whole result (`content`, `structuredContent`, `isError`).
+    """
+
+    def __init__(
+        self, message: str, *, remote: str = "", tool: str = "", result: Any = None
+    ) -> None:
+        super().__init__(message, remote=remote, tool=tool)
+        self.result = result
+
+    def extra(self) -> dict[str, Any]:
+        return {"result": self.result}
+
+
+class RemoteProtocolError(RemoteError):
+    """The remote answered with a JSON-RPC error, refused the request, or its task `failed`.
+
+    Args:
+        message: The error's message.
+        remote: The remote's name.
+        tool: The tool that was called.
+        code: The JSON-RPC error code (None when the remote refused the request without one:
+            an HTTP 4xx, or a body that is not a JSON-RPC response).
+        data: The error's `data`, if any.
+
+    Attributes:
+        code: The JSON-RPC error code, or None.
+        data: The error's `data`, if any.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        remote: str = "",
+        tool: str = "",
+        code: int | None = None,
+        data: Any = None,
+    ) -> None:
+        super().__init__(message, remote=remote, tool=tool)
+        self.code = code
+        self.data = data
+
+    def extra(self) -> dict[str, Any]:
+        return {"code": self.code, "data": self.data}
+
+
+class RemoteTaskLost(RemoteError):
+    """The remote no longer knows the call's task: it expired, was purged, or the remote
+    lost it (a restart of a remote that keeps tasks in memory)."""
+
+
+class RemoteCancelled(RemoteError):
+    """The remote's task ended `cancelled`: cancelled on the remote's side, not by this run."""
+
+
+class RemoteTimeout(RemoteError, TimeoutError):
+    """The call's `timeout` passed before the remote's task ended; the task was cancelled."""
+
+
+class RemoteUnavailable(RemoteError):
+    """The remote could not be reached (transport errors, HTTP 5xx or 429) through every
+    retry the call allows."""
+
+
+class UnknownRemote(RemoteError):
+    """No remote of that name is configured (`App.remote`, or `TETHER_REMOTES`)."""
+
+
+class Transient(Exception):
+    """A failure worth retrying: the request may not have arrived, or the remote could not
+    serve it now (a transport error, HTTP 5xx or 429). Internal to the remote layer."""
+
+
+_BY_TYPE: Final[Mapping[str, type[RemoteError]]] = MappingProxyType(
+    {
+        cls.__name__: cls
+        for cls in (
+            RemoteError,
+            RemoteToolError,
+            RemoteProtocolError,
+            RemoteTaskLost,
+            RemoteCancelled,
+            RemoteTimeout,
+            RemoteUnavailable,
+            UnknownRemote,
+        )
+    }
+)
+
+
+def as_record(exc: RemoteError) -> dict[str, Any]:
+    """The error as the call's record keeps it (JSON)."""
+    return {
+        "type": type(exc).__name__,
+        "message": str(exc),
+        "remote": exc.remote,
+        "tool": exc.tool,
+        **exc.extra(),
+    }
+
+
+def from_record(record: Mapping[str, Any]) -> RemoteError:
+    """The error a recorded ending raises again (an unknown type reads as `RemoteError`)."""
+    cls = _BY_TYPE.get(str(record.get("type")), RemoteError)
+    fields = {"remote": str(record.get("remote", "")), "tool": str(record.get("tool", ""))}
+    message = str(record.get("message", ""))
+    if cls is RemoteToolError:
+        return RemoteToolError(message, result=record.get("result"), **fields)
+    if cls is RemoteProtocolError:
+        code = record.get("code")
+        return RemoteProtocolError(
+            message, code=code if isinstance(code, int) else None, data=record.get("data"), **fields
+        )
+    return cls(message, **fields)

@@ -1,0 +1,284 @@
+"""JSON-RPC over MCP's Streamable HTTP, for remote calls: one POST per request, the answer read
+as JSON or from the request's SSE stream.
+
+Failures are told apart here, once, for every protocol built on it: a transport error (the
+request may not have arrived: connect, read or write failed or timed out), HTTP 5xx, 408 and
+429 raise `Transient` (worth retrying); any other refusal (HTTP 4xx, a JSON-RPC error, a body
+that is not a JSON-RPC response) raises `RemoteProtocolError` with the JSON-RPC code when
+there is one. Nothing of httpx escapes (`_TRANSPORT_ERRORS`).
+
+Each request is a client span (`tether.remote <method>`) whose W3C `traceparent` goes to the
+remote in the header and in `_meta`, and one sample of `tether_remote_requests_total` and
+`tether_remote_request_duration_seconds`. The bearer token is read from the remote's
+`token_env` when the request is sent; it is never logged, recorded or put in an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import itertools
+import os
+import re
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+import httpx
+import orjson
+from opentelemetry.trace import SpanKind
+
+from tether.observability import metrics, tracing
+from tether.runtime.remote import spec
+from tether.runtime.remote.errors import RemoteError, RemoteProtocolError, Transient
+
+if TYPE_CHECKING:
+    from tether.runtime.remote.config import Remote
+
+#: The largest response body read from a remote (a bigger one is refused, not buffered).
+MAX_RESPONSE_BYTES: Final = 16 * 1024 * 1024
+_RETRY_STATUSES: Final = frozenset({408, 429})
+_UNSAFE_HEADER: Final = re.compile(r"[^\x20-\x7e]")
+_CONNECT_TIMEOUT_S: Final = 10.0
+_ids: Final = itertools.count(1)
+#: Who is calling, as the remote's logs see it (`clientInfo`).
+CLIENT_INFO: Final = {"name": "tether-remote-call", "version": "1"}
+
+#: httpx's failures, as this layer reads them (the first matching class wins).
+_TRANSPORT_ERRORS: Final[tuple[tuple[type[httpx.HTTPError], type[Exception]], ...]] = (
+    (httpx.UnsupportedProtocol, RemoteProtocolError),  # a URL it cannot speak: never retried
+    (httpx.TransportError, Transient),  # connect/read/write failures and timeouts
+    (httpx.HTTPError, RemoteProtocolError),  # decoding errors, redirect loops
+)
+
+
+@contextlib.contextmanager
+def _translated(remote: str, tool: str) -> Iterator[None]:
+    """httpx's errors as ours (`_TRANSPORT_ERRORS`), the message naming the failure only."""
+    try:
+        yield
+    except httpx.HTTPError as exc:
+        ours = next(cls for kind, cls in _TRANSPORT_ERRORS if isinstance(exc, kind))
+        message = f"{type(exc).__name__} talking to remote {remote!r}"
+        if ours is Transient:
+            raise Transient(message) from exc
+        raise RemoteProtocolError(message, remote=remote, tool=tool) from exc
+
+
+class Clients:
+    """The process's HTTP client for remote calls (one connection pool), made on first use in
+    the running event loop; `aclose` closes it (the runtime does, when it stops)."""
+
+    def __init__(self) -> None:
+        self._client: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def get(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client.is_closed or self._loop is not loop:
+            self._client = httpx.AsyncClient(
+                limits=httpx.Limits(max_connections=100, max_keepalive_connections=50),
+                timeout=httpx.Timeout(30.0, connect=_CONNECT_TIMEOUT_S),
+                follow_redirects=False,
+            )
+            self._loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        client, self._client, self._loop = self._client, None, None
+        if client is not None and not client.is_closed:
+            await client.aclose()
+
+
+def header_value(value: str) -> str:
+    """`value` as an `Mcp-Name` header carries it: as is when plain, else the Base64 sentinel
+    (non-ASCII or control characters, surrounding blanks, or a value shaped like one)."""
+    plain = (
+        not _UNSAFE_HEADER.search(value)
+        and value == value.strip(" \t")
+        and not (value.startswith(spec.BASE64_PREFIX) and value.endswith(spec.BASE64_SUFFIX))
+    )
+    if plain:
+        return value
+    encoded = base64.b64encode(value.encode("utf-8")).decode("ascii")
+    return f"{spec.BASE64_PREFIX}{encoded}{spec.BASE64_SUFFIX}"
+
+
+def bearer(remote: Remote) -> dict[str, str]:
+    """The Authorization header from the remote's `token_env`, read now (empty without one).
+
+    Raises:
+        RemoteError: the variable is not set (named; its value never shown).
+    """
+    if remote.token_env is None:
+        return {}
+    token = os.environ.get(remote.token_env, "").strip()
+    if not token:
+        raise RemoteError(
+            f"the environment variable {remote.token_env} that holds remote "
+            f"{remote.name!r}'s token is not set",
+            remote=remote.name,
+        )
+    return {"authorization": f"Bearer {token}"}
+
+
+@dataclass(frozen=True)
+class Rpc:
+    """One JSON-RPC request to a remote: its method, params and routing name."""
+
+    method: str
+    params: Mapping[str, Any]
+    name: str | None = None  # the `Mcp-Name` header (a tool's name, a task's id)
+    capabilities: Mapping[str, Any] | None = None
+    headers: Mapping[str, str] | None = None
+    timeout_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Transport:
+    """Requests to one remote for one tool call."""
+
+    remote: Remote
+    client: httpx.AsyncClient
+    tool: str
+
+    async def request(self, rpc: Rpc) -> dict[str, Any]:
+        """Send `rpc`; return the JSON-RPC result object.
+
+        Raises:
+            Transient: worth retrying (module docstring).
+            RemoteProtocolError: refused; `.code` is the JSON-RPC code when there is one.
+            RemoteError: the remote's token variable is not set.
+        """
+        began = time.perf_counter()
+        outcome = "transport"
+        try:
+            with tracing.span(
+                f"tether.remote {rpc.method}",
+                kind=SpanKind.CLIENT,
+                attributes={
+                    "rpc.system": "jsonrpc",
+                    "rpc.method": rpc.method,
+                    "tether.remote": self.remote.name,
+                    "tether.remote.tool": self.tool,
+                },
+            ) as span:
+                result, outcome = await self._send(rpc)
+                tracing.outcome(span, outcome, error=outcome != "ok")
+                return result
+        except RemoteProtocolError as exc:
+            outcome = "rpc_error" if exc.code is not None else "refused"
+            raise
+        finally:
+            metrics.remote_request(
+                self.remote.name, rpc.method, outcome, time.perf_counter() - began
+            )
+
+    async def _send(self, rpc: Rpc) -> tuple[dict[str, Any], str]:
+        request_id = f"tether-{next(_ids)}"
+        meta: dict[str, Any] = {
+            spec.META_PROTOCOL_VERSION: spec.VERSION,
+            spec.META_CLIENT_CAPABILITIES: dict(rpc.capabilities or {}),
+            spec.META_CLIENT_INFO: CLIENT_INFO,
+        }
+        headers = {
+            **self.remote.headers,
+            **bearer(self.remote),
+            "content-type": spec.JSON,
+            "accept": f"{spec.JSON}, {spec.SSE}",
+            spec.H_PROTOCOL_VERSION: spec.VERSION,
+            spec.H_METHOD: rpc.method,
+            **(rpc.headers or {}),
+        }
+        if rpc.name is not None:
+            headers[spec.H_NAME] = header_value(rpc.name)
+        traceparent = tracing.current_traceparent()
+        if traceparent is not None:
+            headers[spec.META_TRACEPARENT] = traceparent
+            meta[spec.META_TRACEPARENT] = traceparent
+        body = orjson.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "method": rpc.method,
+                "params": {**rpc.params, "_meta": meta},
+            }
+        )
+        read = rpc.timeout_s if rpc.timeout_s is not None else self.remote.request_timeout_s
+        timeout = httpx.Timeout(read, connect=min(read, _CONNECT_TIMEOUT_S))
+        with _translated(self.remote.name, self.tool):
+            async with self.client.stream(
+                "POST", self.remote.url, content=body, headers=headers, timeout=timeout
+            ) as response:
+                status = response.status_code
+                if status >= 500 or status in _RETRY_STATUSES:
+                    raise Transient(f"remote {self.remote.name!r} answered HTTP {status}")
+                kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+                raw = await _read_capped(response.aiter_bytes())
+        message = self._message(raw, kind, request_id, status)
+        if "error" in message:
+            raise self._rpc_error(message["error"], status)
+        result = message.get("result")
+        if not isinstance(result, dict) or not 200 <= status < 300:
+            raise self._refused(f"HTTP {status} without a JSON-RPC result")
+        return result, "ok"
+
+    def _message(self, raw: bytes, kind: str, request_id: str, status: int) -> dict[str, Any]:
+        """The JSON-RPC response to `request_id` in the body (JSON, or an SSE stream)."""
+        try:
+            if kind == spec.SSE:
+                found = _sse_response(raw, request_id)
+            else:
+                found = orjson.loads(raw) if raw else None
+        except orjson.JSONDecodeError:
+            found = None
+        if not isinstance(found, dict) or ("result" not in found and "error" not in found):
+            raise self._refused(f"HTTP {status} without a JSON-RPC response")
+        return found
+
+    def _rpc_error(self, error: Any, status: int) -> RemoteProtocolError:
+        err = error if isinstance(error, dict) else {}
+        code = err.get("code")
+        code = code if isinstance(code, int) and not isinstance(code, bool) else None
+        message = str(err.get("message") or f"HTTP {status}")
+        return RemoteProtocolError(
+            message, remote=self.remote.name, tool=self.tool, code=code, data=err.get("data")
+        )
+
+    def _refused(self, why: str) -> RemoteProtocolError:
+        return RemoteProtocolError(
+            f"remote {self.remote.name!r} refused the request: {why}",
+            remote=self.remote.name,
+            tool=self.tool,
+        )
+
+
+async def _read_capped(chunks: AsyncIterator[bytes]) -> bytes:
+    """The body, refused once it passes MAX_RESPONSE_BYTES (never buffered past it)."""
+    out = bytearray()
+    async for chunk in chunks:
+        out += chunk
+        if len(out) > MAX_RESPONSE_BYTES:
+            raise RemoteProtocolError(f"the response is larger than {MAX_RESPONSE_BYTES} bytes")
+    return bytes(out)
+
+
+def _sse_response(raw: bytes, request_id: str) -> Any:
+    """The JSON-RPC response to `request_id` among an SSE stream's events (notifications and
+    responses to other ids are skipped); None when there is none."""
+    text = raw.decode("utf-8", errors="replace").replace("\r\n", "\n")
+    for event in text.split("\n\n"):
+        data = "\n".join(
+            line[5:].removeprefix(" ") for line in event.split("\n") if line.startswith("data:")
+        )
+        if not data:
+            continue
+        try:
+            message = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(message, dict) and message.get("id") == request_id:
+            return message
+    return None

@@ -1,0 +1,113 @@
+"""Remotes for the remote-task tests: a second Tether server on a database of its own (it can
+be stopped and started again on the same port), a FastMCP tasks server, and readers of what
+the remote holds (its runs, one per task)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+import uvicorn
+
+from tether.app import create_app
+from tether.runtime.operations import Operations
+from tether.runtime.registry import App
+from tether.settings import Settings
+from tether.storage import pool
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextlib.asynccontextmanager
+async def uvicorn_at(asgi_app: Any, port: int) -> AsyncIterator[None]:
+    """Serve `asgi_app` on 127.0.0.1:`port` in this event loop until the block ends."""
+    server = uvicorn.Server(
+        uvicorn.Config(asgi_app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
+    task = asyncio.create_task(server.serve())
+    try:
+        async with asyncio.timeout(30):
+            while not server.started:
+                if task.done():
+                    task.result()
+                await asyncio.sleep(0.01)
+        yield
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 30)
+
+
+def tether_app(app: App, db_url: str, **settings: Any) -> Any:
+    defaults: dict[str, Any] = {
+        "database_url": db_url,
+        "poll_s": 0.05,
+        "poll_interval_ms": 100,
+        "janitor_interval_s": 3600.0,
+        "state_key": "test-key",
+    }
+    conf = Settings.model_validate({**defaults, **settings})
+    return create_app(app, conf, db_url)
+
+
+@dataclass
+class Peer:
+    """A remote Tether server: its URL, port and database (the test reads its runs there)."""
+
+    app: App
+    db_url: str
+    port: int
+    db: asyncpg.Pool
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    @property
+    def ops(self) -> Operations:
+        return Operations(self.db, self.app)
+
+    def serving(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """The server up for the block (again on the same port after a stop)."""
+        return uvicorn_at(tether_app(self.app, self.db_url), self.port)
+
+    async def runs(self, workflow: str) -> list[asyncpg.Record]:
+        """Every run of `workflow` on the remote: one per remote task it created."""
+        return list(
+            await self.db.fetch(
+                "SELECT id, status, cancel_requested FROM executions WHERE workflow = $1 "
+                "ORDER BY created_at",
+                workflow,
+            )
+        )
+
+    async def one_run(self, workflow: str, *, timeout: float = 10.0) -> str:
+        """The id of the single run of `workflow`, once it exists."""
+        async with asyncio.timeout(timeout):
+            while True:
+                found = await self.runs(workflow)
+                if found:
+                    assert len(found) == 1, found
+                    return str(found[0]["id"])
+                await asyncio.sleep(0.02)
+
+
+@contextlib.asynccontextmanager
+async def peer(app: App, db_url: str) -> AsyncIterator[Peer]:
+    """A second Tether server for `app` on `db_url`, serving for the block."""
+    db = await pool.create_pool(db_url, min_size=1, max_size=4)
+    try:
+        found = Peer(app, db_url, free_port(), db)
+        async with found.serving():
+            yield found
+    finally:
+        await db.close()

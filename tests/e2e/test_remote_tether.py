@@ -1,0 +1,145 @@
+"""A workflow drives another Tether server's task, durably, over loopback HTTP: both servers
+are real, each on its own database, and every check of "exactly one remote task" reads the
+remote's database."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncpg
+import pytest
+from pydantic import BaseModel
+
+from tests.apps import remote_tools
+from tests.e2e.conftest import serve
+from tests.e2e.remotes import Peer, peer
+from tests.mcp_client import McpClient
+from tether.runtime.context import Context
+from tether.runtime.operations import Operations
+from tether.runtime.policy import RetryPolicy
+from tether.runtime.registry import App
+from tether.runtime.remote.errors import RemoteError
+from tether.testing.databases import Databases
+
+pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
+
+TIMEOUT = 30
+
+
+class Call(BaseModel):
+    tool: str
+    arguments: dict[str, Any] = {}
+    timeout: float | None = None
+
+
+#: Fast retries: a remote that is down is tried again every few tenths of a second.
+FAST = RetryPolicy(max_attempts=60, initial_interval=0.05, max_interval=0.3)
+
+
+def requester(url: str) -> App:
+    """Our side: `relay` calls the remote tool its input names and returns the value, or
+    the error's type and fields."""
+    app = App("requester")
+    app.remote("peer", url=url, poll_min=0.05, retry=FAST)
+
+    @app.workflow(mcp=True)
+    async def relay(ctx: Context, call: Call) -> dict[str, Any]:
+        try:
+            value = await ctx.call_tool("peer", call.tool, call.arguments, timeout=call.timeout)
+        except RemoteError as exc:
+            return {"error": type(exc).__name__, "message": str(exc), **exc.extra()}
+        return {"value": value}
+
+    return app
+
+
+@pytest.fixture
+async def remote(tether_databases: Databases) -> AsyncIterator[Peer]:
+    url = await tether_databases.create()
+    try:
+        async with peer(remote_tools.app, url) as found:
+            yield found
+    finally:
+        await tether_databases.drop(url)
+
+
+async def _relay(ops: Operations, tool: str, **arguments: Any) -> str:
+    started = await ops.start("relay", {"tool": tool, "arguments": arguments})
+    return started.execution.id
+
+
+async def _ended(ops: Operations, run: str) -> Any:
+    view = await ops.wait_for_end(run, timeout=TIMEOUT)
+    assert view.current.status == "completed", (view.current.status, view.current.error)
+    return view.current.output
+
+
+async def test_a_remote_tool_returns_its_structured_result_from_one_remote_task(
+    remote: Peer, db_url: str, db: asyncpg.Pool
+) -> None:
+    """Our choice: the value is the remote result's structuredContent; one run on the remote."""
+    app = requester(remote.url)
+    ops = Operations(db, app)
+    async with asyncio.timeout(TIMEOUT), serve(app, db_url):
+        run = await _relay(ops, "echo", text="hi")
+        assert await _ended(ops, run) == {"value": {"echo": "hi"}}
+    (only,) = await remote.runs("echo")
+    assert only["status"] == "completed"
+    events = [e.type for e in await ops.history(run)]
+    assert events.count("remote_task") == 1
+
+
+async def test_a_remote_tool_error_is_raised_as_a_tool_error(
+    remote: Peer, db_url: str, db: asyncpg.Pool
+) -> None:
+    """Spec (Tasks): a tool that ran and failed is `completed` + isError: RemoteToolError."""
+    app = requester(remote.url)
+    ops = Operations(db, app)
+    async with asyncio.timeout(TIMEOUT), serve(app, db_url):
+        out = await _ended(ops, await _relay(ops, "fail", text="no such file"))
+    assert out["error"] == "RemoteToolError"
+    assert "no such file" in out["message"]
+    assert out["result"]["isError"] is True
+
+
+async def test_a_failed_remote_task_is_raised_as_a_protocol_error_with_its_code(
+    remote: Peer, db_url: str, db: asyncpg.Pool
+) -> None:
+    """Spec (Tasks): `failed` carries a JSON-RPC error: RemoteProtocolError with its code."""
+    app = requester(remote.url)
+    ops = Operations(db, app)
+    async with asyncio.timeout(TIMEOUT), serve(app, db_url):
+        out = await _ended(ops, await _relay(ops, "refuse", text="over quota"))
+    assert out["error"] == "RemoteProtocolError"
+    assert out["code"] == remote_tools.REFUSAL_CODE
+    assert out["data"] == {"why": "refused"}
+
+
+async def test_a_remote_question_is_answered_by_a_person_through_our_task_update(
+    remote: Peer, db_url: str, db: asyncpg.Pool
+) -> None:
+    """The remote's input request shows on our task under our key; our tasks/update answers
+    it, the answer is forwarded once, and the remote finishes with it."""
+    app = requester(remote.url)
+    ops = Operations(db, app)
+    async with asyncio.timeout(TIMEOUT), serve(app, db_url) as url:
+        client = McpClient(url)
+        try:
+            run = await _relay(ops, "ask", question="Who are you?")
+            task = await client.wait_task(run, {"input_required"}, timeout=TIMEOUT)
+            ((key, request),) = task["inputRequests"].items()
+            assert key.startswith(f"{run}:remote_input:peer/ask#")
+            params = request["params"]
+            assert params["message"] == "Who are you?"
+            assert params["requestedSchema"]["properties"]["name"]["type"] == "string"
+            answer = {"action": "accept", "content": {"name": "Ada"}}
+            await client.result("tasks/update", {"taskId": run, "inputResponses": {key: answer}})
+            assert await _ended(ops, run) == {"value": {"greeting": "hello Ada"}}
+        finally:
+            await client.aclose()
+    (only,) = await remote.runs("ask")
+    assert only["status"] == "completed"
+    forwarded = [e for e in await ops.history(run) if e.type == "remote_answered"]
+    assert [e.data["keys"] for e in forwarded] == [[key]]
