@@ -61,12 +61,24 @@ def tether_app(app: App, db_url: str, **settings: Any) -> Any:
 
 @dataclass
 class Peer:
-    """A remote Tether server: its URL, port and database (the test reads its runs there)."""
+    """A remote Tether server: its URL, port and database (the test reads its runs there);
+    `stop` and `start` take it down and bring it back on the same port."""
 
     app: App
     db_url: str
     port: int
     db: asyncpg.Pool
+    _up: contextlib.AsyncExitStack | None = None
+
+    async def start(self) -> None:
+        stack = contextlib.AsyncExitStack()
+        await stack.enter_async_context(self.serving())
+        self._up = stack
+
+    async def stop(self) -> None:
+        stack, self._up = self._up, None
+        if stack is not None:
+            await stack.aclose()
 
     @property
     def url(self) -> str:
@@ -105,9 +117,10 @@ class Peer:
 async def peer(app: App, db_url: str) -> AsyncIterator[Peer]:
     """A second Tether server for `app` on `db_url`, serving for the block."""
     db = await pool.create_pool(db_url, min_size=1, max_size=4)
+    found = Peer(app, db_url, free_port(), db)
     try:
-        found = Peer(app, db_url, free_port(), db)
-        async with found.serving():
-            yield found
+        await found.start()
+        yield found
     finally:
+        await found.stop()
         await db.close()

@@ -143,3 +143,132 @@ async def test_a_remote_question_is_answered_by_a_person_through_our_task_update
     assert only["status"] == "completed"
     forwarded = [e for e in await ops.history(run) if e.type == "remote_answered"]
     assert [e.data["keys"] for e in forwarded] == [[key]]
+
+
+async def _parked(ops: Operations, run: str, *, kind: str | None = None) -> list[dict[str, Any]]:
+    """The run's open waits once it is parked on one (of `kind`), or parked at all."""
+    async with asyncio.timeout(TIMEOUT):
+        while True:
+            row = (await ops.get(run)).current
+            if row.status == "waiting" and (
+                kind is None or any(w["kind"] == kind for w in row.waits)
+            ):
+                return list(row.waits)
+            await asyncio.sleep(0.02)
+
+
+async def test_a_remote_that_asks_again_gets_a_new_key_answered_through_the_answer_tool(
+    remote: Peer, db_url: str, db: asyncpg.Pool
+) -> None:
+    """Spec (Tasks): keys are unique over a task's life; our second question has a new key,
+    and the answer tool answers it like tasks/update (by the wait's name)."""
+    app = requester(remote.url)
+    ops = Operations(db, app)
+    async with asyncio.timeout(TIMEOUT), serve(app, db_url) as url:
+        run = await _relay(ops, "ask", question="Name?", times=2)
+        (first,) = await _parked(ops, run, kind="remote_input")
+        await ops.answer(run, first["key"], {"name": "Ada"})
+        async with asyncio.timeout(TIMEOUT):
+            while True:
+                waits = await _parked(ops, run, kind="remote_input")
+                if waits[0]["key"] != first["key"]:
+                    break
+                await asyncio.sleep(0.02)
+        (second,) = waits
+        assert second["name"] != first["name"]
+        client = McpClient(url)
+        try:
+            body = await client.result(
+                "tools/call",
+                {
+                    "name": "answer_relay",
+                    "arguments": {
+                        "handle": run,
+                        "wait": second["name"],
+                        "response": {"name": "Bo"},
+                    },
+                },
+            )
+            assert body.get("isError") is not True, body
+        finally:
+            await client.aclose()
+        assert await _ended(ops, run) == {"value": {"greeting": "hello Ada and Bo"}}
+    forwarded = [e.data["keys"] for e in await ops.history(run) if e.type == "remote_answered"]
+    assert forwarded == [[first["key"]], [second["key"]]]
+
+
+async def test_cancelling_our_run_cancels_the_remote_task_once(
+    remote: Peer, db_url: str, db: asyncpg.Pool
+) -> None:
+    """Cancel travels: tasks/cancel reaches the remote (its run ends cancelled), is sent once,
+    and its acknowledgement is noted in our history."""
+    app = requester(remote.url)
+    ops = Operations(db, app)
+    async with asyncio.timeout(TIMEOUT), serve(app, db_url):
+        run = await _relay(ops, "hold", text="x")
+        theirs = await remote.one_run("hold")
+        await _parked(ops, run)
+        await ops.cancel(run, reason="changed my mind")
+        view = await ops.wait_for_end(run, timeout=TIMEOUT)
+        assert view.current.status == "cancelled"
+        ended = await remote.ops.wait_for_end(theirs, timeout=TIMEOUT)
+        assert ended.current.status == "cancelled"
+    notes = [e.data for e in await ops.history(run) if e.type == "remote_cancel"]
+    assert [(n["outcome"], n["reason"]) for n in notes] == [("acknowledged", "cancelled")]
+    assert len(await remote.runs("hold")) == 1
+
+
+async def test_a_remote_task_cancelled_on_its_side_raises_remote_cancelled(
+    remote: Peer, db_url: str, db: asyncpg.Pool
+) -> None:
+    """Spec (Tasks): a `cancelled` task ends the call with RemoteCancelled."""
+    app = requester(remote.url)
+    ops = Operations(db, app)
+    async with asyncio.timeout(TIMEOUT), serve(app, db_url):
+        run = await _relay(ops, "hold", text="x")
+        theirs = await remote.one_run("hold")
+        await _parked(ops, run)
+        await remote.ops.cancel(theirs)
+        out = await _ended(ops, run)
+    assert out["error"] == "RemoteCancelled"
+
+
+async def test_a_remote_restart_mid_task_is_waited_out_and_the_same_task_finishes(
+    remote: Peer, db_url: str, db: asyncpg.Pool
+) -> None:
+    """Transport errors while the remote is down are retried with backoff; once it is back,
+    polling resumes on the same task, and the remote holds one run."""
+    app = requester(remote.url)
+    ops = Operations(db, app)
+    async with asyncio.timeout(TIMEOUT), serve(app, db_url):
+        run = await _relay(ops, "hold", text="restart")
+        theirs = await remote.one_run("hold")
+        await _parked(ops, run)
+        await remote.stop()
+        async with asyncio.timeout(TIMEOUT):  # a poll failed: the call backs off
+            while True:
+                (record,) = [s for s in await ops.steps(run) if s.kind == "remote"]
+                if record.result.get("failures", 0) >= 1:
+                    break
+                await asyncio.sleep(0.02)
+        await remote.start()
+        await remote.ops.signal(theirs, "release")
+        assert await _ended(ops, run) == {"value": {"released": "restart"}}
+    assert len(await remote.runs("hold")) == 1
+
+
+async def test_a_call_past_its_timeout_cancels_the_remote_task_and_raises_remote_timeout(
+    remote: Peer, db_url: str, db: asyncpg.Pool
+) -> None:
+    """Our choice: a call's `timeout` bounds the whole call; the remote task is cancelled."""
+    app = requester(remote.url)
+    ops = Operations(db, app)
+    async with asyncio.timeout(TIMEOUT), serve(app, db_url):
+        started = await ops.start(
+            "relay", {"tool": "hold", "arguments": {"text": "slow"}, "timeout": 0.5}
+        )
+        out = await _ended(ops, started.execution.id)
+        assert out["error"] == "RemoteTimeout"
+        theirs = await remote.one_run("hold")
+        ended = await remote.ops.wait_for_end(theirs, timeout=TIMEOUT)
+        assert ended.current.status == "cancelled"

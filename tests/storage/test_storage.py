@@ -89,6 +89,10 @@ def test_queries_file_parses_into_the_expected_names() -> None:
         "set_clock_ahead",
         "wake_due_runs",
         "clock_outlook",
+        "schedule_remote_poll",
+        "claim_remote_polls",
+        "reschedule_remote_polls",
+        "drop_remote_polls",
     }
     assert set(queries.Q) == expected
     assert all(not sql.endswith(";") and not sql.startswith("--") for sql in queries.Q.values())

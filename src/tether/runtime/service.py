@@ -25,6 +25,7 @@ from tether.runtime.operations.storage_errors import storage_errors
 from tether.runtime.registry import App
 from tether.runtime.remote.config import Remote
 from tether.runtime.remote.implementations import PROTOCOLS
+from tether.runtime.remote.poller import RemotePoller
 from tether.runtime.scheduler import Scheduler, schedules
 from tether.runtime.worker import Worker, WorkerSettings
 from tether.storage import migrate, outbox, pool
@@ -43,13 +44,14 @@ class Runtime:
     scheduler: Scheduler | None = None
     reloader: DagReloader | None = None
     sender: Sender | None = None
+    poller: RemotePoller | None = None
 
     def stop(self) -> None:
         """Ask every loop to stop: workers hand their leases back, then the scheduler, the DAG
-        reloader, the notification sender and the listener end."""
+        reloader, the notification sender, the remote poller and the listener end."""
         for worker in self.workers:
             worker.stop()
-        for loop in (self.scheduler, self.reloader, self.sender):
+        for loop in (self.scheduler, self.reloader, self.sender, self.poller):
             if loop is not None:
                 loop.stop()
         self.listener.stop()
@@ -238,6 +240,10 @@ async def _running(
                 else None
             )
             _start_loops(tg, rt, app, admission.scheduler)
+            if workers and app.remotes:
+                poll_s = (worker_settings or WorkerSettings()).poll_s
+                rt.poller = RemotePoller(db, app.remotes, app.remote_clients, poll_s=poll_s)
+                tg.create_task(rt.poller.run(), name="tether-remote-poller")
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(10):
                     await listener.ready.wait()

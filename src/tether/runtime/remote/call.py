@@ -7,8 +7,10 @@ The record (kind `remote`) is written as the call goes, never ahead of the remot
    position (`idempotency_key`), so a create repeated after a crash asks for the same task
    (a remote that does not honour the key makes the create at-least-once). The task id is
    recorded, and that write committed, before the first poll.
-2. **poll**: `tasks/get` at once, then on durable timers: the run parks until the next poll
-   (the remote's `pollIntervalMs`, inside the remote's bounds) and no worker holds it.
+2. **poll**: `tasks/get` at once; then the run parks (no worker holds it) and the poll is
+   scheduled (`remote_polls`): the runtime's poller asks the remote when it is due (the
+   remote's `pollIntervalMs`, inside the remote's bounds) and wakes the run only when the task
+   changed. The run, woken, polls again itself and decides.
 3. **questions**: each question the remote asks opens a wait of kind `remote_input` on the
    run, under a key of its own that is never reused (`{run}:remote_input:{name}:{n}`, kept
    while the question is open). An answer is taken into the record, committed, then forwarded
@@ -48,6 +50,7 @@ from tether.runtime.remote.implementations import PROTOCOLS
 from tether.runtime.remote.protocol import Created, RemoteProtocol, Snapshot
 from tether.runtime.remote.transport import Clients, Transport
 from tether.runtime.signals import CancelledRun, Park
+from tether.storage import remote_polls
 
 if TYPE_CHECKING:
     from tether.runtime.context import Context
@@ -56,6 +59,9 @@ if TYPE_CHECKING:
 RECORD_KIND: Final = "remote"
 #: The kind of the waits a remote's questions open on the run.
 WAIT_KIND: Final = "remote_input"
+#: A parked call is replayed at least this long after its poll was due, even if no poller
+#: ran meanwhile (the poller wakes it as soon as its task changes).
+SAFETY_WAKE_S: Final = 300.0
 T = TypeVar("T")
 
 
@@ -191,7 +197,6 @@ class _Call:
             raise self._park(retry_at)
         if self.deadline is not None and now >= self.deadline:
             await self._time_out(proto)
-        created_now = False
         if self.state.get("task") is None:
             created = await self._attempt(lambda: self._create(proto))
             if created.task is None:
@@ -201,22 +206,19 @@ class _Call:
             self._save()
             self.ctx._buf.events.append({"type": "remote_task", "data": self._about()})
             await self.ctx._flush()  # the task id is durable before the first poll
-            created_now = True
         task = str(self.state["task"])
-        forwarded = await self._forward(proto, task)
-        next_poll = _time(self.state.get("next_poll"))
-        if not (created_now or forwarded) and next_poll is not None and now < next_poll:
-            raise self._park(next_poll)
+        await self._forward(proto, task)
+        # Woken (the poller saw a change, an answer came, the safety timer): look now.
         snapshot = await self._attempt(lambda: self._poll(proto, task))
         if snapshot.ended:
             return await self._end(proto, snapshot)
         self._update_asks(snapshot)
         assert self.config is not None  # noqa: S101 — bound before run
-        delay = self.config.poll_delay(snapshot.poll_ms)
-        wake = clock.now() + timedelta(seconds=delay)
+        due = clock.now() + timedelta(seconds=self.config.poll_delay(snapshot.poll_ms))
         self.state["poll_ms"] = snapshot.poll_ms
-        self.state["next_poll"] = wake.isoformat()
-        raise self._park(wake)
+        self.state["seen"] = snapshot.digest()
+        await self._schedule_poll(due)
+        raise self._park(due + timedelta(seconds=SAFETY_WAKE_S))
 
     async def _create(self, proto: RemoteProtocol) -> Created:
         await self.ctx._landed()  # the create happens once every earlier write has committed
@@ -232,6 +234,12 @@ class _Call:
         snapshot = await proto.poll(task)
         await self._probe(point, "after")
         return snapshot
+
+    async def _schedule_poll(self, due: datetime) -> None:
+        """Have the poller look at the task at `due` (a write of its own: the park follows;
+        should the poller look before the park commits, its wake-up still reaches the run)."""
+        async with self.ctx._io.acquire() as conn:
+            await remote_polls.schedule(conn, self.ctx.execution_id, self.seq, due)
 
     async def _probe(self, point: str, edge: Any) -> None:
         if self.ctx._probe is not None:

@@ -75,6 +75,11 @@ class Snapshot:
     def ended(self) -> bool:
         return self.status in ENDED
 
+    def digest(self) -> str:
+        """What a run parked on the task acts on: its status and the keys of its questions.
+        A poll whose snapshot has the same digest changes nothing for the run."""
+        return f"{self.status}:" + ",".join(sorted(a.key for a in self.asks))
+
 
 @dataclass(frozen=True)
 class Created:

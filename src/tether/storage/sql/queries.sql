@@ -955,3 +955,39 @@ SELECT tether_now() AS now,
                   OR (status = 'running' AND NOT (id || ':' || attempt) = ANY($1::text[])))
            AS busy,
        (SELECT min(wake_at) FROM executions WHERE wake_at > tether_now()) AS next_wake;
+
+-- name: schedule_remote_poll
+-- Poll the remote task of run $1's call $2 at $3 (runtime/remote: the call parks on it).
+INSERT INTO remote_polls (execution_id, seq, due_at) VALUES ($1, $2, $3)
+ON CONFLICT (execution_id, seq) DO UPDATE SET due_at = EXCLUDED.due_at;
+
+-- name: claim_remote_polls
+-- Take up to $1 due remote polls for $2 seconds (due again then, should the poller die), each
+-- with its call's record and its run's status.
+WITH due AS (
+    SELECT execution_id, seq FROM remote_polls
+    WHERE due_at <= tether_now()
+    ORDER BY due_at
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+), taken AS (
+    UPDATE remote_polls p SET due_at = tether_now() + make_interval(secs => $2)
+    FROM due WHERE p.execution_id = due.execution_id AND p.seq = due.seq
+    RETURNING p.execution_id, p.seq
+)
+SELECT t.execution_id, t.seq, e.status, s.kind, s.name, s.result, s.done
+FROM taken t
+JOIN executions e ON e.id = t.execution_id
+LEFT JOIN steps s ON s.execution_id = t.execution_id AND s.seq = t.seq;
+
+-- name: reschedule_remote_polls
+-- Polls due again: run $1[i]'s call $2[i] at now + $3[i] seconds.
+UPDATE remote_polls p SET due_at = tether_now() + make_interval(secs => v.after)
+FROM unnest($1::text[], $2::integer[], $3::double precision[]) AS v(execution_id, seq, after)
+WHERE p.execution_id = v.execution_id AND p.seq = v.seq;
+
+-- name: drop_remote_polls
+-- Polls no longer needed: run $1[i]'s call $2[i] (ended, or its run was woken to look).
+DELETE FROM remote_polls p
+USING unnest($1::text[], $2::integer[]) AS v(execution_id, seq)
+WHERE p.execution_id = v.execution_id AND p.seq = v.seq;
