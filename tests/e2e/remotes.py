@@ -7,8 +7,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -124,3 +127,50 @@ async def peer(app: App, db_url: str) -> AsyncIterator[Peer]:
     finally:
         await found.stop()
         await db.close()
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Process:
+    """A remote server in a process of its own (`python FILE PORT`), up on `port` while
+    `start` … `kill` (SIGKILL: a crash, nothing kept in memory survives)."""
+
+    script: str
+    port: int
+    logs: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    async def start(self) -> None:
+        with (self.logs / f"remote-{self.port}.log").open("ab") as log:
+            self.proc = subprocess.Popen(  # noqa: ASYNC220 — started, not waited for
+                [sys.executable, str(REPO / self.script), str(self.port)],
+                cwd=REPO,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        async with asyncio.timeout(30):
+            while True:
+                try:
+                    _, writer = await asyncio.open_connection("127.0.0.1", self.port)
+                except OSError:
+                    assert self.proc.poll() is None, self.log()
+                    await asyncio.sleep(0.05)
+                    continue
+                writer.close()
+                await writer.wait_closed()
+                return
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+    def log(self) -> str:
+        return (self.logs / f"remote-{self.port}.log").read_text("utf-8", errors="replace")
