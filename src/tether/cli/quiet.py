@@ -1,6 +1,7 @@
 """Logging for the command line: quiet by default, everything with `--verbose`.
 
 Quiet means: no pgserver INFO lines (it logs every initdb and pg_ctl call with its output), no
+httpx INFO lines (it logs every request; a worker polls remote tasks with it), no
 platformdirs `RuntimeDirWarning` (pgserver asks it for a lock path; it warns when
 XDG_RUNTIME_DIR is unset), and for the short commands (`runs`, `tokens`, `migrate`) only
 warnings and errors of our own.
@@ -15,7 +16,7 @@ from tether.observability import logs
 from tether.settings import Settings
 
 LONG_RUNNING = frozenset({"serve", "worker"})
-NOISY = ("pgserver", "asyncio")
+NOISY = ("pgserver", "asyncio", "httpx")
 
 
 def log_level(command: str, requested: str | None, verbose: bool) -> str:

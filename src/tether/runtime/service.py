@@ -241,8 +241,10 @@ async def _running(
             )
             _start_loops(tg, rt, app, admission.scheduler)
             if workers and app.remotes:
-                poll_s = (worker_settings or WorkerSettings()).poll_s
-                rt.poller = RemotePoller(db, app.remotes, app.remote_clients, poll_s=poll_s)
+                ws = worker_settings or WorkerSettings()
+                rt.poller = RemotePoller(
+                    db, app.remotes, app.remote_clients, poll_s=ws.poll_s, lease_s=ws.lease_s
+                )
                 tg.create_task(rt.poller.run(), name="tether-remote-poller")
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(10):

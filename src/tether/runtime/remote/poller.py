@@ -37,8 +37,6 @@ logger = logging.getLogger(__name__)
 #: Polls taken per claim, and how many remote requests are in flight at once.
 BATCH: Final = 64
 CONCURRENCY: Final = 32
-#: How long a taken poll is the poller's before it is due again (it died meanwhile).
-LEASE_S: Final = 30.0
 #: A poll of a run that is running now: looked at again after this many seconds.
 BUSY_AGAIN_S: Final = 1.0
 
@@ -63,11 +61,13 @@ class RemotePoller:
         clients: Clients,
         *,
         poll_s: float = 1.0,
+        lease_s: float = 30.0,
     ) -> None:
         self.db = db
         self.remotes = remotes
         self.clients = clients
         self.poll_s = poll_s
+        self.lease_s = lease_s  # a taken poll is due again after it (its poller died)
         self.polls = 0  # remote requests made, for tests and the benchmark
         self.wakes = 0
         self._stopping = asyncio.Event()
@@ -80,7 +80,7 @@ class RemotePoller:
         backoff = self.poll_s
         while not self._stopping.is_set():
             try:
-                due = await remote_polls.claim(self.db, BATCH, LEASE_S)
+                due = await remote_polls.claim(self.db, BATCH, self.lease_s)
                 if due:
                     await self._settle(due)
                 backoff = self.poll_s
