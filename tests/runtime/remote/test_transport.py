@@ -1,0 +1,191 @@
+"""JSON-RPC over Streamable HTTP to a remote, outbound calls scripted with respx: what each
+request carries (headers, `_meta`, the bearer token read when sent) and how each answer is
+read (JSON, an SSE stream) or told apart (transient vs refused). Spec: 2026-07-28
+Streamable HTTP (headers, the Base64 sentinel), JSON-RPC 2.0."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+import respx
+
+from tether.runtime.remote import spec
+from tether.runtime.remote.config import Remote
+from tether.runtime.remote.errors import RemoteError, RemoteProtocolError, Transient
+from tether.runtime.remote.transport import (
+    MAX_RESPONSE_BYTES,
+    Rpc,
+    Transport,
+    header_value,
+)
+
+URL = "http://remote.test/mcp"
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient() as http:
+        yield http
+
+
+def _transport(client: httpx.AsyncClient, **kwargs: Any) -> Transport:
+    return Transport(Remote("peer", URL, **kwargs), client, "tool")
+
+
+def _ok(request: httpx.Request) -> httpx.Response:
+    body = json.loads(request.content)
+    return httpx.Response(200, json={"jsonrpc": "2.0", "id": body["id"], "result": {"ok": 1}})
+
+
+async def test_a_request_carries_the_routing_headers_meta_and_the_token_read_when_sent(
+    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spec: MCP-Protocol-Version, Mcp-Method, Mcp-Name mirror the body; `_meta` carries the
+    version and capabilities. Ours: the bearer token comes from token_env at each request."""
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return _ok(request)
+
+    transport = _transport(client, token_env="PEER_TOKEN", headers={"X-Team": "a"})
+    with respx.mock(assert_all_called=True) as mock:
+        mock.post(URL).mock(side_effect=answer)
+        monkeypatch.setenv("PEER_TOKEN", "first")
+        rpc = Rpc("tasks/get", {"taskId": "tk é"}, name="tk é", capabilities={"x": {}})
+        assert await transport.request(rpc) == {"ok": 1}
+        monkeypatch.setenv("PEER_TOKEN", "second")
+        await transport.request(
+            Rpc("tools/call", {"name": "t"}, name="t", headers={"idempotency-key": "k"})
+        )
+    first, second = seen
+    assert first.headers["mcp-protocol-version"] == spec.VERSION
+    assert first.headers["mcp-method"] == "tasks/get"
+    assert first.headers["mcp-name"] == header_value("tk é") != "tk é"
+    assert first.headers["authorization"] == "Bearer first"
+    assert second.headers["authorization"] == "Bearer second"
+    assert second.headers["idempotency-key"] == "k"
+    assert first.headers["x-team"] == "a"
+    assert "application/json" in first.headers["accept"] and spec.SSE in first.headers["accept"]
+    meta = json.loads(first.content)["params"]["_meta"]
+    assert meta[spec.META_PROTOCOL_VERSION] == spec.VERSION
+    assert meta[spec.META_CLIENT_CAPABILITIES] == {"x": {}}
+
+
+def test_a_plain_header_value_goes_as_is_and_others_in_the_base64_sentinel() -> None:
+    """Spec: non-ASCII, control characters, surrounding blanks, or a value shaped like the
+    sentinel itself are Base64-encoded."""
+    assert header_value("tk_1") == "tk_1"
+    for value in ("ü", " lead", "a\nb", "=?base64?eA==?="):
+        encoded = header_value(value)
+        assert encoded.startswith(spec.BASE64_PREFIX) and encoded.endswith(spec.BASE64_SUFFIX)
+
+
+async def test_a_missing_token_variable_is_an_error_naming_it(client: httpx.AsyncClient) -> None:
+    with respx.mock(assert_all_called=False) as mock:
+        route = mock.post(URL).mock(side_effect=_ok)
+        with pytest.raises(RemoteError) as caught:
+            await _transport(client, token_env="PEER_TOKEN_UNSET").request(Rpc("tasks/get", {}))
+    assert "PEER_TOKEN_UNSET" in str(caught.value)
+    assert not route.called  # nothing was sent
+
+
+async def test_an_sse_answer_is_read_to_the_response_to_this_request(
+    client: httpx.AsyncClient,
+) -> None:
+    """Spec: a request may be answered with an SSE stream; notifications come first."""
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        rid = json.loads(request.content)["id"]
+        note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {}}
+        other = {"jsonrpc": "2.0", "id": "someone-else", "result": {"no": 1}}
+        mine = {"jsonrpc": "2.0", "id": rid, "result": {"yes": 1}}
+        text = "".join(f"event: message\ndata: {json.dumps(m)}\n\n" for m in (note, other, mine))
+        return httpx.Response(200, text=text, headers={"content-type": "text/event-stream"})
+
+    with respx.mock() as mock:
+        mock.post(URL).mock(side_effect=answer)
+        assert await _transport(client).request(Rpc("tools/call", {})) == {"yes": 1}
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        httpx.Response(500),
+        httpx.Response(503, json={"jsonrpc": "2.0", "id": 1, "error": {"code": -31000}}),
+        httpx.Response(429),
+        httpx.Response(408),
+        httpx.ConnectError("refused"),
+        httpx.ReadTimeout("slow"),
+    ],
+    ids=["500", "503", "429", "408", "connect", "read-timeout"],
+)
+async def test_transport_errors_and_5xx_are_transient(
+    client: httpx.AsyncClient, response: Any
+) -> None:
+    """Our choice: the request may not have arrived, or the remote cannot serve now: retry."""
+    with respx.mock() as mock:
+        route = mock.post(URL)
+        if isinstance(response, Exception):
+            route.mock(side_effect=response)
+        else:
+            route.mock(return_value=response)
+        with pytest.raises(Transient):
+            await _transport(client).request(Rpc("tasks/get", {}))
+
+
+async def test_a_json_rpc_error_is_refused_with_its_code_whatever_the_status(
+    client: httpx.AsyncClient,
+) -> None:
+    """A -32602 answered with HTTP 400 (as some servers do) or 200 is the same refusal."""
+    for status in (200, 400):
+
+        def answer(request: httpx.Request, status: int = status) -> httpx.Response:
+            rid = json.loads(request.content)["id"]
+            error = {"code": -32602, "message": "Task not found", "data": {"x": 1}}
+            return httpx.Response(status, json={"jsonrpc": "2.0", "id": rid, "error": error})
+
+        with respx.mock() as mock:
+            mock.post(URL).mock(side_effect=answer)
+            with pytest.raises(RemoteProtocolError) as caught:
+                await _transport(client).request(Rpc("tasks/get", {}))
+        assert (caught.value.code, str(caught.value), caught.value.data) == (
+            -32602,
+            "Task not found",
+            {"x": 1},
+        )
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        httpx.Response(401, text="no"),
+        httpx.Response(404, json={"detail": "not here"}),
+        httpx.Response(200, text="not json"),
+        httpx.Response(200, json={"jsonrpc": "2.0", "id": 1}),
+        httpx.Response(302, headers={"location": "http://elsewhere.test/"}),
+    ],
+    ids=["401", "404", "not-json", "no-result", "redirect"],
+)
+async def test_a_refusal_without_a_json_rpc_error_is_a_protocol_error_without_code(
+    client: httpx.AsyncClient, response: httpx.Response
+) -> None:
+    """Our choice: never retried (it would be refused again); no redirect is followed."""
+    with respx.mock() as mock:
+        mock.post(URL).mock(return_value=response)
+        with pytest.raises(RemoteProtocolError) as caught:
+            await _transport(client).request(Rpc("tasks/get", {}))
+    assert caught.value.code is None
+
+
+async def test_a_response_over_the_cap_is_refused(client: httpx.AsyncClient) -> None:
+    with respx.mock() as mock:
+        mock.post(URL).mock(
+            return_value=httpx.Response(200, content=b"x" * (MAX_RESPONSE_BYTES + 1))
+        )
+        with pytest.raises(RemoteProtocolError):
+            await _transport(client).request(Rpc("tasks/get", {}))
