@@ -38,6 +38,7 @@ from tether.settings import Settings, SettingsError
 from tether.specs.dag import DagSpecError
 
 URL = "http://127.0.0.1:9/mcp"
+BEARER_ENV = "BILLING_TOKEN"  # the name of the variable holding a token
 
 
 class Job(BaseModel):
@@ -68,7 +69,7 @@ def test_an_invalid_remote_is_refused(kwargs: dict[str, Any]) -> None:
 
 def test_a_remotes_repr_names_its_headers_never_their_values() -> None:
     """Our choice: headers may hold credentials, so no repr or log shows their values."""
-    remote = Remote("billing", URL, headers={"X-Api-Key": "s3cret"}, token_env="BILLING_TOKEN")
+    remote = Remote("billing", URL, headers={"X-Api-Key": "s3cret"}, token_env=BEARER_ENV)
     assert "s3cret" not in repr(remote)
     assert "X-Api-Key" in repr(remote)
 

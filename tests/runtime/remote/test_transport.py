@@ -24,6 +24,9 @@ from tether.runtime.remote.transport import (
 )
 
 URL = "http://remote.test/mcp"
+#: Names of environment variables that hold (or would hold) a token.
+BEARER_ENV = "PEER_TOKEN"
+UNSET_VAR = "PEER_TOKEN_UNSET"
 
 
 @pytest.fixture
@@ -52,13 +55,13 @@ async def test_a_request_carries_the_routing_headers_meta_and_the_token_read_whe
         seen.append(request)
         return _ok(request)
 
-    transport = _transport(client, token_env="PEER_TOKEN", headers={"X-Team": "a"})
+    transport = _transport(client, token_env=BEARER_ENV, headers={"X-Team": "a"})
     with respx.mock(assert_all_called=True) as mock:
         mock.post(URL).mock(side_effect=answer)
-        monkeypatch.setenv("PEER_TOKEN", "first")
+        monkeypatch.setenv(BEARER_ENV, "first")
         rpc = Rpc("tasks/get", {"taskId": "tk é"}, name="tk é", capabilities={"x": {}})
         assert await transport.request(rpc) == {"ok": 1}
-        monkeypatch.setenv("PEER_TOKEN", "second")
+        monkeypatch.setenv(BEARER_ENV, "second")
         await transport.request(
             Rpc("tools/call", {"name": "t"}, name="t", headers={"idempotency-key": "k"})
         )
@@ -89,8 +92,8 @@ async def test_a_missing_token_variable_is_an_error_naming_it(client: httpx.Asyn
     with respx.mock(assert_all_called=False) as mock:
         route = mock.post(URL).mock(side_effect=_ok)
         with pytest.raises(RemoteError) as caught:
-            await _transport(client, token_env="PEER_TOKEN_UNSET").request(Rpc("tasks/get", {}))
-    assert "PEER_TOKEN_UNSET" in str(caught.value)
+            await _transport(client, token_env=UNSET_VAR).request(Rpc("tasks/get", {}))
+    assert UNSET_VAR in str(caught.value)
     assert not route.called  # nothing was sent
 
 
