@@ -1,0 +1,195 @@
+"""The durable remote call against a scripted remote (respx on the outbound client) and a real
+database: transient failures are retried with backoff under the same key, refusals are not,
+the bearer token is never stored, a parked call is polled without replaying the run, and a
+cancel the remote refuses is noted."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import asyncpg
+import httpx
+import orjson
+import pytest
+import respx
+from pydantic import BaseModel
+
+from tests.runtime.conftest import Start
+from tests.runtime.remote.fake import CREATED, TASK, URL, FakeRemote, completed, rpc_error, task
+from tether.observability import metrics
+from tether.runtime.context import Context
+from tether.runtime.operations import Operations
+from tether.runtime.policy import RetryPolicy
+from tether.runtime.registry import App
+from tether.runtime.remote.errors import RemoteError
+
+pytestmark = pytest.mark.postgres
+
+TIMEOUT = 20
+BEARER_ENV = "REMOTE_CALL_TEST_BEARER"
+SECRET = "sk-very-secret-value-0042"  # noqa: S105 — a stand-in token for the test
+
+
+class Call(BaseModel):
+    remote: str = "peer"
+    tool: str = "work"
+    arguments: dict[str, Any] = {}
+
+
+def _app(**remote: Any) -> App:
+    app = App("caller")
+    options: dict[str, Any] = {"poll_min": 0.02, "retry": RetryPolicy(5, 0.01, 2.0, 0.05)}
+    app.remote("peer", url=URL, **{**options, **remote})
+
+    @app.workflow
+    async def relay(ctx: Context, call: Call) -> dict[str, Any]:
+        try:
+            value = await ctx.call_tool(call.remote, call.tool, call.arguments)
+        except RemoteError as exc:
+            return {"error": type(exc).__name__, "message": str(exc), **exc.extra()}
+        return {"value": value}
+
+    return app
+
+
+async def _run(start: Start, db: asyncpg.Pool, app: App, fake: FakeRemote, **call: Any) -> Any:
+    ops = Operations(db, app)
+    with respx.mock(assert_all_called=False) as mock:
+        mock.post(URL).mock(side_effect=fake)
+        async with asyncio.timeout(TIMEOUT), start(app):
+            run = (await ops.start("relay", call)).execution.id
+            view = await ops.wait_for_end(run, timeout=TIMEOUT)
+    assert view.current.status == "completed", view.current.error
+    return view.current.output
+
+
+async def test_a_create_answered_503_is_retried_with_backoff_under_the_same_key(
+    start: Start, db: asyncpg.Pool
+) -> None:
+    """Transient failures are retried (durably, the run parked for the backoff); every try
+    carries the call's one Idempotency-Key."""
+    fake = FakeRemote(
+        {
+            "tools/call": [httpx.Response(503), httpx.ConnectError("down"), CREATED],
+            "tasks/get": [completed({"n": 1})],
+        }
+    )
+    assert await _run(start, db, _app(), fake) == {"value": {"n": 1}}
+    keys = {h["idempotency-key"] for h in fake.headers("tools/call")}
+    assert len(fake.calls("tools/call")) == 3 and len(keys) == 1
+
+
+async def test_a_refused_create_is_not_retried(start: Start, db: asyncpg.Pool) -> None:
+    """A JSON-RPC error on create (an unknown tool: -32602) ends the call at once."""
+    fake = FakeRemote({"tools/call": [rpc_error(-32602, "Unknown tool: work", status=400)]})
+    out = await _run(start, db, _app(), fake)
+    assert (out["error"], out["code"]) == ("RemoteProtocolError", -32602)
+    assert len(fake.calls("tools/call")) == 1
+
+
+async def test_a_remote_that_stays_down_fails_the_call_after_its_tries(
+    start: Start, db: asyncpg.Pool
+) -> None:
+    fake = FakeRemote({"tools/call": [httpx.ConnectError("down")]})
+    out = await _run(start, db, _app(retry=RetryPolicy(3, 0.01, 1.0, 0.01)), fake)
+    assert out["error"] == "RemoteUnavailable"
+    assert len(fake.calls("tools/call")) == 3
+
+
+async def test_a_task_that_disappears_is_lost(start: Start, db: asyncpg.Pool) -> None:
+    """Spec (Tasks): tasks/get of an unknown or expired task is -32602."""
+    fake = FakeRemote({"tools/call": [CREATED], "tasks/get": [rpc_error(-32602, "Task not found")]})
+    out = await _run(start, db, _app(), fake)
+    assert out["error"] == "RemoteTaskLost"
+
+
+async def test_the_bearer_token_is_sent_but_never_stored(
+    start: Start, db: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Credentials live in the environment: sent on every request, never in the run's
+    records, history or output."""
+    monkeypatch.setenv(BEARER_ENV, SECRET)
+    fake = FakeRemote({"tools/call": [CREATED], "tasks/get": [completed({"ok": True})]})
+    app = _app(token_env=BEARER_ENV)
+    assert await _run(start, db, app, fake) == {"value": {"ok": True}}
+    assert {h["authorization"] for _, _, h in fake.seen} == {f"Bearer {SECRET}"}
+    stored = [
+        await db.fetch(f"SELECT * FROM {table}")
+        for table in ("executions", "history", "steps", "signals", "remote_polls")
+    ]
+    text = orjson.dumps([[dict(r) for r in rows] for rows in stored], default=str).decode()
+    assert SECRET not in text
+    assert SECRET not in repr(app.remotes["peer"])
+
+
+async def test_a_parked_call_is_polled_without_replaying_its_run(
+    start: Start, db: asyncpg.Pool
+) -> None:
+    """Waiting costs a request per poll: the poller polls while the run stays parked (its
+    claims, `attempt`, do not grow with the polls) and wakes it once the task ended."""
+    polls = 12
+    script: list[Any] = [task("working", pollIntervalMs=20)] * polls
+    fake = FakeRemote({"tools/call": [CREATED], "tasks/get": [*script, completed("done")]})
+    app = _app()
+    ops = Operations(db, app)
+    with respx.mock(assert_all_called=False) as mock:
+        mock.post(URL).mock(side_effect=fake)
+        async with asyncio.timeout(TIMEOUT), start(app):
+            run = (await ops.start("relay", {})).execution.id
+            view = await ops.wait_for_end(run, timeout=TIMEOUT)
+    assert view.current.output == {"value": "done"}
+    assert len(fake.calls("tasks/get")) >= polls + 1
+    # claims: the first, the wake after the end was seen (and none per poll)
+    assert view.current.attempt <= 3
+    assert {p["taskId"] for p in fake.calls("tasks/get")} == {TASK}
+
+
+async def test_a_cancel_the_remote_refuses_is_noted_and_the_run_ends_cancelled(
+    start: Start, db: asyncpg.Pool
+) -> None:
+    fake = FakeRemote(
+        {
+            "tools/call": [CREATED],
+            "tasks/get": [task("working", pollIntervalMs=20)],
+            "tasks/cancel": [rpc_error(-32603, "cannot stop now")],
+        }
+    )
+    app = _app()
+    ops = Operations(db, app)
+    with respx.mock(assert_all_called=False) as mock:
+        mock.post(URL).mock(side_effect=fake)
+        async with asyncio.timeout(TIMEOUT), start(app):
+            run = (await ops.start("relay", {})).execution.id
+            while True:
+                if (await ops.get(run)).current.status == "waiting":
+                    break
+                await asyncio.sleep(0.01)
+            await ops.cancel(run)
+            view = await ops.wait_for_end(run, timeout=TIMEOUT)
+    assert view.current.status == "cancelled"
+    assert len(fake.calls("tasks/cancel")) == 1
+    (note,) = [e.data for e in await ops.history(run) if e.type == "remote_cancel"]
+    assert (note["outcome"], note["code"]) == ("refused", -32603)
+
+
+async def test_a_remote_name_unknown_at_run_time_fails_the_call(
+    start: Start, db: asyncpg.Pool
+) -> None:
+    """A computed name is checked when called: UnknownRemote, recorded like any ending."""
+    fake = FakeRemote({})
+    out = await _run(start, db, _app(), fake, remote="nowhere")
+    assert out["error"] == "UnknownRemote"
+    assert fake.seen == []
+
+
+async def test_each_request_is_counted_by_remote_method_and_outcome(
+    start: Start, db: asyncpg.Pool
+) -> None:
+    before = metrics.REMOTE_REQUESTS.labels("peer", "tasks/get", "ok")._value.get()
+    ended = metrics.REMOTE_CALLS_ENDED.labels("peer", "completed")._value.get()
+    fake = FakeRemote({"tools/call": [CREATED], "tasks/get": [completed(1)]})
+    await _run(start, db, _app(), fake)
+    after = metrics.REMOTE_REQUESTS.labels("peer", "tasks/get", "ok")._value.get()
+    assert after - before == len(fake.calls("tasks/get"))
+    assert metrics.REMOTE_CALLS_ENDED.labels("peer", "completed")._value.get() == ended + 1
