@@ -193,3 +193,21 @@ async def test_each_request_is_counted_by_remote_method_and_outcome(
     after = metrics.REMOTE_REQUESTS.labels("peer", "tasks/get", "ok")._value.get()
     assert after - before == len(fake.calls("tasks/get"))
     assert metrics.REMOTE_CALLS_ENDED.labels("peer", "completed")._value.get() == ended + 1
+
+
+async def test_each_request_is_a_client_span_whose_traceparent_the_remote_receives(
+    start: Start, db: asyncpg.Pool, spans: Any
+) -> None:
+    """The remote gets our W3C traceparent (header and `_meta`): its work joins our trace,
+    under the span of the request, itself under the run's attempt."""
+    fake = FakeRemote({"tools/call": [CREATED], "tasks/get": [completed(1)]})
+    await _run(start, db, _app(), fake)
+    finished = {s.name: s for s in spans.get_finished_spans()}
+    create = finished["tether.remote tools/call"]
+    context = create.get_span_context()
+    sent = fake.headers("tools/call")[0]["traceparent"]
+    assert sent.startswith(f"00-{context.trace_id:032x}-{context.span_id:016x}-")
+    assert fake.calls("tools/call")[0]["_meta"]["traceparent"] == sent
+    assert create.attributes is not None and create.attributes["tether.remote"] == "peer"
+    attempt = next(s for s in spans.get_finished_spans() if s.name.startswith("tether.run"))
+    assert create.parent is not None and create.context.trace_id == attempt.context.trace_id
