@@ -46,6 +46,10 @@ INTERNAL_MEMBERS: dict[str, set[str]] = {
         "pass_dag_environment",
         "prompts",
         "protocols",
+        "bind_remotes",  # the server binds the settings' remotes when it starts
+        "check_dag_remotes",
+        "remote_clients",
+        "remotes",
         "remove_dag",
         "resources",
         "tools",
@@ -71,6 +75,20 @@ INTERNAL_MEMBERS: dict[str, set[str]] = {
     "tether.ToolContext": {"extras", "principal", "route"},
     "tether.RetryPolicy": {"allows_another", "delay"},
     "tether.Rejected": {"as_error"},  # the stored error of a run a rejection ends
+    # how a remote call records its ending (runtime/remote/errors.py)
+    **{
+        f"tether.{name}": {"extra"}
+        for name in (
+            "RemoteError",
+            "RemoteToolError",
+            "RemoteProtocolError",
+            "RemoteTaskLost",
+            "RemoteCancelled",
+            "RemoteTimeout",
+            "RemoteUnavailable",
+            "UnknownRemote",
+        )
+    },
     "tether.Signal": _WAIT_SPEC,
     "tether.Approval": _WAIT_SPEC,
     "tether.HumanTask": _WAIT_SPEC,

@@ -18,8 +18,16 @@ SECRET_VALUES = {
     "api_tokens": "ci:operator:" + "ab" * 32,
     "encryption_keys": "k1:" + base64.b64encode(b"K" * 32).decode(),
     "profiles": '{"prod": {"env": {"API_TOKEN": "env-Tq5wPe"}}}',
+    "remotes": '{"billing": {"url": "https://b.example/mcp", "headers": {"X-Key": "hdr-Wq2mZr"}}}',
 }
-NEEDLES = (PASSWORD, "state-Hn3cVb", "ab" * 32, base64.b64encode(b"K" * 32).decode(), "env-Tq5wPe")
+NEEDLES = (
+    PASSWORD,
+    "state-Hn3cVb",
+    "ab" * 32,
+    base64.b64encode(b"K" * 32).decode(),
+    "env-Tq5wPe",
+    "hdr-Wq2mZr",
+)
 
 
 def test_every_credential_setting_is_listed_as_a_secret() -> None:

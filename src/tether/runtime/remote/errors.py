@@ -62,6 +62,8 @@ class RemoteToolError(RemoteError):
         result: The tool's whole result (`content`, `structuredContent`, `isError`).
 
     Attributes:
+        remote: The remote's name.
+        tool: The tool that was called.
         result: The tool's whole result (`content`, `structuredContent`, `isError`).
     """
 
@@ -87,6 +89,8 @@ class RemoteProtocolError(RemoteError):
         data: The error's `data`, if any.
 
     Attributes:
+        remote: The remote's name.
+        tool: The tool that was called.
         code: The JSON-RPC error code, or None.
         data: The error's `data`, if any.
     """
@@ -110,24 +114,74 @@ class RemoteProtocolError(RemoteError):
 
 class RemoteTaskLost(RemoteError):
     """The remote no longer knows the call's task: it expired, was purged, or the remote
-    lost it (a restart of a remote that keeps tasks in memory)."""
+    lost it (a restart of a remote that keeps tasks in memory).
+
+    Args:
+        message: What happened, in words.
+        remote: The remote's name, as the app configures it.
+        tool: The tool that was called.
+
+    Attributes:
+        remote: The remote's name, as the app configures it.
+        tool: The tool that was called.
+    """
 
 
 class RemoteCancelled(RemoteError):
-    """The remote's task ended `cancelled`: cancelled on the remote's side, not by this run."""
+    """The remote's task ended `cancelled`: cancelled on the remote's side, not by this run.
+
+    Args:
+        message: What happened, in words.
+        remote: The remote's name, as the app configures it.
+        tool: The tool that was called.
+
+    Attributes:
+        remote: The remote's name, as the app configures it.
+        tool: The tool that was called.
+    """
 
 
 class RemoteTimeout(RemoteError, TimeoutError):
-    """The call's `timeout` passed before the remote's task ended; the task was cancelled."""
+    """The call's `timeout` passed before the remote's task ended; the task was cancelled.
+
+    Args:
+        message: What happened, in words.
+        remote: The remote's name, as the app configures it.
+        tool: The tool that was called.
+
+    Attributes:
+        remote: The remote's name, as the app configures it.
+        tool: The tool that was called.
+    """
 
 
 class RemoteUnavailable(RemoteError):
     """The remote could not be reached (transport errors, HTTP 5xx or 429) through every
-    retry the call allows."""
+    retry the call allows.
+
+    Args:
+        message: What happened, in words.
+        remote: The remote's name, as the app configures it.
+        tool: The tool that was called.
+
+    Attributes:
+        remote: The remote's name, as the app configures it.
+        tool: The tool that was called.
+    """
 
 
 class UnknownRemote(RemoteError):
-    """No remote of that name is configured (`App.remote`, or `TETHER_REMOTES`)."""
+    """No remote of that name is configured (`App.remote`, or `TETHER_REMOTES`).
+
+    Args:
+        message: What happened, in words.
+        remote: The remote's name, as the app configures it.
+        tool: The tool that was called.
+
+    Attributes:
+        remote: The remote's name, as the app configures it.
+        tool: The tool that was called.
+    """
 
 
 class Transient(Exception):
