@@ -1,0 +1,73 @@
+"""The runnable example of docs/remote-tasks.md (docs/examples/remote_orchestration.py) runs as
+written: two remote Tether servers (research, finance), the orchestrator pointed at them by
+TETHER_REMOTES, and the program that starts a run, answers the finance remote's question
+through the orchestrator and prints the outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from tests.e2e.conftest import serve
+from tests.e2e.remotes import peer
+from tether.testing.databases import Databases
+
+pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "docs/examples/remote_orchestration.py"
+
+
+def _example() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("remote_orchestration", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+async def test_the_remote_orchestration_example_answers_a_remote_question_and_prints_the_outcome(
+    tether_databases: Databases, db_url: str
+) -> None:
+    example = _example()
+    research_db = await tether_databases.create()
+    finance_db = await tether_databases.create()
+    try:
+        async with (
+            peer(example.research, research_db) as research,
+            peer(example.finance, finance_db) as finance,
+        ):
+            remotes = {
+                "research": {"url": research.url, "poll_min_s": 0.1},
+                "finance": {"url": finance.url, "poll_min_s": 0.1},
+            }
+            async with serve(example.app, db_url, remotes=json.dumps(remotes)) as url:
+                proc = await asyncio.create_subprocess_exec(
+                    sys.executable,
+                    str(EXAMPLE),
+                    cwd=REPO,
+                    env={**os.environ, "TETHER_URL": url},
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.STDOUT,
+                )
+                async with asyncio.timeout(90):
+                    out, _ = await proc.communicate()
+            text = out.decode("utf-8", errors="replace")
+            assert proc.returncode == 0, text
+            assert len(await finance.runs("approve_budget")) == 1
+    finally:
+        await tether_databases.drop(research_db)
+        await tether_databases.drop(finance_db)
+    lines = text.splitlines()
+    assert lines[0].startswith("started ex_")
+    assert lines[1:] == [
+        "waiting: remote_input: Approve 4000 EUR for team offsite?",
+        "outcome: team offsite: three venues fit, the lake house is cheapest; approved=True",
+    ]
