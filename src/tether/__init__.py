@@ -119,6 +119,7 @@ if TYPE_CHECKING:
     from tether.runtime.notify.signing import verify_webhook_signature
     from tether.runtime.policy import RetryPolicy
     from tether.runtime.realm.plan import PlanError
+    from tether.runtime.registry import App
     from tether.runtime.remote.config import RemoteConfigError
     from tether.runtime.remote.errors import (
         RemoteCancelled,
@@ -130,7 +131,6 @@ if TYPE_CHECKING:
         RemoteUnavailable,
         UnknownRemote,
     )
-    from tether.runtime.registry import App
     from tether.runtime.waits import (
         AgentStep,
         Approval,
