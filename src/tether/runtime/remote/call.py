@@ -204,8 +204,7 @@ class _Call:
             self.state["task"] = created.task
             self.state["poll_ms"] = created.snapshot.poll_ms
             self._save()
-            self.ctx._buf.events.append({"type": "remote_task", "data": self._about()})
-            await self.ctx._flush()  # the task id is durable before the first poll
+            await self.ctx._flush(flush=False)  # the task id is committed before the first poll
         task = str(self.state["task"])
         await self._forward(proto, task)
         # Woken (the poller saw a change, an answer came, the safety timer): look now.
@@ -374,7 +373,9 @@ class _Call:
             await self.fail(exc)
         self.ctx._record(self.seq, RECORD_KIND, self.label, {"value": value})
         metrics.remote_call_ended(self.remote, "completed")
-        await self.ctx._flush()
+        # Its commit is waited for by the run's next durable call: a crash before it leaves
+        # the task id recorded, and the replay reads the same ending from the remote again.
+        await self.ctx._flush(behind=True)
         return value
 
     async def fail(self, exc: RemoteError) -> NoReturn:
