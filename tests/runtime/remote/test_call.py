@@ -23,6 +23,7 @@ from tether.runtime.operations import Operations
 from tether.runtime.policy import RetryPolicy
 from tether.runtime.registry import App
 from tether.runtime.remote.errors import RemoteError
+from tether.testing import WorkflowEnvironment
 
 pytestmark = pytest.mark.postgres
 
@@ -211,3 +212,19 @@ async def test_each_request_is_a_client_span_whose_traceparent_the_remote_receiv
     assert create.attributes is not None and create.attributes["tether.remote"] == "peer"
     attempt = next(s for s in spans.get_finished_spans() if s.name.startswith("tether.run"))
     assert create.parent is not None and create.context.trace_id == attempt.context.trace_id
+
+
+async def test_the_test_kit_crashes_a_call_between_the_create_and_its_record() -> None:
+    """`crash_at("remote:<remote>/<tool>", when="after")`: the worker dies once the remote
+    created the task, before its id was recorded; the replay sends the same create again,
+    under the same key (a remote that honours it returns the same task)."""
+    fake = FakeRemote({"tools/call": [CREATED], "tasks/get": [completed("done")]})
+    with respx.mock(assert_all_called=False) as mock:
+        mock.post(URL).mock(side_effect=fake)
+        async with WorkflowEnvironment(_app()) as env:
+            crash = env.crash_at("remote:peer/work", when="after")
+            run = await env.start("relay", {})
+            assert await env.result(run) == {"value": "done"}
+    assert crash.count == 1
+    keys = [h["idempotency-key"] for h in fake.headers("tools/call")]
+    assert len(keys) == 2 and len(set(keys)) == 1

@@ -330,7 +330,7 @@ class _Call:
             self.state["asks"].append(
                 {
                     "key": key,
-                    "name": f"{self.label}#{self.seq}.{number}",
+                    "name": f"{self.label[:150]}#{self.seq}.{number}",  # a wait name's limit
                     "n": self.ctx.park_event_id(),
                     "opened": opened,
                     "message": ask.message,

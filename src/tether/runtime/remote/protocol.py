@@ -26,7 +26,7 @@ MCP with the Tasks extension (`mcp-tasks`) and plain MCP (`mcp`, a synchronous c
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from tether.runtime.remote.config import Remote
@@ -88,7 +88,6 @@ class Created:
 
     task: str | None
     snapshot: Snapshot
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 class RemoteProtocol(Protocol):
