@@ -64,7 +64,7 @@ CEILING = 2.0
 FAKE = BENCH / "remote_fake.py"
 VERSION = "2026-07-28"
 TASKS = "io.modelcontextprotocol/tasks"
-CAPABILITIES = {"elicitation": {"form": {}}, "extensions": {TASKS: {}}}
+CAPABILITIES: dict[str, Any] = {"elicitation": {"form": {}}, "extensions": {TASKS: {}}}
 WORKER = WorkerSettings(concurrency=32, lease_s=30.0, poll_s=0.2)
 
 

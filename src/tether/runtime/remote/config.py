@@ -111,21 +111,21 @@ class Remote:
             raise RemoteConfigError(f"{where}: the url must be an http:// or https:// URL")
         if self.protocol not in PROTOCOL_NAMES:
             raise RemoteConfigError(f"{where}: protocol must be one of {list(PROTOCOL_NAMES)}")
-        headers = dict(self.headers)
-        for key, value in headers.items():
+        headers: dict[str, Any] = dict(self.headers)  # from code: any value may come
+        for key, text in headers.items():
             if not _HEADER.match(key) or key.lower() in _OWN_HEADERS:
                 raise RemoteConfigError(f"{where}: header {key!r} cannot be configured")
-            if not isinstance(value, str) or re.search(r"[\x00-\x1f\x7f]", value):
+            if not isinstance(text, str) or re.search(r"[\x00-\x1f\x7f]", text):
                 raise RemoteConfigError(f"{where}: header {key!r} must be text on one line")
         object.__setattr__(self, "headers", MappingProxyType(headers))
         if self.token_env is not None and not _ENV_NAME.match(self.token_env):
             raise RemoteConfigError(f"{where}: token_env must be an environment variable name")
-        for label, value in (
+        for label, seconds_ in (
             ("request_timeout_s", self.request_timeout_s),
             ("poll_min_s", self.poll_min_s),
             ("poll_max_s", self.poll_max_s),
         ):
-            if not math.isfinite(value) or value <= 0:
+            if not math.isfinite(seconds_) or seconds_ <= 0:
                 raise RemoteConfigError(f"{where}: {label} must be a positive number of seconds")
         if self.poll_max_s < self.poll_min_s:
             raise RemoteConfigError(f"{where}: poll_max_s must not be below poll_min_s")
