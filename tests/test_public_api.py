@@ -51,6 +51,7 @@ INTERNAL_MEMBERS: dict[str, set[str]] = {
         "remote_clients",
         "remotes",
         "remove_dag",
+        "use_remotes",
         "resources",
         "tools",
         "unreadable_protocols",

@@ -61,7 +61,7 @@ def test_the_response_schema_lists_every_answerable_kind_as_the_forms_ask_for_it
     assert tool is not None
     response = tool.input_schema["properties"]["response"]
     branches = {b["title"]: b for b in response["anyOf"]}
-    assert sorted(branches) == ["agent_step", "approval", "human_task", "signal"]
+    assert sorted(branches) == ["agent_step", "approval", "human_task", "remote_input", "signal"]
     approval = {k: v for k, v in branches["approval"].items() if k != "title"}
     assert approval == {**approval_schema(()), "additionalProperties": {"type": "string"}}
     assert flat_form(approval) == flat_form(approval_schema(()))

@@ -336,6 +336,11 @@ class RemoteCatalog:
         self._remotes[name] = remote
         return remote
 
+    def use_remotes(self, configured: Iterable[Remote]) -> None:
+        """Take the settings' remotes: each replaces the app's remote of that name."""
+        for remote in configured:
+            self._remotes[remote.name] = remote
+
     def bind_remotes(
         self, configured: Iterable[Remote] = (), *, implemented: Iterable[str]
     ) -> None:
@@ -348,8 +353,7 @@ class RemoteCatalog:
                 calls a remote that is not configured.
             DagSpecError: a DAG's `mcp.call` step names a remote that is not configured.
         """
-        for remote in configured:
-            self._remotes[remote.name] = remote
+        self.use_remotes(configured)
         speaks = set(implemented)
         for remote in self._remotes.values():
             if remote.protocol not in speaks:
