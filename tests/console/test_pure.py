@@ -9,6 +9,7 @@ from tether.app import create_app
 from tether.console import forms, graph
 from tether.console.session import console_key, csrf_ok, csrf_token, issue, read
 from tether.runtime import errors
+from tether.runtime.remote.call import RemoteInput
 from tether.settings import Settings
 
 
@@ -72,6 +73,29 @@ def test_human_task_form_fields_and_typed_answer() -> None:
     with pytest.raises(errors.AnswerRejected) as refused:
         forms.response(form, {**data, "f.count": "three"})
     assert [e.split(":")[0] for e in refused.value.errors] == ["count"]
+
+
+def test_a_remote_question_is_a_form_of_the_remotes_fields() -> None:
+    """A `remote_input` wait (a remote tool's question) shows the remote's form as fields,
+    and the answer is the form filled in, as the remote asked for it."""
+    spec = RemoteInput(
+        "peer/ask#3.1",
+        "Who signs?",
+        schema={
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "copies": {"type": "integer"}},
+            "required": ["name"],
+        },
+        remote="peer",
+        tool="ask",
+    )
+    form = forms.wait_form(spec.descriptor("k", "2026-08-01T00:00:00+00:00", None))
+    assert (form.kind, form.prompt, form.payload) == ("remote_input", "Who signs?", False)
+    assert {f.name: (f.widget, f.required) for f in form.fields} == {
+        "f.name": ("text", True),
+        "f.copies": ("integer", False),
+    }
+    assert forms.response(form, {"f.name": "Ada", "f.copies": "2"}) == {"name": "Ada", "copies": 2}
 
 
 def test_dag_layout_puts_each_step_right_of_its_dependencies() -> None:

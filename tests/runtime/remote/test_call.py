@@ -6,6 +6,7 @@ cancel the remote refuses is noted."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import asyncpg
@@ -228,3 +229,49 @@ async def test_the_test_kit_crashes_a_call_between_the_create_and_its_record() -
     assert crash.count == 1
     keys = [h["idempotency-key"] for h in fake.headers("tools/call")]
     assert len(keys) == 2 and len(set(keys)) == 1
+
+
+def _asking(fake: FakeRemote) -> Callable[[dict[str, Any]], Any]:
+    """tasks/get: input_required (one question, key `q1`) until an update answers it, then
+    completed with a greeting for the name answered."""
+
+    def answer(body: dict[str, Any]) -> dict[str, Any]:
+        updates = fake.calls("tasks/update")
+        if not updates:
+            form = {"type": "object", "properties": {"name": {"type": "string"}}}
+            request = {
+                "method": "elicitation/create",
+                "params": {"mode": "form", "message": "Name?", "requestedSchema": form},
+            }
+            return task("input_required", inputRequests={"q1": request}, pollIntervalMs=20)
+        content = updates[-1]["inputResponses"]["q1"]["content"]
+        return completed(f"hello {content['name']}")
+
+    return answer
+
+
+async def test_an_answer_is_recorded_before_it_is_sent_and_a_crash_repeats_at_most_the_send() -> (
+    None
+):
+    """The worker dies once the update was sent, before it was marked sent: the replay sends
+    it again under the remote's same key (which the remote ignores once answered); the
+    person's answer was taken once."""
+    fake = FakeRemote({"tools/call": [CREATED], "tasks/update": [{"resultType": "complete"}]})
+    fake.script["tasks/get"] = [_asking(fake)]
+    with respx.mock(assert_all_called=False) as mock:
+        mock.post(URL).mock(side_effect=fake)
+        async with WorkflowEnvironment(_app()) as env:
+            crash = env.crash_at("remote:peer/work:answer", when="after")
+            run = await env.start("relay", {})
+            (wait,) = await env.wait_until_waiting(run)
+            assert wait.kind == "remote_input"
+            await env.answer(run, wait.key, {"name": "Ada"})
+            assert await env.result(run) == {"value": "hello Ada"}
+            history = await env.history(run)
+    assert crash.count == 1
+    updates = fake.calls("tasks/update")
+    assert [u["inputResponses"] for u in updates] == [
+        {"q1": {"action": "accept", "content": {"name": "Ada"}}}
+    ] * 2
+    assert [e.type for e in history].count("answer") == 1
+    assert [e.data["keys"] for e in history if e.type == "remote_answered"] == [[wait.key]]

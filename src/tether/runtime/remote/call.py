@@ -234,6 +234,12 @@ class _Call:
         await self._probe(point, "after")
         return snapshot
 
+    async def _answer(self, proto: RemoteProtocol, task: str, answers: Mapping[str, Any]) -> None:
+        point = f"{RECORD_KIND}:{self.label}:answer"
+        await self._probe(point, "before")
+        await proto.answer(task, answers)
+        await self._probe(point, "after")
+
     async def _schedule_poll(self, due: datetime) -> None:
         """Have the poller look at the task at `due` (a write of its own: the park follows;
         should the poller look before the park commits, its wake-up still reaches the run)."""
@@ -305,7 +311,7 @@ class _Call:
             return False
         await self.ctx._landed()
         answers = {str(a["key"]): a["answer"]["payload"] for a in unsent}
-        await self._attempt(lambda: proto.answer(task, answers))
+        await self._attempt(lambda: self._answer(proto, task, answers))
         for ask in unsent:
             ask["sent"] = True
         keys = [self._key(a) for a in unsent]
