@@ -36,7 +36,7 @@ class Topic(BaseModel):
     topic: str
 
 
-@research.workflow(tool=True)
+@research.workflow(expose=tether.Exposure(tool=True))
 async def summarize(ctx: tether.Context, args: Topic) -> dict[str, Any]:
     """Summarize what is known about a topic (here: at once)."""
     return {"summary": f"{args.topic}: three venues fit, the lake house is cheapest"}
@@ -50,7 +50,7 @@ class Budget(BaseModel):
     reason: str
 
 
-@finance.workflow(tool=True)
+@finance.workflow(expose=tether.Exposure(tool=True))
 async def approve_budget(ctx: tether.Context, args: Budget) -> dict[str, Any]:
     """Ask a person to approve a budget; returns who decided."""
     answer = await ctx.approval(
@@ -74,7 +74,7 @@ class Offsite(BaseModel):
     amount: int
 
 
-@app.workflow(mcp=True)
+@app.workflow(expose=tether.Exposure(tool_set=True))
 async def plan_offsite(ctx: tether.Context, offsite: Offsite) -> dict[str, Any]:
     """Research the offsite, then have finance approve its budget."""
     found = await ctx.call_tool("research", "summarize", {"topic": offsite.topic})

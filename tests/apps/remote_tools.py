@@ -1,5 +1,5 @@
 """The remote side of the remote-task tests: a Tether app whose workflows are tools served as
-MCP tasks (`tool=True`), one per behaviour a requester must tell apart. A second Tether server
+MCP tasks (`Exposure(tool=True)`), one per behaviour a requester must tell apart. A second Tether server
 serves it on a database of its own (tests/e2e/remotes.py)."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from tether.runtime.context import Context
 from tether.runtime.errors import ProtocolError
+from tether.runtime.exposure import Exposure
 from tether.runtime.registry import App
 
 app = App("remote-tools")
@@ -33,13 +34,13 @@ class Reply(BaseModel):
     name: str
 
 
-@app.workflow(tool=True)
+@app.workflow(expose=Exposure(tool=True))
 async def echo(ctx: Context, args: Text) -> dict[str, Any]:
     """Completes at once with its argument."""
     return {"echo": args.text}
 
 
-@app.workflow(tool=True)
+@app.workflow(expose=Exposure(tool=True))
 async def ask(ctx: Context, args: Question) -> dict[str, Any]:
     """Asks `times` questions in turn (each a wait answered through tasks/update)."""
     names = []
@@ -49,19 +50,19 @@ async def ask(ctx: Context, args: Question) -> dict[str, Any]:
     return {"greeting": "hello " + " and ".join(names)}
 
 
-@app.workflow(tool=True)
+@app.workflow(expose=Exposure(tool=True))
 async def fail(ctx: Context, args: Text) -> None:
     """Fails as a workflow: its task completes with `isError: true`."""
     raise RuntimeError(args.text)
 
 
-@app.workflow(tool=True)
+@app.workflow(expose=Exposure(tool=True))
 async def refuse(ctx: Context, args: Text) -> None:
     """Ends with a protocol error: its task is `failed`."""
     raise ProtocolError(REFUSAL_CODE, args.text, {"why": "refused"})
 
 
-@app.workflow(tool=True)
+@app.workflow(expose=Exposure(tool=True))
 async def hold(ctx: Context, args: Text) -> dict[str, Any]:
     """Waits for the signal `release` (cancel and restart tests act meanwhile)."""
     await ctx.wait_for_signal("release")

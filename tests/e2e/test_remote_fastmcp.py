@@ -18,6 +18,7 @@ from tests.e2e.conftest import serve
 from tests.e2e.remotes import Process, free_port
 from tests.mcp_client import McpClient
 from tether.runtime.context import Context
+from tether.runtime.exposure import Exposure
 from tether.runtime.operations import Operations
 from tether.runtime.policy import RetryPolicy
 from tether.runtime.registry import App
@@ -49,7 +50,7 @@ def requester(url: str) -> App:
     app.remote("fm", url=url, poll_min=0.05, poll_max=0.2, retry=FAST)
     app.remote("fm_plain", url=url, protocol="mcp", retry=FAST)
 
-    @app.workflow(mcp=True)
+    @app.workflow(expose=Exposure(tool_set=True))
     async def relay(ctx: Context, call: Call) -> dict[str, Any]:
         try:
             value = await ctx.call_tool(call.remote, call.tool, call.arguments)

@@ -17,6 +17,7 @@ from tests.e2e.conftest import serve
 from tests.e2e.remotes import Peer, peer
 from tests.mcp_client import McpClient
 from tether.runtime.context import Context
+from tether.runtime.exposure import Exposure
 from tether.runtime.operations import Operations
 from tether.runtime.policy import RetryPolicy
 from tether.runtime.registry import App
@@ -44,7 +45,7 @@ def requester(url: str) -> App:
     app = App("requester")
     app.remote("peer", url=url, poll_min=0.05, retry=FAST)
 
-    @app.workflow(mcp=True)
+    @app.workflow(expose=Exposure(tool_set=True))
     async def relay(ctx: Context, call: Call) -> dict[str, Any]:
         try:
             value = await ctx.call_tool("peer", call.tool, call.arguments, timeout=call.timeout)
