@@ -1,6 +1,6 @@
 """The remote side of the remote-task tests: a Tether app whose workflows are tools served as
-MCP tasks (`Exposure(tool=True)`), one per behaviour a requester must tell apart. A second Tether server
-serves it on a database of its own (tests/e2e/remotes.py)."""
+MCP tasks (`Exposure(tool=True)`), one per behaviour a requester must tell apart. A second
+Tether server serves it on a database of its own (tests/e2e/remotes.py)."""
 
 from __future__ import annotations
 
