@@ -6,7 +6,9 @@ The record (kind `remote`) is written as the call goes, never ahead of the remot
 1. **create**: the request carries an idempotency key derived from the run and the call's
    position (`idempotency_key`), so a create repeated after a crash asks for the same task
    (a remote that does not honour the key makes the create at-least-once). The task id is
-   recorded, and that write committed, before the first poll.
+   recorded, and that write committed, before the first poll (without waiting for the disk
+   flush, as a DAG step's result: a worker's crash keeps it; PostgreSQL's own crash may lose
+   it, and the create is sent again under the same key).
 2. **poll**: `tasks/get` at once; then the run parks (no worker holds it) and the poll is
    scheduled (`remote_polls`): the runtime's poller asks the remote when it is due (the
    remote's `pollIntervalMs`, inside the remote's bounds) and wakes the run only when the task
@@ -18,7 +20,9 @@ The record (kind `remote`) is written as the call goes, never ahead of the remot
    a key it no longer waits on.
 4. **cancel**: cancelling the run records the cancel, sends `tasks/cancel` once and notes the
    remote's reply in the history (`remote_cancel`); the run then ends cancelled.
-5. **end**: the value or the error is recorded and returned or raised again on every replay.
+5. **end**: the value or the error is recorded and returned or raised again on every replay
+   (a value's write is left in flight: the run's next durable call waits for its commit, and a
+   crash before it replays the poll of the recorded task).
 
 Transient failures (transport errors, HTTP 5xx) park the call for a backoff (the call's
 `retry` policy) and try again; once the tries are spent the call fails `RemoteUnavailable`.
