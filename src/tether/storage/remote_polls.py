@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from tether.storage.driver import Database
-from tether.storage.errors import translated
+from tether.storage.errors import PayloadUnreadable, translated
 from tether.storage.queries import Q
 from tether.storage.repo import Conn
 from tether.storage.rows import StepRecord
@@ -21,12 +22,24 @@ from tether.storage.rows import StepRecord
 @dataclass(frozen=True)
 class DuePoll:
     """A poll that is due: the run, its call's position, the run's status and the call's
-    record (None when it is gone: a run-level retry dropped it)."""
+    record (None when it is gone: a run-level retry dropped it; or when this process cannot
+    open it, `unreadable`: sealed with a key it lacks)."""
 
     execution_id: str
     seq: int
     status: str
     record: StepRecord | None
+    unreadable: bool = False
+
+
+def _due(row: Any) -> DuePoll:
+    if row["kind"] is None:
+        return DuePoll(row["execution_id"], row["seq"], row["status"], None)
+    try:
+        record = StepRecord.from_mapping(row, row["execution_id"])
+    except PayloadUnreadable:
+        return DuePoll(row["execution_id"], row["seq"], row["status"], None, unreadable=True)
+    return DuePoll(row["execution_id"], row["seq"], row["status"], record)
 
 
 async def schedule(conn: Conn, execution_id: str, seq: int, due_at: datetime) -> None:
@@ -36,19 +49,10 @@ async def schedule(conn: Conn, execution_id: str, seq: int, due_at: datetime) ->
 
 
 async def claim(db: Database, limit: int, lease_s: float) -> list[DuePoll]:
-    """Take up to `limit` due polls for `lease_s` seconds. Raises StorageError (and
-    PayloadUnreadable for a record sealed with a key this process lacks)."""
+    """Take up to `limit` due polls for `lease_s` seconds. Raises StorageError."""
     async with translated(), db.acquire() as conn:
         rows = await conn.fetch(Q["claim_remote_polls"], limit, lease_s)
-    return [
-        DuePoll(
-            r["execution_id"],
-            r["seq"],
-            r["status"],
-            StepRecord.from_mapping(r, r["execution_id"]) if r["kind"] is not None else None,
-        )
-        for r in rows
-    ]
+    return [_due(r) for r in rows]
 
 
 async def reschedule(conn: Conn, polls: Sequence[tuple[str, int, float]]) -> None:

@@ -11,7 +11,8 @@ call's protocol, and compares what it sees with what the run last saw (the call'
   (`remote_changed`), in one transaction; the run polls again itself and decides (it parks
   again with a new poll, backs off, or ends), so every decision stays in the run's history;
 - the call is over, or its run ended: the poll is dropped;
-- the run is running now (it will schedule its own next poll as it parks): due again soon.
+- the run is running now (it will schedule its own next poll as it parks): due again soon;
+- the call's record is sealed with a key this process lacks: left to a process that has it.
 """
 
 from __future__ import annotations
@@ -123,6 +124,8 @@ class RemotePoller:
         self.wakes += 1
 
     async def _look(self, poll: remote_polls.DuePoll) -> Look:
+        if poll.unreadable:  # sealed with a key this process lacks: one that has it polls
+            return Look("again", self.lease_s)
         record = poll.record
         if record is None or record.done or poll.status in ENDED_STATUSES:
             return Look("drop")
