@@ -196,11 +196,11 @@ class _Call:
             self._save()
             await self.ctx._flush()  # an answer is recorded before it is sent
         now = clock.now()
+        if self.deadline is not None and now >= self.deadline:
+            await self._time_out(proto)
         retry_at = _time(self.state.get("retry_at"))
         if retry_at is not None and now < retry_at:
             raise self._park(retry_at)
-        if self.deadline is not None and now >= self.deadline:
-            await self._time_out(proto)
         if self.state.get("task") is None:
             created = await self._attempt(lambda: self._create(proto))
             if created.task is None:
