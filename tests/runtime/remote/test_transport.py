@@ -192,3 +192,22 @@ async def test_a_response_over_the_cap_is_refused(client: httpx.AsyncClient) -> 
         )
         with pytest.raises(RemoteProtocolError):
             await _transport(client).request(Rpc("tasks/get", {}))
+
+
+async def test_a_plain_json_rpc_request_carries_no_mcp_headers_or_meta(
+    client: httpx.AsyncClient,
+) -> None:
+    """For another remote protocol (A2A speaks JSON-RPC over HTTP too): the same transport,
+    without MCP's routing headers and `_meta`."""
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return _ok(request)
+
+    with respx.mock() as mock:
+        mock.post(URL).mock(side_effect=answer)
+        await _transport(client).request(Rpc("message/send", {"message": {}}, mcp=False))
+    (request,) = seen
+    assert "mcp-method" not in request.headers and "mcp-protocol-version" not in request.headers
+    assert json.loads(request.content)["params"] == {"message": {}}

@@ -1,5 +1,6 @@
 """JSON-RPC over MCP's Streamable HTTP, for remote calls: one POST per request, the answer read
-as JSON or from the request's SSE stream.
+as JSON or from the request's SSE stream (`Rpc(mcp=False)`: plain JSON-RPC over HTTP, for
+another remote protocol).
 
 Failures are told apart here, once, for every protocol built on it: a transport error (the
 request may not have arrived: connect, read or write failed or timed out), HTTP 5xx, 408 and
@@ -126,7 +127,9 @@ def bearer(remote: Remote) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class Rpc:
-    """One JSON-RPC request to a remote: its method, params and routing name."""
+    """One JSON-RPC request to a remote: its method, params and routing name. `mcp=False`:
+    plain JSON-RPC over HTTP (another protocol, such as A2A): no MCP headers and no `_meta`,
+    the same authentication, tracing, error mapping and metrics."""
 
     method: str
     params: Mapping[str, Any]
@@ -134,6 +137,7 @@ class Rpc:
     capabilities: Mapping[str, Any] | None = None
     headers: Mapping[str, str] | None = None
     timeout_s: float | None = None
+    mcp: bool = True
 
 
 @dataclass(frozen=True)
@@ -178,33 +182,32 @@ class Transport:
 
     async def _send(self, rpc: Rpc) -> tuple[dict[str, Any], str]:
         request_id = f"tether-{next(_ids)}"
-        meta: dict[str, Any] = {
-            spec.META_PROTOCOL_VERSION: spec.VERSION,
-            spec.META_CLIENT_CAPABILITIES: dict(rpc.capabilities or {}),
-            spec.META_CLIENT_INFO: CLIENT_INFO,
-        }
         headers = {
             **self.remote.headers,
             **bearer(self.remote),
             "content-type": spec.JSON,
             "accept": f"{spec.JSON}, {spec.SSE}",
-            spec.H_PROTOCOL_VERSION: spec.VERSION,
-            spec.H_METHOD: rpc.method,
-            **(rpc.headers or {}),
         }
-        if rpc.name is not None:
-            headers[spec.H_NAME] = header_value(rpc.name)
+        params = dict(rpc.params)
         traceparent = tracing.current_traceparent()
         if traceparent is not None:
             headers[spec.META_TRACEPARENT] = traceparent
-            meta[spec.META_TRACEPARENT] = traceparent
-        body = orjson.dumps(
-            {
-                "jsonrpc": "2.0",
-                "id": request_id,
-                "method": rpc.method,
-                "params": {**rpc.params, "_meta": meta},
+        if rpc.mcp:
+            headers[spec.H_PROTOCOL_VERSION] = spec.VERSION
+            headers[spec.H_METHOD] = rpc.method
+            if rpc.name is not None:
+                headers[spec.H_NAME] = header_value(rpc.name)
+            meta: dict[str, Any] = {
+                spec.META_PROTOCOL_VERSION: spec.VERSION,
+                spec.META_CLIENT_CAPABILITIES: dict(rpc.capabilities or {}),
+                spec.META_CLIENT_INFO: CLIENT_INFO,
             }
+            if traceparent is not None:
+                meta[spec.META_TRACEPARENT] = traceparent
+            params["_meta"] = meta
+        headers.update(rpc.headers or {})
+        body = orjson.dumps(
+            {"jsonrpc": "2.0", "id": request_id, "method": rpc.method, "params": params}
         )
         read = rpc.timeout_s if rpc.timeout_s is not None else self.remote.request_timeout_s
         timeout = httpx.Timeout(read, connect=min(read, _CONNECT_TIMEOUT_S))
