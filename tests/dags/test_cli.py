@@ -139,4 +139,3 @@ def test_the_dags_commands_run_from_the_command_line(tmp_path: Path) -> None:
         {"name": "a", "depends": []},
         {"name": "b", "depends": ["a"]},
     ]
-
