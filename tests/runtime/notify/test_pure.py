@@ -333,6 +333,28 @@ def test_each_event_has_its_headline() -> None:
     assert messages.headline(ended) == "Run of deploy ended: failed"
 
 
+def test_a_remote_question_is_told_of_by_default_with_its_fields() -> None:
+    """A remote tool's question (`remote_input`) needs a person like any other wait: every
+    channel hears of it unless told otherwise, and the message names the form's fields."""
+    assert "remote_input" in SlackChannel(name="ops", url_env="U").kinds
+    wait = {
+        "key": "ex_1:remote_input:peer/ask#3.1:7",
+        "kind": "remote_input",
+        "name": "peer/ask#3.1",
+        "prompt": "Who signs?",
+        "opened_at": "2026-01-01T00:00:00+00:00",
+        "deadline": None,
+        "schema": {"type": "object", "properties": {"name": {"type": "string"}}},
+    }
+    asked = Notification(**{**vars(note()), "data": {**note().data, "wait": wait}})
+    assert (
+        messages.headline(asked)
+        == "Remote question 'peer/ask#3.1' is waiting for an answer (deploy)"
+    )
+    fields = [f["text"] for f in messages.slack_message(asked, NoLinks())["blocks"][1]["fields"]]
+    assert "*Fields*\nname" in fields
+
+
 def test_an_email_subject_is_one_line_and_the_body_lists_each_decision_link() -> None:
     """The email says what the Slack message says, as text, with the CLI way to answer."""
     message = messages.email_message(

@@ -25,7 +25,7 @@ from tether.runtime import waits
 EVENTS: Final = ("wait.opened", "wait.answered", "wait.expired", "run.ended")
 #: The kinds of wait whose opening a channel hears of by default: every kind answered from
 #: outside the run.
-DEFAULT_KINDS: Final = ("signal", "approval", "human_task", "agent_step")
+DEFAULT_KINDS: Final = ("signal", "approval", "human_task", "agent_step", "remote_input")
 #: A route's workflow that means every workflow of the app.
 EVERY_WORKFLOW: Final = "*"
 _NAME: Final = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
@@ -151,7 +151,7 @@ class WebhookChannel(Channel):
         events: What it is told of: `wait.opened`, `wait.answered`, `wait.expired`,
             `run.ended` (default: all).
         kinds: The kinds of wait whose opening it is told of (default: every kind answered
-            from outside: signal, approval, human_task, agent_step).
+            from outside: signal, approval, human_task, agent_step, remote_input).
         allow_http: Allow a plain http URL to another host.
         timeout_s: How long one attempt may take, in seconds.
 

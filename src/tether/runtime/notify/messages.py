@@ -31,6 +31,7 @@ _KIND_TITLES: Final[Mapping[str, str]] = {
     "human_task": "Task",
     "signal": "Signal",
     "agent_step": "Agent step",
+    "remote_input": "Remote question",
 }
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]+")
 _SLACK_TEXT_MAX: Final = 2900  # a section's text holds 3000 characters
@@ -127,7 +128,7 @@ def _details(note: Notification) -> list[tuple[str, str]]:
         if inputs:
             shown = ", ".join(f"{i} (required)" if i in required else str(i) for i in inputs)
             rows.append(("Inputs", shown))
-        elif wait.get("kind") in ("human_task", "signal", "agent_step"):
+        elif wait.get("kind") in ("human_task", "signal", "agent_step", "remote_input"):
             fields = list((wait.get("schema") or {}).get("properties", {}))
             fields = [f for f in fields if f != "decision"]
             if fields:
