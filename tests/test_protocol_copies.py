@@ -1,6 +1,6 @@
 """Our choice: the reliability suite, the benchmarks and the test client speak MCP
-from outside, like the conformance harness, so they keep their own copies of a few protocol
-facts; this test holds every copy equal to the library's constants. Copies are read from the
+from outside, like the conformance harness, and the runtime's remote client may not import the
+protocol layer, so they keep their own copies of a few protocol facts; this test holds every copy equal to the library's constants. Copies are read from the
 source with `ast` (a benchmark script is not imported: importing it would start nothing, but
 it is not a package)."""
 
@@ -13,9 +13,12 @@ from typing import Any
 import pytest
 
 from tether.conformance import spec
-from tether.jsonrpc import codes
+from tether.jsonrpc import codes, headers
 
 ROOT = Path(__file__).resolve().parents[1]
+REMOTE = "src/tether/runtime/remote/spec.py"
+# the order the Tasks extension lists its statuses in (the remote client's tuple keeps it)
+_STATUS_ORDER = ("working", "input_required", "completed", "failed", "cancelled")
 
 # (file, constant name) → the library's value it must equal
 COPIES: dict[tuple[str, str], Any] = {
@@ -32,6 +35,23 @@ COPIES: dict[tuple[str, str], Any] = {
     ("bench/tasks_get.py", "TASKS"): codes.TASKS_EXTENSION,
     ("tests/mcp_client.py", "VERSION"): codes.MODERN_VERSION,
     ("tests/mcp_client.py", "TASKS"): codes.TASKS_EXTENSION,
+    # the remote client (the runtime may not import the protocol layer it talks to)
+    (REMOTE, "VERSION"): codes.MODERN_VERSION,
+    (REMOTE, "TASKS"): codes.TASKS_EXTENSION,
+    (REMOTE, "META_PROTOCOL_VERSION"): codes.META_PROTOCOL_VERSION,
+    (REMOTE, "META_CLIENT_CAPABILITIES"): codes.META_CLIENT_CAPABILITIES,
+    (REMOTE, "META_CLIENT_INFO"): codes.META_CLIENT_INFO,
+    (REMOTE, "H_PROTOCOL_VERSION"): codes.H_PROTOCOL_VERSION,
+    (REMOTE, "H_METHOD"): codes.H_METHOD,
+    (REMOTE, "H_NAME"): codes.H_NAME,
+    (REMOTE, "BASE64_PREFIX"): codes.BASE64_PREFIX,
+    (REMOTE, "BASE64_SUFFIX"): codes.BASE64_SUFFIX,
+    (REMOTE, "IDEMPOTENCY_HEADER"): headers.IDEMPOTENCY_HEADER,
+    (REMOTE, "JSON"): headers.JSON,
+    (REMOTE, "SSE"): headers.SSE,
+    (REMOTE, "INVALID_PARAMS"): codes.INVALID_PARAMS,
+    (REMOTE, "TOOLS_CALL"): codes.TOOLS_CALL,
+    (REMOTE, "TASK_STATUSES"): tuple(sorted(spec.TASK_STATUSES, key=_STATUS_ORDER.index)),
 }
 
 
