@@ -1,8 +1,8 @@
 """Our choice: the reliability suite, the benchmarks and the test client speak MCP
 from outside, like the conformance harness, and the runtime's remote client may not import the
-protocol layer, so they keep their own copies of a few protocol facts; this test holds every copy equal to the library's constants. Copies are read from the
-source with `ast` (a benchmark script is not imported: importing it would start nothing, but
-it is not a package)."""
+protocol layer, so they keep their own copies of a few protocol facts; this test holds every
+copy equal to the library's constants. Copies are read from the source with `ast` (a benchmark
+script is not imported: importing it would start nothing, but it is not a package)."""
 
 from __future__ import annotations
 
