@@ -148,6 +148,7 @@ async def test_a_step_stopped_mid_run_reads_aborted_and_a_retry_of_another_keeps
     """Stopped while `nap` runs: `nap` reads aborted (Dagu's cancel), `after` not started;
     retrying `one` alone runs `one` only, and `after` is aborted behind `nap`."""
     log = tmp_path / "log"
+    log.write_text("")  # read while the run starts, before its first step writes to it
     app = App()
     app.dag(STOPPED.replace("{log}", str(log)))
     async with start(app) as rt:

@@ -38,7 +38,7 @@ CONTAINERFILE = REPO / "deploy" / "Containerfile"
 COMPOSE = REPO / "deploy" / "compose.yaml"
 # what the wheel is built from (the Containerfile copies the same)
 BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", "src/")
-LISTENING = re.compile(rb"Uvicorn running on http://[^:/]+:(\d+)")
+LISTENING = re.compile(rb"MCP +http://[^:/]+:(\d+)/")
 START_TIMEOUT_S = 90.0  # the first start of an embedded PostgreSQL runs initdb
 # the image's base PATH, before its ENV puts the virtual environment first
 BASE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

@@ -12,9 +12,9 @@ import pytest
 import respx
 
 from tests.runtime.remote.fake import URL, FakeRemote, completed, task
+from tether.runtime.remote.clients import Clients
 from tether.runtime.remote.config import Remote
 from tether.runtime.remote.poller import BUSY_AGAIN_S, Look, RemotePoller
-from tether.runtime.remote.transport import Clients
 from tether.storage.errors import UnknownKey
 from tether.storage.remote_polls import DuePoll, _due
 from tether.storage.rows import StepRecord

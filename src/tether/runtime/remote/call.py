@@ -34,11 +34,12 @@ import hashlib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, ClassVar, Final, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, NoReturn, Protocol, TypeVar
 
 from tether.observability import metrics
 from tether.runtime import clock, waits
 from tether.runtime.policy import RetryPolicy, seconds
+from tether.runtime.remote.clients import Clients
 from tether.runtime.remote.config import Remote
 from tether.runtime.remote.errors import (
     RemoteError,
@@ -52,12 +53,45 @@ from tether.runtime.remote.errors import (
 )
 from tether.runtime.remote.implementations import PROTOCOLS
 from tether.runtime.remote.protocol import Created, RemoteProtocol, Snapshot
-from tether.runtime.remote.transport import Clients, Transport
+from tether.runtime.remote.transport import Transport
 from tether.runtime.signals import CancelledRun, Park
 from tether.storage import remote_polls
 
 if TYPE_CHECKING:
-    from tether.runtime.context import Context
+    from tether.runtime import probes
+    from tether.runtime.remote.config import RemoteCatalog
+    from tether.runtime.run_io import RunIO
+    from tether.storage.repo import Checkpoint
+    from tether.storage.rows import BufferedSignal, StepRecord
+
+
+class Context(Protocol):
+    """What a remote call uses of the run's `tether.runtime.context.Context`: its position in
+    the history, its buffered writes and its probes. Spelled out here so that this module
+    needs no import of the context, which imports it (`Context.call_tool`)."""
+
+    execution_id: str
+    run_attempt: int
+    _remotes: RemoteCatalog | None
+    _io: RunIO
+    _buf: Checkpoint
+    _probe: probes.Probe | None
+
+    @property
+    def cancel_requested(self) -> bool: ...
+    def _next(
+        self, kind: str, name: str, *, cancel: bool = True
+    ) -> tuple[int, StepRecord | None]: ...
+    def _record(
+        self, seq: int, kind: str, name: str, result: Any, *, done: bool = True
+    ) -> None: ...
+    def _mark_failure(self, seq: int) -> None: ...
+    async def _flush(self, *, flush: bool = True, behind: bool = False) -> None: ...
+    async def _landed(self) -> None: ...
+    async def _probe_at(self, step_name: str, edge: probes.Edge) -> None: ...
+    def _take_signal(self, spec: waits.WaitSpec, n: int | None) -> BufferedSignal | None: ...
+    def park_event_id(self) -> int: ...
+
 
 #: The kind of a remote call's record in the run's history.
 RECORD_KIND: Final = "remote"

@@ -30,7 +30,7 @@ from typing import Any, Final, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tether.runtime.policy import RetryPolicy
-from tether.runtime.remote.transport import Clients
+from tether.runtime.remote.clients import Clients
 from tether.specs.dag import DagSpec, DagSpecError, RemoteCall
 from tether.specs.dag.steps import MCP_CALL
 

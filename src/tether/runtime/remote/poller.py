@@ -24,10 +24,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from tether.runtime.remote.clients import Clients
 from tether.runtime.remote.config import Remote
 from tether.runtime.remote.errors import RemoteError, Transient
 from tether.runtime.remote.implementations import PROTOCOLS
-from tether.runtime.remote.transport import Clients, Transport
+from tether.runtime.remote.transport import Transport
 from tether.runtime.statuses import ENDED_STATUSES
 from tether.storage import remote_polls, repo
 from tether.storage.driver import Database

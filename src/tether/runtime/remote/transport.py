@@ -16,7 +16,6 @@ remote in the header and in `_meta`, and one sample of `tether_remote_requests_t
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
 import itertools
@@ -33,6 +32,7 @@ from opentelemetry.trace import SpanKind
 
 from tether.observability import metrics, tracing
 from tether.runtime.remote import spec
+from tether.runtime.remote.clients import CONNECT_TIMEOUT_S
 from tether.runtime.remote.errors import RemoteError, RemoteProtocolError, Transient
 
 if TYPE_CHECKING:
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 MAX_RESPONSE_BYTES: Final = 16 * 1024 * 1024
 _RETRY_STATUSES: Final = frozenset({408, 429})
 _UNSAFE_HEADER: Final = re.compile(r"[^\x20-\x7e]")
-_CONNECT_TIMEOUT_S: Final = 10.0
 _ids: Final = itertools.count(1)
 #: Who is calling, as the remote's logs see it (`clientInfo`).
 CLIENT_INFO: Final = {"name": "tether-remote-call", "version": "1"}
@@ -66,31 +65,6 @@ def _translated(remote: str, tool: str) -> Iterator[None]:
         if ours is Transient:
             raise Transient(message) from exc
         raise RemoteProtocolError(message, remote=remote, tool=tool) from exc
-
-
-class Clients:
-    """The process's HTTP client for remote calls (one connection pool), made on first use in
-    the running event loop; `aclose` closes it (the runtime does, when it stops)."""
-
-    def __init__(self) -> None:
-        self._client: httpx.AsyncClient | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def get(self) -> httpx.AsyncClient:
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client.is_closed or self._loop is not loop:
-            self._client = httpx.AsyncClient(
-                limits=httpx.Limits(max_connections=100, max_keepalive_connections=50),
-                timeout=httpx.Timeout(30.0, connect=_CONNECT_TIMEOUT_S),
-                follow_redirects=False,
-            )
-            self._loop = loop
-        return self._client
-
-    async def aclose(self) -> None:
-        client, self._client, self._loop = self._client, None, None
-        if client is not None and not client.is_closed:
-            await client.aclose()
 
 
 def header_value(value: str) -> str:
@@ -210,7 +184,7 @@ class Transport:
             {"jsonrpc": "2.0", "id": request_id, "method": rpc.method, "params": params}
         )
         read = rpc.timeout_s if rpc.timeout_s is not None else self.remote.request_timeout_s
-        timeout = httpx.Timeout(read, connect=min(read, _CONNECT_TIMEOUT_S))
+        timeout = httpx.Timeout(read, connect=min(read, CONNECT_TIMEOUT_S))
         with _translated(self.remote.name, self.tool):
             async with self.client.stream(
                 "POST", self.remote.url, content=body, headers=headers, timeout=timeout
