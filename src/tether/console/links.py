@@ -42,17 +42,18 @@ _DONE: Final = {
 }
 
 
-def _csrf(c: Console, link: Link, browser: str) -> str:
-    """The form token of this link on this browser (its `tether_link` cookie)."""
+def form_token(key: bytes, link: Link, browser: str) -> str:
+    """The form token of `link`'s page on the browser holding `browser` in its `tether_link`
+    cookie (`key`: the links' key)."""
     text = f"link-form.{browser}.{link.token}".encode()
-    return hmac.new(c.link_key, text, hashlib.sha256).hexdigest()[:40]
+    return hmac.new(key, text, hashlib.sha256).hexdigest()[:40]
 
 
 def _csrf_ok(c: Console, link: Link, browser: str | None, token: str | None) -> bool:
     if not browser or not token:
         return False
     submitted = token.encode("utf-8", "surrogatepass")
-    return hmac.compare_digest(submitted, _csrf(c, link, browser).encode())
+    return hmac.compare_digest(submitted, form_token(c.link_key, link, browser).encode())
 
 
 def _page(
@@ -188,7 +189,7 @@ def _confirm(
         wait=wait,
         form=_form(wait, link.decision),
         votes=votes.summary(wait),
-        csrf=_csrf(c, link, browser),
+        csrf=form_token(c.link_key, link, browser),
         label=_label(link.decision),
         problems=problems or [],
         values=values or {},

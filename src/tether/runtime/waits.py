@@ -299,14 +299,9 @@ class Approval(WaitSpec):
     def answer_schema(self) -> dict[str, Any]:
         return approval_schema(self.inputs)
 
-    @property
-    def policy(self) -> votes.Policy | None:
-        """Its vote policy; None when its first answer decides it."""
-        return votes.make_policy(self.approvers, self.quorum, self.allow_self_approval)
-
     def extra(self) -> dict[str, Any]:
         extra: dict[str, Any] = {"inputs": list(self.inputs), "required": list(self.required)}
-        policy = self.policy
+        policy = votes.make_policy(self.approvers, self.quorum, self.allow_self_approval)
         if policy is not None:
             extra |= {votes.POLICY: policy.as_json(), votes.VOTES: []}
         return extra

@@ -187,8 +187,10 @@ def _approvers(node: yaml.Node, at: At, quorum: int) -> tuple[tuple[str, ...] | 
     TETHER_APPROVER_ROLES)."""
     if isinstance(node, yaml.MappingNode):
         fields = Fields(node, at)
-        role = fields.take("role") or at.fail("approvers as a mapping needs `role`")
+        role = fields.take("role")
         fields.finish()
+        if role is None:
+            return at.fail("approvers as a mapping needs `role`")
         try:
             return None, approvers.check_role(string(*role))
         except ValueError as exc:
