@@ -233,3 +233,22 @@ async def test_the_run_page_shows_the_votes_cast(site: Site) -> None:
 
 def _bearer(site: Site) -> dict[str, str]:
     return {"authorization": f"Bearer {site.tokens['operator']}"}
+
+
+async def test_a_human_tasks_complete_link_opens_its_form_and_reads_it_typed(site: Site) -> None:
+    """A link whose decision has inputs opens a small form; its boxes are read as their
+    fields' types (a bad number is refused, naming the field, and the link stays usable)."""
+    run_id = await site.start("form")
+    url = minter(site).links(await wait_of(site, run_id), "alice")["complete"]
+    async with httpx.AsyncClient() as http:
+        page = await http.get(url)
+        assert all(f'name="f.{n}"' in page.text for n in ("title", "count", "ratio", "ok"))
+        form = {"csrf": csrf_of(page.text), "f.title": "T", "f.count": "x", "f.ratio": "0.5"}
+        refused = await http.post(url, data=form)
+        assert await site.status(run_id) == "waiting"
+        done = await http.post(url, data={**form, "f.count": "3", "f.ok": "true"})
+    assert refused.status_code == 422 and "count" in refused.text
+    assert done.status_code == 200
+    assert await site.output(run_id) == {
+        "values": {"title": "T", "count": 3, "ratio": 0.5, "ok": True}
+    }
