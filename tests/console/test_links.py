@@ -154,7 +154,7 @@ async def test_a_tampered_link_is_refused(site: Site) -> None:
 
 
 async def test_a_stale_link_says_the_request_moved_on_and_changes_nothing(site: Site) -> None:
-    """Once the wait it names is answered (here through the console's own path), the link's
+    """Once the wait it names is answered (here by an operator's answer), the link's
     page and its POST say so; the run's next wait of the same name is left alone."""
     run_id = await site.start("twice")
     first = await wait_of(site, run_id)
