@@ -23,7 +23,7 @@ from tether.runtime.dag.environment import DEFAULT_PASSTHROUGH, parse_passthroug
 from tether.runtime.links import DEFAULT_TTL_S, MAX_TTL_S, LinkMinter
 from tether.runtime.notify.channels import Routed, parse_channels
 from tether.runtime.notify.config import NotifySetup, SenderSettings
-from tether.runtime.notify.links import ConsoleLinks, NoLinks
+from tether.runtime.notify.links import ConsoleLinks, Links, NoLinks, SignedLinks
 from tether.runtime.payloads import Encryption
 from tether.runtime.remote.config import Remote, RemoteConfigError, read_remotes
 from tether.runtime.votes import parse_roles
@@ -428,8 +428,9 @@ class Settings(BaseModel):
 
     def notify_setup(self, console_prefix: str) -> NotifySetup:
         """The operator's notification channels, the sender's settings, and the links
-        messages carry (to the console's run page under `console_prefix`, when
-        TETHER_PUBLIC_URL is set).
+        messages carry, when TETHER_PUBLIC_URL is set: to the console's run page under
+        `console_prefix`, and with TETHER_STATE_KEY set too, each recipient's own signed
+        approval link per decision where one can be made (`SignedLinks`).
 
         Raises:
             SettingsError: a sender setting does not fit, named with its variable.
@@ -446,11 +447,11 @@ class Settings(BaseModel):
         except ValueError as exc:
             error = SettingsError(f"TETHER_NOTIFY_*: {exc}")
             raise error from None
-        links = (
-            ConsoleLinks(self.public_url, f"{console_prefix}/runs/")
-            if self.public_url
-            else NoLinks()
-        )
+        links: Links = NoLinks()
+        if self.public_url:
+            links = ConsoleLinks(self.public_url, f"{console_prefix}/runs/")
+            if self.state_key:
+                links = SignedLinks(links, self.link_minter())
         return NotifySetup(
             channels=tuple(_read_notify(self.notify)),
             sender=sender if self.notify_send else None,

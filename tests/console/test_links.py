@@ -229,6 +229,7 @@ async def test_the_run_page_shows_the_votes_cast(site: Site) -> None:
     assert page.status_code == 200
     assert "1 of 2 approvals: carol approved" in page.text
     assert "approvers: alice, bob, carol" in page.text
+    assert "vote cast" in page.text  # the history's vote event, on the timeline
 
 
 def _bearer(site: Site) -> dict[str, str]:

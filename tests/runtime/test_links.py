@@ -10,6 +10,8 @@ import pytest
 
 from tether.runtime import links, votes
 from tether.runtime.links import LinkMinter, LinkRefused
+from tether.runtime.notify.links import SignedLinks
+from tether.settings import Settings
 
 KEY = links.link_key(b"server secret")
 WAIT_KEY = "ex_abc:approval:deploy:7"
@@ -144,3 +146,27 @@ def test_approver_roles_are_read_from_their_setting() -> None:
     for bad in ("finance", "fi nance=a", "a=b;a=c"):
         with pytest.raises(ValueError):
             votes.parse_roles(bad)
+
+
+def test_notifications_carry_each_recipients_own_signed_links_where_one_can_be_made() -> None:
+    """With TETHER_STATE_KEY and TETHER_PUBLIC_URL, an email's decisions are that recipient's
+    signed links; a one-message channel, a signal, or a recipient outside the approvers gets
+    the console's run page."""
+    setup = Settings.from_env(
+        {"TETHER_PUBLIC_URL": "https://t.example.com", "TETHER_STATE_KEY": "k"}
+    ).notify_setup("/console")
+    assert isinstance(setup.links, SignedLinks)
+    page = "https://t.example.com/console/runs/ex_abc"
+    mine = setup.links.decisions("ex_abc", approval(), "ann@example.com")
+    prefix = "https://t.example.com/console/links/"
+    read = {d: links.read(links.link_key(b"k"), u.removeprefix(prefix)) for d, u in mine.items()}
+    assert {(d, r.approver) for d, r in read.items() if r is not None} == {
+        (d, "ann@example.com") for d in ("approve", "reject", "push_back")
+    }
+    assert setup.links.decisions("ex_abc", approval(), "") == dict.fromkeys(mine, page)
+    outsider = setup.links.decisions("ex_abc", voted(approvers=["bob"]), "ann@example.com")
+    assert outsider == dict.fromkeys(mine, page)
+    signal = {"key": "ex_abc:signal:go:3", "kind": "signal", "name": "go"}
+    assert setup.links.decisions("ex_abc", signal, "ann@example.com") == {"answer": page}
+    unsigned = Settings.from_env({"TETHER_PUBLIC_URL": "https://t.example.com"})
+    assert not isinstance(unsigned.notify_setup("/console").links, SignedLinks)

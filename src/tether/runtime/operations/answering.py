@@ -315,7 +315,7 @@ async def _cast(
     given = [(str(v.by), *_ballot(v)) for v in earlier] + [(voter, vote.response, at)]
     cast = [votes.cast(who, answer, when) for who, answer, when in given]
     rest = [{**d, votes.VOTES: cast} if d.get("key") == vote.key else d for d in rest]
-    event = {"key": vote.key, **cast[-1]}
+    event = {"key": vote.key, **{k: v for k, v in cast[-1].items() if k != "at"}}
     await repo.answer_keep_parked(conn, run_id, rest, "vote", event)
     policy = votes.policy_of(vote.wait)
     assert policy is not None  # noqa: S101 — a vote's wait has a policy (_judge)
