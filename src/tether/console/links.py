@@ -27,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from tether.console import forms
-from tether.console.context import HEADERS, Console
+from tether.console.context import HEADERS, Console, theme_of
 from tether.console.pages import console_of
 from tether.runtime import audit, errors, links, votes
 from tether.runtime.links import Link
@@ -61,9 +61,11 @@ def _page(
 ) -> Response:
     assert c.env is not None  # noqa: S101 — set in Console.__post_init__
     defaults: dict[str, Any] = {"link": None, "wait": None, "form": None, "problems": []}
-    html = c.env.get_template("link.html").render(**{**defaults, **ctx})
+    html = c.env.get_template("link.html").render(theme=theme_of(request), **{**defaults, **ctx})
+    # The console's `Referrer-Policy: same-origin` keeps the link (in the URL) from other
+    # sites; `no-referrer` would make browsers send `Origin: null` with the form's POST, which
+    # the Host/Origin policy refuses.
     response = HTMLResponse(html, status_code=code, headers=HEADERS)
-    response.headers["referrer-policy"] = "no-referrer"  # the link is in the URL
     if browser is not None:
         response.set_cookie(
             COOKIE,
