@@ -13,7 +13,7 @@ import re
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 import pytest_asyncio
@@ -292,7 +292,9 @@ async def test_pages_have_no_serious_accessibility_violations(browser: Browser, 
     assert {k: v for k, v in found.items() if v} == {}
 
 
-async def _link_pages(browser: Browser, site: Site, axe: str, scheme: str) -> dict[str, Any]:
+async def _link_pages(
+    browser: Browser, site: Site, axe: str, scheme: Literal["light", "dark"]
+) -> dict[str, Any]:
     """axe-core over an approval link's pages, opened with no sign-in: its confirmation form
     (with its required input), the page after deciding, and a used link's page."""
     run_id = await site.start("gate")
