@@ -347,6 +347,7 @@ def create_app(
                 dag_env_passthrough=settings.dag_environment(),
                 notify=settings.notify_setup(CONSOLE_PREFIX),
                 remotes=settings.remote_configs(),
+                approver_roles=settings.roles(),
             ) as rt,
             access_control(rt, auth) as auditor,
             console(settings, rt, auth, auditor) as web_console,

@@ -20,11 +20,13 @@ from tether.loader import DEFAULT_APP
 from tether.loopback import LOOPBACK
 from tether.runtime.admission import Admission, Profile, parse_profiles, parse_queues
 from tether.runtime.dag.environment import DEFAULT_PASSTHROUGH, parse_passthrough
+from tether.runtime.links import DEFAULT_TTL_S, MAX_TTL_S, LinkMinter
 from tether.runtime.notify.channels import Routed, parse_channels
 from tether.runtime.notify.config import NotifySetup, SenderSettings
-from tether.runtime.notify.links import ConsoleLinks, NoLinks
+from tether.runtime.notify.links import ConsoleLinks, Links, NoLinks, SignedLinks
 from tether.runtime.payloads import Encryption
 from tether.runtime.remote.config import Remote, RemoteConfigError, read_remotes
+from tether.runtime.votes import parse_roles
 from tether.runtime.worker import WorkerSettings
 from tether.specs.limits import (
     DEFAULT_MAX_ALIASES,
@@ -76,7 +78,15 @@ class Settings(BaseModel):
     poll_interval_ms: int = Field(5000, ge=1, description="pollIntervalMs advertised on tasks")
     sync_limit_s: float = Field(60.0, description="a workflow tool called without tasks waits")
     start_wait_s: float = Field(0.0, description="start_<wf> without tasks waits this long")
-    state_key: str | None = Field(None, description="HMAC key for MRTR requestState")
+    state_key: str | None = Field(
+        None, description="HMAC key for MRTR requestState, console sign-ins and approval links"
+    )
+    link_ttl_s: float = Field(
+        DEFAULT_TTL_S, gt=0, le=MAX_TTL_S, description="how long an approval link lives"
+    )
+    approver_roles: str = Field(
+        "", description="approver roles and their members: role=name,name;role=name"
+    )
     max_subscriptions: int = Field(
         32, ge=1, description="open subscriptions/listen streams per principal per server"
     )
@@ -249,6 +259,12 @@ class Settings(BaseModel):
         parse_passthrough(value)
         return value
 
+    @field_validator("approver_roles")
+    @classmethod
+    def _valid_approver_roles(cls, value: str) -> str:
+        parse_roles(value)
+        return value
+
     @field_validator("profiles")
     @classmethod
     def _valid_profiles(cls, value: str) -> str:
@@ -356,6 +372,35 @@ class Settings(BaseModel):
             error = SettingsError(f"TETHER_REMOTES: {exc}")
         raise error
 
+    def roles(self) -> dict[str, frozenset[str]]:
+        """Each approver role's members (TETHER_APPROVER_ROLES)."""
+        return parse_roles(self.approver_roles)
+
+    def link_minter(self, base_url: str | None = None) -> LinkMinter:
+        """What makes approval links for this server: signed with TETHER_STATE_KEY, rooted at
+        `base_url` (default TETHER_PUBLIC_URL), living TETHER_LINK_TTL_S.
+
+        Raises:
+            SettingsError: TETHER_STATE_KEY or the base URL is not set, or the URL is not
+                http(s).
+        """
+        if not self.state_key:
+            raise SettingsError(
+                "TETHER_STATE_KEY is not set: approval links are signed with it (set the same "
+                "secret on every server that serves them)"
+            )
+        url = base_url or self.public_url
+        if not url:
+            raise SettingsError(
+                "TETHER_PUBLIC_URL is not set: approval links need the address people reach "
+                "the server at (or pass --base-url)"
+            )
+        try:
+            return LinkMinter(self.state_key, url, self.link_ttl_s, self.roles())
+        except ValueError as exc:
+            error = SettingsError(f"approval links: {exc}")
+        raise error
+
     def dag_environment(self) -> frozenset[str]:
         """The process variables stored DAGs see (TETHER_DAG_ENV_PASSTHROUGH)."""
         return parse_passthrough(self.dag_env_passthrough)
@@ -383,8 +428,9 @@ class Settings(BaseModel):
 
     def notify_setup(self, console_prefix: str) -> NotifySetup:
         """The operator's notification channels, the sender's settings, and the links
-        messages carry (to the console's run page under `console_prefix`, when
-        TETHER_PUBLIC_URL is set).
+        messages carry, when TETHER_PUBLIC_URL is set: to the console's run page under
+        `console_prefix`, and with TETHER_STATE_KEY set too, each recipient's own signed
+        approval link per decision where one can be made (`SignedLinks`).
 
         Raises:
             SettingsError: a sender setting does not fit, named with its variable.
@@ -401,11 +447,11 @@ class Settings(BaseModel):
         except ValueError as exc:
             error = SettingsError(f"TETHER_NOTIFY_*: {exc}")
             raise error from None
-        links = (
-            ConsoleLinks(self.public_url, f"{console_prefix}/runs/")
-            if self.public_url
-            else NoLinks()
-        )
+        links: Links = NoLinks()
+        if self.public_url:
+            links = ConsoleLinks(self.public_url, f"{console_prefix}/runs/")
+            if self.state_key:
+                links = SignedLinks(links, self.link_minter())
         return NotifySetup(
             channels=tuple(_read_notify(self.notify)),
             sender=sender if self.notify_send else None,

@@ -2,7 +2,8 @@
 human task with a field of each scalar type (`form`), and a DAG with an approval between two
 shell steps (`gated`), a typed signal (`sig`), a signal with a free payload (`free`), and two
 successive approvals of one name (`twice`), an approval behind a progress line
-(`progress`), and a step that fails once before it succeeds (`flaky`)."""
+(`progress`), a step that fails once before it succeeds (`flaky`), and an approval two of
+three named people decide (`vote`)."""
 
 from __future__ import annotations
 
@@ -103,3 +104,17 @@ async def flaky(ctx: Context, args: NoArgs) -> str:
     """One step that fails on its first try and succeeds on its second."""
     retry = RetryPolicy(max_attempts=3, initial_interval=0.05)
     return str(await ctx.step(_once_then_ok, ctx.execution_id, name="call", retry=retry))
+
+
+@app.workflow(expose=Exposure(tool_set=True))
+async def vote(ctx: Context, args: NoArgs) -> dict[str, Any]:
+    """Two of alice, bob and carol approve it; one rejection ends it."""
+    try:
+        got = await ctx.approval(
+            "deploy", prompt="Deploy?", approvers=["alice", "bob", "carol"], quorum=2
+        )
+    except Rejected as exc:
+        return {"decision": "rejected", "by": exc.by}
+    if isinstance(got, Approved):
+        return {"decision": "approved", "approvers": list(got.approvers)}
+    return {"decision": "pushed_back", "by": got.by}

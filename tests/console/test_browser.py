@@ -13,7 +13,7 @@ import re
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 import pytest_asyncio
@@ -21,6 +21,7 @@ from playwright.async_api import Browser, Page, async_playwright, expect
 
 from tests.console.browser import ARGS, axe_violations, ensure_axe, ensure_chromium
 from tests.console.conftest import Site
+from tether.runtime.links import LinkMinter
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 WAIT_MS = 10_000
@@ -287,4 +288,30 @@ async def test_pages_have_no_serious_accessibility_violations(browser: Browser, 
         await page.goto(site.url("/runs"))
         found[f"runs {other} chosen"] = await axe_violations(page, axe)
         await context.close()
+        found |= await _link_pages(browser, site, axe, scheme)
     assert {k: v for k, v in found.items() if v} == {}
+
+
+async def _link_pages(
+    browser: Browser, site: Site, axe: str, scheme: Literal["light", "dark"]
+) -> dict[str, Any]:
+    """axe-core over an approval link's pages, opened with no sign-in: its confirmation form
+    (with its required input), the page after deciding, and a used link's page."""
+    run_id = await site.start("gate")
+    wait = (await site.ops.get(run_id)).current.waits[0]
+    url = LinkMinter("test-key", site.base).links(wait, "alice")["approve"]
+    context = await browser.new_context(bypass_csp=True, color_scheme=scheme)
+    page = await context.new_page()
+    found: dict[str, Any] = {}
+    await page.goto(url)
+    found[f"link {scheme}"] = await axe_violations(page, axe)
+    await page.get_by_label("ticket").fill("CHG-1")
+    await page.get_by_role("button", name="Approve as alice").click()
+    await expect(page.get_by_role("status")).to_contain_text("approved by alice")
+    await page.screenshot(path=shot(f"link-done-{scheme}"), full_page=True)
+    found[f"link done {scheme}"] = await axe_violations(page, axe)
+    await page.goto(url)
+    await expect(page.get_by_role("alert")).to_contain_text("only once")
+    found[f"link used {scheme}"] = await axe_violations(page, axe)
+    await context.close()
+    return found

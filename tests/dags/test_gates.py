@@ -337,3 +337,63 @@ async def test_a_failing_sub_dag_fails_the_call_step(start: Start) -> None:
         steps = await rt.ops.steps(run)
     assert row.status == "failed"
     assert node_results(steps) == {}
+
+
+VOTED = """
+name: voted
+steps:
+  - name: build
+    command: "echo build >> {log}"
+  - name: publish
+    command: "echo publish >> {log}"
+    depends: build
+    approval:
+      input: [TICKET]
+      approvers: [al, bo, cy]
+      quorum: 2
+  - name: after
+    command: "echo after-${TICKET} >> {log}"
+    depends: publish
+"""
+
+
+def voted_app(log: Path) -> App:
+    app = App()
+    app.dag(VOTED.replace("{log}", str(log)))
+    return app
+
+
+async def test_a_dag_gate_with_approvers_and_a_quorum_waits_for_enough_approvals(
+    start: Start, tmp_path: Path
+) -> None:
+    """`approval: {approvers, quorum}`: the first approval keeps the gate open under its key
+    (showing the vote); an outsider is refused; the second approval lets the run go on with
+    the approvals' inputs."""
+    log = tmp_path / "log"
+    async with start(voted_app(log)) as rt:
+        run = (await rt.ops.start("voted", {}, by="dee")).execution.id
+        gate = await parked_on(rt, run, "approval", "publish")
+        await rt.ops.answer(run, gate["key"], {"decision": "approve", "TICKET": "T-1"}, by="al")
+        still = await parked_on(rt, run, "approval", "publish")
+        with pytest.raises(errors.VoteRefused):
+            await rt.ops.answer(run, gate["key"], {"decision": "approve"}, by="dee")
+        await rt.ops.answer(run, gate["key"], {"decision": "approve", "TICKET": "T-2"}, by="cy")
+        row = (await rt.ops.wait_for_end(run, timeout=20)).current
+    assert still["key"] == gate["key"]
+    assert [v["by"] for v in still["votes"]] == ["al"]
+    assert row.status == "completed", row.error
+    assert log.read_text().split() == ["build", "publish", "after-T-2"]
+
+
+async def test_one_rejection_of_a_voted_dag_gate_ends_the_run_at_once(
+    start: Start, tmp_path: Path
+) -> None:
+    log = tmp_path / "log"
+    async with start(voted_app(log)) as rt:
+        run = (await rt.ops.start("voted", {}, by="dee")).execution.id
+        gate = await parked_on(rt, run, "approval", "publish")
+        await rt.ops.answer(run, gate["key"], {"decision": "approve", "TICKET": "T"}, by="al")
+        await rt.ops.answer(run, gate["key"], {"decision": "reject", "reason": "no"}, by="bo")
+        row = (await rt.ops.get(run)).current
+    assert (row.status, row.error["reason"], row.error["by"]) == ("failed", "no", "bo")
+    assert "after" not in log.read_text()

@@ -137,6 +137,43 @@ INVALID: list[tuple[str, type[DagSpecError], str, int]] = [
         4,
     ),
     (
+        "steps:\n  - name: a\n    command: x\n    approval:\n      approvers: [al, bo]\n"
+        "      quorum: 3\n",
+        InvalidValue,
+        "approvers",
+        5,
+    ),
+    (
+        "steps:\n  - name: a\n    command: x\n    approval:\n      approvers: [al, al]\n",
+        InvalidValue,
+        "approvers",
+        5,
+    ),
+    (
+        "steps:\n  - name: a\n    command: x\n    approval:\n      quorum: 0\n",
+        InvalidValue,
+        "quorum",
+        5,
+    ),
+    (
+        "steps:\n  - name: a\n    command: x\n    approval:\n      approvers: {group: x}\n",
+        UnknownField,
+        "group",
+        5,
+    ),
+    (
+        "steps:\n  - name: a\n    command: x\n    approval:\n      approvers: {role: 'a b'}\n",
+        InvalidValue,
+        "role",
+        5,
+    ),
+    (
+        "steps:\n  - name: a\n    command: x\n    approval:\n      allowSelfApproval: maybe\n",
+        InvalidValue,
+        "allowSelfApproval",
+        5,
+    ),
+    (
         "steps:\n  - name: a\n    command: x\n    retryPolicy: {intervalSec: 2}\n",
         InvalidValue,
         "retryPolicy",

@@ -194,6 +194,19 @@ def test_approval_may_be_empty_and_rewind_to_itself_by_id() -> None:
     assert dag.step("b").approval == Approval()
 
 
+def test_approval_takes_tethers_own_vote_fields() -> None:
+    """`approvers` (names, or `{role}`), `quorum` and `allowSelfApproval` are Tether's own
+    fields beside Dagu's; unset, the gate is decided by its first answer."""
+    dag = _dag(
+        "steps:\n  - name: a\n    command: x\n"
+        "    approval: {approvers: [al, bo, cy], quorum: 2}\n"
+        "  - name: b\n    command: y\n"
+        "    approval: {approvers: {role: finance}, allow_self_approval: true}\n"
+    )
+    assert dag.step("a").approval == Approval(approvers=("al", "bo", "cy"), quorum=2)
+    assert dag.step("b").approval == Approval(approver_role="finance", allow_self_approval=True)
+
+
 def test_top_level_scalars_and_aliases() -> None:
     dag = _dag(
         "name: n\ndescription: d\nqueue: q\nmaxActiveRuns: 2\nmcp: true\n"

@@ -187,3 +187,24 @@ async def test_a_key_that_is_not_open_is_refused_naming_the_open_ones() -> None:
         with pytest.raises(AnswerRejected) as rejected:
             await env.approve(run, "ship", {"ticket": ""})
         assert rejected.value.violations == ("ticket: required to approve",)
+
+
+async def test_a_role_quorum_approval_is_decided_by_its_members_votes() -> None:
+    """`approver_roles` gives the environment's roles their members, as TETHER_APPROVER_ROLES
+    does a server; each member's approve is a vote, an outsider's is refused."""
+    app = tether.App()
+
+    @app.workflow
+    async def pay(ctx: tether.Context) -> list[str]:
+        got = await ctx.approval("pay", approvers="finance", quorum=2)
+        assert isinstance(got, tether.Approved)
+        return list(got.approvers)
+
+    roles = {"finance": ["dan", "erin"]}
+    async with WorkflowEnvironment(app, approver_roles=roles) as env:
+        run = await env.start("pay")
+        await env.approve(run, "pay", by="dan")
+        with pytest.raises(AnswerRejected, match="not in role 'finance'"):
+            await env.approve(run, "pay", by="zed")
+        await env.approve(run, "pay", by="erin")
+        assert await env.result(run) == ["dan", "erin"]

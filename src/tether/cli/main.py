@@ -9,7 +9,7 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-from tether.cli import access, dags, failures, keys, quiet, server
+from tether.cli import access, dags, failures, keys, links, quiet, server
 from tether.cli.errors import INTERRUPTED
 from tether.cli.loaded import Loaded, check_directories
 from tether.cli.parser import build_parser
@@ -74,5 +74,8 @@ def _dispatch(args: argparse.Namespace, level: str, loaded: Loaded) -> int:
         return dags.command(args, settings, loaded)
     if args.command == "keys":
         return keys.handle(args, settings)
+    if args.command == "links":
+        with existing_database(settings) as dsn:
+            return asyncio.run(links.command(args, settings, dsn))
     with existing_database(settings) as dsn:
         return asyncio.run(runs(args, settings, dsn, loaded))

@@ -86,6 +86,7 @@ def build_parser() -> Parser:
     _runs(sub)
     _dags(sub)
     _keys(sub)
+    _links(sub)
 
     # Everything after `conformance` goes to the harness's own parser (tether-conformance).
     sub.add_parser(
@@ -179,6 +180,36 @@ def _keys(sub: argparse._SubParsersAction[Parser]) -> None:
         "Re-seal every stored payload under the first key of TETHER_ENCRYPTION_KEYS, a batch "
         "at a time; runs may go on meanwhile. Afterwards the older keys can be dropped.",
     ).add_argument("--batch", type=int, default=500, help="rows per statement")
+
+
+def _links(sub: argparse._SubParsersAction[Parser]) -> None:
+    links = _command(
+        sub,
+        "links",
+        "approval links for people to decide a wait",
+        "Print signed approval links: one URL per decision (approve, reject, push back; a "
+        "human task's complete, push back) for each person named, to open in a browser without "
+        "signing in. Each acts once, until it expires, while the wait stays open under its key. "
+        "Needs TETHER_STATE_KEY (the servers') and TETHER_PUBLIC_URL (or --base-url); the "
+        "servers must serve the console.",
+    )
+    links.add_argument("id", help="run id (a handle follows its chain to the live run)")
+    links.add_argument("wait", help="the open wait's name or key")
+    links.add_argument(
+        "--approver",
+        action="append",
+        required=True,
+        help="who decides with the links (repeat for each person); shown in the history and "
+        "the audit trail",
+    )
+    links.add_argument("--decision", action="append", help="only this decision (repeat)")
+    links.add_argument(
+        "--ttl", help="how long the links live: 30m, 12h, 3d (default TETHER_LINK_TTL_S)"
+    )
+    links.add_argument(
+        "--base-url", help="where people reach the server (default TETHER_PUBLIC_URL)"
+    )
+    links.add_argument("--tenant", help=TENANT_HELP)
 
 
 def _dags(sub: argparse._SubParsersAction[Parser]) -> None:

@@ -6,6 +6,7 @@ cookie and the console's security headers.
 
 from __future__ import annotations
 
+import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +70,9 @@ class Console:
     env: jinja2.Environment | None = None
     #: open live streams per caller (TETHER_MAX_STREAMS_PER_TOKEN, as for MCP streams)
     slots: StreamSlots = field(default_factory=lambda: StreamSlots(32))
+    #: approval links' HMAC key (links.link_key(server secret)); random: links made by
+    #: anyone else are refused
+    link_key: bytes = field(default_factory=lambda: secrets.token_bytes(32))
 
     def __post_init__(self) -> None:
         if self.env is None:

@@ -20,13 +20,13 @@ from typing import Any, Final
 
 import orjson
 
-from tether.runtime import answers, waits
+from tether.runtime import answers, votes, waits
 
 FIELD: Final = "f."
 FEEDBACK: Final = "b."
 PAYLOAD: Final = "payload"  # a signal's (or agent step's) free JSON payload
 
-_DECISION_LABELS: Final = {
+DECISION_LABELS: Final = {
     "approve": "Approve",
     "reject": "Reject",
     "push_back": "Push back",
@@ -60,6 +60,11 @@ class WaitForm:
     reason: bool  # a reason box (approvals: for reject)
     payload: bool  # a free JSON payload box (signal / agent step without typed fields)
     wait: Mapping[str, Any] = field(default_factory=dict)  # the descriptor it was made from
+
+    @property
+    def votes(self) -> str | None:
+        """The votes cast on it so far, in words (None: its first answer decides it)."""
+        return votes.summary(self.wait)
 
 
 def _choices(prop: Mapping[str, Any]) -> tuple[str, ...]:
@@ -133,7 +138,7 @@ def _approval(wait: Mapping[str, Any]) -> WaitForm:
     )
 
 
-APPROVAL_CHOICES: Final = tuple((d, _DECISION_LABELS[d]) for d in waits.APPROVAL_DECISIONS)
+APPROVAL_CHOICES: Final = tuple((d, DECISION_LABELS[d]) for d in waits.APPROVAL_DECISIONS)
 
 
 def _human_task(wait: Mapping[str, Any]) -> WaitForm:

@@ -13,16 +13,18 @@ from starlette.routing import Mount, Route, Router
 from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
-from tether.console import actions, live, pages
+from tether.console import actions, links, live, pages
 from tether.console.context import HEADERS, PREFIX, STATIC, Console
 from tether.console.session import console_key
 from tether.runtime.audit import AuditWriter
 from tether.runtime.changes import SWEEP_S, ChangeHub
+from tether.runtime.links import PATH, link_key
 from tether.runtime.operations import Operations
 from tether.security.limits import StreamSlots
 from tether.security.tokens import Authenticator
 
 _ACTION = "{action:str}"
+LINKS = PATH.removeprefix(PREFIX)  # approval links, served without a sign-in
 
 
 def _router() -> Router:
@@ -41,6 +43,8 @@ def _router() -> Router:
             Route("/runs/{run_id:str}/dag", pages.dag_page),
             Route("/runs/{run_id:str}/events", live.run_events),
             Route("/runs/{run_id:str}/answer", actions.answer, methods=["POST"]),
+            Route(f"{LINKS}/{{token:str}}", links.confirm_page, methods=["GET"]),
+            Route(f"{LINKS}/{{token:str}}", links.decide, methods=["POST"]),
             Route(steer, _only_steering(actions.confirm), methods=["GET"]),
             Route(steer, _only_steering(actions.steer), methods=["POST"]),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
@@ -94,6 +98,9 @@ async def running_console(
     hub = ChangeHub(ops.listener, sweep_s=SWEEP_S)
     try:
         slots = StreamSlots(max_streams)
-        yield Console(ops, hub, auth, console_key(secret), principal_key, auditor, slots=slots)
+        key = console_key(secret)
+        yield Console(
+            ops, hub, auth, key, principal_key, auditor, slots=slots, link_key=link_key(secret)
+        )
     finally:
         hub.close()

@@ -249,6 +249,7 @@ def _sleep(record: StepRecord, busy_since: datetime | None) -> list[Entry]:
 _EVENT_TITLES: Final = {
     "created": "started",
     "answer": "answer received",
+    "vote": "vote cast",
     "signal": "signal received",
     "cancel_requested": "cancel requested",
     "run_retry": "run retried",

@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 from pydantic import TypeAdapter
 
 from tether.observability import instrument
-from tether.runtime import clock, probes, waits
+from tether.runtime import clock, probes, votes, waits
 from tether.runtime.errors import NonDeterminism, StepFailed, WaitTimeout
 from tether.runtime.policy import NO_RETRY, RetryPolicy, TotalTimeout, seconds
 from tether.runtime.remote import call as remote_call
@@ -528,7 +528,7 @@ class Context(TypedWaits):
             state["n"] = n
         self._record(seq, "wait", label, state, done=False)
         unanswered = [s for s in specs if s.channel not in state["answers"]]
-        parked = waits.descriptors(self.execution_id, unanswered, state, n)
+        parked = self._with_votes(waits.descriptors(self.execution_id, unanswered, state, n))
         raise Park(parked, deadline_dt, status="waiting")
 
     async def wait_any(self, *specs: waits.WaitSpec) -> dict[str, Any]:
@@ -547,6 +547,7 @@ class Context(TypedWaits):
             return waits.parse_answers(specs, state["answers"])
         self._record(seq, "wait", label, state, done=False)
         opened = waits.descriptors(self.execution_id, specs, state, self.park_event_id())
+        opened = self._with_votes(opened)
         raise Park([{**d, waits.WAKES_RUN: True} for d in opened], None, status="waiting")
 
     def _open_waits(
@@ -573,6 +574,28 @@ class Context(TypedWaits):
             if sig is not None:
                 state["answers"][spec.channel] = {"payload": sig.payload, "by": sig.by}
                 self._buf.consumed.append({"id": sig.id, "seq": seq})
+                # The round's votes go with its decided answer: a later round starts afresh.
+                ballots = votes.channel(spec.kind, spec.name)
+                for vote in [v for v in self._signals if v.channel == ballots]:
+                    self._signals.remove(vote)
+                    self._buf.consumed.append({"id": vote.id, "seq": seq})
+
+    def _with_votes(self, descriptors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The descriptors of waits decided by votes with the votes cast so far this round
+        (kept on the wait's vote channel until its answer is taken), so a wait parked again
+        still shows them."""
+        out = []
+        for d in descriptors:
+            if votes.POLICY in d:
+                ballots = votes.channel(d["kind"], d["name"])
+                cast = [
+                    votes.cast(str(v.by), v.payload["response"], v.payload["at"])
+                    for v in self._signals
+                    if v.channel == ballots and isinstance(v.payload, dict)
+                ]
+                d = {**d, votes.VOTES: cast}
+            out.append(d)
+        return out
 
     def _take_signal(self, spec: waits.WaitSpec, n: int | None) -> BufferedSignal | None:
         for i, sig in enumerate(self._signals):

@@ -14,11 +14,13 @@ Operation errors, raised to callers of `Operations` (every surface maps them to 
      │    ├── IdempotencyMismatch   idempotency key reused with different input
      │    ├── RunEnded              the run has ended
      │    ├── SingletonConflict     a singleton start found a run of the workflow live
-     │    └── AnswerConflict        a different answer to a wait that was already answered
+     │    ├── AnswerConflict        a different answer to a wait that was already answered
+     │    └── LinkUsed              a single-use approval link that has acted already
      ├── WaitNotOpen            no open wait has that key or name; `.open_waits` lists the open ones
      │    └── WaitAmbiguous         several open waits have that name: answer by key
      ├── AnswerRejected         the answer does not fit the wait; `.errors`
- │    └── AnswerUnstorable      too large to store, or text with NUL; `.limit_bytes`, `.nul_at`
+     │    ├── AnswerUnstorable      too large to store, or text with NUL; `.limit_bytes`, `.nul_at`
+     │    └── VoteRefused           the voter may not cast this vote; `.errors` names the rule
      ├── UpdateRejected         the update's validator refused the input; `.reason`
      ├── UpdateFailed           the update handler failed or ran too long; `.error`
      ├── UpdateTimeout          the update was admitted but did not finish in time; `.update_id`
@@ -105,6 +107,10 @@ class AnswerConflict(Conflict):
     """That wait was already answered differently."""
 
 
+class LinkUsed(Conflict):
+    """That approval link has been used already."""
+
+
 class WaitNotOpen(TetherError):
     """No open wait has that key.
 
@@ -152,6 +158,11 @@ class AnswerUnstorable(AnswerRejected):
         self.limit_bytes = limit_bytes
         self.size_bytes = size_bytes
         self.nul_at = nul_at
+
+
+class VoteRefused(AnswerRejected):
+    """The voter may not cast this vote on the approval (not among its approvers, not in its
+    role, or the run's starter approving it); `.errors` names the rule."""
 
 
 class UpdateNotFound(TetherError):

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,17 +89,20 @@ async def operations(
     listener: Listener | None = None,
     admission: Admission = NO_ADMISSION,
     encryption: payloads.Encryption | None = None,
+    approver_roles: Mapping[str, frozenset[str]] | None = None,
 ) -> AsyncIterator[Operations]:
     """Operations over a small pool of their own, without workers (one-shot commands:
     `tether runs …`; `listener`, run by the caller, for `runs watch`; `admission`: the same
     queues and profiles as the servers; `encryption`: the keys payloads are sealed and opened
-    with while the block runs); the pool is closed on exit. Raises Unavailable when the
-    database cannot be reached."""
+    with while the block runs; `approver_roles`: each approver role's members); the pool is
+    closed on exit. Raises Unavailable when the database cannot be reached."""
     with payloads.installed(encryption):
         with storage_errors():
             db: Database = await pool.create_pool(dsn, min_size=1, max_size=pool_size)
         try:
-            yield Operations(db, app, listener=listener, admission=admission)
+            yield Operations(
+                db, app, listener=listener, admission=admission, approver_roles=approver_roles
+            )
         finally:
             await db.close()
 
@@ -139,6 +142,7 @@ async def running(
     dag_env_passthrough: Iterable[str] | None = None,
     notify: NotifySetup | None = None,
     remotes: Iterable[Remote] = (),
+    approver_roles: Mapping[str, frozenset[str]] | None = None,
 ) -> AsyncIterator[Runtime]:
     """Migrate, open the pool and listener, start `workers` claim loops, the janitor and (when
     a workflow has a schedule) the scheduler; on exit stop the workers (leases handed back),
@@ -154,7 +158,8 @@ async def running(
     app's and the operator's channels are stored at start, and their secrets read from the
     environment. `remotes`: the settings' remotes, each replacing the app's of that name; the
     remotes its workflows and DAGs call are checked before anything starts, and their HTTP
-    client is closed on exit.
+    client is closed on exit. `approver_roles`: each approver role's members
+    (`TETHER_APPROVER_ROLES`).
 
     Raises:
         ValueError: `dag_env_passthrough` names a `TETHER_*` variable, or no variable; two
@@ -184,6 +189,7 @@ async def running(
                 DagReloader(app, dags_dir, dags_reload_s) if dags_dir is not None else None,
                 audit_retention_days,
                 notify,
+                approver_roles,
             ) as rt:
                 yield rt
         finally:
@@ -202,6 +208,7 @@ async def _running(
     reloader: DagReloader | None,
     audit_retention_days: float | None,
     notify: NotifySetup,
+    approver_roles: Mapping[str, frozenset[str]] | None = None,
 ) -> AsyncIterator[Runtime]:
     if reloader is not None:
         reloader.scan()  # before the scheduler and the tool catalog look at the workflows
@@ -211,7 +218,12 @@ async def _running(
     listener = Listener(dsn)
     admission = (worker_settings or WorkerSettings()).admission
     ops = Operations(
-        db, app, listener=listener, max_payload_bytes=max_payload_bytes, admission=admission
+        db,
+        app,
+        listener=listener,
+        max_payload_bytes=max_payload_bytes,
+        admission=admission,
+        approver_roles=approver_roles,
     )
     rt = Runtime(db, listener, ops, reloader=reloader)
     try:

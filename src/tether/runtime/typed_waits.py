@@ -58,11 +58,19 @@ class TypedWaits:
         inputs: list[str] | tuple[str, ...] = (),
         required: list[str] | tuple[str, ...] = (),
         timeout: float | timedelta | None = None,
+        approvers: list[str] | tuple[str, ...] | str | None = None,
+        quorum: int = 1,
+        allow_self_approval: bool | None = None,
     ) -> waits.Approved | waits.PushedBack:
-        """Wait for a person to approve, reject or push back.
+        """Wait for a person to approve, reject or push back — or for several people to
+        vote.
 
         The answer is `{"decision": "approve" | "reject" | "push_back", "reason": ...}` plus
-        the named string `inputs`.
+        the named string `inputs`. With `approvers`, a `quorum` above 1 or
+        `allow_self_approval=False`, each answer is a vote by the person who gives it
+        (docs: answering waits, approvals several people decide): the gate is approved once
+        `quorum` different approvers approved, and rejected or pushed back by the first
+        approver who does so.
 
         Args:
             name: The gate's name (1-200 characters, no control characters).
@@ -70,19 +78,36 @@ class TypedWaits:
             inputs: Names of string inputs the answer may carry.
             required: Those of `inputs` an approval must fill in.
             timeout: Seconds or a `timedelta` from when the wait opened.
+            approvers: Who may vote: a list of names (as the surfaces name people: a token's
+                name, the name a link was made for), or a role (a string naming a role of
+                `TETHER_APPROVER_ROLES`). Unset: anyone who may answer the run.
+            quorum: How many different people must approve (at most the number of
+                `approvers` named).
+            allow_self_approval: Whether the person who started the run may approve it.
+                Unset: refused when `approvers` or a `quorum` is given, else not checked.
 
         Returns:
-            [`Approved`][tether.Approved] with the inputs, or
-            [`PushedBack`][tether.PushedBack] with the answer's fields as feedback.
+            [`Approved`][tether.Approved] with the inputs (and, decided by votes, its
+            `approvers`), or [`PushedBack`][tether.PushedBack] with the answer's fields as
+            feedback.
 
         Raises:
             Rejected: The gate was rejected; uncaught, the run fails with the reason.
-            ValueError: The name is invalid, an input is named `decision` or `reason`, or a
-                required input is not among `inputs`.
+            ValueError: The name is invalid, an input is named `decision` or `reason`, a
+                required input is not among `inputs`, `quorum` is not a whole number from 1
+                or exceeds the approvers named, or an approver's or role's name is invalid.
             WaitTimeout: `timeout` passed before an answer.
             NonDeterminism: Replay found a different call recorded at this position.
         """
-        spec = waits.Approval(name, prompt, tuple(inputs), tuple(required))
+        spec = waits.Approval(
+            name,
+            prompt,
+            tuple(inputs),
+            tuple(required),
+            approvers=approvers,
+            quorum=quorum,
+            allow_self_approval=allow_self_approval,
+        )
         (value,) = await self.wait_all(spec, timeout=timeout)
         return value  # type: ignore[no-any-return]  # Approval.parse returns exactly these
 

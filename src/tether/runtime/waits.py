@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Final, Generic, Literal, TypeVar
 import jsonschema
 from pydantic import BaseModel, ValidationError
 
+from tether.runtime import votes
 from tether.runtime.errors import Rejected
 from tether.specs.scalar_forms import form_errors
 
@@ -114,11 +115,14 @@ class Approved:
     Attributes:
         inputs: The string inputs the answer filled in, by name.
         by: Who answered, as the surface that took the answer names them (`None` when
-            unknown).
+            unknown); for an approval decided by votes, whoever completed the quorum.
+        approvers: For an approval decided by votes, everyone whose approval counted, in
+            the order they voted (empty otherwise).
     """
 
     inputs: dict[str, str]
     by: str | None = None
+    approvers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -256,10 +260,17 @@ class Approval(WaitSpec):
         prompt: What the person is asked.
         inputs: Names of string inputs the answer may carry.
         required: Those of `inputs` an approval must fill in.
+        approvers: Who may vote on it: a list of names, or a role (a string naming a role
+            of `TETHER_APPROVER_ROLES`). Unset: anyone the surface lets answer.
+        quorum: How many different people must approve it; one rejection or push-back
+            decides it at once.
+        allow_self_approval: Whether the person who started the run may approve it. Unset:
+            allowed for an approval without `approvers` or a `quorum`, refused for one with.
 
     Raises:
-        ValueError: The name is invalid, an input is named `decision` or `reason`, or a
-            required input is not among `inputs`.
+        ValueError: The name is invalid, an input is named `decision` or `reason`, a
+            required input is not among `inputs`, or the votes asked for cannot be held
+            (see [`Context.approval`][tether.Context.approval]).
     """
 
     kind: ClassVar[str] = "approval"
@@ -267,11 +278,17 @@ class Approval(WaitSpec):
     _reserved: ClassVar[frozenset[str]] = _RESERVED_APPROVAL_FIELDS
     inputs: tuple[str, ...] = ()
     required: tuple[str, ...] = ()
+    approvers: Sequence[str] | str | None = None
+    quorum: int = 1
+    allow_self_approval: bool | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         object.__setattr__(self, "inputs", tuple(self.inputs))
         object.__setattr__(self, "required", tuple(self.required))
+        if self.approvers is not None and not isinstance(self.approvers, str):
+            object.__setattr__(self, "approvers", tuple(self.approvers))
+        votes.make_policy(self.approvers, self.quorum, self.allow_self_approval)
         clash = self._reserved & set(self.inputs)
         if clash:
             raise ValueError(f"approval inputs may not be named {sorted(clash)}")
@@ -283,14 +300,18 @@ class Approval(WaitSpec):
         return approval_schema(self.inputs)
 
     def extra(self) -> dict[str, Any]:
-        return {"inputs": list(self.inputs), "required": list(self.required)}
+        extra: dict[str, Any] = {"inputs": list(self.inputs), "required": list(self.required)}
+        policy = votes.make_policy(self.approvers, self.quorum, self.allow_self_approval)
+        if policy is not None:
+            extra |= {votes.POLICY: policy.as_json(), votes.VOTES: []}
+        return extra
 
     def parse(self, response: Any, by: str | None) -> Approved | PushedBack:
         decision = response["decision"]
         fields_ = answer_fields(response)
         values = {k: v for k, v in fields_.items() if k not in _RESERVED_APPROVAL_FIELDS}
         if decision == "approve":
-            return Approved(values, by)
+            return Approved(values, by, votes.approvers_of(response))
         if decision == "push_back":
             return PushedBack(values, by)
         raise Rejected(self.name, response.get("reason"), by)

@@ -19,7 +19,7 @@ from typing import Any, Final
 import orjson
 
 from tether.jsonrpc import codes
-from tether.runtime import answers
+from tether.runtime import answers, votes
 from tether.runtime.chain import outcome
 from tether.runtime.hints import status_hint
 from tether.runtime.rows import ExecutionRow
@@ -161,7 +161,9 @@ def _describe(wait: dict[str, Any]) -> str:
         "remote_input": "remote input",
     }.get(wait.get("kind", ""), "input")
     text = f"{label} '{wait.get('name')}'"
-    return f"{text}: {wait['prompt']}" if wait.get("prompt") else text
+    text = f"{text}: {wait['prompt']}" if wait.get("prompt") else text
+    tally = votes.summary(wait)
+    return f"{text} (votes: {tally})" if tally else text
 
 
 def input_requests(waits: Sequence[dict[str, Any]]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
@@ -83,6 +83,9 @@ class WorkflowEnvironment:
         dags_dir: DAG files to load, as `tether serve --dags`.
         protocols_dir: protocol workflows to load, as `tether serve --protocols`.
         by: who starts, answers and signals, in history and audit (a call's `by` wins).
+        approver_roles: each approver role's members, as `TETHER_APPROVER_ROLES` sets them
+            on a server (`{"finance": ["dan", "erin"]}`), for approvals whose approvers are
+            a role.
     """
 
     def __init__(
@@ -96,6 +99,7 @@ class WorkflowEnvironment:
         dags_dir: str | Path | None = None,
         protocols_dir: str | Path | None = None,
         by: str = "test",
+        approver_roles: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         self.app = app
         """The App whose workflows run."""
@@ -110,6 +114,7 @@ class WorkflowEnvironment:
         self._worker_settings = worker_settings or DEFAULT_WORKER_SETTINGS
         self._dags_dir = dags_dir
         self._protocols_dir = protocols_dir
+        self._roles = {role: frozenset(who) for role, who in (approver_roles or {}).items()}
         self._dsn: str | None = None
         self._clock: SkippingClock | None = None
         self._crashes = CrashPoints()
@@ -173,6 +178,7 @@ class WorkflowEnvironment:
             run_migrations=False,
             dags_dir=self._dags_dir,
             protocols_dir=self._protocols_dir,
+            approver_roles=self._roles,
         ) as rt:
             hub = ChangeHub(rt.listener)
             hub.watch_every(lambda _id: self._changed.set())

@@ -334,7 +334,14 @@ class _Run:
             assert gate is not None  # noqa: S101 — waiting steps have a gate
             prompt = step_input.expand(gate.prompt) if gate.prompt else None
             spec = gates.Gate(
-                step.name, prompt, gate.input, gate.required, attempt=self.state.attempts[-1]
+                step.name,
+                prompt,
+                gate.input,
+                gate.required,
+                approvers=gate.approvers if gate.approvers is not None else gate.approver_role,
+                quorum=gate.quorum or 1,
+                allow_self_approval=gate.allow_self_approval,
+                attempt=self.state.attempts[-1],
             )
         (answer,) = await self.ctx.wait_all(spec)
         return answer  # type: ignore[no-any-return]  # both parse to Answer

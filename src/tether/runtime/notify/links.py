@@ -3,8 +3,10 @@
 This is the one seam that says where a person goes to answer: `Links.decisions(run_id, wait,
 recipient)` returns `{decision: url}` for the wait as announced, per recipient (an email
 address, or '' for a channel that sends one message), so links signed for one approver can
-replace these without touching the channels. Today every decision links to the console's
-page of the run, where the wait is answered after signing in.
+replace these without touching the channels. `ConsoleLinks` links every decision to the
+console's page of the run, where the wait is answered after signing in; `SignedLinks` gives a
+person their own signed approval link per decision (runtime/links.py) wherever one can be
+made for them, and the console's page elsewhere.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any, Final, Protocol
 from urllib.parse import quote
 
 from tether.runtime import waits
+from tether.runtime.links import LinkMinter, LinkRefused
 
 #: The one decision of a wait that is answered with a value, not a choice (a signal, an
 #: agent step).
@@ -72,3 +75,26 @@ class ConsoleLinks:
     def decisions(self, run_id: str, wait: Mapping[str, Any], recipient: str) -> Mapping[str, str]:
         page = self.run(run_id)
         return dict.fromkeys(decisions(wait), page) if page is not None else {}
+
+
+@dataclass(frozen=True)
+class SignedLinks:
+    """Each decision of an approval or human task links to a signed approval link made for
+    the recipient (an email address: the person it names, in the run's history and the audit
+    trail), which decides it without a sign-in; where none can be made — a channel that
+    sends one message (`recipient` ''), a signal or agent step, a recipient the approval's
+    approvers do not name — the decision links to the console's page of the run."""
+
+    console: ConsoleLinks
+    minter: LinkMinter
+
+    def run(self, run_id: str) -> str | None:
+        return self.console.run(run_id)
+
+    def decisions(self, run_id: str, wait: Mapping[str, Any], recipient: str) -> Mapping[str, str]:
+        if recipient and "key" in wait:
+            try:
+                return self.minter.links(wait, recipient)
+            except LinkRefused:
+                pass
+        return self.console.decisions(run_id, wait, recipient)

@@ -90,8 +90,16 @@ class Operations:
         listener: Notifications | None = None,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         admission: Admission = NO_ADMISSION,
+        approver_roles: Mapping[str, frozenset[str]] | None = None,
     ) -> None:
-        self.env = Env(pool, app, listener, max_payload_bytes, admission=admission)
+        self.env = Env(
+            pool,
+            app,
+            listener,
+            max_payload_bytes,
+            admission=admission,
+            approver_roles=dict(approver_roles or {}),
+        )
         self._scopes: dict[str | None, Operations] = {}
 
     @property
@@ -270,10 +278,21 @@ class Operations:
         return await queries.pending_answers(self.env, execution_id, channel)
 
     async def answer(
-        self, execution_id: str, key: str, response: Any, *, by: str | None = None
+        self,
+        execution_id: str,
+        key: str,
+        response: Any,
+        *,
+        by: str | None = None,
+        once: str | None = None,
     ) -> AnswerResult:
-        """Answer the open wait `key` (see `answering.answer`)."""
-        return await answering.answer(self.env, execution_id, key, response, by=by)
+        """Answer the open wait `key` (see `answering.answer`; `once`: a single-use link's
+        nonce)."""
+        return await answering.answer(self.env, execution_id, key, response, by=by, once=once)
+
+    async def link_used(self, nonce: str) -> bool:
+        """Whether the single-use link with this nonce has acted (see `answering`)."""
+        return await answering.link_used(self.env, nonce)
 
     async def answer_wait(
         self, handle: str, wait: str, response: Any, *, by: str | None = None

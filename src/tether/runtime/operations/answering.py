@@ -4,6 +4,18 @@ First answer wins; an identical repeat is a no-op; a different answer to an answ
 conflict; a key that is not open is reported with the waits open now, never guessed at.
 `answer_wait` also takes a wait's name (the single open wait of that name), for the answer
 tool and `tether runs answer`.
+
+An approval decided by votes (`votes`) takes each answer as its giver's vote, in the same
+transaction as any answer: the vote is judged (who may cast it: `VoteRefused` naming the
+rule), kept on the wait's vote channel and shown on the wait, and once the round is decided
+(a quorum of approvals, or the first rejection or push-back) the decided answer is delivered
+under the wait's key like any first answer. The same rules hold per voter: their first vote
+stands, the same vote again is a duplicate, another vote from them (or any answer once the
+wait is decided) a conflict.
+
+An answer may carry `once`, the nonce of a single-use approval link (`runtime/links.py`): it
+is marked used in the transaction that accepts the answer, and an answer carrying a nonce
+already used is refused with `LinkUsed` before anything else is judged.
 """
 
 from __future__ import annotations
@@ -14,12 +26,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from tether.observability import metrics
-from tether.runtime import errors, waits
+from tether.runtime import clock, errors, votes, waits
 from tether.runtime.operations.env import Env
 from tether.runtime.operations.queries import get
 from tether.runtime.operations.storage_errors import storage_errors
-from tether.storage import repo
-from tether.storage.rows import ExecutionRow
+from tether.storage import ballots, carryover, repo
+from tether.storage.rows import BufferedSignal, ExecutionRow
 
 AnswerOutcome = Literal["accepted", "duplicate", "conflict", "not_open"]
 
@@ -38,20 +50,36 @@ class SignalResult:
     key: str | None
 
 
-#: One answer to deliver: the wait's key, the open wait, the response.
-_Delivery = tuple[str, dict[str, Any], Any]
+@dataclass(frozen=True)
+class _Delivery:
+    """One answer to deliver: the wait's key, the open wait, the response, and whether it
+    is a vote (the wait is decided by votes)."""
+
+    key: str
+    wait: dict[str, Any]
+    response: Any
+    vote: bool = False
 
 
 async def answer(
-    env: Env, execution_id: str, key: str, response: Any, *, by: str | None = None
+    env: Env,
+    execution_id: str,
+    key: str,
+    response: Any,
+    *,
+    by: str | None = None,
+    once: str | None = None,
 ) -> AnswerResult:
     """Answer the open wait `key` — the one path every surface answers through.
 
     First answer wins; an identical repeat is a no-op (`duplicate`); a different answer to
     an answered key raises AnswerConflict; a key that is not open raises WaitNotOpen; an
-    answer that does not fit raises AnswerRejected. Raises ExecutionNotFound, Unavailable.
+    answer that does not fit raises AnswerRejected. On an approval decided by votes the
+    answer is `by`'s vote (module docstring): a vote `by` may not cast raises VoteRefused.
+    `once`: a single-use link's nonce, marked used with the answer (LinkUsed when it was).
+    Raises ExecutionNotFound, Unavailable.
     """
-    (outcome,) = await answer_many(env, execution_id, [(key, response)], by=by)
+    (outcome,) = await answer_many(env, execution_id, [(key, response)], by=by, once=once)
     if outcome == "conflict":
         raise errors.AnswerConflict(f"wait {key!r} was already answered differently")
     if outcome == "not_open":
@@ -152,55 +180,103 @@ def _not_open(
 
 
 async def answer_many(
-    env: Env, execution_id: str, answers: Sequence[tuple[str, Any]], *, by: str | None = None
+    env: Env,
+    execution_id: str,
+    answers: Sequence[tuple[str, Any]],
+    *,
+    by: str | None = None,
+    once: str | None = None,
 ) -> list[AnswerOutcome]:
     """Answer several open waits of one run at once, atomically: every answer for an open
     key is checked before any is delivered, so an AnswerRejected changes nothing. Returns
     per answer `accepted`, `duplicate` (the same answer was given before), `conflict`
-    (answered differently before) or `not_open`. Raises ExecutionNotFound, Unavailable."""
+    (answered differently before) or `not_open`. `once`: as for `answer`. Raises
+    ExecutionNotFound, VoteRefused, LinkUsed, Unavailable."""
     for _, response in answers:
         env.check_payload(response, errors.AnswerRejected)
     async with storage_errors(), env.pool.acquire() as conn, conn.transaction():
         row = await repo.get_execution(conn, execution_id, lock=True)
         if row is None or not env.sees(row):
             raise errors.ExecutionNotFound(f"no run {execution_id!r}")
+        if once is not None and await ballots.link_used(conn, once):
+            raise errors.LinkUsed("this link has been used already; nothing changed")
         open_waits = {d["key"]: d for d in row.waits if d.get("kind") in waits.ANSWERABLE_KINDS}
         outcomes: list[AnswerOutcome] = []
         deliver: list[_Delivery] = []
         for key, response in answers:
-            outcome = await _judge(conn, row.id, open_waits, key, response, deliver)
+            outcome, vote = await _judge(conn, env, row.id, open_waits, key, response, deliver, by)
             if outcome == "accepted":
-                deliver.append((key, open_waits[key], response))
+                deliver.append(_Delivery(key, open_waits[key], response, vote))
             outcomes.append(outcome)
+        if once is not None and deliver:
+            await ballots.use_link(conn, once, row.id, deliver[0].key, by or "")
         ended = await _deliver(conn, row, deliver, by)
     if ended:
         metrics.run_ended(row.workflow, "failed", row.created_at)
     return outcomes
 
 
+def _repeat(prior: Any, response: Any) -> AnswerOutcome:
+    return "duplicate" if prior == response else "conflict"
+
+
 async def _judge(
     conn: Any,
+    env: Env,
     execution_id: str,
     open_waits: dict[str, dict[str, Any]],
     key: str,
     response: Any,
     deliver: list[_Delivery],
-) -> AnswerOutcome:
-    """What one answer would do, given the answers already accepted in this call.
-    Raises AnswerRejected when the answer does not fit its open wait."""
+    by: str | None,
+) -> tuple[AnswerOutcome, bool]:
+    """What one answer would do, given the answers already accepted in this call, and
+    whether it is a vote. Raises AnswerRejected when the answer does not fit its open wait,
+    VoteRefused when `by` may not vote on it."""
     parts = waits.parse_key(key)
     if parts is None or parts.execution_id != execution_id:
-        return "not_open"
+        return "not_open", False
+    wait = open_waits.get(key)
+    policy = votes.policy_of(wait) if wait is not None else None
+    if by is not None and (wait is None or policy is not None):
+        # `by`'s own vote on this key stands, decided or not: theirs to repeat, not to change
+        mine = await repo.get_signal_by_key(conn, execution_id, votes.vote_key(key, by))
+        if mine is not None:
+            return _repeat(_ballot(mine)[0], response), False
     prior = await repo.get_signal_by_key(conn, execution_id, key)
     if prior is not None:
-        return "duplicate" if prior.payload == response else "conflict"
-    wait = open_waits.get(key)
-    if wait is None or any(k == key for k, _, _ in deliver):
-        return "not_open"
+        return _repeat(prior.payload, response), False
+    if wait is None or any(d.key == key for d in deliver):
+        return "not_open", False
+    if policy is not None:
+        decision = response.get("decision") if isinstance(response, dict) else None
+        self_check = decision == "approve" and not policy.allow_self_approval
+        starter = await ballots.starter(conn, execution_id) if self_check else None
+        roles = env.approver_roles
+        why = votes.refusal(policy, wait["name"], by, decision, starter=starter, roles=roles)
+        if why is not None:
+            raise errors.VoteRefused(f"{key}: {why}", errors=[why])
+        ballot = votes.channel(wait["kind"], wait["name"])
+        cast = await carryover.get_buffered_signals(conn, execution_id, ballot)
+        mine_now = next((v for v in cast if v.by == by), None)  # cast under an earlier key
+        if mine_now is not None:
+            return _repeat(_ballot(mine_now)[0], response), False
     problems = waits.validate_answer(wait, response)
     if problems:
         raise errors.AnswerRejected(f"{key}: " + "; ".join(problems), errors=problems)
-    return "accepted"
+    return "accepted", policy is not None
+
+
+def _ballot(signal: BufferedSignal) -> tuple[Any, str]:
+    """A kept vote: the answer as its voter gave it, and when."""
+    payload = signal.payload if isinstance(signal.payload, dict) else {}
+    return payload.get("response"), str(payload.get("at"))
+
+
+async def link_used(env: Env, nonce: str) -> bool:
+    """Whether the single-use link with this nonce has acted already. Raises Unavailable."""
+    async with storage_errors(), env.pool.acquire() as conn:
+        return await ballots.link_used(conn, nonce)
 
 
 async def answer_unchecked(
@@ -218,27 +294,65 @@ async def answer_unchecked(
         wait = next((d for d in row.waits if d.get("key") == key), None)
         if wait is None or await repo.get_signal_by_key(conn, row.id, key) is not None:
             return False
-        ended = await _deliver(conn, row, [(key, wait, response)], by)
+        ended = await _deliver(conn, row, [_Delivery(key, wait, response)], by)
     if ended:
         metrics.run_ended(row.workflow, "failed", row.created_at)
     return True
 
 
+async def _cast(
+    conn: Any, run_id: str, vote: _Delivery, by: str | None, rest: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], Any]:
+    """Keep `by`'s vote, show the round's votes on the wait (the run stays parked, its keys
+    unchanged), and return the waits so updated with the decided answer (None while the
+    round is open)."""
+    voter = str(by)  # a vote is judged only with a voter's name
+    at = clock.now().isoformat()
+    channel = votes.channel(vote.wait["kind"], vote.wait["name"])
+    earlier = await carryover.get_buffered_signals(conn, run_id, channel)
+    kept = {"response": vote.response, "at": at}
+    await repo.insert_signal(conn, run_id, channel, votes.vote_key(vote.key, voter), kept, voter)
+    given = [(str(v.by), *_ballot(v)) for v in earlier] + [(voter, vote.response, at)]
+    cast = [votes.cast(who, answer, when) for who, answer, when in given]
+    rest = [{**d, votes.VOTES: cast} if d.get("key") == vote.key else d for d in rest]
+    event = {"key": vote.key, **{k: v for k, v in cast[-1].items() if k != "at"}}
+    await repo.answer_keep_parked(conn, run_id, rest, "vote", event)
+    policy = votes.policy_of(vote.wait)
+    assert policy is not None  # noqa: S101 — a vote's wait has a policy (_judge)
+    decision = votes.outcome(policy, [(who, answer.get("decision")) for who, answer, _ in given])
+    if decision is None:
+        return rest, None
+    fields = [
+        (answer.get("decision"), waits.answer_fields(answer), answer.get("reason"))
+        for _, answer, _ in given
+    ]
+    return rest, votes.decided_answer(decision, fields, cast)
+
+
 async def _deliver(conn: Any, row: ExecutionRow, deliver: list[_Delivery], by: str | None) -> bool:
     """Buffer the answers for the run and record them: the run wakes once the last of its
     open waits is answered, or at once when an answer wakes it on its own; an answer that
-    ends it ends it here, in the same transaction (`waits.answer_effect`). Returns whether
-    it ended the run."""
-    effects = [waits.answer_effect(wait, response) for _, wait, response in deliver]
+    ends it ends it here, in the same transaction (`waits.answer_effect`). A vote is kept
+    first (`_cast`), and delivered as its wait's answer only when it decides the round.
+    Returns whether it ended the run."""
+    rest = list(row.waits)
+    decided: list[_Delivery] = []
+    for item in deliver:
+        if item.vote:
+            rest, answer_ = await _cast(conn, row.id, item, by, rest)
+            if answer_ is None:
+                continue
+            item = _Delivery(item.key, item.wait, answer_)
+        decided.append(item)
+    effects = [waits.answer_effect(d.wait, d.response) for d in decided]
     ending = next((i for i, e in enumerate(effects) if e == "end"), None)
     wakes = "wake" in effects
-    rest = list(row.waits)
-    for i, (key, wait, response) in enumerate(deliver):
-        channel = f"{wait['kind']}:{wait['name']}"
-        await repo.insert_signal(conn, row.id, channel, key, response, by)
-        event = {"key": key, "by": by}
-        rest = [d for d in rest if d.get("key") != key]
-        last = i == len(deliver) - 1
+    for i, item in enumerate(decided):
+        channel = f"{item.wait['kind']}:{item.wait['name']}"
+        await repo.insert_signal(conn, row.id, channel, item.key, item.response, by)
+        event = {"key": item.key, "by": by}
+        rest = [d for d in rest if d.get("key") != item.key]
+        last = i == len(decided) - 1
         others = any(d.get("kind") in waits.ANSWERABLE_KINDS for d in rest)
         if ending is not None or not last or (others and not wakes):
             # Waits opened together are answered one by one: the others keep their keys
@@ -249,8 +363,9 @@ async def _deliver(conn: Any, row: ExecutionRow, deliver: list[_Delivery], by: s
             await repo.append_event(conn, row.id, "answer", event)
     if ending is None:
         return False
-    _, wait, response = deliver[ending]
-    return await repo.end_parked(conn, row.id, "failed", waits.rejection_error(wait, response, by))
+    item = decided[ending]
+    error = waits.rejection_error(item.wait, item.response, by)
+    return await repo.end_parked(conn, row.id, "failed", error)
 
 
 async def signal(

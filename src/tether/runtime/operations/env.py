@@ -5,7 +5,7 @@ subscriptions, poll interval, payload check, tenant visibility)."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -52,6 +52,9 @@ class Env:
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES
     reader: RowReader = field(init=False)
     admission: Admission = NO_ADMISSION  # queues and profiles (runtime/admission.py)
+    # Each approver role's members (TETHER_APPROVER_ROLES): who may vote on an approval
+    # whose approvers are a role (runtime/votes.py).
+    approver_roles: Mapping[str, frozenset[str]] = field(default_factory=dict)
     # The tenant scope. every_tenant: every run is visible (an unbound admin, the CLI, workers)
     # and new runs have no tenant. Otherwise only runs of `tenant` are visible (None: the runs
     # with no tenant) and new runs belong to it. See `narrowed`.

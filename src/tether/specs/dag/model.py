@@ -109,12 +109,21 @@ class RetryPolicy:
 
 @dataclass(frozen=True)
 class Approval:
-    """A gate after the step's work: approve / reject / push back (`rewind_to` is a step name)."""
+    """A gate after the step's work: approve / reject / push back (`rewind_to` is a step name).
+
+    Tether's own fields (not Dagu's): who decides it by vote — `approvers` by name, or the
+    members of `approver_role` — how many must approve (`quorum`), and whether whoever started
+    the run may approve it (`allow_self_approval`; None: refused once any of the others is
+    given, else not checked)."""
 
     prompt: str | None = None
     input: tuple[str, ...] = ()
     required: tuple[str, ...] = ()
     rewind_to: str | None = None
+    approvers: tuple[str, ...] | None = None
+    approver_role: str | None = None
+    quorum: int | None = None
+    allow_self_approval: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import Final
 
 import yaml
 
-from tether.specs import patterns
+from tether.specs import approvers, patterns
 from tether.specs.dag.model import Approval, ContinueOn, Precondition, RetryPolicy
 from tether.specs.dag.nodes import At, Fields, boolean, integer, items, nonblank, string
 
@@ -146,8 +146,9 @@ def retry_delay(policy: RetryPolicy, retry: int) -> float:
 
 
 def parse_approval(node: yaml.Node, at: At) -> tuple[Approval, At | None]:
-    """`{prompt, input, required, rewind_to}`; `{}` is valid. Returns the place of `rewind_to`
-    so the graph check can point at it; the name is resolved by the caller."""
+    """`{prompt, input, required, rewind_to}`, and Tether's own `approvers`, `quorum` and
+    `allowSelfApproval`; `{}` is valid. Returns the place of `rewind_to` so the graph check
+    can point at it; the name is resolved by the caller."""
     if isinstance(node, yaml.ScalarNode) and node.tag.endswith(":null"):
         return Approval(), None
     fields = Fields(node, at)
@@ -155,13 +156,50 @@ def parse_approval(node: yaml.Node, at: At) -> tuple[Approval, At | None]:
     inputs = fields.take("input")
     required = fields.take("required")
     rewind = fields.take("rewind_to", "rewindTo")
+    voters = fields.take("approvers")
+    quorum_f = fields.take("quorum")
+    own = fields.take("allowSelfApproval", "allow_self_approval")
     fields.finish()
+    quorum = _quorum(*quorum_f) if quorum_f else None
+    names, role = _approvers(*voters, quorum or 1) if voters else (None, None)
     return Approval(
         prompt=string(*prompt) if prompt else None,
         input=_names(*inputs) if inputs else (),
         required=_names(*required) if required else (),
         rewind_to=string(*rewind) if rewind else None,
+        approvers=names,
+        approver_role=role,
+        quorum=quorum,
+        allow_self_approval=boolean(*own) if own else None,
     ), rewind[1] if rewind else None
+
+
+def _quorum(node: yaml.Node, at: At) -> int:
+    value = integer(node, at)
+    try:
+        return approvers.check_quorum(value)
+    except ValueError as exc:
+        return at.fail(str(exc))
+
+
+def _approvers(node: yaml.Node, at: At, quorum: int) -> tuple[tuple[str, ...] | None, str | None]:
+    """`approvers`: a list of names, or `{role: NAME}` (the members of a role of
+    TETHER_APPROVER_ROLES)."""
+    if isinstance(node, yaml.MappingNode):
+        fields = Fields(node, at)
+        role = fields.take("role")
+        fields.finish()
+        if role is None:
+            return at.fail("approvers as a mapping needs `role`")
+        try:
+            return None, approvers.check_role(string(*role))
+        except ValueError as exc:
+            return role[1].fail(str(exc))
+    names = [string(n, a) for n, a in items(node, at)]
+    try:
+        return approvers.check_approvers(names, quorum), None
+    except ValueError as exc:
+        return at.fail(str(exc))
 
 
 def _names(node: yaml.Node, at: At) -> tuple[str, ...]:

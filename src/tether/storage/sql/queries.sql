@@ -991,3 +991,19 @@ WHERE p.execution_id = v.execution_id AND p.seq = v.seq;
 DELETE FROM remote_polls p
 USING unnest($1::text[], $2::integer[]) AS v(execution_id, seq)
 WHERE p.execution_id = v.execution_id AND p.seq = v.seq;
+
+-- name: get_created
+-- A run's `created` event (its first): who started it, or the run it continues or was
+-- started by (a child's parent).
+SELECT data FROM history WHERE execution_id = $1 AND event_id = 1;
+
+-- name: link_used
+-- Whether an approval link's nonce has acted already.
+SELECT EXISTS (SELECT 1 FROM link_uses WHERE nonce = $1);
+
+-- name: use_link
+-- Mark an approval link used, in the transaction of the answer it gives (no row back: it was
+-- used before).
+INSERT INTO link_uses (nonce, execution_id, key, approver) VALUES ($1, $2, $3, $4)
+ON CONFLICT (nonce) DO NOTHING
+RETURNING nonce;
