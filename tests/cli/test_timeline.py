@@ -1,18 +1,22 @@
-"""`tether runs show --history` (cli/timeline.py, rendered by cli/render.py) over real runs:
-steps with their attempts and how long they took, sleeps, waits with who answered them, the
-events, and a DAG run's step statuses. Our choice."""
+"""`tether runs show --history` (the runtime's timeline, listed by cli/render.py) over real
+runs: steps with their attempts and how long they took, sleeps, waits with who answered them,
+the events, a DAG run's step statuses, and the same lines in `--json`. Our choice."""
 
 from __future__ import annotations
 
+import argparse
+import io
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from rich.console import Console
 
-from tether.cli import render
-from tether.cli.timeline import Entry, dag_steps, span, timeline
+from tether.cli import render, runs
+from tether.cli.output import Output
+from tether.cli.render import dag_steps
 from tether.runtime.context import Context
 from tether.runtime.policy import RetryPolicy
 from tether.runtime.registry import App
@@ -56,6 +60,14 @@ async def history(rt: Runtime, run: str) -> tuple[Any, ...]:
     return row, await rt.ops.history(run), await rt.ops.steps(run)
 
 
+async def show_json(rt: Runtime, run: str) -> Any:
+    """What `tether runs --json show RUN --history` prints."""
+    out = io.StringIO()
+    args = argparse.Namespace(id=run, history=True)
+    assert await runs._show(args, rt.ops, Output(True, file=out)) is None
+    return orjson.loads(out.getvalue())
+
+
 async def test_the_timeline_shows_attempts_sleeps_and_who_answered(start: Start) -> None:
     async with start(app) as rt:
         run = (await rt.ops.start("story", "k", by="ann")).execution.id
@@ -64,7 +76,8 @@ async def test_the_timeline_shows_attempts_sleeps_and_who_answered(start: Start)
         await rt.ops.answer(run, wait["key"], {"decision": "approve"}, by="bob")
         await rt.ops.wait_for_end(run, timeout=TIMEOUT)
         row, events, records = await history(rt, run)
-    entries = timeline(row, events, records)
+        shown = await show_json(rt, run)
+    entries = render.timeline_lines(row, events, records)
     whats = [e.what for e in entries]
     assert whats == [
         "created",
@@ -84,6 +97,23 @@ async def test_the_timeline_shows_attempts_sleeps_and_who_answered(start: Start)
     header = next(line for line in text.splitlines() if line.startswith("AT"))
     assert header.split() == ["AT", "TOOK", "WHAT", "DETAIL"]
     assert "≤ " in text and "3 attempts" in text and "DAG" not in text
+    assert shown["timeline"] == [
+        {
+            "at": e.at.isoformat() if e.at else None,
+            "what": e.what,
+            "took_s": e.took,
+            "took_at_most": e.bound,
+            "detail": e.detail,
+        }
+        for e in entries
+    ]
+    assert shown["timeline"][0] == {
+        "at": events[0].at.isoformat(),
+        "what": "created",
+        "took_s": None,
+        "took_at_most": False,
+        "detail": "by ann",
+    }
 
 
 DAG = """
@@ -116,19 +146,6 @@ async def test_a_dag_run_lists_its_steps_with_their_statuses(start: Start, tmp_p
         next(x for x in lines if x.split() == ["STEP", "STATUS", "RETRIES", "DETAIL"])
     )
     assert any(x.split()[:3] == ["second", "failed", "0"] for x in lines)
-
-
-def test_spans_read_like_speech() -> None:
-    assert [span(s) for s in (0.25, 9.44, 185, 7800, 3 * 86400 + 3600)] == [
-        "250 ms",
-        "9.4 s",
-        "3 min 5 s",
-        "2 h 10 min",
-        "3 days 1 h",
-    ]
-
-
-def test_an_entry_without_a_time_goes_last() -> None:
-    """A record read without its time (older servers' rows) still shows, after the rest."""
-    at = datetime(2026, 5, 1, tzinfo=UTC)
-    assert Entry(None, "x").at is None and Entry(at, "y").at == at
+    whats = [e.what for e in render.timeline_lines(row, events, records)]
+    assert whats[1:3] == ["step first", "step second"]  # the DAG's own records show nothing
+    assert not any("dag:" in what for what in whats)

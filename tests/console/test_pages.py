@@ -11,7 +11,8 @@ import pytest
 
 from tests.console.conftest import Site
 from tests.console.test_http import _field, _signed_in
-from tether.console import pages, timeline
+from tether.console import pages
+from tether.runtime import timeline
 from tether.runtime.operations import Operations
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]

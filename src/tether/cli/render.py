@@ -8,7 +8,8 @@ only repeats it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -18,12 +19,12 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from tether.cli.timeline import Entry, dag_steps, span, timeline
-from tether.runtime import hints
-from tether.runtime.dag.status import StepDetail
+from tether.runtime import hints, timeline
+from tether.runtime.chain import error_text
+from tether.runtime.dag.status import StepDetail, dag_status
 from tether.runtime.rows import ExecutionRow, HistoryEvent, StepRecord
+from tether.runtime.timeline import Entry, short, span, took_text
 from tether.runtime.watching import answerable_waits
-from tether.tasks.views import error_text
 
 PLAIN_WIDTH = 200
 STATUS_STYLE = {
@@ -60,15 +61,79 @@ def row_dict(row: ExecutionRow) -> dict[str, Any]:
     }
 
 
-def entry_dict(entry: Entry) -> dict[str, Any]:
-    """A timeline entry as the `--json` output shows it."""
+@dataclass(frozen=True)
+class Line:
+    """A timeline entry as `runs show --history` lists it."""
+
+    at: datetime | None
+    what: str
+    took: float | None = None  # seconds, where known
+    detail: str = ""
+    bound: bool = False  # `took` also holds the wait for a worker: at most this long
+
+
+def timeline_lines(
+    row: ExecutionRow, events: Sequence[HistoryEvent], records: Sequence[StepRecord]
+) -> list[Line]:
+    """The run's whole timeline (runtime/timeline.py), a line per entry: each event as it was
+    written (answers too), and each wait once, at its answer (at its opening while open)."""
+    entries = timeline.page(row, events, records, limit=None, answers=True).entries
+    answered = {e.seq for e in entries if e.kind == "answered"}
+    return [_line(e) for e in entries if not (e.kind == "wait" and e.seq in answered)]
+
+
+def _line(entry: Entry) -> Line:
+    what, detail = _words(entry)
+    return Line(entry.at, what, entry.took, detail, entry.bound)
+
+
+def _words(e: Entry) -> tuple[str, str]:
+    """What an entry is, and what came of it: an event by its type and fields, a call by its
+    kind and name."""
+    if e.event is not None and e.event.type != "ended":
+        data = e.event.data if isinstance(e.event.data, dict) else {}
+        rest = [
+            f"{k} {v if isinstance(v, str) else short(v)}"
+            for k, v in data.items()
+            if k != "by" and v not in (None, {}, [])
+        ]
+        by = f"by {data['by']}" if data.get("by") else ""
+        return e.event.type.replace("_", " "), short(", ".join([by, *rest]).strip(", "))
+    if e.kind == "ended":
+        return f"ended {e.status}", e.detail
+    if e.kind in ("wait", "answered"):
+        label = ", ".join(f"{kind} {name!r}" if name else kind for kind, name in e.channels)
+        if e.kind == "wait":
+            detail = "open" + (f", deadline {e.until.isoformat()}" if e.until else "")
+        elif e.status == "timed_out":
+            detail = "timed out"
+        else:
+            detail = "answered" + (f" by {e.by}" if e.by else "")
+            detail += f": {e.decision}" if e.decision else ""
+        return f"wait {label}", short(detail)
+    if e.kind in ("sleep", "slept"):
+        return "sleep", f"until {e.until.isoformat()}" if e.kind == "sleep" and e.until else ""
+    if e.kind == "step" and e.status == "failed":
+        return e.title, f"failed, {e.attempts_text()}: {e.detail}"
+    if e.kind == "step" and e.status == "completed":
+        return e.title, e.attempts_text() + (f" → {e.detail}" if e.detail else "")
+    return e.title, e.detail
+
+
+def entry_dict(line: Line) -> dict[str, Any]:
+    """A timeline line as the `--json` output shows it."""
     return {
-        "at": entry.at.isoformat() if entry.at else None,
-        "what": entry.what,
-        "took_s": entry.took,
-        "took_at_most": entry.bound,
-        "detail": entry.detail,
+        "at": line.at.isoformat() if line.at else None,
+        "what": line.what,
+        "took_s": line.took,
+        "took_at_most": line.bound,
+        "detail": line.detail,
     }
+
+
+def dag_steps(row: ExecutionRow, records: Sequence[StepRecord]) -> tuple[StepDetail, ...]:
+    """A DAG run's steps with their statuses (empty for any other run)."""
+    return dag_status(row, records).steps
 
 
 def dag_step_dict(step: StepDetail) -> dict[str, Any]:
@@ -254,7 +319,7 @@ def run_detail(
     return grid
 
 
-def timeline_table(entries: Iterable[Entry], now: datetime, fancy: bool) -> Table:
+def timeline_table(lines: Iterable[Line], now: datetime, fancy: bool) -> Table:
     """`runs show --history`: the run's events and recorded calls as they happened."""
     table = Table(
         box=box.SIMPLE_HEAD if fancy else None,
@@ -267,9 +332,9 @@ def timeline_table(entries: Iterable[Entry], now: datetime, fancy: bool) -> Tabl
     table.add_column("TOOK", justify="right", no_wrap=True)
     table.add_column("WHAT", no_wrap=True)
     table.add_column("DETAIL", overflow="fold")
-    for entry in entries:
-        took = "" if entry.took is None else ("≤ " if entry.bound else "") + span(entry.took)
-        table.add_row(when(entry.at, now, fancy), took, entry.what, entry.detail)
+    for line in lines:
+        took = took_text(line.took, line.bound)
+        table.add_row(when(line.at, now, fancy), took, line.what, line.detail)
     return table
 
 
@@ -306,5 +371,5 @@ def show(
         steps = dag_steps(row, records)
         if steps:
             parts += [Text(""), dag_table(steps, fancy)]
-        parts += [Text(""), timeline_table(timeline(row, events, records), now, fancy)]
+        parts += [Text(""), timeline_table(timeline_lines(row, events, records), now, fancy)]
     return Group(*parts)

@@ -13,7 +13,6 @@ from tether.cli.errors import Usage
 from tether.cli.loaded import Loaded
 from tether.cli.output import Output
 from tether.cli.parser import DECISIONS
-from tether.cli.timeline import dag_steps, timeline
 from tether.cli.watch import watch
 from tether.runtime import answers, audit
 from tether.runtime import errors as rt_errors
@@ -130,8 +129,10 @@ async def _show(args: argparse.Namespace, ops: Operations, out: Output) -> str |
             {"event_id": h.event_id, "type": h.type, "data": h.data, "at": h.at.isoformat()}
             for h in events
         ]
-        data["timeline"] = [render.entry_dict(e) for e in timeline(row, events, records)]
-        steps = dag_steps(row, records)
+        data["timeline"] = [
+            render.entry_dict(e) for e in render.timeline_lines(row, events, records)
+        ]
+        steps = render.dag_steps(row, records)
         if steps:
             data["dag_steps"] = [render.dag_step_dict(s) for s in steps]
     out.data(data)

@@ -10,7 +10,7 @@ live updates works without JavaScript.
 | `session` | the signed session cookie and CSRF tokens (pure) |
 | `forms` | answer forms from a wait's descriptor, and form data back to an answer (pure) |
 | `graph` | the layout of a DAG drawing (pure) |
-| `views` | what the pages show of a run: statuses, timeline, steps (pure) |
+| `views` | what the pages show of a run: statuses (a timeline entry's too), steps (pure) |
 | `context` | the console's parts, the visitor, rendering |
 | `pages` | GET pages; `actions`: POST forms; `live`: the SSE streams |
 | `routes` | the routes under /console |

@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import Response
 
-from tether.console import forms, timeline, views
+from tether.console import forms, views
 from tether.console.context import (
     PREFIX,
     Console,
@@ -27,7 +27,7 @@ from tether.console.context import (
     sign_in_redirect,
     visitor,
 )
-from tether.runtime import errors
+from tether.runtime import errors, timeline
 from tether.runtime.ids import is_execution_id
 from tether.runtime.operations import Operations
 from tether.runtime.rows import ExecutionRow, StepRecord
@@ -177,7 +177,7 @@ async def run_context(
         "status_of": views.status,
         "timeline": shown,
         "earlier": earlier,
-        "span": views.span,
+        "pretty": views.pretty,
         "steps": views.step_rows(dag.detail) if dag else [],
         "is_dag": dag is not None,
         "output": views.pretty(row.output),
@@ -299,7 +299,7 @@ async def inbox_context(ops: Operations) -> dict[str, Any]:
                 "by": starters.get(i.row.id),
                 "opened": views.stamp(i.opened),
                 "opened_iso": views.iso(i.opened),
-                "waiting_for": views.span((now - i.opened).total_seconds()) if i.opened else "",
+                "waiting_for": timeline.span((now - i.opened).total_seconds()) if i.opened else "",
             }
             for i in items
         ],

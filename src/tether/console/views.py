@@ -1,6 +1,7 @@
 """What the console's pages show of a run (PURE): status symbols and words, times and
-durations, a DAG's step rows, and the DAG view of a run (its timeline: `timeline`). The
-templates render these; no I/O here.
+durations, a DAG's step rows, and the DAG view of a run (its timeline's entries come from
+runtime/timeline.py, their statuses styled by `status`). The templates render these; no I/O
+here.
 
 Status is always a symbol and a word, besides its colour (the stylesheet colours the class).
 """
@@ -18,6 +19,7 @@ from tether.console.graph import Layout, layout
 from tether.runtime.dag.replay import fold
 from tether.runtime.dag.status import RunDetail, dag_status
 from tether.runtime.rows import ExecutionRow, StepRecord
+from tether.runtime.timeline import span
 from tether.runtime.watching import answerable_waits
 
 SYMBOLS: Final = {
@@ -90,22 +92,6 @@ def duration(row: ExecutionRow, now: datetime) -> str:
     end = row.ended_at or now
     seconds = max((end - row.created_at).total_seconds(), 0.0)
     return span(seconds)
-
-
-def span(seconds: float) -> str:
-    """`850 ms`, `9.4 s`, `3 min 5 s`, `2 h 10 min`, `3 d 4 h`."""
-    if seconds < 1:
-        return f"{seconds * 1000:.0f} ms"
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, secs = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes} min {secs} s"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 24:
-        return f"{hours} h {minutes} min"
-    days, hours = divmod(hours, 24)
-    return f"{days} d {hours} h"
 
 
 def breadcrumb(row: ExecutionRow) -> str:

@@ -1,4 +1,5 @@
-"""Durable runtime: registry, replay executor, waits, timers, workers, retention, operations.
+"""Durable runtime: registry, replay executor, waits, timers, workers, retention, operations,
+and what every surface shows of a run's history (its timeline).
 
 Owns workflow semantics. Imports storage; never jsonrpc, tasks, tools or app.
 """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from tether.storage.rows import ExecutionRow
 
@@ -56,3 +56,11 @@ def outcome(row: ExecutionRow) -> RunOutcome:
     if status == "continued_as_new":
         return RunOutcome("continued", status)
     return RunOutcome("cancelled", status)  # cancelled, terminated
+
+
+def error_text(error: Any, status: str) -> str:
+    """A run's error in words: `Type: message` (the status stands in for what is missing)."""
+    err = error if isinstance(error, dict) else {}
+    message = err.get("message") or ("timed out" if status == "timed_out" else "failed")
+    kind = err.get("type") or err.get("kind") or status
+    return f"{kind}: {message}"

@@ -20,7 +20,7 @@ import orjson
 
 from tether.jsonrpc import codes
 from tether.runtime import answers, votes
-from tether.runtime.chain import outcome
+from tether.runtime.chain import error_text, outcome
 from tether.runtime.hints import status_hint
 from tether.runtime.rows import ExecutionRow
 from tether.runtime.waits import ANSWERABLE_KINDS
@@ -193,14 +193,6 @@ def success_result(output: Any) -> dict[str, Any]:
     if isinstance(output, dict):
         result["structuredContent"] = output
     return result
-
-
-def error_text(error: Any, status: str) -> str:
-    """A run's error in words: `Type: message`."""
-    err = error if isinstance(error, dict) else {}
-    message = err.get("message") or ("timed out" if status == "timed_out" else "failed")
-    kind = err.get("type") or err.get("kind") or status
-    return f"{kind}: {message}"
 
 
 def error_result(error: Any, status: str) -> dict[str, Any]:

@@ -1,19 +1,24 @@
-"""A run's timeline for the run page (PURE): its history events and recorded calls merged in
-the order they happened, one bounded page at a time.
+"""A run's timeline (PURE): its history events and recorded calls merged in the order they
+happened, one bounded page at a time. Every surface that shows a run's history shows these
+entries, each in its own words and styling; the rules are here.
 
 Where each entry sits: an event when it was written; a step when its result was recorded; a
-wait twice, when it opened and when it was answered (or timed out); a sleep when it began and
-when it ended. What is known of how long something took goes with it: a wait from its opening
-to its answer; a sleep and a step from the call before them to their end. After the run waited
-(its creation, a sleep, a wait, a failed try's backoff) that span also holds the time a worker
-took to take the run up again, so it is an upper bound (`bound`, shown `≤`). A step's attempts
-come from its record (`failures`: the failed tries before its result). An answer event whose
-wait is shown answered on the same page is left out (the wait's entry says who and what).
+wait twice, when it opened and when it was answered (or timed out); a sleep when it began
+(while it lasts) or when it ended. What is known of how long something took goes with it: a
+wait from its opening to its answer; a sleep and a step from the call before them to their
+end. After the run waited (its creation, a sleep, a wait, a failed try's backoff) that span
+also holds the time a worker took to take the run up again, so it is an upper bound (`bound`,
+shown `≤`). A step's attempts come from its record (`failures`: the failed tries before its
+result). Calls of the quiet kinds (recorded values) and the DAG interpreter's own records show
+nothing, but still mark where the run was: the next call's duration starts from them. At the
+same moment a call comes before an event; a call read without its time sits at the run's
+start. An answer event whose wait is shown answered on the same page is left out (the wait's
+entry says who and what) unless the caller asks for every answer.
 
 Paging: the page reads at most `limit + 1` of the newest events and of the newest records
 before a cursor (`Cursor`), keeps the newest `limit` entries, and hands back the cursor of the
 page before it when anything older is left. The extra record read is the call before the page's
-first step, which its duration starts from.
+first step, which its duration starts from. With no limit, the page is the whole timeline.
 """
 
 from __future__ import annotations
@@ -25,17 +30,44 @@ from typing import Any, Final
 
 import orjson
 
-from tether.console.views import Status, pretty, status
+from tether.runtime.chain import error_text
 from tether.runtime.rows import ExecutionRow, HistoryEvent, StepRecord
-from tether.tasks.views import error_text
 
 #: Entries on one page of the timeline.
 PAGE: Final = 100
 #: Recorded values, not work the run did.
 QUIET_KINDS: Final = frozenset({"now", "uuid"})
+#: The longest detail line, in characters (a longer one is cut, ending in `…`).
 DETAIL_CHARS: Final = 160
 #: The DAG interpreter's own bookkeeping records (its spec, its open asks): not steps.
 DAG_INTERNAL: Final = "dag:"
+
+
+def span(seconds: float) -> str:
+    """A duration in words: `850 ms`, `9.4 s`, `3 min 5 s`, `2 h 10 min`, `3 days 4 h`."""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours} h {minutes} min"
+    days, hours = divmod(hours, 24)
+    return f"{days} day{'s' if days != 1 else ''} {hours} h"
+
+
+def took_text(took: float | None, bound: bool) -> str:
+    """How long something took in words, `≤ 1.6 s` for an upper bound; empty when unknown."""
+    return "" if took is None else ("≤ " if bound else "") + span(took)
+
+
+def short(value: Any) -> str:
+    """A value in one line: a string as it is, anything else as JSON; cut at `DETAIL_CHARS`."""
+    text = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
+    return text if len(text) <= DETAIL_CHARS else text[: DETAIL_CHARS - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -43,16 +75,32 @@ class Entry:
     """One line of the timeline."""
 
     at: datetime | None
-    kind: str  # created, step, wait, answered, sleep, slept, event, ended
+    kind: str  # created, step, wait, answered, sleep, slept, event, ended (or a call's kind)
     title: str
-    status: Status
+    # A status word: a run's (`running`, `completed`, `failed` …), or `retrying`, `rejected`,
+    # `event` (an event that changes no status)
+    status: str
     took: float | None = None  # seconds, where known
     bound: bool = False  # `took` also holds the wait for a worker: at most this long
     attempts: int | None = None  # a step's tries
     by: str | None = None  # who started, answered, signalled, cancelled
-    decision: str | None = None  # an approval's or task's decision
+    decision: str | None = None  # an approval's or task's decision, as given (`request_changes`)
     detail: str = ""
-    data: str = ""  # the full value, as indented JSON (cut)
+    data: Any = None  # the whole value, where the line does not show all of it (None: none)
+    seq: int | None = None  # the recorded call it shows (None: an event, or the run's end)
+    event: HistoryEvent | None = None  # the history event it shows
+    channels: tuple[tuple[str, str], ...] = ()  # a wait's channels: (kind, name or "")
+    until: datetime | None = None  # when a sleep ends, or an open wait's deadline
+
+    def took_text(self) -> str:
+        """How long it took in words (`took_text`)."""
+        return took_text(self.took, self.bound)
+
+    def attempts_text(self) -> str:
+        """`1 attempt`, `3 attempts`; empty when not counted."""
+        if self.attempts is None:
+            return ""
+        return f"{self.attempts} attempt{'' if self.attempts == 1 else 's'}"
 
 
 @dataclass(frozen=True)
@@ -82,13 +130,10 @@ class Cursor:
 
 @dataclass(frozen=True)
 class Page:
+    """One page of the timeline."""
+
     entries: tuple[Entry, ...]  # oldest first
     earlier: Cursor | None  # the page before this one (None: this page starts the run)
-
-
-def _short(value: Any) -> str:
-    text = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
-    return text if len(text) <= DETAIL_CHARS else text[: DETAIL_CHARS - 1] + "…"
 
 
 def _time(value: Any) -> datetime | None:
@@ -107,9 +152,10 @@ def _between(start: datetime | None, end: datetime | None) -> float | None:
 
 
 def _error(error: Any) -> str:
+    """A failed try's error in words: `Type: message`."""
     if isinstance(error, dict):
         return f"{error.get('type') or 'Error'}: {error.get('message')}"
-    return _short(error)
+    return short(error)
 
 
 def _step_title(record: StepRecord) -> str:
@@ -130,36 +176,38 @@ def _step(record: StepRecord, busy_since: datetime | None, resumed: bool) -> Ent
             record.at,
             "step",
             title,
-            status("retrying"),
+            "retrying",
             attempts=failures,
             detail=f"try {failures} failed, retrying: {_error(result.get('error'))}",
-            data=pretty(result, 800),
+            data=result,
+            seq=record.seq,
         )
     took = _between(busy_since, record.at)
     bound = resumed or failures > 0
     if "error" in result:
-        tries = max(failures, 1)
         return Entry(
             record.at,
             "step",
             title,
-            status("failed"),
+            "failed",
             took,
             bound,
-            attempts=tries,
-            detail=_short(_error(result["error"])),
+            attempts=max(failures, 1),
+            detail=short(_error(result["error"])),
+            seq=record.seq,
         )
     value = result.get("value", result)
     return Entry(
         record.at,
         "step",
         title,
-        status("completed"),
+        "completed",
         took,
         bound,
         attempts=failures + 1,
         detail=_said(value),
         data=_more(value),
+        seq=record.seq,
     )
 
 
@@ -167,45 +215,61 @@ def _said(value: Any) -> str:
     """A step's result in a line: a DAG step's output (or exit code), else the value."""
     if isinstance(value, dict) and "exit_code" in value:
         out = str(value.get("stdout") or "").strip()
-        return _short(out) if out else f"exit code {value['exit_code']}"
-    return "" if value is None else _short(value)
+        return short(out) if out else f"exit code {value['exit_code']}"
+    return "" if value is None else short(value)
 
 
-def _more(value: Any) -> str:
-    """The whole value, when its line does not already show all of it."""
-    text = pretty(value, 800)
-    short = _said(value)
-    return text if "\n" in text or short.endswith("…") or short != _short(value) else ""
+def _more(value: Any) -> Any:
+    """The whole value, when its line does not already show all of it (None: it does)."""
+    said = _said(value)
+    nested = isinstance(value, dict | list) and bool(value)
+    return value if nested or said.endswith("…") or said != short(value) else None
 
 
-def _label(channels: str) -> str:
-    """`approval:publish,signal:go` → `approval publish, signal go`."""
-    named = (c.partition(":") for c in channels.split(","))
-    return ", ".join(f"{kind} {name}" if sep else kind for kind, sep, name in named)
+def _channels(names: str) -> tuple[tuple[str, str], ...]:
+    """`approval:publish,signal:go` → `(("approval", "publish"), ("signal", "go"))`."""
+    return tuple((kind, name) for kind, _, name in (c.partition(":") for c in names.split(",")))
+
+
+def _label(channels: tuple[tuple[str, str], ...]) -> str:
+    """`approval publish, signal go`."""
+    return ", ".join(f"{kind} {name}" if name else kind for kind, name in channels)
 
 
 def _decision(answer: Any) -> str | None:
     payload = answer.get("payload") if isinstance(answer, dict) else None
     if isinstance(payload, dict) and isinstance(payload.get("decision"), str):
-        return str(payload["decision"]).replace("_", " ")
+        return str(payload["decision"])
     return None
 
 
 def _wait(record: StepRecord) -> list[Entry]:
     state = record.result if isinstance(record.result, dict) else {}
     opened = _time(state.get("opened_at"))
-    title = _label(record.name)
+    channels = _channels(record.name)
+    title = _label(channels)
     deadline = _time(state.get("deadline"))
     until = f"deadline {deadline:%Y-%m-%d %H:%M:%S UTC}" if deadline else ""
+    seq = record.seq
     entries = [
-        Entry(opened or record.at, "wait", f"{title} opened", status("waiting"), detail=until)
+        Entry(
+            opened or record.at,
+            "wait",
+            f"{title} opened",
+            "waiting",
+            detail=until,
+            seq=seq,
+            channels=channels,
+            until=deadline,
+        )
     ]
     if not record.done:
         return entries
     took = _between(opened, record.at)
     if state.get("timed_out"):
+        title = f"{title} timed out"
         entries.append(
-            Entry(record.at, "answered", f"{title} timed out", status("timed_out"), took)
+            Entry(record.at, "answered", title, "timed_out", took, seq=seq, channels=channels)
         )
         return entries
     answers = state.get("answers") or {}
@@ -218,11 +282,13 @@ def _wait(record: StepRecord) -> list[Entry]:
             record.at,
             "answered",
             f"{title} answered",
-            status("rejected" if "reject" in decisions else "completed"),
+            "rejected" if "reject" in decisions else "completed",
             took,
             by=", ".join(who) or None,
             decision=", ".join(decisions) or None,
-            data=pretty(payloads[0] if len(payloads) == 1 else payloads, 800),
+            data=payloads[0] if len(payloads) == 1 else payloads,
+            seq=seq,
+            channels=channels,
         )
     )
     return entries
@@ -233,15 +299,22 @@ def _sleep(record: StepRecord, busy_since: datetime | None) -> list[Entry]:
     until = _time(state.get("until"))
     words = f"until {until:%Y-%m-%d %H:%M:%S UTC}" if until else ""
     if not record.done:
-        return [Entry(record.at, "sleep", "sleeping", status("waiting"), detail=words)]
+        return [
+            Entry(
+                record.at, "sleep", "sleeping", "waiting", detail=words, seq=record.seq, until=until
+            )
+        ]
+    took = _between(busy_since, until)
     return [
         Entry(
             until or record.at,
             "slept",
             "slept",
-            status("completed"),
-            _between(busy_since, until),
+            "completed",
+            took,
             detail=words,
+            seq=record.seq,
+            until=until,
         )
     ]
 
@@ -261,40 +334,28 @@ _EVENT_TITLES: Final = {
 def _event(event: HistoryEvent) -> Entry:
     data = event.data if isinstance(event.data, dict) else {}
     by = str(data["by"]) if data.get("by") else None
+    at = event.at
     if event.type == "ended":
         word = str(data.get("status") or "ended")
         failed = data.get("error") is not None and word != "completed"
         detail = error_text(data.get("error"), word) if failed else ""
-        return Entry(
-            event.at, "ended", f"ended {word.replace('_', ' ')}", status(word), detail=detail
-        )
+        title = f"ended {word.replace('_', ' ')}"
+        return Entry(at, "ended", title, word, detail=detail, event=event)
     if event.type == "created":
-        return Entry(event.at, "created", "started", status("running"), by=by)
+        return Entry(at, "created", "started", "running", by=by, event=event)
     if event.type == "terminated":
-        return Entry(
-            event.at,
-            "ended",
-            "terminated",
-            status("terminated"),
-            by=by,
-            detail=_short(data) if data else "",
-        )
+        detail = short(data) if data else ""
+        return Entry(at, "ended", "terminated", "terminated", by=by, detail=detail, event=event)
     rest = {k: v for k, v in data.items() if k not in ("by", "key") and v not in (None, {}, [])}
     title = _EVENT_TITLES.get(event.type, event.type.replace("_", " "))
     if event.type == "signal" and data.get("name"):
         title = f"signal {data['name']}"
         rest.pop("name", None)
     if event.type == "run_retry":
-        return Entry(event.at, "event", title, status("retrying"), detail=_error(data))
+        return Entry(at, "event", title, "retrying", detail=_error(data), event=event)
+    detail = short(", ".join(f"{k} {short(v)}" for k, v in rest.items())) if rest else ""
     group = "cancelled" if event.type == "cancel_requested" else "event"
-    return Entry(
-        event.at,
-        "event",
-        title,
-        status(group),
-        by=by,
-        detail=_short(", ".join(f"{k} {_short(v)}" for k, v in rest.items())) if rest else "",
-    )
+    return Entry(at, "event", title, group, by=by, detail=detail, event=event)
 
 
 def _answered_channel(event: HistoryEvent) -> str | None:
@@ -316,7 +377,8 @@ def _record_entries(record: StepRecord, busy_since: datetime | None, resumed: bo
     if record.kind == "sleep":
         return _sleep(record, busy_since)
     title = _step_title(record)
-    return [Entry(record.at, record.kind, title, status("completed"), detail=_short(record.result))]
+    detail = short(record.result)
+    return [Entry(record.at, record.kind, title, "completed", detail=detail, seq=record.seq)]
 
 
 def _row_end(row: ExecutionRow) -> Entry:
@@ -324,21 +386,26 @@ def _row_end(row: ExecutionRow) -> Entry:
     failed = row.error is not None and row.status != "completed"
     detail = error_text(row.error, row.status) if failed else ""
     word = row.status.replace("_", " ")
-    return Entry(row.ended_at, "ended", f"ended {word}", status(row.status), detail=detail)
+    return Entry(row.ended_at, "ended", f"ended {word}", row.status, detail=detail)
 
 
 def page(
     row: ExecutionRow,
     events: Sequence[HistoryEvent],
     records: Sequence[StepRecord],
-    limit: int = PAGE,
+    limit: int | None = PAGE,
     before: Cursor | None = None,
+    *,
+    answers: bool = False,
 ) -> Page:
     """One page of the timeline from at most `limit + 1` of the newest events and of the
     newest records before `before` (as `history_page` and `steps_page` read them).
 
     The newest `limit` of those events and records are the page (a wait's opening shows with
-    its answer); the cursor of the page before it starts below the oldest of each kind kept."""
+    its answer); the cursor of the page before it starts below the oldest of each kind kept.
+    `limit` None: every event and record given, the run's whole timeline when they are all of
+    its history. `answers`: keep each answer event, even where its wait's entry says who
+    answered."""
     events = sorted(events, key=lambda e: e.event_id)
     ordered = sorted(records, key=lambda r: r.seq)
     start = row.admitted_at or row.created_at
@@ -347,7 +414,7 @@ def page(
     ]
     items += [(r.at or start, len(events) + n, r) for n, r in enumerate(ordered)]
     items.sort(key=lambda t: (t[0], t[1]))
-    kept = [item for _, _, item in items[-limit:]]
+    kept = [item for _, _, item in (items if limit is None else items[-limit:])]
     kept_events = [i for i in kept if isinstance(i, HistoryEvent)]
     kept_records = [i for i in kept if isinstance(i, StepRecord)]
     kept_seqs = {r.seq for r in kept_records}
@@ -357,7 +424,7 @@ def page(
     # Durations run from the call before: the record read before it; for the first record
     # read, the run's start when every record before the cursor was read (it is the run's
     # first call), else unknown.
-    busy_since: datetime | None = start if len(ordered) <= limit else None
+    busy_since: datetime | None = start if limit is None or len(ordered) <= limit else None
     resumed = True
     for record in ordered:
         if record.seq in kept_seqs:
@@ -370,14 +437,14 @@ def page(
             busy_since = until or record.at
             resumed = record.kind in ("wait", "sleep")
     for event in kept_events:
-        if event.type == "answer" and _answered_channel(event) in answered:
+        if not answers and event.type == "answer" and _answered_channel(event) in answered:
             continue
         entries.append(_event(event))
     if row.ended_at is not None and before is None and not any(e.kind == "ended" for e in entries):
         entries.append(_row_end(row))
     order = {id(e): n for n, e in enumerate(entries)}
     entries.sort(key=lambda e: (e.at or start, order[id(e)]))
-    more = len(items) > limit or len(events) > limit or len(ordered) > limit
+    more = limit is not None and (len(items) > limit or len(events) > limit or len(ordered) > limit)
     if not more:
         return Page(tuple(entries), None)
     old = before or Cursor(None, None)

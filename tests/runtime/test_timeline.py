@@ -1,4 +1,5 @@
-"""The run page's timeline (pure): what each entry says, and paging through a long history."""
+"""A run's timeline (pure): what each entry says, where it sits and how long it took, and
+paging through a long history."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tether.console import timeline
-from tether.console.timeline import Cursor
+from tether.runtime import timeline
 from tether.runtime.rows import ExecutionRow, HistoryEvent, StepRecord
+from tether.runtime.timeline import Cursor, span
 from tether.storage.rows import _EXECUTION_FIELDS
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -128,3 +129,100 @@ def test_a_cursor_that_is_not_one_reads_as_none() -> None:
     assert Cursor.parse(Cursor(None, None).text()) == Cursor(None, None)
     for junk in ("", "x", "1", "1.x", "-1.2", "1.2.3", "9" * 30 + ".1"):
         assert Cursor.parse(junk) is None, junk
+
+
+def test_spans_read_like_speech() -> None:
+    """Our choice: a duration in the largest two units that say it."""
+    assert [span(s) for s in (0.25, 9.44, 185, 7800, 3 * 86400 + 3600, 86400)] == [
+        "250 ms",
+        "9.4 s",
+        "3 min 5 s",
+        "2 h 10 min",
+        "3 days 1 h",
+        "1 day 0 h",
+    ]
+
+
+def test_an_entry_says_how_long_it_took_and_how_many_attempts() -> None:
+    """Our choice: an upper bound reads `≤`; an unknown duration or count reads as nothing."""
+    step = timeline.Entry(T0, "step", "step x", "completed", 1.5, True, attempts=3)
+    assert (step.took_text(), step.attempts_text()) == ("≤ 1.5 s", "3 attempts")
+    once = timeline.Entry(T0, "step", "step x", "completed", 0.25, attempts=1)
+    assert (once.took_text(), once.attempts_text()) == ("250 ms", "1 attempt")
+    event = timeline.Entry(T0, "event", "signal go", "event")
+    assert (event.took_text(), event.attempts_text()) == ("", "")
+
+
+def test_quiet_calls_and_dag_bookkeeping_show_nothing_but_mark_where_the_run_was() -> None:
+    """Our choice: a recorded value or a DAG's own record is not work the run did, but the
+    step after it started from there, so its span is not an upper bound."""
+    shell = {"value": {"exit_code": 0, "stdout": "ok\n"}}
+    records = [
+        StepRecord(1, "transaction", "dag:spec", {"value": {"steps": []}}, True, _at(1)),
+        StepRecord(2, "uuid", "uuid", "u-1", True, _at(4)),
+        StepRecord(3, "step", "node:build", shell, True, _at(6)),
+    ]
+    entries = timeline.page(_row(), [], records).entries
+    assert [(e.title, e.took, e.bound, e.detail) for e in entries] == [
+        ("step build", 2.0, False, "ok")
+    ]
+
+
+def test_a_call_read_without_its_time_sits_at_the_run_start() -> None:
+    """Our choice: records written before their time was kept are the oldest of the run."""
+    records = [
+        StepRecord(1, "step", "old", {"value": 1}, True, None),
+        StepRecord(2, "step", "new", {"value": 2}, True, _at(5)),
+    ]
+    events = [_event(1, "created", 0), _event(2, "signal", 3, name="go")]
+    entries = timeline.page(_row(), events, records).entries
+    assert [(e.title, e.at) for e in entries] == [
+        ("step old", None),
+        ("started", T0),
+        ("signal go", _at(3)),
+        ("step new", _at(5)),
+    ]
+
+
+def test_a_call_and_an_event_at_the_same_moment_show_the_call_first() -> None:
+    """Our choice: a worker writes a run's last call and its end in one transaction."""
+    records = [StepRecord(1, "step", "last", {"value": 1}, True, _at(2))]
+    ended = _row(status="completed", ended_at=_at(2))
+    events = [_event(1, "created", 0), _event(2, "ended", 2, status="completed", error=None)]
+    entries = timeline.page(ended, events, records).entries
+    assert [e.title for e in entries] == ["started", "step last", "ended completed"]
+
+
+def test_the_whole_value_comes_with_an_entry_only_when_its_line_does_not_show_it_all() -> None:
+    """Our choice: a short scalar is its own line; a structure, a cut line or a DAG step's
+    output (shown instead of its value) carry the whole value."""
+    long = "x" * 500
+    shell = {"exit_code": 0, "stdout": "done"}
+    values = [7, "ok", None, {}, {"a": 1}, [1], long, shell]
+    records = [
+        StepRecord(n, "step", f"s{n}", {"value": v}, True, _at(n)) for n, v in enumerate(values, 1)
+    ]
+    entries = timeline.page(_row(), [], records).entries
+    assert [e.data for e in entries] == [None, None, None, None, {"a": 1}, [1], long, shell]
+    assert [e.detail for e in entries][:4] == ["7", "ok", "", "{}"]
+
+
+def test_a_whole_timeline_can_keep_every_answer_event() -> None:
+    """Our choice: with no limit the page is the whole run; `answers` keeps each answer
+    event beside its wait's entries, for a list of every event."""
+    wait = {"opened_at": _at(8.5).isoformat(), "answers": {"approval:go": {"by": "bob"}}}
+    records = [StepRecord(n, "step", f"s{n}", {"value": n}, True, _at(n)) for n in range(2, 9)]
+    records.append(StepRecord(9, "wait", "approval:go", wait, True, _at(10)))
+    events = [_event(1, "created", 0), _event(2, "answer", 9.5, by="bob", key="ex_a:approval:go:1")]
+    whole = timeline.page(_row(), events, records, limit=None, answers=True)
+    assert whole.earlier is None
+    assert [e.title for e in whole.entries] == [
+        "started",
+        *(f"step s{n}" for n in range(2, 9)),
+        "approval go opened",
+        "answer received",
+        "approval go answered",
+    ]
+    assert whole.entries[1].took == 2.0  # from the run's start: every record was read
+    paged = timeline.page(_row(), events, records)
+    assert "answer received" not in [e.title for e in paged.entries]
