@@ -26,7 +26,7 @@ from tether.settings import Settings
 @dataclass(frozen=True)
 class Site:
     base: str  # http://127.0.0.1:port
-    tokens: dict[str, str]  # operator, reader, other (an operator of tenant "globex")
+    tokens: dict[str, str]  # operator, reader, other (an operator of tenant "globex"), alice
     db_url: str
     ops: Operations  # the server's own (every tenant)
 
@@ -76,6 +76,7 @@ async def console_site(db_url: str, **overrides: Any) -> AsyncIterator[Site]:
         ("operator", "operator", None),
         ("reader", "reader", None),
         ("other", "operator", "globex"),
+        ("alice", "operator", None),  # one of the `vote` workflow's approvers
     ):
         token, entry = new_token(name, role, tenant)
         tokens[name] = token

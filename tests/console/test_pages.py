@@ -129,6 +129,25 @@ async def test_the_inbox_is_newest_first_and_counted_in_the_nav(site: Site) -> N
         assert 'id="nav-inbox-count">0<' in theirs.text
 
 
+async def test_the_inbox_lists_an_approval_decided_by_votes_to_its_approvers_only(
+    site: Site,
+) -> None:
+    """Our choice: an approval with named approvers is in their inbox and counted in their nav,
+    and not in the inbox of anyone else of the tenant; other waits are in everyone's."""
+    voted = await site.start("vote")
+    plain = await site.start("gate")
+    async with httpx.AsyncClient() as op, httpx.AsyncClient() as alice:
+        await _signed_in(op, site, "operator")
+        await _signed_in(alice, site, "alice")
+        theirs = (await alice.get(site.url("/inbox"))).text
+        mine = (await op.get(site.url("/inbox"))).text
+    assert voted in theirs and plain in theirs
+    assert plain in mine and voted not in mine
+    counts = [re.search(r'id="nav-inbox-count">(\d+)<', page) for page in (theirs, mine)]
+    assert all(counts)
+    assert int(counts[0].group(1)) == int(counts[1].group(1)) + 1  # type: ignore[union-attr]
+
+
 async def test_a_chosen_theme_is_remembered_and_a_bad_one_changes_nothing(site: Site) -> None:
     """Our choice: the theme buttons work without JavaScript (a form, a cookie)."""
     async with httpx.AsyncClient() as http:

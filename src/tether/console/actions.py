@@ -34,6 +34,7 @@ from tether.console.context import (
 from tether.console.pages import (
     console_of,
     inbox_context,
+    me,
     not_found,
     page_extras,
     run_context,
@@ -144,7 +145,7 @@ async def _run_page(
     ops = scoped_ops(c, v)
     ctx = await run_context(ops, run_id)
     defaults: dict[str, Any] = {"values": {}, "problems": {}, "stale": None, "notice": None}
-    more = await page_extras(ops, ctx["row"])
+    more = await page_extras(ops, ctx["row"], me(v))
     return render(c, request, v, "run.html", code, **ctx, **more, **{**defaults, **extra})
 
 
@@ -189,7 +190,7 @@ async def _answer_again(
     """The page the form came from again (the inbox or the run), with what went wrong."""
     code = 409 if extra.get("stale") else 422
     if data.get("next", "").startswith(f"{PREFIX}/inbox"):
-        ctx = await inbox_context(scoped_ops(c, v))
+        ctx = await inbox_context(scoped_ops(c, v), me(v))
         base: dict[str, Any] = {"values": {}, "problems": {}, "stale": None}
         return render(c, request, v, "inbox.html", code, **ctx, **{**base, **extra})
     return await _run_page(c, request, v, run_id, code, **extra)

@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from tether.console.context import HEADERS, Console, Visitor, scoped_ops, visitor
-from tether.console.pages import console_of, inbox_context, run_context
+from tether.console.pages import console_of, inbox_context, me, run_context
 from tether.runtime import errors
 from tether.security.limits import caller_key
 from tether.security.tokens import ANONYMOUS, DEV
@@ -122,7 +122,7 @@ async def inbox_events(request: Request) -> Response:
         changed.set()
 
     async def render() -> str:
-        ctx = await inbox_context(ops)
+        ctx = await inbox_context(ops, me(v))
         return _live(c, v, "inbox_live.html", values={}, problems={}, stale=None, **ctx)
 
     return _response(

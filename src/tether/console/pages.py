@@ -8,6 +8,7 @@ the newest parked runs for the inbox and its count in the nav.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -27,7 +28,7 @@ from tether.console.context import (
     sign_in_redirect,
     visitor,
 )
-from tether.runtime import errors, timeline
+from tether.runtime import errors, timeline, votes
 from tether.runtime.ids import is_execution_id
 from tether.runtime.operations import Operations
 from tether.runtime.rows import ExecutionRow, StepRecord
@@ -88,7 +89,7 @@ async def _runs(c: Console, request: Request, v: Visitor, ops: Operations) -> Re
         "statuses": STATUSES,
         "filtered": any(filters.values()),
         "clear": f"{PREFIX}/runs",
-        "inbox_count": await inbox_count(ops),
+        "inbox_count": await inbox_count(ops, me(v)),
     }
     try:
         page = await ops.list_runs(
@@ -212,16 +213,16 @@ async def run_page(request: Request) -> Response:
         "run.html",
         notice=_NOTICES.get(notice or ""),
         **ctx,
-        **await page_extras(ops, ctx["row"]),
+        **await page_extras(ops, ctx["row"], me(v)),
         values={},
         problems={},
         stale=None,
     )
 
 
-async def page_extras(ops: Operations, row: ExecutionRow) -> dict[str, Any]:
+async def page_extras(ops: Operations, row: ExecutionRow, voter: str | None) -> dict[str, Any]:
     """What the run page shows besides its live parts: who started the run, the inbox count."""
-    starters, count = await asyncio.gather(ops.starters([row]), inbox_count(ops))
+    starters, count = await asyncio.gather(ops.starters([row]), inbox_count(ops, voter))
     return {"started_by": starters.get(row.id), "inbox_count": count}
 
 
@@ -247,7 +248,7 @@ async def dag_page(request: Request) -> Response:
         return not_found(c, request, v, f"run {run_id}")
     if dag is None:
         return not_found(c, request, v, f"a DAG for run {run_id} (it is not a DAG run)")
-    count = await inbox_count(ops)
+    count = await inbox_count(ops, me(v))
     return render(
         c, request, v, "dag.html", row=row, dag=dag, status=views.status, inbox_count=count
     )
@@ -268,27 +269,45 @@ def _opened(wait: dict[str, Any]) -> datetime | None:
         return None
 
 
-async def _inbox_items(ops: Operations) -> tuple[list[InboxItem], bool]:
-    """The open waits the caller may answer (its tenant's: the operations are scoped), newest
-    first, from the newest `INBOX_LIMIT` parked runs; and whether more runs are parked."""
+def me(v: Visitor) -> str | None:
+    """The name the visitor answers and votes under (None: nobody is signed in)."""
+    return v.principal.name if v.principal is not None else None
+
+
+def _for(voter: str | None, wait: dict[str, Any], roles: Mapping[str, frozenset[str]]) -> bool:
+    """Whether `voter` may decide `wait`: any wait of their tenant, but an approval decided by
+    votes only when they are among its approvers (by name or role)."""
+    policy = votes.policy_of(wait)
+    if policy is None or voter is None:
+        return True
+    name = str(wait.get("name", ""))
+    return votes.refusal(policy, name, voter, "reject", starter=None, roles=roles) is None
+
+
+async def _inbox_items(ops: Operations, voter: str | None) -> tuple[list[InboxItem], bool]:
+    """The open waits the caller may answer (its tenant's: the operations are scoped; an
+    approval decided by votes only when the caller is among its approvers), newest first, from
+    the newest `INBOX_LIMIT` parked runs; and whether more runs are parked."""
     page = await ops.list_runs(statuses=["waiting"], limit=INBOX_LIMIT)
+    roles = ops.env.approver_roles
     items = [
         InboxItem(r, forms.wait_form(w), _opened(w))
         for r in page.items
         for w in answerable_waits(r)
+        if _for(voter, w, roles)
     ]
     items.sort(key=lambda i: i.opened or i.row.created_at, reverse=True)
     return items, page.next_cursor is not None
 
 
-async def inbox_count(ops: Operations) -> str:
+async def inbox_count(ops: Operations, voter: str | None) -> str:
     """The nav's inbox count: the open waits the caller may answer (`200+` past the cap)."""
-    items, more = await _inbox_items(ops)
+    items, more = await _inbox_items(ops, voter)
     return f"{len(items)}+" if more else str(len(items))
 
 
-async def inbox_context(ops: Operations) -> dict[str, Any]:
-    items, more = await _inbox_items(ops)
+async def inbox_context(ops: Operations, voter: str | None) -> dict[str, Any]:
+    items, more = await _inbox_items(ops, voter)
     starters = await ops.starters(list({i.row.id: i.row for i in items}.values()))
     now = datetime.now(UTC)
     return {
@@ -313,7 +332,7 @@ async def inbox_page(request: Request) -> Response:
     v = visitor(c, request)
     if v.principal is None:
         return sign_in_redirect(request, v)
-    ctx = await inbox_context(scoped_ops(c, v))
+    ctx = await inbox_context(scoped_ops(c, v), me(v))
     return render(c, request, v, "inbox.html", **ctx, values={}, problems={}, stale=None)
 
 
