@@ -141,8 +141,11 @@ async def test_the_inbox_lists_an_approval_decided_by_votes_to_its_approvers_onl
         await _signed_in(alice, site, "alice")
         theirs = (await alice.get(site.url("/inbox"))).text
         mine = (await op.get(site.url("/inbox"))).text
+        for_me = (await op.get(site.url("/runs?waiting=1"))).text
+        for_them = (await alice.get(site.url("/runs?waiting=1"))).text
     assert voted in theirs and plain in theirs
     assert plain in mine and voted not in mine
+    assert voted in for_them and voted not in for_me and plain in for_me
     counts = [re.search(r'id="nav-inbox-count">(\d+)<', page) for page in (theirs, mine)]
     assert all(counts)
     assert int(counts[0].group(1)) == int(counts[1].group(1)) + 1  # type: ignore[union-attr]

@@ -114,7 +114,10 @@ async def _runs(c: Console, request: Request, v: Visitor, ops: Operations) -> Re
             notice=exc.message,
             **base,
         )
-    rows = [r for r in page.items if not mine or answerable_waits(r)]
+    voter, roles = me(v), ops.env.approver_roles
+    rows = [
+        r for r in page.items if not mine or any(_for(voter, w, roles) for w in answerable_waits(r))
+    ]
     starters = await ops.starters(rows)
     now = datetime.now(UTC)
     return render(
