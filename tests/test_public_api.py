@@ -83,6 +83,7 @@ INTERNAL_MEMBERS: dict[str, set[str]] = {
             "RemoteError",
             "RemoteToolError",
             "RemoteProtocolError",
+            "RemoteRejected",
             "RemoteTaskLost",
             "RemoteCancelled",
             "RemoteTimeout",

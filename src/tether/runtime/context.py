@@ -390,6 +390,60 @@ class Context(TypedWaits):
             self, remote, tool, arguments, timeout=timeout, retry=retry
         )
 
+    async def ask_agent(
+        self,
+        remote: str,
+        message: str,
+        *,
+        data: dict[str, Any] | None = None,
+        timeout: float | timedelta | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> dict[str, Any]:
+        """Send an A2A agent a message and wait for the task it starts, durably.
+
+        The agent's task is created exactly once where the agent recognises a repeated
+        `messageId` (the message's id and context id are derived from this run, its attempt
+        and the call's position; an agent that does not is sent the message again after a
+        crash, and may start a second task), its id is recorded before the first poll, and it
+        is polled on durable timers while the run is parked (no worker holds it). When the
+        agent asks for input (`input-required`), the question becomes a wait of this run
+        (kind `remote_input`, a form with one text field, `reply`), answered like any other
+        and sent to the agent as a reply message once. Cancelling this run cancels the
+        agent's task. The remote must be configured with `protocol="a2a"` (the `a2a` extra).
+        See the remote tasks guide.
+
+        Args:
+            remote: The agent's name ([`App.remote`][tether.App.remote] or
+                `TETHER_REMOTES`, with `protocol="a2a"`).
+            message: The message's text.
+            data: JSON sent beside the text, as a data part.
+            timeout: Seconds (or a `timedelta`) for the whole call; when it passes, the
+                agent's task is cancelled and `RemoteTimeout` is raised. Unset: no limit.
+            retry: How transport failures (connection errors, HTTP 5xx or 429) are retried
+                (default: the remote's, 10 tries over about five minutes).
+
+        Returns:
+            The agent's reply: `text` (the text parts of the task's artifacts, or of the
+            agent's message when there are none, joined by newlines), `data` (their data
+            parts' values), `artifacts` and `message` (the task's artifacts and final status
+            message, or the message the agent answered with, in A2A's JSON form).
+
+        Raises:
+            RemoteProtocolError: The agent refused a request, or its task failed.
+            RemoteRejected: The agent rejected the task.
+            RemoteTaskLost: The agent no longer knows the task.
+            RemoteCancelled: The agent's task was cancelled on its side.
+            RemoteTimeout: `timeout` passed.
+            RemoteUnavailable: The agent stayed unreachable through the retries.
+            UnknownRemote: No A2A agent of that name is configured.
+            TypeError: `message` is not text, or `data` is not JSON (nothing is sent).
+            NonDeterminism: Replay found a different call recorded at this position.
+        """
+        reply: dict[str, Any] = await remote_call.ask_agent(
+            self, remote, message, data=data, timeout=timeout, retry=retry
+        )
+        return reply
+
     # --- deterministic values ----------------------------------------------------------------
 
     async def now(self) -> datetime:

@@ -24,7 +24,7 @@ from tether.runtime.operations import Operations
 from tether.runtime.operations.storage_errors import storage_errors
 from tether.runtime.registry import App
 from tether.runtime.remote.config import Remote
-from tether.runtime.remote.implementations import PROTOCOLS
+from tether.runtime.remote.implementations import MISSING, PROTOCOLS
 from tether.runtime.remote.poller import RemotePoller
 from tether.runtime.scheduler import Scheduler, schedules
 from tether.runtime.worker import Worker, WorkerSettings
@@ -170,7 +170,7 @@ async def running(
     notify = notify if notify is not None else NotifySetup()
     if dag_env_passthrough is not None:
         app.pass_dag_environment(dag_env_passthrough)
-    app.bind_remotes(remotes, implemented=PROTOCOLS)
+    app.bind_remotes(remotes, implemented=PROTOCOLS, missing=MISSING)
     if protocols_dir is not None:
         for file, problem in app.load_protocols(protocols_dir).items():
             logger.error("protocol %s refused: %s", file, problem)

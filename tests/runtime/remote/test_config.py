@@ -25,6 +25,7 @@ from tether.runtime.remote.errors import (
     RemoteCancelled,
     RemoteError,
     RemoteProtocolError,
+    RemoteRejected,
     RemoteTaskLost,
     RemoteTimeout,
     RemoteToolError,
@@ -33,7 +34,7 @@ from tether.runtime.remote.errors import (
     as_record,
     from_record,
 )
-from tether.runtime.remote.implementations import PROTOCOLS
+from tether.runtime.remote.implementations import INSTALL_A2A, PROTOCOLS
 from tether.settings import Settings, SettingsError
 from tether.specs.dag import DagSpecError
 
@@ -148,9 +149,34 @@ async def _calls_by_keyword(ctx: Context) -> Any:
     return await ctx.call_tool(remote="search", tool="find")
 
 
+async def _asks_research(ctx: Context) -> Any:
+    return await ctx.ask_agent("research", "Summarize the offsite options")
+
+
 def test_the_literal_remote_names_a_workflow_calls_are_found_in_its_source() -> None:
     assert called_remotes(_calls_billing) == {"billing"}
     assert called_remotes(_calls_by_keyword) == {"search"}
+    assert called_remotes(_asks_research) == {"research"}
+
+
+@pytest.mark.parametrize(
+    ("workflow", "remote", "protocol", "said"),
+    [
+        (_asks_research, "research", "mcp-tasks", "is an MCP server (mcp-tasks), not an A2A agent"),
+        (_calls_by_keyword, "search", "a2a", "is an A2A agent, not an MCP server"),
+    ],
+)
+def test_a_workflow_calling_a_remote_of_the_wrong_kind_is_refused_when_the_app_starts(
+    workflow: Any, remote: str, protocol: Any, said: str
+) -> None:
+    """`ask_agent` needs an A2A agent, `call_tool` an MCP server: refused before anything
+    runs, naming the workflow."""
+    app = App()
+    app.workflow(name="plan")(workflow)
+    app.remote(remote, url=URL, protocol=protocol)
+    with pytest.raises(RemoteConfigError) as caught:
+        app.bind_remotes((), implemented=PROTOCOLS)
+    assert str(caught.value) == f"workflow 'plan': remote {remote!r} {said}"
 
 
 def test_starting_an_app_whose_workflow_calls_an_unknown_remote_is_refused() -> None:
@@ -171,13 +197,29 @@ def test_a_setting_replaces_the_apps_remote_of_that_name() -> None:
     assert app.remotes["billing"].url == "https://billing.example/mcp"
 
 
+def test_an_a2a_remote_without_the_a2a_extra_is_refused_saying_how_to_get_it() -> None:
+    """Without the A2A SDK installed, `a2a` is among the missing protocols: a remote that
+    names it stops the server at start, naming the extra to install."""
+    app = App()
+    app.remote("agent", url=URL, protocol="a2a")
+    speaks = [p for p in PROTOCOLS if p != "a2a"]
+    with pytest.raises(RemoteConfigError) as caught:
+        app.bind_remotes((), implemented=speaks, missing={"a2a": INSTALL_A2A})
+    assert str(caught.value) == (f"remote 'agent': protocol 'a2a' is not available: {INSTALL_A2A}")
+    assert "pip install 'tether[a2a]'" in INSTALL_A2A
+
+
 def test_a_remote_of_a_protocol_not_implemented_is_refused_when_the_app_starts() -> None:
-    """A2A is named in the configuration but not implemented in this version."""
     app = App()
     app.remote("agent", url=URL, protocol="a2a")
     with pytest.raises(RemoteConfigError) as caught:
-        app.bind_remotes((), implemented=PROTOCOLS)
+        app.bind_remotes((), implemented=["mcp"])
     assert "'a2a' is not implemented" in str(caught.value)
+
+
+def test_the_a2a_extra_is_installed_where_the_tests_run() -> None:
+    """The dev extra holds the A2A SDK: A2A is one of the protocols spoken here."""
+    assert "a2a" in PROTOCOLS
 
 
 DAG = """\
@@ -207,6 +249,37 @@ def test_a_dag_step_naming_an_unknown_remote_is_refused_naming_the_field_and_lin
         later.dag(DAG)
     later.remote("billing", url=URL)
     later.dag(DAG)  # configured now
+
+
+AGENT_DAG = """\
+name: brief
+steps:
+  - name: ask
+    action: a2a.ask
+    with:
+      remote: research
+      message: "Summarize ${TOPIC}"
+      data: {depth: 2}
+    output: SUMMARY
+"""
+
+
+def test_an_a2a_ask_step_needs_an_agent() -> None:
+    """`a2a.ask` names an A2A agent: an MCP server of that name is refused, naming the field."""
+    app = App()
+    app.remote("research", url=URL)
+    app.dag(AGENT_DAG)
+    with pytest.raises(DagSpecError) as caught:
+        app.bind_remotes((), implemented=PROTOCOLS)
+    assert (caught.value.field, caught.value.line) == ("remote", 6)
+    assert "not an A2A agent" in str(caught.value)
+    agent = App()
+    agent.remote("research", url=URL, protocol="a2a")
+    agent.dag(AGENT_DAG)
+    agent.bind_remotes((), implemented=PROTOCOLS)
+    (step,) = agent.dags["brief"].spec.steps
+    assert (step.work.action, step.work.message) == ("a2a.ask", "Summarize ${TOPIC}")
+    assert dict(step.work.arguments) == {"depth": 2}
 
 
 def test_an_inline_dag_may_not_call_remotes() -> None:
@@ -245,11 +318,35 @@ def test_a_malformed_mcp_call_step_is_refused_by_name(spec: str, field: str) -> 
 
 
 @pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ("steps:\n  - {name: a, action: a2a.ask}\n", "action"),
+        ("steps:\n  - {name: a, action: a2a.ask, with: {message: m}}\n", "with"),
+        ("steps:\n  - {name: a, action: a2a.ask, with: {remote: r}}\n", "with"),
+        ("steps:\n  - {name: a, action: a2a.ask, with: {remote: r, message: ' '}}\n", "message"),
+        (
+            "steps:\n  - {name: a, action: a2a.ask, with: {remote: r, message: m, tool: t}}\n",
+            "tool",
+        ),
+        (
+            "steps:\n  - {name: a, action: a2a.ask, with: {remote: r, message: m, data: [1]}}\n",
+            "data",
+        ),
+    ],
+)
+def test_a_malformed_a2a_ask_step_is_refused_by_name(spec: str, field: str) -> None:
+    with pytest.raises(DagSpecError) as caught:
+        App().dag("name: d\n" + spec)
+    assert caught.value.field == field
+
+
+@pytest.mark.parametrize(
     "error",
     [
         RemoteError("plain", remote="r", tool="t"),
         RemoteToolError("tool", remote="r", tool="t", result={"isError": True}),
         RemoteProtocolError("rpc", remote="r", tool="t", code=-32602, data={"x": 1}),
+        RemoteRejected("no", remote="r", tool="t", data={"message": {"parts": []}}),
         RemoteTaskLost("lost", remote="r", tool="t"),
         RemoteCancelled("cancelled", remote="r", tool="t"),
         RemoteTimeout("late", remote="r", tool="t"),

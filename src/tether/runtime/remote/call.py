@@ -1,5 +1,7 @@
-"""The durable remote call behind `Context.call_tool`: one position in the run's history whose
-record follows the remote task from its create to its end.
+"""The durable remote call behind `Context.call_tool` (a tool of an MCP server) and
+`Context.ask_agent` (an A2A agent): one position in the run's history whose record follows the
+remote task from its create to its end. The steps below name MCP's requests; an agent's are
+A2A's (`SendMessage`, `GetTask`, a reply message, `CancelTask`: a2a.py), driven the same way.
 
 The record (kind `remote`) is written as the call goes, never ahead of the remote:
 
@@ -36,11 +38,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, Final, NoReturn, Protocol, TypeVar
 
+import orjson
+
 from tether.observability import metrics
 from tether.runtime import clock, waits
 from tether.runtime.policy import RetryPolicy, seconds
 from tether.runtime.remote.clients import Clients
-from tether.runtime.remote.config import Remote
+from tether.runtime.remote.config import AGENT_PROTOCOL, Remote
 from tether.runtime.remote.errors import (
     RemoteError,
     RemoteTaskLost,
@@ -151,9 +155,52 @@ async def call_tool(
     retry: RetryPolicy | None = None,
     name: str | None = None,
 ) -> Any:
-    """The durable call (module docstring); `name`: the record's name (default
-    `{remote}/{tool}`). See `Context.call_tool` for what it returns and raises."""
+    """The durable call of an MCP server's tool (module docstring); `name`: the record's name
+    (default `{remote}/{tool}`). See `Context.call_tool` for what it returns and raises."""
     label = name or f"{remote}/{tool}"
+    return await _call(ctx, remote, tool, arguments or {}, label, timeout, retry, agent=False)
+
+
+async def ask_agent(
+    ctx: Context,
+    remote: str,
+    message: str,
+    *,
+    data: Mapping[str, Any] | None = None,
+    timeout: float | timedelta | None = None,
+    retry: RetryPolicy | None = None,
+    name: str | None = None,
+) -> Any:
+    """The durable task of an A2A agent (module docstring); `name`: the record's name (default
+    the remote's). See `Context.ask_agent` for what it returns and raises.
+
+    Raises:
+        TypeError: `message` is not text, or `data` is not a JSON object (nothing is sent).
+    """
+    if not isinstance(message, str):
+        raise TypeError("ask_agent: the message must be text")
+    payload: dict[str, Any] = {"text": message}
+    if data is not None:
+        if not isinstance(data, Mapping):
+            raise TypeError("ask_agent: data must be a JSON object (a mapping)")
+        try:
+            payload["data"] = orjson.loads(orjson.dumps(data))
+        except TypeError as exc:
+            raise TypeError(f"ask_agent: data must be JSON: {exc}") from None
+    return await _call(ctx, remote, "", payload, name or remote, timeout, retry, agent=True)
+
+
+async def _call(
+    ctx: Context,
+    remote: str,
+    tool: str,
+    arguments: Mapping[str, Any],
+    label: str,
+    timeout: float | timedelta | None,
+    retry: RetryPolicy | None,
+    *,
+    agent: bool,
+) -> Any:
     seq, rec = ctx._next(RECORD_KIND, label, cancel=False)
     if rec is not None and rec.done:
         if "error" in rec.result:
@@ -184,9 +231,19 @@ async def call_tool(
             f"no remote named {remote!r} is configured", remote=remote, tool=tool
         )
         return await call.fail(unknown)
+    if (config.protocol == AGENT_PROTOCOL) != agent:
+        return await call.fail(_wrong_kind(config, tool))
     assert catalog is not None  # noqa: S101 — a configured remote comes from a catalog
-    call.bind(config, catalog.remote_clients, arguments or {}, retry)
+    call.bind(config, catalog.remote_clients, arguments, retry)
     return await call.run()
+
+
+def _wrong_kind(config: Remote, tool: str) -> UnknownRemote:
+    if config.protocol == AGENT_PROTOCOL:
+        why = "is an A2A agent: ctx.ask_agent asks it, ctx.call_tool cannot"
+    else:
+        why = "is an MCP server, not an A2A agent: ctx.call_tool calls its tools"
+    return UnknownRemote(f"remote {config.name!r} {why}", remote=config.name, tool=tool)
 
 
 class _Call:
@@ -435,9 +492,10 @@ class _Call:
         task = self.state.get("task")
         if task is not None:
             await self._send_cancel(proto, str(task), "timeout")
+        what = repr(self.tool) if self.tool else "its task"
         await self.fail(
             RemoteTimeout(
-                f"remote {self.remote!r} did not finish {self.tool!r} in time",
+                f"remote {self.remote!r} did not finish {what} in time",
                 remote=self.remote,
                 tool=self.tool,
             )

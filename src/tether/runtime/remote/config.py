@@ -1,4 +1,4 @@
-"""Remotes: the MCP servers (and, later, agents) a workflow may call, by name.
+"""Remotes: the MCP servers and A2A agents a workflow may call, by name.
 
 An app names them in code (`App.remote`), an operator in settings (`TETHER_REMOTES`, which
 reach the runtime as `Remote` values: `parse_remotes`); a name in the settings replaces the
@@ -7,9 +7,10 @@ never part of the configuration: `token_env` names the environment variable that
 read when a request is sent, and nothing here shows a header's value (`Remote.__repr__`).
 
 The names a workflow uses are checked when the app starts serving (`bind_remotes`): a literal
-name in a call written in the workflow function itself (`ctx.call_tool("billing", …)`), and
-every `action: mcp.call` step of a DAG. A name computed at run time, or used in a helper, is
-checked when called (the call fails `UnknownRemote`).
+name in a call written in the workflow function itself (`ctx.call_tool("billing", …)`,
+`ctx.ask_agent("research", …)`), and every `action: mcp.call` and `action: a2a.ask` step of a
+DAG, each against the kind of remote it needs (an MCP server, an A2A agent). A name computed at
+run time, or used in a helper, is checked when called (the call fails `UnknownRemote`).
 """
 
 from __future__ import annotations
@@ -32,16 +33,21 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tether.runtime.policy import RetryPolicy
 from tether.runtime.remote.clients import Clients
 from tether.specs.dag import DagSpec, DagSpecError, RemoteCall
-from tether.specs.dag.steps import MCP_CALL
+from tether.specs.dag.model import A2A_ASK
 
 ProtocolName = Literal["mcp-tasks", "mcp", "a2a"]
 PROTOCOL_NAMES: Final = get_args(ProtocolName)
+#: The protocol of A2A agents (`ask_agent`); every other one is MCP's (`call_tool`).
+AGENT_PROTOCOL: Final = "a2a"
+#: The workflow methods that call a remote, and whether each needs an agent.
+_CALLS: Final[Mapping[str, bool]] = MappingProxyType({"call_tool": False, "ask_agent": True})
 _NAME: Final = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]{0,63}$")
 _HEADER: Final = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z\-]{1,128}$")
 _ENV_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 #: Headers the client sets itself: a configured header may not replace them.
 _OWN_HEADERS: Final = frozenset(
     {
+        "a2a-version",
         "accept",
         "content-type",
         "content-length",
@@ -79,7 +85,7 @@ class Remote:
 
     Attributes:
         name: The name workflows call it by.
-        url: Its MCP endpoint (`http://` or `https://`).
+        url: Its MCP endpoint, or an agent's A2A JSON-RPC endpoint (`http://` or `https://`).
         protocol: `mcp-tasks` (MCP with the Tasks extension: durable remote tasks), `mcp`
             (plain MCP: the call waits for the result) or `a2a` (an A2A agent).
         headers: Extra HTTP headers sent with every request.
@@ -200,10 +206,16 @@ def read_remotes(value: str) -> tuple[Remote, ...]:
 # --- the names a workflow calls ----------------------------------------------------------------
 
 
-@functools.cache
 def called_remotes(fn: Any) -> frozenset[str]:
-    """The literal remote names of the `ctx.call_tool("name", …)` calls in the workflow
-    function `fn` itself (`ctx`: its first parameter); empty when its source cannot be read."""
+    """The literal remote names of the `ctx.call_tool("name", …)` and `ctx.ask_agent("name",
+    …)` calls in the workflow function `fn` itself (`ctx`: its first parameter); empty when its
+    source cannot be read."""
+    return frozenset(name for name, _ in remote_calls(fn))
+
+
+@functools.cache
+def remote_calls(fn: Any) -> frozenset[tuple[str, bool]]:
+    """`called_remotes`, each name with whether it is asked as an agent (`ask_agent`)."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):
@@ -220,7 +232,7 @@ def called_remotes(fn: Any) -> frozenset[str]:
         if not (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "call_tool"
+            and node.func.attr in _CALLS
             and isinstance(node.func.value, ast.Name)
             and node.func.value.id == ctx
         ):
@@ -228,13 +240,23 @@ def called_remotes(fn: Any) -> frozenset[str]:
         first = node.args[0] if node.args else None
         first = first or next((k.value for k in node.keywords if k.arg == "remote"), None)
         if isinstance(first, ast.Constant) and isinstance(first.value, str):
-            names.add(first.value)
+            names.add((first.value, _CALLS[node.func.attr]))
     return frozenset(names)
 
 
-def check_remote_steps(spec: DagSpec, known: set[str] | None, inline: bool) -> None:
-    """Refuse an `mcp.call` step of an inline spec, or one naming a remote not in `known`
-    (None: not known yet, nothing is checked).
+def kind_problem(remote: Remote, agent: bool) -> str | None:
+    """Why `remote` cannot serve a call that needs an agent (`agent`) or an MCP server; None
+    when it can."""
+    if (remote.protocol == AGENT_PROTOCOL) == agent:
+        return None
+    if agent:
+        return f"remote {remote.name!r} is an MCP server ({remote.protocol}), not an A2A agent"
+    return f"remote {remote.name!r} is an A2A agent, not an MCP server"
+
+
+def check_remote_steps(spec: DagSpec, known: Mapping[str, Remote] | None, inline: bool) -> None:
+    """Refuse an `mcp.call` or `a2a.ask` step of an inline spec, or one naming a remote not in
+    `known` or not of the kind it needs (None: not known yet, nothing is checked).
 
     Raises:
         DagSpecError: naming `with.remote` (or `action`) and its line.
@@ -245,18 +267,26 @@ def check_remote_steps(spec: DagSpec, known: set[str] | None, inline: bool) -> N
             continue
         if inline:
             raise DagSpecError(
-                f"`action: {MCP_CALL}` is not allowed in an inline spec: it would call a remote "
-                "with this server's credentials; store the DAG on the server instead",
+                f"`action: {work.action}` is not allowed in an inline spec: it would call a "
+                "remote with this server's credentials; store the DAG on the server instead",
                 field="action",
                 path=f"steps[{step.name}]",
                 file=spec.file,
                 line=step.line,
             )
-        if known is not None and work.remote not in known:
+        if known is None:
+            continue
+        config = known.get(work.remote)
+        problem = kind_problem(config, work.action == A2A_ASK) if config is not None else None
+        if config is None:
             names = ", ".join(sorted(known)) or "none"
-            raise DagSpecError(
+            problem = (
                 f"remote {work.remote!r} is not configured (App.remote or TETHER_REMOTES; "
-                f"configured: {names})",
+                f"configured: {names})"
+            )
+        if problem is not None:
+            raise DagSpecError(
+                f"{problem} (`action: {work.action}`)" if config is not None else problem,
                 field="remote",
                 path=f"steps[{step.name}].with",
                 file=spec.file,
@@ -293,7 +323,8 @@ class RemoteCatalog:
         retry: RetryPolicy | None = None,
     ) -> Remote:
         """Name a remote MCP server that workflows call with
-        [`Context.call_tool`][tether.Context.call_tool].
+        [`Context.call_tool`][tether.Context.call_tool], or an A2A agent (`protocol="a2a"`)
+        that they ask with [`Context.ask_agent`][tether.Context.ask_agent].
 
         `TETHER_REMOTES` may name the same remote: the setting then replaces this definition
         (a deployment points it elsewhere). The token is never stored: `token_env` names the
@@ -301,12 +332,13 @@ class RemoteCatalog:
 
         Args:
             name: The name workflows use (a letter, then letters, digits, `_`, `-` or `.`).
-            url: The remote's MCP endpoint (`http://` or `https://`).
-            headers: Extra HTTP headers for every request (not the ones MCP itself sets).
+            url: The remote's MCP endpoint, or the agent's A2A JSON-RPC endpoint (`http://` or
+                `https://`).
+            headers: Extra HTTP headers for every request (not the ones the protocol sets).
             token_env: The environment variable holding a bearer token for the remote.
             protocol: `"mcp-tasks"` (MCP with the Tasks extension: the call is a durable
                 remote task; the default), `"mcp"` (plain MCP: the call waits for the
-                result within its timeout) or `"a2a"` (an A2A agent).
+                result within its timeout) or `"a2a"` (an A2A agent; needs the `a2a` extra).
             request_timeout: Seconds one request may take.
             poll_min: The shortest pause between two polls of a task, in seconds, whatever
                 the remote's `pollIntervalMs` asks.
@@ -342,45 +374,64 @@ class RemoteCatalog:
             self._remotes[remote.name] = remote
 
     def bind_remotes(
-        self, configured: Iterable[Remote] = (), *, implemented: Iterable[str]
+        self,
+        configured: Iterable[Remote] = (),
+        *,
+        implemented: Iterable[str],
+        missing: Mapping[str, str] = MappingProxyType({}),
     ) -> None:
         """Take the settings' remotes (each replaces the app's of that name) and check every
         name the app's workflows and DAGs call: from now on a DAG registered later is checked
-        when it loads. `implemented`: the protocols this version speaks.
+        when it loads. `implemented`: the protocols this version speaks; `missing`: why a
+        protocol is not available in this installation (an extra not installed), by name.
 
         Raises:
-            RemoteConfigError: a remote uses a protocol not implemented here, or a workflow
-                calls a remote that is not configured.
-            DagSpecError: a DAG's `mcp.call` step names a remote that is not configured.
+            RemoteConfigError: a remote uses a protocol not available here, or a workflow
+                calls a remote that is not configured or not of the kind it needs (an agent
+                for `ask_agent`, an MCP server for `call_tool`).
+            DagSpecError: a DAG's `mcp.call` or `a2a.ask` step names such a remote.
         """
         self.use_remotes(configured)
         speaks = set(implemented)
         for remote in self._remotes.values():
+            if remote.protocol in missing:
+                raise RemoteConfigError(
+                    f"remote {remote.name!r}: protocol {remote.protocol!r} is not available: "
+                    f"{missing[remote.protocol]}"
+                )
             if remote.protocol not in speaks:
                 raise RemoteConfigError(
                     f"remote {remote.name!r}: protocol {remote.protocol!r} is not "
                     f"implemented in this version (available: {sorted(speaks)})"
                 )
-        unknown = []
+        unknown, wrong = [], []
         for name, wf in self._workflows.items():
             if getattr(wf.fn, "dag_name", None) is not None:
                 continue  # a DAG: its steps are checked below
-            unknown += [(name, r) for r in sorted(called_remotes(wf.fn) - set(self._remotes))]
+            for called, agent in sorted(remote_calls(wf.fn)):
+                config = self._remotes.get(called)
+                if config is None:
+                    unknown.append((name, called))
+                elif (problem := kind_problem(config, agent)) is not None:
+                    wrong.append(f"workflow {name!r}: {problem}")
         if unknown:
             listed = ", ".join(f"workflow {w!r} calls remote {r!r}" for w, r in unknown)
             raise RemoteConfigError(
                 f"{listed}, which is not configured (App.remote or TETHER_REMOTES)"
             )
+        if wrong:
+            raise RemoteConfigError("; ".join(wrong))
         self._remotes_bound = True
         for entry in getattr(self, "dags", {}).values():
             self.check_dag_remotes(entry.spec, inline=entry.inline)
 
     def check_dag_remotes(self, spec: DagSpec, *, inline: bool) -> None:
-        """Refuse a DAG whose `mcp.call` step names a remote that is not configured (once the
-        app is served; before, `bind_remotes` checks it), or an inline DAG with any such step
-        (it would call remotes with this server's credentials).
+        """Refuse a DAG whose `mcp.call` or `a2a.ask` step names a remote that is not configured,
+        or not of the kind the action needs (once the app is served; before, `bind_remotes`
+        checks it), or an inline DAG with any such step (it would call remotes with this
+        server's credentials).
 
         Raises:
             DagSpecError: naming the step's `with.remote` field and its line.
         """
-        check_remote_steps(spec, set(self._remotes) if self._remotes_bound else None, inline)
+        check_remote_steps(spec, self._remotes if self._remotes_bound else None, inline)

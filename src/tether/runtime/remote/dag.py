@@ -1,9 +1,11 @@
-"""DAG steps that call a remote tool (`action: mcp.call`, Tether's own action): run as a
-durable remote call, read back as a step result (config.py checks them when the DAG loads).
+"""DAG steps that call a remote tool (`action: mcp.call`) or ask a remote agent (`action:
+a2a.ask`), Tether's own actions: run as a durable remote call, read back as a step result
+(config.py checks them when the DAG loads).
 
 The call's record is named `node:<step>` (kind `remote`); `work_result` turns its ending into
 the step's result, for the interpreter and for `replay.fold` alike: the value's text is the
-step's `output`, a remote error fails the step (its `retryPolicy` and `continueOn` apply).
+step's `output` (an agent's reply: its `text`), a remote error fails the step (its
+`retryPolicy` and `continueOn` apply).
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from tether.runtime.remote.call import call_tool
+from tether.runtime.remote.call import ask_agent, call_tool
 from tether.runtime.remote.errors import RemoteError, as_record
 from tether.specs.dag import RemoteCall, Step
+from tether.specs.dag.model import A2A_ASK
 
 if TYPE_CHECKING:
     from tether.runtime.context import Context
@@ -40,6 +43,8 @@ def work_result(step: Step, ending: Mapping[str, Any], retries: int) -> dict[str
     value = ending.get("value")
     out = {"status": "succeeded", "value": value}
     if step.output:
+        if isinstance(step.work, RemoteCall) and step.work.action == A2A_ASK:
+            value = value.get("text", "") if isinstance(value, dict) else value
         text = value if isinstance(value, str) else json.dumps(value)
         out["outputs"] = {step.output: text}
     return out
@@ -52,15 +57,21 @@ async def run_step(
     work = step.work
     assert isinstance(work, RemoteCall)  # noqa: S101 — the interpreter routes only these here
     arguments = expand(dict(work.arguments))
+    timeout = float(step.timeout_sec) if step.timeout_sec else None
     try:
-        value = await call_tool(
-            ctx,
-            work.remote,
-            work.tool,
-            arguments,
-            timeout=float(step.timeout_sec) if step.timeout_sec else None,
-            name=record_name(step),
-        )
+        if work.action == A2A_ASK:
+            value = await ask_agent(
+                ctx,
+                work.remote,
+                str(expand(work.message)),
+                data=arguments or None,
+                timeout=timeout,
+                name=record_name(step),
+            )
+        else:
+            value = await call_tool(
+                ctx, work.remote, work.tool, arguments, timeout=timeout, name=record_name(step)
+            )
     except RemoteError as exc:
         return work_result(step, {"error": as_record(exc)}, retries)
     return work_result(step, {"value": value}, retries)

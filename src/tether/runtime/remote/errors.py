@@ -1,15 +1,17 @@
-"""What a remote tool call raises in workflow code, and how each ending is recorded.
+"""What a remote call (a tool of an MCP server, or an A2A agent) raises in workflow code,
+and how each ending is recorded.
 
-    RemoteError               the call did not return the tool's result
+    RemoteError               the call did not return the tool's result (the agent's reply)
      ├── RemoteToolError      the tool ran and reported an error (`isError`); `.result`
      ├── RemoteProtocolError  a JSON-RPC error, a refused request (HTTP 4xx), or a `failed`
-     │                        task; `.code`, `.data`
+     │    │                   task; `.code`, `.data`
+     │    └── RemoteRejected  the agent rejected the task (A2A `rejected`)
      ├── RemoteTaskLost       the remote no longer knows the task (expired, purged, lost)
      ├── RemoteCancelled      the remote's task ended `cancelled` (cancelled on its side)
      ├── RemoteTimeout        the call's `timeout` passed (also a `TimeoutError`)
      ├── RemoteUnavailable    the remote stayed unreachable (transport errors, HTTP 5xx)
      │                        through the call's retries
-     └── UnknownRemote        no remote of that name is configured
+     └── UnknownRemote        no remote of that name (and kind) is configured
 
 Each is recorded as the call's result (`as_record`) and raised again the same way on every
 replay (`from_record`). `Transient` is internal: a failure worth retrying, which the call's
@@ -24,19 +26,20 @@ from typing import Any, Final
 
 
 class RemoteError(Exception):
-    """A remote tool call ended without the tool's result.
+    """A remote call ended without the tool's result (or the agent's reply).
 
-    Raised by [`Context.call_tool`][tether.Context.call_tool] (its subclasses say why), the
-    same way on the first run and on every replay. Uncaught, it fails the run.
+    Raised by [`Context.call_tool`][tether.Context.call_tool] and
+    [`Context.ask_agent`][tether.Context.ask_agent] (its subclasses say why), the same way on
+    the first run and on every replay. Uncaught, it fails the run.
 
     Args:
         message: What happened, in words.
         remote: The remote's name, as the app configures it.
-        tool: The tool that was called.
+        tool: The tool that was called (empty for an agent).
 
     Attributes:
         remote: The remote's name, as the app configures it.
-        tool: The tool that was called.
+        tool: The tool that was called (empty for an agent).
     """
 
     def __init__(self, message: str, *, remote: str = "", tool: str = "") -> None:
@@ -112,6 +115,26 @@ class RemoteProtocolError(RemoteError):
         return {"code": self.code, "data": self.data}
 
 
+class RemoteRejected(RemoteProtocolError):
+    """The agent rejected the task (A2A's `rejected` state): it will not do what it was
+    asked. A refusal, so a `RemoteProtocolError` too; asking again the same way is unlikely
+    to help.
+
+    Args:
+        message: The agent's words, if it gave any.
+        remote: The remote's name.
+        tool: Empty (an agent has no tools to name).
+        code: Always None (no JSON-RPC error is involved).
+        data: The agent's status message, in A2A's JSON form (`{"message": …}`), if any.
+
+    Attributes:
+        remote: The remote's name.
+        tool: Empty.
+        code: Always None.
+        data: The agent's status message, if any.
+    """
+
+
 class RemoteTaskLost(RemoteError):
     """The remote no longer knows the call's task: it expired, was purged, or the remote
     lost it (a restart of a remote that keeps tasks in memory).
@@ -171,7 +194,8 @@ class RemoteUnavailable(RemoteError):
 
 
 class UnknownRemote(RemoteError):
-    """No remote of that name is configured (`App.remote`, or `TETHER_REMOTES`).
+    """No remote of that name is configured (`App.remote`, or `TETHER_REMOTES`), or not of
+    the kind the call needs: an A2A agent for `ask_agent`, an MCP server for `call_tool`.
 
     Args:
         message: What happened, in words.
@@ -196,6 +220,7 @@ _BY_TYPE: Final[Mapping[str, type[RemoteError]]] = MappingProxyType(
             RemoteError,
             RemoteToolError,
             RemoteProtocolError,
+            RemoteRejected,
             RemoteTaskLost,
             RemoteCancelled,
             RemoteTimeout,
@@ -224,9 +249,9 @@ def from_record(record: Mapping[str, Any]) -> RemoteError:
     message = str(record.get("message", ""))
     if cls is RemoteToolError:
         return RemoteToolError(message, result=record.get("result"), **fields)
-    if cls is RemoteProtocolError:
+    if issubclass(cls, RemoteProtocolError):
         code = record.get("code")
-        return RemoteProtocolError(
+        return cls(
             message, code=code if isinstance(code, int) else None, data=record.get("data"), **fields
         )
     return cls(message, **fields)

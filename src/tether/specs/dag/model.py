@@ -198,16 +198,26 @@ class HumanTask:
     push_back: PushBack | None = None
 
 
+#: Tether's own action (not Dagu's): a tool of a remote MCP server, as a durable remote task.
+MCP_CALL: Final = "mcp.call"
+#: Tether's own action (not Dagu's): a message to a remote A2A agent, as a durable remote task.
+A2A_ASK: Final = "a2a.ask"
+
+
 @dataclass(frozen=True)
 class RemoteCall:
     """Tether's own `action: mcp.call` (not Dagu's): call tool `tool` of the remote named
-    `remote` with `arguments`, as a durable remote task. `remote_line`: where `with.remote`
-    is written (a remote that is not configured is refused naming it)."""
+    `remote` with `arguments`, as a durable remote task; or `action: a2a.ask` (`action`):
+    send the A2A agent `remote` the text `message`, with `arguments` as its data when there
+    is any (`tool` is empty). `remote_line`: where `with.remote` is written (a remote that is
+    not configured is refused naming it)."""
 
     remote: str
     tool: str
     arguments: Mapping[str, object] = field(default_factory=lambda: EMPTY)
     remote_line: int = 0
+    action: str = MCP_CALL
+    message: str = ""
 
 
 Work = Shell | Call | Action | HumanTask | RemoteCall

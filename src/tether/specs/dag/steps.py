@@ -13,7 +13,9 @@ import yaml
 
 from tether.specs.dag.humantask import parse_human_task
 from tether.specs.dag.model import (
+    A2A_ASK,
     EMPTY,
+    MCP_CALL,
     NEVER_CONTINUE,
     Action,
     Call,
@@ -46,8 +48,6 @@ _MAX_NAME: Final = 255
 ACTION_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:[.:-][A-Za-z0-9_]+)*$")
 HUMAN_TASK: Final = "human.task"
 DAG_RUN: Final = "dag.run"  # Dagu v2's spelling of `call` (`with: {dag, params}`)
-#: Tether's own action (not Dagu's): a tool of a remote MCP server, as a durable remote task.
-MCP_CALL: Final = "mcp.call"
 _NOT_ON_HUMAN_TASK: Final = (
     "retryPolicy",
     "retry_policy",
@@ -241,6 +241,8 @@ def _work(fields: Fields, at: At, step_id: str | None, handler: bool) -> tuple[W
         return _dag_run(fields, at), None
     if action is not None and action.value == MCP_CALL:
         return _mcp_call(fields, at), None
+    if action is not None and action.value == A2A_ASK:
+        return _a2a_ask(fields, at), None
     return _human_task(fields, at, step_id, handler)
 
 
@@ -263,6 +265,30 @@ def _mcp_call(fields: Fields, at: At) -> RemoteCall:
         nonblank(*tool).strip(),
         MappingProxyType(value) if value else EMPTY,
         remote[1].line,
+    )
+
+
+def _a2a_ask(fields: Fields, at: At) -> RemoteCall:
+    """`action: a2a.ask` with `with: {remote, message, data}` (Tether's own action)."""
+    _, action_at = fields.take("action") or at.fail("unreachable")
+    config = fields.take("with") or action_at.fail("`action: a2a.ask` needs `with.remote`")
+    if pre := fields.take("preconditions", "precondition"):
+        pre[1].fail("`preconditions` are not supported on an `a2a.ask` step")
+    options = Fields(*config)
+    remote = options.take("remote") or config[1].fail("`action: a2a.ask` needs `with.remote`")
+    message = options.take("message") or config[1].fail("`action: a2a.ask` needs `with.message`")
+    data = options.take("data")
+    options.finish({})
+    value = json_value(*data) if data else {}
+    if not isinstance(value, dict):
+        (data[1] if data else config[1]).fail("`with.data` must be a mapping")
+    return RemoteCall(
+        nonblank(*remote).strip(),
+        "",
+        MappingProxyType(value) if value else EMPTY,
+        remote[1].line,
+        action=A2A_ASK,
+        message=nonblank(*message),
     )
 
 
@@ -325,8 +351,8 @@ def _human_task(
     if (name := string(action_node, action_at)) != HUMAN_TASK:
         action_at.fail(
             f"`action: {name}` is outside the subset; "
-            f"only `action: {HUMAN_TASK}`, `action: {DAG_RUN}` and `action: {MCP_CALL}` "
-            "are supported"
+            f"only `action: {HUMAN_TASK}`, `action: {DAG_RUN}`, `action: {MCP_CALL}` and "
+            f"`action: {A2A_ASK}` are supported"
         )
     if handler:
         action_at.fail("a handler cannot be a human task")
