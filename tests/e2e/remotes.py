@@ -134,22 +134,25 @@ REPO = Path(__file__).resolve().parents[2]
 
 @dataclass
 class Process:
-    """A remote server in a process of its own (`python FILE PORT`), up on `port` while
-    `start` … `kill` (SIGKILL: a crash, nothing kept in memory survives)."""
+    """A remote server in a process of its own (`python FILE PORT [ARGS…]`), up on `port`
+    while `start` … `kill` (SIGKILL: a crash, nothing kept in memory survives); `path`: its
+    endpoint's path."""
 
     script: str
     port: int
     logs: Path
     proc: subprocess.Popen[bytes] | None = None
+    args: tuple[str, ...] = ()
+    path: str = "/mcp"
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
+        return f"http://127.0.0.1:{self.port}{self.path}"
 
     async def start(self) -> None:
         with (self.logs / f"remote-{self.port}.log").open("ab") as log:
             self.proc = subprocess.Popen(  # noqa: ASYNC220 — started, not waited for
-                [sys.executable, str(REPO / self.script), str(self.port)],
+                [sys.executable, str(REPO / self.script), str(self.port), *self.args],
                 cwd=REPO,
                 stdout=log,
                 stderr=subprocess.STDOUT,

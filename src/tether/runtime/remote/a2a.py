@@ -79,7 +79,6 @@ REPLY_FORM: Final[Mapping[str, Any]] = {
     "type": "object",
     "properties": {REPLY: {"type": "string", "title": "Reply", "minLength": 1}},
     "required": [REPLY],
-    "additionalProperties": False,
 }
 
 #: A2A task states as the remote call's statuses (`auth-required` and unknown states are
