@@ -99,6 +99,17 @@ async def _task_id(ops: Operations, run: str) -> str:
             await asyncio.sleep(0.02)
 
 
+async def _questions(ops: Operations, run: str) -> list[dict[str, Any]]:
+    """The run's open `remote_input` waits, once there are some."""
+    async with asyncio.timeout(TIMEOUT):
+        while True:
+            row = (await ops.get(run)).current
+            found = [w for w in row.waits if w["kind"] == "remote_input"]
+            if found:
+                return found
+            await asyncio.sleep(0.02)
+
+
 async def test_a_completed_task_returns_its_artifacts_and_message_from_one_task(
     agent: Process, db_url: str, db: asyncpg.Pool
 ) -> None:
@@ -183,9 +194,7 @@ async def test_the_agents_question_is_answered_by_a_person_through_our_task(
             ((second, request),) = task["inputRequests"].items()
             assert request["params"]["message"] == "And your surname?"
             answer = {"action": "accept", "content": {"reply": "Lovelace"}}
-            await client.result(
-                "tasks/update", {"taskId": run, "inputResponses": {second: answer}}
-            )
+            await client.result("tasks/update", {"taskId": run, "inputResponses": {second: answer}})
             out = await _ended(ops, run)
         finally:
             await client.aclose()
@@ -246,9 +255,7 @@ async def test_an_agent_that_restarts_while_it_waits_for_input_is_answered_after
     ops = Operations(db, app)
     async with asyncio.timeout(TIMEOUT), serve(app, db_url):
         run = await _ask(ops, "ask Your name?")
-        async with asyncio.timeout(TIMEOUT):
-            while not (asks := [w for w in (await ops.get(run)).current.waits]):
-                await asyncio.sleep(0.02)
+        asks = await _questions(ops, run)
         kept.kill()
         await kept.start()  # a new process: the same tasks, read from its files
         (ask,) = asks
