@@ -1,0 +1,43 @@
+"""A workflow that asks an A2A agent, for the process-level durability tests of agent calls
+(tests/e2e/test_remote_kill.py). Worker subprocesses load this file with the remote `agent`
+(`protocol: a2a`) in TETHER_REMOTES; `KILL_AT=<step point>:<edge>` makes the worker SIGKILL
+itself at that point of the call (`remote:agent:after` once the agent answered the message,
+before the task id is recorded; `remote:agent:poll:after` once the first poll answered)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from typing import Any
+
+from pydantic import BaseModel
+
+from tether.runtime import probes
+from tether.runtime.context import Context
+from tether.runtime.registry import App
+
+app = App("killable-agent")
+
+
+class Hold(BaseModel):
+    text: str
+
+
+@app.workflow
+async def ask_hold(ctx: Context, inp: Hold) -> Any:
+    """The agent holds its task until the test releases it."""
+    reply = await ctx.ask_agent("agent", f"hold {inp.text}")
+    return reply["text"]
+
+
+async def _die_at(point: probes.StepPoint) -> None:
+    """Die at once, as a power cut would, when the run reaches KILL_AT."""
+    if os.environ.get("KILL_AT") == f"{point.step}:{point.edge}":
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+if os.environ.get("KILL_AT"):
+    # Installed for the whole life of the worker process (held: a context manager that is
+    # collected would uninstall it).
+    INSTALLED = probes.installed(_die_at)
+    INSTALLED.__enter__()
