@@ -36,7 +36,7 @@ from tether.runtime.remote.errors import (
 )
 from tether.runtime.remote.implementations import INSTALL_A2A, PROTOCOLS
 from tether.settings import Settings, SettingsError
-from tether.specs.dag import DagSpecError
+from tether.specs.dag import DagSpecError, RemoteCall
 
 URL = "http://127.0.0.1:9/mcp"
 BEARER_ENV = "BILLING_TOKEN"  # the name of the variable holding a token
@@ -278,6 +278,7 @@ def test_an_a2a_ask_step_needs_an_agent() -> None:
     agent.dag(AGENT_DAG)
     agent.bind_remotes((), implemented=PROTOCOLS)
     (step,) = agent.dags["brief"].spec.steps
+    assert isinstance(step.work, RemoteCall)
     assert (step.work.action, step.work.message) == ("a2a.ask", "Summarize ${TOPIC}")
     assert dict(step.work.arguments) == {"depth": 2}
 

@@ -139,6 +139,14 @@ def _status_text(status: TaskStatus) -> str | None:
     return "\n".join(_texts(status.message.parts)) or None
 
 
+def _state_name(state: int) -> str:
+    """A state's name in the SDK's enum (its number when the enum has none)."""
+    try:
+        return TaskState.Name(state)
+    except ValueError:
+        return str(state)
+
+
 def _ask_key(status: TaskStatus) -> str:
     """A question's key: the agent's status message id; else the status's time; else a
     digest of its words (the same for every poll while the question stands)."""
@@ -175,7 +183,7 @@ def snapshot_of(task: Task, remote: str) -> Snapshot:
         raise _refused(remote, "the task asks for authentication, which is not relayed")
     found = _STATES.get(status.state)
     if found is None:
-        raise _refused(remote, f"a task in state {TaskState.Name(status.state)}")
+        raise _refused(remote, f"a task in state {_state_name(status.state)}")
     text = _status_text(status)
     message = status.message if status.HasField("message") else None
     if found == "input_required":
@@ -184,7 +192,7 @@ def snapshot_of(task: Task, remote: str) -> Snapshot:
     if found == "completed":
         return Snapshot(status=found, result=reply_of(task.artifacts, message), message=text)
     if found == "failed":
-        error: dict[str, Any] = {"message": text, "state": TaskState.Name(status.state)}
+        error: dict[str, Any] = {"message": text, "state": _state_name(status.state)}
         if message is not None:
             error["data"] = {"message": _json(message)}
         return Snapshot(status=found, error=error, message=text)
