@@ -19,6 +19,7 @@ from tests.e2e.conftest import serve
 from tests.e2e.remotes import Process
 from tests.mcp_client import McpClient
 from tether.runtime.context import Context
+from tether.runtime.dag.status import dag_status
 from tether.runtime.exposure import Exposure
 from tether.runtime.operations import Operations
 from tether.runtime.policy import RetryPolicy
@@ -278,3 +279,56 @@ async def test_an_agent_restart_that_loses_its_tasks_reports_the_task_lost(
         await agent.start()  # its tasks lived in memory
         out = await _ended(ops, run)
     assert out["error"] == "RemoteTaskLost"
+
+
+DAG = """\
+name: agent_steps
+params:
+  - WHO: nobody
+steps:
+  - name: greet
+    action: a2a.ask
+    with:
+      remote: agent
+      message: "echo hi ${WHO}"
+      data: {who: "${WHO}"}
+    output: GREETING
+  - name: ask
+    action: a2a.ask
+    with: {remote: agent, message: "ask Who signs ${GREETING}?"}
+    output: SIGNED
+  - name: fail
+    action: a2a.ask
+    with: {remote: agent, message: "fail broken"}
+    continueOn: {failure: true}
+"""
+
+
+async def test_a_dag_asks_the_agent_with_outputs_a_question_and_a_failure(
+    agent: Process, db_url: str, db: asyncpg.Pool
+) -> None:
+    """`action: a2a.ask`: the reply's text is the step's output and flows into the next
+    message; the agent's question waits on the DAG run; a failed task fails its step."""
+    app = App("dag-asker")
+    app.remote("agent", url=agent.url, protocol="a2a", poll_min=0.05, poll_max=0.2, retry=FAST)
+    app.dag(DAG)
+    ops = Operations(db, app)
+    async with asyncio.timeout(TIMEOUT), serve(app, db_url):
+        run = (await ops.start("agent_steps", {"params": "WHO=Ada"})).execution.id
+        (ask,) = await _questions(ops, run)
+        assert ask["prompt"] == "Who signs echo: hi Ada?"
+        assert ask["name"].startswith("node:ask#")
+        await ops.answer(run, ask["key"], {"reply": "Bo"})
+        row = (await ops.wait_for_end(run, timeout=TIMEOUT)).current
+        steps = await ops.steps(run)
+    assert row.status == "completed", row.error
+    assert row.output["outputs"] == {"GREETING": "echo: hi Ada", "SIGNED": "hello Bo"}
+    greet = next(s for s in steps if s.kind == "remote" and s.name == "node:greet")
+    assert greet.result["value"]["data"] == [{"who": "Ada"}]
+    detail = dag_status(row, steps)
+    assert [(s.name, s.status_label) for s in detail.steps] == [
+        ("greet", "succeeded"),
+        ("ask", "succeeded"),
+        ("fail", "failed"),
+    ]
+    assert len(await agents.tasks(agent)) == 3

@@ -1,7 +1,7 @@
-"""The runnable example of docs/remote-tasks.md (docs/examples/remote_orchestration.py) runs as
-written: two remote Tether servers (research, finance), the orchestrator pointed at them by
+"""The runnable examples of docs/remote-tasks.md run as written: remote_orchestration.py (two
+remote Tether servers, research and finance, the orchestrator pointed at them by
 TETHER_REMOTES, and the program that starts a run, answers the finance remote's question
-through the orchestrator and prints the outcome."""
+through the orchestrator and prints the outcome), and remote_agent.py (an A2A agent)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from types import ModuleType
 import pytest
 
 from tests.e2e.conftest import serve
-from tests.e2e.remotes import peer
+from tests.e2e.remotes import free_port, peer, uvicorn_at
 from tether.testing.databases import Databases
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
@@ -71,3 +71,39 @@ async def test_the_remote_orchestration_example_answers_a_remote_question_and_pr
         "waiting: remote_input: Approve 4000 EUR for team offsite?",
         "outcome: team offsite: three venues fit, the lake house is cheapest; approved=True",
     ]
+
+
+AGENT_EXAMPLE = REPO / "docs/examples/remote_agent.py"
+
+
+async def test_the_agent_example_relays_the_agents_question_and_prints_the_greeting(
+    db_url: str,
+) -> None:
+    """docs/examples/remote_agent.py as written: its SDK-built agent on loopback, Tether
+    pointed at it by TETHER_REMOTES, and the program that answers the agent's question."""
+    spec = importlib.util.spec_from_file_location("remote_agent", AGENT_EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    port = free_port()
+    agent_url = f"http://127.0.0.1:{port}/"
+    remotes = {"translator": {"url": agent_url, "protocol": "a2a", "poll_min_s": 0.1}}
+    async with (
+        uvicorn_at(example.agent_app(agent_url), port),
+        serve(example.app, db_url, remotes=json.dumps(remotes)) as url,
+    ):
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(AGENT_EXAMPLE),
+            cwd=REPO,
+            env={**os.environ, "TETHER_URL": url},
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        async with asyncio.timeout(90):
+            out, _ = await proc.communicate()
+    text = out.decode("utf-8", errors="replace")
+    assert proc.returncode == 0, text
+    lines = text.splitlines()
+    assert lines[0].startswith("started ex_")
+    assert lines[1:] == ["waiting: remote_input: Formal or informal?", "outcome: Salut Ada !"]
