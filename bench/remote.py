@@ -19,6 +19,12 @@ PostgreSQL; each remote is bench/remote_fake.py, an MCP Tasks server in a proces
   ``duration / interval + 1`` polls), and no run is replayed while it waits. The CPU figure
   is printed per poll and as a share of one core.
 
+* ``agent``: the same comparison for an A2A agent (bench/remote_agent.py, built with the A2A
+  SDK's server, its tasks completing at once): ``ctx.ask_agent`` against the SDK's own client
+  sending the same message (``returnImmediately``) and reading the task until it completed.
+  Target: at most 2x, as for ``call``. Skipped (``--skip-agent``, or without the ``a2a``
+  extra).
+
 Each target row ends in ``ok`` or ``OVER``. ``--poll-late`` injects the fault the ``call``
 target guards against (a call that waits its first poll interval before it looks, instead of
 polling at once), which must turn that row OVER (tests/runtime/remote/test_bench.py).
@@ -26,7 +32,7 @@ polling at once), which must turn that row OVER (tests/runtime/remote/test_bench
 Usage::
 
     python bench/remote.py [--calls 40] [--tasks 1000] [--duration 60] [--poll-ms 5000]
-                           [--skip-hold] [--poll-late] [--dsn URL]
+                           [--skip-hold] [--skip-agent] [--poll-late] [--dsn URL]
 """
 
 from __future__ import annotations
@@ -57,11 +63,13 @@ import tether  # noqa: E402
 from tether.runtime.operations import Operations  # noqa: E402
 from tether.runtime.remote import call as remote_call  # noqa: E402
 from tether.runtime.remote.config import Remote  # noqa: E402
+from tether.runtime.remote.implementations import PROTOCOLS  # noqa: E402
 from tether.runtime.service import running  # noqa: E402
 from tether.runtime.worker import WorkerSettings  # noqa: E402
 
 CEILING = 2.0
 FAKE = BENCH / "remote_fake.py"
+AGENT = BENCH / "remote_agent.py"
 VERSION = "2026-07-28"
 TASKS = "io.modelcontextprotocol/tasks"
 CAPABILITIES: dict[str, Any] = {"elicitation": {"form": {}}, "extensions": {TASKS: {}}}
@@ -102,6 +110,47 @@ async def hold_one(ctx: tether.Context, nothing: Nothing) -> Any:
     return await ctx.call_tool("held", "work", {})
 
 
+#: The `a2a` extra is installed: the agent row runs.
+AGENTS = "a2a" in PROTOCOLS
+
+
+async def compare_agent(ctx: tether.Context, pairs: Pairs) -> dict[str, list[float]]:
+    """Alternate durable agent calls and direct SDK client calls; their latencies in ms."""
+    from a2a.client import ClientConfig, create_client  # the `a2a` extra
+
+    durable: list[float] = []
+    direct: list[float] = []
+    client = await create_client(pairs.url, ClientConfig(streaming=False, polling=True))
+    try:
+        for i in range(pairs.calls):
+            began = time.perf_counter()
+            await ctx.ask_agent("agent", f"m{i}")
+            durable.append((time.perf_counter() - began) * 1000)
+            began = time.perf_counter()
+            await direct_ask(client, i)
+            direct.append((time.perf_counter() - began) * 1000)
+    finally:
+        await client.close()
+    return {"durable": durable, "direct": direct}
+
+
+if AGENTS:  # registered only where an agent remote can be configured
+    app.workflow(compare_agent)
+
+
+async def direct_ask(client: Any, i: int) -> Any:
+    """The same message as the SDK's client sends it: the task at once, then read until it
+    completed (once: it is done)."""
+    from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageRequest, TaskState
+
+    message = Message(message_id=f"direct-{i}", role=Role.ROLE_USER, parts=[Part(text=f"m{i}")])
+    async for event in client.send_message(SendMessageRequest(message=message)):
+        task = event.task
+    while task.status.state != TaskState.TASK_STATE_COMPLETED:
+        task = await client.get_task(GetTaskRequest(id=task.id, history_length=0))
+    return task.artifacts
+
+
 async def direct_call(client: httpx.AsyncClient, url: str, i: int) -> Any:
     """The same tool call as a plain client makes it: create, then poll (once: it is done)."""
     created = await rpc(client, url, "tools/call", {"name": "work", "arguments": {"i": i}}, "work")
@@ -134,10 +183,17 @@ async def rpc(
 @contextlib.asynccontextmanager
 async def fake_remote(hold_s: float, poll_ms: int, logs: Path) -> AsyncIterator[str]:
     """bench/remote_fake.py in a process of its own; yields its MCP URL."""
+    async with server(FAKE, logs, str(hold_s), str(poll_ms)) as port:
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+@contextlib.asynccontextmanager
+async def server(script: Path, logs: Path, *args: str) -> AsyncIterator[int]:
+    """`python SCRIPT PORT ARGS…` in a process of its own; yields its port once it listens."""
     port = tg.free_port()
-    with (logs / f"fake-{port}.log").open("wb") as log:
+    with (logs / f"{script.stem}-{port}.log").open("wb") as log:
         proc = subprocess.Popen(  # noqa: ASYNC220 — a server process, stopped below
-            [sys.executable, str(FAKE), str(port), str(hold_s), str(poll_ms)],
+            [sys.executable, str(script), str(port), *args],
             stdout=log,
             stderr=subprocess.STDOUT,
         )
@@ -151,7 +207,7 @@ async def fake_remote(hold_s: float, poll_ms: int, logs: Path) -> AsyncIterator[
                     continue
                 writer.close()
                 break
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield port
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -182,10 +238,19 @@ def poll_late(on: bool, interval_s: float) -> Iterator[None]:
         remote_call._Call._poll = original  # type: ignore[method-assign]
 
 
+def unused(url: str, *names: str) -> list[Remote]:
+    """The remotes the app's other workflows name, configured but not called here."""
+    return [
+        Remote(n, url, protocol="a2a" if n == "agent" else "mcp-tasks")
+        for n in names
+        if n != "agent" or AGENTS
+    ]
+
+
 async def measure_calls(dsn: str, calls: int, fault: bool, logs: Path) -> dict[str, Any]:
     poll_ms = 100
     async with fake_remote(0.0, poll_ms, logs) as url:
-        remotes = [Remote("fast", url, poll_min_s=0.05), Remote("held", url)]  # held: unused here
+        remotes = [Remote("fast", url, poll_min_s=0.05), *unused(url, "held", "agent")]
         with poll_late(fault, poll_ms / 1000):
             async with running(
                 dsn, app, worker_settings=WORKER, janitor_interval_s=None, remotes=remotes
@@ -199,12 +264,31 @@ async def measure_calls(dsn: str, calls: int, fault: bool, logs: Path) -> dict[s
     return {"durable_ms": output["durable"], "direct_ms": output["direct"], "fault": fault}
 
 
+async def measure_agent(dsn: str, calls: int, logs: Path) -> dict[str, Any]:
+    async with server(AGENT, logs) as port:
+        url = f"http://127.0.0.1:{port}/"
+        remotes = [
+            Remote("agent", url, protocol="a2a", poll_min_s=0.05),
+            *unused(url, "fast", "held"),
+        ]
+        async with running(
+            dsn, app, worker_settings=WORKER, janitor_interval_s=None, remotes=remotes
+        ) as rt:
+            ops = Operations(rt.pool, app)
+            run = (await ops.start("compare_agent", {"calls": calls, "url": url})).execution.id
+            view = await ops.wait_for_end(run, timeout=600)
+    if view.current.status != "completed":
+        raise RuntimeError(f"the agent run ended {view.current.status}: {view.current.error}")
+    output = view.current.output
+    return {"durable_ms": output["durable"], "direct_ms": output["direct"]}
+
+
 async def measure_hold(
     dsn: str, tasks: int, duration: float, poll_ms: int, logs: Path
 ) -> dict[str, Any]:
     async with fake_remote(3600.0, poll_ms, logs) as url:
         held = Remote("held", url)
-        remotes = [held, Remote("fast", url)]  # fast: unused here
+        remotes = [held, *unused(url, "fast", "agent")]
         async with running(
             dsn, app, worker_settings=WORKER, janitor_interval_s=None, remotes=remotes
         ) as rt:
@@ -254,7 +338,9 @@ def verdict(ok: bool) -> str:
     return "ok" if ok else "OVER"
 
 
-def report(calls: dict[str, Any] | None, hold: dict[str, Any] | None) -> None:
+def report(
+    calls: dict[str, Any] | None, hold: dict[str, Any] | None, agent: dict[str, Any] | None = None
+) -> None:
     print(f"{'target':<40} {'baseline':>10} {'measured':>10} {'ratio':>7} {'ceiling':>8}  verdict")
     if calls is not None:
         durable = statistics.median(calls["durable_ms"])
@@ -280,17 +366,31 @@ def report(calls: dict[str, Any] | None, hold: dict[str, Any] | None) -> None:
               f"{most / allowed:>7.2f} {1.0:>8.1f}  {verdict(most <= allowed)}")  # fmt: skip
         print(f"{'runs replayed while they wait':<40} {0:>10d} {hold['replays']:>10d} "
               f"{'':>7} {'':>8}  {verdict(hold['replays'] == 0)}")  # fmt: skip
+    if agent is not None:
+        durable = statistics.median(agent["durable_ms"])
+        direct = statistics.median(agent["direct_ms"])
+        ratio = durable / direct
+        print(f"agent: {len(agent['durable_ms'])} pairs; durable p90 "
+              f"{statistics.quantiles(agent['durable_ms'], n=10)[-1]:.2f} ms, direct p90 "
+              f"{statistics.quantiles(agent['direct_ms'], n=10)[-1]:.2f} ms")  # fmt: skip
+        print(f"{'agent call median vs direct SDK client':<40} {direct:>8.2f}ms {durable:>8.2f}ms "
+              f"{ratio:>7.2f} {CEILING:>8.1f}  {verdict(ratio <= CEILING)}")  # fmt: skip
 
 
-async def measure(dsn: str, args: argparse.Namespace) -> tuple[Any, Any]:
+async def measure(dsn: str, args: argparse.Namespace) -> tuple[Any, Any, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-remote-") as logs:
         calls_db = await tg.create_database(dsn, "bench_remote_calls")
         calls = await measure_calls(calls_db, args.calls, args.poll_late, Path(logs))
-        hold = None
+        hold = agent = None
         if not args.skip_hold:
             hold_db = await tg.create_database(dsn, "bench_remote_hold")
             hold = await measure_hold(hold_db, args.tasks, args.duration, args.poll_ms, Path(logs))
-        return calls, hold
+        if not args.skip_agent and AGENTS:
+            agent_db = await tg.create_database(dsn, "bench_remote_agent")
+            agent = await measure_agent(agent_db, args.calls, Path(logs))
+        elif not args.skip_agent:
+            print("agent: skipped (the `a2a` extra is not installed)")
+        return calls, hold, agent
 
 
 @contextlib.contextmanager
@@ -310,11 +410,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--poll-ms", type=int, default=5000)
     parser.add_argument("--skip-hold", action="store_true")
+    parser.add_argument("--skip-agent", action="store_true")
     parser.add_argument("--poll-late", action="store_true", help="inject the fault")
     args = parser.parse_args(argv)
     with database(args.dsn) as dsn:
-        calls, hold = asyncio.run(measure(dsn, args))
-    report(calls, hold)
+        calls, hold, agent = asyncio.run(measure(dsn, args))
+    report(calls, hold, agent)
     return 0
 
 
