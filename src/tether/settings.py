@@ -198,7 +198,8 @@ class Settings(BaseModel):
     )
     remotes: str = Field(
         "",
-        description="remote MCP servers workflows call (ctx.call_tool, mcp.call steps): JSON "
+        description="remote MCP servers and A2A agents workflows call (ctx.call_tool, "
+        "ctx.ask_agent, mcp.call and a2a.ask steps): JSON "
         "{name: {url, protocol, headers, token_env, request_timeout_s, poll_min_s, "
         "poll_max_s}}, or a path to such a file; a name replaces the app's remote of that name",
     )

@@ -20,11 +20,12 @@ failures with backoff. A protocol raises `Transient` for a failure worth retryin
 remote refused the request; nothing of its transport escapes.
 
 MCP with the Tasks extension (`mcp-tasks`) and plain MCP (`mcp`, a synchronous call) live in
-`mcp.py`; another protocol (A2A) is one more class registered in `PROTOCOLS`
+`mcp.py`; A2A (`a2a`) in `a2a.py`, one more class registered in `PROTOCOLS`
 (implementations.py), built by the same `Factory`: its requests go through the `Transport` it
 is given as plain JSON-RPC (`Rpc(mcp=False)`), with the remote's authentication, the trace
 context, the error mapping and the metrics of every other request; its task states map onto
-`Status`, its questions onto `Ask`, its artifacts onto `outcome`.
+`Status`, its questions onto `Ask`, its artifacts onto `outcome`. Another protocol would slot
+in the same way.
 """
 
 from __future__ import annotations
