@@ -437,6 +437,7 @@ class Context(TypedWaits):
             RemoteUnavailable: The agent stayed unreachable through the retries.
             UnknownRemote: No A2A agent of that name is configured.
             TypeError: `message` is not text, or `data` is not JSON (nothing is sent).
+            ValueError: `message` is blank (nothing is sent).
             NonDeterminism: Replay found a different call recorded at this position.
         """
         reply: dict[str, Any] = await remote_call.ask_agent(

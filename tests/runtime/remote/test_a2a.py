@@ -277,11 +277,21 @@ async def test_asking_an_mcp_server_or_calling_an_agents_tool_is_an_unknown_remo
     assert fake.seen == []
 
 
-async def test_data_that_is_not_a_json_object_is_refused_before_anything_is_sent() -> None:
-    async with WorkflowEnvironment(_app()) as env:
-        run = await env.start("ask", {"data": [1, 2]})
-        with pytest.raises(Exception, match="data must be a JSON object"):
-            await env.result(run)
+@pytest.mark.parametrize(
+    ("call", "said"),
+    [({"data": [1, 2]}, "data must be a JSON object"), ({"message": " "}, "must not be blank")],
+)
+async def test_a_blank_message_or_data_that_is_not_a_json_object_is_refused_unsent(
+    call: dict[str, Any], said: str
+) -> None:
+    fake = FakeRemote({})
+    with respx.mock(assert_all_called=False) as mock:
+        mock.post(URL).mock(side_effect=fake)
+        async with WorkflowEnvironment(_app()) as env:
+            run = await env.start("ask", call)
+            with pytest.raises(Exception, match=said):
+                await env.result(run)
+    assert fake.seen == []
 
 
 def _asking(fake: FakeRemote) -> Callable[[dict[str, Any]], Any]:

@@ -176,9 +176,12 @@ async def ask_agent(
 
     Raises:
         TypeError: `message` is not text, or `data` is not a JSON object (nothing is sent).
+        ValueError: `message` is blank (nothing is sent).
     """
     if not isinstance(message, str):
         raise TypeError("ask_agent: the message must be text")
+    if not message.strip():
+        raise ValueError("ask_agent: the message must not be blank")
     payload: dict[str, Any] = {"text": message}
     if data is not None:
         if not isinstance(data, Mapping):
