@@ -234,13 +234,6 @@ class Walk:
         assert done.returncode in ok, f"tether {shlex.join(args)}: {done.stdout}{done.stderr}"
         return done
 
-    def show(self) -> dict[str, Any]:
-        assert self.run_id is not None
-        row: dict[str, Any] = orjson.loads(
-            self.tether("runs", "show", self.run_id, "--json").stdout
-        )
-        return row
-
     def run(self, command: str) -> str:
         """One command line of an `sh` block, as a shell in the folder runs it; its output."""
         command = self.filled(command)
@@ -301,11 +294,19 @@ class Walk:
 # --- the checks the page names -----------------------------------------------------------------
 
 
-def ended(walk: Walk) -> dict[str, Any]:
-    """The current run, once it has ended completed (`runs watch` returns at its end)."""
+def watched(walk: Walk, *until: str) -> dict[str, Any]:
+    """The current run as `runs watch` leaves it: at its end (exit 0: completed), or with
+    `--until-wait` once it waits for an answer (exit 3). It returns on the change itself."""
     assert walk.run_id is not None
-    walk.tether("runs", "watch", walk.run_id)
-    row = walk.show()
+    code = 3 if until else 0
+    done = walk.tether("runs", "watch", walk.run_id, *until, "--json", ok=(code,))
+    row: dict[str, Any] = orjson.loads(done.stdout.splitlines()[-1])
+    return row
+
+
+def ended(walk: Walk) -> dict[str, Any]:
+    """The current run, once it has ended completed."""
+    row = watched(walk)
     assert row["status"] == "completed", row
     return row
 
@@ -318,7 +319,7 @@ def expense_approved(walk: Walk) -> None:
 
 def console_approved(walk: Walk) -> None:
     """Signed in with the token the page made, the Inbox shows Linus's approval; its form,
-    posted with a note and Approve, completes the run as answered by the token's person."""
+    posted with a note and Approve, completes the run (the page then shows who approved)."""
     assert walk.token is not None and walk.run_id is not None
     base = f"http://127.0.0.1:{walk.port}/console"
     with httpx.Client(base_url=base, timeout=10) as http:
@@ -331,15 +332,15 @@ def console_approved(walk: Walk) -> None:
         inbox = http.get("/inbox")
         assert inbox.status_code == 200
         assert "Pay Linus 900 EUR (over the 500 EUR limit)?" in inbox.text
-        (wait,) = walk.show()["waits"]
+        key = field_value(inbox.text, "key")  # the one open wait: Linus's `pay`
+        assert key.startswith(f"{walk.run_id}:approval:pay:")
         form = {
             "csrf": field_value(inbox.text, "csrf"),
-            "key": wait["key"],
+            "key": key,
             "f.note": "conference hotel",
             "decision": "approve",
             "next": "/console/inbox",
         }
-        assert f'name="key" value="{wait["key"]}"' in inbox.text
         answered = http.post(f"/runs/{walk.run_id}/answer", data=form)
         assert answered.status_code == 303, answered.text
     row = ended(walk)
@@ -356,8 +357,7 @@ def dag_waits_for_review(walk: Walk) -> None:
     """The run waits at the review step's approval, its command having run, and the publish
     step's side effect has not happened."""
     assert walk.run_id is not None
-    walk.tether("runs", "watch", walk.run_id, "--until-wait", ok=(3,))
-    row = walk.show()
+    row = watched(walk, "--until-wait")
     assert row["status"] == "waiting"
     assert [(w["kind"], w["name"]) for w in row["waits"]] == [("approval", "review")]
     history = orjson.loads(walk.tether("runs", "show", walk.run_id, "--history", "--json").stdout)
