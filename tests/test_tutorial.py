@@ -8,12 +8,19 @@ tutorial: serve -->` block is `tether serve`, started in the background (the one
 stopped with Ctrl-C, SIGINT) and waited for until its banner says where MCP is served; a
 `<!-- tutorial: check NAME -->` comment is where this module checks the outcome the page
 describes (the run completed after the answer, the DAG's side effect happened only after its
-approval, the protocol's handler ran).
+approval, the protocol's handler ran, the deployed package served).
 
-What is not run as written: the install block. It makes the virtual environment and installs
-Tether with pip from a clone, which needs a package index; here `.venv` is the environment
-this test runs in, with this checkout's sources first on the path (installing the package
-into a new environment is tests/e2e/test_packaging.py's). The server listens on a free port,
+What is not run as written: the install block and the container block. The first makes the
+virtual environment and installs Tether with pip from a clone, which needs a package index;
+here `.venv` is the environment this test runs in, with this checkout's sources first on the
+path (installing the package into a new environment is tests/e2e/test_packaging.py's). The
+second builds and runs container images, which needs a registry for the base image; here its
+commands are checked word for word, and what the image would run is run as a plain process:
+`tether serve` (the image's command) in a folder laid out as the page's Containerfile copies
+the package into `/app`, with that file's ENV, a data directory of its own for the volume, on
+loopback as the published port is (what the base image adds, its user, health check and
+stop signal, is tests/e2e/test_packaging.py's), and `podman exec`'s command beside it. The
+server listens on a free port,
 given as TETHER_PORT, and every `127.0.0.1:8000` in the page is that port. `RUN_ID` is the run
 the latest command that starts one printed; a token the page prints (`tt_…`) is kept for the
 console's sign-in, which is done over HTTP, the form the page describes posted as a browser
@@ -25,6 +32,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import re
+import secrets
 import shlex
 import shutil
 import signal
@@ -61,6 +69,17 @@ INSTALL = [
     "source .venv/bin/activate",
     f"pip install /path/to/tether 'fastmcp[tasks]=={importlib.metadata.version('fastmcp')}'",
 ]
+# what the container block does (word for word); the test stands in for it (module docstring)
+BASE_IMAGE = "localhost/tether"
+CONTAINER = [
+    "podman build --format docker -f /path/to/tether/deploy/Containerfile"
+    f" -t {BASE_IMAGE} /path/to/tether",
+    "podman build --format docker -f Containerfile -t localhost/myflows .",
+    "podman run -d --name myflows -p 127.0.0.1:8000:8000 -v myflows-data:/data"
+    " -e TETHER_STATE_KEY=\"$(python3 -c 'import secrets; print(secrets.token_hex(32))')\""
+    " localhost/myflows",
+    "podman exec myflows tether tokens create --role operator --name alice",
+]
 
 
 # --- reading the page --------------------------------------------------------------------------
@@ -70,7 +89,7 @@ INSTALL = [
 class Block:
     """One code block of the page, or a check comment (kind `check`, `text` its name)."""
 
-    kind: str  # file | append | sh | text | install | serve | check
+    kind: str  # file | append | sh | text | install | serve | container | check
     text: str
     path: str | None = None
 
@@ -98,7 +117,7 @@ def page_blocks(page: str = TUTORIAL) -> list[Block]:
         if title is not None:
             out.append(Block("append" if mark == "append" else "file", body, title.group(1)))
         elif info == "sh":
-            out.append(Block(mark if mark in ("install", "serve") else "sh", body))
+            out.append(Block(mark if mark in ("install", "serve", "container") else "sh", body))
         elif info == "text":
             out.append(Block("text", body))
         else:
@@ -178,10 +197,10 @@ class Server:
         assert self.listening.wait(START_TIMEOUT_S), f"no banner:\n{self.log}"
         assert self.proc.poll() is None, f"the server exited:\n{self.log}"
 
-    def stop(self) -> int:
-        """Ctrl-C, as the page says; its exit status."""
+    def stop(self, signum: int = signal.SIGINT) -> int:
+        """Ctrl-C, as the page says (or another signal); its exit status."""
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
+            self.proc.send_signal(signum)
             try:
                 self.proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
@@ -206,6 +225,7 @@ class Walk:
     token: str | None = None
     output: str = ""  # what the last shell block printed
     checked: list[str] = field(default_factory=list)
+    data_dirs: list[Path] = field(default_factory=list)  # where a server's PostgreSQL lives
 
     def __post_init__(self) -> None:
         self.cwd = self.root
@@ -223,7 +243,7 @@ class Walk:
     def tether(self, *args: str, ok: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess[str]:
         """A `tether` command of the test's own (a check), in the reader's terminal."""
         done = subprocess.run(
-            [str(self.cwd / ".venv" / "bin" / "tether"), *args],
+            [shutil.which("tether", path=self.env["PATH"]) or "tether", *args],
             cwd=self.cwd,
             env=self.env,
             capture_output=True,
@@ -261,12 +281,46 @@ class Walk:
             self.token = token.group(0)
         return out
 
+    def container(self, block: str) -> None:
+        """The container block: checked word for word, then stood in for (module docstring):
+        the development server stopped, the image's `tether serve` started with the page's
+        Containerfile, and `podman exec`'s command run beside it."""
+        assert [shlex.split(c) for c in commands(block)] == [shlex.split(c) for c in CONTAINER]
+        image = containerfile(self.cwd / "Containerfile")
+        assert image.base == BASE_IMAGE  # the image the first command builds
+        ignored = set((self.cwd / ".dockerignore").read_text("utf-8").split())
+        assert {".venv", ".tether"} <= ignored  # the environment and the development database
+        if self.server is not None:  # "Stop the development server first (Ctrl-C …)"
+            assert self.server.stop() == 128 + signal.SIGINT, self.server.log
+            assert postgres_pid(self.cwd / ".tether" / "pg") is None
+        stage = self.root / "container"
+        app = stage / "app"  # the image's WORKDIR
+        for source, target in image.copies:
+            assert source not in ignored and target.startswith("/app/"), (source, target)
+            shutil.copytree(self.cwd / source, app / target.removeprefix("/app/"))
+        data = stage / "data"  # the volume myflows-data, mounted at /data
+        self.data_dirs.append(data / "pg")
+        self.env = {k: v for k, v in self.env.items() if not k.startswith("TETHER_")}
+        self.env |= image.env | {
+            "TETHER_DATA_DIR": str(data),
+            "TETHER_STATE_KEY": secrets.token_hex(32),
+            "TETHER_PORT": str(self.port),
+        }
+        self.cwd = app
+        self.server = Server(["tether", "serve"], app, self.env)  # the image's CMD
+        self.server.wait_listening()
+        self.output = self.tether(
+            "tokens", "create", "--role", "operator", "--name", "alice"
+        ).stdout
+        self.token = re.findall(r"\btt_\S+", self.output)[0]
+
     def install(self, block: str) -> None:
         """The install block: checked word for word, then stood in for (module docstring)."""
         assert commands(block) == INSTALL
         folder = self.root / "myflows"
         folder.mkdir()
         self.cwd = folder
+        self.data_dirs.append(folder / ".tether" / "pg")
         (folder / ".venv").symlink_to(sys.prefix, target_is_directory=True)
         self.env["PATH"] = f"{folder / '.venv' / 'bin'}{os.pathsep}{self.env['PATH']}"
 
@@ -289,6 +343,35 @@ class Walk:
         else:
             assert not path.exists(), f"{block.path} is written twice"
             path.write_text(self.page_text(block.text), "utf-8")
+
+
+@dataclass(frozen=True)
+class Image:
+    """What the page's Containerfile says: the image it builds on, what it copies where, and
+    the environment it sets."""
+
+    base: str
+    copies: list[tuple[str, str]]
+    env: dict[str, str]
+
+
+def containerfile(path: Path) -> Image:
+    """The page's Containerfile, read; an instruction the stand-in does not follow fails."""
+    base, copies, env = "", [], {}
+    for line in path.read_text("utf-8").splitlines():
+        word, _, rest = line.partition(" ")
+        if word == "FROM":
+            base = rest.strip()
+        elif word == "COPY":
+            source, target = rest.split()
+            copies.append((source, target))
+        elif word == "ENV":
+            env |= dict(pair.split("=", 1) for pair in shlex.split(rest))
+        else:
+            assert not line.strip(), (
+                f"a Containerfile line the tutorial test does not follow: {line}"
+            )
+    return Image(base, copies, env)
 
 
 # --- the checks the page names -----------------------------------------------------------------
@@ -384,12 +467,48 @@ def refund_paid(walk: Walk) -> None:
     assert outputs["pay"] == {"refunded": "A-17"}
 
 
+def container_serves(walk: Walk) -> None:
+    """The image's server serves the package's workflow, DAG and protocol from /app; with the
+    token the page made, a client starts a run, and without one it is refused."""
+    assert walk.server is not None and walk.token is not None
+    assert "serving mypkg.flows:app: 1 workflow, 1 DAG, 1 protocol" in walk.server.log
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "name": "start_expense",
+            "arguments": {"body": {"employee": "Edsger", "amount": 40}},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+            },
+        },
+    }
+    headers = {
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "start_expense",
+    }
+    url = f"http://127.0.0.1:{walk.port}/mcp"
+    with httpx.Client(timeout=10) as http:
+        refused = http.post(url, json=body, headers=headers)
+        assert refused.status_code == 401, refused.text
+        auth = {"Authorization": f"Bearer {walk.token}"}
+        started = http.post(url, json=body, headers=headers | auth)
+    assert started.status_code == 200, started.text
+    walk.run_id = started.json()["result"]["structuredContent"]["handle"]
+    row = watched(walk, "--until-wait")
+    assert [(w["kind"], w["name"]) for w in row["waits"]] == [("approval", "pay")]
+
+
 CHECKS: dict[str, Callable[[Walk], None]] = {
     "expense-approved": expense_approved,
     "console-approved": console_approved,
     "dag-waits-for-review": dag_waits_for_review,
     "dag-published": dag_published,
     "refund-paid": refund_paid,
+    "container-serves": container_serves,
 }
 
 
@@ -404,6 +523,7 @@ def test_every_check_the_page_names_is_one_this_module_makes() -> None:
     named = [b.text for b in blocks if b.kind == "check"]
     assert sorted(named) == sorted(CHECKS)
     assert [b.kind for b in blocks].count("install") == 1
+    assert [b.kind for b in blocks].count("container") == 1
     assert "serve" in [b.kind for b in blocks]
 
 
@@ -427,7 +547,8 @@ def walk() -> Iterator[Walk]:
     finally:
         if w.server is not None:
             w.server.stop()
-        stop_postgres(w.cwd / ".tether" / "pg")
+        for pgdata in w.data_dirs:
+            stop_postgres(pgdata)
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -449,8 +570,8 @@ def stop_postgres(pgdata: Path) -> None:
 
 def test_the_tutorial_runs_as_written_from_an_empty_folder(walk: Walk) -> None:
     """Every block of docs/tutorial.md in order: files written, commands run, outputs found,
-    each outcome checked where the page describes it; Ctrl-C at the end stops the server and
-    its PostgreSQL."""
+    each outcome checked where the page describes it; at the end the deployed server stops on
+    SIGTERM (`podman stop`), with its PostgreSQL."""
     for block in page_blocks():
         if block.kind == "install":
             walk.install(block.text)
@@ -458,6 +579,8 @@ def test_the_tutorial_runs_as_written_from_an_empty_folder(walk: Walk) -> None:
             walk.write(block)
         elif block.kind == "serve":
             walk.serve(block.text)
+        elif block.kind == "container":
+            walk.container(block.text)
         elif block.kind == "sh":
             walk.output = "\n".join(walk.run(c) for c in commands(block.text))
         elif block.kind == "text":
@@ -468,5 +591,5 @@ def test_the_tutorial_runs_as_written_from_an_empty_folder(walk: Walk) -> None:
             walk.checked.append(block.text)
     assert sorted(walk.checked) == sorted(CHECKS)
     assert walk.server is not None
-    assert walk.server.stop() == 128 + signal.SIGINT
-    assert postgres_pid(walk.cwd / ".tether" / "pg") is None
+    assert walk.server.stop(signal.SIGTERM) == 128 + signal.SIGTERM, walk.server.log
+    assert [postgres_pid(pgdata) for pgdata in walk.data_dirs] == [None, None]
