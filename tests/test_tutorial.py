@@ -19,12 +19,12 @@ commands are checked word for word, and what the image would run is run as a pla
 `tether serve` (the image's command) in a folder laid out as the page's Containerfile copies
 the package into `/app`, with that file's ENV, a data directory of its own for the volume, on
 loopback as the published port is (what the base image adds, its user, health check and
-stop signal, is tests/e2e/test_packaging.py's), and `podman exec`'s command beside it. The
-server listens on a free port,
-given as TETHER_PORT, and every `127.0.0.1:8000` in the page is that port. `RUN_ID` is the run
-the latest command that starts one printed; a token the page prints (`tt_…`) is kept for the
-console's sign-in, which is done over HTTP, the form the page describes posted as a browser
-would.
+stop signal, is tests/e2e/test_packaging.py's), and `podman exec`'s command beside it.
+
+The server listens on a free port, given as TETHER_PORT, and every `127.0.0.1:8000` in the
+page is that port. `RUN_ID` is the run the latest command that starts one printed; a token the
+page prints (`tt_…`) is kept for the console's sign-in, which is done over HTTP, the form the
+page describes posted as a browser would.
 """
 
 from __future__ import annotations
@@ -357,7 +357,9 @@ class Image:
 
 def containerfile(path: Path) -> Image:
     """The page's Containerfile, read; an instruction the stand-in does not follow fails."""
-    base, copies, env = "", [], {}
+    base = ""
+    copies: list[tuple[str, str]] = []
+    env: dict[str, str] = {}
     for line in path.read_text("utf-8").splitlines():
         word, _, rest = line.partition(" ")
         if word == "FROM":
