@@ -1,7 +1,7 @@
 """Interop with a real 2026-07-28 Tasks client, `fastmcp[tasks]==4.1.4`, over loopback HTTP:
 the client creates tasks, polls them, answers their input requests through `tasks/update`,
 reads their results and cancels them. (fastmcp omits `Mcp-Name` on `tasks/*`; Tether accepts
-that: CHECKLIST item 42.)"""
+that, and refuses only a mismatching one.)"""
 
 from __future__ import annotations
 
@@ -95,6 +95,42 @@ async def test_fastmcp_call_tool_resolves_a_task_with_input_transparently(
     assert result.is_error is False
     assert [c.text for c in result.content] == ["Deleted notes.txt"]
     assert [message for message, _ in answers.asked] == ["Delete notes.txt?"]
+
+
+async def test_fastmcp_without_an_elicitation_handler_sees_a_waiting_task_as_working(
+    mcp_server: ServeFn, client: Callable[[str], McpClient]
+) -> None:
+    """Without a handler fastmcp declares no elicitation, so the parked task reads working,
+    its status message naming the wait; answered another way, its result is the run's
+    (our choice, as docs/clients.md says)."""
+    async with (
+        asyncio.timeout(TIMEOUT),
+        mcp_server(examples.app) as url,
+        Client(url, timeout=10) as fm,
+    ):
+        body = {"title": "Plan", "body": "three short words"}
+        task = await call_tool_task(fm, "start_document_review", {"body": body})
+        raw = client(url)  # a client that declares elicitation sees the same task ask
+        asking = await raw.wait_task(task.task_id, {"input_required"})
+        ((key, _),) = asking["inputRequests"].items()
+
+        seen = await task.status()
+        assert seen.status == "working"
+        assert key in (seen.status_message or "")
+
+        content = {"decision": "approve", "ticket": "CHG-9"}
+        answered = await raw.call(
+            "tasks/update",
+            {
+                "taskId": task.task_id,
+                "inputResponses": {key: {"action": "accept", "content": content}},
+            },
+        )
+        assert "result" in answered, answered
+        result = await task.result()
+    assert result.is_error is False
+    assert result.structured_content is not None
+    assert result.structured_content["ticket"] == "CHG-9"
 
 
 async def test_fastmcp_cancels_a_long_task_and_it_ends_cancelled(mcp_server: ServeFn) -> None:

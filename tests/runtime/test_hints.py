@@ -37,6 +37,20 @@ FORM = {
     },
     "required": ["title", "count", "ratio", "ok", "size"],
 }
+GATE: dict[str, Any] = {
+    "key": f"{RUN_ID}:approval:confirm:4",
+    "kind": "approval",
+    "name": "confirm",
+    "prompt": "Refund 30 EUR?",
+    "schema": {
+        "type": "object",
+        "required": ["decision"],
+        "properties": {"decision": {"type": "string", "enum": ["refund", "decline"]}},
+    },
+    "choices": ["refund", "decline"],
+    "inputs": [],
+    "required": [],
+}
 HUMAN: dict[str, Any] = {
     "key": f"{RUN_ID}:human_task:fill:4",
     "kind": "human_task",
@@ -61,11 +75,20 @@ def parked(*waits: dict[str, Any]) -> ExecutionRow:
     return execution_row(id=RUN_ID, workflow="review", status="waiting", waits=list(waits))
 
 
-@pytest.mark.parametrize("wait", [APPROVAL, HUMAN])
+@pytest.mark.parametrize("wait", [APPROVAL, GATE, HUMAN])
 def test_the_example_answer_is_one_the_wait_accepts(wait: dict[str, Any]) -> None:
     """The placeholder a hint shows passes the wait's own checks: a reader who fills it in
     as shown is not refused for its shape."""
     assert validate_answer(wait, hints.example_answer(wait)) == []
+
+
+def test_a_protocol_gate_is_answered_with_one_of_its_own_choices() -> None:
+    """A protocol gate's decision is one of its choices, not approve/reject: the command and
+    the tool call a hint shows name its first choice and list the others (our choice)."""
+    run = parked(GATE)
+    tool, cli = hints.answer_hints(run, GATE, tool="answer_refund")
+    assert tool.endswith('response: decision: one of "refund", "decline"')
+    assert orjson.loads(shlex.split(cli)[5]) == {"decision": "refund"}
 
 
 def test_a_hint_names_the_wait_by_name_unless_another_open_wait_shares_it() -> None:

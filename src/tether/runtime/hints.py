@@ -57,6 +57,8 @@ def _fields_example(schema: Any) -> dict[str, Any]:
 def example_answer(wait: Mapping[str, Any]) -> Any:
     """A well-formed answer to fill in: the decision and every required input or field."""
     kind = wait.get("kind")
+    if kind == "approval" and wait.get("choices"):  # a protocol gate: one of its own choices
+        return {"decision": wait["choices"][0]}
     if kind == "approval":
         required = wait.get("required") or []
         return {"decision": "approve", **dict.fromkeys(required, "...")}
@@ -70,6 +72,8 @@ def example_answer(wait: Mapping[str, Any]) -> Any:
 
 def _shape(wait: Mapping[str, Any]) -> str:
     kind = wait.get("kind")
+    if kind == "approval" and wait.get("choices"):
+        return "decision: one of " + ", ".join(_json(c) for c in wait["choices"])
     if kind == "approval":
         return 'decision "approve" (with its inputs), "reject" (with a reason) or "push_back"'
     if kind == "human_task":
