@@ -34,6 +34,23 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
+def direct_url(dsn: str) -> str:
+    """`dsn` with no connection pooler in between: where its LISTEN connection goes (with the
+    suite run through PgBouncer, the server itself), else `dsn` as it is."""
+    return pool.route_of(dsn).listen_dsn or dsn
+
+
+def database_env(dsn: str) -> dict[str, str]:
+    """The TETHER_* variables of a `tether` process of a test on database `dsn`: its URL, and
+    the direct URL its LISTEN connection needs when the suite goes through a pooler (the
+    pooler's own settings are inherited from the suite's environment)."""
+    env = {"TETHER_DATABASE_URL": dsn}
+    listen = pool.route_of(dsn).listen_dsn
+    if listen is not None:
+        env["TETHER_LISTEN_DATABASE_URL"] = listen
+    return env
+
+
 @pytest.fixture(scope="session")
 def server_url(tether_databases: Databases) -> str:
     """The test server's DSN (its maintenance database)."""
