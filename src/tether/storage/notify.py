@@ -174,7 +174,7 @@ class Listener:
         try:
             await sender.execute("SELECT pg_notify($1, $2)", PROBE_CHANNEL, token)
         finally:
-            await sender.close()
+            sender.terminate()  # at once, also when cancelled: nothing is left to wait for
         try:
             await asyncio.wait_for(heard, self._check_timeout_s)
         except TimeoutError:

@@ -142,6 +142,9 @@ class Databases:
                 name = "tether_tmpl_" + secrets.token_hex(6)
                 _run(scratch.create_template(pooling.direct_url or url, name))
             self._url, self._template, self._pooling = url, name, pooling
+            remove = pooling.route(url, urlsplit(url).path.lstrip("/"))
+            if remove is not None:  # the server's own database, as its test databases
+                self._routes[url] = remove
 
     async def astart(self) -> None:
         """`start`, in a thread, so the event loop goes on meanwhile.
@@ -215,6 +218,9 @@ class Databases:
             self._url = self._template = self._embedded = self._folder = None
             admin = self._pooling.direct_url or url
             self._pooling = _Pooling()
+            routes, self._routes = self._routes, {}
+        for remove in routes.values():
+            remove()
         if admin is not None and template is not None and server is None:
             with translated():
                 _run(scratch.drop_database(admin, template))  # an embedded server goes whole
