@@ -41,13 +41,15 @@ def direct_url(dsn: str) -> str:
 
 
 def database_env(dsn: str) -> dict[str, str]:
-    """The TETHER_* variables of a `tether` process of a test on database `dsn`: its URL, and
-    the direct URL its LISTEN connection needs when the suite goes through a pooler (the
-    pooler's own settings are inherited from the suite's environment)."""
+    """The TETHER_* variables of a `tether` process of a test on database `dsn`: its URL and,
+    when the suite goes through a pooler, the statement cache and the direct LISTEN URL this
+    process uses for it."""
     env = {"TETHER_DATABASE_URL": dsn}
-    listen = pool.route_of(dsn).listen_dsn
-    if listen is not None:
-        env["TETHER_LISTEN_DATABASE_URL"] = listen
+    route = pool.route_of(dsn)
+    if route.statement_cache_size != pool.DEFAULT_STATEMENT_CACHE_SIZE:
+        env["TETHER_STATEMENT_CACHE_SIZE"] = str(route.statement_cache_size)
+    if route.listen_dsn is not None:
+        env["TETHER_LISTEN_DATABASE_URL"] = route.listen_dsn
     return env
 
 

@@ -24,6 +24,7 @@ import httpx
 import orjson
 import pytest
 
+from tests.conftest import direct_url
 from tether.loader import load_app
 from tether.runtime import errors as rt_errors
 from tether.runtime.service import running
@@ -126,7 +127,7 @@ async def skip_sleep(db_url: str, run_id: str) -> None:
     """Move a sleeping run's timer to now: its recorded wake-up time and the row's `wake_at`,
     then the notification a worker listens for — what the hour passing would do."""
     past = (datetime.now(UTC) - timedelta(seconds=1)).isoformat()
-    conn = await asyncpg.connect(db_url)
+    conn = await asyncpg.connect(direct_url(db_url))
     try:
         async with conn.transaction():
             moved = await conn.execute(

@@ -21,6 +21,7 @@ import httpx
 import orjson
 import pytest
 
+from tests.conftest import database_env
 from tether.examples import app as examples
 from tether.runtime.service import Runtime, running
 from tether.runtime.worker import WorkerSettings
@@ -80,27 +81,27 @@ def test_tokens_need_neither_an_app_nor_a_database(tmp_path: Path) -> None:
 def test_invalid_input_prints_each_violation(db_url: str) -> None:
     """A typo'd field is refused (unknown fields are forbidden by default) and each violation
     is printed as `field: message`, as MCP returns them."""
-    proc = tether("runs", "start", "long_job", '{"stepz": 2}', TETHER_DATABASE_URL=db_url)
+    proc = tether("runs", "start", "long_job", '{"stepz": 2}', **database_env(db_url))
     assert proc.returncode == 1
     assert "InvalidInput" in proc.stderr
     assert "  stepz: Extra inputs are not permitted" in proc.stderr.splitlines()
-    bad = tether("runs", "start", "long_job", '{"steps": 0}', TETHER_DATABASE_URL=db_url)
+    bad = tether("runs", "start", "long_job", '{"steps": 0}', **database_env(db_url))
     assert "  steps: Input should be greater than or equal to 1" in bad.stderr.splitlines()
 
 
 def test_start_without_input_takes_the_input_defaults(db_url: str) -> None:
     """`runs start WF` with no JSON starts with `{}` (the input model's defaults), as a tool
     call without arguments does; a workflow whose input has a required field says which."""
-    proc = tether("runs", "start", "long_job", "--json", TETHER_DATABASE_URL=db_url)
+    proc = tether("runs", "start", "long_job", "--json", **database_env(db_url))
     assert proc.returncode == 0, proc.stderr
     assert orjson.loads(proc.stdout)["workflow"] == "long_job"
-    bad = tether("runs", "start", "document_review", TETHER_DATABASE_URL=db_url)
+    bad = tether("runs", "start", "document_review", **database_env(db_url))
     assert bad.returncode == 1 and "  title: Field required" in bad.stderr.splitlines()
 
 
 def test_the_app_comes_from_tether_app(db_url: str, tmp_path: Path) -> None:
     """`runs` finds the App through TETHER_APP without `--app`; a missing one is one line."""
-    proc = tether("runs", "start", "long_job", "{}", TETHER_DATABASE_URL=db_url, TETHER_APP="x:y")
+    proc = tether("runs", "start", "long_job", "{}", **database_env(db_url), TETHER_APP="x:y")
     assert proc.returncode == 1 and "cannot import 'x'" in proc.stderr
     assert proc.stderr.count("\n") == 1
 
@@ -137,7 +138,7 @@ def test_ctrl_c_on_serve_exits_130_with_one_line(db_url: str, tmp_path: Path) ->
     proc = subprocess.Popen(
         [sys.executable, "-m", "tether", "serve", "--port", str(port)],
         cwd=REPO,
-        env=env(TETHER_DATABASE_URL=db_url),
+        env=env(**database_env(db_url)),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -172,7 +173,7 @@ async def watch(db_url: str, *args: str) -> asyncio.subprocess.Process:
         "watch",
         *args,
         cwd=REPO,
-        env=env(TETHER_DATABASE_URL=db_url),
+        env=env(**database_env(db_url)),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
@@ -243,7 +244,7 @@ async def test_a_rejected_answer_prints_each_problem(db_url: str) -> None:
             run_id,
             "publish",
             '{"decision": "approve"}',
-            TETHER_DATABASE_URL=db_url,
+            **database_env(db_url),
         )
         assert answer.returncode == 1, answer.stderr
         assert "Traceback" not in answer.stderr
@@ -251,23 +252,30 @@ async def test_a_rejected_answer_prints_each_problem(db_url: str) -> None:
         assert (await rt.ops.get(run_id)).current.status == "waiting"
 
 
-# The test server trusts local connections: any password works.
+# The embedded test server trusts local connections: any password works there.
 SECRET_PASSWORD = "pw-Lm47Rt"  # noqa: S105 — a made-up value the test looks for in the logs
 
 
-def with_password(url: str) -> str:
+def with_password(url: str) -> tuple[str, str]:
+    """`url` with a password, and that password: its own when it has one (an external server
+    checks it), else SECRET_PASSWORD."""
     parts = urlsplit(url)
+    if parts.password:
+        return url, parts.password
     user = parts.netloc.rpartition("@")[0].split(":", 1)[0] or "postgres"
     host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{user}:{SECRET_PASSWORD}@{host}"))
+    return urlunsplit(parts._replace(netloc=f"{user}:{SECRET_PASSWORD}@{host}")), SECRET_PASSWORD
 
 
 def test_the_server_logs_no_secret_from_start_to_stop(db_url: str) -> None:
     """Our choice: `tether serve --verbose` (every log line of ours, DEBUG up) says nothing of
     the database password, the state key, the token entries or the encryption keys, from
     start through a served request to shutdown."""
+    # Behind the suite's pooler: its cache size and direct LISTEN URL (not secrets of the test).
+    routing = {k: v for k, v in database_env(db_url).items() if k != "TETHER_DATABASE_URL"}
+    url, password = with_password(db_url)
     secrets_ = {
-        "TETHER_DATABASE_URL": with_password(db_url),
+        "TETHER_DATABASE_URL": url,
         "TETHER_STATE_KEY": "state-Pw93Xs",
         "TETHER_API_TOKENS": "ci:operator:" + "cd" * 32,
         "TETHER_ENCRYPTION_KEYS": "k1:" + base64.b64encode(b"E" * 32).decode(),
@@ -276,7 +284,7 @@ def test_the_server_logs_no_secret_from_start_to_stop(db_url: str) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "tether", "--verbose", "serve", "--port", str(port)],
         cwd=REPO,
-        env=env(**secrets_, TETHER_ACCESS_LOG="true"),
+        env=env(**routing, **secrets_, TETHER_ACCESS_LOG="true"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -300,7 +308,7 @@ def test_the_server_logs_no_secret_from_start_to_stop(db_url: str) -> None:
     logged = out + err
     assert "serving tether.examples:app" in logged and "GET /healthz" in logged
     for name, value in secrets_.items():
-        secret = SECRET_PASSWORD if name == "TETHER_DATABASE_URL" else value.split(":")[-1]
+        secret = password if name == "TETHER_DATABASE_URL" else value.split(":")[-1]
         assert secret not in logged, name
 
 

@@ -13,6 +13,8 @@ from urllib.parse import urlsplit
 import asyncpg
 import pytest
 
+from tests.conftest import direct_url
+
 
 def _embedded_major() -> int:
     from pgserver._commands import POSTGRES_BIN_PATH
@@ -32,7 +34,7 @@ def _embedded_major() -> int:
 @pytest.mark.postgres
 async def test_the_suite_runs_on_the_postgresql_the_environment_names(server_url: str) -> None:
     """Embedded: its major version. External: the URL's port, and TETHER_PG_VERSION if set."""
-    conn = await asyncpg.connect(server_url)
+    conn = await asyncpg.connect(direct_url(server_url))
     try:
         major = int(await conn.fetchval("SHOW server_version_num")) // 10000
         port = await conn.fetchval("SELECT inet_server_port()")
