@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import logging
 import os
 import pwd
 import shutil
@@ -238,13 +239,28 @@ async def test_verify_full_with_the_servers_ca_encrypts_every_connection_of_ours
 
 
 async def test_a_certificate_from_another_ca_is_refused_and_never_retried_in_plaintext(
-    tls_server: TlsServer,
+    tls_server: TlsServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The server takes plaintext too, yet a certificate the CA file does not vouch for ends
-    the attempt with a certificate error (our choice: never fall back)."""
+    the attempt with a certificate error, and the LISTEN connection's retries log that reason
+    and never report ready (our choice: never fall back; say why)."""
+    wrong = tls_server.url(ca=tls_server.wrong_ca_file)
     with pytest.raises(DatabaseUnavailable) as info:
-        await pool.connect(tls_server.url(ca=tls_server.wrong_ca_file))
+        await pool.connect(wrong)
     assert isinstance(info.value.__cause__, ssl.SSLCertVerificationError)
+
+    caplog.set_level(logging.WARNING, logger="tether.storage.notify")
+    listener = Listener(wrong, max_backoff=0.2)
+    listening = asyncio.create_task(listener.run())
+    try:
+        async with asyncio.timeout(10):
+            while not any("certificate verify failed" in r.message for r in caplog.records):
+                assert not listener.ready.is_set()
+                await asyncio.sleep(0.02)
+    finally:
+        listener.stop()
+        await asyncio.wait_for(listening, 10)
+    assert not listener.ready.is_set()
 
 
 async def test_verify_full_also_checks_the_host_name(tls_server: TlsServer) -> None:

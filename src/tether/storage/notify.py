@@ -27,6 +27,7 @@ from urllib.parse import parse_qsl, urlsplit
 import asyncpg
 
 from tether.storage.driver import Callback
+from tether.storage.errors import StorageError
 from tether.storage.pool import connect, route_of
 
 logger = logging.getLogger(__name__)
@@ -148,6 +149,8 @@ class Listener:
                 # also raised InternalClientError ("cannot switch to state 12; another operation
                 # is in progress") from the probe, which ended the whole server (chaos, outage).
                 failure = type(exc).__name__
+                if isinstance(exc, StorageError):  # our message says why (never a credential)
+                    failure = f"{failure}: {exc}"
                 logger.warning("listener failed (%s); retrying in %.1fs", failure, backoff)
             finally:
                 self.ready.clear()
