@@ -20,7 +20,7 @@ from tether.settings import Settings
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 UNITS = ("tether.service", "tether-worker.service")
 #: The program the units start; the verify check needs it to exist, so it runs the venv's.
-UNIT_TETHER = "/opt/tether/venv/bin/tether"
+UNIT_TETHER = "/opt/tether/bin/tether"
 
 
 def _exec_start(unit: str) -> list[str]:

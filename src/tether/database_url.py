@@ -23,10 +23,6 @@ class Started(NamedTuple):
     stop: Callable[[], None]
 
 
-def _nothing() -> None:
-    return None
-
-
 def start(settings: Settings) -> Started:
     """The DSN of TETHER_DATABASE_URL, or of the embedded server under TETHER_DATA_DIR,
     started (or created) here. Until `stop`, this process connects to TETHER_DATABASE_URL as
@@ -35,14 +31,12 @@ def start(settings: Settings) -> Started:
     TETHER_LISTEN_DATABASE_URL when it is set. Raises DatabaseUnavailable when the embedded
     server does not start."""
     if settings.database_url:
-        cache = settings.statement_cache()
-        if cache is None and not settings.listen_database_url:
-            return Started(settings.database_url, _nothing)  # keeps a route already in force
-        how = pool.Route(
-            pool.DEFAULT_STATEMENT_CACHE_SIZE if cache is None else cache,
-            settings.listen_database_url or None,
+        remove = pool.route_as(
+            settings.database_url,
+            statement_cache_size=settings.statement_cache(),
+            listen_dsn=settings.listen_database_url,
         )
-        return Started(settings.database_url, pool.route(settings.database_url, how))
+        return Started(settings.database_url, remove)
     server = embedded.start(settings.data_dir)
     return Started(server.uri, server.stop)
 

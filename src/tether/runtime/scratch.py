@@ -37,10 +37,7 @@ def route_database(
     """Connect to `dsn` in this process keeping `statement_cache_size` prepared statements
     per connection (None: the default) and LISTENing at `listen_dsn` (None: `dsn`), until the
     returned function is called."""
-    cache = (
-        pool.DEFAULT_STATEMENT_CACHE_SIZE if statement_cache_size is None else statement_cache_size
-    )
-    return pool.route(dsn, pool.Route(cache, listen_dsn))
+    return pool.route_as(dsn, statement_cache_size=statement_cache_size, listen_dsn=listen_dsn)
 
 
 def with_database(dsn: str, name: str) -> str:

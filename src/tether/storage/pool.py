@@ -60,24 +60,30 @@ def route(dsn: str, how: Route) -> Callable[[], None]:
     return remove
 
 
+def route_as(
+    dsn: str, *, statement_cache_size: int | None = None, listen_dsn: str | None = None
+) -> Callable[[], None]:
+    """`route` `dsn` keeping `statement_cache_size` prepared statements per connection (None:
+    the default; 0 behind a transaction pooler) and LISTENing at `listen_dsn` (None: `dsn`
+    itself). With neither, nothing is installed (a route already in force for `dsn` stays)
+    and the function returned does nothing."""
+    how = Route(
+        DEFAULT_STATEMENT_CACHE_SIZE if statement_cache_size is None else statement_cache_size,
+        listen_dsn or None,
+    )
+    return _keep if how == _DIRECT else route(dsn, how)
+
+
+def _keep() -> None:
+    return None
+
+
 @contextlib.contextmanager
 def routed(
     dsn: str, *, statement_cache_size: int | None = None, listen_dsn: str | None = None
 ) -> Iterator[None]:
-    """`route` for the block: keep `statement_cache_size` prepared statements per connection
-    to `dsn` (None: the default; 0 behind a transaction pooler) and LISTEN at `listen_dsn`
-    (None: `dsn` itself). With both None nothing is installed, so a route already in force
-    for `dsn` stays."""
-    how = Route(
-        statement_cache_size=(
-            DEFAULT_STATEMENT_CACHE_SIZE if statement_cache_size is None else statement_cache_size
-        ),
-        listen_dsn=listen_dsn or None,
-    )
-    if how == _DIRECT:
-        yield
-        return
-    remove = route(dsn, how)
+    """`route_as` for the block."""
+    remove = route_as(dsn, statement_cache_size=statement_cache_size, listen_dsn=listen_dsn)
     try:
         yield
     finally:
