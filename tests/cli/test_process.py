@@ -34,8 +34,12 @@ TIMEOUT = 60
 
 
 def env(**extra: str) -> dict[str, str]:
+    """The suite's environment without its TETHER_* variables, plus `extra`; with a
+    TETHER_DATABASE_URL, also how the suite reaches that database (behind a pooler: its
+    statement cache and direct LISTEN URL)."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("TETHER_")}
-    return {**base, **extra}
+    url = extra.get("TETHER_DATABASE_URL")
+    return {**base, **(database_env(url) if url else {}), **extra}
 
 
 def tether(*args: str, cwd: Path = REPO, **extra: str) -> subprocess.CompletedProcess[str]:
@@ -81,27 +85,27 @@ def test_tokens_need_neither_an_app_nor_a_database(tmp_path: Path) -> None:
 def test_invalid_input_prints_each_violation(db_url: str) -> None:
     """A typo'd field is refused (unknown fields are forbidden by default) and each violation
     is printed as `field: message`, as MCP returns them."""
-    proc = tether("runs", "start", "long_job", '{"stepz": 2}', **database_env(db_url))
+    proc = tether("runs", "start", "long_job", '{"stepz": 2}', TETHER_DATABASE_URL=db_url)
     assert proc.returncode == 1
     assert "InvalidInput" in proc.stderr
     assert "  stepz: Extra inputs are not permitted" in proc.stderr.splitlines()
-    bad = tether("runs", "start", "long_job", '{"steps": 0}', **database_env(db_url))
+    bad = tether("runs", "start", "long_job", '{"steps": 0}', TETHER_DATABASE_URL=db_url)
     assert "  steps: Input should be greater than or equal to 1" in bad.stderr.splitlines()
 
 
 def test_start_without_input_takes_the_input_defaults(db_url: str) -> None:
     """`runs start WF` with no JSON starts with `{}` (the input model's defaults), as a tool
     call without arguments does; a workflow whose input has a required field says which."""
-    proc = tether("runs", "start", "long_job", "--json", **database_env(db_url))
+    proc = tether("runs", "start", "long_job", "--json", TETHER_DATABASE_URL=db_url)
     assert proc.returncode == 0, proc.stderr
     assert orjson.loads(proc.stdout)["workflow"] == "long_job"
-    bad = tether("runs", "start", "document_review", **database_env(db_url))
+    bad = tether("runs", "start", "document_review", TETHER_DATABASE_URL=db_url)
     assert bad.returncode == 1 and "  title: Field required" in bad.stderr.splitlines()
 
 
 def test_the_app_comes_from_tether_app(db_url: str, tmp_path: Path) -> None:
     """`runs` finds the App through TETHER_APP without `--app`; a missing one is one line."""
-    proc = tether("runs", "start", "long_job", "{}", **database_env(db_url), TETHER_APP="x:y")
+    proc = tether("runs", "start", "long_job", "{}", TETHER_DATABASE_URL=db_url, TETHER_APP="x:y")
     assert proc.returncode == 1 and "cannot import 'x'" in proc.stderr
     assert proc.stderr.count("\n") == 1
 
@@ -138,7 +142,7 @@ def test_ctrl_c_on_serve_exits_130_with_one_line(db_url: str, tmp_path: Path) ->
     proc = subprocess.Popen(
         [sys.executable, "-m", "tether", "serve", "--port", str(port)],
         cwd=REPO,
-        env=env(**database_env(db_url)),
+        env=env(TETHER_DATABASE_URL=db_url),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -173,7 +177,7 @@ async def watch(db_url: str, *args: str) -> asyncio.subprocess.Process:
         "watch",
         *args,
         cwd=REPO,
-        env=env(**database_env(db_url)),
+        env=env(TETHER_DATABASE_URL=db_url),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
@@ -244,7 +248,7 @@ async def test_a_rejected_answer_prints_each_problem(db_url: str) -> None:
             run_id,
             "publish",
             '{"decision": "approve"}',
-            **database_env(db_url),
+            TETHER_DATABASE_URL=db_url,
         )
         assert answer.returncode == 1, answer.stderr
         assert "Traceback" not in answer.stderr
@@ -256,24 +260,23 @@ async def test_a_rejected_answer_prints_each_problem(db_url: str) -> None:
 SECRET_PASSWORD = "pw-Lm47Rt"  # noqa: S105 — a made-up value the test looks for in the logs
 
 
-def with_password(url: str) -> tuple[str, str]:
-    """`url` with a password, and that password: its own when it has one (an external server
-    checks it), else SECRET_PASSWORD."""
+def with_password(url: str) -> str:
+    """`url` with a password: its own when it has one (an external server checks it), else
+    SECRET_PASSWORD."""
     parts = urlsplit(url)
     if parts.password:
-        return url, parts.password
+        return url
     user = parts.netloc.rpartition("@")[0].split(":", 1)[0] or "postgres"
     host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{user}:{SECRET_PASSWORD}@{host}")), SECRET_PASSWORD
+    return urlunsplit(parts._replace(netloc=f"{user}:{SECRET_PASSWORD}@{host}"))
 
 
 def test_the_server_logs_no_secret_from_start_to_stop(db_url: str) -> None:
     """Our choice: `tether serve --verbose` (every log line of ours, DEBUG up) says nothing of
     the database password, the state key, the token entries or the encryption keys, from
     start through a served request to shutdown."""
-    # Behind the suite's pooler: its cache size and direct LISTEN URL (not secrets of the test).
-    routing = {k: v for k, v in database_env(db_url).items() if k != "TETHER_DATABASE_URL"}
-    url, password = with_password(db_url)
+    url = with_password(db_url)
+    password = urlsplit(url).password
     secrets_ = {
         "TETHER_DATABASE_URL": url,
         "TETHER_STATE_KEY": "state-Pw93Xs",
@@ -284,7 +287,7 @@ def test_the_server_logs_no_secret_from_start_to_stop(db_url: str) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "tether", "--verbose", "serve", "--port", str(port)],
         cwd=REPO,
-        env=env(**routing, **secrets_, TETHER_ACCESS_LOG="true"),
+        env=env(**secrets_, TETHER_ACCESS_LOG="true"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -309,6 +312,7 @@ def test_the_server_logs_no_secret_from_start_to_stop(db_url: str) -> None:
     assert "serving tether.examples:app" in logged and "GET /healthz" in logged
     for name, value in secrets_.items():
         secret = password if name == "TETHER_DATABASE_URL" else value.split(":")[-1]
+        assert secret
         assert secret not in logged, name
 
 
