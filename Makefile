@@ -52,7 +52,7 @@ serve: $(BIN)/tether
 # Two processes (pytest-xdist), each test file on one of them, each with its own PostgreSQL.
 test: lint docs
 	scripts/ensure-chromium  # Debian's chromium for the console's browser tests (tests/console)
-	scripts/ensure-test-packages  # Debian's nginx (gateway recipe) and postgresql (TLS tests)
+	scripts/ensure-test-packages  # Debian's nginx, postgresql, systemd (gateway, TLS, units)
 	$(BIN)/python -m pytest -n 2 --dist loadfile --cov --cov-report=term:skip-covered --durations=25
 
 # The whole suite through PgBouncer (transaction pooling, LISTEN on a direct connection), then

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.debian import ensure_systemd_analyze
 from tether.cli.parser import build_parser
 from tether.settings import Settings
 
@@ -36,9 +36,7 @@ def _exec_start(unit: str) -> list[str]:
 def test_the_systemd_unit_passes_systemd_analyze_verify(unit: str, tmp_path: Path) -> None:
     """`systemd-analyze verify` reads the unit without a warning (an unknown key or a value it
     cannot parse is a warning, not a failure, so any output fails the test)."""
-    analyze = shutil.which("systemd-analyze")
-    if analyze is None:
-        pytest.skip(f"NOT TESTED: {unit} with systemd-analyze verify (systemd is not installed)")
+    analyze = ensure_systemd_analyze()
     tether = Path(sys.executable).with_name("tether")
     assert tether.exists(), tether
     text = (DOCS / "examples" / unit).read_text("utf-8")

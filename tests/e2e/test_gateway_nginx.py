@@ -3,8 +3,8 @@ requests on their Mcp-Method / Mcp-Name headers across two `tether serve` proces
 database, a task started through one server is answered and completed through the other, and a
 request whose headers disagree with its body is forwarded by nginx and refused by Tether.
 
-Needs Debian's `nginx` (`scripts/ensure-test-packages` installs it for `make test`); without it
-the test is skipped, and the skip says that the recipe was not tested.
+Needs Debian's `nginx`: installed when missing (tests/debian.py); the test fails, never skips,
+when it cannot be.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import httpx
 import pytest
 
 from tests.conftest import direct_url
+from tests.debian import ensure_nginx
 from tests.e2e.test_server_kill import Servers, free_port, wait_ready
 from tests.mcp_client import McpClient
 from tether.jsonrpc.codes import HEADER_MISMATCH
@@ -31,7 +32,6 @@ pytestmark = [pytest.mark.postgres, pytest.mark.e2e, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 RECIPE = REPO / "docs" / "examples" / "nginx-gateway.conf"
-NGINX = Path("/usr/sbin/nginx")
 REVIEW_TOOL = "start_document_review"  # the recipe sends its calls to tether_reviews
 
 #: What the test replaces in the recipe, each exactly once: upstream addresses, the port nginx
@@ -60,6 +60,7 @@ class Nginx:
     an otherwise minimal configuration."""
 
     def __init__(self, prefix: Path, site: str) -> None:
+        self.binary = ensure_nginx()
         self.prefix = prefix
         (prefix / "logs").mkdir()
         (prefix / "site.conf").write_text(site, encoding="utf-8")
@@ -83,7 +84,8 @@ class Nginx:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def argv(self, *extra: str) -> list[str]:
-        return [str(NGINX), "-p", str(self.prefix), "-c", str(self.prefix / "nginx.conf"), *extra]
+        config = self.prefix / "nginx.conf"
+        return [str(self.binary), "-p", str(self.prefix), "-c", str(config), *extra]
 
     def check(self) -> None:
         """`nginx -t`: the configuration parses."""
@@ -120,12 +122,8 @@ def servers(db_url: str, tmp_path: Path) -> Iterator[Servers]:
 @pytest.fixture
 def prefix() -> Iterator[Path]:
     """nginx's prefix: a directory its workers (`nobody` when the test runs as root) can enter.
-    Skips, saying the recipe was not tested, when nginx is not installed."""
-    if not NGINX.exists():
-        pytest.skip(
-            "NOT TESTED: the nginx gateway recipe, because nginx is not installed "
-            "(scripts/ensure-test-packages installs it; apt-get install nginx)"
-        )
+    Installs nginx first when it is missing, before any server starts."""
+    ensure_nginx()
     folder = Path(tempfile.mkdtemp(prefix="nginx-gw", dir="/tmp"))
     folder.chmod(0o755)
     try:

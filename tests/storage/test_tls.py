@@ -4,8 +4,8 @@ name, is refused with a certificate error, and never by falling back to plaintex
 here accepts both).
 
 PostgreSQL with TLS needs a server built with OpenSSL: the embedded one (pgserver) is not, so
-these tests run Debian's `postgresql` package (`scripts/ensure-test-packages` installs it for
-`make test`; `make test-external-pg` installs it too). Without it they are skipped, saying so.
+these tests run Debian's `postgresql` package, installed when missing (tests/debian.py); they
+fail, never skip, when it cannot be.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from tests.debian import ensure_postgres
 from tether.storage import pool
 from tether.storage.errors import DatabaseUnavailable
 from tether.storage.notify import READY_CHANNEL, Listener
@@ -38,16 +39,6 @@ from tether.storage.notify import READY_CHANNEL, Listener
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
-NOT_TESTED = "NOT TESTED: TLS to PostgreSQL"
-
-
-def _debian_postgres() -> Path | None:
-    """The newest Debian PostgreSQL's bin directory, if one is installed."""
-    found = sorted(
-        Path("/usr/lib/postgresql").glob("*/bin/initdb"),
-        key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0,
-    )
-    return found[-1].parent if found else None
 
 
 @dataclass(frozen=True)
@@ -143,15 +134,10 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def tls_server() -> Iterator[TlsServer]:
     """Start a throwaway cluster of Debian's PostgreSQL with ssl = on (module-wide)."""
-    bindir = _debian_postgres()
-    if bindir is None:
-        pytest.skip(f"{NOT_TESTED}: no Debian PostgreSQL (apt-get install postgresql)")
+    bindir = ensure_postgres()
     owner: pwd.struct_passwd | None = None
     if os.getuid() == 0:  # PostgreSQL refuses to run as root: as the package's own user
-        try:
-            owner = pwd.getpwnam("postgres")
-        except KeyError:
-            pytest.skip(f"{NOT_TESTED}: running as root and there is no `postgres` user")
+        owner = pwd.getpwnam("postgres")  # the package made it
     as_owner = ["runuser", "-u", "postgres", "--"] if owner is not None else []
 
     root = Path(tempfile.mkdtemp(prefix="tls-pg", dir="/tmp"))
