@@ -52,10 +52,13 @@ serve: $(BIN)/tether
 # Two processes (pytest-xdist), each test file on one of them, each with its own PostgreSQL.
 test: lint docs
 	scripts/ensure-chromium  # Debian's chromium for the console's browser tests (tests/console)
+	scripts/ensure-test-packages  # Debian's nginx, postgresql, systemd (gateway, TLS, units)
 	$(BIN)/python -m pytest -n 2 --dist loadfile --cov --cov-report=term:skip-covered --durations=25
 
-# The whole suite, then the short reliability suite, against a throwaway cluster of Debian's
-# `postgresql` package (installed when missing; a different major version from the embedded one).
+# The whole suite through PgBouncer (transaction pooling, LISTEN on a direct connection), then
+# the short reliability suite directly, against a throwaway cluster of Debian's `postgresql`
+# package (installed when missing, as is `pgbouncer`; a different major version from the
+# embedded one).
 test-external-pg: $(BIN)/tether
 	PY=$(BIN)/python scripts/external-pg
 

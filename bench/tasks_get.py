@@ -208,6 +208,13 @@ def tether_env(dsn: str) -> dict[str, str]:
         TETHER_WORKERS=str(TETHER_WORKERS),
         TETHER_STATE_KEY=secrets.token_hex(32),
     )
+    # Reach `dsn` as this process does (a test database behind a pooler: no prepared-statement
+    # cache, LISTEN on a direct URL).
+    route = pool.route_of(dsn)
+    if route.statement_cache_size != pool.DEFAULT_STATEMENT_CACHE_SIZE:
+        env["TETHER_STATEMENT_CACHE_SIZE"] = str(route.statement_cache_size)
+    if route.listen_dsn is not None:
+        env["TETHER_LISTEN_DATABASE_URL"] = route.listen_dsn
     return env
 
 

@@ -34,6 +34,25 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
+def direct_url(dsn: str) -> str:
+    """`dsn` with no connection pooler in between: where its LISTEN connection goes (with the
+    suite run through PgBouncer, the server itself), else `dsn` as it is."""
+    return pool.route_of(dsn).listen_dsn or dsn
+
+
+def database_env(dsn: str) -> dict[str, str]:
+    """The TETHER_* variables of a `tether` process of a test on database `dsn`: its URL and,
+    when the suite goes through a pooler, the statement cache and the direct LISTEN URL this
+    process uses for it."""
+    env = {"TETHER_DATABASE_URL": dsn}
+    route = pool.route_of(dsn)
+    if route.statement_cache_size != pool.DEFAULT_STATEMENT_CACHE_SIZE:
+        env["TETHER_STATEMENT_CACHE_SIZE"] = str(route.statement_cache_size)
+    if route.listen_dsn is not None:
+        env["TETHER_LISTEN_DATABASE_URL"] = route.listen_dsn
+    return env
+
+
 @pytest.fixture(scope="session")
 def server_url(tether_databases: Databases) -> str:
     """The test server's DSN (its maintenance database)."""

@@ -12,6 +12,8 @@ from typing import Any
 import orjson
 import pytest
 
+from tests.conftest import database_env
+
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
 
 REPO = Path(__file__).resolve().parents[1]
@@ -23,7 +25,7 @@ def tether(
     proc = subprocess.run(
         [sys.executable, "-m", "tether", "--log-level", "WARNING", *args],
         cwd=REPO,
-        env={**os.environ, "TETHER_DATABASE_URL": db_url, **(env or {})},
+        env={**os.environ, **database_env(db_url), **(env or {})},
         capture_output=True,
         text=True,
         timeout=60,

@@ -8,6 +8,7 @@ import asyncio
 import asyncpg
 import pytest
 
+from tests.conftest import direct_url
 from tether.cli import keys as keys_command
 from tether.cli.parser import build_parser
 from tether.runtime.context import Context
@@ -54,7 +55,7 @@ async def test_rotate_seals_what_is_stored_and_reports_it(
     )
     assert code == 0
     assert "executions: 1 re-sealed under k1" in capsys.readouterr().out
-    conn = await asyncpg.connect(db_url)
+    conn = await asyncpg.connect(direct_url(db_url))
     try:
         stored = await conn.fetchval("SELECT input::text FROM executions WHERE id = $1", run_id)
     finally:

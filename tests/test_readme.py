@@ -24,6 +24,7 @@ import httpx
 import orjson
 import pytest
 
+from tests.conftest import database_env, direct_url
 from tether.loader import load_app
 from tether.runtime import errors as rt_errors
 from tether.runtime.service import running
@@ -126,7 +127,7 @@ async def skip_sleep(db_url: str, run_id: str) -> None:
     """Move a sleeping run's timer to now: its recorded wake-up time and the row's `wake_at`,
     then the notification a worker listens for — what the hour passing would do."""
     past = (datetime.now(UTC) - timedelta(seconds=1)).isoformat()
-    conn = await asyncpg.connect(db_url)
+    conn = await asyncpg.connect(direct_url(db_url))
     try:
         async with conn.transaction():
             moved = await conn.execute(
@@ -211,7 +212,7 @@ def run(argv: list[str], db_url: str, **env: str) -> subprocess.CompletedProcess
     proc = subprocess.run(
         argv,
         cwd=REPO,
-        env={**os.environ, "TETHER_DATABASE_URL": db_url, **env},
+        env={**os.environ, **database_env(db_url), **env},
         capture_output=True,
         text=True,
         timeout=60,
@@ -236,7 +237,7 @@ class Server:
             self.proc = subprocess.Popen(
                 argv,
                 cwd=REPO,
-                env={**os.environ, "TETHER_DATABASE_URL": db_url, "TETHER_POLL_S": "0.1", **env},
+                env={**os.environ, **database_env(db_url), "TETHER_POLL_S": "0.1", **env},
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )

@@ -14,6 +14,7 @@ from tether.settings import MASK, SECRETS, Settings, SettingsError, redacted_url
 PASSWORD = "pw-Zq81xK"  # noqa: S105 — a made-up value the tests look for
 SECRET_VALUES = {
     "database_url": f"postgresql://tether:{PASSWORD}@db.example:5432/tether",
+    "listen_database_url": f"postgresql://tether:{PASSWORD}@db-direct.example:5432/tether",
     "state_key": "state-Hn3cVb",
     "api_tokens": "ci:operator:" + "ab" * 32,
     "encryption_keys": "k1:" + base64.b64encode(b"K" * 32).decode(),
@@ -43,6 +44,7 @@ def test_repr_and_str_show_no_secret_value() -> None:
         for needle in NEEDLES:
             assert needle not in shown
         assert f"postgresql://tether:{MASK}@db.example:5432/tether" in shown
+        assert f"postgresql://tether:{MASK}@db-direct.example:5432/tether" in shown
         assert f"state_key='{MASK}'" in shown
     assert settings.state_key == "state-Hn3cVb"  # masked for display only
     assert "state_key=None" in repr(Settings())  # an unset secret says so
@@ -119,3 +121,71 @@ def test_a_validation_error_built_directly_hides_the_input() -> None:
             {"database_url": f"postgresql://u:{PASSWORD}@h:x/d", "state_key": ["x-Hn3cVb"]}
         )
     assert PASSWORD not in str(caught.value) and "x-Hn3cVb" not in str(caught.value)
+
+
+DIRECT = "postgresql://tether@db.internal:5432/tether"
+POOLED = "postgresql://tether@pgbouncer.internal:6432/tether"
+
+
+def test_a_transaction_pooler_turns_the_statement_cache_off_unless_one_is_set() -> None:
+    """Our choice: behind TETHER_DATABASE_POOLER=transaction no prepared statement is cached
+    (the next transaction may run on another server connection); an explicit
+    TETHER_STATEMENT_CACHE_SIZE (a pooler that keeps prepared statements) wins; without a
+    pooler, or in session mode, the driver's default stands."""
+    pooled = {
+        "TETHER_DATABASE_URL": POOLED,
+        "TETHER_LISTEN_DATABASE_URL": DIRECT,
+        "TETHER_DATABASE_POOLER": "transaction",
+    }
+    assert Settings.from_env(pooled).statement_cache() == 0
+    assert (
+        Settings.from_env({**pooled, "TETHER_STATEMENT_CACHE_SIZE": "100"}).statement_cache() == 100
+    )
+    assert Settings.from_env({"TETHER_DATABASE_URL": DIRECT}).statement_cache() is None
+    session = {"TETHER_DATABASE_URL": POOLED, "TETHER_DATABASE_POOLER": "session"}
+    assert Settings.from_env(session).statement_cache() is None
+    explicit = {"TETHER_DATABASE_URL": DIRECT, "TETHER_STATEMENT_CACHE_SIZE": "0"}
+    assert Settings.from_env(explicit).statement_cache() == 0
+
+
+@pytest.mark.parametrize(
+    ("env", "variable"),
+    [
+        (
+            {"TETHER_DATABASE_URL": POOLED, "TETHER_DATABASE_POOLER": "transaction"},
+            "TETHER_DATABASE_POOLER",
+        ),
+        (
+            {"TETHER_DATABASE_POOLER": "transaction", "TETHER_LISTEN_DATABASE_URL": DIRECT},
+            "TETHER_LISTEN_DATABASE_URL",
+        ),
+        ({"TETHER_DATABASE_POOLER": "session"}, "TETHER_DATABASE_POOLER"),
+        (
+            {"TETHER_DATABASE_URL": POOLED, "TETHER_DATABASE_POOLER": "statement"},
+            "TETHER_DATABASE_POOLER",
+        ),
+        (
+            {"TETHER_DATABASE_URL": DIRECT, "TETHER_STATEMENT_CACHE_SIZE": "-1"},
+            "TETHER_STATEMENT_CACHE_SIZE",
+        ),
+        (
+            {
+                "TETHER_DATABASE_URL": DIRECT,
+                "TETHER_LISTEN_DATABASE_URL": f"mysql://u:{PASSWORD}@h/d",
+            },
+            "TETHER_LISTEN_DATABASE_URL",
+        ),
+    ],
+)
+def test_pooler_settings_that_cannot_work_are_refused_naming_the_variable(
+    env: dict[str, str], variable: str
+) -> None:
+    """Our choice: a transaction pooler without a direct URL for LISTEN (it would hear
+    nothing), a pooler or LISTEN URL without a database URL (the embedded server is direct),
+    statement pooling (no transactions), a negative cache and a malformed LISTEN URL are
+    refused when settings are read, naming the variable and never a password."""
+    with pytest.raises(SettingsError) as caught:
+        Settings.from_env(env)
+    message = str(caught.value)
+    assert message.split(":")[0].split("=")[0] == variable
+    assert PASSWORD not in message

@@ -9,29 +9,34 @@ from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from tether.settings import Settings
-from tether.storage import embedded
+from tether.storage import embedded, pool
 
 logger = logging.getLogger(__name__)
 
 
 class Started(NamedTuple):
     """A database to use: its DSN, and how to let go of it (stops an embedded server this
-    process started once no other process uses it; nothing for TETHER_DATABASE_URL)."""
+    process started once no other process uses it; for TETHER_DATABASE_URL, removes its
+    route)."""
 
     dsn: str
     stop: Callable[[], None]
 
 
-def _nothing() -> None:
-    return None
-
-
 def start(settings: Settings) -> Started:
     """The DSN of TETHER_DATABASE_URL, or of the embedded server under TETHER_DATA_DIR,
-    started (or created) here. Raises DatabaseUnavailable when the embedded server does not
-    start."""
+    started (or created) here. Until `stop`, this process connects to TETHER_DATABASE_URL as
+    the settings say: without the prepared-statement cache behind a transaction pooler
+    (TETHER_DATABASE_POOLER, TETHER_STATEMENT_CACHE_SIZE), and LISTENing at
+    TETHER_LISTEN_DATABASE_URL when it is set. Raises DatabaseUnavailable when the embedded
+    server does not start."""
     if settings.database_url:
-        return Started(settings.database_url, _nothing)
+        remove = pool.route_as(
+            settings.database_url,
+            statement_cache_size=settings.statement_cache(),
+            listen_dsn=settings.listen_database_url,
+        )
+        return Started(settings.database_url, remove)
     server = embedded.start(settings.data_dir)
     return Started(server.uri, server.stop)
 

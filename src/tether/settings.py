@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import Any, Final, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from tether.loader import DEFAULT_APP
 from tether.loopback import LOOPBACK
@@ -38,8 +45,18 @@ from tether.specs.limits import (
 
 #: Settings that hold credentials (or may: a profile's env): shown as `MASK` when set.
 SECRETS: Final = frozenset(
-    {"database_url", "state_key", "api_tokens", "encryption_keys", "profiles", "remotes"}
+    {
+        "database_url",
+        "listen_database_url",
+        "state_key",
+        "api_tokens",
+        "encryption_keys",
+        "profiles",
+        "remotes",
+    }
 )
+#: Settings that hold a PostgreSQL URL: shown with only their password masked.
+_URLS: Final = frozenset({"database_url", "listen_database_url"})
 MASK: Final = "***"
 _URL_SCHEMES: Final = frozenset({"postgres", "postgresql"})
 _PORT: Final = re.compile(r"[0-9]{1,5}")
@@ -61,6 +78,23 @@ class Settings(BaseModel):
         description="the App to serve and to steer runs of: module:attr or path/to/file.py:attr",
     )
     database_url: str | None = Field(None, description="PostgreSQL URL; unset: embedded server")
+    listen_database_url: str | None = Field(
+        None,
+        description="PostgreSQL URL of a direct connection to the same database, for LISTEN "
+        "(unset: TETHER_DATABASE_URL); needed behind a transaction pooler",
+    )
+    database_pooler: Literal["none", "session", "transaction"] = Field(
+        "none",
+        description="the pool mode of a connection pooler (PgBouncer) in front of "
+        "TETHER_DATABASE_URL: transaction turns the prepared-statement cache off and needs "
+        "TETHER_LISTEN_DATABASE_URL",
+    )
+    statement_cache_size: int | None = Field(
+        None,
+        ge=0,
+        description="prepared statements cached per database connection (unset: 100, or 0 "
+        "with TETHER_DATABASE_POOLER=transaction)",
+    )
     data_dir: Path = Field(Path(".tether"), description="embedded PostgreSQL lives here")
     host: str = "127.0.0.1"
     port: int = 8000
@@ -241,11 +275,32 @@ class Settings(BaseModel):
         7.0, gt=0, description="delivered and given-up notifications are deleted after this"
     )
 
-    @field_validator("database_url")
+    @field_validator("database_url", "listen_database_url")
     @classmethod
     def _valid_database_url(cls, value: str | None) -> str | None:
         if value is not None and value != "":
             _check_url(value)
+        return value
+
+    @field_validator("listen_database_url")
+    @classmethod
+    def _listen_beside_a_database(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value and not info.data.get("database_url"):
+            raise ValueError("needs TETHER_DATABASE_URL (the embedded server is reached directly)")
+        return value
+
+    @field_validator("database_pooler")
+    @classmethod
+    def _transaction_pooler_listens_directly(cls, value: str, info: ValidationInfo) -> str:
+        if value == "none":
+            return value
+        if not info.data.get("database_url"):
+            raise ValueError("needs TETHER_DATABASE_URL (the embedded server is reached directly)")
+        if value == "transaction" and not info.data.get("listen_database_url"):
+            raise ValueError(
+                "a transaction pooler delivers no notifications: set TETHER_LISTEN_DATABASE_URL "
+                "to a direct connection to the same database"
+            )
         return value
 
     @field_validator("queues")
@@ -297,7 +352,7 @@ class Settings(BaseModel):
         """What repr and str show: secret settings masked (the database URL keeps all but its
         password, so the server it names is still seen)."""
         for name, value in super().__repr_args__():
-            if name == "database_url" and value:
+            if name in _URLS and value:
                 yield name, redacted_url(value)
             elif name in SECRETS and value:
                 yield name, MASK
@@ -401,6 +456,13 @@ class Settings(BaseModel):
         except ValueError as exc:
             error = SettingsError(f"approval links: {exc}")
         raise error
+
+    def statement_cache(self) -> int | None:
+        """Prepared statements to cache per database connection: TETHER_STATEMENT_CACHE_SIZE
+        if set, else none behind a transaction pooler; None: the driver's default."""
+        if self.statement_cache_size is not None:
+            return self.statement_cache_size
+        return 0 if self.database_pooler == "transaction" else None
 
     def dag_environment(self) -> frozenset[str]:
         """The process variables stored DAGs see (TETHER_DAG_ENV_PASSTHROUGH)."""

@@ -68,7 +68,8 @@ async def record(conn: asyncpg.Connection, execution_id: str, step: str) -> int:
 
 async def record_plain(execution_id: str, step: str) -> int:
     """A plain step: commits on its own connection, before the step's checkpoint."""
-    conn = await asyncpg.connect(os.environ["TETHER_DATABASE_URL"])
+    # Its own connection, keeping no prepared statement: this works behind a pooler as well.
+    conn = await asyncpg.connect(os.environ["TETHER_DATABASE_URL"], statement_cache_size=0)
     try:
         row_id: int = await conn.fetchval(
             "INSERT INTO side_effects (execution_id, step, pid) VALUES ($1, $2, $3) RETURNING id",

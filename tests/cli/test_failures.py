@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import database_env
+
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -189,7 +191,7 @@ async def outcome(case: Case, workspace: Path, db_url: str) -> tuple[int | None,
     env = clean_env()
     env["TETHER_DATA_DIR"] = str(workspace / "data")
     if case.database == "up":
-        env["TETHER_DATABASE_URL"] = db_url
+        env |= database_env(db_url)
     elif case.database == "down":
         env["TETHER_DATABASE_URL"] = f"postgresql://u:{PASSWORD}@127.0.0.1:{closed_port()}/x"
     env |= {k: _fill(v, workspace) for k, v in case.env.items()}
@@ -234,7 +236,7 @@ def test_verbose_adds_the_traceback_above_the_same_line(db_url: str) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "tether", "--verbose", "runs", "start", "nope"],
         cwd=REPO,
-        env={**env, "TETHER_DATABASE_URL": db_url},
+        env={**env, **database_env(db_url)},
         capture_output=True,
         text=True,
         timeout=TIMEOUT,

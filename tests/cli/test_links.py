@@ -11,6 +11,7 @@ import subprocess
 import asyncpg
 import pytest
 
+from tests.conftest import direct_url
 from tests.test_cli import as_json, tether
 from tether.runtime import links
 from tether.runtime.context import Context
@@ -80,7 +81,7 @@ async def test_links_prints_a_verified_link_per_person_and_decision(db_url: str)
     assert outsider.returncode == 1 and "not among the approvers" in outsider.stderr
     assert closed.returncode == 1 and "no open wait" in closed.stderr
     assert unset.returncode == 2 and "TETHER_STATE_KEY" in unset.stderr
-    conn = await asyncpg.connect(db_url)
+    conn = await asyncpg.connect(direct_url(db_url))
     try:
         rows = await conn.fetch(
             "SELECT outcome FROM audit WHERE method = 'links/mint' AND execution_id = $1"

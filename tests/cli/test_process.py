@@ -21,6 +21,7 @@ import httpx
 import orjson
 import pytest
 
+from tests.conftest import database_env
 from tether.examples import app as examples
 from tether.runtime.service import Runtime, running
 from tether.runtime.worker import WorkerSettings
@@ -33,8 +34,12 @@ TIMEOUT = 60
 
 
 def env(**extra: str) -> dict[str, str]:
+    """The suite's environment without its TETHER_* variables, plus `extra`; with a
+    TETHER_DATABASE_URL, also how the suite reaches that database (behind a pooler: its
+    statement cache and direct LISTEN URL)."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("TETHER_")}
-    return {**base, **extra}
+    url = extra.get("TETHER_DATABASE_URL")
+    return {**base, **(database_env(url) if url else {}), **extra}
 
 
 def tether(*args: str, cwd: Path = REPO, **extra: str) -> subprocess.CompletedProcess[str]:
@@ -251,12 +256,16 @@ async def test_a_rejected_answer_prints_each_problem(db_url: str) -> None:
         assert (await rt.ops.get(run_id)).current.status == "waiting"
 
 
-# The test server trusts local connections: any password works.
+# The embedded test server trusts local connections: any password works there.
 SECRET_PASSWORD = "pw-Lm47Rt"  # noqa: S105 — a made-up value the test looks for in the logs
 
 
 def with_password(url: str) -> str:
+    """`url` with a password: its own when it has one (an external server checks it), else
+    SECRET_PASSWORD."""
     parts = urlsplit(url)
+    if parts.password:
+        return url
     user = parts.netloc.rpartition("@")[0].split(":", 1)[0] or "postgres"
     host = parts.netloc.rpartition("@")[2]
     return urlunsplit(parts._replace(netloc=f"{user}:{SECRET_PASSWORD}@{host}"))
@@ -266,8 +275,10 @@ def test_the_server_logs_no_secret_from_start_to_stop(db_url: str) -> None:
     """Our choice: `tether serve --verbose` (every log line of ours, DEBUG up) says nothing of
     the database password, the state key, the token entries or the encryption keys, from
     start through a served request to shutdown."""
+    url = with_password(db_url)
+    password = urlsplit(url).password
     secrets_ = {
-        "TETHER_DATABASE_URL": with_password(db_url),
+        "TETHER_DATABASE_URL": url,
         "TETHER_STATE_KEY": "state-Pw93Xs",
         "TETHER_API_TOKENS": "ci:operator:" + "cd" * 32,
         "TETHER_ENCRYPTION_KEYS": "k1:" + base64.b64encode(b"E" * 32).decode(),
@@ -300,7 +311,8 @@ def test_the_server_logs_no_secret_from_start_to_stop(db_url: str) -> None:
     logged = out + err
     assert "serving tether.examples:app" in logged and "GET /healthz" in logged
     for name, value in secrets_.items():
-        secret = SECRET_PASSWORD if name == "TETHER_DATABASE_URL" else value.split(":")[-1]
+        secret = password if name == "TETHER_DATABASE_URL" else value.split(":")[-1]
+        assert secret
         assert secret not in logged, name
 
 

@@ -28,7 +28,8 @@ async def test_a_token_with_a_database_url_is_refused() -> None:
 
 async def test_no_target_and_no_database_url_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without a target the client needs TETHER_DATABASE_URL."""
-    monkeypatch.delenv("TETHER_DATABASE_URL", raising=False)
+    for name in ("DATABASE_URL", "LISTEN_DATABASE_URL", "DATABASE_POOLER"):  # a pooler's too
+        monkeypatch.delenv(f"TETHER_{name}", raising=False)
     with pytest.raises(ValueError, match="TETHER_DATABASE_URL"):
         await connect()
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import database_env
 from tests.e2e.conftest import serve
 from tether.examples import app
 
@@ -26,11 +27,13 @@ async def test_the_client_example_approves_a_review_and_prints_the_outcome(
     """Started, shown waiting for `publish`, approved, outcome printed; exit 0."""
     async with serve(app, db_url) as url:
         target = url if transport == "http" else db_url
+        # Over the database, the client applies the pooler settings of TETHER_DATABASE_URL.
+        database = database_env(db_url) if transport == "database" else {}
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             str(EXAMPLE),
             cwd=REPO,
-            env={**os.environ, "TETHER_URL": target},
+            env={**os.environ, **database, "TETHER_URL": target},
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
         )

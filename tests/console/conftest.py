@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -15,12 +14,13 @@ import orjson
 import pytest_asyncio
 
 from tests.apps.console import app
-from tests.conftest import with_database
+from tests.conftest import direct_url
 from tests.e2e.conftest import on_loopback
 from tether.app import create_app
 from tether.runtime.operations import Operations
 from tether.security import new_token
 from tether.settings import Settings
+from tether.testing.databases import Databases
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class Site:
 
 
 async def _row(site: Site, run_id: str) -> asyncpg.Record:
-    conn = await asyncpg.connect(site.db_url)
+    conn = await asyncpg.connect(direct_url(site.db_url))
     try:
         row = await conn.fetchrow("SELECT status, output FROM executions WHERE id = $1", run_id)
     finally:
@@ -97,20 +97,12 @@ async def console_site(db_url: str, **overrides: Any) -> AsyncIterator[Site]:
 
 #: One database and one server per test module (a module's tests start runs of their own).
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def module_db(server_url: str, template_db: str) -> AsyncIterator[str]:
-    name = "t_console_" + secrets.token_hex(4)
-    conn = await asyncpg.connect(server_url)
+async def module_db(tether_databases: Databases) -> AsyncIterator[str]:
+    url = await tether_databases.create()
     try:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_db}"')
+        yield url
     finally:
-        await conn.close()
-    yield with_database(server_url, name)
-    conn = await asyncpg.connect(server_url)
-    try:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        await conn.close()
+        await tether_databases.drop(url)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

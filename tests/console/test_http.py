@@ -11,6 +11,7 @@ import asyncpg
 import httpx
 import pytest
 
+from tests.conftest import direct_url
 from tests.console.conftest import Site, console_site
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
@@ -64,7 +65,7 @@ async def test_csrf_signin_audit_and_live_stream(site: Site) -> None:
             )
             assert answered.status_code == 303
             assert await _until(lines, "completed")
-    conn = await asyncpg.connect(site.db_url)
+    conn = await asyncpg.connect(direct_url(site.db_url))
     try:
         async with asyncio.timeout(5):
             while True:

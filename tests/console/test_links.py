@@ -14,6 +14,7 @@ import asyncpg
 import httpx
 import pytest
 
+from tests.conftest import direct_url
 from tests.console.conftest import Site
 from tether.console.links import COOKIE, form_token
 from tether.runtime import links, votes
@@ -43,7 +44,7 @@ async def version(site: Site, run_id: str) -> int:
 
 async def audit_rows(site: Site, run_id: str, count: int) -> list[asyncpg.Record]:
     """The run's audit rows of link POSTs, oldest first, once `count` of them are written."""
-    conn = await asyncpg.connect(site.db_url)
+    conn = await asyncpg.connect(direct_url(site.db_url))
     try:
         async with asyncio.timeout(5):
             while True:

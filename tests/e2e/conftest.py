@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import uvicorn
 
+from tests.conftest import database_env
 from tests.mcp_client import McpClient
 from tether.app import create_app
 from tether.runtime.registry import App
@@ -41,7 +42,7 @@ class Workers:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "tether", *argv],
                 cwd=REPO,
-                env={**base, "TETHER_DATABASE_URL": self.db_url, "TETHER_POLL_S": "0.1", **env},
+                env={**base, **database_env(self.db_url), "TETHER_POLL_S": "0.1", **env},
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )

@@ -12,6 +12,7 @@ from typing import Any
 import asyncpg
 import pytest
 
+from tests.conftest import direct_url
 from tests.e2e.conftest import ServeFn
 from tests.e2e.test_fuzz_endpoint import snapshot
 from tests.mcp_client import McpClient
@@ -508,7 +509,7 @@ async def test_a_dag_started_as_a_task_and_answered_through_tasks_update(
         )
         done = await c.wait_task(task_id, {"completed", "failed"})
         assert done["status"] == "completed", done
-    conn = await asyncpg.connect(db_url)
+    conn = await asyncpg.connect(direct_url(db_url))
     try:
         assert await conn.fetchval("SELECT count(*) FROM executions WHERE workflow='served'") == 1
     finally:

@@ -14,6 +14,7 @@ import asyncpg
 import orjson
 import pytest
 
+from tests.conftest import direct_url
 from tests.e2e.conftest import ServeFn
 from tests.e2e.test_dagu_execute import dag_app, execute, ok, refused
 from tests.mcp_client import McpClient
@@ -42,7 +43,7 @@ async def test_concurrent_starts_with_one_dag_run_id_make_exactly_one_run(
             for lost in (r for r in results if r["isError"]):
                 err = refused(lost, "conflict", "dagRunId")
                 assert run_id in err["message"]
-    conn = await asyncpg.connect(db_url)
+    conn = await asyncpg.connect(direct_url(db_url))
     try:
         counts = await conn.fetch(
             "SELECT business_id, count(*) AS n FROM executions WHERE workflow = 'quick' "
@@ -73,7 +74,7 @@ async def test_racing_decisions_on_one_gate_take_effect_once(
         assert len(won) == 1, [r["structuredContent"] for r in results]
         for lost in (r for r in results if r["isError"]):
             refused(lost, "conflict")
-    conn = await asyncpg.connect(db_url)
+    conn = await asyncpg.connect(direct_url(db_url))
     try:
         answers = await conn.fetchval(
             "SELECT count(*) FROM signals s JOIN executions e ON e.id = s.execution_id "

@@ -39,11 +39,22 @@ def _postgres_running(data_dir: Path) -> bool:
     return True
 
 
+DATABASE_VARIABLES = frozenset(
+    {
+        "TETHER_DATABASE_URL",
+        "TETHER_LISTEN_DATABASE_URL",
+        "TETHER_DATABASE_POOLER",
+        "TETHER_STATEMENT_CACHE_SIZE",
+    }
+)
+
+
 def test_serve_on_the_embedded_default_stops_its_postgres_on_sigterm() -> None:
     """Start, answer /healthz, SIGTERM: exit cleanly and leave no PostgreSQL behind."""
     data_dir = Path(tempfile.mkdtemp(prefix="te", dir="/tmp"))
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if k != "TETHER_DATABASE_URL"}
+    # The embedded default: no database URL, nor the pooler settings that go with one.
+    env = {k: v for k, v in os.environ.items() if k not in DATABASE_VARIABLES}
     proc = subprocess.Popen(
         [sys.executable, "-m", "tether", "--log-level", "WARNING", "serve", "--port", str(port)],
         cwd=REPO,

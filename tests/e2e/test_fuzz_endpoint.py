@@ -38,6 +38,7 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
+from tests.conftest import direct_url
 from tests.e2e.conftest import ServeFn
 from tests.mcp_client import CAPS_TASKS, TASKS, VERSION, McpClient
 from tether.jsonrpc import codes
@@ -684,7 +685,7 @@ async def test_the_endpoint_answers_any_input_with_a_json_rpc_response_and_no_si
         mcp_server(conformance.app, sync_limit_s=0.05, start_wait_s=0.0) as url,
         httpx.AsyncClient(timeout=15.0) as http,
     ):
-        db = await asyncpg.connect(db_url)
+        db = await asyncpg.connect(direct_url(db_url))
         seed = McpClient(url, timeout=15.0)
         loop = asyncio.get_running_loop()
 
@@ -755,7 +756,7 @@ async def test_the_endpoint_answers_any_input_with_a_json_rpc_response_and_no_si
 
 
 async def snapshot(db_url: str) -> dict[str, Any]:
-    conn = await asyncpg.connect(db_url)
+    conn = await asyncpg.connect(direct_url(db_url))
     try:
         row = await conn.fetchrow(SNAPSHOT)
         assert row is not None

@@ -13,6 +13,7 @@ import orjson
 import pytest
 from pydantic import BaseModel
 
+from tests.conftest import direct_url
 from tests.e2e.conftest import ServeFn
 from tests.mcp_client import CAPS_TASKS, McpClient, meta
 from tests.sse import Stream
@@ -72,7 +73,7 @@ async def create(
 
 
 async def runs(db_url: str) -> int:
-    conn = await asyncpg.connect(db_url)
+    conn = await asyncpg.connect(direct_url(db_url))
     try:
         count: int = await conn.fetchval("SELECT count(*) FROM executions")
         return count

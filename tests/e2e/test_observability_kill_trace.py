@@ -22,6 +22,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.apps.traced_kill import app
+from tests.conftest import direct_url
 from tests.e2e.conftest import ServeFn, wait_exit
 from tests.e2e.test_server_kill import Servers, free_port, wait_ready
 from tests.mcp_client import McpClient
@@ -102,7 +103,7 @@ async def test_a_run_continues_the_clients_trace_after_its_server_is_sigkilled(
     assert isinstance(context, dict) and context["trace_id"] == f"0x{TRACE_ID}"
     assert request["parent_id"] == f"0x{CLIENT_SPAN}"
     request_span = str(context["span_id"]).removeprefix("0x")
-    conn = await asyncpg.connect(db_url)
+    conn = await asyncpg.connect(direct_url(db_url))
     try:
         stored = await conn.fetchval(
             "SELECT data->>'traceparent' FROM history WHERE execution_id = $1 AND event_id = 1",

@@ -16,6 +16,7 @@ import orjson
 import pytest
 
 from tests.apps.killable import app
+from tests.conftest import database_env
 from tests.e2e.conftest import REPO, Workers, on_loopback, wait_exit
 from tests.mcp_client import McpClient
 from tether.app import create_app
@@ -39,7 +40,7 @@ async def _runs_show(db_url: str, run_id: str) -> dict[str, object]:
         *("-m", "tether", "--log-level", "ERROR", "runs", "--app", "tests/apps/killable.py:app"),
         *("--json", "show", run_id),
         cwd=REPO,
-        env={**os.environ, "TETHER_DATABASE_URL": db_url},
+        env={**os.environ, **database_env(db_url)},
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )

@@ -8,6 +8,7 @@ from typing import Any
 import asyncpg
 import pytest
 
+from tests.conftest import direct_url
 from tests.e2e.conftest import ServeFn
 from tests.e2e.test_answer_tool import PLAIN, TASKS_ONLY, Client
 from tests.e2e.test_realm_tools import build_app, tool
@@ -34,7 +35,7 @@ PLAN: dict[str, Any] = {
 
 
 async def _runs(db_url: str) -> int:
-    conn = await asyncpg.connect(db_url)
+    conn = await asyncpg.connect(direct_url(db_url))
     try:
         return int(await conn.fetchval("SELECT count(*) FROM executions"))
     finally:

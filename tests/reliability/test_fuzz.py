@@ -18,6 +18,7 @@ from reliability.fuzz import BODY_CAP, DAGU_TOOL, PLAN_TOOL, Fixtures, run_fuzz,
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from reliability import app as rel_app
+from tests.conftest import direct_url
 from tests.e2e.conftest import on_loopback
 from tether.app import create_app
 from tether.settings import Settings
@@ -65,7 +66,7 @@ class Fault:
             return
         if self.kind == "row" and path.startswith("/console/"):
             self.hits += 1
-            conn = await asyncpg.connect(self.db_url)
+            conn = await asyncpg.connect(direct_url(self.db_url))
             try:
                 await conn.execute("INSERT INTO fuzz_probe DEFAULT VALUES")
             finally:

@@ -20,6 +20,7 @@ from reliability.soak import Samples, _judge
 from reliability.verify import verify
 
 from reliability import app as rel_app
+from tests.conftest import direct_url
 from tether.runtime.operations import Operations
 from tether.runtime.service import Runtime, running
 from tether.runtime.worker import WorkerSettings
@@ -81,7 +82,7 @@ PLANS = [
 @pytest.fixture
 async def phase(db_url: str, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Phase]:
     """The four kinds of run driven to their end on this test's database (the baseline)."""
-    db = await asyncpg.create_pool(db_url, min_size=1, max_size=4, init=init_connection)
+    db = await asyncpg.create_pool(direct_url(db_url), min_size=1, max_size=4, init=init_connection)
     assert db is not None
     await db.execute(rel_app.SCHEMA)
     recorder = Recorder(db, delay_s=(0.0, 0.0))

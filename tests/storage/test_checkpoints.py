@@ -18,6 +18,7 @@ from typing import Any
 import asyncpg
 import pytest
 
+from tests.conftest import direct_url
 from tests.waiting import until
 from tether.storage import repo
 from tether.storage.checkpoints import CheckpointWriter, Refill
@@ -92,7 +93,7 @@ async def listening(
         if len(heard) >= expect:
             enough.set()
 
-    conn = await asyncpg.connect(db_url)
+    conn = await asyncpg.connect(direct_url(db_url))  # LISTEN needs a direct connection
     await conn.add_listener(channel, hear)
     try:
         yield heard, enough

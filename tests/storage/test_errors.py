@@ -9,7 +9,8 @@ import socket
 import asyncpg
 import pytest
 
-from tether.storage import errors
+from tests.conftest import direct_url
+from tether.storage import errors, pool
 from tether.storage.errors import (
     DatabaseUnavailable,
     IntegrityError,
@@ -97,17 +98,22 @@ async def test_a_socket_error_of_the_drivers_own_io_is_losing_the_database() -> 
 
 @pytest.mark.postgres
 async def test_the_guard_keeps_user_errors_and_reads_a_broken_connection_as_loss(
-    db: asyncpg.Pool,
+    db_url: str,
 ) -> None:
     """connection_guard: a user error on a healthy connection stays the user's; any error once
-    the connection broke is DatabaseUnavailable."""
-    async with db.acquire() as conn:
-        with pytest.raises(TimeoutError):
-            async with connection_guard(conn):
-                await conn.fetchval("SELECT pg_sleep(5)", timeout=0.05)  # the driver's timeout
-        assert await conn.fetchval("SELECT 1") == 1
-        with pytest.raises(DatabaseUnavailable):
-            async with connection_guard(conn):
-                pid = await conn.fetchval("SELECT pg_backend_pid()")
-                await db.execute("SELECT pg_terminate_backend($1)", pid)
-                await conn.fetchval("SELECT 1")
+    the connection broke is DatabaseUnavailable. (Directly: through a transaction pooler the
+    backend that one statement ran on may serve the next of any client.)"""
+    db = await pool.create_pool(direct_url(db_url))
+    try:
+        async with db.acquire() as conn:
+            with pytest.raises(TimeoutError):
+                async with connection_guard(conn):
+                    await conn.fetchval("SELECT pg_sleep(5)", timeout=0.05)  # the driver's timeout
+            assert await conn.fetchval("SELECT 1") == 1
+            with pytest.raises(DatabaseUnavailable):
+                async with connection_guard(conn):
+                    pid = await conn.fetchval("SELECT pg_backend_pid()")
+                    await db.execute("SELECT pg_terminate_backend($1)", pid)
+                    await conn.fetchval("SELECT 1")
+    finally:
+        await db.close()

@@ -7,7 +7,7 @@ import asyncio
 import asyncpg
 import pytest
 
-from tests.conftest import with_database
+from tests.conftest import direct_url, with_database
 from tether.storage import migrate, pool, queries
 from tether.storage.notify import CHANGE_CHANNEL, READY_CHANNEL, Listener
 
@@ -113,7 +113,7 @@ def test_query_parser_refuses_duplicates_and_empty_blocks() -> None:
 async def test_migrations_apply_once_and_a_second_run_is_a_no_op(server_url: str) -> None:
     """All migrations apply to an empty database in order; running again applies nothing."""
     name = "t_migrate_twice"
-    admin = await asyncpg.connect(server_url)
+    admin = await asyncpg.connect(direct_url(server_url))
     await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     await admin.execute(f'CREATE DATABASE "{name}"')
     try:
@@ -182,7 +182,7 @@ async def test_an_echoed_wake_up_is_delivered_at_once_and_its_notify_skipped_onc
 
     listener.subscribe(CHANGE_CHANNEL, hear)
     task = asyncio.create_task(listener.run())
-    conn = await asyncpg.connect(db_url)
+    conn = await asyncpg.connect(direct_url(db_url))
     try:
         async with asyncio.timeout(10):
             await listener.ready.wait()
@@ -208,7 +208,7 @@ async def test_listener_delivers_notifications_and_reconnects(db_url: str) -> No
     got: asyncio.Queue[str] = asyncio.Queue()
     listener.subscribe(READY_CHANNEL, lambda _c, payload: got.put_nowait(payload))
     task = asyncio.create_task(listener.run())
-    conn = await asyncpg.connect(db_url)
+    conn = await asyncpg.connect(direct_url(db_url))
     try:
         async with asyncio.timeout(10):
             await listener.ready.wait()

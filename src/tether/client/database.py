@@ -27,7 +27,7 @@ from tether.runtime.notifications import Listener
 from tether.runtime.operations import Operations, RunView
 from tether.runtime.registry import App
 from tether.runtime.rows import ExecutionRow
-from tether.runtime.service import operations
+from tether.runtime.service import operations, routed
 from tether.settings import Settings
 from tether.tasks import views
 
@@ -173,10 +173,19 @@ def _changed_since(row: ExecutionRow) -> Callable[[ExecutionRow], bool]:
 async def open_database(
     dsn: str, app: App | None, *, pool_size: int, settings: Settings
 ) -> DatabaseTransport:
-    """Open the pool and the LISTEN connection on `dsn`. Raises TransportError when the
-    database cannot be reached; ValueError for a bad TETHER_ENCRYPTION_KEYS."""
+    """Open the pool and the LISTEN connection on `dsn` (as the settings route it when it is
+    their TETHER_DATABASE_URL: pooler, LISTEN URL). Raises TransportError when the database
+    cannot be reached; ValueError for a bad TETHER_ENCRYPTION_KEYS."""
     stack = contextlib.AsyncExitStack()
     try:
+        if dsn == settings.database_url:
+            stack.enter_context(
+                routed(
+                    dsn,
+                    statement_cache_size=settings.statement_cache(),
+                    listen_dsn=settings.listen_database_url,
+                )
+            )
         listener = Listener(dsn)
         with _runtime_errors():
             ops = await stack.enter_async_context(

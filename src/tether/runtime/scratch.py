@@ -6,6 +6,7 @@ only through the runtime, so the storage pieces are wrapped here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from tether.runtime.operations.storage_errors import storage_errors
@@ -17,6 +18,7 @@ __all__ = [
     "create_database",
     "create_template",
     "drop_database",
+    "route_database",
     "start_embedded",
     "with_database",
 ]
@@ -27,6 +29,15 @@ def start_embedded(data_dir: Path) -> EmbeddedServer:
     it); `stop()` the server returned when done. Blocks while it starts. Raises Unavailable."""
     with storage_errors():
         return embedded.start(data_dir)
+
+
+def route_database(
+    dsn: str, *, statement_cache_size: int | None, listen_dsn: str | None
+) -> Callable[[], None]:
+    """Connect to `dsn` in this process keeping `statement_cache_size` prepared statements
+    per connection (None: the default) and LISTENing at `listen_dsn` (None: `dsn`), until the
+    returned function is called."""
+    return pool.route_as(dsn, statement_cache_size=statement_cache_size, listen_dsn=listen_dsn)
 
 
 def with_database(dsn: str, name: str) -> str:

@@ -57,6 +57,11 @@ class Runtime:
         self.listener.stop()
 
 
+#: How this process connects to a database URL (pool.routed): surfaces that open the database
+#: themselves (tether.client) install the settings' route with it.
+routed = pool.routed
+
+
 async def migrate_database(dsn: str) -> list[int]:
     """Apply pending migrations on `dsn`; return the versions applied now (empty when up to
     date). Raises StorageError (DatabaseUnavailable when the server cannot be reached)."""

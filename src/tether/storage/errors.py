@@ -21,6 +21,7 @@ connection broke under it, which is losing the database.
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Mapping
 from types import MappingProxyType, TracebackType
 from typing import Final, Protocol
@@ -91,6 +92,9 @@ _TO_STORAGE: Final[Mapping[type[Exception], type[StorageError]]] = MappingProxyT
 # them (connecting, reading, writing): the traceback passes through asyncpg.
 _DRIVER_IO: Final = (OSError, TimeoutError)
 _DRIVER_PACKAGE: Final = "asyncpg"
+# Connection failures whose text says why (a certificate that failed verification, a server
+# that refused TLS or the connection) and holds an address at most, never a credential.
+_SAYS_WHY: Final = (ssl.SSLError, ConnectionError)
 
 
 def _raised_by_driver(exc: BaseException) -> bool:
@@ -115,6 +119,8 @@ def _target(exc: BaseException) -> type[StorageError] | None:
 
 def _message(target: type[StorageError], exc: BaseException) -> str:
     if target is DatabaseUnavailable:
+        if isinstance(exc, _SAYS_WHY):
+            return f"database unavailable: {type(exc).__name__}: {exc}"
         return f"database unavailable: {type(exc).__name__}"
     if target is InvalidData:
         return f"invalid value (SQLSTATE {getattr(exc, 'sqlstate', None)})"

@@ -5,6 +5,12 @@ milliseconds; migrating a database from nothing takes far longer).
 The server is `TETHER_DATABASE_URL`'s when that is set (the role needs CREATEDB; nothing is
 created or dropped there but databases named `tether_tmpl_…` and `t_…`), else an embedded
 PostgreSQL (pgserver) started in a temporary directory on first use and stopped by `close`.
+
+Behind a connection pooler, the variables a server reads say so here too:
+`TETHER_DATABASE_POOLER=transaction` (or `TETHER_STATEMENT_CACHE_SIZE`) sets the prepared
+statements kept per connection to each test database, and `TETHER_LISTEN_DATABASE_URL` names
+the same server reached directly: each test database's LISTEN connection goes there, and so
+do the creating and dropping of databases (a pooler would hold the template open).
 """
 
 from __future__ import annotations
@@ -16,15 +22,59 @@ import secrets
 import shutil
 import tempfile
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 from urllib.parse import urlsplit
 
 from tether.runtime import scratch
 from tether.testing.errors import translated
 
 T = TypeVar("T")
+
+_POOLER_CACHE: Final = {"none": None, "session": None, "transaction": 0}
+
+
+@dataclass(frozen=True)
+class _Pooling:
+    """How the environment says the test server is reached (see the module docstring)."""
+
+    direct_url: str | None = None
+    statement_cache_size: int | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> _Pooling:
+        """Read TETHER_LISTEN_DATABASE_URL, TETHER_DATABASE_POOLER and
+        TETHER_STATEMENT_CACHE_SIZE. Raises ValueError naming a variable whose value does
+        not fit."""
+        pooler = env.get("TETHER_DATABASE_POOLER") or "none"
+        if pooler not in _POOLER_CACHE:
+            raise ValueError(f"TETHER_DATABASE_POOLER must be one of {', '.join(_POOLER_CACHE)}")
+        cache = _POOLER_CACHE[pooler]
+        given = env.get("TETHER_STATEMENT_CACHE_SIZE")
+        if given:
+            if not given.isdigit():
+                raise ValueError("TETHER_STATEMENT_CACHE_SIZE must be a whole number (0 or more)")
+            cache = int(given)
+        direct = env.get("TETHER_LISTEN_DATABASE_URL") or None
+        if pooler == "transaction" and direct is None:
+            raise ValueError(
+                "TETHER_DATABASE_POOLER=transaction needs TETHER_LISTEN_DATABASE_URL: a "
+                "transaction pooler delivers no notifications"
+            )
+        return cls(direct, cache)
+
+    def route(self, pooled: str, name: str) -> Callable[[], None] | None:
+        """Route database `name`, reached at `pooled`, as the environment says; the function
+        that removes the route, or None when there is nothing to route."""
+        if self.direct_url is None and self.statement_cache_size is None:
+            return None
+        return scratch.route_database(
+            pooled,
+            statement_cache_size=self.statement_cache_size,
+            listen_dsn=(scratch.with_database(self.direct_url, name) if self.direct_url else None),
+        )
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:
@@ -54,6 +104,8 @@ class Databases:
         self._template: str | None = None
         self._embedded: scratch.EmbeddedServer | None = None
         self._folder: Path | None = None
+        self._pooling = _Pooling()
+        self._routes: dict[str, Callable[[], None]] = {}  # a database's DSN → its route's removal
 
     @property
     def server_url(self) -> str:
@@ -81,10 +133,18 @@ class Databases:
             if self._template is not None:
                 return
             with translated():
-                url = self._given or os.environ.get("TETHER_DATABASE_URL") or self._embed()
+                pooling = _Pooling()
+                url = self._given or os.environ.get("TETHER_DATABASE_URL")
+                if url is None:
+                    url = self._embed()
+                elif self._given is None:
+                    pooling = _Pooling.from_env(os.environ)
                 name = "tether_tmpl_" + secrets.token_hex(6)
-                _run(scratch.create_template(url, name))
-            self._url, self._template = url, name
+                _run(scratch.create_template(pooling.direct_url or url, name))
+            self._url, self._template, self._pooling = url, name, pooling
+            remove = pooling.route(url, urlsplit(url).path.lstrip("/"))
+            if remove is not None:  # the server's own database, as its test databases
+                self._routes[url] = remove
 
     async def astart(self) -> None:
         """`start`, in a thread, so the event loop goes on meanwhile.
@@ -113,10 +173,19 @@ class Databases:
             DatabaseUnavailable: the server cannot be reached, or refused.
         """
         await self.astart()
+        name = "t_" + secrets.token_hex(6)
         with translated():
-            return await scratch.create_database(
-                self.server_url, "t_" + secrets.token_hex(6), template=self.template
-            )
+            await scratch.create_database(self._admin_url, name, template=self.template)
+        dsn = scratch.with_database(self.server_url, name)
+        remove = self._pooling.route(dsn, name)
+        if remove is not None:
+            self._routes[dsn] = remove
+        return dsn
+
+    @property
+    def _admin_url(self) -> str:
+        """Where databases are created and dropped: the server reached directly."""
+        return self._pooling.direct_url or self.server_url
 
     async def drop(self, dsn: str) -> None:
         """Drop a database `create` made (its connections are closed first).
@@ -132,7 +201,10 @@ class Databases:
         if not name.startswith("t_"):
             raise ValueError(f"{name!r} is not a database Databases.create made")
         with translated():
-            await scratch.drop_database(self.server_url, name)
+            await scratch.drop_database(self._admin_url, name)
+        remove = self._routes.pop(dsn, None)
+        if remove is not None:
+            remove()
 
     def close(self) -> None:
         """Drop the template and stop the embedded server (if one was started); a later
@@ -144,9 +216,14 @@ class Databases:
         with self._lock:
             url, template, server, folder = self._url, self._template, self._embedded, self._folder
             self._url = self._template = self._embedded = self._folder = None
-        if url is not None and template is not None and server is None:
+            admin = self._pooling.direct_url or url
+            self._pooling = _Pooling()
+            routes, self._routes = self._routes, {}
+        for remove in routes.values():
+            remove()
+        if admin is not None and template is not None and server is None:
             with translated():
-                _run(scratch.drop_database(url, template))  # an embedded server goes whole
+                _run(scratch.drop_database(admin, template))  # an embedded server goes whole
         if server is not None:
             server.stop()
         if folder is not None:
