@@ -302,3 +302,8 @@ class DagSpec:
             if name in (step.name, step.id):
                 return step
         raise KeyError(name)
+
+
+def every_step(dag: DagSpec) -> tuple[Step, ...]:
+    """The DAG's steps in file order, then its handlers."""
+    return (*dag.steps, *dag.handlers.values())
