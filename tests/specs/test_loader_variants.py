@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from tether.specs.dag import (
@@ -183,6 +185,16 @@ def test_call_run_approval_and_human_task() -> None:
     assert shell_steps(dag) == ("gate",)
     assert dag.runs_shell
     assert not load_string("steps:\n  - {name: p, run: f}\n", default_name="t").runs_shell
+
+
+def test_whether_a_spec_runs_shell_and_which_functions_it_calls_follow_its_steps() -> None:
+    """Our choice: both are found when the spec is built (and again for a copy built by
+    `dataclasses.replace`), not each time they are asked."""
+    dag = load_string("steps:\n  - {name: a, run: f}\n  - {name: b, run: g}\n", default_name="t")
+    assert (dag.runs_shell, dag.function_names) == (False, frozenset({"f", "g"}))
+    shell = load_string("steps:\n  - {name: c, command: echo}\n", default_name="u").steps
+    copy = dataclasses.replace(dag, steps=dag.steps[:1] + shell)
+    assert (copy.runs_shell, copy.function_names) == (True, frozenset({"f"}))
 
 
 def test_approval_may_be_empty_and_rewind_to_itself_by_id() -> None:

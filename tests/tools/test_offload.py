@@ -149,6 +149,7 @@ async def test_a_spec_in_pieces_comes_back_equal_sharing_what_it_shared() -> Non
     there = await offload.run_in_pieces(every_step, load_string, SPEC)
     assert there == here
     assert there.steps[0].continue_on is there.steps[1].continue_on
+    assert (there.runs_shell, there.function_names) == (False, frozenset({"act"}))
 
 
 async def test_a_result_in_pieces_is_rebuilt_between_other_work_on_the_loop(

@@ -269,14 +269,20 @@ class DagSpec:
     preconditions: tuple[Precondition, ...] = ()  # not all met: the run ends `aborted`
     working_dir: str | None = None  # the steps' directory; relative: to the file's directory
     shell: str | None = None  # the shell of every shell step that names none
+    # Found once, where the spec is built (for an inline spec, the document worker), so the
+    # serving process, which checks them, reads an attribute instead of walking every step:
+    #: Whether any step or handler runs shell (see `shell_steps` for their names), or a
+    #: parameter's default or an `env` value holds a backtick command (`command_fields`).
+    runs_shell: bool = field(init=False, repr=False, compare=False)
+    #: The names of the functions its steps and handlers call (`run:`).
+    function_names: frozenset[str] = field(init=False, repr=False, compare=False)
 
-    @property
-    def runs_shell(self) -> bool:
-        """Whether any step or handler runs shell (see `shell_steps` for their names), or a
-        parameter's default or an `env` value holds a backtick command (`command_fields`)."""
-        return bool(self.command_fields) or any(
-            s.runs_shell for s in (*self.steps, *self.handlers.values())
-        )
+    def __post_init__(self) -> None:
+        steps = every_step(self)
+        shell = bool(self.command_fields) or any(s.runs_shell for s in steps)
+        object.__setattr__(self, "runs_shell", shell)
+        names = frozenset(s.work.name for s in steps if isinstance(s.work, Action))
+        object.__setattr__(self, "function_names", names)
 
     @property
     def command_fields(self) -> tuple[str, ...]:
