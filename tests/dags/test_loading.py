@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from tether.runtime.dag.catalog import InlineShellRefused
 from tether.runtime.dag.reloader import DagReloader
 from tether.runtime.registry import App
-from tether.specs.dag import InvalidValue, UnknownField
+from tether.specs.dag import InvalidValue, Step, UnknownField, load_string
 
 GOOD = "steps:\n  - name: s\n    command: echo {word}\n"
 
@@ -102,6 +103,26 @@ def test_inline_shell_outside_steps_is_refused_naming_the_field(
     assert app.inline_dag(plain).name == "plain"
     monkeypatch.setenv("TETHER_INLINE_SHELL", "1")
     assert app.inline_dag(text).steps
+
+
+class Unwalked(tuple[Step, ...]):
+    """A spec's steps that fail the test when something goes through them."""
+
+    def __iter__(self) -> Iterator[Step]:
+        raise AssertionError("the steps were walked")
+
+
+def test_an_inline_spec_loaded_elsewhere_is_registered_without_walking_its_steps() -> None:
+    """Our choice: whether it runs shell, and which functions and remotes it calls, were
+    found where it was loaded (for `dagu_execute`, the document worker), so registering it
+    on the event loop reads them instead of going through every step."""
+    app = App()
+    app.action("act")(lambda: None)
+    text = "name: inl\n" + ACT + "  - name: two\n    run: act\n"
+    spec = load_string(text)
+    object.__setattr__(spec, "steps", Unwalked(spec.steps))
+    assert app.inline_dag(text, spec=spec) is spec
+    assert app.dags["inl"].inline and "inl" in app.workflows
 
 
 def test_a_dag_cannot_take_a_python_workflow_name() -> None:

@@ -276,6 +276,8 @@ class DagSpec:
     runs_shell: bool = field(init=False, repr=False, compare=False)
     #: The names of the functions its steps and handlers call (`run:`).
     function_names: frozenset[str] = field(init=False, repr=False, compare=False)
+    #: The names of the remotes its steps and handlers call (`mcp.call`, `a2a.ask`).
+    remote_names: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         steps = every_step(self)
@@ -283,6 +285,8 @@ class DagSpec:
         object.__setattr__(self, "runs_shell", shell)
         names = frozenset(s.work.name for s in steps if isinstance(s.work, Action))
         object.__setattr__(self, "function_names", names)
+        remotes = frozenset(s.work.remote for s in steps if isinstance(s.work, RemoteCall))
+        object.__setattr__(self, "remote_names", remotes)
 
     @property
     def command_fields(self) -> tuple[str, ...]:
