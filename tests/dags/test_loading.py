@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tether.runtime.dag.catalog import InlineShellRefused
+from tether.runtime.dag import catalog
+from tether.runtime.dag.catalog import InlineShellRefused, inline_key
 from tether.runtime.dag.reloader import DagReloader
 from tether.runtime.registry import App
 from tether.specs.dag import InvalidValue, Step, UnknownField, load_string
@@ -123,6 +124,22 @@ def test_an_inline_spec_loaded_elsewhere_is_registered_without_walking_its_steps
     object.__setattr__(spec, "steps", Unwalked(spec.steps))
     assert app.inline_dag(text, spec=spec) is spec
     assert app.dags["inl"].inline and "inl" in app.workflows
+
+
+def test_registering_an_inline_spec_hashes_its_text_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Our choice: its content key (SHA-256 of the whole text) is found once per registration."""
+    hashed: list[str] = []
+
+    def counted(text: str) -> str:
+        hashed.append(text)
+        return inline_key(text)
+
+    monkeypatch.setattr(catalog, "inline_key", counted)
+    app = App()
+    app.action("act")(lambda: None)
+    text = "name: inl\n" + ACT
+    app.inline_dag(text)
+    assert hashed == [text]
 
 
 def test_a_dag_cannot_take_a_python_workflow_name() -> None:
