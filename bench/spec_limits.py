@@ -4,8 +4,9 @@ sends the largest documents, and how fast SIGTERM stops a server that is reading
 What is measured
 ----------------
 A real ``python -m tether serve`` (bench/spec_limits_app.py, default settings, an embedded
-PostgreSQL) holds a parked run. One closed-loop client (bench/loadgen.py, its own process, one
-keep-alive connection) polls that run's task with ``tasks/get`` for ``--duration`` seconds:
+PostgreSQL) holds a parked run. One open-loop client (bench/loadgen.py, its own process:
+``POLL_RATE`` polls a second dealt to ``POLL_LANES`` keep-alive connections, each timed from
+when it fell due) polls that run's task with ``tasks/get`` for ``--duration`` seconds:
 
 * ``idle``: nothing else happens;
 * ``documents``: meanwhile another client (this process, one connection) sends, back to

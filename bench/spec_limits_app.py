@@ -3,7 +3,7 @@ action the inline specs' steps run, and a stored DAG (so the Dagu tools are serv
 
 Fault injection for the benchmark's own test: with ``BENCH_SPEC_PARSE_ON_LOOP=1`` in the
 server's environment, documents are parsed on the event loop again (``tether.tools.offload``
-runs its function in place), as before they were moved off it; the benchmark's verdict must
+runs its functions in place), as before they were moved off it; the benchmark's verdict must
 then turn OVER (tests/tools/test_spec_limits_bench.py).
 """
 
@@ -53,5 +53,12 @@ async def _in_place(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     return fn(*args, **kwargs)
 
 
-if os.environ.get(PARSE_ON_LOOP) == "1":
-    offload.run = _in_place  # type: ignore[assignment]  # the injected fault
+async def _in_place_pieces(
+    parts: Callable[[T], object], fn: Callable[..., T], *args: Any, **kwargs: Any
+) -> T:
+    return fn(*args, **kwargs)
+
+
+if os.environ.get(PARSE_ON_LOOP) == "1":  # the injected fault
+    offload.run = _in_place  # type: ignore[assignment]
+    offload.run_in_pieces = _in_place_pieces  # type: ignore[assignment]

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tether.runtime.dag.catalog import InlineShellRefused
+from tether.runtime.dag import catalog
+from tether.runtime.dag.catalog import InlineShellRefused, inline_key
 from tether.runtime.dag.reloader import DagReloader
 from tether.runtime.registry import App
-from tether.specs.dag import InvalidValue, UnknownField
+from tether.specs.dag import InvalidValue, Step, UnknownField, load_string
 
 GOOD = "steps:\n  - name: s\n    command: echo {word}\n"
 
@@ -102,6 +104,42 @@ def test_inline_shell_outside_steps_is_refused_naming_the_field(
     assert app.inline_dag(plain).name == "plain"
     monkeypatch.setenv("TETHER_INLINE_SHELL", "1")
     assert app.inline_dag(text).steps
+
+
+class Unwalked(tuple[Step, ...]):
+    """A spec's steps that fail the test when something goes through them."""
+
+    def __iter__(self) -> Iterator[Step]:
+        raise AssertionError("the steps were walked")
+
+
+def test_an_inline_spec_loaded_elsewhere_is_registered_without_walking_its_steps() -> None:
+    """Our choice: whether it runs shell, and which functions and remotes it calls, were
+    found where it was loaded (for `dagu_execute`, the document worker), so registering it
+    on the event loop reads them instead of going through every step."""
+    app = App()
+    app.action("act")(lambda: None)
+    text = "name: inl\n" + ACT + "  - name: two\n    run: act\n"
+    spec = load_string(text)
+    object.__setattr__(spec, "steps", Unwalked(spec.steps))
+    assert app.inline_dag(text, spec=spec) is spec
+    assert app.dags["inl"].inline and "inl" in app.workflows
+
+
+def test_registering_an_inline_spec_hashes_its_text_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Our choice: its content key (SHA-256 of the whole text) is found once per registration."""
+    hashed: list[str] = []
+
+    def counted(text: str) -> str:
+        hashed.append(text)
+        return inline_key(text)
+
+    monkeypatch.setattr(catalog, "inline_key", counted)
+    app = App()
+    app.action("act")(lambda: None)
+    text = "name: inl\n" + ACT
+    app.inline_dag(text)
+    assert hashed == [text]
 
 
 def test_a_dag_cannot_take_a_python_workflow_name() -> None:

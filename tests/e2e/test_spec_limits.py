@@ -6,7 +6,9 @@ is read; and the process that reads documents may die without taking the server 
 from __future__ import annotations
 
 import asyncio
+import io
 import multiprocessing
+import pickle
 from collections.abc import Callable, Iterator
 from multiprocessing.managers import SyncManager
 from typing import Any
@@ -28,6 +30,7 @@ from tether.specs.limits import (
     MAX_DEPTH_SETTING,
     MAX_STEPS_SETTING,
 )
+from tether.tools import offload
 from tether.tools.dagu import actions
 from tether.tools.realm import agent_plans
 
@@ -220,3 +223,49 @@ async def test_a_plan_whose_reader_dies_is_refused_and_the_next_plan_is_read(
         monkeypatch.setattr(agent_plans, "read_plan", read_plan)
         reply = await tool(c, "create_workflow", PLAN)
     assert reply["status"] == "ok", reply
+
+
+def parts_ahead(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many parts crossed ahead of each result the document worker sent back, in turn."""
+    ahead: list[int] = []
+    loads = offload._loads
+
+    async def counted(packed: bytes) -> Any:
+        ahead.append(pickle.Unpickler(io.BytesIO(packed)).load())  # noqa: S301 — the worker's
+        return await loads(packed)
+
+    monkeypatch.setattr(offload, "_loads", counted)
+    return ahead
+
+
+async def test_a_plan_crosses_from_the_worker_a_step_at_a_time(
+    mcp_server: ServeFn, client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Our choice: the loaded plan's steps are unpickled one by one ahead of it (after its
+    arguments were checked, which returns its text whole), so the event loop runs other work
+    between slices of a large plan."""
+    ahead = parts_ahead(monkeypatch)
+    async with mcp_server(build_app()) as url:
+        reply = await tool(client(url), "create_workflow", PLAN)
+    assert reply["status"] == "ok", reply
+    assert ahead == [0, len(PLAN["steps"])]
+
+
+async def test_the_inline_spec_a_new_one_replaces_is_let_go_a_slice_at_a_time(
+    mcp_server: ServeFn, client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Our choice: its steps, which may hold the last references to it, are dropped by
+    `offload.drop_in_pieces` between other work on the event loop."""
+    dropped: list[list[str]] = []
+    drop = offload.drop_in_pieces
+
+    async def noted(parts: list[Any]) -> None:
+        dropped.append([step.name for step in parts])
+        await drop(parts)
+
+    monkeypatch.setattr(offload, "drop_in_pieces", noted)
+    async with mcp_server(dag_app()) as url:
+        c = client(url)
+        ok(await execute(c, action="start", name="inline1", spec=HEAD))
+        ok(await execute(c, action="start", name="inline1", spec=many_steps(2)))
+    assert dropped == [[], ["s"]]

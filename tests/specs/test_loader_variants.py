@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from tether.specs.dag import (
@@ -183,6 +185,33 @@ def test_call_run_approval_and_human_task() -> None:
     assert shell_steps(dag) == ("gate",)
     assert dag.runs_shell
     assert not load_string("steps:\n  - {name: p, run: f}\n", default_name="t").runs_shell
+
+
+CALLS = """\
+steps:
+  - {name: a, run: f}
+  - {name: b, action: mcp.call, with: {remote: r, tool: t}}
+handlerOn:
+  failure: {run: h}
+"""
+
+
+def test_whether_a_spec_runs_shell_and_what_it_calls_follow_its_steps_and_handlers() -> None:
+    """Our choice: whether it runs shell, the functions it calls and the remotes it calls are
+    found when the spec is built (and again for a copy made by `dataclasses.replace`)."""
+    dag = load_string(CALLS, default_name="t")
+    assert (dag.runs_shell, dag.function_names, dag.remote_names) == (
+        False,
+        frozenset({"f", "h"}),
+        frozenset({"r"}),
+    )
+    shell = load_string("steps:\n  - {name: c, command: echo}\n", default_name="u").steps
+    copy = dataclasses.replace(dag, steps=dag.steps[:1] + shell)
+    assert (copy.runs_shell, copy.function_names, copy.remote_names) == (
+        True,
+        frozenset({"f", "h"}),
+        frozenset(),
+    )
 
 
 def test_approval_may_be_empty_and_rewind_to_itself_by_id() -> None:

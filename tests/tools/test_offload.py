@@ -10,9 +10,18 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.tools.worker_calls import Opaque, exit_worker, raise_opaque
+from tests.tools.worker_calls import (
+    EVENTS,
+    Noted,
+    Opaque,
+    each,
+    exit_worker,
+    no_parts,
+    parts,
+    raise_opaque,
+)
 from tether.runtime.realm.plan import plan_from_text
-from tether.specs.dag import LimitExceeded, load_string
+from tether.specs.dag import LimitExceeded, every_step, load_string
 from tether.specs.limits import MAX_STEPS_SETTING, SpecLimits
 from tether.tools import offload
 
@@ -131,3 +140,45 @@ async def test_the_worker_stops_when_the_last_server_using_it_stops() -> None:
             first = await offload.run(os.getpid)
         assert await offload.run(os.getpid) == first
     assert await offload.run(os.getpid) != first
+
+
+async def test_a_spec_in_pieces_comes_back_equal_sharing_what_it_shared() -> None:
+    """Our choice: its steps cross one by one ahead of it, through one pickler's memo, so an
+    object its steps share (a default `continueOn`) is one object here too."""
+    here = load_string(SPEC)
+    there = await offload.run_in_pieces(every_step, load_string, SPEC)
+    assert there == here
+    assert there.steps[0].continue_on is there.steps[1].continue_on
+    assert (there.runs_shell, there.function_names) == (False, frozenset({"act"}))
+
+
+async def test_a_result_in_pieces_is_rebuilt_between_other_work_on_the_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Our choice: its parts are unpickled a slice at a time (one part a slice here), the
+    loop running other work between slices, so a large result does not hold it."""
+    monkeypatch.setattr(offload, "SLICE_S", 0.0)
+    EVENTS.clear()
+    result = await offload.run_in_pieces(each, parts, 3)
+    assert [p.n for p in result] == [0, 1, 2]
+    assert EVENTS == [("part", 0), ("turn", 0), ("part", 1), ("turn", 1), ("part", 2), ("turn", 2)]
+
+
+async def test_parts_that_fail_in_the_worker_raise_their_exception_here() -> None:
+    """Our choice: `parts` runs in the worker, and what it raises is raised here."""
+    with pytest.raises(LookupError):
+        await offload.run_in_pieces(no_parts, os.getpid)
+
+
+async def test_parts_let_go_in_pieces_are_freed_between_other_work_on_the_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Our choice: what may be the last references to a document's parts are dropped a
+    slice at a time (one part a slice here)."""
+    monkeypatch.setattr(offload, "SLICE_S", 0.0)
+    EVENTS.clear()
+    held = [Noted(0), Noted(1)]
+    await offload.drop_in_pieces(held)
+    await asyncio.sleep(0)  # the turn after the last
+    assert held == []
+    assert EVENTS == [("freed", 1), ("turn", 1), ("freed", 0), ("turn", 0)]

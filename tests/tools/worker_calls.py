@@ -3,6 +3,7 @@ by module and name, so they live in a module it can import."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import os
 from collections.abc import Callable
@@ -62,3 +63,52 @@ class Reached(Exception):
 
 def must_not_run(*args: Any, **kwargs: Any) -> NoReturn:
     raise Reached()
+
+
+#: What happened on the event loop while a result crossed (`Part`) or was let go (`Noted`),
+#: in order: ("part", n) as part n was unpickled, ("freed", n) as it was freed, and
+#: ("turn", n) when the loop next ran other work.
+EVENTS: list[tuple[str, int]] = []
+
+
+def _noted(event: str, n: int) -> None:
+    EVENTS.append((event, n))
+    asyncio.get_running_loop().call_soon(EVENTS.append, ("turn", n))
+
+
+class Part:
+    """A part of a result that notes its unpickling in `EVENTS` (in the process that
+    unpickles it: the test's)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_unpickled, (self.n,))
+
+
+def _unpickled(n: int) -> Part:
+    _noted("part", n)
+    return Part(n)
+
+
+def parts(count: int) -> tuple[Part, ...]:
+    return tuple(Part(n) for n in range(count))
+
+
+def each(value: tuple[Part, ...]) -> tuple[Part, ...]:
+    return value
+
+
+def no_parts(value: object) -> NoReturn:
+    raise LookupError("no parts")
+
+
+class Noted:
+    """Notes its end in `EVENTS`."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __del__(self) -> None:
+        _noted("freed", self.n)

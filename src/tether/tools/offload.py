@@ -17,8 +17,13 @@ One worker process reads the documents, in turn:
 What crosses: the function, by its module and name (so it is a module-level function), its
 arguments (text, JSON values, `SpecLimits`), and its result or exception, which the worker
 pickles (a `MappingProxyType`, in which specs freeze their mappings, as the dict it wraps)
-and which is unpickled here, on the event loop. That is the loop's share of a document:
-about 2 ms for a 1000-step DAG spec.
+and which is unpickled here, on the event loop. Unpickling a 1000-step DAG spec takes about
+2 ms, too long to hold the loop in one piece: `run_in_pieces` has the worker pickle the
+result's parts (a spec's steps) one by one ahead of the result, with one pickler, so the
+result refers to them and the objects they share cross once; here each part is unpickled in
+turn, with one unpickler, and the loop is given back whenever `SLICE_S` has passed. Freeing
+such a result costs the loop too (about 0.15 ms for a 1000-step spec, more in a busy server);
+`drop_in_pieces` lets go of its parts the same way.
 
 A worker that dies with documents in hand (killed for its memory, a crash in an extension)
 fails each of them with `WorkerLost`, and the next document starts a new worker.
@@ -35,8 +40,9 @@ import os
 import pickle
 import signal
 import threading
+import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from types import MappingProxyType
@@ -50,6 +56,9 @@ T = TypeVar("T")
 #: measurements against 0 and 19).
 NICENESS: Final = 10
 WORKERS: Final = 1  # documents take turns: however many arrive, they use one core at most
+#: The longest the event loop unpickles a result's parts before it lets other work run (the
+#: parts themselves take a few microseconds each).
+SLICE_S: Final = 0.0002
 
 _CONTEXT: Final = multiprocessing.get_context("spawn")
 _lock = threading.Lock()
@@ -73,18 +82,77 @@ async def run(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     Raises:
         WorkerLost: the worker ended while it held this call.
     """
+    return cast(T, await _submit(fn, None, args, kwargs))
+
+
+async def run_in_pieces(
+    parts: Callable[[T], Iterable[object]],
+    fn: Callable[P, T],
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> T:
+    """As `run`, for a large result: `parts(result)` (run in the worker, so a module-level
+    function too) names objects within it, such as a spec's steps, that cross ahead of it and
+    are unpickled here a few at a time, between other work on the event loop.
+
+    Raises:
+        WorkerLost: the worker ended while it held this call.
+    """
+    return cast(T, await _submit(fn, parts, args, kwargs))
+
+
+async def _submit(
+    fn: Callable[..., Any],
+    parts: Callable[[Any], Iterable[object]] | None,
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any],
+) -> Any:
     pool = _running()
     try:
-        packed = await asyncio.wrap_future(pool.submit(_call, fn, args, kwargs))
+        packed = await asyncio.wrap_future(pool.submit(_call, fn, parts, args, kwargs))
     except BrokenProcessPool as exc:
         _forget(pool)
         raise WorkerLost() from exc
+    returned, value = await _loads(packed)
+    if returned:
+        return value
+    raise value
+
+
+async def _loads(packed: bytes) -> Any:
+    """What `_dumps` wrote: its parts unpickled in turn, the loop given back whenever
+    `SLICE_S` has passed; then, on a turn of its own, the result, which finds the parts in
+    the unpickler's memo (and the end of the unpickler, whose memo holds them all); then the
+    loop once more, so that the caller's own work with the result starts a turn of its own."""
     # What the worker pickled: objects our loaders built from the document (its text only
     # ever becomes strings, numbers and containers in them), never bytes a caller wrote.
-    returned, value = pickle.loads(packed)  # noqa: S301
-    if returned:
-        return cast(T, value)
-    raise value
+    unpickler = pickle.Unpickler(io.BytesIO(packed))  # noqa: S301
+    count = unpickler.load()
+    slice_ends = time.perf_counter() + SLICE_S
+    for _ in range(count):
+        unpickler.load()
+        if time.perf_counter() >= slice_ends:
+            await asyncio.sleep(0)
+            slice_ends = time.perf_counter() + SLICE_S
+    if count:
+        await asyncio.sleep(0)
+    value = unpickler.load()
+    del unpickler  # its memo: a reference to every part
+    if count:
+        await asyncio.sleep(0)
+    return value
+
+
+async def drop_in_pieces(parts: list[Any]) -> None:
+    """Empty `parts`, which may hold the last references to a document's parts (the steps of
+    a spec another replaced), a slice at a time: freeing a 1000-step spec in one piece holds
+    the event loop as long as a slice of `run_in_pieces` several times over."""
+    while parts:
+        await asyncio.sleep(0)  # each slice on a turn of its own, the first one too
+        slice_ends = time.perf_counter() + SLICE_S
+        parts.pop()
+        while parts and time.perf_counter() < slice_ends:
+            parts.pop()
 
 
 @contextlib.contextmanager
@@ -144,19 +212,26 @@ def _start_worker(niceness: int) -> None:
         os.nice(niceness)
 
 
-def _call(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> bytes:
-    """`fn`'s result as `(True, result)`, or its exception as `(False, exc)`, pickled. The
-    exception carries its traceback here as a note (the caller's ends where it is raised
-    again); one that would not pickle and unpickle (a constructor that takes other arguments
-    than it keeps) is sent as a RuntimeError naming it, so the caller still gets an error."""
+def _call(
+    fn: Callable[..., Any],
+    parts: Callable[[Any], Iterable[object]] | None,
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any],
+) -> bytes:
+    """`fn`'s result as `(True, result)`, after `parts(result)` one by one, or its exception
+    as `(False, exc)`, pickled (`_dumps`). The exception carries its traceback here as a note
+    (the caller's ends where it is raised again); one that would not pickle and unpickle (a
+    constructor that takes other arguments than it keeps) is sent as a RuntimeError naming
+    it, so the caller still gets an error."""
     try:
-        return _dumps((True, fn(*args, **kwargs)))
+        value = fn(*args, **kwargs)
+        return _dumps((True, value), () if parts is None else parts(value))
     except Exception as exc:  # noqa: BLE001 — every exception goes back to the caller
         raised = exc
     raised.add_note("in the document worker:\n" + "".join(traceback.format_exception(raised)))
     try:
         packed = _dumps((False, raised))
-        pickle.loads(packed)  # noqa: S301 — our own pickle, tried before it is sent
+        _loads_now(packed)  # our own pickle, tried before it is sent
     except Exception:  # noqa: BLE001 — any failure to cross
         return _dumps((False, RuntimeError(f"{type(raised).__qualname__}: {raised}")))
     return packed
@@ -173,9 +248,24 @@ def _reduce_proxy(proxy: MappingProxyType[Any, Any]) -> tuple[Any, ...]:
 _REDUCERS: Final = {**copyreg.dispatch_table, MappingProxyType: _reduce_proxy}
 
 
-def _dumps(value: object) -> bytes:
+def _dumps(value: object, parts: Iterable[object] = ()) -> bytes:
+    """How many parts, each part, then `value`, pickled in turn by one pickler: its memo
+    carries from one to the next, so `value` refers to the parts (and they to what they
+    share) instead of holding copies."""
+    ahead = tuple(parts)
     out = io.BytesIO()
     pickler = pickle.Pickler(out, pickle.HIGHEST_PROTOCOL)
     pickler.dispatch_table = _REDUCERS  # this pickler's own table: copyreg's stays as it is
+    pickler.dump(len(ahead))
+    for part in ahead:
+        pickler.dump(part)
     pickler.dump(value)
     return out.getvalue()
+
+
+def _loads_now(packed: bytes) -> Any:
+    """What `_dumps` wrote, read in one piece."""
+    unpickler = pickle.Unpickler(io.BytesIO(packed))  # noqa: S301 — our own pickle
+    for _ in range(unpickler.load()):
+        unpickler.load()
+    return unpickler.load()

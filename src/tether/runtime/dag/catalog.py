@@ -149,8 +149,9 @@ class DagCatalog:
             raise _shell_refusal(spec, text)
         _check_functions(spec, self._functions)
         self._register(DagEntry(spec, text, spec.file, inline=True), mcp=spec.mcp)
-        self._inline.pop((spec.name, inline_key(text)), None)
-        self._inline[(spec.name, inline_key(text))] = text
+        key = (spec.name, inline_key(text))
+        self._inline.pop(key, None)
+        self._inline[key] = text
         while len(self._inline) > INLINE_KEPT:
             del self._inline[next(iter(self._inline))]
         return spec
@@ -290,6 +291,8 @@ def _check_functions(spec: DagSpec, functions: Functions) -> None:
     is Dagu's one-word shell command, which needs TETHER_INLINE_SHELL, else it is refused by
     name now (a stored DAG's function may be registered later; until then it runs as the
     command)."""
+    if all(name in functions for name in spec.function_names):
+        return  # the usual case, told without walking every step
     for step in (*spec.steps, *spec.handlers.values()):
         if not isinstance(step.work, Action):
             continue

@@ -261,6 +261,8 @@ def check_remote_steps(spec: DagSpec, known: Mapping[str, Remote] | None, inline
     Raises:
         DagSpecError: naming `with.remote` (or `action`) and its line.
     """
+    if not spec.remote_names:
+        return  # the usual case, told without walking every step
     for step in (*spec.steps, *spec.handlers.values()):
         work = step.work
         if not isinstance(work, RemoteCall):

@@ -36,6 +36,7 @@ from tether.specs.dag.model import (
     Shell,
     Step,
     Work,
+    every_step,
 )
 from tether.specs.dag.policies import retry_delay
 from tether.specs.dag.substitute import (
@@ -79,6 +80,7 @@ __all__ = [
     "cron_of",
     "downstream_of",
     "evaluate_env",
+    "every_step",
     "load_file",
     "load_string",
     "output_order",

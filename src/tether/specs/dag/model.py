@@ -269,14 +269,24 @@ class DagSpec:
     preconditions: tuple[Precondition, ...] = ()  # not all met: the run ends `aborted`
     working_dir: str | None = None  # the steps' directory; relative: to the file's directory
     shell: str | None = None  # the shell of every shell step that names none
+    # Found once, where the spec is built (for an inline spec, the document worker), so the
+    # serving process, which checks them, reads an attribute instead of walking every step:
+    #: Whether any step or handler runs shell (see `shell_steps` for their names), or a
+    #: parameter's default or an `env` value holds a backtick command (`command_fields`).
+    runs_shell: bool = field(init=False, repr=False, compare=False)
+    #: The names of the functions its steps and handlers call (`run:`).
+    function_names: frozenset[str] = field(init=False, repr=False, compare=False)
+    #: The names of the remotes its steps and handlers call (`mcp.call`, `a2a.ask`).
+    remote_names: frozenset[str] = field(init=False, repr=False, compare=False)
 
-    @property
-    def runs_shell(self) -> bool:
-        """Whether any step or handler runs shell (see `shell_steps` for their names), or a
-        parameter's default or an `env` value holds a backtick command (`command_fields`)."""
-        return bool(self.command_fields) or any(
-            s.runs_shell for s in (*self.steps, *self.handlers.values())
-        )
+    def __post_init__(self) -> None:
+        steps = every_step(self)
+        shell = bool(self.command_fields) or any(s.runs_shell for s in steps)
+        object.__setattr__(self, "runs_shell", shell)
+        names = frozenset(s.work.name for s in steps if isinstance(s.work, Action))
+        object.__setattr__(self, "function_names", names)
+        remotes = frozenset(s.work.remote for s in steps if isinstance(s.work, RemoteCall))
+        object.__setattr__(self, "remote_names", remotes)
 
     @property
     def command_fields(self) -> tuple[str, ...]:
@@ -302,3 +312,8 @@ class DagSpec:
             if name in (step.name, step.id):
                 return step
         raise KeyError(name)
+
+
+def every_step(dag: DagSpec) -> tuple[Step, ...]:
+    """The DAG's steps in file order, then its handlers."""
+    return (*dag.steps, *dag.handlers.values())

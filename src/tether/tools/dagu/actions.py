@@ -12,7 +12,15 @@ from tether.runtime.dag.catalog import InlineShellRefused, inline_key
 from tether.runtime.dag.retrying import DagSteps
 from tether.runtime.operations import Operations
 from tether.runtime.rows import ExecutionRow
-from tether.specs.dag import DagSpec, DagSpecError, LimitExceeded, check_size, load_string
+from tether.specs.dag import (
+    DagSpec,
+    DagSpecError,
+    LimitExceeded,
+    Step,
+    check_size,
+    every_step,
+    load_string,
+)
 from tether.specs.errors import INLINE
 from tether.specs.limits import SpecLimits
 from tether.tools import offload
@@ -55,10 +63,13 @@ def dag_params(params: str | None) -> Any:
     return params
 
 
-def _register_inline(ops: Operations, inp: ExecuteInput, inline: set[str], spec: DagSpec) -> None:
+def _register_inline(
+    ops: Operations, inp: ExecuteInput, inline: set[str], spec: DagSpec
+) -> list[Step]:
     """Register the inline spec (`spec`, loaded from it) under `name`; refuses a name held
     by a DAG that was not registered inline through this tool (`inline`: the names that
-    were)."""
+    were). Returns the steps of the inline spec it replaced (empty: none), for the caller to
+    let go of a slice at a time: this may have been the last reference to them."""
     held = ops.app.dags.get(inp.name)
     if held is not None and (held.file != INLINE or inp.name not in inline):
         raise DaguError(
@@ -72,6 +83,7 @@ def _register_inline(ops: Operations, inp: ExecuteInput, inline: set[str], spec:
     try:
         ops.app.inline_dag(inp.spec, default_name=inp.name, spec=spec)
         inline.add(inp.name)
+        return list(every_step(held.spec)) if held is not None else []
     except InlineShellRefused as exc:
         raise DaguError(INVALID_TOOL_INPUT, str(exc), field="spec") from exc
     except DagSpecError as exc:
@@ -92,7 +104,9 @@ async def load_inline(inp: ExecuteInput, limits: SpecLimits) -> DagSpec:
     assert inp.spec is not None  # noqa: S101
     try:
         check_size(inp.spec, limits)
-        spec = await offload.run(load_string, inp.spec, default_name=inp.name, limits=limits)
+        spec = await offload.run_in_pieces(
+            every_step, load_string, inp.spec, default_name=inp.name, limits=limits
+        )
     except LimitExceeded as exc:
         details = {"limit": exc.setting, "maximum": exc.maximum} if exc.setting else None
         raise DaguError(INVALID_TOOL_INPUT, str(exc), field="spec", details=details) from exc
@@ -121,7 +135,7 @@ async def start(
     defaults of `SpecLimits`)."""
     if inp.target_type == "inline_spec":
         spec = await load_inline(inp, limits or SpecLimits())
-        _register_inline(ops, inp, inline, spec)
+        await offload.drop_in_pieces(_register_inline(ops, inp, inline, spec))
     elif inp.name not in ops.app.dags:
         raise DaguError(RESOURCE_NOT_FOUND, f"no DAG named {inp.name!r}", field="name")
     if inp.dag_run_id is not None and await resolve.find_run(ops, inp.name, inp.dag_run_id):
