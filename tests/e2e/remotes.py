@@ -6,60 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import asyncpg
-import uvicorn
 
+from tests.e2e.conftest import free_port, on_loopback, server_settings
 from tether.app import create_app
 from tether.runtime.operations import Operations
 from tether.runtime.registry import App
-from tether.settings import Settings
 from tether.storage import pool
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@contextlib.asynccontextmanager
-async def uvicorn_at(asgi_app: Any, port: int) -> AsyncIterator[None]:
-    """Serve `asgi_app` on 127.0.0.1:`port` in this event loop until the block ends."""
-    server = uvicorn.Server(
-        uvicorn.Config(asgi_app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
-    task = asyncio.create_task(server.serve())
-    try:
-        async with asyncio.timeout(30):
-            while not server.started:
-                if task.done():
-                    task.result()
-                await asyncio.sleep(0.01)
-        yield
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 30)
-
-
-def tether_app(app: App, db_url: str, **settings: Any) -> Any:
-    defaults: dict[str, Any] = {
-        "database_url": db_url,
-        "poll_s": 0.05,
-        "poll_interval_ms": 100,
-        "janitor_interval_s": 3600.0,
-        "state_key": "test-key",
-    }
-    conf = Settings.model_validate({**defaults, **settings})
-    return create_app(app, conf, db_url)
 
 
 @dataclass
@@ -91,9 +50,10 @@ class Peer:
     def ops(self) -> Operations:
         return Operations(self.db, self.app)
 
-    def serving(self) -> contextlib.AbstractAsyncContextManager[None]:
+    def serving(self) -> contextlib.AbstractAsyncContextManager[str]:
         """The server up for the block (again on the same port after a stop)."""
-        return uvicorn_at(tether_app(self.app, self.db_url), self.port)
+        asgi = create_app(self.app, server_settings(self.db_url), self.db_url)
+        return on_loopback(asgi, port=self.port)
 
     async def runs(self, workflow: str) -> list[asyncpg.Record]:
         """Every run of `workflow` on the remote: one per remote task it created."""

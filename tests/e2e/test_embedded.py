@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -16,15 +15,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.e2e.conftest import free_port
+
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _postgres_running(data_dir: Path) -> bool:
@@ -42,7 +37,7 @@ def _postgres_running(data_dir: Path) -> bool:
 def test_serve_on_the_embedded_default_stops_its_postgres_on_sigterm() -> None:
     """Start, answer /healthz, SIGTERM: exit cleanly and leave no PostgreSQL behind."""
     data_dir = Path(tempfile.mkdtemp(prefix="te", dir="/tmp"))
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "TETHER_DATABASE_URL"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "tether", "--log-level", "WARNING", "serve", "--port", str(port)],

@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.conftest import wait_exit
+from tests.e2e.conftest import free_port, wait_exit
 from tests.e2e.test_realm_tools import tool
-from tests.e2e.test_server_kill import SERVER_ENV, Servers, free_port, wait_ready
+from tests.e2e.test_server_kill import SERVER_ENV, Servers, wait_ready
 from tests.mcp_client import McpClient
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e, pytest.mark.slow]

@@ -14,8 +14,8 @@ import pytest
 from pydantic import BaseModel
 
 from tests.apps import fastmcp_remote
-from tests.e2e.conftest import serve
-from tests.e2e.remotes import Process, free_port
+from tests.e2e.conftest import free_port, serve
+from tests.e2e.remotes import Process
 from tests.mcp_client import McpClient
 from tether.runtime.context import Context
 from tether.runtime.exposure import Exposure
