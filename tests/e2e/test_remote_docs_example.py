@@ -15,8 +15,8 @@ from types import ModuleType
 
 import pytest
 
-from tests.e2e.conftest import serve
-from tests.e2e.remotes import free_port, peer, uvicorn_at
+from tests.e2e.conftest import free_port, on_loopback, serve
+from tests.e2e.remotes import peer
 from tether.testing.databases import Databases
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
@@ -89,7 +89,7 @@ async def test_the_agent_example_relays_the_agents_question_and_prints_the_greet
     agent_url = f"http://127.0.0.1:{port}/"
     remotes = {"translator": {"url": agent_url, "protocol": "a2a", "poll_min_s": 0.1}}
     async with (
-        uvicorn_at(example.agent_app(agent_url), port),
+        on_loopback(example.agent_app(agent_url), port=port),
         serve(example.app, db_url, remotes=json.dumps(remotes)) as url,
     ):
         proc = await asyncio.create_subprocess_exec(
