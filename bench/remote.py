@@ -393,15 +393,6 @@ async def measure(dsn: str, args: argparse.Namespace) -> tuple[Any, Any, Any]:
         return calls, hold, agent
 
 
-@contextlib.contextmanager
-def database(dsn: str | None) -> Iterator[str]:
-    if dsn:
-        yield dsn
-        return
-    with tg.embedded_postgres() as (uri, _):
-        yield uri
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dsn")
@@ -413,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-agent", action="store_true")
     parser.add_argument("--poll-late", action="store_true", help="inject the fault")
     args = parser.parse_args(argv)
-    with database(args.dsn) as dsn:
+    with tg.database(args.dsn) as dsn:
         calls, hold, agent = asyncio.run(measure(dsn, args))
     report(calls, hold, agent)
     return 0
