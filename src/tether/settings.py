@@ -12,13 +12,14 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from tether.loader import DEFAULT_APP
 from tether.loopback import LOOPBACK
+from tether.runtime import json_or_file
 from tether.runtime.admission import Admission, Profile, parse_profiles, parse_queues
 from tether.runtime.dag.environment import DEFAULT_PASSTHROUGH, parse_passthrough
 from tether.runtime.links import DEFAULT_TTL_S, MAX_TTL_S, LinkMinter
@@ -46,30 +47,13 @@ _URL_SCHEMES: Final = frozenset({"postgres", "postgresql"})
 _PORT: Final = re.compile(r"[0-9]{1,5}")
 _QUERY_SECRETS: Final = frozenset({"password", "passfile", "sslpassword", "sslkey"})
 
-T = TypeVar("T")
-
-
-def _json_or_file(value: str, parse: Callable[[str | bytes], T], empty: T, what: str) -> T:
-    """What `parse` reads from JSON text (starting with `{`) or from the JSON file it names;
-    `empty` for empty text. Raises ValueError (a file that cannot be read names it `what`)."""
-    text = value.strip()
-    if not text:
-        return empty
-    if text.startswith("{"):
-        return parse(text)
-    try:
-        return parse(Path(text).read_bytes())
-    except OSError as exc:
-        # Not the path: a value that is neither JSON nor a file may be a mistyped secret.
-        raise ValueError(f"cannot read it as a {what} file: {exc.strerror}") from None
-
 
 def _read_profiles(value: str) -> dict[str, Profile]:
-    return _json_or_file(value, parse_profiles, {}, "profiles")
+    return json_or_file.read(value, parse_profiles, {}, "profiles")
 
 
 def _read_notify(value: str) -> list[Routed]:
-    return _json_or_file(value, parse_channels, [], "notification channels")
+    return json_or_file.read(value, parse_channels, [], "notification channels")
 
 
 #: Settings written in a language of their own → the parser that reads them. Each is read once
