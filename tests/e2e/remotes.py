@@ -1,6 +1,7 @@
 """Remotes for the remote-task tests: a second Tether server on a database of its own (it can
-be stopped and started again on the same port), a FastMCP tasks server, and readers of what
-the remote holds (its runs, one per task)."""
+be stopped and started again on the same port), a remote server in a process of its own, and
+readers of what the remote holds (its runs, one per task) and of what our run recorded of the
+call (its output, the remote's task id)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 
@@ -19,6 +21,7 @@ from tether.app import create_app
 from tether.runtime.operations import Operations
 from tether.runtime.registry import App
 from tether.storage import pool
+from tether.testing.databases import Databases
 
 
 @dataclass
@@ -77,16 +80,38 @@ class Peer:
 
 
 @contextlib.asynccontextmanager
-async def peer(app: App, db_url: str) -> AsyncIterator[Peer]:
-    """A second Tether server for `app` on `db_url`, serving for the block."""
-    db = await pool.create_pool(db_url, min_size=1, max_size=4)
-    found = Peer(app, db_url, free_port(), db)
+async def peer(app: App, databases: Databases) -> AsyncIterator[Peer]:
+    """A second Tether server for `app`, serving for the block, on a database of its own
+    (created for the block, dropped after)."""
+    db_url = await databases.create()
     try:
-        await found.start()
-        yield found
+        db = await pool.create_pool(db_url, min_size=1, max_size=4)
+        found = Peer(app, db_url, free_port(), db)
+        try:
+            await found.start()
+            yield found
+        finally:
+            await found.stop()
+            await db.close()
     finally:
-        await found.stop()
-        await db.close()
+        await databases.drop(db_url)
+
+
+async def completed(ops: Operations, run: str, *, timeout: float = 30.0) -> Any:
+    """The output of `run` once it ends; the test fails unless it completed."""
+    view = await ops.wait_for_end(run, timeout=timeout)
+    assert view.current.status == "completed", (view.current.status, view.current.error)
+    return view.current.output
+
+
+async def remote_task(ops: Operations, run: str, *, timeout: float = 30.0) -> str:
+    """The remote's task id, as `run` recorded it (before its first poll)."""
+    async with asyncio.timeout(timeout):
+        while True:
+            for step in await ops.steps(run):
+                if step.kind == "remote" and step.result.get("task"):
+                    return str(step.result["task"])
+            await asyncio.sleep(0.02)
 
 
 REPO = Path(__file__).resolve().parents[2]
@@ -128,6 +153,15 @@ class Process:
                 writer.close()
                 await writer.wait_closed()
                 return
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[Process]:
+        """Up for the block, killed after."""
+        await self.start()
+        try:
+            yield self
+        finally:
+            self.kill()
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -23,23 +23,17 @@ async def test_the_remote_orchestration_example_answers_a_remote_question_and_pr
     tether_databases: Databases, db_url: str
 ) -> None:
     example = repo_scripts.load(EXAMPLE, "remote_orchestration")
-    research_db = await tether_databases.create()
-    finance_db = await tether_databases.create()
-    try:
-        async with (
-            peer(example.research, research_db) as research,
-            peer(example.finance, finance_db) as finance,
-        ):
-            remotes = {
-                "research": {"url": research.url, "poll_min_s": 0.1},
-                "finance": {"url": finance.url, "poll_min_s": 0.1},
-            }
-            async with serve(example.app, db_url, remotes=json.dumps(remotes)) as url:
-                text = await repo_scripts.run(EXAMPLE, TETHER_URL=url)
-            assert len(await finance.runs("approve_budget")) == 1
-    finally:
-        await tether_databases.drop(research_db)
-        await tether_databases.drop(finance_db)
+    async with (
+        peer(example.research, tether_databases) as research,
+        peer(example.finance, tether_databases) as finance,
+    ):
+        remotes = {
+            "research": {"url": research.url, "poll_min_s": 0.1},
+            "finance": {"url": finance.url, "poll_min_s": 0.1},
+        }
+        async with serve(example.app, db_url, remotes=json.dumps(remotes)) as url:
+            text = await repo_scripts.run(EXAMPLE, TETHER_URL=url)
+        assert len(await finance.runs("approve_budget")) == 1
     lines = text.splitlines()
     assert lines[0].startswith("started ex_")
     assert lines[1:] == [
