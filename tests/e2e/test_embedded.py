@@ -9,13 +9,12 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.e2e.conftest import free_port
+from tests.waiting import healthy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -47,16 +46,7 @@ def test_serve_on_the_embedded_default_stops_its_postgres_on_sigterm() -> None:
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            assert proc.poll() is None, "server exited during start-up"
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "server did not start"
-            time.sleep(0.2)
+        healthy(proc, port, timeout=90)
         assert _postgres_running(data_dir)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 128 + signal.SIGTERM
