@@ -5,7 +5,6 @@ retries under one messageId, refusals, a lost task, a reply sent once across a c
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -29,9 +28,8 @@ from google.protobuf import json_format
 from pydantic import BaseModel
 
 from tests.runtime.conftest import Start
-from tests.runtime.remote.fake import FakeRemote, rpc_error
+from tests.runtime.remote.fake import FakeRemote, rpc_error, run_completed
 from tether.runtime.context import Context
-from tether.runtime.operations import Operations
 from tether.runtime.policy import RetryPolicy
 from tether.runtime.registry import App
 from tether.runtime.remote import a2a
@@ -198,15 +196,7 @@ DONE = _json(_task(TaskState.TASK_STATE_COMPLETED, message=_message("done")))
 
 
 async def _run(start: Start, db: asyncpg.Pool, fake: FakeRemote, **call: Any) -> Any:
-    app = _app()
-    ops = Operations(db, app)
-    with respx.mock(assert_all_called=False) as mock:
-        mock.post(URL).mock(side_effect=fake)
-        async with asyncio.timeout(TIMEOUT), start(app):
-            run = (await ops.start("ask", call)).execution.id
-            view = await ops.wait_for_end(run, timeout=TIMEOUT)
-    assert view.current.status == "completed", view.current.error
-    return view.current.output
+    return await run_completed(start, db, _app(), fake, "ask", call, url=URL, timeout=TIMEOUT)
 
 
 async def test_a_send_answered_503_is_retried_under_the_same_message_id(

@@ -17,7 +17,16 @@ import respx
 from pydantic import BaseModel
 
 from tests.runtime.conftest import Start
-from tests.runtime.remote.fake import CREATED, TASK, URL, FakeRemote, completed, rpc_error, task
+from tests.runtime.remote.fake import (
+    CREATED,
+    TASK,
+    URL,
+    FakeRemote,
+    completed,
+    rpc_error,
+    run_completed,
+    task,
+)
 from tether.observability import metrics
 from tether.runtime.context import Context
 from tether.runtime.operations import Operations
@@ -56,14 +65,7 @@ def _app(**remote: Any) -> App:
 
 
 async def _run(start: Start, db: asyncpg.Pool, app: App, fake: FakeRemote, **call: Any) -> Any:
-    ops = Operations(db, app)
-    with respx.mock(assert_all_called=False) as mock:
-        mock.post(URL).mock(side_effect=fake)
-        async with asyncio.timeout(TIMEOUT), start(app):
-            run = (await ops.start("relay", call)).execution.id
-            view = await ops.wait_for_end(run, timeout=TIMEOUT)
-    assert view.current.status == "completed", view.current.error
-    return view.current.output
+    return await run_completed(start, db, app, fake, "relay", call, timeout=TIMEOUT)
 
 
 async def test_a_create_answered_503_is_retried_with_backoff_under_the_same_key(
