@@ -57,6 +57,24 @@ class Site:
                     )
                 await asyncio.sleep(0.05)
 
+    async def audit_rows(self, run_id: str, count: int) -> list[asyncpg.Record]:
+        """The run's console audit rows (principal, surface, method, outcome), oldest first, once
+        `count` of them are written (the audit writer writes them behind the request)."""
+        conn = await asyncpg.connect(self.db_url)
+        try:
+            async with asyncio.timeout(5):
+                while True:
+                    rows = await conn.fetch(
+                        "SELECT principal, surface, method, outcome FROM audit"
+                        " WHERE surface = 'console' AND execution_id = $1 ORDER BY id",
+                        run_id,
+                    )
+                    if len(rows) >= count:
+                        return list(rows)
+                    await asyncio.sleep(0.05)
+        finally:
+            await conn.close()
+
 
 async def _row(site: Site, run_id: str) -> asyncpg.Record:
     conn = await asyncpg.connect(site.db_url)
