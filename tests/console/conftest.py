@@ -16,11 +16,10 @@ import pytest_asyncio
 
 from tests.apps.console import app
 from tests.conftest import with_database
-from tests.e2e.conftest import on_loopback
+from tests.e2e.conftest import on_loopback, server_settings
 from tether.app import create_app
 from tether.runtime.operations import Operations
 from tether.security import new_token
-from tether.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -99,15 +98,7 @@ async def console_site(db_url: str, **overrides: Any) -> AsyncIterator[Site]:
         token, entry = new_token(name, role, tenant)
         tokens[name] = token
         entries.append(entry)
-    settings = Settings(
-        database_url=db_url,
-        poll_s=0.05,
-        janitor_interval_s=3600.0,
-        state_key="test-key",
-        console=True,
-        api_tokens=",".join(entries),
-        **overrides,
-    )
+    settings = server_settings(db_url, console=True, api_tokens=",".join(entries), **overrides)
     web = create_app(app, settings, db_url)
     async with on_loopback(web, "") as base:
         yield Site(base, tokens, db_url, web.state.runtime.ops)
