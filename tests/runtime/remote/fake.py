@@ -5,9 +5,10 @@ repeated); and a run of a workflow driven against it to its end."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +67,14 @@ class FakeRemote:
     def calls(self, method: str) -> list[dict[str, Any]]:
         return [params for m, params, _ in self.seen if m == method]
 
+    @contextlib.contextmanager
+    def mounted(self, url: str = URL) -> Iterator[None]:
+        """This remote answering every POST to `url` for the block (respx: a request to any
+        other address raises)."""
+        with respx.mock(assert_all_called=False) as mock:
+            mock.post(url).mock(side_effect=self)
+            yield
+
     def headers(self, method: str) -> list[httpx.Headers]:
         return [headers for m, _, headers in self.seen if m == method]
 
@@ -100,8 +109,7 @@ async def run_completed(
     """The output of a run of `workflow` (input `call`) on a runtime of `app`, with `fake`
     answering at `url`; the test fails unless the run completed."""
     ops = Operations(db, app)
-    with respx.mock(assert_all_called=False) as mock:
-        mock.post(url).mock(side_effect=fake)
+    with fake.mounted(url):
         async with asyncio.timeout(timeout), start(app):
             run = (await ops.start(workflow, call)).execution.id
             view = await ops.wait_for_end(run, timeout=timeout)

@@ -11,7 +11,6 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
-import respx
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.types import (
     Artifact,
@@ -275,8 +274,7 @@ async def test_a_blank_message_or_data_that_is_not_a_json_object_is_refused_unse
     call: dict[str, Any], said: str
 ) -> None:
     fake = FakeRemote({})
-    with respx.mock(assert_all_called=False) as mock:
-        mock.post(URL).mock(side_effect=fake)
+    with fake.mounted(URL):
         async with WorkflowEnvironment(_app()) as env:
             run = await env.start("ask", call)
             with pytest.raises(Exception, match=said):
@@ -306,8 +304,7 @@ async def test_a_reply_is_sent_once_even_when_the_worker_dies_after_sending_it()
     was taken once. The reply names the task, its context and an id derived from both."""
     fake = FakeRemote({a2a.SEND_MESSAGE: [WORKING]})
     fake.script[a2a.GET_TASK] = [_asking(fake)]
-    with respx.mock(assert_all_called=False) as mock:
-        mock.post(URL).mock(side_effect=fake)
+    with fake.mounted(URL):
         async with WorkflowEnvironment(_app()) as env:
             crash = env.crash_at("remote:agent:answer", when="after")
             run = await env.start("ask", {})
