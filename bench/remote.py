@@ -252,16 +252,7 @@ async def measure_calls(dsn: str, calls: int, fault: bool, logs: Path) -> dict[s
     async with fake_remote(0.0, poll_ms, logs) as url:
         remotes = [Remote("fast", url, poll_min_s=0.05), *unused(url, "held", "agent")]
         with poll_late(fault, poll_ms / 1000):
-            async with running(
-                dsn, app, worker_settings=WORKER, janitor_interval_s=None, remotes=remotes
-            ) as rt:
-                ops = Operations(rt.pool, app)
-                run = (await ops.start("compare", {"calls": calls, "url": url})).execution.id
-                view = await ops.wait_for_end(run, timeout=600)
-    if view.current.status != "completed":
-        raise RuntimeError(f"the compare run ended {view.current.status}: {view.current.error}")
-    output = view.current.output
-    return {"durable_ms": output["durable"], "direct_ms": output["direct"], "fault": fault}
+            return {**await compared(dsn, remotes, "compare", calls, url), "fault": fault}
 
 
 async def measure_agent(dsn: str, calls: int, logs: Path) -> dict[str, Any]:
@@ -271,14 +262,22 @@ async def measure_agent(dsn: str, calls: int, logs: Path) -> dict[str, Any]:
             Remote("agent", url, protocol="a2a", poll_min_s=0.05),
             *unused(url, "fast", "held"),
         ]
-        async with running(
-            dsn, app, worker_settings=WORKER, janitor_interval_s=None, remotes=remotes
-        ) as rt:
-            ops = Operations(rt.pool, app)
-            run = (await ops.start("compare_agent", {"calls": calls, "url": url})).execution.id
-            view = await ops.wait_for_end(run, timeout=600)
+        return await compared(dsn, remotes, "compare_agent", calls, url)
+
+
+async def compared(
+    dsn: str, remotes: list[Remote], workflow: str, calls: int, url: str
+) -> dict[str, Any]:
+    """One run of a comparing workflow (`calls` pairs of a durable call and a direct one to
+    `url`): the latency of each, in milliseconds, each way."""
+    async with running(
+        dsn, app, worker_settings=WORKER, janitor_interval_s=None, remotes=remotes
+    ) as rt:
+        ops = Operations(rt.pool, app)
+        run = (await ops.start(workflow, {"calls": calls, "url": url})).execution.id
+        view = await ops.wait_for_end(run, timeout=600)
     if view.current.status != "completed":
-        raise RuntimeError(f"the agent run ended {view.current.status}: {view.current.error}")
+        raise RuntimeError(f"the {workflow} run ended {view.current.status}: {view.current.error}")
     output = view.current.output
     return {"durable_ms": output["durable"], "direct_ms": output["direct"]}
 
@@ -393,15 +392,6 @@ async def measure(dsn: str, args: argparse.Namespace) -> tuple[Any, Any, Any]:
         return calls, hold, agent
 
 
-@contextlib.contextmanager
-def database(dsn: str | None) -> Iterator[str]:
-    if dsn:
-        yield dsn
-        return
-    with tg.embedded_postgres() as (uri, _):
-        yield uri
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dsn")
@@ -413,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-agent", action="store_true")
     parser.add_argument("--poll-late", action="store_true", help="inject the fault")
     args = parser.parse_args(argv)
-    with database(args.dsn) as dsn:
+    with tg.database(args.dsn) as dsn:
         calls, hold, agent = asyncio.run(measure(dsn, args))
     report(calls, hold, agent)
     return 0

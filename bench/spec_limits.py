@@ -49,7 +49,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -296,15 +296,6 @@ def report(m: dict[str, Any]) -> None:
           f"{1.0:>8.1f}  {verdict(stop <= grace)}")  # fmt: skip
 
 
-@contextlib.contextmanager
-def database(dsn: str | None) -> Iterator[str]:
-    if dsn:
-        yield dsn
-        return
-    with tg.embedded_postgres() as (uri, _):
-        yield uri
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dsn")
@@ -314,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parse-on-loop", action="store_true", help="inject the fault")
     parser.add_argument("--only", choices=["refused", "accepted"], help="send one kind only")
     args = parser.parse_args(argv)
-    with database(args.dsn) as dsn:
+    with tg.database(args.dsn) as dsn:
         report(asyncio.run(measure(dsn, args)))
     return 0
 

@@ -298,6 +298,16 @@ def embedded_postgres() -> Iterator[tuple[str, Path]]:
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def database(dsn: str | None) -> Iterator[str]:
+    """`dsn` when given, else a fresh embedded PostgreSQL's for the block (`embedded_postgres`)."""
+    if dsn:
+        yield dsn
+        return
+    with embedded_postgres() as (uri, _):
+        yield uri
+
+
 async def migrate_db(dsn: str) -> None:
     conn = await pool.connect(dsn)
     try:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
-import os
 import tempfile
 import warnings
 from collections.abc import Iterator
@@ -24,10 +23,11 @@ from rich.console import Console
 from tether.cli import render
 from tether.cli.output import Output
 from tether.cli.watch import follow
+from tether.database_url import database_url
 from tether.examples import app
 from tether.runtime.service import running
 from tether.runtime.worker import WorkerSettings
-from tether.storage import embedded
+from tether.settings import Settings
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "cli-screens"
 FAST = WorkerSettings(concurrency=4, lease_s=5.0, poll_s=0.05, shutdown_grace_s=1.0)
@@ -35,15 +35,12 @@ FAST = WorkerSettings(concurrency=4, lease_s=5.0, poll_s=0.05, shutdown_grace_s=
 
 @contextlib.contextmanager
 def database() -> Iterator[str]:
-    if os.environ.get("TETHER_DATABASE_URL"):
-        yield os.environ["TETHER_DATABASE_URL"]
-        return
-    with tempfile.TemporaryDirectory(prefix="tether-shots-", dir="/tmp") as tmp:
-        server = embedded.start(Path(tmp))
-        try:
-            yield server.uri
-        finally:
-            server.stop()
+    """TETHER_DATABASE_URL's database, else an embedded server in a temporary directory."""
+    with (
+        tempfile.TemporaryDirectory(prefix="tether-shots-", dir="/tmp") as tmp,
+        database_url(Settings.from_env(data_dir=Path(tmp))) as dsn,
+    ):
+        yield dsn
 
 
 def recorder() -> tuple[Console, Output]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import sys
 import tempfile
 import warnings
@@ -29,12 +28,12 @@ from tests.console.browser import ARGS, SCREENS, ensure_chromium  # noqa: E402
 from tests.e2e.conftest import on_loopback  # noqa: E402
 
 from tether.app import create_app  # noqa: E402
+from tether.database_url import database_url  # noqa: E402
 from tether.examples import app  # noqa: E402
 from tether.runtime.context import Context  # noqa: E402
 from tether.runtime.operations import Operations  # noqa: E402
 from tether.security import new_token  # noqa: E402
 from tether.settings import Settings  # noqa: E402
-from tether.storage import embedded  # noqa: E402
 
 WAIT_MS = 15_000
 WIDTH = 1280
@@ -83,15 +82,12 @@ async def expense_claim(ctx: Context, args: NoArgs) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def database() -> Iterator[str]:
-    if os.environ.get("TETHER_DATABASE_URL"):
-        yield os.environ["TETHER_DATABASE_URL"]
-        return
-    with tempfile.TemporaryDirectory(prefix="tether-console-shots-", dir="/tmp") as tmp:
-        server = embedded.start(Path(tmp))
-        try:
-            yield server.uri
-        finally:
-            server.stop()
+    """TETHER_DATABASE_URL's database, else an embedded server in a temporary directory."""
+    with (
+        tempfile.TemporaryDirectory(prefix="tether-console-shots-", dir="/tmp") as tmp,
+        database_url(Settings.from_env(data_dir=Path(tmp))) as dsn,
+    ):
+        yield dsn
 
 
 async def parked(ops: Operations, run_id: str) -> None:

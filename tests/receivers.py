@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from email.message import EmailMessage
 from typing import Any
 
-import uvicorn
 from aiosmtpd.smtp import SMTP, Envelope, Session
 from starlette.requests import Request
 from starlette.responses import Response
+
+from tests.e2e.conftest import on_loopback
 
 
 @dataclass(frozen=True)
@@ -81,22 +82,9 @@ class HttpReceiver:
 async def http_receiver(script: Script | None = None) -> AsyncIterator[HttpReceiver]:
     """A receiver on 127.0.0.1 (free port) in this event loop; its `url` is set."""
     receiver = HttpReceiver(script or always(200))
-    server = uvicorn.Server(
-        uvicorn.Config(receiver, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
-    )
-    task = asyncio.create_task(server.serve())
-    try:
-        async with asyncio.timeout(30):
-            while not server.started:
-                if task.done():
-                    task.result()
-                await asyncio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        receiver.url = f"http://127.0.0.1:{port}/hook"
+    async with on_loopback(receiver, "/hook", lifespan="off") as url:
+        receiver.url = url
         yield receiver
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 30)
 
 
 @dataclass

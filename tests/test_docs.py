@@ -13,6 +13,7 @@ from types import ModuleType
 
 import pytest
 
+from tests import repo_scripts
 from tests.test_public_api import PUBLIC_PACKAGES, directives
 from tether.settings import Settings
 
@@ -20,13 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def hook() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "docs_reference", REPO / "docs/hooks/reference.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return repo_scripts.load("docs/hooks/reference.py", "docs_reference")
 
 
 def test_the_settings_reference_lists_every_setting_with_a_meaning() -> None:

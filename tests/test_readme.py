@@ -10,7 +10,6 @@ import os
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,8 @@ import orjson
 import pytest
 
 from tests.conftest import database_env, direct_url
+from tests.e2e.conftest import free_port
+from tests.waiting import healthy
 from tether.loader import load_app
 from tether.runtime import errors as rt_errors
 from tether.runtime.service import running
@@ -202,12 +203,6 @@ async def test_a_push_back_in_the_example_continues_as_new(db_url: str, example_
 # --- the shell commands ----------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def run(argv: list[str], db_url: str, **env: str) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
         argv,
@@ -243,16 +238,12 @@ class Server:
             )
 
     def wait_healthy(self, port: int) -> None:
-        deadline = time.monotonic() + TIMEOUT
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, self.log.read_text("utf-8", errors="replace")
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)  # polls a subprocess's start-up; there is no event to wait on
-        raise AssertionError("server did not become healthy")
+        healthy(
+            self.proc,
+            port,
+            timeout=TIMEOUT,
+            log=lambda: self.log.read_text("utf-8", errors="replace"),
+        )
 
     def stop(self) -> None:
         if self.proc.poll() is None:

@@ -9,10 +9,13 @@ import asyncio
 import contextlib
 import inspect
 import platform
+import subprocess
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar, overload
 
+import httpx
 import psutil  # type: ignore[import-untyped]  # no stubs in the dev dependencies
 
 T = TypeVar("T")
@@ -63,6 +66,28 @@ async def until(
                 await asyncio.sleep(every)
     except TimeoutError:
         raise AssertionError(f"{what}: not within {timeout} s (last: {last!r})") from None
+
+
+def healthy(
+    proc: subprocess.Popen[Any],
+    port: int,
+    *,
+    timeout: float = 60.0,
+    log: Callable[[], str] | None = None,
+) -> None:
+    """Return once the server process `proc` answers 200 on `/healthz` at 127.0.0.1:`port`
+    (its start-up is polled: there is no event to wait on). Raises AssertionError when `proc`
+    exits first (with `log()` as the message, when given) or after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        assert proc.poll() is None, log() if log else "the server exited during start-up"
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, f"the server did not answer /healthz in {timeout} s"
+        time.sleep(0.1)
 
 
 def reading_stdin(pid: int) -> bool:

@@ -9,22 +9,17 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Final, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    ValidationInfo,
-    field_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from tether.loader import DEFAULT_APP
 from tether.loopback import LOOPBACK
+from tether.runtime import json_or_file
 from tether.runtime.admission import Admission, Profile, parse_profiles, parse_queues
 from tether.runtime.dag.environment import DEFAULT_PASSTHROUGH, parse_passthrough
 from tether.runtime.links import DEFAULT_TTL_S, MAX_TTL_S, LinkMinter
@@ -61,6 +56,28 @@ MASK: Final = "***"
 _URL_SCHEMES: Final = frozenset({"postgres", "postgresql"})
 _PORT: Final = re.compile(r"[0-9]{1,5}")
 _QUERY_SECRETS: Final = frozenset({"password", "passfile", "sslpassword", "sslkey"})
+
+
+def _read_profiles(value: str) -> dict[str, Profile]:
+    return json_or_file.read(value, parse_profiles, {}, "profiles")
+
+
+def _read_notify(value: str) -> list[Routed]:
+    return json_or_file.read(value, parse_channels, [], "notification channels")
+
+
+#: Settings written in a language of their own → the parser that reads them. Each is read once
+#: when the settings are, so a mistake stops the process at start, naming the variable.
+_PARSERS: Final[Mapping[str, Callable[[str], object]]] = MappingProxyType(
+    {
+        "queues": parse_queues,
+        "dag_env_passthrough": parse_passthrough,
+        "approver_roles": parse_roles,
+        "profiles": _read_profiles,
+        "notify": _read_notify,
+        "remotes": read_remotes,
+    }
+)
 
 
 class SettingsError(ValueError):
@@ -303,34 +320,10 @@ class Settings(BaseModel):
             )
         return value
 
-    @field_validator("queues")
+    @field_validator(*_PARSERS)
     @classmethod
-    def _valid_queues(cls, value: str) -> str:
-        parse_queues(value)
-        return value
-
-    @field_validator("dag_env_passthrough")
-    @classmethod
-    def _valid_passthrough(cls, value: str) -> str:
-        parse_passthrough(value)
-        return value
-
-    @field_validator("approver_roles")
-    @classmethod
-    def _valid_approver_roles(cls, value: str) -> str:
-        parse_roles(value)
-        return value
-
-    @field_validator("profiles")
-    @classmethod
-    def _valid_profiles(cls, value: str) -> str:
-        _read_profiles(value)
-        return value
-
-    @field_validator("notify")
-    @classmethod
-    def _valid_notify(cls, value: str) -> str:
-        _read_notify(value)
+    def _parses(cls, value: str, info: ValidationInfo) -> str:
+        _PARSERS[str(info.field_name)](value)
         return value
 
     @field_validator("public_url")
@@ -341,12 +334,6 @@ class Settings(BaseModel):
             if parts.scheme not in ("http", "https") or not parts.netloc or parts.query:
                 raise ValueError("expected the server's address, e.g. https://tether.example.com")
         return value or None
-
-    @field_validator("remotes")
-    @classmethod
-    def _valid_remotes(cls, value: str) -> str:
-        read_remotes(value)
-        return value
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
         """What repr and str show: secret settings masked (the database URL keeps all but its
@@ -530,35 +517,6 @@ class Settings(BaseModel):
             max_recovery_attempts=self.max_recovery_attempts,
             admission=self.admission(),
         )
-
-
-def _read_profiles(value: str) -> dict[str, Profile]:
-    """Profiles from JSON text (starting with `{`) or from the JSON file it names."""
-    text = value.strip()
-    if not text:
-        return {}
-    if text.startswith("{"):
-        return parse_profiles(text)
-    try:
-        return parse_profiles(Path(text).read_bytes())
-    except OSError as exc:
-        # Not the path: a value that is neither JSON nor a file may be a mistyped secret.
-        raise ValueError(f"cannot read it as a profiles file: {exc.strerror}") from None
-
-
-def _read_notify(value: str) -> list[Routed]:
-    """Channels from JSON text (starting with `{`) or from the JSON file it names."""
-    text = value.strip()
-    if not text:
-        return []
-    if text.startswith("{"):
-        return parse_channels(text)
-    try:
-        return parse_channels(Path(text).read_bytes())
-    except OSError as exc:
-        raise ValueError(
-            f"cannot read it as a notification channels file: {exc.strerror}"
-        ) from None
 
 
 def redacted_url(url: str) -> str:

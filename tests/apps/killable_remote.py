@@ -6,13 +6,11 @@ is recorded; `remote:peer/hold:poll:after` once the first poll answered)."""
 
 from __future__ import annotations
 
-import os
-import signal
 from typing import Any
 
 from pydantic import BaseModel
 
-from tether.runtime import probes
+from tests.apps import kill_probe
 from tether.runtime.context import Context
 from tether.runtime.registry import App
 
@@ -29,14 +27,4 @@ async def relay_hold(ctx: Context, inp: Hold) -> Any:
     return await ctx.call_tool("peer", "hold", {"text": inp.text})
 
 
-async def _die_at(point: probes.StepPoint) -> None:
-    """Die at once, as a power cut would, when the run reaches KILL_AT."""
-    if os.environ.get("KILL_AT") == f"{point.step}:{point.edge}":
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-if os.environ.get("KILL_AT"):
-    # Installed for the whole life of the worker process (held: a context manager that is
-    # collected would uninstall it).
-    INSTALLED = probes.installed(_die_at)
-    INSTALLED.__enter__()
+kill_probe.install()

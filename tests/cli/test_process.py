@@ -8,7 +8,6 @@ import base64
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,8 @@ import orjson
 import pytest
 
 from tests.conftest import database_env
+from tests.e2e.conftest import free_port
+from tests.waiting import healthy
 from tether.examples import app as examples
 from tether.runtime.service import Runtime, running
 from tether.runtime.worker import WorkerSettings
@@ -129,40 +130,34 @@ def test_the_embedded_server_starts_quietly(tmp_path: Path) -> None:
     assert proc.stderr == "" and proc.stdout.startswith("applied")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def test_ctrl_c_on_serve_exits_130_with_one_line(db_url: str, tmp_path: Path) -> None:
-    """SIGINT (what Ctrl-C sends) shuts `tether serve` down cleanly: exit 130, our one line,
-    no traceback."""
+def interrupted_serve(environ: dict[str, str], *options: str) -> tuple[int, str, str]:
+    """`tether OPTIONS serve` with `environ`, sent SIGINT (what Ctrl-C sends) once it answers
+    /healthz: its exit code, standard output and standard error."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tether", "serve", "--port", str(port)],
+        [sys.executable, "-m", "tether", *options, "serve", "--port", str(port)],
         cwd=REPO,
-        env=env(TETHER_DATABASE_URL=db_url),
+        env=environ,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
-        deadline = time.monotonic() + TIMEOUT
-        while True:
-            assert proc.poll() is None and time.monotonic() < deadline
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)  # polls a subprocess's start-up; no event to wait on
+        healthy(proc, port, timeout=TIMEOUT)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=TIMEOUT)
+        out, err = proc.communicate(timeout=TIMEOUT)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 130, err
+    return proc.returncode, out, err
+
+
+def test_ctrl_c_on_serve_exits_130_with_one_line(db_url: str, tmp_path: Path) -> None:
+    """SIGINT (what Ctrl-C sends) shuts `tether serve` down cleanly: exit 130, our one line,
+    no traceback."""
+    code, _, err = interrupted_serve(env(TETHER_DATABASE_URL=db_url))
+    assert code == 130, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
     assert err.splitlines()[-1] == "tether: interrupted; stopped"
     assert err.count("TETHER_STATE_KEY is not set") == 1
@@ -283,31 +278,8 @@ def test_the_server_logs_no_secret_from_start_to_stop(db_url: str) -> None:
         "TETHER_API_TOKENS": "ci:operator:" + "cd" * 32,
         "TETHER_ENCRYPTION_KEYS": "k1:" + base64.b64encode(b"E" * 32).decode(),
     }
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tether", "--verbose", "serve", "--port", str(port)],
-        cwd=REPO,
-        env=env(**secrets_, TETHER_ACCESS_LOG="true"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + TIMEOUT
-        while True:
-            assert proc.poll() is None and time.monotonic() < deadline
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)  # polls a subprocess's start-up; no event to wait on
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=TIMEOUT)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.returncode == 130, err
+    code, out, err = interrupted_serve(env(**secrets_, TETHER_ACCESS_LOG="true"), "--verbose")
+    assert code == 130, err
     logged = out + err
     assert "serving tether.examples:app" in logged and "GET /healthz" in logged
     for name, value in secrets_.items():

@@ -3,21 +3,16 @@ against a real server, over HTTP and over the database, and prints what the page
 
 from __future__ import annotations
 
-import asyncio
-import os
-import sys
-from pathlib import Path
-
 import pytest
 
+from tests import repo_scripts
 from tests.conftest import database_env
 from tests.e2e.conftest import serve
 from tether.examples import app
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
 
-REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "docs/examples/client_review.py"
+EXAMPLE = "docs/examples/client_review.py"
 
 
 @pytest.mark.parametrize("transport", ["http", "database"])
@@ -29,18 +24,7 @@ async def test_the_client_example_approves_a_review_and_prints_the_outcome(
         target = url if transport == "http" else db_url
         # Over the database, the client applies the pooler settings of TETHER_DATABASE_URL.
         database = database_env(db_url) if transport == "database" else {}
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            str(EXAMPLE),
-            cwd=REPO,
-            env={**os.environ, **database, "TETHER_URL": target},
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-        )
-        async with asyncio.timeout(90):
-            out, _ = await proc.communicate()
-    text = out.decode("utf-8", errors="replace")
-    assert proc.returncode == 0, text
+        text = await repo_scripts.run(EXAMPLE, **database, TETHER_URL=target)
     lines = text.splitlines()
     assert lines[0].startswith("started ex_") and lines[0].endswith(f"over {transport}")
     assert lines[1:] == [

@@ -15,11 +15,10 @@ import pytest_asyncio
 
 from tests.apps.console import app
 from tests.conftest import direct_url
-from tests.e2e.conftest import on_loopback
+from tests.e2e.conftest import on_loopback, server_settings
 from tether.app import create_app
 from tether.runtime.operations import Operations
 from tether.security import new_token
-from tether.settings import Settings
 from tether.testing.databases import Databases
 
 
@@ -57,6 +56,24 @@ class Site:
                     )
                 await asyncio.sleep(0.05)
 
+    async def audit_rows(self, run_id: str, count: int) -> list[asyncpg.Record]:
+        """The run's console audit rows (principal, surface, method, outcome), oldest first, once
+        `count` of them are written (the audit writer writes them behind the request)."""
+        conn = await asyncpg.connect(direct_url(self.db_url))
+        try:
+            async with asyncio.timeout(5):
+                while True:
+                    rows = await conn.fetch(
+                        "SELECT principal, surface, method, outcome FROM audit"
+                        " WHERE surface = 'console' AND execution_id = $1 ORDER BY id",
+                        run_id,
+                    )
+                    if len(rows) >= count:
+                        return list(rows)
+                    await asyncio.sleep(0.05)
+        finally:
+            await conn.close()
+
 
 async def _row(site: Site, run_id: str) -> asyncpg.Record:
     conn = await asyncpg.connect(direct_url(site.db_url))
@@ -81,15 +98,7 @@ async def console_site(db_url: str, **overrides: Any) -> AsyncIterator[Site]:
         token, entry = new_token(name, role, tenant)
         tokens[name] = token
         entries.append(entry)
-    settings = Settings(
-        database_url=db_url,
-        poll_s=0.05,
-        janitor_interval_s=3600.0,
-        state_key="test-key",
-        console=True,
-        api_tokens=",".join(entries),
-        **overrides,
-    )
+    settings = server_settings(db_url, console=True, api_tokens=",".join(entries), **overrides)
     web = create_app(app, settings, db_url)
     async with on_loopback(web, "") as base:
         yield Site(base, tokens, db_url, web.state.runtime.ops)

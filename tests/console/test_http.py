@@ -7,11 +7,9 @@ import asyncio
 import re
 from collections.abc import AsyncIterator
 
-import asyncpg
 import httpx
 import pytest
 
-from tests.conftest import direct_url
 from tests.console.conftest import Site, console_site
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
@@ -65,20 +63,7 @@ async def test_csrf_signin_audit_and_live_stream(site: Site) -> None:
             )
             assert answered.status_code == 303
             assert await _until(lines, "completed")
-    conn = await asyncpg.connect(direct_url(site.db_url))
-    try:
-        async with asyncio.timeout(5):
-            while True:
-                rows = await conn.fetch(
-                    "SELECT outcome FROM audit WHERE surface = 'console' AND execution_id = $1"
-                    " ORDER BY at",
-                    run_id,
-                )
-                if len(rows) >= 2:
-                    break
-                await asyncio.sleep(0.1)
-    finally:
-        await conn.close()
+    rows = await site.audit_rows(run_id, 2)
     assert [r["outcome"] for r in rows] == ["refused", "ok"]
 
 

@@ -5,16 +5,13 @@ change nothing (our choice: docs/answering-waits.md, docs/security.md)."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 import time
 from typing import Any
 
-import asyncpg
 import httpx
 import pytest
 
-from tests.conftest import direct_url
 from tests.console.conftest import Site
 from tether.console.links import COOKIE, form_token
 from tether.runtime import links, votes
@@ -40,24 +37,6 @@ def csrf_of(html: str) -> str:
 
 async def version(site: Site, run_id: str) -> int:
     return (await site.ops.get(run_id, follow_chain=False)).requested.version
-
-
-async def audit_rows(site: Site, run_id: str, count: int) -> list[asyncpg.Record]:
-    """The run's audit rows of link POSTs, oldest first, once `count` of them are written."""
-    conn = await asyncpg.connect(direct_url(site.db_url))
-    try:
-        async with asyncio.timeout(5):
-            while True:
-                rows = await conn.fetch(
-                    "SELECT principal, surface, method, outcome FROM audit"
-                    " WHERE execution_id = $1 AND method LIKE 'links/%' ORDER BY id",
-                    run_id,
-                )
-                if len(rows) >= count:
-                    return list(rows)
-                await asyncio.sleep(0.05)
-    finally:
-        await conn.close()
 
 
 async def test_a_links_get_shows_a_confirm_form_and_changes_nothing(site: Site) -> None:
@@ -97,7 +76,7 @@ async def test_the_post_decides_once_as_the_links_person_and_is_audited(site: Si
     assert shown_again.status_code == 409 and "has been used" in shown_again.text
     history = await site.ops.history(run_id)
     assert [e.data["by"] for e in history if e.type == "answer"] == ["alice"]
-    rows = await audit_rows(site, run_id, 2)
+    rows = await site.audit_rows(run_id, 2)
     assert [(r["principal"], r["surface"], r["method"], r["outcome"]) for r in rows] == [
         ("alice", "console", "links/approve", "ok"),
         ("alice", "console", "links/approve", "refused"),
@@ -212,7 +191,7 @@ async def test_links_cast_votes_and_a_non_approvers_link_is_refused(site: Site) 
     assert "alice approved" in bob_page.text  # the votes so far, on the page
     assert bob.status_code == 200
     assert await site.output(run_id) == {"decision": "approved", "approvers": ["alice", "bob"]}
-    rows = await audit_rows(site, run_id, 3)
+    rows = await site.audit_rows(run_id, 3)
     assert [(r["principal"], r["outcome"]) for r in rows] == [
         ("mallory", "refused"),
         ("alice", "ok"),

@@ -6,30 +6,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import re
 import statistics
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from tests import repo_scripts
 from tether.runtime.dag import interpreter, work
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "dags.py"
-
 
 def load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_dags", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses in it look their module up
-    spec.loader.exec_module(module)
-    return module
+    return repo_scripts.load("bench/dags.py", "bench_dags")
 
 
 def tiny() -> argparse.Namespace:

@@ -12,7 +12,8 @@ import httpx
 from a2a.client import Client, ClientConfig, create_client
 from a2a.types import CancelTaskRequest, GetTaskRequest, ListTasksRequest, Task
 
-from tests.e2e.remotes import Process, free_port
+from tests.e2e.conftest import free_port
+from tests.e2e.remotes import Process
 
 
 def agent(logs: Path, store: Path | None = None) -> Process:

@@ -6,11 +6,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 import uvicorn
@@ -76,12 +77,24 @@ async def wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> int | None
         return None
 
 
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
 @contextlib.asynccontextmanager
-async def on_loopback(asgi_app: Any, path: str = "/mcp") -> AsyncIterator[str]:
-    """Run an ASGI app with uvicorn on 127.0.0.1 (free port) in this event loop; yields the
-    URL of `path`."""
+async def on_loopback(
+    asgi_app: Any, path: str = "/mcp", *, port: int = 0, lifespan: Literal["on", "off"] = "on"
+) -> AsyncIterator[str]:
+    """Run an ASGI app with uvicorn on 127.0.0.1 (`port`, 0: a free one) in this event loop
+    until the block ends; yields the URL of `path`."""
     server = uvicorn.Server(
-        uvicorn.Config(asgi_app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+        uvicorn.Config(
+            asgi_app, host="127.0.0.1", port=port, log_level="warning", lifespan=lifespan
+        )
     )
     task = asyncio.create_task(server.serve())
     try:
@@ -90,16 +103,16 @@ async def on_loopback(asgi_app: Any, path: str = "/mcp") -> AsyncIterator[str]:
                 if task.done():
                     task.result()
                 await asyncio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        yield f"http://127.0.0.1:{port}{path}"
+        bound = server.servers[0].sockets[0].getsockname()[1]
+        yield f"http://127.0.0.1:{bound}{path}"
     finally:
         server.should_exit = True
         await asyncio.wait_for(task, 30)
 
 
-@contextlib.asynccontextmanager
-async def serve(app: App, db_url: str, **settings: Any) -> AsyncIterator[str]:
-    """Run Tether for `app` on 127.0.0.1 (free port) in this event loop; yields the MCP URL."""
+def server_settings(db_url: str, **settings: Any) -> Settings:
+    """A test server's settings on `db_url`: quick polls, no janitor round during a test, a
+    fixed state key; `settings` override them."""
     defaults: dict[str, Any] = {
         "database_url": db_url,
         "poll_s": 0.05,
@@ -107,7 +120,13 @@ async def serve(app: App, db_url: str, **settings: Any) -> AsyncIterator[str]:
         "janitor_interval_s": 3600.0,
         "state_key": "test-key",
     }
-    conf = Settings.model_validate({**defaults, **settings})
+    return Settings.model_validate({**defaults, **settings})
+
+
+@contextlib.asynccontextmanager
+async def serve(app: App, db_url: str, **settings: Any) -> AsyncIterator[str]:
+    """Run Tether for `app` on 127.0.0.1 (free port) in this event loop; yields the MCP URL."""
+    conf = server_settings(db_url, **settings)
     async with on_loopback(create_app(app, conf, db_url), conf.mcp_path) as url:
         yield url
 

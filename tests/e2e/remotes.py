@@ -1,12 +1,12 @@
 """Remotes for the remote-task tests: a second Tether server on a database of its own (it can
-be stopped and started again on the same port), a FastMCP tasks server, and readers of what
-the remote holds (its runs, one per task)."""
+be stopped and started again on the same port), a remote server in a process of its own, and
+readers of what the remote holds (its runs, one per task) and of what our run recorded of the
+call (its output, the remote's task id)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -15,51 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
-import uvicorn
 
+from tests.e2e.conftest import free_port, on_loopback, server_settings
 from tether.app import create_app
 from tether.runtime.operations import Operations
 from tether.runtime.registry import App
-from tether.settings import Settings
 from tether.storage import pool
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@contextlib.asynccontextmanager
-async def uvicorn_at(asgi_app: Any, port: int) -> AsyncIterator[None]:
-    """Serve `asgi_app` on 127.0.0.1:`port` in this event loop until the block ends."""
-    server = uvicorn.Server(
-        uvicorn.Config(asgi_app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
-    task = asyncio.create_task(server.serve())
-    try:
-        async with asyncio.timeout(30):
-            while not server.started:
-                if task.done():
-                    task.result()
-                await asyncio.sleep(0.01)
-        yield
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, 30)
-
-
-def tether_app(app: App, db_url: str, **settings: Any) -> Any:
-    defaults: dict[str, Any] = {
-        "database_url": db_url,
-        "poll_s": 0.05,
-        "poll_interval_ms": 100,
-        "janitor_interval_s": 3600.0,
-        "state_key": "test-key",
-    }
-    conf = Settings.model_validate({**defaults, **settings})
-    return create_app(app, conf, db_url)
+from tether.testing.databases import Databases
 
 
 @dataclass
@@ -91,9 +53,10 @@ class Peer:
     def ops(self) -> Operations:
         return Operations(self.db, self.app)
 
-    def serving(self) -> contextlib.AbstractAsyncContextManager[None]:
+    def serving(self) -> contextlib.AbstractAsyncContextManager[str]:
         """The server up for the block (again on the same port after a stop)."""
-        return uvicorn_at(tether_app(self.app, self.db_url), self.port)
+        asgi = create_app(self.app, server_settings(self.db_url), self.db_url)
+        return on_loopback(asgi, port=self.port)
 
     async def runs(self, workflow: str) -> list[asyncpg.Record]:
         """Every run of `workflow` on the remote: one per remote task it created."""
@@ -117,16 +80,38 @@ class Peer:
 
 
 @contextlib.asynccontextmanager
-async def peer(app: App, db_url: str) -> AsyncIterator[Peer]:
-    """A second Tether server for `app` on `db_url`, serving for the block."""
-    db = await pool.create_pool(db_url, min_size=1, max_size=4)
-    found = Peer(app, db_url, free_port(), db)
+async def peer(app: App, databases: Databases) -> AsyncIterator[Peer]:
+    """A second Tether server for `app`, serving for the block, on a database of its own
+    (created for the block, dropped after)."""
+    db_url = await databases.create()
     try:
-        await found.start()
-        yield found
+        db = await pool.create_pool(db_url, min_size=1, max_size=4)
+        found = Peer(app, db_url, free_port(), db)
+        try:
+            await found.start()
+            yield found
+        finally:
+            await found.stop()
+            await db.close()
     finally:
-        await found.stop()
-        await db.close()
+        await databases.drop(db_url)
+
+
+async def completed(ops: Operations, run: str, *, timeout: float = 30.0) -> Any:
+    """The output of `run` once it ends; the test fails unless it completed."""
+    view = await ops.wait_for_end(run, timeout=timeout)
+    assert view.current.status == "completed", (view.current.status, view.current.error)
+    return view.current.output
+
+
+async def remote_task(ops: Operations, run: str, *, timeout: float = 30.0) -> str:
+    """The remote's task id, as `run` recorded it (before its first poll)."""
+    async with asyncio.timeout(timeout):
+        while True:
+            for step in await ops.steps(run):
+                if step.kind == "remote" and step.result.get("task"):
+                    return str(step.result["task"])
+            await asyncio.sleep(0.02)
 
 
 REPO = Path(__file__).resolve().parents[2]
@@ -168,6 +153,15 @@ class Process:
                 writer.close()
                 await writer.wait_closed()
                 return
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[Process]:
+        """Up for the block, killed after."""
+        await self.start()
+        try:
+            yield self
+        finally:
+            self.kill()
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -6,25 +6,19 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-import httpx
 import pytest
+
+from tests.e2e.conftest import free_port
+from tests.waiting import healthy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _postgres_running(data_dir: Path) -> bool:
@@ -52,7 +46,7 @@ DATABASE_VARIABLES = frozenset(
 def test_serve_on_the_embedded_default_stops_its_postgres_on_sigterm() -> None:
     """Start, answer /healthz, SIGTERM: exit cleanly and leave no PostgreSQL behind."""
     data_dir = Path(tempfile.mkdtemp(prefix="te", dir="/tmp"))
-    port = _free_port()
+    port = free_port()
     # The embedded default: no database URL, nor the pooler settings that go with one.
     env = {k: v for k, v in os.environ.items() if k not in DATABASE_VARIABLES}
     proc = subprocess.Popen(
@@ -63,16 +57,7 @@ def test_serve_on_the_embedded_default_stops_its_postgres_on_sigterm() -> None:
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            assert proc.poll() is None, "server exited during start-up"
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "server did not start"
-            time.sleep(0.2)
+        healthy(proc, port, timeout=90)
         assert _postgres_running(data_dir)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 128 + signal.SIGTERM

@@ -23,8 +23,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tests.apps.traced_kill import app
 from tests.conftest import direct_url
-from tests.e2e.conftest import ServeFn, wait_exit
-from tests.e2e.test_server_kill import Servers, free_port, wait_ready
+from tests.e2e.conftest import ServeFn, free_port, wait_exit
+from tests.e2e.test_server_kill import Servers, wait_ready
 from tests.mcp_client import McpClient
 from tests.waiting import until
 

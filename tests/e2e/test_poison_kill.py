@@ -17,11 +17,10 @@ import pytest
 
 from tests.apps.killable import app
 from tests.conftest import database_env
-from tests.e2e.conftest import REPO, Workers, on_loopback, wait_exit
+from tests.e2e.conftest import REPO, Workers, on_loopback, server_settings, wait_exit
 from tests.mcp_client import McpClient
 from tether.app import create_app
 from tether.runtime.operations import Operations
-from tether.settings import Settings
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e, pytest.mark.slow]
 
@@ -80,9 +79,7 @@ async def test_a_run_that_kills_its_worker_every_time_ends_failed_after_the_limi
     ended = [ev.data for ev in await ops.history(run_id) if ev.type == "ended"]
     assert ended == [{"status": "failed", "error": ERROR}]
 
-    conf = Settings.model_validate(
-        {"database_url": db_url, "poll_interval_ms": 100, "state_key": "test-key"}
-    )
+    conf = server_settings(db_url)
     async with on_loopback(create_app(app, conf, db_url, run_workers=False)) as url:
         c = client(url)
         task = await c.result("tasks/get", {"taskId": run_id})

@@ -5,30 +5,17 @@ every other recorded call."""
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
-
 import pytest
 
 from tests.apps import realm_cleanup
 from tests.e2e.conftest import ServeFn
 from tests.e2e.test_answer_tool import Client
-from tests.e2e.test_realm_tools import tool
-from tests.mcp_client import McpClient
+from tests.e2e.test_realm_tools import run_state_until, tool
 from tests.test_cli import as_json, tether
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
 
 APP = "tests/apps/realm_cleanup.py:app"
-
-
-async def _ended(c: McpClient, run: str) -> dict[str, Any]:
-    for _ in range(200):
-        state = await tool(c, "get_run_state", {"run_id": run})
-        if state["terminal_state"]:
-            return state
-        await asyncio.sleep(0.05)
-    raise AssertionError(state)
 
 
 async def test_a_cleanup_step_left_pending_is_named_with_the_command_that_runs_it(
@@ -61,7 +48,7 @@ async def test_a_cleanup_step_left_pending_is_named_with_the_command_that_runs_i
         terminal = f"Run '{run}' has ended (completed), so no gate of it can be answered now"
         # said once: "it completed; cleanup step left pending …"
         assert late["context_hint"] == f"{terminal}; it completed; c{sentence[1:]}"
-        state = await _ended(c, run)
+        state = await run_state_until(c, run, lambda s: s["terminal_state"])
         assert state["cleanup_pending"] == {"steps": ["tidy"], "command": command}
 
         cli = ("runs", "--app", APP)
@@ -77,7 +64,7 @@ async def test_a_cleanup_step_left_pending_is_named_with_the_command_that_runs_i
             {"run_id": resumed["id"], "relation": "resumed"},
         )
         assert "cleanup_pending" not in old  # the resumed run ran it
-        state = await _ended(c, resumed["id"])
+        state = await run_state_until(c, resumed["id"], lambda s: s["terminal_state"])
         assert state["run_id"] == resumed["id"] != run
         assert (state["run_phase"], state["completed_steps"]) == ("completed", ["draft"])
         assert "cleanup_pending" not in state

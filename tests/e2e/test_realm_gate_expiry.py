@@ -5,14 +5,13 @@ out at the deadline, so every late answer here meets an expiry already carried o
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
 
 from tests.e2e.conftest import ServeFn
 from tests.e2e.test_answer_tool import Client
-from tests.e2e.test_realm_tools import tool
+from tests.e2e.test_realm_tools import run_state_until, tool
 from tests.mcp_client import McpClient
 from tether.runtime.registry import App
 
@@ -62,14 +61,6 @@ async def _opened(c: McpClient) -> dict[str, Any]:
     return out
 
 
-async def _state_until(c: McpClient, run: str, done: Any) -> dict[str, Any]:
-    """get_run_state until `done(state)` holds (the worker acts at the gate's deadline)."""
-    async with asyncio.timeout(15):
-        while not done(state := await tool(c, "get_run_state", {"run_id": run})):
-            pass
-    return state
-
-
 async def test_another_choice_after_a_default_was_settled_says_it_was_not_recorded(
     mcp_server: ServeFn, client: Client
 ) -> None:
@@ -79,7 +70,7 @@ async def test_another_choice_after_a_default_was_settled_says_it_was_not_record
         c = client(url)
         opened = await _opened(c)
         run, gate_id = opened["run_id"], opened["gate"]["gate_id"]
-        await _state_until(c, run, lambda s: s["run_phase"] == "running")
+        await run_state_until(c, run, lambda s: s["run_phase"] == "running")
         late = await tool(
             c, "submit_human_response", {"run_id": run, "gate_id": gate_id, "choice": "send"}
         )
@@ -114,7 +105,7 @@ async def test_a_gate_without_on_expiry_shows_its_expiry_and_reports_it_once_pas
         assert "expires_at" in gate
         state = await tool(c, "get_run_state", {"run_id": run})
         assert state["pending_gate"]["expires_at"] == gate["expires_at"]
-        found = await _state_until(c, run, lambda s: "run_health" in s)
+        found = await run_state_until(c, run, lambda s: "run_health" in s)
         (finding,) = found["run_health"]
         assert (finding["kind"], finding["step"]) == ("gate_expired_awaiting_drive", "pack")
         assert finding["reason"] == (
@@ -142,7 +133,7 @@ async def test_a_run_an_abort_expiry_ended_names_the_gate_step_and_what_it_skipp
         c = client(url)
         opened = await _opened(c)
         run, gate_id = opened["run_id"], opened["gate"]["gate_id"]
-        state = await _state_until(c, run, lambda s: s["terminal_state"])
+        state = await run_state_until(c, run, lambda s: s["terminal_state"])
         assert (state["run_phase"], state["sealed_by_arm"], state["sealed_by_step"]) == (
             "aborted",
             "gate_expiry_abort",

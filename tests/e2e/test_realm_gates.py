@@ -5,7 +5,6 @@ the gate's expiry (never recorded: `answer_recorded:false`, `winning_choice`, `r
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ import pytest
 
 from tests.e2e.conftest import ServeFn
 from tests.e2e.test_answer_tool import Client
-from tests.e2e.test_realm_tools import tool
+from tests.e2e.test_realm_tools import run_state_until, tool
 from tests.mcp_client import McpClient
 from tests.specs.realm.test_workflow_files import WORKFLOWS
 from tether.runtime.registry import App
@@ -191,9 +190,8 @@ async def test_gate_answered_after_its_expiry(mcp_server: ServeFn, client: Clien
         c = client(url)
         opened = await _open_gate(c)
         run, gate_id = opened["run_id"], opened["gate"]["gate_id"]
-        async with asyncio.timeout(15):  # the worker carries out the expiry at the deadline
-            while (await tool(c, "get_run_state", {"run_id": run}))["terminal_state"] is False:
-                pass
+        # the worker carries out the expiry at the deadline
+        await run_state_until(c, run, lambda s: s["terminal_state"])
         args = {"run_id": run, "gate_id": gate_id, "choice": "pay"}
         late = await tool(c, "submit_human_response", args)
         assert late["error_code"] == "STATE_BLOCKED"
@@ -263,9 +261,8 @@ async def test_a_claim_token_for_a_settled_gate_is_spent_with_a_warning(
         c = client(url)
         opened = await _open_gate(c)
         run, token = opened["run_id"], opened["gate"]["claim_token"]
-        async with asyncio.timeout(15):  # the worker carries out the expiry at the deadline
-            while (await tool(c, "get_run_state", {"run_id": run}))["terminal_state"] is False:
-                pass
+        # the worker carries out the expiry at the deadline
+        await run_state_until(c, run, lambda s: s["terminal_state"])
         args = {"run_id": run, "gate_id": opened["gate"]["gate_id"], "choice": "hold"}
         late = await tool(c, "submit_human_response", {**args, "claim_token": token})
         assert (late["status"], late["answer_recorded"]) == ("ok", False)

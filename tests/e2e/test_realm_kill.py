@@ -6,7 +6,6 @@ fails (`7 pay` twice)."""
 
 from __future__ import annotations
 
-import asyncio
 import signal
 from pathlib import Path
 from typing import Any
@@ -14,24 +13,14 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.conftest import wait_exit
-from tests.e2e.test_realm_tools import tool
-from tests.e2e.test_server_kill import SERVER_ENV, Servers, free_port, wait_ready
+from tests.e2e.conftest import free_port, wait_exit
+from tests.e2e.test_realm_tools import run_state_until, tool
+from tests.e2e.test_server_kill import SERVER_ENV, Servers, wait_ready
 from tests.mcp_client import McpClient
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e, pytest.mark.slow]
 
 APP = "tests/apps/killable_realm.py:app"
-
-
-async def _settled(c: McpClient, run: str) -> dict[str, Any]:
-    """get_run_state until the run has an agent step ready (the recovered chain ran)."""
-    for _ in range(300):
-        state = await tool(c, "get_run_state", {"run_id": run})
-        if state["next_actions"]:
-            return state
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"run {run} did not settle: {state}")
 
 
 async def _answer(c: McpClient, workflow: str) -> tuple[str, str, dict[str, Any]]:
@@ -69,7 +58,7 @@ async def test_answer_then_sigkill_then_restart_runs_the_chain_once(
         second = servers.spawn("server2", "serve", APP, "--port", str(port), **env)
         c2 = McpClient(await wait_ready(servers, "server2", second, port), timeout=10)
         try:
-            state = await _settled(c2, run)
+            state = await run_state_until(c2, run, lambda s: s["next_actions"])
             assert state["completed_steps"] == ["assess", "pay"]  # the answer was not lost
             (action,) = state["next_actions"]
             assert action["instruction"]["params"]["command"] == "confirm"

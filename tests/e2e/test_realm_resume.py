@@ -3,7 +3,6 @@ protocol's replies name: a new run keeps the answers recorded before STEP and go
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +11,7 @@ import pytest
 from tests.apps import realm_resume
 from tests.e2e.conftest import ServeFn
 from tests.e2e.test_answer_tool import Client
-from tests.e2e.test_realm_tools import tool
-from tests.mcp_client import McpClient
+from tests.e2e.test_realm_tools import run_state_until, tool
 from tests.test_cli import as_json, tether
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
@@ -22,13 +20,9 @@ APP = "tests/apps/realm_resume.py:app"
 HANDLERS = "tests/apps/realm_resume.py:handlers_only"
 
 
-async def _ready(c: McpClient, run: str) -> dict[str, Any]:
-    for _ in range(200):
-        state = await tool(c, "get_run_state", {"run_id": run})
-        if state["next_actions"] or state["terminal_state"]:
-            return state
-        await asyncio.sleep(0.05)
-    raise AssertionError(state)
+def _ready(state: dict[str, Any]) -> bool:
+    """An agent step is ready, or the run has ended."""
+    return bool(state["next_actions"] or state["terminal_state"])
 
 
 async def test_a_failed_auto_step_is_resumed_from_the_step_the_reply_names(
@@ -71,7 +65,7 @@ async def test_a_failed_auto_step_is_resumed_from_the_step_the_reply_names(
             f"Run '{run}' is failed. It went on as run '{resumed['id']}' (resumed); read that "
             "run for where the work stands."
         )
-        state = await _ready(c, resumed["id"])
+        state = await run_state_until(c, resumed["id"], _ready)
         assert (state["run_id"], state["resume_of"]) == (resumed["id"], run)
         assert state["completed_steps"] == ["assess", "pay"], str(state)  # the answer was kept
         assert state["next_actions"][0]["instruction"]["params"]["command"] == "confirm"
@@ -101,7 +95,7 @@ async def test_the_printed_way_back_works_when_protocols_come_from_a_directory(
         )  # fmt: skip
         went_on = as_json(by_flag)["id"]
         assert went_on != run
-        state = await _ready(c, went_on)
+        state = await run_state_until(c, went_on, _ready)
         assert state["completed_steps"] == ["assess", "pay"], str(state)
 
         # The same command reads TETHER_PROTOCOLS when no flag is given.

@@ -4,7 +4,6 @@ upload), `when` (a skipped step), a guard, and a finalizer that runs once after 
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +11,7 @@ import pytest
 
 from tests.e2e.conftest import ServeFn
 from tests.e2e.test_answer_tool import Client
-from tests.e2e.test_realm_tools import tool
-from tests.mcp_client import McpClient
+from tests.e2e.test_realm_tools import run_state_until, tool
 from tether.runtime.registry import App
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
@@ -37,15 +35,6 @@ def build_app(fail_upload: bool, notes: list[str]) -> App:
         return {"logged": True}
 
     return app
-
-
-async def _state(c: McpClient, run: str) -> dict[str, Any]:
-    for _ in range(200):
-        state = await tool(c, "get_run_state", {"run_id": run, "include_steps": True})
-        if state["terminal_state"]:
-            return state
-        await asyncio.sleep(0.05)
-    raise AssertionError(state)
 
 
 @pytest.mark.parametrize(
@@ -72,7 +61,7 @@ async def test_a_release_routes_by_outcome_and_finalizes_once(
         answer = {"license": license, "rows": 20}
         out = await tool(c, "execute_step", {"run_id": run, "command": "review", "params": answer})
         assert out["status"] == "ok", out
-        state = await _state(c, run)
+        state = await run_state_until(c, run, lambda s: s["terminal_state"], include_steps=True)
         assert state["run_phase"] == phase
         assert state["completed_steps"] == done  # mark_large: when false (20 <= 1000), skipped
         assert state["failed_steps"] == (["upload"] if fail_upload else [])
@@ -132,7 +121,7 @@ async def test_an_abandoned_run_runs_no_finalizer(mcp_server: ServeFn, client: C
         run = (await tool(c, "start_run", {"workflow_id": "trigger-rules"}))["run_id"]
         gone = await tool(c, "abandon_run", {"run_id": run})
         assert gone["run_phase"] == "abandoned"
-        state = await _state(c, run)
+        state = await run_state_until(c, run, lambda s: s["terminal_state"], include_steps=True)
         assert state["completed_steps"] == []
         assert state["sealed_by_arm"] == "abandon_requested"
     assert notes == []  # the server has drained its workers: a finalizer would have run by now
@@ -150,7 +139,7 @@ async def test_a_finalizer_without_its_handler_is_left_cleanup_pending(
         run = (await tool(c, "start_run", {"workflow_id": "trigger-rules"}))["run_id"]
         answer = {"license": "restricted", "rows": 20}  # the guard aborts; unlock is owed
         await tool(c, "execute_step", {"run_id": run, "command": "review", "params": answer})
-        state = await _state(c, run)
+        state = await run_state_until(c, run, lambda s: s["terminal_state"], include_steps=True)
         assert state["run_phase"] == "aborted"
         assert state["cleanup_pending"] == {
             "steps": ["unlock"],

@@ -5,6 +5,7 @@ tasks/get, and parameter refusals as JSON-RPC -32602."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -13,6 +14,7 @@ import pytest
 from tests.e2e.conftest import ServeFn
 from tests.e2e.test_answer_tool import PLAIN, TASKS_ONLY, Client
 from tests.mcp_client import McpClient
+from tests.waiting import until
 from tether.jsonrpc import codes
 from tether.runtime.registry import App
 
@@ -69,6 +71,25 @@ async def tool(c: McpClient, name: str, args: dict[str, Any]) -> dict[str, Any]:
     assert result["isError"] is False, result
     reply: dict[str, Any] = orjson.loads(result["content"][0]["text"])
     return reply
+
+
+async def run_state_until(
+    c: McpClient,
+    run: str,
+    done: Callable[[dict[str, Any]], object],
+    *,
+    include_steps: bool = False,
+    timeout: float = 15.0,
+) -> dict[str, Any]:
+    """`get_run_state` of `run`, asked again until `done(state)` holds (the server's workers
+    move the run on); that state."""
+    args: dict[str, Any] = {"run_id": run, **({"include_steps": True} if include_steps else {})}
+
+    async def reached() -> dict[str, Any] | None:
+        state = await tool(c, "get_run_state", args)
+        return state if done(state) else None
+
+    return await until(reached, timeout=timeout, every=0.05, what=f"the state of run {run}")
 
 
 async def test_agent_run_refused_then_accepted_auto_chain_and_tasks_get(

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from tests.e2e import agents
 from tests.e2e.conftest import serve
-from tests.e2e.remotes import Process
+from tests.e2e.remotes import Process, completed, remote_task
 from tests.mcp_client import McpClient
 from tether.runtime.context import Context
 from tether.runtime.dag.status import dag_status
@@ -61,43 +61,19 @@ def requester(url: str) -> App:
 @pytest.fixture
 async def agent(tmp_path: Path) -> AsyncIterator[Process]:
     """The agent, its tasks in memory."""
-    found = agents.agent(tmp_path)
-    await found.start()
-    try:
+    async with agents.agent(tmp_path).running() as found:
         yield found
-    finally:
-        found.kill()
 
 
 @pytest.fixture
 async def kept(tmp_path: Path) -> AsyncIterator[Process]:
     """The agent, its tasks kept in files: a restart keeps them."""
-    found = agents.agent(tmp_path, tmp_path / "store")
-    await found.start()
-    try:
+    async with agents.agent(tmp_path, tmp_path / "store").running() as found:
         yield found
-    finally:
-        found.kill()
 
 
 async def _ask(ops: Operations, message: str, **extra: Any) -> str:
     return (await ops.start("ask", {"message": message, **extra})).execution.id
-
-
-async def _ended(ops: Operations, run: str) -> Any:
-    view = await ops.wait_for_end(run, timeout=TIMEOUT)
-    assert view.current.status == "completed", (view.current.status, view.current.error)
-    return view.current.output
-
-
-async def _task_id(ops: Operations, run: str) -> str:
-    """The agent's task id, as our run recorded it (before its first poll)."""
-    async with asyncio.timeout(TIMEOUT):
-        while True:
-            for step in await ops.steps(run):
-                if step.kind == "remote" and step.result.get("task"):
-                    return str(step.result["task"])
-            await asyncio.sleep(0.02)
 
 
 async def _questions(ops: Operations, run: str) -> list[dict[str, Any]]:
@@ -121,7 +97,7 @@ async def test_a_completed_task_returns_its_artifacts_and_message_from_one_task(
     ops = Operations(db, app)
     async with asyncio.timeout(TIMEOUT), serve(app, db_url):
         run = await _ask(ops, "echo hi", data={"k": 7})
-        out = await _ended(ops, run)
+        out = await completed(ops, run)
         (record,) = [s for s in await ops.steps(run) if s.kind == "remote"]
     reply = out["value"]
     assert (reply["text"], reply["data"]) == ("echo: hi", [{"k": 7}])
@@ -141,7 +117,7 @@ async def test_an_agent_answering_with_a_message_ends_the_call_without_a_task(
     ops = Operations(db, app)
     async with asyncio.timeout(TIMEOUT), serve(app, db_url):
         run = await _ask(ops, "reply hello")
-        out = await _ended(ops, run)
+        out = await completed(ops, run)
         (record,) = [s for s in await ops.steps(run) if s.kind == "remote"]
     assert out["value"]["text"] == "you said hello"
     assert out["value"]["artifacts"] == []
@@ -157,8 +133,8 @@ async def test_a_failed_task_and_a_rejected_one_are_told_apart(
     app = requester(agent.url)
     ops = Operations(db, app)
     async with asyncio.timeout(TIMEOUT), serve(app, db_url):
-        failed = await _ended(ops, await _ask(ops, "fail bad disk"))
-        rejected = await _ended(ops, await _ask(ops, "reject not my job"))
+        failed = await completed(ops, await _ask(ops, "fail bad disk"))
+        rejected = await completed(ops, await _ask(ops, "reject not my job"))
     assert (failed["error"], failed["message"], failed["code"]) == (
         "RemoteProtocolError",
         "bad disk",
@@ -196,7 +172,7 @@ async def test_the_agents_question_is_answered_by_a_person_through_our_task(
             assert request["params"]["message"] == "And your surname?"
             answer = {"action": "accept", "content": {"reply": "Lovelace"}}
             await client.result("tasks/update", {"taskId": run, "inputResponses": {second: answer}})
-            out = await _ended(ops, run)
+            out = await completed(ops, run)
         finally:
             await client.aclose()
         history = await ops.history(run)
@@ -213,7 +189,7 @@ async def test_cancelling_our_run_cancels_the_agents_task_once(
     ops = Operations(db, app)
     async with asyncio.timeout(TIMEOUT), serve(app, db_url):
         run = await _ask(ops, "hold on")
-        theirs = await _task_id(ops, run)
+        theirs = await remote_task(ops, run)
         await ops.cancel(run)
         assert (await ops.wait_for_end(run, timeout=TIMEOUT)).current.status == "cancelled"
         history = await ops.history(run)
@@ -229,8 +205,8 @@ async def test_a_task_cancelled_by_the_agents_other_client_raises_remote_cancell
     ops = Operations(db, app)
     async with asyncio.timeout(TIMEOUT), serve(app, db_url):
         run = await _ask(ops, "hold on")
-        await agents.cancel(agent, await _task_id(ops, run))
-        out = await _ended(ops, run)
+        await agents.cancel(agent, await remote_task(ops, run))
+        out = await completed(ops, run)
     assert out["error"] == "RemoteCancelled"
 
 
@@ -241,8 +217,8 @@ async def test_a_call_past_its_timeout_cancels_the_agents_task(
     ops = Operations(db, app)
     async with asyncio.timeout(TIMEOUT), serve(app, db_url):
         run = await _ask(ops, "hold on", timeout=1.0)
-        theirs = await _task_id(ops, run)
-        out = await _ended(ops, run)
+        theirs = await remote_task(ops, run)
+        out = await completed(ops, run)
     assert out["error"] == "RemoteTimeout"
     assert (await agents.task(agent, theirs)).status.state == TaskState.TASK_STATE_CANCELED
 
@@ -261,7 +237,7 @@ async def test_an_agent_that_restarts_while_it_waits_for_input_is_answered_after
         await kept.start()  # a new process: the same tasks, read from its files
         (ask,) = asks
         await ops.answer(run, ask["key"], {"reply": "Ada"})
-        out = await _ended(ops, run)
+        out = await completed(ops, run)
     assert out["value"]["text"] == "hello Ada"
     assert len(await agents.tasks(kept)) == 1
 
@@ -274,10 +250,10 @@ async def test_an_agent_restart_that_loses_its_tasks_reports_the_task_lost(
     ops = Operations(db, app)
     async with asyncio.timeout(TIMEOUT), serve(app, db_url):
         run = await _ask(ops, "hold on")
-        await _task_id(ops, run)
+        await remote_task(ops, run)
         agent.kill()
         await agent.start()  # its tasks lived in memory
-        out = await _ended(ops, run)
+        out = await completed(ops, run)
     assert out["error"] == "RemoteTaskLost"
 
 

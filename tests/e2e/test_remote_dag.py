@@ -53,12 +53,8 @@ steps:
 
 @pytest.fixture
 async def remote(tether_databases: Databases) -> AsyncIterator[Peer]:
-    url = await tether_databases.create()
-    try:
-        async with peer(remote_tools.app, url) as found:
-            yield found
-    finally:
-        await tether_databases.drop(url)
+    async with peer(remote_tools.app, tether_databases) as found:
+        yield found
 
 
 def requester(url: str) -> App:

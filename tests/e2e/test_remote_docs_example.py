@@ -5,66 +5,35 @@ through the orchestrator and prints the outcome), and remote_agent.py (an A2A ag
 
 from __future__ import annotations
 
-import asyncio
-import importlib.util
 import json
-import os
-import sys
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-from tests.e2e.conftest import serve
-from tests.e2e.remotes import free_port, peer, uvicorn_at
+from tests import repo_scripts
+from tests.e2e.conftest import free_port, on_loopback, serve
+from tests.e2e.remotes import peer
 from tether.testing.databases import Databases
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
 
-REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "docs/examples/remote_orchestration.py"
-
-
-def _example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("remote_orchestration", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+EXAMPLE = "docs/examples/remote_orchestration.py"
 
 
 async def test_the_remote_orchestration_example_answers_a_remote_question_and_prints_the_outcome(
     tether_databases: Databases, db_url: str
 ) -> None:
-    example = _example()
-    research_db = await tether_databases.create()
-    finance_db = await tether_databases.create()
-    try:
-        async with (
-            peer(example.research, research_db) as research,
-            peer(example.finance, finance_db) as finance,
-        ):
-            remotes = {
-                "research": {"url": research.url, "poll_min_s": 0.1},
-                "finance": {"url": finance.url, "poll_min_s": 0.1},
-            }
-            async with serve(example.app, db_url, remotes=json.dumps(remotes)) as url:
-                proc = await asyncio.create_subprocess_exec(
-                    sys.executable,
-                    str(EXAMPLE),
-                    cwd=REPO,
-                    env={**os.environ, "TETHER_URL": url},
-                    stdout=asyncio.subprocess.PIPE,
-                    stderr=asyncio.subprocess.STDOUT,
-                )
-                async with asyncio.timeout(90):
-                    out, _ = await proc.communicate()
-            text = out.decode("utf-8", errors="replace")
-            assert proc.returncode == 0, text
-            assert len(await finance.runs("approve_budget")) == 1
-    finally:
-        await tether_databases.drop(research_db)
-        await tether_databases.drop(finance_db)
+    example = repo_scripts.load(EXAMPLE, "remote_orchestration")
+    async with (
+        peer(example.research, tether_databases) as research,
+        peer(example.finance, tether_databases) as finance,
+    ):
+        remotes = {
+            "research": {"url": research.url, "poll_min_s": 0.1},
+            "finance": {"url": finance.url, "poll_min_s": 0.1},
+        }
+        async with serve(example.app, db_url, remotes=json.dumps(remotes)) as url:
+            text = await repo_scripts.run(EXAMPLE, TETHER_URL=url)
+        assert len(await finance.runs("approve_budget")) == 1
     lines = text.splitlines()
     assert lines[0].startswith("started ex_")
     assert lines[1:] == [
@@ -73,7 +42,7 @@ async def test_the_remote_orchestration_example_answers_a_remote_question_and_pr
     ]
 
 
-AGENT_EXAMPLE = REPO / "docs/examples/remote_agent.py"
+AGENT_EXAMPLE = "docs/examples/remote_agent.py"
 
 
 async def test_the_agent_example_relays_the_agents_question_and_prints_the_greeting(
@@ -81,29 +50,15 @@ async def test_the_agent_example_relays_the_agents_question_and_prints_the_greet
 ) -> None:
     """docs/examples/remote_agent.py as written: its SDK-built agent on loopback, Tether
     pointed at it by TETHER_REMOTES, and the program that answers the agent's question."""
-    spec = importlib.util.spec_from_file_location("remote_agent", AGENT_EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
+    example = repo_scripts.load(AGENT_EXAMPLE, "remote_agent")
     port = free_port()
     agent_url = f"http://127.0.0.1:{port}/"
     remotes = {"translator": {"url": agent_url, "protocol": "a2a", "poll_min_s": 0.1}}
     async with (
-        uvicorn_at(example.agent_app(agent_url), port),
+        on_loopback(example.agent_app(agent_url), port=port),
         serve(example.app, db_url, remotes=json.dumps(remotes)) as url,
     ):
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            str(AGENT_EXAMPLE),
-            cwd=REPO,
-            env={**os.environ, "TETHER_URL": url},
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-        )
-        async with asyncio.timeout(90):
-            out, _ = await proc.communicate()
-    text = out.decode("utf-8", errors="replace")
-    assert proc.returncode == 0, text
+        text = await repo_scripts.run(AGENT_EXAMPLE, TETHER_URL=url)
     lines = text.splitlines()
     assert lines[0].startswith("started ex_")
     assert lines[1:] == ["waiting: remote_input: Formal or informal?", "outcome: Salut Ada !"]

@@ -14,8 +14,8 @@ import pytest
 from pydantic import BaseModel
 
 from tests.apps import fastmcp_remote
-from tests.e2e.conftest import serve
-from tests.e2e.remotes import Process, free_port
+from tests.e2e.conftest import free_port, serve
+from tests.e2e.remotes import Process, completed, remote_task
 from tests.mcp_client import McpClient
 from tether.runtime.context import Context
 from tether.runtime.exposure import Exposure
@@ -64,28 +64,8 @@ def requester(url: str) -> App:
 @pytest.fixture
 async def fastmcp(tmp_path: Path) -> AsyncIterator[Process]:
     """FastMCP's server in a process of its own (its backend's worker with it)."""
-    found = Process("tests/apps/fastmcp_remote.py", free_port(), tmp_path)
-    await found.start()
-    try:
+    async with Process("tests/apps/fastmcp_remote.py", free_port(), tmp_path).running() as found:
         yield found
-    finally:
-        found.kill()
-
-
-async def _ended(ops: Operations, run: str) -> Any:
-    view = await ops.wait_for_end(run, timeout=TIMEOUT)
-    assert view.current.status == "completed", (view.current.status, view.current.error)
-    return view.current.output
-
-
-async def _task_id(ops: Operations, run: str) -> str:
-    """The remote's task id, as our run recorded it (before its first poll)."""
-    async with asyncio.timeout(TIMEOUT):
-        while True:
-            for step in await ops.steps(run):
-                if step.kind == "remote" and step.result.get("task"):
-                    return str(step.result["task"])
-            await asyncio.sleep(0.02)
 
 
 async def test_a_fastmcp_task_completes_with_its_structured_result(
@@ -98,7 +78,7 @@ async def test_a_fastmcp_task_completes_with_its_structured_result(
         run = (
             await ops.start("relay", {"tool": "add", "arguments": {"a": 2, "b": 3}})
         ).execution.id
-        assert await _ended(ops, run) == {"value": {"result": 5}}
+        assert await completed(ops, run) == {"value": {"result": 5}}
 
 
 async def test_a_fastmcp_tool_error_and_protocol_error_are_told_apart(
@@ -110,8 +90,8 @@ async def test_a_fastmcp_tool_error_and_protocol_error_are_told_apart(
     async with asyncio.timeout(TIMEOUT), serve(app, db_url):
         boom = await ops.start("relay", {"tool": "boom", "arguments": {"reason": "bad disk"}})
         refuse = await ops.start("relay", {"tool": "refuse", "arguments": {"reason": "quota"}})
-        tool_error = await _ended(ops, boom.execution.id)
-        protocol_error = await _ended(ops, refuse.execution.id)
+        tool_error = await completed(ops, boom.execution.id)
+        protocol_error = await completed(ops, refuse.execution.id)
     assert tool_error["error"] == "RemoteToolError"
     assert tool_error["result"]["isError"] is True
     assert protocol_error["error"] == "RemoteProtocolError"
@@ -136,7 +116,7 @@ async def test_a_fastmcp_question_is_answered_through_our_task_and_forwarded(
             assert request["params"]["message"] == "Name?"
             answer = {"action": "accept", "content": {"name": "Ada"}}
             await client.result("tasks/update", {"taskId": run, "inputResponses": {key: answer}})
-            assert await _ended(ops, run) == {"value": "hello Ada"}
+            assert await completed(ops, run) == {"value": "hello Ada"}
         finally:
             await client.aclose()
 
@@ -151,7 +131,7 @@ async def test_cancelling_our_run_cancels_the_fastmcp_task(
         run = (
             await ops.start("relay", {"tool": "nap", "arguments": {"seconds": 600}})
         ).execution.id
-        task = await _task_id(ops, run)
+        task = await remote_task(ops, run)
         await ops.cancel(run)
         assert (await ops.wait_for_end(run, timeout=TIMEOUT)).current.status == "cancelled"
     client = McpClient(fastmcp.url)
@@ -174,13 +154,13 @@ async def test_a_fastmcp_task_cancelled_on_its_side_raises_remote_cancelled(
         run = (
             await ops.start("relay", {"tool": "nap", "arguments": {"seconds": 600}})
         ).execution.id
-        task = await _task_id(ops, run)
+        task = await remote_task(ops, run)
         client = McpClient(fastmcp.url)
         try:
             await client.result("tasks/cancel", {"taskId": task})
         finally:
             await client.aclose()
-        out = await _ended(ops, run)
+        out = await completed(ops, run)
     assert out["error"] == "RemoteCancelled"
 
 
@@ -194,10 +174,10 @@ async def test_a_fastmcp_restart_loses_its_tasks_and_the_call_reports_the_task_l
         run = (
             await ops.start("relay", {"tool": "nap", "arguments": {"seconds": 600}})
         ).execution.id
-        await _task_id(ops, run)
+        await remote_task(ops, run)
         fastmcp.kill()
         await fastmcp.start()  # a new process: nothing of before
-        out = await _ended(ops, run)
+        out = await completed(ops, run)
     assert out["error"] == "RemoteTaskLost"
 
 
@@ -211,6 +191,6 @@ async def test_a_plain_mcp_remote_is_called_synchronously(
         started = await ops.start(
             "relay", {"remote": "fm_plain", "tool": "shout", "arguments": {"text": "hi"}}
         )
-        assert await _ended(ops, started.execution.id) == {"value": {"result": "HI"}}
+        assert await completed(ops, started.execution.id) == {"value": {"result": "HI"}}
         (record,) = [s for s in await ops.steps(started.execution.id) if s.kind == "remote"]
     assert record.result == {"value": {"result": "HI"}}  # ended at once: no task recorded

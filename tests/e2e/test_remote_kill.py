@@ -30,12 +30,8 @@ TIMEOUT = 60
 
 @pytest.fixture
 async def remote(tether_databases: Databases) -> AsyncIterator[Peer]:
-    url = await tether_databases.create()
-    try:
-        async with peer(remote_tools.app, url) as found:
-            yield found
-    finally:
-        await tether_databases.drop(url)
+    async with peer(remote_tools.app, tether_databases) as found:
+        yield found
 
 
 def _remotes(remote: Peer) -> str:
@@ -87,12 +83,8 @@ async def test_a_killed_worker_leaves_exactly_one_remote_task_and_the_next_finis
 
 @pytest.fixture
 async def agent(tmp_path: Path) -> AsyncIterator[Process]:
-    found = agents.agent(tmp_path)
-    await found.start()
-    try:
+    async with agents.agent(tmp_path).running() as found:
         yield found
-    finally:
-        found.kill()
 
 
 async def _parked(ops: Operations, run: str) -> None:

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from tests.apps import remote_tools
 from tests.e2e.conftest import serve
-from tests.e2e.remotes import Peer, peer
+from tests.e2e.remotes import Peer, completed, peer
 from tests.mcp_client import McpClient
 from tether.runtime.context import Context
 from tether.runtime.exposure import Exposure
@@ -58,23 +58,13 @@ def requester(url: str) -> App:
 
 @pytest.fixture
 async def remote(tether_databases: Databases) -> AsyncIterator[Peer]:
-    url = await tether_databases.create()
-    try:
-        async with peer(remote_tools.app, url) as found:
-            yield found
-    finally:
-        await tether_databases.drop(url)
+    async with peer(remote_tools.app, tether_databases) as found:
+        yield found
 
 
 async def _relay(ops: Operations, tool: str, **arguments: Any) -> str:
     started = await ops.start("relay", {"tool": tool, "arguments": arguments})
     return started.execution.id
-
-
-async def _ended(ops: Operations, run: str) -> Any:
-    view = await ops.wait_for_end(run, timeout=TIMEOUT)
-    assert view.current.status == "completed", (view.current.status, view.current.error)
-    return view.current.output
 
 
 async def test_a_remote_tool_returns_its_structured_result_from_one_remote_task(
@@ -85,7 +75,7 @@ async def test_a_remote_tool_returns_its_structured_result_from_one_remote_task(
     ops = Operations(db, app)
     async with asyncio.timeout(TIMEOUT), serve(app, db_url):
         run = await _relay(ops, "echo", text="hi")
-        assert await _ended(ops, run) == {"value": {"echo": "hi"}}
+        assert await completed(ops, run) == {"value": {"echo": "hi"}}
     (only,) = await remote.runs("echo")
     assert only["status"] == "completed"
     (record,) = [s for s in await ops.steps(run) if s.kind == "remote"]
@@ -99,7 +89,7 @@ async def test_a_remote_tool_error_is_raised_as_a_tool_error(
     app = requester(remote.url)
     ops = Operations(db, app)
     async with asyncio.timeout(TIMEOUT), serve(app, db_url):
-        out = await _ended(ops, await _relay(ops, "fail", text="no such file"))
+        out = await completed(ops, await _relay(ops, "fail", text="no such file"))
     assert out["error"] == "RemoteToolError"
     assert "no such file" in out["message"]
     assert out["result"]["isError"] is True
@@ -112,7 +102,7 @@ async def test_a_failed_remote_task_is_raised_as_a_protocol_error_with_its_code(
     app = requester(remote.url)
     ops = Operations(db, app)
     async with asyncio.timeout(TIMEOUT), serve(app, db_url):
-        out = await _ended(ops, await _relay(ops, "refuse", text="over quota"))
+        out = await completed(ops, await _relay(ops, "refuse", text="over quota"))
     assert out["error"] == "RemoteProtocolError"
     assert out["code"] == remote_tools.REFUSAL_CODE
     assert out["data"] == {"why": "refused"}
@@ -137,7 +127,7 @@ async def test_a_remote_question_is_answered_by_a_person_through_our_task_update
             assert params["requestedSchema"]["properties"]["name"]["type"] == "string"
             answer = {"action": "accept", "content": {"name": "Ada"}}
             await client.result("tasks/update", {"taskId": run, "inputResponses": {key: answer}})
-            assert await _ended(ops, run) == {"value": {"greeting": "hello Ada"}}
+            assert await completed(ops, run) == {"value": {"greeting": "hello Ada"}}
         finally:
             await client.aclose()
     (only,) = await remote.runs("ask")
@@ -193,7 +183,7 @@ async def test_a_remote_that_asks_again_gets_a_new_key_answered_through_the_answ
             assert body.get("isError") is not True, body
         finally:
             await client.aclose()
-        assert await _ended(ops, run) == {"value": {"greeting": "hello Ada and Bo"}}
+        assert await completed(ops, run) == {"value": {"greeting": "hello Ada and Bo"}}
     forwarded = [e.data["keys"] for e in await ops.history(run) if e.type == "remote_answered"]
     assert forwarded == [[first["key"]], [second["key"]]]
 
@@ -230,7 +220,7 @@ async def test_a_remote_task_cancelled_on_its_side_raises_remote_cancelled(
         theirs = await remote.one_run("hold")
         await _parked(ops, run)
         await remote.ops.cancel(theirs)
-        out = await _ended(ops, run)
+        out = await completed(ops, run)
     assert out["error"] == "RemoteCancelled"
 
 
@@ -254,7 +244,7 @@ async def test_a_remote_restart_mid_task_is_waited_out_and_the_same_task_finishe
                 await asyncio.sleep(0.02)
         await remote.start()
         await remote.ops.signal(theirs, "release")
-        assert await _ended(ops, run) == {"value": {"released": "restart"}}
+        assert await completed(ops, run) == {"value": {"released": "restart"}}
     assert len(await remote.runs("hold")) == 1
 
 
@@ -268,7 +258,7 @@ async def test_a_call_past_its_timeout_cancels_the_remote_task_and_raises_remote
         started = await ops.start(
             "relay", {"tool": "hold", "arguments": {"text": "slow"}, "timeout": 0.5}
         )
-        out = await _ended(ops, started.execution.id)
+        out = await completed(ops, started.execution.id)
         assert out["error"] == "RemoteTimeout"
         theirs = await remote.one_run("hold")
         ended = await remote.ops.wait_for_end(theirs, timeout=TIMEOUT)

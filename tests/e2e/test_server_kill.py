@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,19 +13,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.conftest import Workers, wait_exit
+from tests.e2e.conftest import Workers, free_port, wait_exit
 from tests.mcp_client import McpClient
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e, pytest.mark.slow]
 
 APP = "tether.examples:app"
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 SERVER_ENV = {

@@ -19,9 +19,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from reliability import app as rel_app
 from tests.conftest import direct_url
-from tests.e2e.conftest import on_loopback
+from tests.e2e.conftest import on_loopback, server_settings
 from tether.app import create_app
-from tether.settings import Settings
 
 pytestmark = [pytest.mark.postgres, pytest.mark.e2e]
 
@@ -105,14 +104,8 @@ class Site:
 async def site(db_url: str, db: asyncpg.Pool, tmp_path: Path) -> AsyncIterator[Site]:
     await db.execute(rel_app.SCHEMA)
     await db.execute("CREATE TABLE fuzz_probe (id bigserial PRIMARY KEY)")
-    settings = Settings(
-        database_url=db_url,
-        poll_s=0.05,
-        janitor_interval_s=3600.0,
-        state_key="test-key",
-        console=True,
-        dags=write_dags(tmp_path / "dags"),
-        max_body_bytes=BODY_CAP,
+    settings = server_settings(
+        db_url, console=True, dags=write_dags(tmp_path / "dags"), max_body_bytes=BODY_CAP
     )
     web = create_app(rel_app.app, settings, db_url)
     fault = Fault(web, db_url)

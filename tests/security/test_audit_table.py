@@ -32,8 +32,22 @@ async def test_audit_rows_cannot_be_updated_and_old_rows_are_swept(db_url: str) 
         with pytest.raises(asyncpg.InsufficientPrivilegeError):
             await db.execute("UPDATE audit SET outcome = 'refused'")
         assert await janitor.sweep(db) == 0  # runs only
-        assert await audit.sweep(db, days=7) == 1
+        assert await janitor.sweep_audit(db, days=7) == 1
         assert [e.principal for e in await audit.list_entries(db)] == ["q"]
+
+
+async def test_the_audit_sweep_goes_on_until_a_batch_comes_back_short(db_url: str) -> None:
+    """Our choice: retention deletes in batches, as many as it takes, and counts them all."""
+    long_ago = datetime.now(UTC) - timedelta(days=10)
+    async with database(db_url) as db:
+        kept = audit.entry(principal="kept", surface="cli", method="runs/list", outcome="ok")
+        old = [
+            audit.entry(principal=f"old{i}", surface="mcp", method="tools/call", outcome="ok")
+            for i in range(3)
+        ]
+        await audit.write(db, [*(e.__class__(**{**vars(e), "at": long_ago}) for e in old), kept])
+        assert await janitor.sweep_audit(db, days=7, batch=2) == 3
+        assert [e.principal for e in await audit.list_entries(db)] == ["kept"]
 
 
 async def test_a_bad_entry_is_dropped_and_never_holds_back_the_rest(db_url: str) -> None:

@@ -18,7 +18,7 @@ import orjson
 import pytest
 from starlette.applications import Starlette
 
-from tests.e2e.conftest import on_loopback
+from tests.e2e.conftest import on_loopback, server_settings
 from tests.mcp_client import McpClient, meta
 from tether.app import create_app
 from tether.cli import access
@@ -43,16 +43,7 @@ SLOW = {"name": "start_long_job", "arguments": {"body": {"steps": 2, "pause_seco
 async def server(db_url: str, **settings: Any) -> AsyncIterator[tuple[McpClient, Starlette]]:
     """Tether for the examples app on loopback; yields a client and the app (its state holds
     the token store and the audit writer)."""
-    conf = Settings.model_validate(
-        {
-            "database_url": db_url,
-            "poll_s": 0.05,
-            "poll_interval_ms": 100,
-            "janitor_interval_s": 3600.0,
-            "state_key": "test-key",
-            **settings,
-        }
-    )
+    conf = server_settings(db_url, **settings)
     web = create_app(examples, conf, db_url)
     async with on_loopback(web, conf.mcp_path) as url:
         client = McpClient(url)

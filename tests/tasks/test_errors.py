@@ -2,14 +2,15 @@
 runtime's, `tether.wire.errors`): each domain error leaves a `jsonrpc_errors()` block as its
 JSON-RPC error (code and HTTP status as the wire needs them, the domain error kept as the
 cause); anything the table does not name leaves unchanged. Our choice (one error map per
-boundary)."""
+boundary). The runtime's entries and the lookup along the MRO are tested with the runtime's
+table (tests/wire/test_errors.py), which also checks that this table holds each of them."""
 
 from __future__ import annotations
 
 import pytest
 
 from tether.jsonrpc import codes
-from tether.jsonrpc.errors import InvalidParams, JsonRpcError, Unavailable
+from tether.jsonrpc.errors import InvalidParams, JsonRpcError
 from tether.runtime import errors as e
 from tether.tasks.errors import NOT_FOUND, TO_JSONRPC, jsonrpc_errors, to_jsonrpc
 from tether.tasks.service import TaskInputRefused, TaskNotFound
@@ -36,32 +37,6 @@ def test_refused_input_keeps_its_message_and_data() -> None:
         "message": "input refused: no",
         "data": {"key": "k"},
     }
-
-
-def test_invalid_input_and_its_subclasses_are_invalid_params() -> None:
-    """The lookup walks the raised error's MRO: a subclass finds its parent's entry."""
-
-    class Narrower(e.InvalidInput):
-        pass
-
-    assert mapped(e.InvalidInput("bad body")).to_wire() == {
-        "code": codes.INVALID_PARAMS,
-        "message": "bad body",
-    }
-    assert mapped(Narrower("narrower")).code == codes.INVALID_PARAMS
-
-
-def test_losing_the_database_is_unavailable_503() -> None:
-    """With the database down a surface answers -31000 with HTTP 503 (retry)."""
-    error = mapped(e.Unavailable())
-    assert type(error) is Unavailable
-    assert (error.code, error.http_status) == (codes.UNAVAILABLE, 503)
-
-
-async def test_the_mapping_applies_to_async_with_too() -> None:
-    with pytest.raises(Unavailable):
-        async with jsonrpc_errors():
-            raise e.Unavailable()
 
 
 def test_errors_the_table_does_not_name_leave_unchanged() -> None:

@@ -10,6 +10,8 @@ import pytest
 from pydantic import BaseModel
 
 import tether
+import tether.client
+import tether.testing
 from tests.conftest import direct_url
 from tether.runtime import clock
 from tether.testing import Event, InvalidInput, RunFailed, RunNotFound, Step, WorkflowEnvironment
@@ -120,3 +122,22 @@ async def test_refusals_are_the_kits_errors_with_what_was_wrong() -> None:
         assert refused.value.violations and refused.value.violations[0].startswith("n:")
         with pytest.raises(RunNotFound):
             await env.status("ex_" + "a" * 32)
+
+
+async def test_the_kit_raises_the_clients_error_classes() -> None:
+    """Our choice: a test catches what an application catches (one error tree): the kit's
+    refusals are `tether.client`'s classes, its finer answer refusals kinds of AnswerRefused,
+    and a key held by other input is the client's StartConflict naming the run."""
+    async with WorkflowEnvironment(adder_app()) as env:
+        with pytest.raises(tether.client.RunNotFound):
+            await env.status("ex_" + "a" * 32)
+        with pytest.raises(tether.client.InvalidInput):
+            await env.start("adder", {"n": "many"})
+        first = await env.start("adder", {"n": 1}, idempotency_key="k")
+        with pytest.raises(tether.client.StartConflict) as conflict:
+            await env.start("adder", {"n": 2}, idempotency_key="k")
+        assert conflict.value.run_id == first
+    assert tether.testing.KitError is tether.client.ClientError
+    assert tether.testing.DatabaseUnavailable is tether.client.TransportError
+    for refusal in ("AnswerRejected", "AnswerConflict", "WaitNotOpen"):
+        assert issubclass(getattr(tether.testing, refusal), tether.client.AnswerRefused)

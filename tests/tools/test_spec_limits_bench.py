@@ -5,29 +5,22 @@ latency row turns OVER. The benchmark itself is never timed here."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import re
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from tests import repo_scripts
+
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "spec_limits.py"
 ROW = re.compile(r"^tasks/get p99 under documents\s+\S+\s+\S+\s+(\S+)\s+(\S+)\s+(ok|OVER)$", re.M)
 STOP = re.compile(r"^SIGTERM while reading a document\s+(\S+)s\s+\S+\s+\S+\s+(ok|OVER)$", re.M)
 
 
 def load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_spec_limits", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses in it look their module up
-    spec.loader.exec_module(module)
-    return module
+    return repo_scripts.load("bench/spec_limits.py", "bench_spec_limits")
 
 
 def verdicts(out: str) -> tuple[float, str, str]:

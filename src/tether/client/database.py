@@ -7,22 +7,21 @@ Settings that decide how runs are stored come from the environment as for `tethe
 (TETHER_ENCRYPTION_KEYS to seal and open payloads, TETHER_QUEUES and TETHER_PROFILES for
 admission), so a run started here is stored as the servers would store it.
 
-Every operation runs under `_runtime_errors()`: the one table below turns the runtime's errors
-into the client's.
+Every operation runs under `_runtime_errors()`: the one table of `runtime_errors.py` turns the
+runtime's errors into the client's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, Callable, Mapping
-from types import MappingProxyType, TracebackType
+from collections.abc import AsyncGenerator, Callable
 from typing import Any, Final
 
 from tether.client import errors
+from tether.client.runtime_errors import FROM_RUNTIME, RuntimeErrors
 from tether.client.snapshots import Answered, RunSnapshot, from_task
 from tether.client.transport import Kind
-from tether.runtime import errors as rt
 from tether.runtime.notifications import Listener
 from tether.runtime.operations import Operations, RunView
 from tether.runtime.registry import App
@@ -38,48 +37,10 @@ LISTEN_READY_S: Final = 5.0
 #: One `wait_until` round while following a run; the loop starts another.
 RECHECK_S: Final = 3600.0
 
-#: Runtime error class → the client error it stands for, looked up along the raised error's
-#: MRO (the most specific entry wins).
-_FROM_RUNTIME: Final[Mapping[type[rt.TetherError], Callable[[Any], errors.ClientError]]] = (
-    MappingProxyType(
-        {
-            rt.ExecutionNotFound: lambda e: errors.RunNotFound(e.message),
-            rt.WorkflowNotFound: lambda e: errors.WorkflowNotFound(e.message),
-            rt.InvalidInput: lambda e: errors.InvalidInput(e.message, e.errors),
-            rt.IdempotencyMismatch: lambda e: errors.StartConflict(e.message, e.execution_id),
-            rt.AnswerRejected: lambda e: errors.AnswerRefused(e.message, violations=e.errors),
-            rt.WaitNotOpen: lambda e: errors.AnswerRefused(e.message, open_waits=e.open_keys),
-            rt.AnswerConflict: lambda e: errors.AnswerRefused(e.message),
-            rt.Unavailable: lambda e: errors.TransportError(e.message),
-            rt.TetherError: lambda e: errors.ClientError(e.message),
-        }
-    )
-)
+_MAPPED: Final = RuntimeErrors(FROM_RUNTIME)
 
 
-class _RuntimeErrors:
-    """`with _runtime_errors(): …` — a runtime error of the block leaves as its client error."""
-
-    __slots__ = ()
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if not isinstance(exc, rt.TetherError):
-            return
-        for cls in type(exc).__mro__:
-            build = _FROM_RUNTIME.get(cls)
-            if build is not None:
-                raise build(exc) from exc
-
-
-_MAPPED: Final = _RuntimeErrors()
-
-
-def _runtime_errors() -> _RuntimeErrors:
+def _runtime_errors() -> RuntimeErrors:
     return _MAPPED
 
 

@@ -18,7 +18,9 @@ same class whether it talks to the database or to a server.
      └── WaitTimedOut         a wait's timeout passed first (also a TimeoutError)
 
 Each transport translates the errors below it (the runtime's, httpx's, the server's JSON-RPC
-codes and tool errors) into these with one table (`database.py`, `http.py`).
+codes and tool errors) into these with one table (`runtime_errors.py`, `http.py`). The test
+kit raises this tree too, with leaves of its own where it can tell more apart
+(`tether.testing.errors`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
 
 
 class ClientError(Exception):
-    """A Tether client call failed.
+    """A Tether client (or test kit) call failed.
 
     Args:
         message: what happened, in words (default: the class's first docstring line).

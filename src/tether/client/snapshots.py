@@ -25,6 +25,7 @@ from typing import Any, Final, Literal
 import orjson
 
 from tether.jsonrpc import codes
+from tether.runtime.timestamps import timestamp
 from tether.runtime.waits import parse_key
 
 RunStatus = Literal["running", "input_required", "completed", "failed", "cancelled"]
@@ -182,8 +183,8 @@ def from_task(task: Mapping[str, Any], *, output: Any = _KEEP) -> RunSnapshot:
     common: dict[str, Any] = {
         "id": task_id,
         "message": message if isinstance(message, str) else None,
-        "created_at": _when(task.get("createdAt")),
-        "updated_at": _when(task.get("lastUpdatedAt")),
+        "created_at": timestamp(task.get("createdAt")),
+        "updated_at": timestamp(task.get("lastUpdatedAt")),
         "poll_interval": _seconds(task.get("pollIntervalMs")),
     }
     if status == "working":
@@ -218,15 +219,6 @@ def from_task(task: Mapping[str, Any], *, output: Any = _KEEP) -> RunSnapshot:
     if status == "cancelled":
         return RunSnapshot(status="cancelled", **common)
     raise ValueError(f"unknown task status {status!r}")
-
-
-def _when(value: Any) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError:
-        return None
 
 
 def _seconds(ms: Any) -> float | None:

@@ -190,18 +190,32 @@ def record(
     c: Console, request: Request, v: Visitor, method: str, outcome: str, run_id: str | None
 ) -> None:
     """One audit row for a console action (surface `console`), refused ones too."""
+    p = v.principal or ANONYMOUS
+    audited(c, request, p.name, p.tenant, f"runs/{method}", outcome, run_id)
+
+
+def audited(
+    c: Console,
+    request: Request,
+    principal: str,
+    tenant: str | None,
+    method: str,
+    outcome: str,
+    execution_id: str | None,
+) -> None:
+    """One audit row of the console (surface `console`, the request's address), when the
+    console has an auditor: who did `method` in `tenant`, and how it ended."""
     if c.auditor is None:
         return
-    p = v.principal or ANONYMOUS
     client = request.client
     c.auditor.record(
         audit.entry(
-            principal=p.name,
+            principal=principal,
             surface="console",
-            method=f"runs/{method}",
+            method=method,
             outcome=outcome,
-            tenant=p.tenant,
-            execution_id=run_id,
+            tenant=tenant,
+            execution_id=execution_id,
             remote=client.host if client else None,
         )
     )

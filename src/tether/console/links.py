@@ -27,9 +27,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from tether.console import forms
-from tether.console.context import HEADERS, Console, theme_of
+from tether.console.context import HEADERS, Console, audited, theme_of
 from tether.console.pages import console_of
-from tether.runtime import audit, errors, links, votes
+from tether.runtime import errors, links, votes
 from tether.runtime.links import Link
 from tether.runtime.rows import ExecutionRow
 
@@ -217,20 +217,9 @@ def _record(
     c: Console, request: Request, link: Link, outcome: str, run: ExecutionRow | None
 ) -> None:
     """The audit row of a POST of a genuine link: its person, its decision, the outcome."""
-    if c.auditor is None:
-        return
-    client = request.client
-    c.auditor.record(
-        audit.entry(
-            principal=link.approver,
-            surface="console",
-            method=f"links/{link.decision}",
-            outcome=outcome,
-            tenant=run.tenant if run is not None else None,
-            execution_id=link.execution_id,
-            remote=client.host if client else None,
-        )
-    )
+    tenant = run.tenant if run is not None else None
+    method = f"links/{link.decision}"
+    audited(c, request, link.approver, tenant, method, outcome, link.execution_id)
 
 
 async def decide(request: Request) -> Response:

@@ -33,6 +33,7 @@ from tether.runtime.ids import is_execution_id
 from tether.runtime.operations import Operations
 from tether.runtime.rows import ExecutionRow, StepRecord
 from tether.runtime.statuses import STATUSES
+from tether.runtime.timestamps import timestamp
 from tether.runtime.watching import answerable_waits
 
 PAGE: Final = 50
@@ -264,14 +265,6 @@ class InboxItem:
     opened: datetime | None
 
 
-def _opened(wait: dict[str, Any]) -> datetime | None:
-    at = wait.get("opened_at")
-    try:
-        return datetime.fromisoformat(at) if isinstance(at, str) else None
-    except ValueError:
-        return None
-
-
 def me(v: Visitor) -> str | None:
     """The name the visitor answers and votes under (None: nobody is signed in)."""
     return v.principal.name if v.principal is not None else None
@@ -294,7 +287,7 @@ async def _inbox_items(ops: Operations, voter: str | None) -> tuple[list[InboxIt
     page = await ops.list_runs(statuses=["waiting"], limit=INBOX_LIMIT)
     roles = ops.env.approver_roles
     items = [
-        InboxItem(r, forms.wait_form(w), _opened(w))
+        InboxItem(r, forms.wait_form(w), timestamp(w.get("opened_at")))
         for r in page.items
         for w in answerable_waits(r)
         if _for(voter, w, roles)

@@ -24,7 +24,7 @@ from tether.storage.errors import IntegrityError, InvalidData, StorageError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["AuditEntry", "AuditWriter", "entry", "list_entries", "sweep", "write"]
+__all__ = ["AuditEntry", "AuditWriter", "entry", "list_entries", "write"]
 
 
 _MAX_TEXT = 1000  # characters kept of a recorded name (a tool, a task id) from a request
@@ -87,16 +87,6 @@ async def list_entries(
         return await access.list_audit(
             db, since=since, principal=principal, execution_id=execution_id, limit=limit
         )
-
-
-async def sweep(db: Database, *, days: float, batch: int = 1000) -> int:
-    """Delete every audit row older than `days`, a batch at a time; returns how many."""
-    total = 0
-    while True:
-        deleted = await access.delete_old_audit(db, days, batch)
-        total += deleted
-        if deleted < batch:
-            return total
 
 
 class AuditWriter:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
-from tether.runtime import audit
-from tether.storage import outbox, retention
+from tether.storage import access, outbox, retention
 from tether.storage.driver import Database
 from tether.storage.errors import StorageError
 
@@ -17,20 +17,29 @@ logger = logging.getLogger(__name__)
 
 async def sweep(pool: Database, *, batch: int = 500) -> int:
     """Delete every expired run now, one batch at a time; returns how many were deleted."""
-    total = 0
-    while True:
-        deleted = await retention.delete_expired(pool, batch)
-        total += len(deleted)
-        if len(deleted) < batch:
-            return total
+
+    async def expired(limit: int) -> int:
+        return len(await retention.delete_expired(pool, limit))
+
+    return await _in_batches(expired, batch)
+
+
+async def sweep_audit(pool: Database, *, days: float, batch: int = 1000) -> int:
+    """Delete every audit row older than `days`, one batch at a time; returns how many."""
+    return await _in_batches(lambda limit: access.delete_old_audit(pool, days, limit), batch)
 
 
 async def sweep_notifications(pool: Database, keep_s: float, *, batch: int = 500) -> int:
     """Delete every notification older than `keep_s` seconds (but a live run's announcements
     of its waits), one batch at a time; returns how many were deleted."""
+    return await _in_batches(lambda limit: outbox.delete_old(pool, keep_s, limit), batch)
+
+
+async def _in_batches(delete: Callable[[int], Awaitable[int]], batch: int) -> int:
+    """Call `delete(batch)` until it deletes fewer than `batch` rows; how many in all."""
     total = 0
     while True:
-        deleted = await outbox.delete_old(pool, keep_s, batch)
+        deleted = await delete(batch)
         total += deleted
         if deleted < batch:
             return total
@@ -51,7 +60,7 @@ async def run(
             if deleted:
                 logger.info("retention deleted %d ended runs", deleted)
             if audit_retention_days is not None:
-                deleted = await audit.sweep(pool, days=audit_retention_days)
+                deleted = await sweep_audit(pool, days=audit_retention_days)
                 if deleted:
                     logger.info("audit retention deleted %d rows", deleted)
             if notify_retention_s is not None:

@@ -32,6 +32,7 @@ import orjson
 
 from tether.runtime.chain import error_text
 from tether.runtime.rows import ExecutionRow, HistoryEvent, StepRecord
+from tether.runtime.timestamps import timestamp
 
 #: Entries on one page of the timeline.
 PAGE: Final = 100
@@ -136,15 +137,6 @@ class Page:
     earlier: Cursor | None  # the page before this one (None: this page starts the run)
 
 
-def _time(value: Any) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError:
-        return None
-
-
 def _between(start: datetime | None, end: datetime | None) -> float | None:
     if start is None or end is None or end < start:
         return None
@@ -245,10 +237,10 @@ def _decision(answer: Any) -> str | None:
 
 def _wait(record: StepRecord) -> list[Entry]:
     state = record.result if isinstance(record.result, dict) else {}
-    opened = _time(state.get("opened_at"))
+    opened = timestamp(state.get("opened_at"))
     channels = _channels(record.name)
     title = _label(channels)
-    deadline = _time(state.get("deadline"))
+    deadline = timestamp(state.get("deadline"))
     until = f"deadline {deadline:%Y-%m-%d %H:%M:%S UTC}" if deadline else ""
     seq = record.seq
     entries = [
@@ -296,7 +288,7 @@ def _wait(record: StepRecord) -> list[Entry]:
 
 def _sleep(record: StepRecord, busy_since: datetime | None) -> list[Entry]:
     state = record.result if isinstance(record.result, dict) else {}
-    until = _time(state.get("until"))
+    until = timestamp(state.get("until"))
     words = f"until {until:%Y-%m-%d %H:%M:%S UTC}" if until else ""
     if not record.done:
         return [
@@ -433,7 +425,7 @@ def page(
                 answered.update(record.name.split(","))
         if record.done and record.at is not None:
             result = record.result if isinstance(record.result, dict) else {}
-            until = _time(result.get("until")) if record.kind == "sleep" else None
+            until = timestamp(result.get("until")) if record.kind == "sleep" else None
             busy_since = until or record.at
             resumed = record.kind in ("wait", "sleep")
     for event in kept_events:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Generic, NoReturn, Self, TypeVar
 
 import yaml
@@ -395,3 +396,9 @@ def strings(node: yaml.Node, at: At, *, allow_scalars: bool = False) -> tuple[st
 
 def is_null(node: yaml.Node) -> bool:
     return isinstance(node, yaml.ScalarNode) and node.tag == NULL
+
+
+def yaml_files(directory: Path) -> list[Path]:
+    """The spec files directly in `directory` (`*.yaml`, `*.yml`; not its subdirectories), as
+    a directory of DAGs or of protocols holds them. Raises OSError when it cannot be listed."""
+    return [p for p in directory.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file()]

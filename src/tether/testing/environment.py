@@ -298,6 +298,8 @@ class WorkflowEnvironment:
         Raises:
             WorkflowNotFound: the App has no such workflow.
             InvalidInput: `input` does not fit the workflow's model.
+            tether.client.StartConflict: `idempotency_key` is held by a run started with
+                other input.
         """
         if isinstance(input, BaseModel):
             input = input.model_dump(mode="json")

@@ -1,98 +1,69 @@
-"""What `tether.testing` raises: its own tree, so a test catches kit classes, never the
-runtime's internal ones.
+"""What `tether.testing` raises: the client's tree (`tether.client.errors`), since a test drives
+runs from outside as an application does, with the leaves only the kit can tell apart.
 
-    KitError                 base class; also a failure no subclass names
-     ├── RunNotFound             no run has that id
-     ├── WorkflowNotFound        the App has no workflow of that name
-     ├── InvalidInput            the workflow refused the input; `.violations`
-     ├── AnswerRejected          the answer does not fit the wait; `.violations`
-     ├── AnswerConflict          the wait was already answered differently
-     ├── WaitNotOpen             no open wait has that key (or several have that name);
-     │                           `.open_waits`
-     ├── RunEnded                the run ended before the wait the test waited for opened,
-     │                           or before a signal reached it
-     ├── RunFailed               `result()`: the run ended without completing; `.status`,
-     │                           `.error`
-     ├── DatabaseUnavailable     the test server cannot be reached, or refused
-     └── WaitTimedOut            a wait ran out of wall-clock time (also a TimeoutError)
+    ClientError (KitError)      base class; also a failure no subclass names
+     ├── RunNotFound                no run has that id
+     ├── WorkflowNotFound           the App has no workflow of that name
+     ├── InvalidInput               the workflow refused the input; `.violations`
+     ├── StartConflict              the idempotency key is held by a run with other input
+     ├── AnswerRefused
+     │    ├── AnswerRejected        the answer does not fit the wait; `.violations`
+     │    ├── AnswerConflict        the wait was already answered differently
+     │    └── WaitNotOpen           no open wait has that key (or several have that name);
+     │                              `.open_waits`
+     ├── RunEnded                   the run ended before the wait the test waited for opened,
+     │                              or before a signal reached it
+     ├── RunFailed                  `result()`: the run ended without completing; `.status`,
+     │                              `.error` (the error as the runtime recorded it)
+     ├── TransportError             (DatabaseUnavailable) the test server cannot be reached,
+     │                              or refused
+     └── WaitTimedOut               a wait ran out of wall-clock time (also a TimeoutError)
 
-`translated()` turns the runtime's errors into these with one table; every environment call
-into the runtime runs under it (`WorkflowEnvironment.ops` hands out the runtime's own API,
-whose errors are the runtime's).
+`KitError` and `DatabaseUnavailable` are the client's `ClientError` and `TransportError` under
+the kit's names; every other class without a kit leaf here is the client's own.
+
+`translated()` turns the runtime's errors into these with the client's database table, the
+kit's leaves in place of the client's `AnswerRefused` (a test may tell the three apart; a
+server's client cannot): every environment call into the runtime runs under it
+(`WorkflowEnvironment.ops` hands out the runtime's own API, whose errors are the runtime's).
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
+from tether.client.errors import (
+    AnswerRefused,
+    ClientError,
+    InvalidInput,
+    RunNotFound,
+    WaitTimedOut,
+    WorkflowNotFound,
+)
+from tether.client.errors import ClientError as KitError
+from tether.client.errors import TransportError as DatabaseUnavailable
+from tether.client.runtime_errors import FROM_RUNTIME, RuntimeErrors
 from tether.runtime import errors as rt
 
-
-def _lines(violations: Iterable[Any]) -> tuple[str, ...]:
-    """Problems as `field: problem` lines (validation error dicts joined by their `loc`)."""
-    out: list[str] = []
-    for v in violations:
-        if isinstance(v, dict):
-            where = ".".join(str(p) for p in v.get("loc") or ())
-            out.append(f"{where or '(root)'}: {v.get('msg', '')}")
-        else:
-            out.append(str(v))
-    return tuple(out)
-
-
-class KitError(Exception):
-    """A test kit call failed.
-
-    Args:
-        message: what happened, in words (default: the class's first docstring line).
-
-    Attributes:
-        message: what happened, in words.
-    """
-
-    def __init__(self, message: str | None = None) -> None:
-        self.message = message or (type(self).__doc__ or "").strip().splitlines()[0]
-        """What happened, in words."""
-        super().__init__(self.message)
+__all__ = [
+    "AnswerConflict",
+    "AnswerRejected",
+    "DatabaseUnavailable",
+    "InvalidInput",
+    "KitError",
+    "RunEnded",
+    "RunFailed",
+    "RunNotFound",
+    "WaitNotOpen",
+    "WaitTimedOut",
+    "WorkflowNotFound",
+    "translated",
+]
 
 
-class RunNotFound(KitError):
-    """No run has that id.
-
-    Args:
-        message: what happened, in words (default: the class's first docstring line).
-    """
-
-
-class WorkflowNotFound(KitError):
-    """The App has no workflow of that name.
-
-    Args:
-        message: what happened, in words (default: the class's first docstring line).
-    """
-
-
-class InvalidInput(KitError):
-    """The workflow refused the input.
-
-    Args:
-        message: what happened, in words (default: the class's first docstring line).
-        violations: the problems found.
-
-    Attributes:
-        violations: one `field: problem` line per problem found.
-    """
-
-    def __init__(self, message: str | None = None, violations: Iterable[Any] = ()) -> None:
-        super().__init__(message)
-        self.violations = _lines(violations)
-        """One `field: problem` line per problem found."""
-
-
-class AnswerRejected(KitError):
+class AnswerRejected(AnswerRefused):
     """The answer does not fit the wait; nothing changed.
 
     Args:
@@ -104,20 +75,21 @@ class AnswerRejected(KitError):
     """
 
     def __init__(self, message: str | None = None, violations: Iterable[Any] = ()) -> None:
-        super().__init__(message)
-        self.violations = _lines(violations)
-        """One `field: problem` line per way the answer does not fit."""
+        super().__init__(message, violations=violations)
 
 
-class AnswerConflict(KitError):
+class AnswerConflict(AnswerRefused):
     """The wait was already answered differently; the first answer stands.
 
     Args:
         message: what happened, in words (default: the class's first docstring line).
     """
 
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message)
 
-class WaitNotOpen(KitError):
+
+class WaitNotOpen(AnswerRefused):
     """No open wait has that key, or several have that name (answer by key then).
 
     Args:
@@ -129,12 +101,10 @@ class WaitNotOpen(KitError):
     """
 
     def __init__(self, message: str | None = None, open_waits: Iterable[str] = ()) -> None:
-        super().__init__(message)
-        self.open_waits = tuple(open_waits)
-        """The keys of the waits open now."""
+        super().__init__(message, open_waits=open_waits)
 
 
-class RunEnded(KitError):
+class RunEnded(ClientError):
     """The run ended before what the test waited for (a wait to open, a signal to arrive).
 
     Args:
@@ -157,8 +127,11 @@ class RunEnded(KitError):
         """How it ended, or None."""
 
 
-class RunFailed(KitError):
+class RunFailed(ClientError):
     """The run ended without completing: failed, timed out, cancelled or terminated.
+
+    Unlike the client's `RunFailed`, whose `error` is the task view's reading of a failure,
+    a test gets the error exactly as the runtime recorded it.
 
     Args:
         run_id: the run.
@@ -184,47 +157,23 @@ class RunFailed(KitError):
         """The recorded error."""
 
 
-class DatabaseUnavailable(KitError):
-    """The test server cannot be reached, or refused the statement.
-
-    Args:
-        message: what happened, in words (default: the class's first docstring line).
-    """
-
-
-class WaitTimedOut(KitError, TimeoutError):
-    """A wait ran out of wall-clock time; the message says what it waited for and where the
-    run stood.
-
-    Args:
-        message: what happened, in words (default: the class's first docstring line).
-    """
-
-
-_FROM_RUNTIME: Final[Mapping[type[rt.TetherError], Callable[[Any], KitError]]] = MappingProxyType(
-    {
-        rt.ExecutionNotFound: lambda e: RunNotFound(e.message),
-        rt.WorkflowNotFound: lambda e: WorkflowNotFound(e.message),
-        rt.InvalidInput: lambda e: InvalidInput(e.message, e.errors),
-        rt.AnswerRejected: lambda e: AnswerRejected(e.message, e.errors),
-        rt.AnswerConflict: lambda e: AnswerConflict(e.message),
-        rt.WaitNotOpen: lambda e: WaitNotOpen(e.message, e.open_keys),
-        rt.RunEnded: lambda e: RunEnded(e.message),
-        rt.Unavailable: lambda e: DatabaseUnavailable(e.message),
-        rt.TetherError: lambda e: KitError(e.message),
-    }
+#: The client's database table, with the kit's leaves for what it tells apart.
+_FROM_RUNTIME: Final[Mapping[type[rt.TetherError], Callable[[Any], ClientError]]] = (
+    MappingProxyType(
+        {
+            **FROM_RUNTIME,
+            rt.AnswerRejected: lambda e: AnswerRejected(e.message, e.errors),
+            rt.AnswerConflict: lambda e: AnswerConflict(e.message),
+            rt.WaitNotOpen: lambda e: WaitNotOpen(e.message, e.open_keys),
+            rt.RunEnded: lambda e: RunEnded(e.message),
+        }
+    )
 )
 
+_TRANSLATED: Final = RuntimeErrors(_FROM_RUNTIME)
 
-@contextlib.contextmanager
-def translated() -> Iterator[None]:
-    """Raise the kit's error for a runtime error raised inside the block (the most specific
-    entry of the table for its class)."""
-    try:
-        yield
-    except rt.TetherError as exc:
-        for cls in type(exc).__mro__:
-            make = _FROM_RUNTIME.get(cls)
-            if make is not None:
-                raise make(exc) from exc
-        raise  # pragma: no cover — TetherError itself is in the table
+
+def translated() -> RuntimeErrors:
+    """`with translated(): …` — a runtime error raised in the block leaves as the kit's error
+    (the entry of the table for its most specific class)."""
+    return _TRANSLATED

@@ -5,25 +5,17 @@ gross slowdown, on a tiny run."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+from tests import repo_scripts
 
-BENCH = Path(__file__).resolve().parents[3] / "bench" / "notify.py"
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 
 def load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_notify", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return repo_scripts.load("bench/notify.py", "bench_notify")
 
 
 def tiny(fault: str | None) -> argparse.Namespace:

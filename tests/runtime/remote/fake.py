@@ -1,16 +1,24 @@
-"""A scripted MCP Tasks remote for the driver's tests, mounted with respx on the outbound
-client: it records every request and answers each method from a script (a list of answers,
-the last one repeated)."""
+"""A scripted remote for the driver's tests, mounted with respx on the outbound client: it
+records every request and answers each method from a script (a list of answers, the last one
+repeated); and a run of a workflow driven against it to its end."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import asyncpg
 import httpx
+import respx
+
+from tests.runtime.conftest import Start
+from tether.runtime.operations import Operations
+from tether.runtime.registry import App
 
 URL = "http://remote.test/mcp"
 TASK = "tk_remote_1"
@@ -59,6 +67,14 @@ class FakeRemote:
     def calls(self, method: str) -> list[dict[str, Any]]:
         return [params for m, params, _ in self.seen if m == method]
 
+    @contextlib.contextmanager
+    def mounted(self, url: str = URL) -> Iterator[None]:
+        """This remote answering every POST to `url` for the block (respx: a request to any
+        other address raises)."""
+        with respx.mock(assert_all_called=False) as mock:
+            mock.post(url).mock(side_effect=self)
+            yield
+
     def headers(self, method: str) -> list[httpx.Headers]:
         return [headers for m, _, headers in self.seen if m == method]
 
@@ -77,3 +93,25 @@ class FakeRemote:
         if isinstance(answer, httpx.Response):
             return answer
         return httpx.Response(200, json={"jsonrpc": "2.0", "id": body["id"], "result": answer})
+
+
+async def run_completed(
+    start: Start,
+    db: asyncpg.Pool,
+    app: App,
+    fake: FakeRemote,
+    workflow: str,
+    call: dict[str, Any],
+    *,
+    url: str = URL,
+    timeout: float = 20.0,
+) -> Any:
+    """The output of a run of `workflow` (input `call`) on a runtime of `app`, with `fake`
+    answering at `url`; the test fails unless the run completed."""
+    ops = Operations(db, app)
+    with fake.mounted(url):
+        async with asyncio.timeout(timeout), start(app):
+            run = (await ops.start(workflow, call)).execution.id
+            view = await ops.wait_for_end(run, timeout=timeout)
+    assert view.current.status == "completed", view.current.error
+    return view.current.output

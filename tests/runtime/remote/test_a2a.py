@@ -5,14 +5,12 @@ retries under one messageId, refusals, a lost task, a reply sent once across a c
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
 import asyncpg
 import httpx
 import pytest
-import respx
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.types import (
     Artifact,
@@ -29,9 +27,8 @@ from google.protobuf import json_format
 from pydantic import BaseModel
 
 from tests.runtime.conftest import Start
-from tests.runtime.remote.fake import FakeRemote, rpc_error
+from tests.runtime.remote.fake import FakeRemote, rpc_error, run_completed
 from tether.runtime.context import Context
-from tether.runtime.operations import Operations
 from tether.runtime.policy import RetryPolicy
 from tether.runtime.registry import App
 from tether.runtime.remote import a2a
@@ -198,15 +195,7 @@ DONE = _json(_task(TaskState.TASK_STATE_COMPLETED, message=_message("done")))
 
 
 async def _run(start: Start, db: asyncpg.Pool, fake: FakeRemote, **call: Any) -> Any:
-    app = _app()
-    ops = Operations(db, app)
-    with respx.mock(assert_all_called=False) as mock:
-        mock.post(URL).mock(side_effect=fake)
-        async with asyncio.timeout(TIMEOUT), start(app):
-            run = (await ops.start("ask", call)).execution.id
-            view = await ops.wait_for_end(run, timeout=TIMEOUT)
-    assert view.current.status == "completed", view.current.error
-    return view.current.output
+    return await run_completed(start, db, _app(), fake, "ask", call, url=URL, timeout=TIMEOUT)
 
 
 async def test_a_send_answered_503_is_retried_under_the_same_message_id(
@@ -285,8 +274,7 @@ async def test_a_blank_message_or_data_that_is_not_a_json_object_is_refused_unse
     call: dict[str, Any], said: str
 ) -> None:
     fake = FakeRemote({})
-    with respx.mock(assert_all_called=False) as mock:
-        mock.post(URL).mock(side_effect=fake)
+    with fake.mounted(URL):
         async with WorkflowEnvironment(_app()) as env:
             run = await env.start("ask", call)
             with pytest.raises(Exception, match=said):
@@ -316,8 +304,7 @@ async def test_a_reply_is_sent_once_even_when_the_worker_dies_after_sending_it()
     was taken once. The reply names the task, its context and an id derived from both."""
     fake = FakeRemote({a2a.SEND_MESSAGE: [WORKING]})
     fake.script[a2a.GET_TASK] = [_asking(fake)]
-    with respx.mock(assert_all_called=False) as mock:
-        mock.post(URL).mock(side_effect=fake)
+    with fake.mounted(URL):
         async with WorkflowEnvironment(_app()) as env:
             crash = env.crash_at("remote:agent:answer", when="after")
             run = await env.start("ask", {})

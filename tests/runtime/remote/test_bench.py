@@ -4,18 +4,17 @@ row turns OVER. The benchmark is never timed here."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from tests import repo_scripts
+
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
-BENCH = Path(__file__).resolve().parents[3] / "bench" / "remote.py"
 CALL = re.compile(
     r"^remote call median vs direct client\s+\S+\s+\S+\s+(\S+)\s+(\S+)\s+(ok|OVER)$", re.M
 )
@@ -26,12 +25,7 @@ REPLAYS = re.compile(r"^runs replayed while they wait\s+\S+\s+(\S+)\s+(ok|OVER)$
 
 
 def load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_remote", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return repo_scripts.load("bench/remote.py", "bench_remote")
 
 
 def call_verdict(out: str) -> tuple[float, str]:

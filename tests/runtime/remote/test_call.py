@@ -13,11 +13,19 @@ import asyncpg
 import httpx
 import orjson
 import pytest
-import respx
 from pydantic import BaseModel
 
 from tests.runtime.conftest import Start
-from tests.runtime.remote.fake import CREATED, TASK, URL, FakeRemote, completed, rpc_error, task
+from tests.runtime.remote.fake import (
+    CREATED,
+    TASK,
+    URL,
+    FakeRemote,
+    completed,
+    rpc_error,
+    run_completed,
+    task,
+)
 from tether.observability import metrics
 from tether.runtime.context import Context
 from tether.runtime.operations import Operations
@@ -56,14 +64,7 @@ def _app(**remote: Any) -> App:
 
 
 async def _run(start: Start, db: asyncpg.Pool, app: App, fake: FakeRemote, **call: Any) -> Any:
-    ops = Operations(db, app)
-    with respx.mock(assert_all_called=False) as mock:
-        mock.post(URL).mock(side_effect=fake)
-        async with asyncio.timeout(TIMEOUT), start(app):
-            run = (await ops.start("relay", call)).execution.id
-            view = await ops.wait_for_end(run, timeout=TIMEOUT)
-    assert view.current.status == "completed", view.current.error
-    return view.current.output
+    return await run_completed(start, db, app, fake, "relay", call, timeout=TIMEOUT)
 
 
 async def test_a_create_answered_503_is_retried_with_backoff_under_the_same_key(
@@ -135,8 +136,7 @@ async def test_a_parked_call_is_polled_without_replaying_its_run(
     fake = FakeRemote({"tools/call": [CREATED], "tasks/get": [*script, completed("done")]})
     app = _app()
     ops = Operations(db, app)
-    with respx.mock(assert_all_called=False) as mock:
-        mock.post(URL).mock(side_effect=fake)
+    with fake.mounted(URL):
         async with asyncio.timeout(TIMEOUT), start(app):
             run = (await ops.start("relay", {})).execution.id
             view = await ops.wait_for_end(run, timeout=TIMEOUT)
@@ -159,8 +159,7 @@ async def test_a_cancel_the_remote_refuses_is_noted_and_the_run_ends_cancelled(
     )
     app = _app()
     ops = Operations(db, app)
-    with respx.mock(assert_all_called=False) as mock:
-        mock.post(URL).mock(side_effect=fake)
+    with fake.mounted(URL):
         async with asyncio.timeout(TIMEOUT), start(app):
             run = (await ops.start("relay", {})).execution.id
             while True:
@@ -220,8 +219,7 @@ async def test_the_test_kit_crashes_a_call_between_the_create_and_its_record() -
     created the task, before its id was recorded; the replay sends the same create again,
     under the same key (a remote that honours it returns the same task)."""
     fake = FakeRemote({"tools/call": [CREATED], "tasks/get": [completed("done")]})
-    with respx.mock(assert_all_called=False) as mock:
-        mock.post(URL).mock(side_effect=fake)
+    with fake.mounted(URL):
         async with WorkflowEnvironment(_app()) as env:
             crash = env.crash_at("remote:peer/work", when="after")
             run = await env.start("relay", {})
@@ -258,8 +256,7 @@ async def test_an_answer_is_recorded_before_it_is_sent_and_a_crash_repeats_at_mo
     person's answer was taken once."""
     fake = FakeRemote({"tools/call": [CREATED], "tasks/update": [{"resultType": "complete"}]})
     fake.script["tasks/get"] = [_asking(fake)]
-    with respx.mock(assert_all_called=False) as mock:
-        mock.post(URL).mock(side_effect=fake)
+    with fake.mounted(URL):
         async with WorkflowEnvironment(_app()) as env:
             crash = env.crash_at("remote:peer/work:answer", when="after")
             run = await env.start("relay", {})

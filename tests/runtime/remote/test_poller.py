@@ -9,7 +9,6 @@ from typing import Any
 
 import httpx
 import pytest
-import respx
 
 from tests.runtime.remote.fake import URL, FakeRemote, completed, task
 from tether.runtime.remote.clients import Clients
@@ -33,8 +32,7 @@ def _due_poll(status: str = "waiting", *, done: bool = False, **state: Any) -> D
 
 async def _look(poll: DuePoll, *answers: Any) -> Look:
     fake = FakeRemote({"tasks/get": list(answers) or [task("working")]})
-    with respx.mock(assert_all_called=False) as mock:
-        mock.post(URL).mock(side_effect=fake)
+    with fake.mounted(URL):
         return await _poller()._look(poll)
 
 
@@ -75,8 +73,7 @@ async def test_a_poll_the_poller_need_not_send_is_decided_without_a_request(
     poll: DuePoll, want: Look
 ) -> None:
     fake = FakeRemote({})
-    with respx.mock(assert_all_called=False) as mock:
-        mock.post(URL).mock(side_effect=fake)
+    with fake.mounted(URL):
         assert await _poller()._look(poll) == want
     assert fake.seen == []
 

@@ -33,6 +33,7 @@ from tether.runtime.functions import FunctionNotRegistered, Functions
 from tether.runtime.ids import new_execution_id
 from tether.specs.dag import Action, DagSpec, DagSpecError, Shell, load_string, shell_steps
 from tether.specs.errors import INLINE
+from tether.specs.yaml_nodes import yaml_files
 from tether.storage import repo
 
 logger = logging.getLogger(__name__)
@@ -172,7 +173,7 @@ class DagCatalog:
             OSError: The directory cannot be listed.
         """
         problems: dict[str, str] = {}
-        for path in sorted(dag_files(Path(directory))):
+        for path in sorted(yaml_files(Path(directory))):
             try:
                 self.dag(path)
             except (DagSpecError, OSError, ValueError) as exc:
@@ -317,10 +318,6 @@ def _check_functions(spec: DagSpec, functions: Functions) -> None:
 def inline_shell_allowed() -> bool:
     """TETHER_INLINE_SHELL as the settings read it (true/1/yes/on); unset or false: refused."""
     return os.environ.get(INLINE_SHELL_ENV, "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def dag_files(directory: Path) -> list[Path]:
-    return [p for p in directory.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file()]
 
 
 def _workflow_fn(host: DagHost, name: str) -> Callable[..., Any]:

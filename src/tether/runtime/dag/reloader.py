@@ -10,8 +10,9 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tether.runtime.dag.catalog import DagCatalog, dag_files
+from tether.runtime.dag.catalog import DagCatalog
 from tether.specs.dag import DagSpecError
+from tether.specs.yaml_nodes import yaml_files
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ class DagReloader:
 
     def scan(self) -> ScanReport:
         report = ScanReport()
-        present = {p: p.stat().st_mtime for p in dag_files(self.directory)}
+        present = {p: p.stat().st_mtime for p in yaml_files(self.directory)}
         for path, mtime in sorted(present.items()):
             if self._seen.get(path) == mtime:
                 continue

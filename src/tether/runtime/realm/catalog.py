@@ -16,6 +16,7 @@ from tether.runtime.context import Context
 from tether.runtime.functions import Functions
 from tether.runtime.realm.interpreter import ProtocolHost, ProtocolInput, run_protocol
 from tether.runtime.realm.plan import Plan, PlanError, plan_from_text
+from tether.specs.yaml_nodes import yaml_files
 
 
 @dataclass(frozen=True)
@@ -101,14 +102,13 @@ class ProtocolCatalog:
             OSError: The directory cannot be listed.
         """
         problems: dict[str, str] = {}
-        for path in sorted(Path(directory).iterdir()):
-            if path.suffix in (".yaml", ".yml") and path.is_file():
-                try:
-                    self.protocol(path)
-                except (PlanError, OSError, ValueError) as exc:
-                    problems[str(path)] = str(exc)
-                else:
-                    self.unreadable_protocols.pop(str(path), None)
+        for path in sorted(yaml_files(Path(directory))):
+            try:
+                self.protocol(path)
+            except (PlanError, OSError, ValueError) as exc:
+                problems[str(path)] = str(exc)
+            else:
+                self.unreadable_protocols.pop(str(path), None)
         self.unreadable_protocols.update(problems)
         return problems
 

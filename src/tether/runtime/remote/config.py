@@ -24,12 +24,12 @@ import re
 import textwrap
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from tether.runtime import json_or_file
 from tether.runtime.policy import RetryPolicy
 from tether.runtime.remote.clients import Clients
 from tether.specs.dag import DagSpec, DagSpecError, RemoteCall
@@ -192,15 +192,7 @@ def parse_remotes(value: str | bytes) -> tuple[Remote, ...]:
 def read_remotes(value: str) -> tuple[Remote, ...]:
     """Remotes from JSON text (starting with `{`) or from the JSON file it names; empty text
     names none. Raises RemoteConfigError."""
-    text = value.strip()
-    if not text:
-        return ()
-    if text.startswith("{"):
-        return parse_remotes(text)
-    try:
-        return parse_remotes(Path(text).read_bytes())
-    except OSError as exc:
-        raise RemoteConfigError(f"cannot read it as a remotes file: {exc.strerror}") from None
+    return json_or_file.read(value, parse_remotes, (), "remotes", RemoteConfigError)
 
 
 # --- the names a workflow calls ----------------------------------------------------------------

@@ -5,6 +5,7 @@ and its policies. References (`depends`, `rewind_to`) stay as written here; `gra
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Final
@@ -248,48 +249,43 @@ def _work(fields: Fields, at: At, step_id: str | None, handler: bool) -> tuple[W
 
 def _mcp_call(fields: Fields, at: At) -> RemoteCall:
     """`action: mcp.call` with `with: {remote, tool, arguments}` (Tether's own action)."""
-    _, action_at = fields.take("action") or at.fail("unreachable")
-    config = fields.take("with") or action_at.fail("`action: mcp.call` needs `with.remote`")
-    if pre := fields.take("preconditions", "precondition"):
-        pre[1].fail("`preconditions` are not supported on an `mcp.call` step")
-    options = Fields(*config)
-    remote = options.take("remote") or config[1].fail("`action: mcp.call` needs `with.remote`")
-    tool = options.take("tool") or config[1].fail("`action: mcp.call` needs `with.tool`")
-    arguments = options.take("arguments")
-    options.finish({})
-    value = json_value(*arguments) if arguments else {}
-    if not isinstance(value, dict):
-        (arguments[1] if arguments else config[1]).fail("`with.arguments` must be a mapping")
-    return RemoteCall(
-        nonblank(*remote).strip(),
-        nonblank(*tool).strip(),
-        MappingProxyType(value) if value else EMPTY,
-        remote[1].line,
-    )
+    remote, tool, arguments = _remote_action(fields, at, MCP_CALL, "tool", "arguments")
+    return RemoteCall(nonblank(*remote).strip(), nonblank(*tool).strip(), arguments, remote[1].line)
 
 
 def _a2a_ask(fields: Fields, at: At) -> RemoteCall:
     """`action: a2a.ask` with `with: {remote, message, data}` (Tether's own action)."""
-    _, action_at = fields.take("action") or at.fail("unreachable")
-    config = fields.take("with") or action_at.fail("`action: a2a.ask` needs `with.remote`")
-    if pre := fields.take("preconditions", "precondition"):
-        pre[1].fail("`preconditions` are not supported on an `a2a.ask` step")
-    options = Fields(*config)
-    remote = options.take("remote") or config[1].fail("`action: a2a.ask` needs `with.remote`")
-    message = options.take("message") or config[1].fail("`action: a2a.ask` needs `with.message`")
-    data = options.take("data")
-    options.finish({})
-    value = json_value(*data) if data else {}
-    if not isinstance(value, dict):
-        (data[1] if data else config[1]).fail("`with.data` must be a mapping")
+    remote, message, data = _remote_action(fields, at, A2A_ASK, "message", "data")
     return RemoteCall(
         nonblank(*remote).strip(),
         "",
-        MappingProxyType(value) if value else EMPTY,
+        data,
         remote[1].line,
         action=A2A_ASK,
         message=nonblank(*message),
     )
+
+
+def _remote_action(
+    fields: Fields, at: At, action: str, what: str, mapping: str
+) -> tuple[tuple[yaml.Node, At], tuple[yaml.Node, At], Mapping[str, object]]:
+    """What the remote actions share: `with.remote` and `with.<what>` (both required, returned
+    as written), `with.<mapping>` (a JSON mapping, empty when absent), nothing else in `with`,
+    and no preconditions."""
+    _, action_at = fields.take("action") or at.fail("unreachable")
+    needs = f"`action: {action}` needs"
+    config = fields.take("with") or action_at.fail(f"{needs} `with.remote`")
+    if pre := fields.take("preconditions", "precondition"):
+        pre[1].fail(f"`preconditions` are not supported on an `{action}` step")
+    options = Fields(*config)
+    remote = options.take("remote") or config[1].fail(f"{needs} `with.remote`")
+    text = options.take(what) or config[1].fail(f"{needs} `with.{what}`")
+    given = options.take(mapping)
+    options.finish({})
+    value = json_value(*given) if given else {}
+    if not isinstance(value, dict):
+        (given[1] if given else config[1]).fail(f"`with.{mapping}` must be a mapping")
+    return remote, text, MappingProxyType(value) if value else EMPTY
 
 
 def _dag_run(fields: Fields, at: At) -> Call:

@@ -99,15 +99,7 @@ async def late_answer(
     reply = replies.progress(
         step, plan, now, chain, tool=COMMAND, lead=MATCHED_LATE, done=MATCHED_LATE, warnings=warns
     )
-    return with_fields(
-        reply,
-        warnings=[*reply.warnings, claim_said] if claim_said is not None else list(reply.warnings),
-        answer_recorded=False,
-        error_details=details,
-        gate_claim=claim,
-        chained_auto_steps=None,
-        guards=chain.guards or None,
-    )
+    return answered(reply, chain, claim, claim_said, answer_recorded=False, error_details=details)
 
 
 def _other_choice(
@@ -137,6 +129,26 @@ def _other_choice(
         ended_by=chain.ended_by,
     )
     return with_fields(refused, warnings=warns)
+
+
+def answered(
+    reply: Reply,
+    chain: runs.Chain,
+    claim: dict[str, Any],
+    claim_said: str | None,
+    **fields: Any,
+) -> Reply:
+    """The reply to an answer the gate took (recorded, or matching its expiry's default):
+    `reply` with the claim's warning after its own, `gate_claim`, the chain's guards, and
+    `fields`."""
+    return with_fields(
+        reply,
+        warnings=[*reply.warnings, claim_said] if claim_said is not None else list(reply.warnings),
+        **fields,
+        gate_claim=claim,
+        chained_auto_steps=None,
+        guards=chain.guards or None,
+    )
 
 
 def with_fields(reply: Reply, *, warnings: list[str], **fields: Any) -> Reply:

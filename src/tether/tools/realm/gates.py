@@ -21,7 +21,7 @@ from tether.runtime.realm.plan import Plan
 from tether.runtime.rows import ExecutionRow, StepRecord
 from tether.tools.realm import envelope, gate_expiry, replies, runs
 from tether.tools.realm.envelope import Reply, refusal
-from tether.tools.realm.gate_expiry import COMMAND, MATCHED_LATE, Settle, with_fields
+from tether.tools.realm.gate_expiry import COMMAND, MATCHED_LATE, Settle, answered
 
 WRONG_GATE: Final = "submit_gate"  # the reply's command for an answer that names no open gate
 
@@ -175,16 +175,7 @@ async def _answer_open(
     done = f"Gate '{gate['name']}' was answered: '{choice}'."
     reply = replies.progress(gate["name"], plan, now, chain, tool=COMMAND, done=done, warnings=w)
     claim = _claim(gate, a.get("claim_token"))
-    warns = list(reply.warnings)
-    if (said := claim_warning(claim, a.get("claim_token"))) is not None:
-        warns.append(said)
-    return with_fields(
-        reply,
-        warnings=warns,
-        gate_claim=claim,
-        chained_auto_steps=None,
-        guards=chain.guards or None,
-    )
+    return answered(reply, chain, claim, claim_warning(claim, a.get("claim_token")))
 
 
 def _already(
