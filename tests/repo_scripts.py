@@ -7,6 +7,7 @@ import asyncio
 import importlib.util
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import Final
@@ -25,7 +26,7 @@ def load(path: str, name: str) -> ModuleType:
     return module
 
 
-async def run(path: str, *, timeout: float = 90.0, **env: str) -> str:
+async def run(path: str, env: Mapping[str, str], *, timeout: float = 90.0) -> str:
     """What the script at `path` printed (its output and errors together), run with this
     Python from the repository's root, `env` added to this process's environment; the test
     fails when it exits non-zero or takes longer than `timeout` seconds."""

@@ -24,7 +24,7 @@ async def test_the_client_example_approves_a_review_and_prints_the_outcome(
         target = url if transport == "http" else db_url
         # Over the database, the client applies the pooler settings of TETHER_DATABASE_URL.
         database = database_env(db_url) if transport == "database" else {}
-        text = await repo_scripts.run(EXAMPLE, **database, TETHER_URL=target)
+        text = await repo_scripts.run(EXAMPLE, {**database, "TETHER_URL": target})
     lines = text.splitlines()
     assert lines[0].startswith("started ex_") and lines[0].endswith(f"over {transport}")
     assert lines[1:] == [

@@ -24,7 +24,8 @@ import pytest
 
 from tests.conftest import direct_url
 from tests.debian import ensure_nginx
-from tests.e2e.test_server_kill import Servers, free_port, wait_ready
+from tests.e2e.conftest import free_port
+from tests.e2e.test_server_kill import Servers, wait_ready
 from tests.mcp_client import McpClient
 from tether.jsonrpc.codes import HEADER_MISMATCH
 

@@ -32,7 +32,7 @@ async def test_the_remote_orchestration_example_answers_a_remote_question_and_pr
             "finance": {"url": finance.url, "poll_min_s": 0.1},
         }
         async with serve(example.app, db_url, remotes=json.dumps(remotes)) as url:
-            text = await repo_scripts.run(EXAMPLE, TETHER_URL=url)
+            text = await repo_scripts.run(EXAMPLE, {"TETHER_URL": url})
         assert len(await finance.runs("approve_budget")) == 1
     lines = text.splitlines()
     assert lines[0].startswith("started ex_")
@@ -58,7 +58,7 @@ async def test_the_agent_example_relays_the_agents_question_and_prints_the_greet
         on_loopback(example.agent_app(agent_url), port=port),
         serve(example.app, db_url, remotes=json.dumps(remotes)) as url,
     ):
-        text = await repo_scripts.run(AGENT_EXAMPLE, TETHER_URL=url)
+        text = await repo_scripts.run(AGENT_EXAMPLE, {"TETHER_URL": url})
     lines = text.splitlines()
     assert lines[0].startswith("started ex_")
     assert lines[1:] == ["waiting: remote_input: Formal or informal?", "outcome: Salut Ada !"]
