@@ -13,14 +13,15 @@ from collections.abc import Callable, Iterator
 from multiprocessing.managers import SyncManager
 from typing import Any
 
+import orjson
 import pytest
 
 from tests.e2e.conftest import ServeFn
 from tests.e2e.test_dagu_execute import execute, ok, refused
 from tests.e2e.test_fuzz_endpoint import snapshot
 from tests.e2e.test_realm_create_batch_trace import PLAN
-from tests.e2e.test_realm_tools import build_app, tool
-from tests.mcp_client import McpClient
+from tests.e2e.test_realm_tools import PLAIN, build_app, tool
+from tests.mcp_client import McpClient, meta
 from tests.tools.worker_calls import Held, exit_worker
 from tether.runtime.registry import App
 from tether.specs.dag import load_string
@@ -133,6 +134,30 @@ async def test_a_plan_over_a_limit_is_refused_in_realm_terms(
         assert (reply["status"], reply["agent_action"]) == ("error", "provide_input")
         assert reply.get("error_code") is None
         assert f"{MAX_STEPS_SETTING}=5" in reply["errors"][0]
+        assert list(app.protocols) == ["expense"]
+        assert await snapshot(db_url) == before
+
+
+async def test_a_plan_nested_deeper_than_python_can_hand_over_is_refused_for_its_depth(
+    mcp_server: ServeFn, client: Client, db_url: str
+) -> None:
+    """Our choice: a plan nested 400 levels deep (more than pickling it for the document
+    worker can follow) gets the depth limit's refusal, not an internal error."""
+    app = build_app()
+    nested = '{"more":[' * 400 + "{}" + "]}" * 400
+    step = '{"id":"s0","description":"do it","notes":' + nested + "}"
+    params = {"name": "create_workflow", "arguments": "PLAN", "_meta": meta(PLAIN)}
+    body = orjson.dumps(params).replace(b'"PLAN"', b'{"steps":[' + step.encode() + b"]}")
+    request = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":' + body + b"}"
+    async with mcp_server(app) as url:
+        c = client(url)
+        before = await snapshot(db_url)
+        response = await c.post(request, c.headers("tools/call", params))
+        assert "result" in response.json(), response.text[:500]
+        result = response.json()["result"]
+        reply = orjson.loads(result["content"][0]["text"])
+        assert (reply["status"], reply["agent_action"]) == ("error", "provide_input")
+        assert f"{MAX_DEPTH_SETTING}=32" in reply["errors"][0]
         assert list(app.protocols) == ["expense"]
         assert await snapshot(db_url) == before
 

@@ -66,6 +66,11 @@ _pool: ProcessPoolExecutor | None = None
 _users = 0  # servers holding the worker (`in_use`)
 
 
+class TooDeep(Exception):
+    """The call's arguments nest too deep to be handed to the worker (pickling them ran out
+    of recursion); nothing was sent."""
+
+
 class WorkerLost(Exception):
     """The process reading the document ended before it answered.
 
@@ -81,6 +86,7 @@ async def run(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
 
     Raises:
         WorkerLost: the worker ended while it held this call.
+        TooDeep: the arguments nest too deep to be handed over.
     """
     return cast(T, await _submit(fn, None, args, kwargs))
 
@@ -97,6 +103,7 @@ async def run_in_pieces(
 
     Raises:
         WorkerLost: the worker ended while it held this call.
+        TooDeep: the arguments nest too deep to be handed over.
     """
     return cast(T, await _submit(fn, parts, args, kwargs))
 
@@ -113,6 +120,10 @@ async def _submit(
     except BrokenProcessPool as exc:
         _forget(pool)
         raise WorkerLost() from exc
+    except RecursionError:
+        # Raised here only by pickling the arguments: the worker's own errors come back
+        # inside `packed`.
+        raise TooDeep() from None
     returned, value = await _loads(packed)
     if returned:
         return value

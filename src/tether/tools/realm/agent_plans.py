@@ -20,7 +20,7 @@ from typing import Any
 
 from tether.runtime.operations import Operations
 from tether.runtime.realm.plan import Plan, PlanError, plan_from_text
-from tether.specs.limits import SpecLimits
+from tether.specs.limits import SpecLimits, too_deep
 from tether.specs.realm import Diagnostic, RealmSpecError, WorkflowSpec, plan_workflow
 from tether.tools import offload
 from tether.tools.realm import replies, runs
@@ -84,10 +84,15 @@ async def create_workflow(
     """Register the plan in `args` (`steps`, `metadata`; every other key is reported) and
     start a run of it (a created workflow takes no params). The plan is checked against
     `limits` (default: `SpecLimits()`'s) and read by the document worker (`offload`)."""
+    limits = limits or SpecLimits()
     try:
-        workflow_id, report, text = await offload.run(read_plan, args, limits or SpecLimits())
+        workflow_id, report, text = await offload.run(read_plan, args, limits)
     except RealmSpecError as exc:
         return _plan_refusal(exc.reason, [])
+    except offload.TooDeep:
+        # Deeper than Python can hand over, so far deeper than the depth limit the worker
+        # would have refused it under.
+        return _plan_refusal(too_deep(limits), [])
     except offload.WorkerLost:
         return refusal("create_workflow", "", "ENGINE_INTERNAL", _LOST)
     diagnostics = [d.message for d in report]  # also the reply's warnings
