@@ -38,6 +38,8 @@ import httpx
 from reliability.client import Client, Outcome, headers_for, judge, meta
 from reliability.cluster import Cluster, Proc
 from reliability.fuzz_inputs import (
+    WEIRD_TEXT,
+    WEIRD_VALUES,
     DagGenerator,
     Form,
     FormGenerator,
@@ -73,40 +75,6 @@ def write_dags(directory: Path) -> Path:
 #: The share of requests per surface; the rest goes to the protocol envelope.
 SURFACES = (("dag", 0.15), ("plan", 0.15), ("console", 0.15))
 
-WEIRD_STRINGS = (
-    "",
-    " ",
-    "\u0000",
-    "a\u0000b",
-    "\ufeff",
-    "\u202e",
-    "ð\x9f\x98\x80",
-    "😀" * 50,
-    "x" * 5000,
-    "../../etc/passwd",
-    "'; DROP TABLE executions; --",
-    "%s%s%n",
-    "ex_" + "A" * 40,
-    "null",
-    "\\",
-    '"',
-    "\r\n",
-)
-WEIRD_VALUES: tuple[Any, ...] = (
-    None,
-    True,
-    0,
-    -1,
-    2**63,
-    -(2**63) - 1,
-    1.5,
-    1e308,
-    [],
-    {},
-    [1, "a"],
-    {"a": {"b": {"c": []}}},
-    *WEIRD_STRINGS,
-)
 BAD_N: tuple[Any, ...] = ("abc", [], {}, None, 1.5, "", "\u0000", {"n": 1}, "1.5x")
 
 
@@ -207,7 +175,7 @@ class Generator:
         if kind == "signal":
             args = {
                 "handle": self.task_id(),
-                "name": self.pick(("go", "x", *WEIRD_STRINGS[:6])),
+                "name": self.pick(("go", "x", *WEIRD_TEXT[:6])),
                 "payload": self.value(),
             }
             return "tools/call", {"name": "signal_rel_approval", "arguments": args}, True

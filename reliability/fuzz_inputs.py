@@ -20,6 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+#: Text a fuzzer sends where the server expects a name, a value or a document: empty and
+#: blank, NUL, a byte-order mark and a direction override, a mis-decoded and a long emoji,
+#: oversized text, paths, SQL, format strings, shell and template syntax, an execution id.
 WEIRD_TEXT = (
     "",
     " ",
@@ -40,18 +43,25 @@ WEIRD_TEXT = (
     '"',
     "\r\n",
     "{{ steps }}",
+    "ð\x9f\x98\x80",
+    "%s%s%n",
+    "ex_" + "A" * 40,
 )
+#: JSON values of every type where the server expects something else, out-of-range and deep
+#: ones among them, then the weird text.
 WEIRD_VALUES: tuple[Any, ...] = (
     None,
     True,
     0,
     -1,
     2**63,
+    -(2**63) - 1,
     1.5,
     1e308,
     [],
     {},
     [1, "a"],
+    {"a": {"b": {"c": []}}},
     *WEIRD_TEXT,
 )
 
