@@ -52,7 +52,9 @@ import pytest
 
 import tether
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+# The walk runs every block of the page as processes: a package install, two servers, two
+# embedded PostgreSQL clusters, a dozen CLI commands; about a minute on a quiet machine.
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 
 REPO = Path(__file__).resolve().parents[1]
 TUTORIAL = (REPO / "docs" / "tutorial.md").read_text("utf-8")
