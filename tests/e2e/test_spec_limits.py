@@ -17,10 +17,11 @@ import orjson
 import pytest
 
 from tests.e2e.conftest import ServeFn
+from tests.e2e.test_answer_tool import PLAIN
 from tests.e2e.test_dagu_execute import execute, ok, refused
 from tests.e2e.test_fuzz_endpoint import snapshot
 from tests.e2e.test_realm_create_batch_trace import PLAN
-from tests.e2e.test_realm_tools import PLAIN, build_app, tool
+from tests.e2e.test_realm_tools import build_app, tool
 from tests.mcp_client import McpClient, meta
 from tests.tools.worker_calls import Held, exit_worker
 from tether.runtime.registry import App
