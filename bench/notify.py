@@ -192,12 +192,23 @@ def report(m: dict[str, Any], args: argparse.Namespace) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dsn")
-    parser.add_argument("--samples", type=int, default=200)
-    parser.add_argument("--burst", type=int, default=1000, help="0: skip the burst")
-    parser.add_argument("--fault", choices=("no-wake",), default=None)
-    parser.add_argument("--fault-poll-s", type=float, default=1.0)
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
+    parser.add_argument("--dsn", help="a PostgreSQL URL (default: an embedded one under /tmp)")
+    parser.add_argument(
+        "--samples", type=int, default=200, help="latency samples, one wait at a time"
+    )
+    parser.add_argument(
+        "--burst", type=int, default=1000, help="waits opening at once (0: skip the burst)"
+    )
+    parser.add_argument(
+        "--fault",
+        choices=("no-wake",),
+        default=None,
+        help="no-wake: the sender only polls (the latency row must turn OVER)",
+    )
+    parser.add_argument(
+        "--fault-poll-s", type=float, default=1.0, help="the polling interval under no-wake"
+    )
     args = parser.parse_args(argv)
     with database(args.dsn) as dsn:
         measured = asyncio.run(measure(dsn, args))

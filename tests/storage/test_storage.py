@@ -79,6 +79,7 @@ def test_queries_file_parses_into_the_expected_names() -> None:
         "delete_old_notifications",
         "status_counts",
         "queue_backlog",
+        "notification_backlog",
         "applied_migration",
         "insert_executions",
         "wake",

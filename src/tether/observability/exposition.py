@@ -32,11 +32,19 @@ class QueueBacklog:
 
 
 @dataclass(frozen=True)
+class NotificationBacklog:
+    channel: str
+    pending: int  # notifications neither delivered nor given up (in flight ones included)
+    oldest_age_s: float  # how long ago the oldest of them was written (0 without any)
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """What a scrape reads from the process and the database at once."""
 
     runs_by_status: Mapping[str, int] = field(default_factory=dict)
     queues: Sequence[QueueBacklog] = ()
+    notifications: Sequence[NotificationBacklog] = ()
     database_up: bool = True
     listening: bool = False
     workers_running: int = 0
@@ -72,9 +80,24 @@ class _SnapshotCollector(Collector):
         for q in snap.queues:
             depth.add_metric([q.queue], q.depth)
             age.add_metric([q.queue], q.oldest_age_s)
+        pending = GaugeMetricFamily(
+            "tether_notifications_pending",
+            "Notifications to people neither delivered nor given up, by channel",
+            labels=["channel"],
+        )
+        pending_age = GaugeMetricFamily(
+            "tether_notifications_pending_oldest_age_seconds",
+            "Age of the oldest notification neither delivered nor given up, by channel",
+            labels=["channel"],
+        )
+        for n in snap.notifications:
+            pending.add_metric([n.channel], n.pending)
+            pending_age.add_metric([n.channel], n.oldest_age_s)
         yield runs
         yield depth
         yield age
+        yield pending
+        yield pending_age
         yield _gauge(
             "tether_database_up", "1 when the last scrape reached the database", snap.database_up
         )

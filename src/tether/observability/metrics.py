@@ -24,6 +24,9 @@ from tether.observability.series import Cell, CounterSeries, Series
 # Step and request latencies: milliseconds to minutes; runs: seconds to days.
 _FAST: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 _SLOW: Final = (0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 86400, 7 * 86400)
+# A notification's latency: milliseconds when delivered at once (0.2: its 200 ms target), to
+# hours through retries (TETHER_NOTIFY_MAX_ATTEMPTS attempts up to TETHER_NOTIFY_RETRY_MAX_S apart).
+_NOTIFY: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
 
 # The run, attempt and step metrics: recorded per event as additions (observability/series.py).
 _RUNS: Final = Series()
@@ -98,6 +101,21 @@ REMOTE_CALLS_ENDED: Final = Counter(
     "Remote tool calls that reached an end, by remote and outcome (completed, the error's "
     "type, or cancel_<reply> when the run was cancelled)",
     ["remote", "outcome"],
+)
+# Notifications to people (runtime/notify): labelled by the channel's type and configured name.
+#: How a notification's delivery attempt ends (tether_notification_attempts' outcome label).
+NOTIFY_OUTCOMES: Final = ("delivered", "retried", "given_up")
+NOTIFICATION_ATTEMPTS: Final = Counter(
+    "tether_notification_attempts",
+    "Delivery attempts of notifications to people by channel type, channel and outcome "
+    "(delivered, retried: due again after a backoff, given_up: no attempt follows)",
+    ["type", "channel", "outcome"],
+)
+NOTIFICATION_LATENCY: Final = Histogram(
+    "tether_notification_latency_seconds",
+    "From a notification's event (the transaction that wrote it) to its delivery",
+    ["type", "channel"],
+    buckets=_NOTIFY,
 )
 #: What a listen stream follows (the label values of tether_subscription_feeds).
 FEED_KINDS: Final = ("task", "resource", "tools_list")
@@ -188,6 +206,20 @@ def remote_call_ended(remote: str, outcome: str) -> None:
     """A remote tool call ended with `outcome`."""
     if enabled:
         REMOTE_CALLS_ENDED.labels(remote, outcome).inc()
+
+
+def notification_attempt(
+    channel_type: str, channel: str, outcome: str, created_at: datetime
+) -> None:
+    """One delivery attempt of a notification written at `created_at` (an aware datetime, the
+    database's clock) ended with `outcome` (one of NOTIFY_OUTCOMES); a delivery also records
+    the time since then."""
+    if not enabled:
+        return
+    NOTIFICATION_ATTEMPTS.labels(channel_type, channel, outcome).inc()
+    if outcome == "delivered":
+        seconds = max(time.time() - created_at.timestamp(), 0.0)  # clocks of two hosts
+        NOTIFICATION_LATENCY.labels(channel_type, channel).observe(seconds)
 
 
 def stream_changed(delta: int) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Final
 
-from tether.observability.exposition import QueueBacklog, Snapshot
+from tether.observability.exposition import NotificationBacklog, QueueBacklog, Snapshot
 from tether.runtime.service import Runtime
 from tether.storage import observing
 from tether.storage.errors import StorageError, translated
@@ -39,11 +39,12 @@ async def readiness(rt: Runtime, *, timeout_s: float = CHECK_TIMEOUT_S) -> dict[
 
 
 async def snapshot(rt: Runtime, *, timeout_s: float = CHECK_TIMEOUT_S) -> Snapshot:
-    """Runs by status and queue backlogs from the database, and this process's pool,
-    listener and worker state. A database that does not answer yields `database_up = 0`
-    and no database gauges."""
+    """Runs by status, queue backlogs and notification backlogs from the database, and this
+    process's pool, listener and worker state. A database that does not answer yields
+    `database_up = 0` and no database gauges."""
     counts: dict[str, int] = {}
     queues: list[QueueBacklog] = []
+    notes: list[NotificationBacklog] = []
     up = True
     try:
         async with asyncio.timeout(timeout_s):
@@ -51,6 +52,9 @@ async def snapshot(rt: Runtime, *, timeout_s: float = CHECK_TIMEOUT_S) -> Snapsh
                 async with rt.pool.acquire() as conn:
                     found = await observing.status_counts(conn)
                     queues = [QueueBacklog(*q) for q in await observing.queue_backlog(conn)]
+                    notes = [
+                        NotificationBacklog(*n) for n in await observing.notification_backlog(conn)
+                    ]
         counts = dict.fromkeys(STATUSES, 0) | found
     except (StorageError, TimeoutError, OSError):
         up = False
@@ -60,6 +64,7 @@ async def snapshot(rt: Runtime, *, timeout_s: float = CHECK_TIMEOUT_S) -> Snapsh
     return Snapshot(
         runs_by_status=counts,
         queues=queues,
+        notifications=notes,
         database_up=up,
         listening=rt.listener.ready.is_set(),
         workers_running=sum(w.running.is_set() for w in rt.workers),

@@ -23,6 +23,14 @@ async def queue_backlog(conn: Conn) -> list[tuple[str, int, float]]:
     return [(r["queue"], r["depth"], max(r["oldest_age_s"], 0.0)) for r in recs]
 
 
+async def notification_backlog(conn: Conn) -> list[tuple[str, int, float]]:
+    """(channel, notifications neither delivered nor given up, age of the oldest in seconds)
+    per channel a route names or a pending notification is for."""
+    with translated():
+        recs = await conn.fetch(Q["notification_backlog"])
+    return [(r["channel"], r["pending"], max(r["oldest_age_s"], 0.0)) for r in recs]
+
+
 async def migrations_current(conn: Conn) -> bool:
     """True when the newest bundled migration has been applied."""
     with translated():

@@ -12,6 +12,9 @@ exceeds.
 
 Wake-ups come from the outbox's NOTIFY (sent by the transaction that writes a row), with
 polling as the fallback; a backoff this sender sets wakes it when it is due.
+
+Every attempt is counted by what it came to (delivered, retried, given up), and a delivery's
+latency from the event is observed (`metrics.notification_attempt`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from datetime import UTC, datetime
 import httpx
 import orjson
 
+from tether.observability import metrics
 from tether.runtime.ids import new_worker_id
 from tether.runtime.notify import messages, transports
 from tether.runtime.notify.channels import EmailChannel, Resolved, SlackChannel, WebhookChannel
@@ -174,11 +178,14 @@ class Sender:
         except Exception:  # a rendering bug must not end the loop: the row is retried
             logger.exception("notification %s could not be rendered", note.delivery_id)
             outcome = transports.Outcome(False, "internal error")
+        kind = resolved.channel.type
         if outcome.delivered:
+            metrics.notification_attempt(kind, note.channel, "delivered", note.created_at)
             await self._mark(note)
             return
         delay: float | None = None
         if not outcome.retry or note.attempt >= self.settings.max_attempts:
+            metrics.notification_attempt(kind, note.channel, "given_up", note.created_at)
             logger.warning(
                 "notification %s to channel %r given up after %d attempts: %s",
                 note.delivery_id,
@@ -187,6 +194,7 @@ class Sender:
                 outcome.error,
             )
         else:
+            metrics.notification_attempt(kind, note.channel, "retried", note.created_at)
             delay = backoff(note.attempt, self.settings, outcome.after_s)
             due = time.monotonic() + delay
             self._next_due = due if self._next_due is None else min(self._next_due, due)

@@ -920,6 +920,20 @@ FROM (
 ) runnable
 GROUP BY queue;
 
+-- name: notification_backlog
+-- Notifications neither delivered nor given up (next_at set: due, waiting for a retry, or
+-- claimed), by channel, with the age of the oldest; every channel the routes name is listed,
+-- with 0 when it has none, and so is a channel no route names any more that still has some.
+SELECT c.channel, count(o.id)::integer AS pending,
+       coalesce(extract(epoch FROM tether_now() - min(o.created_at)), 0)::float8 AS oldest_age_s
+FROM (
+    SELECT channel FROM notify_routes
+    UNION
+    SELECT channel FROM outbox WHERE next_at IS NOT NULL
+) c
+LEFT JOIN outbox o ON o.channel = c.channel AND o.next_at IS NOT NULL
+GROUP BY c.channel;
+
 -- name: applied_migration
 SELECT coalesce(max(version), 0) FROM schema_migrations;
 
