@@ -1,5 +1,5 @@
-"""What an agent meets after a gate's time is up, over real HTTP (Realm's table for an expiry an
-earlier call carried out; digest §4): a late answer that names another choice, a gate that
+"""What an agent meets after a gate's time is up, over real HTTP (Realm's rules for an expiry an
+earlier call carried out): a late answer that names another choice, a gate that
 only reports its expiry, and a run an `abort` expiry ended. Tether's worker carries the expiry
 out at the deadline, so every late answer here meets an expiry already carried out."""
 
