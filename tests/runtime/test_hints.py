@@ -12,8 +12,8 @@ import pytest
 
 from tests.factories import execution_row
 from tether.runtime import errors, hints
+from tether.runtime.answer_rules import validate_answer
 from tether.runtime.operations.answering import open_waits, resolve_wait
-from tether.runtime.waits import validate_answer
 from tether.storage.rows import ExecutionRow
 
 RUN_ID = "ex_" + "b" * 32

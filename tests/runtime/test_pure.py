@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from tests.factories import execution_row
-from tether.runtime import waits
+from tether.runtime import answer_rules, waits
 from tether.runtime.chain import follow, outcome
 from tether.runtime.policy import RetryPolicy
 from tether.storage.rows import STATUSES, ExecutionRow
@@ -48,47 +48,56 @@ def test_approval_answers_are_checked_from_the_descriptor_alone() -> None:
     the gate does not list, as Dagu's applyApproval stores them)."""
     spec = waits.Approval("gate", "ok?", ("ticket", "note"), ("ticket",))
     d = spec.descriptor("k", "t", None)
-    assert waits.validate_answer(d, {"decision": "approve", "ticket": "T-1"}) == []
-    assert waits.validate_answer(d, {"decision": "reject", "reason": "no"}) == []
-    assert waits.validate_answer(d, {"decision": "push_back", "anything": "x"}) == []
-    assert waits.validate_answer(d, {"decision": "approve"}) == ["ticket: required to approve"]
-    assert waits.validate_answer(d, {"decision": "approve", "ticket": 1})[0].startswith("ticket")
-    assert waits.validate_answer(d, {"decision": "approve", "ticket": "T", "x": "y"}) == []
-    assert waits.validate_answer(d, {"decision": "approve", "ticket": "T", "x": 2})
-    assert waits.validate_answer(d, {"decision": "maybe"})
-    assert waits.validate_answer(d, "approve")
+    assert answer_rules.validate_answer(d, {"decision": "approve", "ticket": "T-1"}) == []
+    assert answer_rules.validate_answer(d, {"decision": "reject", "reason": "no"}) == []
+    assert answer_rules.validate_answer(d, {"decision": "push_back", "anything": "x"}) == []
+    assert answer_rules.validate_answer(d, {"decision": "approve"}) == [
+        "ticket: required to approve"
+    ]
+    assert answer_rules.validate_answer(d, {"decision": "approve", "ticket": 1})[0].startswith(
+        "ticket"
+    )
+    assert answer_rules.validate_answer(d, {"decision": "approve", "ticket": "T", "x": "y"}) == []
+    assert answer_rules.validate_answer(d, {"decision": "approve", "ticket": "T", "x": 2})
+    assert answer_rules.validate_answer(d, {"decision": "maybe"})
+    assert answer_rules.validate_answer(d, "approve")
 
 
 def test_only_the_decisions_own_arguments_are_not_inputs() -> None:
     """`reason` is an input except on a rejection; an input named `decision` travels in the
     `inputs` envelope, which surfaces build with `decision_answer`."""
-    assert waits.answer_fields({"decision": "approve", "reason": "r", "x": "1"}) == {
+    assert answer_rules.answer_fields({"decision": "approve", "reason": "r", "x": "1"}) == {
         "reason": "r",
         "x": "1",
     }
-    assert waits.answer_fields({"decision": "reject", "reason": "no"}) == {}
-    assert waits.decision_answer("push_back", {"reason": "r"}) == {
+    assert answer_rules.answer_fields({"decision": "reject", "reason": "no"}) == {}
+    assert answer_rules.decision_answer("push_back", {"reason": "r"}) == {
         "decision": "push_back",
         "reason": "r",
     }
-    enveloped = waits.decision_answer("approve", {"decision": "go", "reason": "r"})
+    enveloped = answer_rules.decision_answer("approve", {"decision": "go", "reason": "r"})
     assert enveloped == {"decision": "approve", "inputs": {"decision": "go", "reason": "r"}}
-    assert waits.answer_fields(enveloped) == {"decision": "go", "reason": "r"}
-    assert waits.decision_answer("reject", None, "no") == {"decision": "reject", "reason": "no"}
+    assert answer_rules.answer_fields(enveloped) == {"decision": "go", "reason": "r"}
+    assert answer_rules.decision_answer("reject", None, "no") == {
+        "decision": "reject",
+        "reason": "no",
+    }
 
 
 def test_an_enveloped_approval_answer_is_checked_like_a_flat_one() -> None:
     """The envelope's inputs are strings and hold the required ones; beside it only the
     decision and a reason; a gate whose inputs take the decision's name shows the envelope."""
     d = waits.Approval("gate", None, ("ticket",), ("ticket",)).descriptor("k", "t", None)
-    assert waits.validate_answer(d, {"decision": "approve", "inputs": {"ticket": "T"}}) == []
-    assert waits.validate_answer(d, {"decision": "approve", "inputs": {}}) == [
+    assert answer_rules.validate_answer(d, {"decision": "approve", "inputs": {"ticket": "T"}}) == []
+    assert answer_rules.validate_answer(d, {"decision": "approve", "inputs": {}}) == [
         "inputs/ticket: required to approve"
     ]
-    assert waits.validate_answer(d, {"decision": "approve", "inputs": {"ticket": 1}})
-    assert waits.validate_answer(d, {"decision": "approve", "inputs": {"ticket": "T"}, "x": "y"})
-    assert waits.validate_answer(d, {"decision": "reject", "reason": 3})
-    schema = waits.approval_schema(("decision", "reason"))
+    assert answer_rules.validate_answer(d, {"decision": "approve", "inputs": {"ticket": 1}})
+    assert answer_rules.validate_answer(
+        d, {"decision": "approve", "inputs": {"ticket": "T"}, "x": "y"}
+    )
+    assert answer_rules.validate_answer(d, {"decision": "reject", "reason": 3})
+    schema = answer_rules.approval_schema(("decision", "reason"))
     assert set(schema["properties"]) == {"decision", "reason", "inputs"}
     assert set(schema["properties"]["inputs"]["properties"]) == {"decision", "reason"}
 
@@ -101,15 +110,15 @@ class Form(BaseModel):
 def test_human_task_answers_are_checked_against_the_form() -> None:
     """complete validates the form; push_back the (permissive) feedback; decision defaults."""
     d = waits.HumanTask("fill", None, Form).descriptor("k", "t", None)
-    assert waits.validate_answer(d, {"title": "a", "pages": 1}) == []
-    assert waits.validate_answer(d, {"decision": "push_back", "why": "unclear"}) == []
-    assert waits.validate_answer(d, {"title": "a"})
+    assert answer_rules.validate_answer(d, {"title": "a", "pages": 1}) == []
+    assert answer_rules.validate_answer(d, {"decision": "push_back", "why": "unclear"}) == []
+    assert answer_rules.validate_answer(d, {"title": "a"})
     assert d["schema"]["properties"]["decision"]["enum"] == ["complete", "push_back"]
 
 
 def test_update_waits_are_not_answerable() -> None:
     """Update waits are fed by the worker, never by an answer."""
-    assert waits.validate_answer(waits.Update("u").descriptor("k", "t", None), {})
+    assert answer_rules.validate_answer(waits.Update("u").descriptor("k", "t", None), {})
 
 
 def test_wait_specs_refuse_bad_declarations() -> None:

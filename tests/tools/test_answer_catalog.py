@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from tether.runtime.answer_rules import approval_schema, human_task_schema
 from tether.runtime.context import Context
 from tether.runtime.exposure import Exposure
 from tether.runtime.registry import App
-from tether.runtime.waits import approval_schema, human_task_schema
 from tether.tasks.views import flat_form
 from tether.tools.annotations import MUTATING
 from tether.tools.catalog import Catalog

@@ -4,8 +4,8 @@ the answer the wait expects (PURE).
 The form only shapes the answer: what each box's text is as a value is read by the runtime's
 one reader (`answers.read`: a number box's text that is not a number is refused naming its
 field, as it is from the CLI), and whether the answer fits is decided by the one answer path
-(`Operations.answer_wait`, `waits.validate_answer`), exactly as for an answer over MCP or the
-CLI. Required fields are marked, never enforced in the browser (`required` attributes would
+(`Operations.answer_wait`, `answer_rules.validate_answer`), exactly as for an answer over MCP or
+the CLI. Required fields are marked, never enforced in the browser (`required` attributes would
 hide the server's errors, and an approval's inputs are required only to approve).
 
 Field names in the HTML are prefixed (`f.` answer fields, `b.` push-back feedback fields) so
@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import orjson
 
-from tether.runtime import answers, votes, waits
+from tether.runtime import answer_rules, answers, votes
 
 FIELD: Final = "f."
 FEEDBACK: Final = "b."
@@ -138,7 +138,7 @@ def _approval(wait: Mapping[str, Any]) -> WaitForm:
     )
 
 
-APPROVAL_CHOICES: Final = tuple((d, DECISION_LABELS[d]) for d in waits.APPROVAL_DECISIONS)
+APPROVAL_CHOICES: Final = tuple((d, DECISION_LABELS[d]) for d in answer_rules.APPROVAL_DECISIONS)
 
 
 def _human_task(wait: Mapping[str, Any]) -> WaitForm:

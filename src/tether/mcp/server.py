@@ -15,9 +15,10 @@ from tether.jsonrpc.errors import InvalidParams
 from tether.jsonrpc.headers import Era
 from tether.jsonrpc.router import RequestContext, Router, parse_params
 from tether.runtime import errors as runtime_errors
+from tether.runtime.mcp_primitives import ResourceDef
 from tether.runtime.operations import Operations
 from tether.runtime.payloads import reveals, shown
-from tether.runtime.registry import App, ResourceDef
+from tether.runtime.registry import App
 from tether.tools.context import InputRequired
 from tether.tools.dagu.reading import DaguResources
 from tether.wire.errors import jsonrpc_errors

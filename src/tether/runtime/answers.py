@@ -1,7 +1,7 @@
 """Answers as people and agents give them, read into the value a wait takes. Pure.
 
 A surface gets an answer in one of three shapes; `read` turns each into the value the one
-answer path (`Operations.answer`) then checks against the wait (`waits.validate_answer`):
+answer path (`Operations.answer`) then checks against the wait (`answer_rules.validate_answer`):
 
 - `Value`, an answer that arrived as JSON (`answer_<wf>`, the fields of a `tasks/update`
   form), is taken as it is: JSON keeps its types (`"3"` stays a string, and a wrong type is
@@ -10,8 +10,8 @@ answer path (`Operations.answer`) then checks against the wait (`waits.validate_
   `tasks/update` fallback form, the console's payload box), is JSON text.
 - `Form`, a decision and its inputs (`dagu_execute` approve / reject / push_back, Realm's
   `submit_human_response`, `tether runs approve|reject|push-back|complete`, the console's
-  forms), is the decision's answer (`waits.decision_answer`) over its inputs, each input typed
-  as text read as its field's type.
+  forms), is the decision's answer (`answer_rules.decision_answer`) over its inputs, each
+  input typed as text read as its field's type.
 
 The one rule for text: an input of a string field, or of a field the wait does not declare, is
 taken as typed; an input of an integer, number or boolean field is read from its text (`3`,
@@ -32,8 +32,8 @@ from typing import Any, Final
 
 import orjson
 
+from tether.runtime.answer_rules import decision_answer
 from tether.runtime.errors import AnswerRejected
-from tether.runtime.waits import decision_answer
 
 ROOT: Final = "(root)"  # the name a whole answer goes by in a refusal
 _INTEGER: Final = re.compile(r"[-+]?[0-9]+")

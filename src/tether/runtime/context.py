@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 from pydantic import TypeAdapter
 
 from tether.observability import instrument
-from tether.runtime import clock, probes, votes, waits
+from tether.runtime import answer_rules, clock, probes, votes, waits
 from tether.runtime.errors import NonDeterminism, StepFailed, WaitTimeout
 from tether.runtime.policy import NO_RETRY, RetryPolicy, TotalTimeout, seconds
 from tether.runtime.remote import call as remote_call
@@ -588,8 +588,8 @@ class Context(TypedWaits):
 
     async def wait_any(self, *specs: waits.WaitSpec) -> dict[str, Any]:
         """Open several waits at once; return `{channel: answer}` as soon as one or more are
-        answered. Any answer wakes the run (`waits.WAKES_RUN`): the others are closed, and
-        the workflow may offer them again, under new keys, with its next call."""
+        answered. Any answer wakes the run (`answer_rules.WAKES_RUN`): the others are closed,
+        and the workflow may offer them again, under new keys, with its next call."""
         seq, rec, label = self._open_waits("wait_any", specs)
         if rec is not None and rec.done:
             return waits.parse_answers(specs, rec.result["answers"])
@@ -603,7 +603,7 @@ class Context(TypedWaits):
         self._record(seq, "wait", label, state, done=False)
         opened = waits.descriptors(self.execution_id, specs, state, self.park_event_id())
         opened = self._with_votes(opened)
-        raise Park([{**d, waits.WAKES_RUN: True} for d in opened], None, status="waiting")
+        raise Park([{**d, answer_rules.WAKES_RUN: True} for d in opened], None, status="waiting")
 
     def _open_waits(
         self, call: str, specs: tuple[waits.WaitSpec, ...]

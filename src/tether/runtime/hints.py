@@ -13,7 +13,7 @@ from typing import Any, Final
 
 import orjson
 
-from tether.runtime.waits import ANSWERABLE_KINDS
+from tether.runtime.answer_rules import ANSWERABLE_KINDS
 from tether.storage.rows import ExecutionRow
 
 _EXAMPLE_BY_TYPE: Final[Mapping[str, Any]] = {

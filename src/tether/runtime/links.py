@@ -37,7 +37,7 @@ from typing import Any, Final
 import orjson
 
 from tether.runtime import votes
-from tether.runtime.waits import APPROVAL_DECISIONS, HUMAN_TASK_DECISIONS
+from tether.runtime.answer_rules import APPROVAL_DECISIONS, HUMAN_TASK_DECISIONS
 
 #: Where the console serves links: `{PATH}/{token}`.
 PATH: Final = "/console/links"

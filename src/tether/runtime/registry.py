@@ -2,17 +2,19 @@
 `@app.function(...)`. A workflow is `async def wf(ctx, input: Model) -> Out`; pydantic validates
 its input at the edge (before anything is stored) and publishes the JSON Schemas the tool
 surfaces show. How a workflow is served over MCP is one `Exposure` (runtime/exposure.py); the
-functions declarative steps call are one registry (runtime/functions.py)."""
+functions declarative steps call are one registry (runtime/functions.py). The App's other kinds
+of registration are mixed in from their own modules: DAGs (runtime/dag/catalog.py), protocols
+(runtime/realm/catalog.py), remotes (runtime/remote/config.py), and plain tools, prompts and
+resources (runtime/mcp_primitives.py)."""
 
 from __future__ import annotations
 
 import inspect
-import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import MappingProxyType
-from typing import Any, Final, TypeVar, get_type_hints, overload
+from typing import Any, Final, TypeVar, overload
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -22,46 +24,19 @@ from tether.runtime.errors import InvalidInput, UpdateNotFound, WorkflowNotFound
 from tether.runtime.exposure import NOT_EXPOSED, Exposure
 from tether.runtime.functions import Functions
 from tether.runtime.inputs import ExtraInput, input_type_for
+from tether.runtime.mcp_primitives import PrimitiveCatalog
 from tether.runtime.notify.channels import EVERY_WORKFLOW, Channel, Declared
 from tether.runtime.policy import NO_RETRY, RetryPolicy, seconds
 from tether.runtime.realm.catalog import ProtocolCatalog
+from tether.runtime.registration_rules import check_name, param_and_return
 from tether.runtime.remote.config import RemoteCatalog
 
-_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]{0,99}$")
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 U = TypeVar("U", bound=Callable[..., Any])  # a user function: sync or async
 #: `App.workflow`'s keywords that `expose=Exposure(...)` replaced, and the option each became.
 _EXPOSURE_OPTIONS: Final = MappingProxyType(
     {"mcp": "tool_set", "tool": "tool", "task_support": "task_support", "tasks": "tasks"}
 )
-
-
-def _check_name(name: str, what: str, fn: object = None) -> str:
-    # A protocol or a DAG is named by its own loader's rule (a protocol's id; a DAG's name,
-    # which Dagu lets start with a digit and hold dots): the workflow-name rule is waived.
-    own = getattr(fn, "realm_id", None) == name or getattr(fn, "dag_name", None) == name
-    if not _NAME.match(name) and not own:
-        raise ValueError(
-            f"invalid {what} name {name!r}: a letter, then letters, digits, '_' or '-' (max 100)"
-        )
-    return name
-
-
-def _param_and_return(fn: Callable[..., Any], what: str) -> tuple[Any, Any]:
-    if not inspect.iscoroutinefunction(fn):
-        raise TypeError(f"{what} {fn.__qualname__} must be an async function")
-    params = list(inspect.signature(fn).parameters.values())
-    if len(params) not in (1, 2):
-        raise TypeError(f"{what} {fn.__qualname__} must take (ctx) or (ctx, input)")
-    try:
-        hints = get_type_hints(fn)
-    except NameError as exc:
-        raise TypeError(
-            f"cannot resolve the annotations of {what} {fn.__qualname__}: {exc}; "
-            "define its input and output models at module level"
-        ) from exc
-    input_type = hints.get(params[1].name, Any) if len(params) == 2 else type(None)
-    return input_type, hints.get("return", Any)
 
 
 def _replaced_keywords(given: Mapping[str, Any]) -> str:
@@ -155,54 +130,7 @@ class WorkflowDef:
             raise UpdateNotFound(f"workflow {self.name!r} has no update {name!r}") from None
 
 
-@dataclass(frozen=True)
-class ToolDef:
-    """A plain (not durable) MCP tool: `async def fn(ctx, args: Model) -> Any`. The MCP layer
-    decides what `ctx` offers; the runtime only keeps the registration."""
-
-    name: str
-    fn: Callable[..., Awaitable[Any]]
-    takes_input: bool
-    input_adapter: TypeAdapter[Any]
-    description: str | None
-    title: str | None
-    annotations: dict[str, Any] | None
-    input_schema: dict[str, Any] | None
-    output_schema: dict[str, Any] | None
-
-    def schema(self) -> dict[str, Any]:
-        if self.input_schema is not None:
-            return self.input_schema
-        schema = self.input_adapter.json_schema()
-        return schema if schema.get("type") == "object" else {"type": "object"}
-
-
-@dataclass(frozen=True)
-class PromptDef:
-    """An MCP prompt: `async def fn(ctx, arguments: dict[str, str]) -> dict` returning a
-    GetPromptResult body (`messages`, optional `description`)."""
-
-    name: str
-    fn: Callable[..., Awaitable[dict[str, Any]]]
-    description: str | None
-    arguments: tuple[dict[str, Any], ...]
-    completions: dict[str, tuple[str, ...]]
-
-
-@dataclass(frozen=True)
-class ResourceDef:
-    """An MCP resource (or URI template with `{name}` parts): `async def fn(ctx, uri,
-    **parts) -> list[dict]` returning its contents."""
-
-    uri: str
-    name: str
-    fn: Callable[..., Awaitable[list[dict[str, Any]]]]
-    description: str | None
-    mime_type: str | None
-    template: bool
-
-
-class App(DagCatalog, ProtocolCatalog, RemoteCatalog):
+class App(DagCatalog, ProtocolCatalog, RemoteCatalog, PrimitiveCatalog):
     """What a Tether server serves: workflows, updates, DAGs, protocols, plain MCP tools,
     prompts and resources, registered by name.
 
@@ -239,14 +167,8 @@ class App(DagCatalog, ProtocolCatalog, RemoteCatalog):
         DagCatalog.__init__(self)
         ProtocolCatalog.__init__(self)
         RemoteCatalog.__init__(self)
-        self._tools: dict[str, ToolDef] = {}
-        self.prompts: dict[str, PromptDef] = {}
-        self.resources: dict[str, ResourceDef] = {}
+        PrimitiveCatalog.__init__(self)
         self.notifications = Declared()  # channels, and the workflows each hears of
-
-    @property
-    def tools(self) -> Mapping[str, ToolDef]:
-        return MappingProxyType(self._tools)
 
     @property
     def functions(self) -> Functions:
@@ -320,151 +242,6 @@ class App(DagCatalog, ProtocolCatalog, RemoteCatalog):
                 cannot be read.
         """
         return self.function(name)
-
-    def prompt(
-        self,
-        name: str,
-        *,
-        description: str | None = None,
-        arguments: list[dict[str, Any]] | None = None,
-        completions: dict[str, list[str]] | None = None,
-    ) -> Callable[[F], F]:
-        """Register an MCP prompt, as a decorator of `async def fn(ctx, arguments)`.
-
-        The function gets the MCP request's context (its contents are not part of the public
-        API) and the client's `arguments` as `dict[str, str]`, and returns the body of a
-        `prompts/get` result: `messages` and an optional `description`.
-
-        Args:
-            name: The prompt's name in `prompts/list` and `prompts/get`.
-            description: Shown in `prompts/list` (default: the function's docstring).
-            arguments: The prompt's arguments as MCP lists them: `{"name", "description",
-                "required"}` objects; a `prompts/get` missing a required one is refused.
-            completions: Per argument name, the values `completion/complete` offers (those
-                starting with what the client typed).
-
-        Returns:
-            A decorator that registers the function and returns it unchanged.
-
-        Raises:
-            ValueError: A prompt of that name is already registered.
-        """
-
-        def register(func: F) -> F:
-            if name in self.prompts:
-                raise ValueError(f"prompt {name!r} is registered twice")
-            self.prompts[name] = PromptDef(
-                name,
-                func,
-                description or inspect.getdoc(func),
-                tuple(arguments or ()),
-                {k: tuple(v) for k, v in (completions or {}).items()},
-            )
-            return func
-
-        return register
-
-    def resource(
-        self,
-        uri: str,
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        mime_type: str | None = None,
-    ) -> Callable[[F], F]:
-        """Register an MCP resource, as a decorator of `async def fn(ctx, uri, **parts)`.
-
-        A URI with `{part}` placeholders is a resource template: a `resources/read` of a URI
-        that matches it calls the function with each part as a keyword argument. The
-        function gets the MCP request's context (its contents are not part of the public API)
-        and returns the read's `contents`: a list of `{"uri", "mimeType", "text"}` (or
-        `"blob"`) objects.
-
-        Args:
-            uri: The resource's URI, or a URI template with `{part}` placeholders.
-            name: Its name in `resources/list` (default: the function's name).
-            description: Shown in the listing (default: the function's docstring).
-            mime_type: The `mimeType` the listing announces.
-
-        Returns:
-            A decorator that registers the function and returns it unchanged.
-
-        Raises:
-            ValueError: A resource with that URI is already registered.
-        """
-
-        def register(func: F) -> F:
-            if uri in self.resources:
-                raise ValueError(f"resource {uri!r} is registered twice")
-            self.resources[uri] = ResourceDef(
-                uri,
-                name or func.__name__,
-                func,
-                description or inspect.getdoc(func),
-                mime_type,
-                "{" in uri,
-            )
-            return func
-
-        return register
-
-    def tool(
-        self,
-        name: str | None = None,
-        *,
-        description: str | None = None,
-        title: str | None = None,
-        annotations: dict[str, Any] | None = None,
-        input_schema: dict[str, Any] | None = None,
-        output_schema: dict[str, Any] | None = None,
-    ) -> Callable[[F], F]:
-        """Register a plain MCP tool, as a decorator of `async def fn(ctx)` or
-        `async def fn(ctx, args: Model)`.
-
-        A plain tool runs inline when it is called, and nothing of it is recorded: it suits a
-        quick answer; long or fallible work belongs in a workflow. `ctx` is a
-        [`ToolContext`][tether.ToolContext]; `args` are validated against the annotated model
-        first (a refused call runs nothing). A returned dict with `content` (or `resultType`)
-        is the tool's result as it stands; any other value becomes its text. Raise
-        [`ToolError`][tether.ToolError] to answer with a tool error (`isError: true`).
-
-        Args:
-            name: The tool's name (default: the function's name).
-            description: The tool's description (default: the function's docstring).
-            title: The tool's human-readable `title`.
-            annotations: The tool's MCP `annotations` (`readOnlyHint`, ...), as given.
-            input_schema: The published `inputSchema` (default: the argument model's schema).
-            output_schema: The published `outputSchema` (default: none).
-
-        Returns:
-            A decorator that registers the function and returns it unchanged.
-
-        Raises:
-            ValueError: The name is not a valid tool name, or a tool of that name is
-                already registered.
-            TypeError: The function is not `async`, or does not take `(ctx)` or
-                `(ctx, args)`, or its annotations cannot be resolved.
-        """
-
-        def register(func: F) -> F:
-            tool_name = _check_name(name or func.__name__, "tool")
-            if tool_name in self._tools:
-                raise ValueError(f"tool {tool_name!r} is registered twice")
-            input_type, _ = _param_and_return(func, "tool")
-            self._tools[tool_name] = ToolDef(
-                name=tool_name,
-                fn=func,
-                takes_input=input_type is not type(None),
-                input_adapter=TypeAdapter(input_type if input_type is not type(None) else Any),
-                description=description or inspect.getdoc(func),
-                title=title,
-                annotations=annotations,
-                input_schema=input_schema,
-                output_schema=output_schema,
-            )
-            return func
-
-        return register
 
     @property
     def workflows(self) -> Mapping[str, WorkflowDef]:
@@ -573,10 +350,10 @@ class App(DagCatalog, ProtocolCatalog, RemoteCatalog):
             raise TypeError(_replaced_keywords(removed))
 
         def register(func: F) -> F:
-            wf_name = _check_name(name or func.__name__, "workflow", func)
+            wf_name = check_name(name or func.__name__, "workflow", func)
             if wf_name in self._workflows:
                 raise ValueError(f"workflow {wf_name!r} is registered twice")
-            input_type, output_type = _param_and_return(func, "workflow")
+            input_type, output_type = param_and_return(func, "workflow")
             retention_s = seconds(retention)
             rules = admission.workflow_options(wf_name, queue, max_active_runs, labels, schedule)
             for channel in notify:
@@ -666,10 +443,10 @@ class App(DagCatalog, ProtocolCatalog, RemoteCatalog):
 
         def register(func: F) -> F:
             wf = self.get(workflow)
-            up_name = _check_name(name or func.__name__, "update")
+            up_name = check_name(name or func.__name__, "update")
             if up_name in wf.updates:
                 raise ValueError(f"update {up_name!r} of {workflow!r} is registered twice")
-            input_type, output_type = _param_and_return(func, "update")
+            input_type, output_type = param_and_return(func, "update")
             wf.updates[up_name] = UpdateDef(
                 name=up_name,
                 workflow=workflow,

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from tether.runtime.answer_rules import ANSWERABLE_KINDS
 from tether.runtime.statuses import ENDED_STATUSES
-from tether.runtime.waits import ANSWERABLE_KINDS
 from tether.storage.rows import ExecutionRow
 
 Stop = Literal["ended", "needs_answer"]

@@ -20,10 +20,10 @@ import orjson
 
 from tether.jsonrpc import codes
 from tether.runtime import answers, votes
+from tether.runtime.answer_rules import ANSWERABLE_KINDS
 from tether.runtime.chain import error_text, outcome
 from tether.runtime.hints import status_hint
 from tether.runtime.rows import ExecutionRow
-from tether.runtime.waits import ANSWERABLE_KINDS
 from tether.wire.timestamps import iso
 
 PAYLOAD_FIELD: Final = "payload"

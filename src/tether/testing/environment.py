@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from tether.runtime import clock, probes, waits
+from tether.runtime import answer_rules, clock, probes, waits
 from tether.runtime.changes import ChangeHub
 from tether.runtime.operations import Operations
 from tether.runtime.policy import seconds
@@ -420,7 +420,8 @@ class WorkflowEnvironment:
             found = tuple(
                 w
                 for w in info.waits
-                if w.kind in waits.ANSWERABLE_KINDS and (wait is None or wait in (w.name, w.key))
+                if w.kind in answer_rules.ANSWERABLE_KINDS
+                and (wait is None or wait in (w.name, w.key))
             )
             if found:
                 return found

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tether.runtime import waits
+from tether.runtime import answer_rules
 from tether.runtime.registry import App, UpdateDef, WorkflowDef
 from tether.tools.annotations import MUTATING, READ_ONLY
 from tether.tools.dagu import tools as dagu_tools
@@ -170,10 +170,10 @@ def answer_tool_name(workflow: str) -> str:
 
 def _response_schema() -> dict[str, Any]:
     """The answer's shape for each kind of wait, built from the same schemas as the task's
-    elicitation forms (runtime/waits.py), so the tool and tasks/update ask for the same."""
-    approval = waits.approval_schema(())
+    elicitation forms (runtime/answer_rules.py), so the tool and tasks/update ask for the same."""
+    approval = answer_rules.approval_schema(())
     approval["additionalProperties"] = {"type": "string"}
-    human_task = waits.human_task_schema({})
+    human_task = answer_rules.human_task_schema({})
     return {
         "description": (
             "The answer, shaped by the wait's kind (the status tool shows each open wait's "
@@ -196,7 +196,7 @@ def _response_schema() -> dict[str, Any]:
 
 def _answer_tool(n: str) -> Tool:
     name = answer_tool_name(n)
-    kinds = ", ".join(sorted(waits.ANSWERABLE_KINDS))
+    kinds = ", ".join(sorted(answer_rules.ANSWERABLE_KINDS))
     definition = {
         "name": name,
         "description": f"Answer an open wait of a {n} run ({kinds}): the same answer, "

@@ -7,10 +7,10 @@ from typing import Any
 
 import orjson
 
+from tether.runtime.answer_rules import ANSWERABLE_KINDS
 from tether.runtime.chain import error_text
 from tether.runtime.hints import answer_hints, tool_call_hint
 from tether.runtime.operations import AnswerResult, RunView
-from tether.runtime.waits import ANSWERABLE_KINDS
 from tether.wire.timestamps import iso
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
+from tether.runtime import answer_rules
 from tether.runtime import waits as w
 from tether.specs.dag import Form, FormProperty
 
@@ -16,10 +17,10 @@ class Answer:
     by: str | None
 
 
-# Each of a DAG run's gates and tasks is decided on its own (`waits.answer_effect`): a
+# Each of a DAG run's gates and tasks is decided on its own (`answer_rules.answer_effect`): a
 # push-back resumes the run at once, a rejection ends it in the answer's own write, whatever
 # surface answers (Dagu's decisions), while the run's other gates and tasks keep waiting.
-_DECIDED_ALONE: Final[dict[str, Any]] = {w.WAKES_RUN: ["push_back"]}
+_DECIDED_ALONE: Final[dict[str, Any]] = {answer_rules.WAKES_RUN: ["push_back"]}
 
 
 def _attempt(attempt: str | None) -> dict[str, Any]:
@@ -39,7 +40,7 @@ class Gate(w.Approval):
     attempt: str | None = None
 
     def extra(self) -> dict[str, Any]:
-        ends = {w.ENDS_RUN: ["reject"]}
+        ends = {answer_rules.ENDS_RUN: ["reject"]}
         return {**super().extra(), **_attempt(self.attempt), **_DECIDED_ALONE, **ends}
 
     def parse(self, response: Any, by: str | None) -> Answer:  # type: ignore[override]  # raw
@@ -57,7 +58,7 @@ class FormTask(w.WaitSpec):
     attempt: str | None = None
 
     def answer_schema(self) -> dict[str, Any]:
-        return w.human_task_schema(self.form or {})
+        return answer_rules.human_task_schema(self.form or {})
 
     def extra(self) -> dict[str, Any]:
         extra = {"form": self.form, "feedback": self.feedback, "rules": "scalar", **_DECIDED_ALONE}

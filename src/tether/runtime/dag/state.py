@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Final, Literal
 
-from tether.runtime.waits import answer_fields
+from tether.runtime.answer_rules import answer_fields
 from tether.specs import patterns
 from tether.specs.dag import DagSpec, HumanTask, Step, downstream_of, output_order
 

@@ -106,7 +106,7 @@ def dag_status(
 def _rejected_in_the_answers_write(
     row: ExecutionRow, state: DagState, open_waits: set[str]
 ) -> None:
-    """A rejection ends its run in the write that answers the gate (`waits.answer_effect`):
+    """A rejection ends its run in the write that answers the gate (`answer_rules.answer_effect`):
     the run never replays it, so its records still show the gate waiting. The row's error says
     which gate, why and who: the gate reads rejected, as the run would have recorded it."""
     error = row.error if isinstance(row.error, dict) else {}

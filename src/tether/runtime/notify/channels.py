@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from tether.runtime import waits
+from tether.runtime import answer_rules
 
 #: What a channel can be told of.
 EVENTS: Final = ("wait.opened", "wait.answered", "wait.expired", "run.ended")
@@ -118,7 +118,7 @@ class Channel:
         unknown = [e for e in self.events if e not in EVENTS]
         if unknown or not self.events:
             raise ValueError(f"channel {self.name!r}: events must be among {list(EVENTS)}")
-        bad = [k for k in self.kinds if k not in waits.ANSWERABLE_KINDS]
+        bad = [k for k in self.kinds if k not in answer_rules.ANSWERABLE_KINDS]
         if bad:
             raise ValueError(f"channel {self.name!r}: kinds must be among {list(DEFAULT_KINDS)}")
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 from urllib.parse import quote
 
-from tether.runtime import waits
+from tether.runtime import answer_rules
 from tether.runtime.links import LinkMinter, LinkRefused
 
 #: The one decision of a wait that is answered with a value, not a choice (a signal, an
@@ -32,9 +32,9 @@ def decisions(wait: Mapping[str, Any]) -> tuple[str, ...]:
         choices = wait.get("choices")
         if isinstance(choices, list) and choices and all(isinstance(c, str) for c in choices):
             return tuple(choices)
-        return waits.APPROVAL_DECISIONS
+        return answer_rules.APPROVAL_DECISIONS
     if kind == "human_task":
-        return waits.HUMAN_TASK_DECISIONS
+        return answer_rules.HUMAN_TASK_DECISIONS
     return (ANSWER,)
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from tether.observability import metrics
-from tether.runtime import clock, errors, votes, waits
+from tether.runtime import answer_rules, clock, errors, votes, waits
 from tether.runtime.operations.env import Env
 from tether.runtime.operations.queries import get
 from tether.runtime.operations.storage_errors import storage_errors
@@ -93,7 +93,7 @@ def open_waits(run: ExecutionRow) -> list[dict[str, str]]:
     return [
         {"key": w["key"], "kind": w["kind"], "name": w["name"]}
         for w in run.waits
-        if w.get("kind") in waits.ANSWERABLE_KINDS
+        if w.get("kind") in answer_rules.ANSWERABLE_KINDS
     ]
 
 
@@ -200,7 +200,9 @@ async def answer_many(
             raise errors.ExecutionNotFound(f"no run {execution_id!r}")
         if once is not None and await ballots.link_used(conn, once):
             raise errors.LinkUsed("this link has been used already; nothing changed")
-        open_waits = {d["key"]: d for d in row.waits if d.get("kind") in waits.ANSWERABLE_KINDS}
+        open_waits = {
+            d["key"]: d for d in row.waits if d.get("kind") in answer_rules.ANSWERABLE_KINDS
+        }
         outcomes: list[AnswerOutcome] = []
         deliver: list[_Delivery] = []
         for key, response in answers:
@@ -261,7 +263,7 @@ async def _judge(
         mine_now = next((v for v in cast if v.by == by), None)  # cast under an earlier key
         if mine_now is not None:
             return _repeat(_ballot(mine_now)[0], response), False
-    problems = waits.validate_answer(wait, response)
+    problems = answer_rules.validate_answer(wait, response)
     if problems:
         raise errors.AnswerRejected(f"{key}: " + "; ".join(problems), errors=problems)
     return "accepted", policy is not None
@@ -323,7 +325,7 @@ async def _cast(
     if decision is None:
         return rest, None
     fields = [
-        (answer.get("decision"), waits.answer_fields(answer), answer.get("reason"))
+        (answer.get("decision"), answer_rules.answer_fields(answer), answer.get("reason"))
         for _, answer, _ in given
     ]
     return rest, votes.decided_answer(decision, fields, cast)
@@ -332,7 +334,7 @@ async def _cast(
 async def _deliver(conn: Any, row: ExecutionRow, deliver: list[_Delivery], by: str | None) -> bool:
     """Buffer the answers for the run and record them: the run wakes once the last of its
     open waits is answered, or at once when an answer wakes it on its own; an answer that
-    ends it ends it here, in the same transaction (`waits.answer_effect`). A vote is kept
+    ends it ends it here, in the same transaction (`answer_rules.answer_effect`). A vote is kept
     first (`_cast`), and delivered as its wait's answer only when it decides the round.
     Returns whether it ended the run."""
     rest = list(row.waits)
@@ -344,7 +346,7 @@ async def _deliver(conn: Any, row: ExecutionRow, deliver: list[_Delivery], by: s
                 continue
             item = _Delivery(item.key, item.wait, answer_)
         decided.append(item)
-    effects = [waits.answer_effect(d.wait, d.response) for d in decided]
+    effects = [answer_rules.answer_effect(d.wait, d.response) for d in decided]
     ending = next((i for i, e in enumerate(effects) if e == "end"), None)
     wakes = "wake" in effects
     for i, item in enumerate(decided):
@@ -353,7 +355,7 @@ async def _deliver(conn: Any, row: ExecutionRow, deliver: list[_Delivery], by: s
         event = {"key": item.key, "by": by}
         rest = [d for d in rest if d.get("key") != item.key]
         last = i == len(decided) - 1
-        others = any(d.get("kind") in waits.ANSWERABLE_KINDS for d in rest)
+        others = any(d.get("kind") in answer_rules.ANSWERABLE_KINDS for d in rest)
         if ending is not None or not last or (others and not wakes):
             # Waits opened together are answered one by one: the others keep their keys
             # (unless an answer wakes the run on its own: `Context.wait_any`, a DAG's
@@ -364,7 +366,7 @@ async def _deliver(conn: Any, row: ExecutionRow, deliver: list[_Delivery], by: s
     if ending is None:
         return False
     item = decided[ending]
-    error = waits.rejection_error(item.wait, item.response, by)
+    error = answer_rules.rejection_error(item.wait, item.response, by)
     return await repo.end_parked(conn, row.id, "failed", error)
 
 

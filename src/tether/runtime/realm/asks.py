@@ -15,7 +15,7 @@ from tether.runtime.realm.failures import exhausted_marker
 @dataclass(frozen=True)
 class AgentAnswer(waits.WaitSpec):
     """An agent step's wait: the answer is any JSON fitting the step's JSON schema (checked by
-    `waits.validate_answer` from the descriptor before it is delivered)."""
+    `answer_rules.validate_answer` from the descriptor before it is delivered)."""
 
     kind: ClassVar[str] = "agent_step"
     json_schema: Mapping[str, Any] | None = None

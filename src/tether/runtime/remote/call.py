@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, NoReturn, Protocol, Type
 import orjson
 
 from tether.observability import metrics
-from tether.runtime import clock, waits
+from tether.runtime import answer_rules, clock, waits
 from tether.runtime.policy import RetryPolicy, seconds
 from tether.runtime.remote.clients import Clients
 from tether.runtime.remote.config import AGENT_PROTOCOL, Remote
@@ -123,7 +123,7 @@ class RemoteInput(waits.WaitSpec):
         return dict(self.schema)
 
     def extra(self) -> dict[str, Any]:
-        return {waits.WAKES_RUN: True, "remote": self.remote, "tool": self.tool}
+        return {answer_rules.WAKES_RUN: True, "remote": self.remote, "tool": self.tool}
 
 
 def idempotency_key(execution_id: str, run_attempt: int, seq: int) -> str:

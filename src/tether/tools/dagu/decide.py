@@ -9,7 +9,7 @@ when it does not wait (else `conflict`, `details.attemptId`); the step waits (el
 naming its status); a human task is not rejected; an approval's inputs are strings. The answer
 itself checks required inputs and the task's forms, and lands only while that very wait is
 open: a decision that lost a race to another is a `conflict` naming the attempt now. What the
-answer does to the run is the runtime's (`waits.answer_effect`): a rejection ends it in the
+answer does to the run is the runtime's (`answer_rules.answer_effect`): a rejection ends it in the
 answer's own write, a push-back resumes it at once, an approval of one of several waiting
 steps leaves it waiting on the others.
 """
