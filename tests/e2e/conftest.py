@@ -87,13 +87,24 @@ def free_port() -> int:
 
 @contextlib.asynccontextmanager
 async def on_loopback(
-    asgi_app: Any, path: str = "/mcp", *, port: int = 0, lifespan: Literal["on", "off"] = "on"
+    asgi_app: Any,
+    path: str = "/mcp",
+    *,
+    port: int = 0,
+    lifespan: Literal["on", "off"] = "on",
+    grace_s: int | None = None,
 ) -> AsyncIterator[str]:
     """Run an ASGI app with uvicorn on 127.0.0.1 (`port`, 0: a free one) in this event loop
-    until the block ends; yields the URL of `path`."""
+    until the block ends; yields the URL of `path`. `grace_s`: how long the stop waits for
+    open connections (a listen stream) before closing them (None: until they end)."""
     server = uvicorn.Server(
         uvicorn.Config(
-            asgi_app, host="127.0.0.1", port=port, log_level="warning", lifespan=lifespan
+            asgi_app,
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            lifespan=lifespan,
+            timeout_graceful_shutdown=grace_s,
         )
     )
     task = asyncio.create_task(server.serve())

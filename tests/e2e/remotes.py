@@ -54,9 +54,11 @@ class Peer:
         return Operations(self.db, self.app)
 
     def serving(self) -> contextlib.AbstractAsyncContextManager[str]:
-        """The server up for the block (again on the same port after a stop)."""
+        """The server up for the block (again on the same port after a stop); a stop closes
+        the listen streams a requester holds open after a second, as `tether serve` does
+        after its shutdown grace."""
         asgi = create_app(self.app, server_settings(self.db_url), self.db_url)
-        return on_loopback(asgi, port=self.port)
+        return on_loopback(asgi, port=self.port, grace_s=1)
 
     async def runs(self, workflow: str) -> list[asyncpg.Record]:
         """Every run of `workflow` on the remote: one per remote task it created."""

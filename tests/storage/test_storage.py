@@ -97,6 +97,7 @@ def test_queries_file_parses_into_the_expected_names() -> None:
         "claim_remote_polls",
         "reschedule_remote_polls",
         "drop_remote_polls",
+        "hasten_remote_polls",
     }
     assert set(queries.Q) == expected
     assert all(not sql.endswith(";") and not sql.startswith("--") for sql in queries.Q.values())

@@ -2,7 +2,8 @@
 
 A remote call schedules its poll as it parks (`schedule`); the runtime's poller takes due polls
 (`claim`, a lease on each), then either makes them due again (`reschedule`) or drops them
-(`drop`) when it woke the run or the call is over.
+(`drop`) when it woke the run or the call is over. A remote's stream telling of a change makes
+the task's poll due now (`hasten`).
 """
 
 from __future__ import annotations
@@ -62,6 +63,15 @@ async def reschedule(conn: Conn, polls: Sequence[tuple[str, int, float]]) -> Non
     ids, seqs, after = zip(*polls, strict=True)
     with translated():
         await conn.execute(Q["reschedule_remote_polls"], list(ids), list(seqs), list(after))
+
+
+async def hasten(conn: Conn, polls: Sequence[tuple[str, int]]) -> None:
+    """Make each `(execution_id, seq)` poll due now (one not due yet)."""
+    if not polls:
+        return
+    ids, seqs = zip(*polls, strict=True)
+    with translated():
+        await conn.execute(Q["hasten_remote_polls"], list(ids), list(seqs))
 
 
 async def drop(conn: Conn, polls: Sequence[tuple[str, int]]) -> None:

@@ -57,7 +57,8 @@ def rpc_error(code: int, message: str, status: int = 200) -> Callable[[dict[str,
 
 @dataclass
 class FakeRemote:
-    """Answers per method (`script[method]`, the last answer repeats); `seen` keeps every
+    """Answers per method (`script[method]`, the last answer repeats; a method not scripted
+    is not found, -32601 with HTTP 404, as a server without it answers); `seen` keeps every
     request (method, params, headers)."""
 
     script: dict[str, list[Answer]]
@@ -82,7 +83,7 @@ class FakeRemote:
         body = json.loads(request.content)
         method = body["method"]
         self.seen.append((method, body["params"], request.headers))
-        answers = self.script[method]
+        answers = self.script.get(method) or [rpc_error(-32601, f"no {method}", 404)]
         index = min(self._next[method], len(answers) - 1)
         self._next[method] += 1
         answer = answers[index]

@@ -13,8 +13,9 @@ The record (kind `remote`) is written as the call goes, never ahead of the remot
    it, and the create is sent again under the same key).
 2. **poll**: `tasks/get` at once; then the run parks (no worker holds it) and the poll is
    scheduled (`remote_polls`): the runtime's poller asks the remote when it is due (the
-   remote's `pollIntervalMs`, inside the remote's bounds) and wakes the run only when the task
-   changed. The run, woken, polls again itself and decides.
+   remote's `pollIntervalMs`, inside the remote's bounds), or sooner when the remote's listen
+   stream told of a change (the process's follower is told of the task as the run parks), and
+   wakes the run only when the task changed. The run, woken, polls again itself and decides.
 3. **questions**: each question the remote asks opens a wait of kind `remote_input` on the
    run, under a key of its own that is never reused (`{run}:remote_input:{name}:{n}`, kept
    while the question is open). An answer is taken into the record, committed, then forwarded
@@ -43,7 +44,7 @@ import orjson
 from tether.observability import metrics
 from tether.runtime import answer_rules, clock, waits
 from tether.runtime.policy import RetryPolicy, seconds
-from tether.runtime.remote.clients import Clients
+from tether.runtime.remote.clients import Clients, Waiting
 from tether.runtime.remote.config import AGENT_PROTOCOL, Remote
 from tether.runtime.remote.errors import (
     RemoteError,
@@ -262,6 +263,7 @@ class _Call:
         self.deadline = _time(state.get("deadline"))
         self.policy: RetryPolicy = RetryPolicy()
         self.config: Remote | None = None
+        self.clients: Clients | None = None
         self.proto: RemoteProtocol | None = None
 
     def bind(
@@ -272,11 +274,12 @@ class _Call:
         retry: RetryPolicy | None,
     ) -> None:
         self.config = config
+        self.clients = clients
         self.policy = retry or config.retry
         left = None
         if self.deadline is not None:
             left = max((self.deadline - clock.now()).total_seconds(), 0.001)
-        transport = Transport(config, clients.get(), self.tool)
+        transport = Transport(config, clients.get(), self.tool, clients.tool_lists)
         self.proto = PROTOCOLS[config.protocol](config, transport, self.tool, arguments, left)
 
     # --- the decision cycle ----------------------------------------------------------------------
@@ -315,6 +318,9 @@ class _Call:
         self.state["poll_ms"] = snapshot.poll_ms
         self.state["seen"] = snapshot.digest()
         await self._schedule_poll(due)
+        if self.clients is not None:  # the process's follower may hear of a change first
+            waiting = Waiting(self.remote, task, self.ctx.execution_id, self.seq, snapshot.digest())
+            self.clients.parked(waiting)
         raise self._park(due + timedelta(seconds=SAFETY_WAKE_S))
 
     async def _create(self, proto: RemoteProtocol) -> Created:

@@ -94,6 +94,8 @@ class Remote:
         poll_min_s: The shortest pause between two polls, whatever the remote asks.
         poll_max_s: The longest pause between two polls, whatever the remote asks.
         retry: How transport failures are retried (default `DEFAULT_RETRY`).
+        listen: Follow the remote's tasks over `subscriptions/listen` (`mcp-tasks` only) as
+            well as polling them, where the remote offers it.
     """
 
     name: str
@@ -105,6 +107,7 @@ class Remote:
     poll_min_s: float = DEFAULT_POLL_MIN_S
     poll_max_s: float = DEFAULT_POLL_MAX_S
     retry: RetryPolicy = DEFAULT_RETRY
+    listen: bool = True
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -161,11 +164,12 @@ class _RemoteModel(BaseModel):
     request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S
     poll_min_s: float = DEFAULT_POLL_MIN_S
     poll_max_s: float = DEFAULT_POLL_MAX_S
+    listen: bool = True
 
 
 def parse_remotes(value: str | bytes) -> tuple[Remote, ...]:
     """Remotes from JSON text `{name: {url, protocol, headers, token_env, request_timeout_s,
-    poll_min_s, poll_max_s}}`.
+    poll_min_s, poll_max_s, listen}}`.
 
     Raises:
         RemoteConfigError: not that shape; the message names the remote and the field, never
@@ -315,6 +319,7 @@ class RemoteCatalog:
         poll_min: float = DEFAULT_POLL_MIN_S,
         poll_max: float = DEFAULT_POLL_MAX_S,
         retry: RetryPolicy | None = None,
+        listen: bool = True,
     ) -> Remote:
         """Name a remote MCP server that workflows call with
         [`Context.call_tool`][tether.Context.call_tool], or an A2A agent (`protocol="a2a"`)
@@ -339,6 +344,9 @@ class RemoteCatalog:
             poll_max: The longest pause between two polls, in seconds.
             retry: How transport failures (a connection error, HTTP 5xx or 429) are retried
                 (default: 10 tries over about five minutes).
+            listen: Follow the remote's tasks over its `subscriptions/listen` stream as well
+                as polling them (`mcp-tasks` remotes that offer it): a change is seen when it
+                happens, not at the next poll.
 
         Returns:
             The remote's configuration.
@@ -358,6 +366,7 @@ class RemoteCatalog:
             poll_min_s=poll_min,
             poll_max_s=poll_max,
             retry=retry or DEFAULT_RETRY,
+            listen=listen,
         )
         self._remotes[name] = remote
         return remote

@@ -5,6 +5,11 @@ remote task, polled with `tasks/get`, answered with `tasks/update`, stopped with
 The mapping from the wire to `Snapshot` and to the call's value is pure (`created_of`,
 `snapshot_of`, `outcome_of`). A remote that asks for input must use form elicitation, the only
 kind the client declares (`CAPABILITIES`); any other request fails the call.
+
+The create mirrors the arguments the tool's input schema marks (`x-mcp-header`) into
+`Mcp-Param-*` headers, from the remote's `tools/list` as this process knows it (tool_lists.py);
+a remote that refuses the create for a header (`HeaderMismatch`: it was refused before it ran)
+has its list read again and the create sent again, once, under the same key.
 """
 
 from __future__ import annotations
@@ -16,11 +21,15 @@ from tether.runtime.remote import spec
 from tether.runtime.remote.config import Remote
 from tether.runtime.remote.errors import (
     RemoteCancelled,
+    RemoteError,
     RemoteProtocolError,
     RemoteTaskLost,
     RemoteToolError,
+    Transient,
 )
+from tether.runtime.remote.headers import param_headers
 from tether.runtime.remote.protocol import Ask, Created, Snapshot, Status
+from tether.runtime.remote.tool_lists import MAX_PAGES, ToolLists
 from tether.runtime.remote.transport import Rpc, Transport
 
 #: What a task-mode call declares: the Tasks extension, and form elicitation (the remote's
@@ -37,7 +46,7 @@ def _refused(remote: str, tool: str, why: str) -> RemoteProtocolError:
     return RemoteProtocolError(f"remote {remote!r}: {why}", remote=remote, tool=tool)
 
 
-def _poll_ms(value: Any) -> int | None:
+def _positive_ms(value: Any) -> int | None:
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value
     return None
@@ -74,7 +83,7 @@ def snapshot_of(result: Mapping[str, Any], remote: str, tool: str) -> Snapshot:
     message = result.get("statusMessage")
     base: dict[str, Any] = {
         "status": cast(Status, status),
-        "poll_ms": _poll_ms(result.get("pollIntervalMs")),
+        "poll_ms": _positive_ms(result.get("pollIntervalMs")),
         "message": message if isinstance(message, str) else None,
     }
     if status == "input_required":
@@ -106,7 +115,7 @@ def created_of(result: Mapping[str, Any], remote: str, tool: str, *, tasks: bool
         status = result.get("status", "working")
         first = Snapshot(
             status=status if status in ("working", "input_required") else "working",
-            poll_ms=_poll_ms(result.get("pollIntervalMs")),
+            poll_ms=_positive_ms(result.get("pollIntervalMs")),
         )
         return Created(task, first)
     if kind == spec.RESULT_COMPLETE:
@@ -177,16 +186,81 @@ class McpTasks:
         self.timeout_s = timeout_s
 
     async def create(self, key: str) -> Created:
-        rpc = Rpc(
+        try:
+            result = await self.transport.request(self._call(key, await self._param_headers()))
+        except RemoteProtocolError as exc:
+            lists = self.transport.tool_lists
+            if exc.code != spec.HEADER_MISMATCH or lists is None:
+                raise
+            if not lists.expire(self.remote.name):
+                raise
+            # Refused before it ran (the same key goes again): the tool's schema may have
+            # changed since its list was read. Read it again, once.
+            headers = await self._param_headers(strict=True)
+            result = await self.transport.request(self._call(key, headers))
+        return created_of(result, self.remote.name, self.tool, tasks=self.tasks)
+
+    def _call(self, key: str, headers: Mapping[str, str]) -> Rpc:
+        return Rpc(
             spec.TOOLS_CALL,
             {"name": self.tool, "arguments": self.arguments},
             name=self.tool,
             capabilities=CAPABILITIES if self.tasks else PLAIN,
-            headers={spec.IDEMPOTENCY_HEADER: key},
+            headers={**headers, spec.IDEMPOTENCY_HEADER: key},
             timeout_s=self._create_timeout(),
         )
-        result = await self.transport.request(rpc)
-        return created_of(result, self.remote.name, self.tool, tasks=self.tasks)
+
+    async def _param_headers(self, *, strict: bool = False) -> dict[str, str]:
+        """The call's `Mcp-Param-*` headers, from the tool's schema in the remote's tool list
+        (read first when this process does not know it fresh). `strict`: a transient failure
+        to read the list is raised, else the call goes without them (and is not refused for
+        it unless the remote wants one).
+
+        Raises:
+            Transient: `strict`, and the list could not be read for now.
+        """
+        lists = self.transport.tool_lists
+        if lists is None:
+            return {}
+        fresh, schema = lists.schema(self.remote.name, self.tool)
+        if not fresh:
+            async with lists.lock(self.remote.name):
+                fresh, schema = lists.schema(self.remote.name, self.tool)
+                if not fresh:
+                    schema = (await self._read_tools(lists, strict=strict)).get(self.tool)
+        return param_headers(schema, self.arguments)
+
+    async def _read_tools(
+        self, lists: ToolLists, *, strict: bool
+    ) -> Mapping[str, Mapping[str, Any]]:
+        """The remote's tools (every page of `tools/list`, up to MAX_PAGES), kept in `lists`;
+        a remote that refuses the list has none (kept so for a while)."""
+        tools: list[Mapping[str, Any]] = []
+        ttl_ms: int | None = None
+        cursor: Any = None
+        try:
+            for _ in range(MAX_PAGES):
+                params = {"cursor": cursor} if cursor else {}
+                page = await self.transport.request(
+                    Rpc(spec.TOOLS_LIST, params, capabilities=PLAIN)
+                )
+                listed = page.get("tools")
+                tools += (
+                    [t for t in listed if isinstance(t, dict)] if isinstance(listed, list) else []
+                )
+                if ttl_ms is None:
+                    ttl_ms = _positive_ms(page.get("ttlMs"))
+                cursor = page.get("nextCursor")
+                if not isinstance(cursor, str) or not cursor:
+                    break
+        except Transient:
+            if strict:
+                raise
+            return {}
+        except RemoteError:
+            lists.missing(self.remote.name)
+            return {}
+        return lists.store(self.remote.name, tools, ttl_ms)
 
     def _create_timeout(self) -> float | None:
         return None

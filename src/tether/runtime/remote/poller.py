@@ -13,6 +13,11 @@ call's protocol, and compares what it sees with what the run last saw (the call'
 - the call is over, or its run ended: the poll is dropped;
 - the run is running now (it will schedule its own next poll as it parks): due again soon;
 - the call's record is sealed with a key this process lacks: left to a process that has it.
+
+It runs the process's follower (follow.py) beside it: a remote's stream telling of a change to
+a task makes that task's poll due now (`hasten`), and the poll confirms the change as any poll
+would. The follower learns of the tasks to follow from the runs of this process as they park
+(`Clients.parked`) and from each poll that finds its task unchanged; a dropped poll ends it.
 """
 
 from __future__ import annotations
@@ -24,9 +29,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from tether.runtime.remote.clients import Clients
+from tether.runtime.remote.clients import Clients, Waiting
 from tether.runtime.remote.config import Remote
 from tether.runtime.remote.errors import RemoteError, Transient
+from tether.runtime.remote.follow import Follower, FollowSettings
 from tether.runtime.remote.implementations import PROTOCOLS
 from tether.runtime.remote.transport import Transport
 from tether.runtime.statuses import ENDED_STATUSES
@@ -64,6 +70,7 @@ class RemotePoller:
         *,
         poll_s: float = 1.0,
         lease_s: float = 30.0,
+        follow: FollowSettings | None = None,
     ) -> None:
         self.db = db
         self.remotes = remotes
@@ -72,16 +79,44 @@ class RemotePoller:
         self.lease_s = lease_s  # a taken poll is due again after it (its poller died)
         self.polls = 0  # remote requests made, for tests and the benchmark
         self.wakes = 0
+        self.follower = Follower(remotes, clients, self.hasten, follow or FollowSettings())
         self._stopping = asyncio.Event()
+        self._nudged = asyncio.Event()  # a poll was hastened, or stop: look at once
+        self._hastened: set[tuple[str, int]] = set()
         self._gate = asyncio.Semaphore(CONCURRENCY)
 
     def stop(self) -> None:
         self._stopping.set()
+        self._nudged.set()
+        self.follower.stop()
+
+    def hasten(self, execution_id: str, seq: int) -> None:
+        """Make call `seq` of the run's poll due now (its remote told of a change)."""
+        self._hastened.add((execution_id, seq))
+        self._nudged.set()
 
     async def run(self) -> None:
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self.follower.run(), name="tether-remote-follower")
+            self.clients.followers.append(self.follower)
+            try:
+                await self._poll()
+            finally:
+                self.clients.followers.remove(self.follower)
+                self.follower.stop()
+
+    async def _poll(self) -> None:
         backoff = self.poll_s
         while not self._stopping.is_set():
+            self._nudged.clear()  # a poll hastened from here on is looked at after this round
             try:
+                if self._hastened:
+                    hastened, self._hastened = self._hastened, set()
+                    try:
+                        await remote_polls.hasten(self.db, list(hastened))
+                    except StorageError:
+                        self._hastened |= hastened
+                        raise
                 due = await remote_polls.claim(self.db, BATCH, self.lease_s)
                 if due:
                     await self._settle(due)
@@ -92,7 +127,7 @@ class RemotePoller:
                 backoff = min(backoff * 2, 30.0)
             if len(due) < BATCH:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stopping.wait(), backoff)
+                    await asyncio.wait_for(self._nudged.wait(), backoff)
 
     async def _settle(self, due: list[remote_polls.DuePoll]) -> None:
         looks = await asyncio.gather(*(self._look(p) for p in due))
@@ -113,6 +148,8 @@ class RemotePoller:
         ]
         await remote_polls.reschedule(self.db, again)
         await remote_polls.drop(self.db, drop)
+        for execution_id, seq in drop:
+            self.follower.forget(execution_id, seq)
         for execution_id, seq in wake:
             await self._wake(execution_id, seq)
 
@@ -140,7 +177,7 @@ class RemotePoller:
         if remote is None:
             return Look("wake")  # the run says what becomes of a remote no longer configured
         tool = str(state.get("tool"))
-        transport = Transport(remote, self.clients.get(), tool)
+        transport = Transport(remote, self.clients.get(), tool, self.clients.tool_lists)
         proto = PROTOCOLS[remote.protocol](remote, transport, tool, {}, None)
         async with self._gate:
             self.polls += 1
@@ -150,4 +187,6 @@ class RemotePoller:
                 return Look("wake")  # the run's own poll retries or ends the call
         if snapshot.ended or snapshot.digest() != state.get("seen"):
             return Look("wake")
+        seen = snapshot.digest()
+        self.follower.follow(Waiting(remote.name, task, poll.execution_id, poll.seq, seen))
         return Look("again", remote.poll_delay(snapshot.poll_ms))

@@ -23,6 +23,9 @@ META_TRACEPARENT: Final = "traceparent"
 H_PROTOCOL_VERSION: Final = "mcp-protocol-version"
 H_METHOD: Final = "mcp-method"
 H_NAME: Final = "mcp-name"
+#: `Mcp-Param-{Name}`: a tool argument whose input schema names it (`X_MCP_HEADER`), mirrored.
+H_PARAM_PREFIX: Final = "mcp-param-"
+X_MCP_HEADER: Final = "x-mcp-header"
 BASE64_PREFIX: Final = "=?base64?"
 BASE64_SUFFIX: Final = "?="
 #: Tether's header for a crash-safe create: the same key returns the same task.
@@ -32,6 +35,8 @@ SSE: Final = "text/event-stream"
 
 # JSON-RPC codes the client tells apart
 INVALID_PARAMS: Final = -32602
+METHOD_NOT_FOUND: Final = -32601
+HEADER_MISMATCH: Final = -32020
 
 # results
 RESULT_COMPLETE: Final = "complete"
@@ -45,3 +50,9 @@ TOOLS_CALL: Final = "tools/call"
 TASKS_GET: Final = "tasks/get"
 TASKS_UPDATE: Final = "tasks/update"
 TASKS_CANCEL: Final = "tasks/cancel"
+TOOLS_LIST: Final = "tools/list"
+#: The stream of pushed notifications; its first frame says what the server agreed to send.
+LISTEN: Final = "subscriptions/listen"
+LISTEN_ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
+#: A task's view (a `tasks/get` result without `resultType`), pushed on a listen stream.
+TASK_NOTIFICATION: Final = "notifications/tasks"

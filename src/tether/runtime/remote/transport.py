@@ -1,6 +1,7 @@
 """JSON-RPC over MCP's Streamable HTTP, for remote calls: one POST per request, the answer read
 as JSON or from the request's SSE stream (`Rpc(mcp=False)`: plain JSON-RPC over HTTP, for
-another remote protocol).
+another remote protocol); or, for `subscriptions/listen`, a stream whose messages are read as
+they arrive (`Transport.listen`).
 
 Failures are told apart here, once, for every protocol built on it: a transport error (the
 request may not have arrived: connect, read or write failed or timed out), HTTP 5xx, 408 and
@@ -16,13 +17,11 @@ remote in the header and in `_meta`, and one sample of `tether_remote_requests_t
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import itertools
 import os
-import re
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -34,6 +33,8 @@ from tether.observability import metrics, tracing
 from tether.runtime.remote import spec
 from tether.runtime.remote.clients import CONNECT_TIMEOUT_S
 from tether.runtime.remote.errors import RemoteError, RemoteProtocolError, Transient
+from tether.runtime.remote.headers import header_value
+from tether.runtime.remote.tool_lists import ToolLists
 
 if TYPE_CHECKING:
     from tether.runtime.remote.config import Remote
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
 #: The largest response body read from a remote (a bigger one is refused, not buffered).
 MAX_RESPONSE_BYTES: Final = 16 * 1024 * 1024
 _RETRY_STATUSES: Final = frozenset({408, 429})
-_UNSAFE_HEADER: Final = re.compile(r"[^\x20-\x7e]")
 _ids: Final = itertools.count(1)
 #: Who is calling, as the remote's logs see it (`clientInfo`).
 CLIENT_INFO: Final = {"name": "tether-remote-call", "version": "1"}
@@ -65,20 +65,6 @@ def _translated(remote: str, tool: str) -> Iterator[None]:
         if ours is Transient:
             raise Transient(message) from exc
         raise RemoteProtocolError(message, remote=remote, tool=tool) from exc
-
-
-def header_value(value: str) -> str:
-    """`value` as an `Mcp-Name` header carries it: as is when plain, else the Base64 sentinel
-    (non-ASCII or control characters, surrounding blanks, or a value shaped like one)."""
-    plain = (
-        not _UNSAFE_HEADER.search(value)
-        and value == value.strip(" \t")
-        and not (value.startswith(spec.BASE64_PREFIX) and value.endswith(spec.BASE64_SUFFIX))
-    )
-    if plain:
-        return value
-    encoded = base64.b64encode(value.encode("utf-8")).decode("ascii")
-    return f"{spec.BASE64_PREFIX}{encoded}{spec.BASE64_SUFFIX}"
 
 
 def bearer(remote: Remote) -> dict[str, str]:
@@ -121,6 +107,8 @@ class Transport:
     remote: Remote
     client: httpx.AsyncClient
     tool: str
+    #: What this process knows of the remotes' tools (None: nothing, no parameter headers).
+    tool_lists: ToolLists | None = None
 
     async def request(self, rpc: Rpc) -> dict[str, Any]:
         """Send `rpc`; return the JSON-RPC result object.
@@ -155,6 +143,28 @@ class Transport:
             )
 
     async def _send(self, rpc: Rpc) -> tuple[dict[str, Any], str]:
+        request_id, headers, body = self._prepare(rpc)
+        read = rpc.timeout_s if rpc.timeout_s is not None else self.remote.request_timeout_s
+        timeout = httpx.Timeout(read, connect=min(read, CONNECT_TIMEOUT_S))
+        with _translated(self.remote.name, self.tool):
+            async with self.client.stream(
+                "POST", self.remote.url, content=body, headers=headers, timeout=timeout
+            ) as response:
+                status = response.status_code
+                if status >= 500 or status in _RETRY_STATUSES:
+                    raise Transient(f"remote {self.remote.name!r} answered HTTP {status}")
+                kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+                raw = await _read_capped(response.aiter_bytes())
+        message = self._message(raw, kind, request_id, status)
+        if "error" in message:
+            raise self._rpc_error(message["error"], status)
+        result = message.get("result")
+        if not isinstance(result, dict) or not 200 <= status < 300:
+            raise self._refused(f"HTTP {status} without a JSON-RPC result")
+        return result, "ok"
+
+    def _prepare(self, rpc: Rpc) -> tuple[str, dict[str, str], bytes]:
+        """The request's id, headers and body."""
         request_id = f"tether-{next(_ids)}"
         headers = {
             **self.remote.headers,
@@ -183,24 +193,89 @@ class Transport:
         body = orjson.dumps(
             {"jsonrpc": "2.0", "id": request_id, "method": rpc.method, "params": params}
         )
-        read = rpc.timeout_s if rpc.timeout_s is not None else self.remote.request_timeout_s
-        timeout = httpx.Timeout(read, connect=min(read, CONNECT_TIMEOUT_S))
-        with _translated(self.remote.name, self.tool):
-            async with self.client.stream(
-                "POST", self.remote.url, content=body, headers=headers, timeout=timeout
-            ) as response:
-                status = response.status_code
-                if status >= 500 or status in _RETRY_STATUSES:
-                    raise Transient(f"remote {self.remote.name!r} answered HTTP {status}")
-                kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
-                raw = await _read_capped(response.aiter_bytes())
-        message = self._message(raw, kind, request_id, status)
+        return request_id, headers, body
+
+    @contextlib.asynccontextmanager
+    async def listen(
+        self, rpc: Rpc, *, idle_s: float
+    ) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
+        """Open `rpc` (a `subscriptions/listen`) as a stream: the block reads the messages the
+        remote sends on it as they arrive, until the remote ends it (a remote that answers with
+        a plain JSON result instead has sent nothing). One metric sample, for the opening.
+
+        Raises (entering, or reading the messages):
+            Transient: not reached, HTTP 5xx, 408 or 429, the stream broke off or stayed
+                silent for `idle_s` seconds.
+            RemoteProtocolError: refused; `.code` is the JSON-RPC code when there is one.
+            RemoteError: the remote's token variable is not set.
+        """
+        began = time.perf_counter()
+        outcome = "transport"
+        connect = min(self.remote.request_timeout_s, CONNECT_TIMEOUT_S)
+        timeout = httpx.Timeout(self.remote.request_timeout_s, connect=connect, read=idle_s)
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                request_id, headers, body = self._prepare(rpc)
+                with _translated(self.remote.name, self.tool):
+                    response = await stack.enter_async_context(
+                        self.client.stream(
+                            "POST", self.remote.url, content=body, headers=headers, timeout=timeout
+                        )
+                    )
+                    messages = await self._opened(response, request_id)
+                outcome = "ok"
+            except RemoteProtocolError as exc:
+                outcome = "rpc_error" if exc.code is not None else "refused"
+                raise
+            finally:
+                metrics.remote_request(
+                    self.remote.name, rpc.method, outcome, time.perf_counter() - began
+                )
+            try:
+                yield messages
+            finally:
+                await messages.aclose()
+
+    async def _opened(
+        self, response: httpx.Response, request_id: str
+    ) -> AsyncGenerator[dict[str, Any], None]:
+        """The messages of an opened stream; raises what its answer means when it is none."""
+        status = response.status_code
+        if status >= 500 or status in _RETRY_STATUSES:
+            raise Transient(f"remote {self.remote.name!r} answered HTTP {status}")
+        kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind == spec.SSE and status == 200:
+            return self._events(response)
+        message = self._message(
+            await _read_capped(response.aiter_bytes()), kind, request_id, status
+        )
         if "error" in message:
             raise self._rpc_error(message["error"], status)
-        result = message.get("result")
-        if not isinstance(result, dict) or not 200 <= status < 300:
-            raise self._refused(f"HTTP {status} without a JSON-RPC result")
-        return result, "ok"
+        return _nothing()
+
+    async def _events(self, response: httpx.Response) -> AsyncGenerator[dict[str, Any], None]:
+        """The JSON objects of an SSE body as they arrive (other events are skipped); an event
+        or a line longer than MAX_RESPONSE_BYTES is refused, never buffered past it."""
+        pending = bytearray()
+        data: list[bytes] = []
+        size = 0
+        with _translated(self.remote.name, self.tool):
+            async for chunk in response.aiter_bytes():
+                pending += chunk
+                while (end := pending.find(b"\n")) >= 0:
+                    line = bytes(pending[:end]).rstrip(b"\r")
+                    del pending[: end + 1]
+                    if line.startswith(b"data:"):
+                        part = line[5:].removeprefix(b" ")
+                        size += len(part)
+                        data.append(part)
+                    elif not line and data:
+                        message = _json(b"\n".join(data))
+                        data, size = [], 0
+                        if isinstance(message, dict):
+                            yield message
+                if len(pending) + size > MAX_RESPONSE_BYTES:
+                    raise self._refused(f"a stream event larger than {MAX_RESPONSE_BYTES} bytes")
 
     def _message(self, raw: bytes, kind: str, request_id: str, status: int) -> dict[str, Any]:
         """The JSON-RPC response to `request_id` in the body (JSON, or an SSE stream)."""
@@ -230,6 +305,19 @@ class Transport:
             remote=self.remote.name,
             tool=self.tool,
         )
+
+
+async def _nothing() -> AsyncGenerator[dict[str, Any], None]:
+    """A stream that ended before its first message."""
+    return
+    yield
+
+
+def _json(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
 
 
 async def _read_capped(chunks: AsyncIterator[bytes]) -> bytes:

@@ -1000,6 +1000,12 @@ UPDATE remote_polls p SET due_at = tether_now() + make_interval(secs => v.after)
 FROM unnest($1::text[], $2::integer[], $3::double precision[]) AS v(execution_id, seq, after)
 WHERE p.execution_id = v.execution_id AND p.seq = v.seq;
 
+-- name: hasten_remote_polls
+-- Polls due now: run $1[i]'s call $2[i] (its remote told of a change before the poll was due).
+UPDATE remote_polls p SET due_at = tether_now()
+FROM unnest($1::text[], $2::integer[]) AS v(execution_id, seq)
+WHERE p.execution_id = v.execution_id AND p.seq = v.seq AND p.due_at > tether_now();
+
 -- name: drop_remote_polls
 -- Polls no longer needed: run $1[i]'s call $2[i] (ended, or its run was woken to look).
 DELETE FROM remote_polls p
