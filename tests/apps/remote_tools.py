@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from tether.runtime.context import Context
 from tether.runtime.errors import ProtocolError
@@ -26,6 +26,14 @@ class Text(BaseModel):
 class Question(BaseModel):
     question: str
     times: int = 1
+
+
+class Routed(BaseModel):
+    """`region` is mirrored in the `Mcp-Param-Region` header (the server refuses a call
+    without it, or with another value)."""
+
+    region: str = Field(json_schema_extra={"x-mcp-header": "Region"})
+    text: str
 
 
 class Reply(BaseModel):
@@ -67,3 +75,9 @@ async def hold(ctx: Context, args: Text) -> dict[str, Any]:
     """Waits for the signal `release` (cancel and restart tests act meanwhile)."""
     await ctx.wait_for_signal("release")
     return {"released": args.text}
+
+
+@app.workflow(expose=Exposure(tool=True))
+async def route(ctx: Context, args: Routed) -> dict[str, Any]:
+    """Completes with its region (a header-mirrored argument) and its text."""
+    return {"region": args.region, "text": args.text}

@@ -65,13 +65,17 @@ def _follower(app: App) -> Follower:
 async def _covered(app: App, task: str, *, covered: bool = True) -> None:
     """Until the follower's stream to the peer covers `task` (or, `covered=False`, does not)."""
     async with asyncio.timeout(TIMEOUT):
-        while (task in _follower(app).covered("peer")) != covered:
+        while True:
+            if (task in _follower(app).covered("peer")) == covered:
+                return
             await asyncio.sleep(0.02)
 
 
 async def _parked(ops: Operations, run: str) -> None:
     async with asyncio.timeout(TIMEOUT):
-        while (await ops.get(run)).current.status != "waiting":
+        while True:
+            if (await ops.get(run)).current.status == "waiting":
+                return
             await asyncio.sleep(0.02)
 
 

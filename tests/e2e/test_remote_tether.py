@@ -82,6 +82,21 @@ async def test_a_remote_tool_returns_its_structured_result_from_one_remote_task(
     assert record.done and record.name == "peer/echo"
 
 
+async def test_a_tool_whose_argument_is_mirrored_in_a_header_is_called_with_that_header(
+    remote: Peer, db_url: str, db: asyncpg.Pool
+) -> None:
+    """Spec (Streamable HTTP, SEP-2243): an `x-mcp-header` argument goes in its
+    `Mcp-Param-*` header too (Base64 for a value that is not plain ASCII); the remote refuses
+    a call without it."""
+    app = requester(remote.url)
+    ops = Operations(db, app)
+    async with asyncio.timeout(TIMEOUT), serve(app, db_url):
+        run = await _relay(ops, "route", region="Zürich", text="hi")
+        assert await completed(ops, run) == {"value": {"region": "Zürich", "text": "hi"}}
+    (only,) = await remote.runs("route")
+    assert only["status"] == "completed"
+
+
 async def test_a_remote_tool_error_is_raised_as_a_tool_error(
     remote: Peer, db_url: str, db: asyncpg.Pool
 ) -> None:
