@@ -40,6 +40,16 @@ async def test_an_unchanged_task_is_polled_again_after_its_interval() -> None:
     assert await _look(_due_poll(), task("working", pollIntervalMs=2000)) == Look("again", 2.0)
 
 
+async def test_a_task_found_unchanged_is_followed_by_a_process_that_did_not_park_it() -> None:
+    """Our choice: after a restart (or in another process) the runs are parked already; the
+    poller's first poll of each task tells the follower of it."""
+    poller = _poller()
+    fake = FakeRemote({"tasks/get": [task("working")]})
+    with fake.mounted(URL):
+        assert (await poller._look(_due_poll())).verdict == "again"
+    assert poller.follower.watched("peer") == {"tk_1"}
+
+
 @pytest.mark.parametrize(
     "answer",
     [

@@ -211,3 +211,72 @@ async def test_a_plain_json_rpc_request_carries_no_mcp_headers_or_meta(
     (request,) = seen
     assert "mcp-method" not in request.headers and "mcp-protocol-version" not in request.headers
     assert json.loads(request.content)["params"] == {"message": {}}
+
+
+async def _read_all(transport: Transport) -> list[dict[str, Any]]:
+    rpc = Rpc(spec.LISTEN, {"notifications": {"taskIds": ["tk_1"]}})
+    async with transport.listen(rpc, idle_s=5) as messages:
+        return [m async for m in messages]
+
+
+def _sse(chunks: list[bytes]) -> httpx.Response:
+    async def body() -> AsyncIterator[bytes]:
+        for chunk in chunks:
+            yield chunk
+
+    return httpx.Response(200, headers={"content-type": spec.SSE}, content=body())
+
+
+async def test_a_listen_stream_is_read_as_its_events_arrive_whatever_their_chunks(
+    client: httpx.AsyncClient,
+) -> None:
+    """Spec (SSE): an event is its `data:` lines up to a blank line, CRLF or LF; other
+    fields and events that are not JSON objects are skipped."""
+    first = b'event: message\r\ndata: {"method": "a",\r\ndata:  "params": {}}\r\n\r\n'
+    second = b'id: 7\ndata: {"method": "b"}\n\ndata: not json\n\ndata: [1]\n\n'
+    split = [first[:9], first[9:40], first[40:], second]
+    with respx.mock() as mock:
+        mock.post(URL).mock(return_value=_sse(split))
+        messages = await _read_all(_transport(client))
+    assert messages == [{"method": "a", "params": {}}, {"method": "b"}]
+
+
+async def test_a_listen_event_over_the_cap_is_refused_not_buffered(
+    client: httpx.AsyncClient,
+) -> None:
+    big = [b"data: " + b"x" * (MAX_RESPONSE_BYTES // 2), b"x" * (MAX_RESPONSE_BYTES // 2 + 8)]
+    with respx.mock() as mock:
+        mock.post(URL).mock(return_value=_sse(big))
+        with pytest.raises(RemoteProtocolError):
+            await _read_all(_transport(client))
+
+
+async def test_a_listen_refused_or_unreachable_is_told_apart_like_any_request(
+    client: httpx.AsyncClient,
+) -> None:
+    """A JSON-RPC error instead of a stream is the refusal with its code; 5xx is transient;
+    a stream that breaks off while read is transient."""
+
+    def missing(request: httpx.Request) -> httpx.Response:
+        rid = json.loads(request.content)["id"]
+        error = {"code": -32601, "message": "Method not found"}
+        return httpx.Response(404, json={"jsonrpc": "2.0", "id": rid, "error": error})
+
+    async def broken() -> AsyncIterator[bytes]:
+        yield b'data: {"method": "a"}\n\n'
+        raise httpx.ReadError("reset")
+
+    with respx.mock() as mock:
+        route = mock.post(URL)
+        route.mock(side_effect=missing)
+        with pytest.raises(RemoteProtocolError) as caught:
+            await _read_all(_transport(client))
+        assert caught.value.code == -32601
+        route.mock(return_value=httpx.Response(503))
+        with pytest.raises(Transient):
+            await _read_all(_transport(client))
+        route.mock(
+            return_value=httpx.Response(200, headers={"content-type": spec.SSE}, content=broken())
+        )
+        with pytest.raises(Transient):
+            await _read_all(_transport(client))

@@ -67,8 +67,38 @@ class FollowSettings:
     idle_s: float = 300.0
 
 
-class _NotOffered(Exception):
+class NotOffered(Exception):
     """The remote's acknowledgement agreed to no task notifications at all."""
+
+
+@dataclass(frozen=True)
+class Pause:
+    """What a stream that failed to open, or dropped, is followed by: a wait of `seconds`
+    before the next open; `failed`: it counts toward the backoff; `cap`: the remote said how
+    many ids a stream may ask for; `refused`: the remote refused listening (not for now)."""
+
+    seconds: float
+    failed: bool = False
+    cap: int | None = None
+    refused: bool = False
+
+
+def pause_after(
+    error: BaseException | None, asked: int, failures: int, settings: FollowSettings
+) -> Pause:
+    """The pause after a stream asking for `asked` tasks ended with `error` (None: it ended
+    before its acknowledgement without one), the `failures` before it counted."""
+    if isinstance(error, NotOffered):
+        return Pause(settings.unsupported_s, refused=True)
+    if isinstance(error, RemoteProtocolError):
+        limit = error.data.get("max") if isinstance(error.data, dict) else None
+        if error.code == spec.INVALID_PARAMS and isinstance(limit, int) and 0 < limit < asked:
+            return Pause(0.0, cap=limit)  # over its limit, which it said: again, fewer
+        # Refused (no such method, -32601, or any other refusal): asking again soon would
+        # be refused the same way.
+        return Pause(settings.unsupported_s, refused=True)
+    delay = min(settings.retry_min_s * 2**failures, settings.retry_max_s)
+    return Pause(float(delay), failed=True)
 
 
 @dataclass
@@ -195,6 +225,11 @@ class Follower:
         if feed.uncovered() and feed.room() * 4 >= feed.cap:
             feed.dirty.set()
 
+    def watched(self, remote: str) -> frozenset[str]:
+        """The tasks of `remote` being followed (covered by its stream or not)."""
+        feed = self._feeds.get(remote)
+        return frozenset(feed.watched) if feed is not None else frozenset()
+
     def covered(self, remote: str) -> frozenset[str]:
         """The tasks of `remote` its current stream covers (empty without one)."""
         feed = self._feeds.get(remote)
@@ -264,26 +299,19 @@ class Follower:
 
     def _delay(self, feed: _Feed, error: BaseException | None, asked: int) -> float:
         """How long to wait before opening again after a stream asking for `asked` tasks
-        failed to open, or dropped."""
-        if isinstance(error, _NotOffered):
-            return self.settings.unsupported_s
-        if isinstance(error, RemoteProtocolError):
-            limit = error.data.get("max") if isinstance(error.data, dict) else None
-            fewer = isinstance(limit, int) and 0 < limit < asked
-            if error.code == spec.INVALID_PARAMS and fewer:
-                feed.cap = limit  # over its limit, which it said: asked again at once, fewer
-                return 0.0
-            # Refused (no such method, -32601, or any other refusal): asking again soon
-            # would be refused the same way.
+        failed to open, or dropped (`pause_after`)."""
+        pause = pause_after(error, asked, feed.failures, self.settings)
+        if pause.cap is not None:
+            feed.cap = pause.cap
+        if pause.failed:
+            feed.failures += 1
+        if pause.refused:
             logger.info(
                 "remote %r refused subscriptions/listen (%s): its tasks are polled only",
                 feed.remote.name,
                 error,
             )
-            return self.settings.unsupported_s
-        feed.failures += 1
-        delay = self.settings.retry_min_s * 2 ** (feed.failures - 1)
-        return float(min(delay, self.settings.retry_max_s))
+        return pause.seconds
 
     # --- one stream ------------------------------------------------------------------------------
 
@@ -306,7 +334,7 @@ class Follower:
                     raise Transient(f"remote {remote.name!r} closed the stream without its result")
             if stream.acked:
                 self._ended(feed, stream)  # the remote ended it: nothing it agreed is left
-        except (Transient, RemoteError, _NotOffered) as exc:
+        except (Transient, RemoteError, NotOffered) as exc:
             stream.error = exc
             if stream.acked:
                 logger.info("remote %r: listen stream dropped (%s)", remote.name, exc)
@@ -348,7 +376,7 @@ class Follower:
         notifications = params.get("notifications")
         agreed = notifications.get("taskIds") if isinstance(notifications, dict) else None
         if not isinstance(agreed, list):
-            raise _NotOffered()
+            raise NotOffered()
         covered = frozenset(t for t in agreed if isinstance(t, str)) & frozenset(stream.wanted)
         for task in stream.wanted:
             watch = feed.watched.get(task)
