@@ -31,6 +31,7 @@ from tether.runtime.context import Context
 from tether.runtime.operations import Operations
 from tether.runtime.policy import RetryPolicy
 from tether.runtime.registry import App
+from tether.runtime.remote.call import MAX_ROUNDS
 from tether.runtime.remote.errors import RemoteError
 from tether.testing import WorkflowEnvironment
 
@@ -272,3 +273,60 @@ async def test_an_answer_is_recorded_before_it_is_sent_and_a_crash_repeats_at_mo
     ] * 2
     assert [e.type for e in history].count("answer") == 1
     assert [e.data["keys"] for e in history if e.type == "remote_answered"] == [[wait.key]]
+
+
+FORM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+ASKED_FIRST: dict[str, Any] = {
+    "resultType": "input_required",
+    "inputRequests": {
+        "q": {
+            "method": "elicitation/create",
+            "params": {"mode": "form", "message": "Go ahead?", "requestedSchema": FORM},
+        }
+    },
+    "requestState": "s1",
+}
+
+
+def _asks_first(body: dict[str, Any]) -> dict[str, Any]:
+    """tools/call: asks first; creates the task once the create carries the answer."""
+    return CREATED if "inputResponses" in body["params"] else ASKED_FIRST
+
+
+async def test_a_question_asked_before_the_task_is_a_wait_whose_answer_goes_with_the_create() -> (
+    None
+):
+    """Spec (MRTR): the create is sent again with `inputResponses` and the `requestState`;
+    ours: the question is a `remote_input` wait of the run, and the create carrying its
+    answer has a key of its own, the same when a crash repeats it (one task)."""
+    fake = FakeRemote({"tools/call": [_asks_first], "tasks/get": [completed("done")]})
+    with fake.mounted(URL):
+        async with WorkflowEnvironment(_app()) as env:
+            run = await env.start("relay", {})
+            (wait,) = await env.wait_until_waiting(run)
+            assert wait.kind == "remote_input"
+            crash = env.crash_at("remote:peer/work", when="after")
+            await env.answer(run, wait.key, {"ok": True})
+            assert await env.result(run) == {"value": "done"}
+            history = await env.history(run)
+    assert crash.count == 1
+    calls = fake.calls("tools/call")
+    answered = {"q": {"action": "accept", "content": {"ok": True}}}
+    assert [c.get("inputResponses") for c in calls] == [None, answered, answered]
+    assert [c.get("requestState") for c in calls] == [None, "s1", "s1"]
+    first, again, repeated = (h["idempotency-key"] for h in fake.headers("tools/call"))
+    assert again == repeated != first
+    assert [e.data["keys"] for e in history if e.type == "remote_answered"] == [[wait.key]]
+    assert fake.calls("tasks/update") == []
+
+
+async def test_a_remote_that_keeps_asking_before_any_task_fails_the_call(
+    start: Start, db: asyncpg.Pool
+) -> None:
+    """Our choice: rounds asked with no question (only state to echo) go again at once, up
+    to a bound; past it the call fails RemoteProtocolError."""
+    only_state = {"resultType": "input_required", "requestState": "again"}
+    fake = FakeRemote({"tools/call": [only_state]})
+    out = await _run(start, db, _app(), fake)
+    assert out["error"] == "RemoteProtocolError"
+    assert len(fake.calls("tools/call")) == 1 + MAX_ROUNDS  # the first, then one per round

@@ -28,8 +28,12 @@ SCHEMA: dict[str, Any] = {
         "message": {"type": "string"},
     },
 }
-LISTED = {"resultType": "complete", "tools": [{"name": "work", "inputSchema": SCHEMA}]}
-LISTED |= {"ttlMs": 60_000, "cacheScope": "private"}
+LISTED: dict[str, Any] = {
+    "resultType": "complete",
+    "tools": [{"name": "work", "inputSchema": SCHEMA}],
+    "ttlMs": 60_000,
+    "cacheScope": "private",
+}
 MISMATCH = rpc_error(-32020, "Mcp-Param-Region header is required", 400)
 
 

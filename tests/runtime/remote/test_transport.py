@@ -16,12 +16,8 @@ import respx
 from tether.runtime.remote import spec
 from tether.runtime.remote.config import Remote
 from tether.runtime.remote.errors import RemoteError, RemoteProtocolError, Transient
-from tether.runtime.remote.transport import (
-    MAX_RESPONSE_BYTES,
-    Rpc,
-    Transport,
-    header_value,
-)
+from tether.runtime.remote.headers import header_value
+from tether.runtime.remote.transport import MAX_RESPONSE_BYTES, Rpc, Transport
 
 URL = "http://remote.test/mcp"
 #: Names of environment variables that hold (or would hold) a token.

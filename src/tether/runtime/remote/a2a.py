@@ -59,7 +59,7 @@ from tether.runtime.remote.errors import (
     RemoteRejected,
     RemoteTaskLost,
 )
-from tether.runtime.remote.protocol import Ask, Created, Snapshot, Status
+from tether.runtime.remote.protocol import Ask, Created, Reply, Snapshot, Status
 from tether.runtime.remote.transport import Rpc, Transport
 
 M = TypeVar("M", bound=Proto)
@@ -253,7 +253,9 @@ class A2aAgent:
         self.transport = transport
         self.arguments = dict(arguments)
 
-    async def create(self, key: str) -> Created:
+    async def create(self, key: str, reply: Reply | None = None) -> Created:
+        # An agent never asks before it starts its task (created_of reads no such answer):
+        # there is never a reply to send.
         message = Message(
             message_id=key,
             context_id=context_id(key),

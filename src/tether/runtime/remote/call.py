@@ -33,6 +33,7 @@ Transient failures (transport errors, HTTP 5xx) park the call for a backoff (the
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ from tether.runtime.remote.clients import Clients, Waiting
 from tether.runtime.remote.config import AGENT_PROTOCOL, Remote
 from tether.runtime.remote.errors import (
     RemoteError,
+    RemoteProtocolError,
     RemoteTaskLost,
     RemoteTimeout,
     RemoteUnavailable,
@@ -57,7 +59,7 @@ from tether.runtime.remote.errors import (
     from_record,
 )
 from tether.runtime.remote.implementations import PROTOCOLS
-from tether.runtime.remote.protocol import Created, RemoteProtocol, Snapshot
+from tether.runtime.remote.protocol import Created, RemoteProtocol, Reply, Snapshot
 from tether.runtime.remote.transport import Transport
 from tether.runtime.signals import CancelledRun, Park
 from tether.storage import remote_polls
@@ -105,6 +107,8 @@ WAIT_KIND: Final = "remote_input"
 #: A parked call is replayed at least this long after its poll was due, even if no poller
 #: ran meanwhile (the poller wakes it as soon as its task changes).
 SAFETY_WAKE_S: Final = 300.0
+#: The most rounds of questions a remote may ask before it creates its task.
+MAX_ROUNDS: Final = 20
 T = TypeVar("T")
 
 
@@ -298,8 +302,15 @@ class _Call:
         retry_at = _time(self.state.get("retry_at"))
         if retry_at is not None and now < retry_at:
             raise self._park(retry_at)
-        if self.state.get("task") is None:
-            created = await self._attempt(lambda: self._create(proto))
+        while self.state.get("task") is None:
+            if self._unanswered():
+                raise self._park(None)  # an answer wakes the run
+            reply = self._reply()
+            created = await self._attempt(functools.partial(self._create, proto, reply))
+            self._replied(reply)
+            if created.task is None and created.snapshot.status == "input_required":
+                await self._asked_first(created)
+                continue
             if created.task is None:
                 return await self._end(proto, created.snapshot)
             self.state["task"] = created.task
@@ -323,13 +334,79 @@ class _Call:
             self.clients.parked(waiting)
         raise self._park(due + timedelta(seconds=SAFETY_WAKE_S))
 
-    async def _create(self, proto: RemoteProtocol) -> Created:
+    async def _create(self, proto: RemoteProtocol, reply: Reply | None) -> Created:
         await self.ctx._landed()  # the create happens once every earlier write has committed
         point = f"{RECORD_KIND}:{self.label}"
         await self._probe(point, "before")
-        created = await proto.create(str(self.state["key"]))
+        created = await proto.create(self._round_key(), reply)
         await self._probe(point, "after")
         return created
+
+    # --- questions asked before the task ---------------------------------------------------------
+
+    def _round_key(self) -> str:
+        """The create's idempotency key: the call's own for the first create, one of its own
+        for each create sent again with answers (the same for every try of that round)."""
+        key = str(self.state["key"])
+        asked = self.state.get("asked")
+        return key if asked is None else f"{key}.{int(asked['round'])}"
+
+    def _round(self) -> list[dict[str, Any]]:
+        """The questions of the round asked before the task (none before any round)."""
+        asked = self.state.get("asked")
+        if asked is None:
+            return []
+        return [a for a in self.state["asks"] if a.get("round") == asked["round"]]
+
+    def _unanswered(self) -> bool:
+        """Whether a question asked before the task waits for its answer."""
+        return any(a.get("answer") is None for a in self._round())
+
+    def _reply(self) -> Reply | None:
+        """What the next create carries: nothing for the first; the answers to the round's
+        questions and its state after one."""
+        asked = self.state.get("asked")
+        if asked is None:
+            return None
+        answers = {str(a["key"]): a["answer"]["payload"] for a in self._round()}
+        return Reply(answers, asked.get("state"))
+
+    def _replied(self, reply: Reply | None) -> None:
+        """The create carrying `reply` was answered: its answers were delivered."""
+        if reply is None or not reply.answers:
+            return
+        sent = [a for a in self.state["asks"] if a.get("answer") and not a.get("sent")]
+        sent = [a for a in sent if str(a["key"]) in reply.answers]
+        for ask in sent:
+            ask["sent"] = True
+        keys = [self._key(a) for a in sent]
+        self.ctx._buf.events.append(
+            {"type": "remote_answered", "data": {**self._about(), "keys": keys}}
+        )
+
+    async def _asked_first(self, created: Created) -> None:
+        """The remote asks before it creates anything: a new round, whose questions open
+        waits of the run (the create goes again once each is answered: at once when it asked
+        none, only for its `state` back).
+
+        Raises:
+            RemoteProtocolError: more than MAX_ROUNDS rounds (the call fails).
+        """
+        asked = self.state.get("asked")
+        number = 1 if asked is None else int(asked["round"]) + 1
+        if number > MAX_ROUNDS:
+            await self.fail(
+                RemoteProtocolError(
+                    f"remote {self.remote!r} asked for input {MAX_ROUNDS} times without "
+                    "creating a task",
+                    remote=self.remote,
+                    tool=self.tool,
+                )
+            )
+        self.state["asked"] = {"round": number, "state": created.state}
+        self._update_asks(created.snapshot, number)
+        self._save()
+        await self.ctx._flush()  # the questions are recorded before anyone can answer them
 
     async def _poll(self, proto: RemoteProtocol, task: str) -> Snapshot:
         point = f"{RECORD_KIND}:{self.label}:poll"
@@ -409,8 +486,13 @@ class _Call:
         return taken
 
     async def _forward(self, proto: RemoteProtocol, task: str) -> bool:
-        """Send the recorded answers not sent yet (one tasks/update); whether it sent any."""
-        unsent = [a for a in self.state["asks"] if a.get("answer") and not a.get("sent")]
+        """Send the recorded answers to the task's questions not sent yet (one tasks/update);
+        whether it sent any."""
+        unsent = [
+            a
+            for a in self.state["asks"]
+            if a.get("answer") and not a.get("sent") and a.get("round") is None
+        ]
         if not unsent:
             return False
         await self.ctx._landed()
@@ -425,31 +507,33 @@ class _Call:
         self._save()
         return True
 
-    def _update_asks(self, snapshot: Snapshot) -> None:
+    def _update_asks(self, snapshot: Snapshot, round_: int | None = None) -> None:
         """Open a wait for each question the remote asks now that it did not ask before; a
-        question it no longer asks is closed."""
+        question it no longer asks is closed. `round_`: the round of questions asked before
+        the task (their keys are a scope of their own); None: the task's."""
         asking = {a.key: a for a in snapshot.asks} if snapshot.status == "input_required" else {}
-        known = {str(a["key"]) for a in self.state["asks"]}
+        known = {str(a["key"]) for a in self.state["asks"] if a.get("round") == round_}
         for ask in self.state["asks"]:
-            ask["open"] = ask["key"] in asking
+            ask["open"] = ask.get("round") == round_ and ask["key"] in asking
         opened = clock.now().isoformat()
         for key, ask in asking.items():
             if key in known:
                 continue
             number = len(self.state["asks"]) + 1
-            self.state["asks"].append(
-                {
-                    "key": key,
-                    "name": f"{self.label[:150]}#{self.seq}.{number}",  # a wait name's limit
-                    "n": self.ctx.park_event_id(),
-                    "opened": opened,
-                    "message": ask.message,
-                    "schema": dict(ask.schema),
-                    "open": True,
-                    "answer": None,
-                    "sent": False,
-                }
-            )
+            entry = {
+                "key": key,
+                "name": f"{self.label[:150]}#{self.seq}.{number}",  # a wait name's limit
+                "n": self.ctx.park_event_id(),
+                "opened": opened,
+                "message": ask.message,
+                "schema": dict(ask.schema),
+                "open": True,
+                "answer": None,
+                "sent": False,
+            }
+            if round_ is not None:
+                entry["round"] = round_
+            self.state["asks"].append(entry)
 
     def _key(self, ask: Mapping[str, Any]) -> str:
         return waits.make_key(self.ctx.execution_id, WAIT_KIND, str(ask["name"]), int(ask["n"]))
@@ -467,9 +551,9 @@ class _Call:
     def _save(self) -> None:
         self.ctx._record(self.seq, RECORD_KIND, self.label, self.state, done=False)
 
-    def _park(self, wake: datetime) -> Park:
+    def _park(self, wake: datetime | None) -> Park:
         if self.deadline is not None:
-            wake = min(wake, self.deadline)
+            wake = self.deadline if wake is None else min(wake, self.deadline)
         self._save()
         return Park(self._descriptors(), wake, status="waiting")
 

@@ -4,7 +4,10 @@ remote task, polled with `tasks/get`, answered with `tasks/update`, stopped with
 
 The mapping from the wire to `Snapshot` and to the call's value is pure (`created_of`,
 `snapshot_of`, `outcome_of`). A remote that asks for input must use form elicitation, the only
-kind the client declares (`CAPABILITIES`); any other request fails the call.
+kind the client declares (`CAPABILITIES`); any other request fails the call. It may ask while
+its task runs (`input_required`, answered with `tasks/update`) or before it creates one (the
+create answered with an `InputRequiredResult`: the create is sent again with the answers and
+the `requestState`).
 
 The create mirrors the arguments the tool's input schema marks (`x-mcp-header`) into
 `Mcp-Param-*` headers, from the remote's `tools/list` as this process knows it (tool_lists.py);
@@ -14,6 +17,7 @@ has its list read again and the create sent again, once, under the same key.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any, Final, cast
 
@@ -28,7 +32,7 @@ from tether.runtime.remote.errors import (
     Transient,
 )
 from tether.runtime.remote.headers import param_headers
-from tether.runtime.remote.protocol import Ask, Created, Snapshot, Status
+from tether.runtime.remote.protocol import Ask, Created, Reply, Snapshot, Status
 from tether.runtime.remote.tool_lists import MAX_PAGES, ToolLists
 from tether.runtime.remote.transport import Rpc, Transport
 
@@ -100,12 +104,13 @@ def snapshot_of(result: Mapping[str, Any], remote: str, tool: str) -> Snapshot:
 
 
 def created_of(result: Mapping[str, Any], remote: str, tool: str, *, tasks: bool) -> Created:
-    """A `tools/call` result: a task (`resultType: task`, only when `tasks` was declared) or
-    the tool's result at once.
+    """A `tools/call` result: a task (`resultType: task`, only when `tasks` was declared),
+    the tool's result at once, or (when `tasks`) the questions asked before anything is
+    created (`input_required`: no task, the questions and the `requestState`).
 
     Raises:
-        RemoteProtocolError: anything else (a task not asked for, an input request before any
-            task, an unknown result type).
+        RemoteProtocolError: anything else (a task not asked for, input asked of a plain
+            call or asking for nothing, an unknown result type).
     """
     kind = result.get("resultType", spec.RESULT_COMPLETE)  # an older server omits it
     if kind == spec.RESULT_TASK and tasks:
@@ -120,9 +125,29 @@ def created_of(result: Mapping[str, Any], remote: str, tool: str, *, tasks: bool
         return Created(task, first)
     if kind == spec.RESULT_COMPLETE:
         return Created(None, Snapshot(status="completed", result=dict(result)))
+    if kind == spec.RESULT_INPUT_REQUIRED and tasks:
+        return _asked_first(result, remote, tool)
     if kind == spec.RESULT_INPUT_REQUIRED:
-        raise _refused(remote, tool, "asked for input before creating a task (not relayed)")
+        raise _refused(remote, tool, "asked for input, which a plain call cannot relay")
     raise _refused(remote, tool, f"a tools/call result of type {kind!r}")
+
+
+def _asked_first(result: Mapping[str, Any], remote: str, tool: str) -> Created:
+    """An `InputRequiredResult` to a create: the questions asked before any task, and the
+    `requestState` to carry back with their answers (a result with neither is refused:
+    sending it again would be answered the same way)."""
+    requests = result.get("inputRequests")
+    state = result.get("requestState")
+    state = state if isinstance(state, str) else None
+    asks = _asks(requests, remote, tool) if requests is not None else ()
+    if not asks and state is None:
+        raise _refused(remote, tool, "an input_required result that asks for nothing")
+    return Created(None, Snapshot(status="input_required", asks=asks), state=state)
+
+
+def _responses(answers: Mapping[str, Any]) -> dict[str, Any]:
+    """Form answers as the `inputResponses` that carry them (each an accepting ElicitResult)."""
+    return {key: {"action": "accept", "content": value} for key, value in answers.items()}
 
 
 def _text(result: Mapping[str, Any]) -> str:
@@ -185,9 +210,10 @@ class McpTasks:
         self.arguments = dict(arguments)
         self.timeout_s = timeout_s
 
-    async def create(self, key: str) -> Created:
+    async def create(self, key: str, reply: Reply | None = None) -> Created:
+        call = functools.partial(self._call, key, reply)
         try:
-            result = await self.transport.request(self._call(key, await self._param_headers()))
+            result = await self.transport.request(call(await self._param_headers()))
         except RemoteProtocolError as exc:
             lists = self.transport.tool_lists
             if exc.code != spec.HEADER_MISMATCH or lists is None:
@@ -196,14 +222,18 @@ class McpTasks:
                 raise
             # Refused before it ran (the same key goes again): the tool's schema may have
             # changed since its list was read. Read it again, once.
-            headers = await self._param_headers(strict=True)
-            result = await self.transport.request(self._call(key, headers))
+            result = await self.transport.request(call(await self._param_headers(strict=True)))
         return created_of(result, self.remote.name, self.tool, tasks=self.tasks)
 
-    def _call(self, key: str, headers: Mapping[str, str]) -> Rpc:
+    def _call(self, key: str, reply: Reply | None, headers: Mapping[str, str]) -> Rpc:
+        params: dict[str, Any] = {"name": self.tool, "arguments": self.arguments}
+        if reply is not None:  # a create sent again with the answers to what it asked
+            params["inputResponses"] = _responses(reply.answers)
+            if reply.state is not None:
+                params["requestState"] = reply.state
         return Rpc(
             spec.TOOLS_CALL,
-            {"name": self.tool, "arguments": self.arguments},
+            params,
             name=self.tool,
             capabilities=CAPABILITIES if self.tasks else PLAIN,
             headers={**headers, spec.IDEMPOTENCY_HEADER: key},
@@ -270,7 +300,7 @@ class McpTasks:
         return snapshot_of(result, self.remote.name, self.tool)
 
     async def answer(self, task: str, answers: Mapping[str, Any]) -> None:
-        responses = {key: {"action": "accept", "content": v} for key, v in answers.items()}
+        responses = _responses(answers)
         await self._task_request(spec.TASKS_UPDATE, task, {"inputResponses": responses})
 
     async def cancel(self, task: str) -> None:

@@ -2,9 +2,11 @@
 
 A remote protocol is a small class with four operations over the wire and one pure mapping:
 
-- `create(key)`: ask the remote to run the call, under an idempotency key that is the same
-  every time this call is created again (after a crash); returns the remote's task handle, or
-  the ending when the remote answered at once;
+- `create(key, reply)`: ask the remote to run the call, under an idempotency key that is the
+  same every time this call is created again (after a crash); returns the remote's task
+  handle, or the ending when the remote answered at once, or the questions it asks before it
+  creates anything (`Created.task` None, its snapshot `input_required`): the create is then
+  sent again with their answers (`reply`), under a key of that round's own;
 - `poll(task)`: where the task stands now (`Snapshot`);
 - `answer(task, answers)`: forward answers to the questions the task asked (`Ask.key` →
   the answer's content);
@@ -89,16 +91,28 @@ class Snapshot:
 @dataclass(frozen=True)
 class Created:
     """What a create returned: the remote's task (`task`, its first snapshot), or, when the
-    remote answered at once, no task and the ended snapshot."""
+    remote answered at once, no task and the ended snapshot; or, when it asks before it
+    creates anything, no task and an `input_required` snapshot with its questions, and the
+    opaque `state` the create must carry back with their answers."""
 
     task: str | None
     snapshot: Snapshot
+    state: str | None = None
+
+
+@dataclass(frozen=True)
+class Reply:
+    """The answers to the questions a create was answered with (`Ask.key` -> the answer's
+    content), and the `state` it came with, for the create sent again."""
+
+    answers: Mapping[str, Any]
+    state: str | None = None
 
 
 class RemoteProtocol(Protocol):
     """One remote protocol, bound to one remote and one tool (module docstring)."""
 
-    async def create(self, key: str) -> Created: ...
+    async def create(self, key: str, reply: Reply | None = None) -> Created: ...
 
     async def poll(self, task: str) -> Snapshot: ...
 

@@ -309,8 +309,9 @@ class Transport:
 
 async def _nothing() -> AsyncGenerator[dict[str, Any], None]:
     """A stream that ended before its first message."""
-    return
-    yield
+    none: tuple[dict[str, Any], ...] = ()
+    for message in none:
+        yield message
 
 
 def _json(raw: bytes) -> Any:
