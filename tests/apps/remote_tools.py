@@ -12,11 +12,18 @@ from tether.runtime.context import Context
 from tether.runtime.errors import ProtocolError
 from tether.runtime.exposure import Exposure
 from tether.runtime.registry import App
+from tether.tools.context import ToolContext
 
 app = App("remote-tools")
 
 #: The JSON-RPC code `refuse` fails its task with (outside the range the spec reserves).
 REFUSAL_CODE = 4009
+#: What `confirm_echo` asks before it starts its task.
+GO_FORM: dict[str, Any] = {
+    "type": "object",
+    "properties": {"ok": {"type": "boolean"}},
+    "required": ["ok"],
+}
 
 
 class Text(BaseModel):
@@ -81,3 +88,15 @@ async def hold(ctx: Context, args: Text) -> dict[str, Any]:
 async def route(ctx: Context, args: Routed) -> dict[str, Any]:
     """Completes with its region (a header-mirrored argument) and its text."""
     return {"region": args.region, "text": args.text}
+
+
+@app.tool(description="Asks whether to go ahead (before any task), then runs `echo` as a task.")
+async def confirm_echo(ctx: ToolContext, args: Text) -> dict[str, Any]:
+    """Asks first; the call that answers starts `echo` with the text its state holds."""
+    answer = ctx.input_responses.get("go")
+    if not isinstance(answer, dict) or answer.get("action") != "accept":
+        request = {"mode": "form", "message": f"Echo {args.text!r}?", "requestedSchema": GO_FORM}
+        ctx.ask({"go": {"method": "elicitation/create", "params": request}}, state=args.text)
+    # The text echoed is the one in the state handed back (sealed, so verified).
+    echoed = f"{ctx.request_state}:{answer['content']['ok']}"
+    return await ctx.start_task("echo", {"text": echoed})

@@ -163,6 +163,27 @@ async def _parked(ops: Operations, run: str, *, kind: str | None = None) -> list
             await asyncio.sleep(0.02)
 
 
+async def test_a_question_the_remote_asks_before_its_task_is_answered_through_our_run(
+    remote: Peer, db_url: str, db: asyncpg.Pool
+) -> None:
+    """Spec (MRTR, then Tasks): the remote's tools/call answers input_required before it
+    creates anything; our run waits on it as on a task's question, and the create carrying
+    the answer and the requestState starts the remote's one task."""
+    app = requester(remote.url)
+    ops = Operations(db, app)
+    async with asyncio.timeout(TIMEOUT), serve(app, db_url):
+        run = await _relay(ops, "confirm_echo", text="hi")
+        (wait,) = await _parked(ops, run, kind="remote_input")
+        assert wait["schema"] == remote_tools.GO_FORM
+        assert await remote.runs("echo") == []
+        await ops.answer(run, wait["key"], {"ok": True})
+        assert await completed(ops, run) == {"value": {"echo": "hi:True"}}
+    (only,) = await remote.runs("echo")
+    assert only["status"] == "completed"
+    forwarded = [e.data["keys"] for e in await ops.history(run) if e.type == "remote_answered"]
+    assert forwarded == [[wait["key"]]]
+
+
 async def test_a_remote_that_asks_again_gets_a_new_key_answered_through_the_answer_tool(
     remote: Peer, db_url: str, db: asyncpg.Pool
 ) -> None:

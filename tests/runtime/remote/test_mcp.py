@@ -14,7 +14,7 @@ from tether.runtime.remote.errors import (
     RemoteToolError,
 )
 from tether.runtime.remote.mcp import created_of, outcome_of, snapshot_of
-from tether.runtime.remote.protocol import Ask, Snapshot
+from tether.runtime.remote.protocol import Ask, Created, Snapshot
 
 FORM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
 
@@ -47,7 +47,8 @@ def test_a_complete_result_is_an_ended_call_with_no_task() -> None:
     [
         {"resultType": "task", "status": "working"},  # no taskId
         {"resultType": "task", "taskId": ""},
-        {"resultType": "input_required", "inputRequests": {}},  # MRTR before a task
+        {"resultType": "input_required", "inputRequests": {}},  # asks nothing, no state
+        {"resultType": "input_required"},
         {"resultType": "weird"},
     ],
 )
@@ -55,6 +56,24 @@ def test_a_create_result_the_client_cannot_use_is_a_protocol_error(result: dict[
     with pytest.raises(RemoteProtocolError) as caught:
         _created(result)
     assert caught.value.code is None
+
+
+def test_questions_asked_before_any_task_are_an_input_required_create_with_its_state() -> None:
+    """Spec (MRTR): an InputRequiredResult carries inputRequests and/or requestState; the
+    create goes again with the answers and the state."""
+    request = {
+        "method": "elicitation/create",
+        "params": {"message": "Sure?", "requestedSchema": FORM},  # mode: form by default
+    }
+    asked = {"resultType": "input_required", "inputRequests": {"q": request}, "requestState": "s"}
+    created = _created(asked)
+    assert created == Created(
+        None, Snapshot("input_required", asks=(Ask("q", "Sure?", FORM),)), "s"
+    )
+    state_only = _created({"resultType": "input_required", "requestState": "s2"})
+    assert state_only == Created(None, Snapshot("input_required"), "s2")
+    with pytest.raises(RemoteProtocolError):  # a plain call declared nothing to answer with
+        _created(asked, tasks=False)
 
 
 def test_a_task_the_plain_call_did_not_ask_for_is_a_protocol_error() -> None:
