@@ -35,6 +35,9 @@ def _task(task_id: str, status: str) -> dict[str, Any]:
     }
 
 
+SERVED = frozenset({"tools/call", "tasks/get", "tasks/cancel", "bench/stats"})
+
+
 def _answer(method: str, params: dict[str, Any]) -> dict[str, Any]:
     if method == "tools/call":
         task_id = f"task-{next(_ids)}"
@@ -64,10 +67,14 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if not message.get("more_body"):
             break
     request = orjson.loads(body)
-    result = _answer(request["method"], request.get("params") or {})
-    payload = orjson.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result})
+    status = 200
+    if request["method"] in SERVED:
+        answer = {"result": _answer(request["method"], request.get("params") or {})}
+    else:  # as a server without the method answers (tools/list, subscriptions/listen)
+        status, answer = 404, {"error": {"code": -32601, "message": "Method not found"}}
+    payload = orjson.dumps({"jsonrpc": "2.0", "id": request["id"], **answer})
     headers = [(b"content-type", b"application/json")]
-    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": payload})
 
 

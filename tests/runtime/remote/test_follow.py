@@ -160,6 +160,25 @@ async def test_a_view_the_run_has_not_seen_makes_its_poll_due_and_one_it_has_doe
     assert follower.pokes == 2
 
 
+async def test_a_run_parking_again_on_what_it_read_before_a_pushed_view_is_polled_once_more(
+    follower: Follower, streams: Streams, pokes: Pokes
+) -> None:
+    """Our choice: the run's poll may predate the view the stream told (it polled, the task
+    changed, then it parked): one more poll settles which is the latest, and only one."""
+    follower.follow(_waiting("tk_a", seq=1))
+    listen = await streams.next()
+    listen.ack()
+    listen.view("tk_a", "input_required", inputRequests={})
+    assert await pokes.next() == ("ex_1", 1)
+    follower.follow(_waiting("tk_a", seq=1))  # parks again having seen `working`
+    assert pokes.seen.get_nowait() == ("ex_1", 1)
+    follower.follow(_waiting("tk_a", seq=1))  # the poll found it `working` after all
+    assert pokes.seen.empty()
+    listen.view("tk_a", "input_required", inputRequests={})  # the stream says it again
+    assert await pokes.next() == ("ex_1", 1)
+    assert follower.pokes == 3
+
+
 async def test_an_ended_task_is_forgotten_and_a_new_task_opens_a_stream_over_both(
     follower: Follower, streams: Streams, pokes: Pokes
 ) -> None:

@@ -377,6 +377,8 @@ class _Call:
             return
         sent = [a for a in self.state["asks"] if a.get("answer") and not a.get("sent")]
         sent = [a for a in sent if str(a["key"]) in reply.answers]
+        if not sent:
+            return
         for ask in sent:
             ask["sent"] = True
         keys = [self._key(a) for a in sent]

@@ -106,6 +106,7 @@ class _Watch:
     execution_id: str
     seq: int
     seen: str | None  # the digest the run last saw (None: unknown: any view differs)
+    told: str | None  # the digest last settled: the stream's last view, or the run's poll
     excluded: bool = False  # the remote did not agree to follow it: polled only
 
 
@@ -192,16 +193,20 @@ class Follower:
             self.forget(*poll)
         watch = feed.watched.get(waiting.task)
         if watch is not None:
-            watch.execution_id, watch.seq, watch.seen = (
-                waiting.execution_id,
-                waiting.seq,
-                waiting.seen,
-            )
+            watch.execution_id, watch.seq = waiting.execution_id, waiting.seq
             self._polls[poll] = (remote.name, waiting.task)
+            if watch.told != waiting.seen:
+                # The stream told of a view the run has not seen, and the run's poll may be
+                # older than it: one poll now settles which is the latest (once: told is
+                # taken as the run's from here).
+                self._poke(watch)
+            watch.seen = watch.told = waiting.seen
             return
         if len(feed.watched) >= self.settings.max_watched:
             return  # polled only
-        feed.watched[waiting.task] = _Watch(waiting.execution_id, waiting.seq, waiting.seen)
+        feed.watched[waiting.task] = _Watch(
+            waiting.execution_id, waiting.seq, waiting.seen, waiting.seen
+        )
         self._polls[poll] = (remote.name, waiting.task)
         if feed.room() > 0:
             feed.dirty.set()
@@ -402,12 +407,16 @@ class Follower:
             ended = snapshot.ended
         except RemoteProtocolError:
             digest, ended = None, False  # the poll reads it, and fails the call if it must
-        if digest != watch.seen or digest is None:
-            watch.seen = digest
-            self.pokes += 1
-            self.poke(watch.execution_id, watch.seq)
+        news = digest is None or digest != watch.told
+        watch.told = digest
+        if news and digest != watch.seen:
+            self._poke(watch)
         if ended:
             self._unwatch(feed, task)
+
+    def _poke(self, watch: _Watch) -> None:
+        self.pokes += 1
+        self.poke(watch.execution_id, watch.seq)
 
     def _ended(self, feed: _Feed, stream: _Stream) -> None:
         """The remote ended an acknowledged stream: it follows none of its tasks any more
