@@ -90,12 +90,14 @@ def test_the_settings_json_names_each_remote() -> None:
             {
                 "billing": {"url": URL, "token_env": "BILLING_TOKEN", "poll_max_s": 10},
                 "search": {"url": URL, "protocol": "mcp", "headers": {"X-Team": "a"}},
+                "quiet": {"url": URL, "listen": False},
             }
         )
     )
-    assert [(r.name, r.protocol, r.token_env, r.poll_max_s) for r in remotes] == [
-        ("billing", "mcp-tasks", "BILLING_TOKEN", 10.0),
-        ("search", "mcp", None, 60.0),
+    assert [(r.name, r.protocol, r.token_env, r.poll_max_s, r.listen) for r in remotes] == [
+        ("billing", "mcp-tasks", "BILLING_TOKEN", 10.0, True),
+        ("search", "mcp", None, 60.0, True),
+        ("quiet", "mcp-tasks", None, 60.0, False),
     ]
 
 

@@ -20,7 +20,8 @@ polls; `forget`: the poll was dropped, or the task ended):
   limit); the others are polled only, and come in when room is made.
 - A notification whose task view has the digest the run last saw (`Snapshot.digest`: its
   status and the keys of its questions) changes nothing: a stream opened again may repeat
-  every current view.
+  every current view. A run that parks again having seen less than the stream told (its poll
+  came before the change) gets one more poll.
 - A stream that drops, or cannot be opened, is opened again after a backoff (`retry_min_s`
   doubling to `retry_max_s`); a remote without the method (`-32601`), or whose
   acknowledgement agrees to no task notifications, is asked again after `unsupported_s`.
