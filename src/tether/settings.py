@@ -252,7 +252,8 @@ class Settings(BaseModel):
         description="remote MCP servers and A2A agents workflows call (ctx.call_tool, "
         "ctx.ask_agent, mcp.call and a2a.ask steps): JSON "
         "{name: {url, protocol, headers, token_env, request_timeout_s, poll_min_s, "
-        "poll_max_s}}, or a path to such a file; a name replaces the app's remote of that name",
+        "poll_max_s, listen}}, or a path to such a file; a name replaces the app's remote "
+        "of that name",
     )
     metrics_port: int | None = Field(
         None, ge=0, le=65535, description="also serve /metrics on this port (tether worker)"
