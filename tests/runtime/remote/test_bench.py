@@ -89,6 +89,19 @@ async def test_a_first_poll_after_an_interval_turns_the_call_row_over(
     assert ratio > 2.0 and verdict == "OVER", out
 
 
+async def test_a_call_row_sample_is_the_calls_first_execution_even_when_the_run_replays(
+    db_url: str, tmp_path: Path
+) -> None:
+    """Our choice: with every remote task `working` for 300 ms, each durable call parks and its
+    run is replayed; each sample still spans the call itself, never the replay's read of it."""
+    bench = load_bench()
+    calls = await bench.measure_calls(db_url, 3, False, tmp_path, hold_s=0.3)
+    assert calls["claimed"] > 1, calls  # the run did park and replay
+    assert len(calls["durable_ms"]) == len(calls["direct_ms"]) == 3, calls
+    assert min(calls["durable_ms"]) >= 300.0, calls
+    assert min(calls["direct_ms"]) >= 300.0, calls
+
+
 async def test_a_short_hold_polls_within_the_interval_and_replays_nothing(
     db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
