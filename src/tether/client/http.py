@@ -26,7 +26,7 @@ import asyncio
 import base64
 import itertools
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import aclosing, contextmanager
 from importlib import metadata
 from types import MappingProxyType
 from typing import Any, Final
@@ -34,6 +34,7 @@ from typing import Any, Final
 import httpx
 import orjson
 
+from tether import sse
 from tether.client import errors
 from tether.client.snapshots import Answered, OpenWait, RunSnapshot, from_task
 from tether.client.transport import Kind
@@ -160,38 +161,6 @@ def header_value(value: str) -> str:
 def _plain_header(value: str) -> bool:
     """Whether `value` travels unchanged as a header value (printable ASCII, no edge spaces)."""
     return all(0x20 <= ord(c) < 0x7F for c in value) and value == value.strip(" \t")
-
-
-def _sse_message(lines: list[str]) -> Any:
-    try:
-        return orjson.loads("\n".join(lines))
-    except orjson.JSONDecodeError:
-        return None
-
-
-def _sse_text(text: str) -> list[dict[str, Any]]:
-    """The JSON messages of a whole SSE body."""
-    out: list[dict[str, Any]] = []
-    for event in text.replace("\r\n", "\n").split("\n\n"):
-        data = [ln[5:].removeprefix(" ") for ln in event.split("\n") if ln.startswith("data:")]
-        message = _sse_message(data) if data else None
-        if isinstance(message, dict):
-            out.append(message)
-    return out
-
-
-async def _sse_stream(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    """The JSON messages of an SSE body as they arrive."""
-    data: list[str] = []
-    async for line in response.aiter_lines():
-        if line:
-            if line.startswith("data:"):
-                data.append(line[5:].removeprefix(" "))
-            continue
-        message = _sse_message(data) if data else None
-        data = []
-        if isinstance(message, dict):
-            yield message
 
 
 class _NoStream(Exception):
@@ -376,21 +345,23 @@ class HttpTransport:
                     if code in _NO_STREAM:
                         raise _NoStream()
                     raise _wire_error(codes.LISTEN, error if isinstance(error, dict) else {})
-                async for message in _sse_stream(response):
-                    method = message.get("method")
-                    params = message.get("params")
-                    params = params if isinstance(params, dict) else {}
-                    if method == codes.LISTEN_ACKNOWLEDGED:
-                        agreed = (params.get("notifications") or {}).get("taskIds") or []
-                        if run_id not in agreed:
-                            raise errors.RunNotFound(f"no run {run_id!r} to follow")
-                    elif method == codes.TASK_NOTIFICATION and params.get("taskId") == run_id:
-                        yield _snapshot(params)
-                    elif message.get("id") == request_id:
-                        error = message.get("error")
-                        if isinstance(error, dict):
-                            raise _wire_error(codes.LISTEN, error)
-                        return
+                messages = sse.stream(response.aiter_bytes())
+                async with aclosing(messages):
+                    async for message in messages:
+                        method = message.get("method")
+                        params = message.get("params")
+                        params = params if isinstance(params, dict) else {}
+                        if method == codes.LISTEN_ACKNOWLEDGED:
+                            agreed = (params.get("notifications") or {}).get("taskIds") or []
+                            if run_id not in agreed:
+                                raise errors.RunNotFound(f"no run {run_id!r} to follow")
+                        elif method == codes.TASK_NOTIFICATION and params.get("taskId") == run_id:
+                            yield _snapshot(params)
+                        elif message.get("id") == request_id:
+                            error = message.get("error")
+                            if isinstance(error, dict):
+                                raise _wire_error(codes.LISTEN, error)
+                            return
         except httpx.HTTPError as exc:
             if opened:
                 raise _StreamDropped() from exc
@@ -408,7 +379,7 @@ def _reply(response: httpx.Response, request_id: int, method: str) -> dict[str, 
     NotAuthorized (401/403 without one), TransportError (anything else that is not one)."""
     reply: Any = None
     if _content_type(response) == SSE:
-        found = [m for m in _sse_text(response.text) if m.get("id") == request_id]
+        found = [m for m in sse.messages(response.content) if m.get("id") == request_id]
         reply = found[-1] if found else None
     else:
         try:

@@ -29,6 +29,7 @@ import httpx
 import orjson
 from opentelemetry.trace import SpanKind
 
+from tether import sse
 from tether.observability import metrics, tracing
 from tether.runtime.remote import spec
 from tether.runtime.remote.clients import CONNECT_TIMEOUT_S
@@ -256,32 +257,20 @@ class Transport:
     async def _events(self, response: httpx.Response) -> AsyncGenerator[dict[str, Any], None]:
         """The JSON objects of an SSE body as they arrive (other events are skipped); an event
         or a line longer than MAX_RESPONSE_BYTES is refused, never buffered past it."""
-        pending = bytearray()
-        data: list[bytes] = []
-        size = 0
         with _translated(self.remote.name, self.tool):
-            async for chunk in response.aiter_bytes():
-                pending += chunk
-                while (end := pending.find(b"\n")) >= 0:
-                    line = bytes(pending[:end]).rstrip(b"\r")
-                    del pending[: end + 1]
-                    if line.startswith(b"data:"):
-                        part = line[5:].removeprefix(b" ")
-                        size += len(part)
-                        data.append(part)
-                    elif not line and data:
-                        message = _json(b"\n".join(data))
-                        data, size = [], 0
-                        if isinstance(message, dict):
-                            yield message
-                if len(pending) + size > MAX_RESPONSE_BYTES:
-                    raise self._refused(f"a stream event larger than {MAX_RESPONSE_BYTES} bytes")
+            messages = sse.stream(response.aiter_bytes(), limit=MAX_RESPONSE_BYTES)
+            try:
+                async with contextlib.aclosing(messages):
+                    async for message in messages:
+                        yield message
+            except sse.EventTooLarge as exc:
+                raise self._refused(str(exc)) from exc
 
     def _message(self, raw: bytes, kind: str, request_id: str, status: int) -> dict[str, Any]:
         """The JSON-RPC response to `request_id` in the body (JSON, or an SSE stream)."""
         try:
             if kind == spec.SSE:
-                found = _sse_response(raw, request_id)
+                found = next((m for m in sse.messages(raw) if m.get("id") == request_id), None)
             else:
                 found = orjson.loads(raw) if raw else None
         except orjson.JSONDecodeError:
@@ -314,13 +303,6 @@ async def _nothing() -> AsyncGenerator[dict[str, Any], None]:
         yield message
 
 
-def _json(raw: bytes) -> Any:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-
-
 async def _read_capped(chunks: AsyncIterator[bytes]) -> bytes:
     """The body, refused once it passes MAX_RESPONSE_BYTES (never buffered past it)."""
     out = bytearray()
@@ -329,22 +311,3 @@ async def _read_capped(chunks: AsyncIterator[bytes]) -> bytes:
         if len(out) > MAX_RESPONSE_BYTES:
             raise RemoteProtocolError(f"the response is larger than {MAX_RESPONSE_BYTES} bytes")
     return bytes(out)
-
-
-def _sse_response(raw: bytes, request_id: str) -> Any:
-    """The JSON-RPC response to `request_id` among an SSE stream's events (notifications and
-    responses to other ids are skipped); None when there is none."""
-    text = raw.decode("utf-8", errors="replace").replace("\r\n", "\n")
-    for event in text.split("\n\n"):
-        data = "\n".join(
-            line[5:].removeprefix(" ") for line in event.split("\n") if line.startswith("data:")
-        )
-        if not data:
-            continue
-        try:
-            message = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            continue
-        if isinstance(message, dict) and message.get("id") == request_id:
-            return message
-    return None
