@@ -11,7 +11,7 @@ from tether import sse
 
 BODY = (
     b'event: message\r\nid: 1\r\ndata: {"method": "a",\r\ndata:  "params": {}}\r\n\r\n'
-    b': a comment\n\ndata: not json\n\ndata: [1]\n\n'
+    b": a comment\n\ndata: not json\n\ndata: [1]\n\n"
     b'data:{"id": 2}\r\rdata: {"id": 3, "text": "caf\xc3\xa9"}\n\n'
 )
 WANT = [{"method": "a", "params": {}}, {"id": 2}, {"id": 3, "text": "café"}]
