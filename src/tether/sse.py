@@ -14,7 +14,7 @@ A leaf: it imports no other tether package (an import-linter contract holds it t
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterable
 from typing import Any, Final
 
 import orjson
@@ -86,7 +86,7 @@ def messages(body: bytes) -> list[dict[str, Any]]:
 
 async def stream(
     chunks: AsyncIterable[bytes], *, limit: int | None = None
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncGenerator[dict[str, Any], None]:
     """The messages of an SSE body as its events complete (an event the body breaks off in is
     dropped).
 
