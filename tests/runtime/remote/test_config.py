@@ -81,7 +81,15 @@ def test_the_poll_delay_honours_the_remotes_interval_inside_the_bounds() -> None
     assert remote.poll_delay(2500) == 2.5
     assert remote.poll_delay(10) == 1.0
     assert remote.poll_delay(3_600_000) == 60.0
-    assert remote.poll_delay(None) == 5.0
+    assert remote.poll_delay(None, polls=10) == 5.0
+
+
+def test_a_remote_that_names_no_interval_is_polled_soon_then_less_often() -> None:
+    """Our choice: poll_min_s after the first look, doubling per look up to 5 s."""
+    remote = Remote("r", URL, poll_min_s=0.5, poll_max_s=60.0)
+    assert [remote.poll_delay(None, n) for n in range(6)] == [0.5, 1.0, 2.0, 4.0, 5.0, 5.0]
+    assert remote.poll_delay(None, 10_000) == 5.0
+    assert Remote("r", URL, poll_min_s=1.0, poll_max_s=2.0).poll_delay(None, 5) == 2.0
 
 
 def test_the_settings_json_names_each_remote() -> None:

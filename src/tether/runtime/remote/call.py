@@ -325,7 +325,9 @@ class _Call:
             return await self._end(proto, snapshot)
         self._update_asks(snapshot)
         assert self.config is not None  # noqa: S101 — bound before run
-        due = clock.now() + timedelta(seconds=self.config.poll_delay(snapshot.poll_ms))
+        polls = int(self.state.get("polls", 0))
+        due = clock.now() + timedelta(seconds=self.config.poll_delay(snapshot.poll_ms, polls))
+        self.state["polls"] = polls + 1
         self.state["poll_ms"] = snapshot.poll_ms
         self.state["seen"] = snapshot.digest()
         await self._schedule_poll(due)

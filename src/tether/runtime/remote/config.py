@@ -146,9 +146,16 @@ class Remote:
             f"headers={sorted(self.headers)!r}, token_env={self.token_env!r})"
         )
 
-    def poll_delay(self, poll_ms: int | None) -> float:
-        """Seconds until the next poll: the remote's `pollIntervalMs` inside the bounds."""
-        asked = DEFAULT_POLL_S if poll_ms is None else poll_ms / 1000.0
+    def poll_delay(self, poll_ms: int | None, polls: int = 0) -> float:
+        """Seconds until the next poll: the remote's `pollIntervalMs` inside the bounds. A
+        remote that names no interval (every A2A agent) is polled at `poll_min_s` after the
+        call's first look, then at twice the pause each time (`polls`: the looks made so
+        far), up to `DEFAULT_POLL_S`: a task that ends in a moment is seen in a moment, one
+        that runs for hours costs a poll every few seconds."""
+        if poll_ms is None:
+            asked = min(DEFAULT_POLL_S, self.poll_min_s * 2.0 ** min(polls, 16))
+        else:
+            asked = poll_ms / 1000.0
         return min(max(asked, self.poll_min_s), self.poll_max_s)
 
 

@@ -189,4 +189,4 @@ class RemotePoller:
             return Look("wake")
         seen = snapshot.digest()
         self.follower.follow(Waiting(remote.name, task, poll.execution_id, poll.seq, seen))
-        return Look("again", remote.poll_delay(snapshot.poll_ms))
+        return Look("again", remote.poll_delay(snapshot.poll_ms, int(state.get("polls", 0))))
