@@ -136,3 +136,62 @@ async def test_a_cancelled_reader_leaves_the_others_their_rows(db: asyncpg.Pool)
         present[3],
     ]
     assert reader._in_flight == 0 and not reader._queued
+
+
+class SlowReleasePool:
+    """A real pool whose connections go back to it only once `gate` opens; its own statement
+    methods check a connection out and wait for its release, as asyncpg's pool does."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+        self.gate = asyncio.Event()
+        self.released = 0
+
+    def acquire(self) -> Any:
+        return self.pool.acquire()
+
+    async def release(self, connection: Any) -> None:
+        try:
+            await self.gate.wait()
+        finally:  # cancelled too: the pool gets it back, so that it can close
+            await self.pool.release(connection)
+        self.released += 1
+
+    async def _checked_out(self, method: str, query: str, *args: object) -> Any:
+        connection = await self.pool.acquire()
+        try:
+            return await getattr(connection, method)(query, *args)
+        finally:
+            await self.release(connection)
+
+    async def fetchrow(self, query: str, *args: object, timeout: float | None = None) -> Any:
+        return await self._checked_out("fetchrow", query, *args)
+
+    async def fetch(self, query: str, *args: object, timeout: float | None = None) -> Any:
+        return await self._checked_out("fetch", query, *args)
+
+    def get_max_size(self) -> int:
+        return self.pool.get_max_size()
+
+
+async def test_a_read_answers_before_its_connection_is_back_in_the_pool(
+    db: asyncpg.Pool,
+) -> None:
+    """A reader gets its row as soon as it arrives: giving the connection back to the pool
+    (several turns of the event loop in asyncpg) happens after, on a task of the reader's."""
+    present = ids(3)
+    await db.execute(INSERT, present)
+    slow = SlowReleasePool(db)
+    reader = RowReader(slow, max_statements=1)
+    try:
+        async with asyncio.timeout(5):
+            alone = await reader.get(present[0])
+            batched = await asyncio.gather(*(reader.get(i) for i in present))
+    finally:
+        released_by_then = slow.released
+        slow.gate.set()  # the pool closes after the test: no connection left held
+    assert alone is not None and alone.id == present[0]
+    assert [r.id if r else None for r in batched] == present
+    assert released_by_then == 0  # every connection was still on its way back
+    await until(lambda: slow.released == 3 and not reader._releases, what="the releases")
+    assert db.get_idle_size() == db.get_size()  # back in the pool, none lost
