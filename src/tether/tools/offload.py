@@ -56,9 +56,11 @@ T = TypeVar("T")
 #: measurements against 0 and 19).
 NICENESS: Final = 10
 WORKERS: Final = 1  # documents take turns: however many arrive, they use one core at most
-#: The longest the event loop unpickles a result's parts before it lets other work run (the
-#: parts themselves take a few microseconds each).
-SLICE_S: Final = 0.0002
+#: The longest the event loop unpickles a result's parts, or lets go of them, before it lets
+#: other work run (the parts themselves take a few microseconds each). A request that becomes
+#: ready meanwhile waits for at most one slice at each of its turns (a `tasks/get` takes four),
+#: so a slice is kept well under what a `tasks/get` costs the loop.
+SLICE_S: Final = 0.0001
 
 _CONTEXT: Final = multiprocessing.get_context("spawn")
 _lock = threading.Lock()
