@@ -170,6 +170,14 @@ class SlowReleasePool:
     async def fetch(self, query: str, *args: object, timeout: float | None = None) -> Any:
         return await self._checked_out("fetch", query, *args)
 
+    async def fetchval(
+        self, query: str, *args: object, column: int = 0, timeout: float | None = None
+    ) -> Any:
+        return await self._checked_out("fetchval", query, *args)
+
+    async def execute(self, query: str, *args: object, timeout: float | None = None) -> Any:
+        return await self._checked_out("execute", query, *args)
+
     def get_max_size(self) -> int:
         return self.pool.get_max_size()
 
