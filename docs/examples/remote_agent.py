@@ -45,7 +45,8 @@ class Translator(AgentExecutor):
     """Greets a customer in French, once told which register to use."""
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        assert context.message is not None
+        if context.message is None:
+            raise ValueError("a request without a message")
         task_id, context_id = str(context.task_id), str(context.context_id)
         updater = TaskUpdater(event_queue, task_id, context_id)
         task = context.current_task

@@ -80,7 +80,7 @@ steps:
       - PARAM=${TARGET}
       - ROOT_COPY=${env.ROOT}
       - PREVIOUS=${MADE}
-      - EARLIER=seed
+      - EARLIER=sprout
       - LATER=${EARLIER}-grown
       - DAG_RUN_ID=shadowed
     command: printf '%s|' "$PARAM" "$ROOT_COPY" "$PREVIOUS" "$LATER" "$DAG_RUN_ID"
@@ -103,6 +103,6 @@ async def test_a_steps_own_env(start: Start) -> None:
         steps = await rt.ops.steps(run)
     assert row.status == "completed", row.error
     shown = node_results(steps)["consume"]["stdout"]
-    assert shown == f"api|root|made|seed-grown|{row.business_id}|", shown
+    assert shown == f"api|root|made|sprout-grown|{row.business_id}|", shown
     handler = next(r for r in steps if r.name == "handler:exit")
     assert handler.result["value"]["stdout"] == "only-here|unset"

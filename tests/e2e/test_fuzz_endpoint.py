@@ -686,7 +686,7 @@ async def test_the_endpoint_answers_any_input_with_a_json_rpc_response_and_no_si
         httpx.AsyncClient(timeout=15.0) as http,
     ):
         db = await asyncpg.connect(direct_url(db_url))
-        seed = McpClient(url, timeout=15.0)
+        setup = McpClient(url, timeout=15.0)
         loop = asyncio.get_running_loop()
 
         def run(make: Callable[[], Awaitable[T]]) -> T:
@@ -709,7 +709,7 @@ async def test_the_endpoint_answers_any_input_with_a_json_rpc_response_and_no_si
             for tool, n_keys in (("confirm_delete", 1), ("multi_input", 2)):
                 found = await db.fetchval(FOCUS, tool, n_keys)
                 if found is None:
-                    created = await seed.result("tools/call", {"name": tool, "arguments": {}})
+                    created = await setup.result("tools/call", {"name": tool, "arguments": {}})
                     await settle()
                     found = created["taskId"]
                 focus.append(found)
@@ -748,7 +748,7 @@ async def test_the_endpoint_answers_any_input_with_a_json_rpc_response_and_no_si
         try:
             await asyncio.to_thread(fuzz)
         finally:
-            await seed.aclose()
+            await setup.aclose()
             await db.close()
 
 
