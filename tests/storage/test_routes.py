@@ -128,7 +128,8 @@ async def test_the_listener_listens_where_the_route_says_and_hears_the_database(
                 # The delivery check ran (it runs only when LISTEN goes to another URL): its
                 # channel is the last one the LISTEN connection listened to.
                 listening = await conn.fetch(
-                    "SELECT query FROM pg_stat_activity WHERE query LIKE 'LISTEN%'"
+                    "SELECT query FROM pg_stat_activity"
+                    " WHERE query LIKE 'LISTEN%' AND datname = current_database()"
                 )
                 await conn.execute("SELECT pg_notify($1, 'x')", READY_CHANNEL)
             finally:
