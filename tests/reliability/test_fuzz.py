@@ -125,13 +125,13 @@ async def site(db_url: str, db: asyncpg.Pool, tmp_path: Path) -> AsyncIterator[S
         yield Site(fault, Servers([proc]), db, fixtures)
 
 
-async def fuzz(s: Site, kind: str | None, seed: int = 7) -> list[str]:
+async def fuzz(s: Site, kind: str | None, rng_seed: int = 7) -> list[str]:
     s.fault.kind = kind
     s.fault.hits = 0
     report = await run_fuzz(
         s.cluster,  # type: ignore[arg-type]  # the phase reads only .servers
         s.db,
-        random.Random(seed),
+        random.Random(rng_seed),
         requests=REQUESTS,
         fixtures=s.fixtures,
     )
